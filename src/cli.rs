@@ -1,0 +1,387 @@
+//! Command-line types (clap) and their conversion into plain plans.
+//!
+//! No clap type leaves this module: [`RunArgs::to_plan`] checks the flags and
+//! produces a [`TestPlan`] and a [`Target`], which is all the rest takes.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::control::client::Target;
+use crate::control::server::DEFAULT_PORT;
+use crate::plan::{SocketOpts, TestKind, TestPlan};
+use crate::units::{parse_duration, parse_rate, parse_size};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "thrum",
+    version,
+    about = "Network performance measurement: bulk throughput, request/response rate and latency, connection rate",
+    long_about = "thrum measures bits/s (tcp_stream, tcp_maerts, tcp_bidir), transactions/s and latency \
+(tcp_rr, tcp_crr, tcp_cc) on many flows and threads.\n\nRun `thrum server` on one host and \
+`thrum run TEST -H HOST` on another; without -H, `thrum run` starts a server inside its own process on loopback."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one test against a server (or an embedded one on loopback).
+    Run(Box<RunArgs>),
+    /// Serve tests to clients.
+    Server(ServerArgs),
+    /// Run every test for a few seconds against an embedded server and print one table.
+    Suite(SuiteArgs),
+}
+
+fn size(s: &str) -> Result<u64, String> {
+    parse_size(s).map(|b| b.0).map_err(|e| e.to_string())
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn rate(s: &str) -> Result<u64, String> {
+    parse_rate(s).map(|r| r.0 as u64).map_err(|e| e.to_string())
+}
+
+/// `A` or `A,B`: both values, the second defaulting to the first.
+fn size_pair(s: &str) -> Result<(u64, u64), String> {
+    match s.split_once(',') {
+        Some((a, b)) => Ok((size(a)?, size(b)?)),
+        None => {
+            let v = size(s)?;
+            Ok((v, v))
+        }
+    }
+}
+
+/// A CPU list: `0`, `0,2`, `0-3,6`.
+pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let num = |x: &str| {
+            x.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("'{x}' is not a CPU number (expected a list like 0,2-3)"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b || b - a > 4096 {
+                    return Err(format!("'{part}' is not a valid CPU range"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    if out.is_empty() {
+        return Err("empty CPU list".into());
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    Keyval,
+}
+
+/// Where and how results are written.
+#[derive(Debug, Args, Clone)]
+pub struct OutputArgs {
+    /// Write the result as one JSON document (schema thrum.result.v1).
+    #[arg(long, conflicts_with = "keyval")]
+    pub json: bool,
+    /// Write the result as netperf-style KEY=value lines.
+    #[arg(long)]
+    pub keyval: bool,
+    /// Write the result to FILE instead of standard output (atomically: temp file, then rename).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write per-interval, per-flow samples as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    pub fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else if self.keyval {
+            Format::Keyval
+        } else {
+            Format::Human
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr or tcp_cc (netperf's TCP_RR etc. also accepted).
+    #[arg(value_name = "TEST")]
+    pub test: String,
+    /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
+    #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
+    pub host: Option<String>,
+    /// Length of the measurement window (10s, 500ms, 2m).
+    #[arg(short = 'l', long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
+    pub duration: Duration,
+    /// Measure this many transactions instead of a duration (tcp_rr, tcp_crr, tcp_cc).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub transactions: Option<u64>,
+    /// Number of flows (connections).
+    #[arg(short = 'F', long, default_value_t = 1, value_name = "F")]
+    pub flows: u32,
+    /// Worker threads on each end; flows are spread evenly over them.
+    #[arg(short = 'T', long, default_value_t = 1, value_name = "T")]
+    pub threads: u32,
+    /// Request and response sizes in bytes, REQ[,RESP] (rr, crr).
+    #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]")]
+    pub rr_size: (u64, u64),
+    /// Extra transactions in flight per flow: N+1 outstanding (netperf's burst; tcp_rr).
+    #[arg(short = 'b', long, default_value_t = 0, value_name = "N")]
+    pub burst: u32,
+    /// Bytes per send call (stream tests). K/M/G = 2^10.., k/m/g = 10^3..
+    #[arg(short = 'm', long, default_value = "128K", value_parser = size, value_name = "SIZE")]
+    pub send_size: u64,
+    /// Bytes per receive call (stream tests).
+    #[arg(short = 'M', long, default_value = "128K", value_parser = size, value_name = "SIZE")]
+    pub recv_size: u64,
+    /// Local socket buffers SO_SNDBUF[,SO_RCVBUF]; default: kernel autotuning.
+    #[arg(short = 's', long, value_parser = size_pair, value_name = "SND[,RCV]")]
+    pub local_buffer: Option<(u64, u64)>,
+    /// Server socket buffers SO_SNDBUF[,SO_RCVBUF].
+    #[arg(short = 'S', long, value_parser = size_pair, value_name = "SND[,RCV]")]
+    pub remote_buffer: Option<(u64, u64)>,
+    /// Set TCP_NODELAY on data sockets, both ends.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// TCP congestion control, both ends (cubic, bbr, ...).
+    #[arg(long, value_name = "ALGO")]
+    pub cc: Option<String>,
+    /// TCP_MAXSEG, both ends.
+    #[arg(long, value_name = "BYTES")]
+    pub mss: Option<u32>,
+    /// SO_MAX_PACING_RATE per flow, in bits/s (100M = 10^8 bit/s).
+    #[arg(long, value_parser = rate, value_name = "RATE")]
+    pub pacing_rate: Option<u64>,
+    /// Pin local worker threads to these CPUs, round-robin (0,2-3).
+    #[arg(long, value_parser = cpu_list, value_name = "LIST")]
+    pub cpu_pin: Option<Vec<usize>>,
+    /// Pin the server's worker threads to these CPUs.
+    #[arg(long, value_parser = cpu_list, value_name = "LIST")]
+    pub remote_cpu_pin: Option<Vec<usize>>,
+    /// Use IPv4 only.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6')]
+    pub ipv6: bool,
+    /// Local address for the control and data connections.
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// Interim sample period.
+    #[arg(short = 'i', long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
+    pub interval: Duration,
+    /// Traffic before the measurement window (default 1s; 0 with -n).
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub warmup: Option<Duration>,
+    /// Traffic after the measurement window, before the drain.
+    #[arg(long, default_value = "0s", value_parser = duration, value_name = "DURATION")]
+    pub cooldown: Duration,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+fn ns(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+impl RunArgs {
+    pub fn to_plan(&self) -> Result<TestPlan> {
+        let test: TestKind = self.test.parse()?;
+        let mut p = TestPlan::new(test);
+        p.flows = self.flows;
+        p.threads = self.threads;
+        p.duration_ns = ns(self.duration);
+        p.transactions = self.transactions;
+        p.warmup_ns = match (self.warmup, self.transactions) {
+            (Some(w), _) => ns(w),
+            (None, Some(_)) => 0,
+            (None, None) => 1_000_000_000,
+        };
+        p.cooldown_ns = ns(self.cooldown);
+        p.interval_ns = ns(self.interval);
+        (p.request_bytes, p.response_bytes) = self.rr_size;
+        p.burst = self.burst;
+        p.send_bytes = self.send_size;
+        p.recv_bytes = self.recv_size;
+        p.nodelay = self.nodelay;
+        p.congestion = self.cc.clone();
+        p.mss = self.mss;
+        p.pacing_rate_bps = self.pacing_rate;
+        let side = |buf: Option<(u64, u64)>, pin: &Option<Vec<usize>>| SocketOpts {
+            send_buffer_bytes: buf.map(|b| b.0),
+            recv_buffer_bytes: buf.map(|b| b.1),
+            cpu_pin: pin.clone().unwrap_or_default(),
+        };
+        p.local = side(self.local_buffer, &self.cpu_pin);
+        p.remote = side(self.remote_buffer, &self.remote_cpu_pin);
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The server to use; None means start an embedded one.
+    pub fn target(&self) -> Result<Option<Target>> {
+        let Some(host) = &self.host else {
+            return Ok(None);
+        };
+        let addr = resolve(host, self.ipv4, self.ipv6)?;
+        Ok(Some(Target {
+            addr,
+            label: host.clone(),
+            bind: self.bind,
+            embedded: false,
+        }))
+    }
+}
+
+/// Split `host`, `host:port`, `[v6]:port` or a bare IPv6 address.
+pub fn split_host_port(s: &str) -> Result<(String, u16)> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let (h, tail) = rest
+            .split_once(']')
+            .context("-H: missing ']' after an IPv6 address")?;
+        let port = match tail.strip_prefix(':') {
+            Some(p) => p
+                .parse()
+                .with_context(|| format!("-H: '{p}' is not a port (accepted: 1..=65535)"))?,
+            None if tail.is_empty() => DEFAULT_PORT,
+            None => bail!("-H: unexpected '{tail}' after ']'"),
+        };
+        return Ok((h.to_string(), port));
+    }
+    if s.matches(':').count() > 1 {
+        return Ok((s.to_string(), DEFAULT_PORT));
+    }
+    match s.split_once(':') {
+        Some((h, p)) => Ok((
+            h.to_string(),
+            p.parse()
+                .with_context(|| format!("-H: '{p}' is not a port (accepted: 1..=65535)"))?,
+        )),
+        None => Ok((s.to_string(), DEFAULT_PORT)),
+    }
+}
+
+fn resolve(host: &str, v4: bool, v6: bool) -> Result<SocketAddr> {
+    let (h, port) = split_host_port(host)?;
+    if port == 0 {
+        bail!("-H: port 0 is not a server port (accepted: 1..=65535)");
+    }
+    let addrs: Vec<SocketAddr> = (h.as_str(), port)
+        .to_socket_addrs()
+        .with_context(|| format!("-H: cannot resolve '{h}'"))?
+        .filter(|a| (!v4 || a.is_ipv4()) && (!v6 || a.is_ipv6()))
+        .collect();
+    addrs.first().copied().with_context(|| {
+        format!(
+            "-H: '{h}' has no {} address",
+            if v4 { "IPv4" } else { "IPv6" }
+        )
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Control port.
+    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Address to listen on (:: listens on IPv6 and IPv4).
+    #[arg(long, default_value = "::", value_name = "ADDR")]
+    pub listen: IpAddr,
+    /// Data listeners use a port from this range, for firewalls (LO-HI).
+    #[arg(long, value_parser = port_range, value_name = "LO-HI")]
+    pub data_ports: Option<(u16, u16)>,
+    /// Serve one test, then exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Sessions served at once.
+    #[arg(long, default_value_t = 64)]
+    pub max_sessions: u32,
+    /// Do not log sessions to stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+fn port_range(s: &str) -> Result<(u16, u16), String> {
+    let (a, b) = s
+        .split_once('-')
+        .ok_or("expected LO-HI, e.g. 20000-20100")?;
+    let p = |x: &str| {
+        x.parse::<u16>()
+            .map_err(|_| format!("'{x}' is not a port (accepted: 1..=65535)"))
+    };
+    let (a, b) = (p(a)?, p(b)?);
+    if a == 0 || a > b {
+        return Err(format!(
+            "'{s}' is not a range LO-HI with 1 <= LO <= HI <= 65535"
+        ));
+    }
+    Ok((a, b))
+}
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// Measurement window of each test.
+    #[arg(short = 'l', long, default_value = "3s", value_parser = duration, value_name = "DURATION")]
+    pub duration: Duration,
+    /// Flows per test.
+    #[arg(short = 'F', long, default_value_t = 1)]
+    pub flows: u32,
+    /// Worker threads per end.
+    #[arg(short = 'T', long, default_value_t = 1)]
+    pub threads: u32,
+    /// Print the results as a JSON array of thrum.result.v1 documents.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_forms() {
+        assert_eq!(split_host_port("a").unwrap(), ("a".into(), DEFAULT_PORT));
+        assert_eq!(split_host_port("a:99").unwrap(), ("a".into(), 99));
+        assert_eq!(split_host_port("[::1]:99").unwrap(), ("::1".into(), 99));
+        assert_eq!(
+            split_host_port("::1").unwrap(),
+            ("::1".into(), DEFAULT_PORT)
+        );
+        assert!(split_host_port("a:x").is_err());
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
+        assert!(cpu_list("x").is_err());
+        assert!(cpu_list("3-1").is_err());
+    }
+
+    #[test]
+    fn pairs() {
+        assert_eq!(size_pair("1,64K").unwrap(), (1, 65536));
+        assert_eq!(size_pair("1k").unwrap(), (1000, 1000));
+    }
+}

@@ -1,0 +1,683 @@
+//! The client end of a session: drives one test against one server.
+//!
+//! The client owns the clock. At every interval boundary and phase change it
+//! snapshots its own counters, switches its workers' phase and sends a tick;
+//! the server does the same on receipt and answers with a sample. Intervals
+//! therefore line up on both ends to within one control-message delay, and
+//! none straddles a phase. At the end both ends drain (stop generating,
+//! half-close, read to EOF), so the final totals of the two ends agree.
+//!
+//! [`run`] always returns a [`TestResult`]: on failure it carries the error
+//! and every sample gathered so far.
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
+use crate::engine::{Engine, WorkerSpec};
+use crate::io::socket::{DataSocketOpts, connect, set_nonblocking};
+use crate::plan::{TestKind, TestPlan};
+use crate::result::{Environment, Figures, Interval, SCHEMA, Side, Spec, Summary, TestResult};
+use crate::stats::counters::{Counts, FlowCounters};
+use crate::stats::latency::LatencyHistogram;
+use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
+use crate::workload::rr::RrClient;
+use crate::workload::stream::StreamFlow;
+use crate::workload::{CounterRef, Flow, Phase};
+
+/// How long connecting to a server may take before it counts as unreachable.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the ends may take to drain after the last phase.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the server may take to answer a control message.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the server is.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub addr: SocketAddr,
+    /// As the user wrote it, for messages and the result.
+    pub label: String,
+    pub bind: Option<IpAddr>,
+    pub embedded: bool,
+}
+
+/// Told about each interval as it completes (progress lines, streaming output).
+pub trait Observer {
+    fn on_interval(&mut self, _iv: &Interval) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+struct LocalSample {
+    at: Duration,
+    unix_s: f64,
+    counts: Vec<Counts>,
+    /// The phase of the interval that ends at this sample.
+    phase: Phase,
+}
+
+struct RemoteSample {
+    elapsed_ns: u64,
+    counts: Vec<Counts>,
+}
+
+/// Everything gathered so far, whatever happens.
+struct Gathered {
+    local: Vec<LocalSample>,
+    remote: Vec<Option<RemoteSample>>,
+    latency: LatencyHistogram,
+    local_total: Option<Counts>,
+    remote_total: Option<Counts>,
+    local_rusage: Option<Rusage>,
+    remote_rusage: Option<Rusage>,
+    env: Environment,
+    server_address: Option<String>,
+    warnings: Vec<String>,
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Run one test. Never fails: errors land in `summary.error`.
+pub fn run(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> TestResult {
+    let mut g = Gathered {
+        local: Vec::new(),
+        remote: Vec::new(),
+        latency: LatencyHistogram::new(),
+        local_total: None,
+        remote_total: None,
+        local_rusage: None,
+        remote_rusage: None,
+        env: Environment::gather(),
+        server_address: None,
+        warnings: Vec::new(),
+    };
+    let error = drive(target, plan, &mut g, observer)
+        .err()
+        .map(|e| format!("{e:#}"));
+    assemble(target, plan, g, error)
+}
+
+fn expect_reply(ctrl: &mut TcpStream, want: &'static str, server: &str) -> Result<Msg> {
+    match read_msg(ctrl) {
+        Ok(Msg::Error { message }) => bail!("server {server} refused: {message}"),
+        Ok(m) if m.kind() == want => Ok(m),
+        Ok(m) => bail!(
+            "server {server} sent '{}' where '{want}' was expected",
+            m.kind()
+        ),
+        Err(FrameError::Timeout) => {
+            bail!("server {server} did not answer within {REPLY_TIMEOUT:?} (waiting for '{want}')")
+        }
+        Err(e) => Err(anyhow!(e)).with_context(|| format!("waiting for '{want}' from {server}")),
+    }
+}
+
+fn parse_token(hex: &str) -> Result<[u8; TOKEN_LEN]> {
+    let mut t = [0u8; TOKEN_LEN];
+    if hex.len() != TOKEN_LEN * 2 {
+        bail!("server sent a session token of the wrong length");
+    }
+    for (i, b) in t.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+            .context("server sent a malformed session token")?;
+    }
+    Ok(t)
+}
+
+fn connect_control(target: &Target) -> Result<TcpStream> {
+    let opts = DataSocketOpts::default();
+    let s = connect(&target.addr, target.bind, &opts, CONNECT_TIMEOUT).with_context(|| {
+        format!(
+            "cannot reach the thrum server at {} (is `thrum server` running there?)",
+            target.label
+        )
+    })?;
+    let s: TcpStream = s.into();
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(REPLY_TIMEOUT))?;
+    s.set_write_timeout(Some(REPLY_TIMEOUT))?;
+    Ok(s)
+}
+
+fn drive(
+    target: &Target,
+    plan: &TestPlan,
+    g: &mut Gathered,
+    observer: &mut dyn Observer,
+) -> Result<()> {
+    plan.validate()?;
+    let label = target.label.as_str();
+    let mut ctrl = connect_control(target)?;
+    let server_ip = ctrl.peer_addr()?.ip();
+    g.server_address = Some(ctrl.peer_addr()?.to_string());
+
+    write_msg(
+        &mut ctrl,
+        &Msg::Hello {
+            protocol: PROTOCOL_VERSION,
+            software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
+            limits: None,
+        },
+    )?;
+    let Msg::Hello {
+        protocol, software, ..
+    } = expect_reply(&mut ctrl, "hello", label)?
+    else {
+        unreachable!()
+    };
+    if protocol != PROTOCOL_VERSION {
+        bail!(
+            "protocol version mismatch: this client speaks v{PROTOCOL_VERSION}, the server at {label} ({software}) speaks v{protocol}"
+        );
+    }
+    g.env.server_software = Some(software);
+
+    write_msg(&mut ctrl, &Msg::Spec { plan: plan.clone() })?;
+    let Msg::Accepted { data_port, token } = expect_reply(&mut ctrl, "accepted", label)? else {
+        unreachable!()
+    };
+    let token = parse_token(&token)?;
+    let data_addr = SocketAddr::new(server_ip, data_port);
+
+    let opts = DataSocketOpts::from_plan(plan, &plan.local);
+    let flows_n = plan.flows as usize;
+    let counters: Arc<[FlowCounters]> = (0..flows_n).map(|_| FlowCounters::default()).collect();
+    let mut flows: Vec<Box<dyn Flow>> = Vec::with_capacity(flows_n);
+    for f in 0..plan.flows {
+        let ctr = CounterRef::new(counters.clone(), f as usize);
+        let flow: Box<dyn Flow> = match plan.test {
+            TestKind::TcpCrr | TestKind::TcpCc => {
+                let mode = if plan.test == TestKind::TcpCrr {
+                    ConnectMode::Crr
+                } else {
+                    ConnectMode::Cc
+                };
+                Box::new(ConnectClient::new(
+                    mode,
+                    data_addr,
+                    target.bind,
+                    opts.clone(),
+                    ctr,
+                    token,
+                    plan.request_bytes,
+                    plan.response_bytes,
+                    plan.flow_quota(f),
+                ))
+            }
+            _ => {
+                let sock = connect(&data_addr, target.bind, &opts, CONNECT_TIMEOUT)
+                    .with_context(|| format!("opening data connection {f} to {data_addr}"))?;
+                let mut hello = [0u8; TOKEN_LEN + 4];
+                hello[..TOKEN_LEN].copy_from_slice(&token);
+                hello[TOKEN_LEN..].copy_from_slice(&f.to_be_bytes());
+                (&sock)
+                    .write_all(&hello)
+                    .with_context(|| format!("presenting the token on data connection {f}"))?;
+                set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&sock), true)?;
+                let (sends, receives) = match plan.test {
+                    TestKind::TcpStream => (true, false),
+                    TestKind::TcpMaerts => (false, true),
+                    _ => (true, true),
+                };
+                if plan.test == TestKind::TcpRr {
+                    Box::new(RrClient::new(
+                        sock,
+                        ctr,
+                        plan.request_bytes,
+                        plan.response_bytes,
+                        plan.burst,
+                        plan.flow_quota(f),
+                    ))
+                } else {
+                    Box::new(StreamFlow::new(
+                        sock,
+                        ctr,
+                        sends,
+                        receives,
+                        plan.send_bytes as usize,
+                        plan.recv_bytes as usize,
+                        true,
+                    ))
+                }
+            }
+        };
+        flows.push(flow);
+    }
+
+    write_msg(&mut ctrl, &Msg::Start)?;
+    let Msg::Started { drivers, .. } = expect_reply(&mut ctrl, "started", label)? else {
+        unreachable!()
+    };
+    g.env.remote_drivers = drivers;
+
+    // Flow i runs on worker i % T.
+    let threads = plan.threads as usize;
+    let mut workers: Vec<WorkerSpec> = (0..threads)
+        .map(|w| WorkerSpec {
+            flows: Vec::new(),
+            flow_ids: Vec::new(),
+            cpu: (!plan.local.cpu_pin.is_empty())
+                .then(|| plan.local.cpu_pin[w % plan.local.cpu_pin.len()]),
+        })
+        .collect();
+    for (i, f) in flows.into_iter().enumerate() {
+        workers[i % threads].flows.push(f);
+        workers[i % threads].flow_ids.push(i as u32);
+    }
+
+    let phases = schedule(plan);
+    let rusage0 = Rusage::process();
+    let engine =
+        Engine::start(counters, workers, phases[0].0).context("starting worker threads")?;
+    g.env.local_drivers = engine_drivers(&engine);
+    let t0 = Instant::now();
+
+    // Samples arrive on their own thread so the clock never waits on the network.
+    let (tx, rx) = mpsc::channel();
+    let mut reader = ctrl.try_clone()?;
+    reader.set_read_timeout(None)?;
+    std::thread::Builder::new()
+        .name("thrum-control-reader".into())
+        .spawn(move || {
+            loop {
+                let m = read_msg(&mut reader);
+                let end = m.is_err() || matches!(m, Ok(Msg::Final { .. }) | Ok(Msg::Error { .. }));
+                if tx.send(m).is_err() || end {
+                    break;
+                }
+            }
+        })?;
+
+    let mut run = Running {
+        engine: Some(engine),
+        ctrl,
+        rx,
+        t0,
+        seq: 0,
+        final_msg: None,
+        label: label.to_string(),
+    };
+    let outcome = run.timeline(plan, &phases, g, observer);
+
+    // Stop our workers whatever happened, then collect what they leave.
+    let out = run.engine.take().expect("engine").join();
+    g.latency = out.latency;
+    g.local_rusage = Some(Rusage::process().since(&rusage0));
+    outcome?;
+    if let Some(e) = out.error {
+        bail!(e);
+    }
+    // Our flows have drained: tell the server, and read its final report.
+    write_msg(&mut run.ctrl, &Msg::Finish)?;
+    let fin = run.wait_final(g)?;
+    if let Msg::Final {
+        counts,
+        rusage,
+        errors,
+        refused,
+    } = fin
+    {
+        g.remote_total = Some(Counts::sum(&counts));
+        g.remote_rusage = Some(rusage);
+        for e in errors {
+            g.warnings.push(format!("server: {e}"));
+        }
+        if refused > 0 {
+            g.warnings.push(format!(
+                "server refused {refused} data connection(s) (wrong peer or token)"
+            ));
+        }
+    }
+    drop(out.flows);
+    Ok(())
+}
+
+fn engine_drivers(e: &Engine) -> Vec<String> {
+    e.drivers().iter().map(|d| d.to_string()).collect()
+}
+
+/// The phases in order, with their lengths (None: until the transaction quota is met).
+fn schedule(plan: &TestPlan) -> Vec<(Phase, Option<Duration>)> {
+    let mut v = Vec::new();
+    if plan.warmup_ns > 0 {
+        v.push((Phase::Warmup, Some(Duration::from_nanos(plan.warmup_ns))));
+    }
+    let measure = if plan.transactions.is_some() {
+        None
+    } else {
+        Some(Duration::from_nanos(plan.duration_ns))
+    };
+    v.push((Phase::Measure, measure));
+    if plan.cooldown_ns > 0 {
+        v.push((
+            Phase::Cooldown,
+            Some(Duration::from_nanos(plan.cooldown_ns)),
+        ));
+    }
+    v
+}
+
+struct Running {
+    /// Taken out (and joined) once the timeline is over.
+    engine: Option<Engine>,
+    ctrl: TcpStream,
+    rx: mpsc::Receiver<Result<Msg, FrameError>>,
+    t0: Instant,
+    seq: u32,
+    final_msg: Option<Msg>,
+    label: String,
+}
+
+impl Running {
+    /// Sample our counters, enter `next`, and ask the server to do the same.
+    fn engine(&self) -> &Engine {
+        self.engine
+            .as_ref()
+            .expect("engine runs until the timeline ends")
+    }
+
+    fn tick(
+        &mut self,
+        ending: Phase,
+        next: Phase,
+        g: &mut Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
+        self.engine().set_phase(next);
+        let at = self.t0.elapsed();
+        let counts = self.engine().snapshot();
+        let seq = self.seq;
+        self.seq += 1;
+        g.local.push(LocalSample {
+            at,
+            unix_s: unix_now(),
+            counts,
+            phase: ending,
+        });
+        g.remote.push(None);
+        write_msg(&mut self.ctrl, &Msg::Tick { seq, phase: next })
+            .with_context(|| format!("sending a tick to {}", self.label))?;
+        if seq > 0 {
+            // Report the interval that just ended, with the server's part if it is in already.
+            self.pump(g, Duration::ZERO)?;
+            let iv = interval(plan, g, seq as usize);
+            observer.on_interval(&iv);
+        }
+        Ok(())
+    }
+
+    /// Handle control messages for up to `wait`; fail on a server error or a lost connection.
+    fn pump(&mut self, g: &mut Gathered, wait: Duration) -> Result<()> {
+        let mut wait = wait;
+        loop {
+            let m = if wait.is_zero() {
+                match self.rx.try_recv() {
+                    Ok(m) => m,
+                    Err(mpsc::TryRecvError::Empty) => return Ok(()),
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        bail!("the control connection to {} is gone", self.label)
+                    }
+                }
+            } else {
+                match self.rx.recv_timeout(wait) {
+                    Ok(m) => m,
+                    Err(mpsc::RecvTimeoutError::Timeout) => return Ok(()),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        bail!("the control connection to {} is gone", self.label)
+                    }
+                }
+            };
+            wait = Duration::ZERO;
+            match m {
+                Ok(Msg::Sample {
+                    seq,
+                    elapsed_ns,
+                    counts,
+                    ..
+                }) => {
+                    if let Some(slot) = g.remote.get_mut(seq as usize) {
+                        *slot = Some(RemoteSample { elapsed_ns, counts });
+                    }
+                }
+                Ok(m @ Msg::Final { .. }) => {
+                    self.final_msg = Some(m);
+                    return Ok(());
+                }
+                Ok(Msg::Error { message }) => bail!("server {} reported: {message}", self.label),
+                Ok(m) => bail!(
+                    "server {} sent an unexpected '{}' message",
+                    self.label,
+                    m.kind()
+                ),
+                Err(FrameError::Closed) => bail!(
+                    "the server at {} closed the control connection mid-test (did it stop or crash?)",
+                    self.label
+                ),
+                Err(e) => {
+                    return Err(anyhow!(e))
+                        .context(format!("control connection to {}", self.label));
+                }
+            }
+        }
+    }
+
+    fn check_engine(&self) -> Result<()> {
+        if let Some(e) = self.engine().error() {
+            bail!("data path: {e}");
+        }
+        Ok(())
+    }
+
+    fn timeline(
+        &mut self,
+        plan: &TestPlan,
+        phases: &[(Phase, Option<Duration>)],
+        g: &mut Gathered,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
+        let interval = Duration::from_nanos(plan.interval_ns);
+        // A finer step while count-limited, to end the window close to the last transaction.
+        let check = if plan.transactions.is_some() {
+            Duration::from_millis(1)
+        } else {
+            Duration::from_millis(20)
+        };
+        self.tick(phases[0].0, phases[0].0, g, plan, observer)?;
+        for (k, &(phase, len)) in phases.iter().enumerate() {
+            let next_phase = phases.get(k + 1).map_or(Phase::Drain, |p| p.0);
+            let start = self.t0.elapsed();
+            let end = len.map(|l| start + l);
+            let mut next_tick = start + interval;
+            loop {
+                let now = self.t0.elapsed();
+                let quota_met =
+                    len.is_none() && self.engine().quota_done() as u64 >= plan.flows as u64;
+                if quota_met || end.is_some_and(|e| now >= e) {
+                    self.tick(phase, next_phase, g, plan, observer)?;
+                    break;
+                }
+                if now >= next_tick {
+                    self.tick(phase, phase, g, plan, observer)?;
+                    next_tick += interval;
+                    continue;
+                }
+                let mut until = next_tick.min(end.unwrap_or(next_tick)) - now;
+                until = until.min(check);
+                self.pump(g, until)?;
+                self.check_engine()?;
+            }
+        }
+        // Drain: wait for our flows to half-close and read the server's EOF.
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        while self.engine().running() > 0 {
+            if Instant::now() >= deadline {
+                g.warnings.push(format!(
+                    "{} worker(s) had not drained after {DRAIN_TIMEOUT:?}; final totals may not match between the ends",
+                    self.engine().running()
+                ));
+                break;
+            }
+            self.pump(g, Duration::from_millis(2))?;
+            self.check_engine()?;
+        }
+        // Our totals after the drain.
+        g.local_total = Some(Counts::sum(&self.engine().snapshot()));
+        Ok(())
+    }
+
+    fn wait_final(&mut self, g: &mut Gathered) -> Result<Msg> {
+        let deadline = Instant::now() + REPLY_TIMEOUT;
+        while self.final_msg.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                bail!(
+                    "server {} sent no final report within {REPLY_TIMEOUT:?}",
+                    self.label
+                );
+            }
+            self.pump(g, deadline - now)?;
+        }
+        Ok(self.final_msg.take().expect("final message"))
+    }
+}
+
+/// Interval `k` (between samples k-1 and k).
+fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
+    let a = &g.local[k - 1];
+    let b = &g.local[k];
+    let local: Vec<Counts> = b
+        .counts
+        .iter()
+        .zip(&a.counts)
+        .map(|(x, y)| *x - *y)
+        .collect();
+    let (remote, remote_s) = match (
+        g.remote.get(k - 1).and_then(|x| x.as_ref()),
+        g.remote.get(k).and_then(|x| x.as_ref()),
+    ) {
+        (Some(ra), Some(rb)) => (
+            rb.counts
+                .iter()
+                .zip(&ra.counts)
+                .map(|(x, y)| *x - *y)
+                .collect(),
+            rb.elapsed_ns.saturating_sub(ra.elapsed_ns) as f64 / 1e9,
+        ),
+        _ => (Vec::new(), 0.0),
+    };
+    let local_s = (b.at - a.at).as_secs_f64();
+    let sum = Figures::compute(
+        plan.test,
+        Counts::sum(&local),
+        Counts::sum(&remote),
+        local_s,
+        remote_s,
+    );
+    Interval {
+        index: (k - 1) as u32,
+        phase: b.phase,
+        start_s: a.at.as_secs_f64(),
+        end_s: b.at.as_secs_f64(),
+        unix_end_s: b.unix_s,
+        local,
+        remote,
+        sum,
+    }
+}
+
+fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>) -> TestResult {
+    let intervals: Vec<Interval> = (1..g.local.len()).map(|k| interval(plan, &g, k)).collect();
+    let measure: Vec<&Interval> = intervals
+        .iter()
+        .filter(|i| i.phase == Phase::Measure)
+        .collect();
+    let local_s: f64 = measure.iter().map(|i| i.end_s - i.start_s).sum();
+    let local_w = Counts::sum(measure.iter().map(|i| &i.sum.local));
+    let remote_w = Counts::sum(measure.iter().map(|i| &i.sum.remote));
+    // The server's window on its own clock, when all its samples arrived.
+    let remote_complete = measure.iter().all(|i| !i.remote.is_empty());
+    let remote_s: f64 = if remote_complete {
+        let idx: Vec<usize> = measure.iter().map(|i| i.index as usize).collect();
+        idx.iter()
+            .map(|&k| {
+                let a = g.remote[k].as_ref().map_or(0, |r| r.elapsed_ns);
+                let b = g.remote[k + 1].as_ref().map_or(0, |r| r.elapsed_ns);
+                b.saturating_sub(a) as f64 / 1e9
+            })
+            .sum()
+    } else {
+        0.0
+    };
+    let mut warnings = g.warnings;
+    if !measure.is_empty() && !remote_complete && error.is_none() {
+        warnings
+            .push("some server samples did not arrive; server-side figures are incomplete".into());
+    }
+    let fig = Figures::compute(plan.test, local_w, remote_w, local_s, remote_s);
+    let latency = g.latency.summary();
+    let is_stream = plan.test.is_stream();
+    let sent_bps = match plan.test {
+        TestKind::TcpStream => Some(local_w.bytes_sent as f64 * 8.0 / local_s.max(1e-9)),
+        TestKind::TcpMaerts => Some(remote_w.bytes_sent as f64 * 8.0 / remote_s.max(1e-9)),
+        TestKind::TcpBidir => Some(
+            local_w.bytes_sent as f64 * 8.0 / local_s.max(1e-9)
+                + remote_w.bytes_sent as f64 * 8.0 / remote_s.max(1e-9),
+        ),
+        _ => None,
+    };
+    let summary = Summary {
+        duration_s: local_s,
+        throughput_bps: fig.throughput_bps,
+        throughput_bps_c2s: fig.throughput_bps_c2s,
+        throughput_bps_s2c: fig.throughput_bps_s2c,
+        throughput_bps_sent: if measure.is_empty() { None } else { sent_bps },
+        transactions_per_s: fig.transactions_per_s,
+        transactions: (!is_stream).then_some(local_w.transactions),
+        latency_ns: if is_stream { None } else { latency },
+        local: Side::new(
+            local_w,
+            local_s,
+            g.local_total.unwrap_or_default(),
+            g.local_rusage,
+        ),
+        remote: Side::new(
+            remote_w,
+            remote_s,
+            g.remote_total.unwrap_or_default(),
+            g.remote_rusage,
+        ),
+        warnings,
+        error,
+    };
+    TestResult {
+        schema: SCHEMA,
+        test: plan.test,
+        spec: Spec {
+            plan: plan.clone(),
+            server: if target.embedded {
+                "embedded".into()
+            } else {
+                target.label.clone()
+            },
+            server_address: g.server_address,
+            embedded_server: target.embedded,
+            bind: target.bind.map(|b| b.to_string()),
+        },
+        environment: g.env,
+        intervals,
+        summary,
+    }
+}

@@ -1,0 +1,8 @@
+//! The control protocol and the two ends that speak it.
+//!
+//! `proto` is the wire format; `server` serves sessions (each its own test);
+//! `client` drives one test against one server and gathers the result.
+
+pub mod client;
+pub mod proto;
+pub mod server;

@@ -1,0 +1,541 @@
+//! The server end: `thrum server`, and the embedded server of `thrum run`.
+//!
+//! Each control connection is a session on its own thread with its own data
+//! listener, token and workers; one failing session ends only itself. The
+//! server takes every parameter from the client's spec (validated again
+//! here), accepts data connections only from the control peer's address and
+//! only with the session token, and never touches files on a client's behalf.
+
+use std::io::{self, Read};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use super::proto::{
+    FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, ServerLimits, read_msg, write_msg,
+};
+use crate::engine::{Engine, WorkerSpec};
+use crate::io::socket::{DataSocketOpts, listen, same_host, set_nonblocking};
+use crate::plan::{TestKind, TestPlan, limits};
+use crate::stats::counters::FlowCounters;
+use crate::workload::crr::{ConnectMode, ConnectServer, TOKEN_LEN};
+use crate::workload::rr::RrServer;
+use crate::workload::stream::StreamFlow;
+use crate::workload::{CounterRef, Flow, Phase};
+
+/// Default control port (netperf uses 12865, neper 12866, iperf3 5201).
+pub const DEFAULT_PORT: u16 = 12880;
+/// A client must say hello within this.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// A data connection must present its token within this.
+pub const TOKEN_TIMEOUT: Duration = Duration::from_secs(2);
+/// All data connections of a session must arrive within this after `start`.
+pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// Data listeners bind a port from this range (inclusive) instead of an ephemeral one.
+    pub data_ports: Option<(u16, u16)>,
+    /// Serve one test, then exit.
+    pub once: bool,
+    pub max_sessions: u32,
+    /// Log one line per session to stderr.
+    pub log: bool,
+}
+
+impl ServerConfig {
+    pub fn new(listen: SocketAddr) -> ServerConfig {
+        ServerConfig {
+            listen,
+            data_ports: None,
+            once: false,
+            max_sessions: 64,
+            log: true,
+        }
+    }
+
+    fn limits(&self) -> ServerLimits {
+        ServerLimits {
+            max_sessions: self.max_sessions,
+            max_flows: limits::MAX_FLOWS,
+            max_duration_ns: limits::MAX_DURATION_NS,
+            max_frame_bytes: MAX_FRAME as u64,
+        }
+    }
+}
+
+/// A bound server, not yet serving.
+pub struct Server {
+    listener: TcpListener,
+    config: Arc<ServerConfig>,
+    shutdown: Arc<AtomicBool>,
+    active: Arc<AtomicU32>,
+}
+
+impl Server {
+    pub fn bind(config: ServerConfig) -> Result<Server> {
+        let sock = listen(&config.listen, &DataSocketOpts::default(), 128)
+            .with_context(|| format!("cannot listen on {} (--listen/--port)", config.listen))?;
+        let listener: TcpListener = sock.into();
+        listener.set_nonblocking(true)?;
+        Ok(Server {
+            listener,
+            config: Arc::new(config),
+            shutdown: Arc::new(AtomicBool::new(false)),
+            active: Arc::new(AtomicU32::new(0)),
+        })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Set this to make [`Server::serve`] return (signal handlers use it).
+    pub fn shutdown_flag(&self) -> Arc<AtomicBool> {
+        self.shutdown.clone()
+    }
+
+    /// Serve until the shutdown flag is set (or after one session with `once`).
+    pub fn serve(self) -> Result<()> {
+        let mut sessions: Vec<JoinHandle<()>> = Vec::new();
+        let fd = self.listener.as_raw_fd();
+        while !self.shutdown.load(Relaxed) {
+            sessions.retain(|h| !h.is_finished());
+            if self.config.once && !sessions.is_empty() {
+                // Serve that one session to the end, then exit.
+                for h in sessions.drain(..) {
+                    let _ = h.join();
+                }
+                break;
+            }
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut pfd, 1, 200) };
+            let (stream, peer) = match self.listener.accept() {
+                Ok(x) => x,
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::Interrupted =>
+                {
+                    continue;
+                }
+                Err(e) => {
+                    if self.config.log {
+                        eprintln!("thrum server: accept: {e}");
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            let _ = stream.set_nonblocking(false);
+            if self.active.load(Relaxed) >= self.config.max_sessions {
+                let mut s = stream;
+                let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+                let _ = write_msg(
+                    &mut s,
+                    &Msg::Error {
+                        message: format!(
+                            "server busy: {} sessions running (--max-sessions)",
+                            self.config.max_sessions
+                        ),
+                    },
+                );
+                continue;
+            }
+            self.active.fetch_add(1, Relaxed);
+            let config = self.config.clone();
+            let active = self.active.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("thrum-session-{peer}"))
+                .spawn(move || {
+                    let outcome = session(stream, peer, &config);
+                    active.fetch_sub(1, Relaxed);
+                    if config.log {
+                        match outcome {
+                            Ok(test) => eprintln!("thrum server: session {peer} {test}: ok"),
+                            Err(e) => eprintln!("thrum server: session {peer}: {e:#}"),
+                        }
+                    }
+                })?;
+            sessions.push(h);
+        }
+        for h in sessions {
+            let _ = h.join();
+        }
+        Ok(())
+    }
+
+    /// Serve on a background thread (the embedded server of `thrum run`).
+    pub fn spawn(self) -> Result<EmbeddedServer> {
+        let addr = self.local_addr()?;
+        let shutdown = self.shutdown.clone();
+        let handle = std::thread::Builder::new()
+            .name("thrum-embedded-server".into())
+            .spawn(move || self.serve())?;
+        Ok(EmbeddedServer {
+            addr,
+            shutdown,
+            handle: Some(handle),
+        })
+    }
+}
+
+/// A server running inside this process; stops when dropped.
+pub struct EmbeddedServer {
+    pub addr: SocketAddr,
+    shutdown: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Result<()>>>,
+}
+
+impl EmbeddedServer {
+    /// Start a quiet server on loopback, on an ephemeral port.
+    pub fn start() -> Result<EmbeddedServer> {
+        let mut cfg = ServerConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+        cfg.log = false;
+        Server::bind(cfg)?.spawn()
+    }
+}
+
+impl Drop for EmbeddedServer {
+    fn drop(&mut self) {
+        self.shutdown.store(true, Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn refuse(ctrl: &mut TcpStream, message: String) -> anyhow::Error {
+    let _ = write_msg(
+        ctrl,
+        &Msg::Error {
+            message: message.clone(),
+        },
+    );
+    anyhow!(message)
+}
+
+fn read_expect(ctrl: &mut TcpStream, want: &'static str) -> Result<Msg> {
+    match read_msg(ctrl) {
+        Ok(m) if m.kind() == want => Ok(m),
+        Ok(m) => Err(refuse(
+            ctrl,
+            format!("expected '{want}', got '{}'", m.kind()),
+        )),
+        Err(FrameError::Timeout) => Err(refuse(ctrl, format!("timed out waiting for '{want}'"))),
+        Err(e @ FrameError::Malformed(_)) | Err(e @ FrameError::TooLarge(_)) => {
+            Err(refuse(ctrl, e.to_string()))
+        }
+        Err(e) => Err(anyhow!(e)),
+    }
+}
+
+/// One session, start to end. Returns the test name on success.
+fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Result<String> {
+    ctrl.set_nodelay(true)?;
+    ctrl.set_read_timeout(Some(HELLO_TIMEOUT))?;
+    ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
+
+    let Msg::Hello {
+        protocol, software, ..
+    } = read_expect(&mut ctrl, "hello")?
+    else {
+        unreachable!()
+    };
+    if protocol != PROTOCOL_VERSION {
+        return Err(refuse(
+            &mut ctrl,
+            format!(
+                "protocol version mismatch: the server speaks v{PROTOCOL_VERSION}, the client ({software}) speaks v{protocol}"
+            ),
+        ));
+    }
+    write_msg(
+        &mut ctrl,
+        &Msg::Hello {
+            protocol: PROTOCOL_VERSION,
+            software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
+            limits: Some(config.limits()),
+        },
+    )?;
+
+    let Msg::Spec { plan } = read_expect(&mut ctrl, "spec")? else {
+        unreachable!()
+    };
+    if let Err(e) = plan.validate() {
+        return Err(refuse(&mut ctrl, format!("invalid spec: {e}")));
+    }
+    let plan = plan.for_server();
+    let opts = DataSocketOpts::from_plan(&plan, &plan.local);
+    let local_ip = ctrl.local_addr()?.ip();
+    let listener = match bind_data(local_ip, config.data_ports, &opts) {
+        Ok(l) => l,
+        Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
+    };
+    let data_port = listener.local_addr()?.as_socket().map_or(0, |a| a.port());
+    let mut token = [0u8; TOKEN_LEN];
+    getrandom::fill(&mut token).map_err(|e| anyhow!("no randomness for the session token: {e}"))?;
+    let hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
+    write_msg(
+        &mut ctrl,
+        &Msg::Accepted {
+            data_port,
+            token: hex,
+        },
+    )?;
+
+    ctrl.set_read_timeout(Some(Duration::from_secs(30)))?;
+    read_expect(&mut ctrl, "start")?;
+
+    let threads = plan.threads as usize;
+    let (counters, flows): SessionFlows = if plan.test.is_connect() {
+        set_nonblocking(listener.as_raw_fd(), true)?;
+        let counters: Arc<[FlowCounters]> = (0..threads).map(|_| FlowCounters::default()).collect();
+        let mode = if plan.test == TestKind::TcpCrr {
+            ConnectMode::Crr
+        } else {
+            ConnectMode::Cc
+        };
+        let flows = (0..threads)
+            .map(|w| {
+                Box::new(ConnectServer::new(
+                    mode,
+                    listener.as_raw_fd(),
+                    peer.ip(),
+                    token,
+                    plan.request_bytes,
+                    plan.response_bytes,
+                    CounterRef::new(counters.clone(), w),
+                )) as Box<dyn Flow>
+            })
+            .collect();
+        (counters, flows)
+    } else {
+        match accept_flows(&listener, &plan, peer.ip(), &token, &opts) {
+            Ok(x) => x,
+            Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
+        }
+    };
+
+    let mut workers: Vec<WorkerSpec> = (0..threads)
+        .map(|w| WorkerSpec {
+            flows: Vec::new(),
+            flow_ids: Vec::new(),
+            cpu: (!plan.local.cpu_pin.is_empty())
+                .then(|| plan.local.cpu_pin[w % plan.local.cpu_pin.len()]),
+        })
+        .collect();
+    for (i, f) in flows.into_iter().enumerate() {
+        workers[i % threads].flows.push(f);
+        workers[i % threads].flow_ids.push(i as u32);
+    }
+    let rusage0 = Rusage::process();
+    let engine = Engine::start(counters, workers, Phase::Warmup)?;
+    let t0 = Instant::now();
+    write_msg(
+        &mut ctrl,
+        &Msg::Started {
+            threads: plan.threads,
+            drivers: engine.drivers().iter().map(|d| d.to_string()).collect(),
+        },
+    )?;
+
+    // Ticks come at least once per interval; allow generous slack for the drain.
+    let idle = Duration::from_nanos(plan.interval_ns) + Duration::from_secs(15);
+    ctrl.set_read_timeout(Some(idle))?;
+    let result = (|| -> Result<()> {
+        loop {
+            match read_msg(&mut ctrl) {
+                Ok(Msg::Tick { seq, phase }) => {
+                    engine.set_phase(phase);
+                    write_msg(
+                        &mut ctrl,
+                        &Msg::Sample {
+                            seq,
+                            elapsed_ns: t0.elapsed().as_nanos() as u64,
+                            unix_ns: unix_ns(),
+                            counts: engine.snapshot(),
+                        },
+                    )?;
+                }
+                Ok(Msg::Finish) => return Ok(()),
+                Ok(m) => {
+                    return Err(refuse(
+                        &mut ctrl,
+                        format!("unexpected '{}' during a test", m.kind()),
+                    ));
+                }
+                Err(FrameError::Timeout) => bail!("client went silent for {idle:?}; session ended"),
+                Err(FrameError::Closed) => bail!("client disconnected mid-test"),
+                Err(e) => return Err(refuse(&mut ctrl, e.to_string())),
+            }
+        }
+    })();
+    if result.is_err() {
+        let out = engine.join();
+        drop(out.flows);
+        return result.map(|_| String::new());
+    }
+    // The client has drained; our long-lived flows finish on its EOF.
+    engine.set_phase(Phase::Drain);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while engine.running() > 0 && Instant::now() < deadline && !plan.test.is_connect() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let counts = engine.snapshot();
+    let out = engine.join();
+    let refused = out.flows.iter().map(|f| f.refused()).sum::<u64>();
+    let mut errors = Vec::new();
+    if let Some(e) = out.error {
+        errors.push(e);
+    }
+    write_msg(
+        &mut ctrl,
+        &Msg::Final {
+            counts,
+            rusage: Rusage::process().since(&rusage0),
+            errors,
+            refused,
+        },
+    )?;
+    drop(out.flows);
+    drop(listener);
+    Ok(plan.test.name().to_string())
+}
+
+/// A session's counter block and the flows that count into it.
+type SessionFlows = (Arc<[FlowCounters]>, Vec<Box<dyn Flow>>);
+
+fn bind_data(
+    ip: IpAddr,
+    range: Option<(u16, u16)>,
+    opts: &DataSocketOpts,
+) -> Result<socket2::Socket> {
+    let backlog = 4096;
+    match range {
+        None => listen(&SocketAddr::new(ip, 0), opts, backlog).context("opening a data listener"),
+        Some((lo, hi)) => {
+            for port in lo..=hi {
+                if let Ok(s) = listen(&SocketAddr::new(ip, port), opts, backlog) {
+                    return Ok(s);
+                }
+            }
+            bail!("no free data port in --data-ports {lo}-{hi}")
+        }
+    }
+}
+
+/// Accept the session's long-lived data connections; each presents the token and its flow id.
+fn accept_flows(
+    listener: &socket2::Socket,
+    plan: &TestPlan,
+    peer: IpAddr,
+    token: &[u8; TOKEN_LEN],
+    opts: &DataSocketOpts,
+) -> Result<SessionFlows> {
+    let n = plan.flows as usize;
+    let counters: Arc<[FlowCounters]> = (0..n).map(|_| FlowCounters::default()).collect();
+    let mut slots: Vec<Option<Box<dyn Flow>>> = (0..n).map(|_| None).collect();
+    let mut have = 0;
+    let deadline = Instant::now() + ACCEPT_TIMEOUT;
+    set_nonblocking(listener.as_raw_fd(), true)?;
+    while have < n {
+        let now = Instant::now();
+        if now >= deadline {
+            bail!("only {have} of {n} data connections arrived within {ACCEPT_TIMEOUT:?}");
+        }
+        let (sock, addr) = match listener.accept() {
+            Ok(x) => x,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let mut pfd = libc::pollfd {
+                    fd: listener.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut pfd, 1, 50) };
+                continue;
+            }
+            Err(e) => return Err(e).context("accepting data connections"),
+        };
+        let from = addr.as_socket().map(|a| a.ip());
+        if !from.is_some_and(|ip| same_host(ip, peer)) {
+            continue;
+        }
+        sock.set_nonblocking(false)?;
+        sock.set_read_timeout(Some(TOKEN_TIMEOUT))?;
+        let mut hello = [0u8; TOKEN_LEN + 4];
+        if (&sock).read_exact(&mut hello).is_err() || &hello[..TOKEN_LEN] != token {
+            continue;
+        }
+        let id = u32::from_be_bytes(hello[TOKEN_LEN..].try_into().expect("4 bytes")) as usize;
+        if id >= n || slots[id].is_some() {
+            continue;
+        }
+        sock.set_read_timeout(None)?;
+        opts.apply_connected(&sock)?;
+        sock.set_nonblocking(true)?;
+        let ctr = CounterRef::new(counters.clone(), id);
+        let flow: Box<dyn Flow> = match plan.test {
+            TestKind::TcpRr => Box::new(RrServer::new(
+                sock,
+                ctr,
+                plan.request_bytes,
+                plan.response_bytes,
+                plan.burst,
+            )),
+            TestKind::TcpStream => Box::new(StreamFlow::new(
+                sock,
+                ctr,
+                false,
+                true,
+                0,
+                plan.recv_bytes as usize,
+                false,
+            )),
+            TestKind::TcpMaerts => Box::new(StreamFlow::new(
+                sock,
+                ctr,
+                true,
+                false,
+                plan.send_bytes as usize,
+                0,
+                false,
+            )),
+            _ => Box::new(StreamFlow::new(
+                sock,
+                ctr,
+                true,
+                true,
+                plan.send_bytes as usize,
+                plan.recv_bytes as usize,
+                false,
+            )),
+        };
+        slots[id] = Some(flow);
+        have += 1;
+    }
+    Ok((
+        counters,
+        slots
+            .into_iter()
+            .map(|s| s.expect("every slot filled"))
+            .collect(),
+    ))
+}

@@ -1,0 +1,297 @@
+//! The engine: worker threads that run flows, and the handle the control
+//! session uses to steer and sample them.
+//!
+//! Each worker owns its flows, its driver and its latency histogram; nothing
+//! on the data path takes a lock or allocates. The session thread steers the
+//! workers through three atomics (phase, stop, and the count of flows that met
+//! their quota) and samples the per-flow counters at interval boundaries. A
+//! phase change wakes every flow once (a kick), so a flow blocked on one
+//! direction still learns that it must drain.
+
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::io::{DriverKind, Event};
+use crate::stats::counters::{Counts, FlowCounters};
+use crate::stats::latency::LatencyHistogram;
+use crate::workload::{Flow, FlowCtx, KICK, Phase, Progress, token};
+
+/// What one worker thread runs.
+pub struct WorkerSpec {
+    pub flows: Vec<Box<dyn Flow>>,
+    /// Global ids of `flows`, for error messages.
+    pub flow_ids: Vec<u32>,
+    pub cpu: Option<usize>,
+}
+
+struct Shared {
+    phase: AtomicU8,
+    stop: AtomicBool,
+    quota_done: AtomicU32,
+    running: AtomicU32,
+    error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn fail(&self, msg: String) {
+        let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if e.is_none() {
+            *e = Some(msg);
+        }
+    }
+}
+
+/// A running set of workers.
+pub struct Engine {
+    shared: Arc<Shared>,
+    counters: Arc<[FlowCounters]>,
+    handles: Vec<JoinHandle<WorkerOutcome>>,
+    drivers: Vec<&'static str>,
+}
+
+struct WorkerOutcome {
+    hist: LatencyHistogram,
+    flows: Vec<Box<dyn Flow>>,
+}
+
+/// What the workers leave behind.
+pub struct EngineOutcome {
+    pub latency: LatencyHistogram,
+    /// The flows, sockets still open: the session closes them once the peer has finished.
+    pub flows: Vec<Box<dyn Flow>>,
+    pub drivers: Vec<&'static str>,
+    pub error: Option<String>,
+}
+
+/// The blocking driver for a worker with one flow that allows it, epoll otherwise.
+pub fn choose_driver(flows: &[Box<dyn Flow>]) -> DriverKind {
+    if flows.len() == 1 && flows[0].blocking_ok() {
+        DriverKind::Blocking
+    } else {
+        DriverKind::Epoll
+    }
+}
+
+impl Engine {
+    /// Start one thread per worker spec. `counters` has one entry per counter
+    /// slot the flows were built with.
+    pub fn start(
+        counters: Arc<[FlowCounters]>,
+        workers: Vec<WorkerSpec>,
+        initial: Phase,
+    ) -> io::Result<Engine> {
+        let shared = Arc::new(Shared {
+            phase: AtomicU8::new(initial as u8),
+            stop: AtomicBool::new(false),
+            quota_done: AtomicU32::new(0),
+            running: AtomicU32::new(workers.len() as u32),
+            error: Mutex::new(None),
+        });
+        let mut handles = Vec::with_capacity(workers.len());
+        let mut drivers = Vec::with_capacity(workers.len());
+        for (i, w) in workers.into_iter().enumerate() {
+            let kind = choose_driver(&w.flows);
+            drivers.push(kind.name());
+            let sh = shared.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("thrum-worker-{i}"))
+                .spawn(move || {
+                    let out = run_worker(&sh, w, kind);
+                    sh.running.fetch_sub(1, Relaxed);
+                    out
+                })?;
+            handles.push(h);
+        }
+        Ok(Engine {
+            shared,
+            counters,
+            handles,
+            drivers,
+        })
+    }
+
+    /// The driver each worker runs.
+    pub fn drivers(&self) -> &[&'static str] {
+        &self.drivers
+    }
+
+    pub fn set_phase(&self, p: Phase) {
+        self.shared.phase.store(p as u8, Relaxed);
+    }
+
+    /// Counters of every slot, now.
+    pub fn snapshot(&self) -> Vec<Counts> {
+        self.counters.iter().map(|c| c.snapshot()).collect()
+    }
+
+    pub fn quota_done(&self) -> u32 {
+        self.shared.quota_done.load(Relaxed)
+    }
+
+    /// Workers still running.
+    pub fn running(&self) -> u32 {
+        self.shared.running.load(Relaxed)
+    }
+
+    pub fn error(&self) -> Option<String> {
+        self.shared
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Relaxed);
+    }
+
+    /// Stop (if not yet), wait for every worker, and merge their histograms.
+    pub fn join(self) -> EngineOutcome {
+        self.stop();
+        let mut latency = LatencyHistogram::new();
+        let mut flows = Vec::new();
+        for h in self.handles {
+            match h.join() {
+                Ok(out) => {
+                    latency.merge(&out.hist);
+                    flows.extend(out.flows);
+                }
+                Err(_) => self.shared.fail("a worker thread panicked".into()),
+            }
+        }
+        let error = self
+            .shared
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        EngineOutcome {
+            latency,
+            flows,
+            drivers: self.drivers,
+            error,
+        }
+    }
+}
+
+/// Per-flow bookkeeping of the worker loop.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Active,
+    Parked,
+    Done,
+}
+
+fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutcome {
+    let WorkerSpec {
+        mut flows,
+        flow_ids,
+        cpu,
+    } = spec;
+    let mut hist = LatencyHistogram::new();
+    let fail = |what: String| shared.fail(what);
+    if let Some(c) = cpu
+        && let Err(e) = crate::io::socket::pin_current_thread(c)
+    {
+        fail(format!("worker: {e}"));
+        return WorkerOutcome { hist, flows };
+    }
+    let mut driver = match kind.create() {
+        Ok(d) => d,
+        Err(e) => {
+            fail(format!("creating the {} driver: {e}", kind.name()));
+            return WorkerOutcome { hist, flows };
+        }
+    };
+    let n = flows.len();
+    for (i, f) in flows.iter_mut().enumerate() {
+        if let Err(e) = f.start(driver.as_mut(), i) {
+            fail(format!("flow {}: {e}", flow_ids[i]));
+            return WorkerOutcome { hist, flows };
+        }
+    }
+
+    let mut status = vec![Status::Active; n];
+    let mut queued = vec![true; n];
+    let mut ready: Vec<usize> = (0..n).collect();
+    let mut again: Vec<usize> = Vec::with_capacity(n);
+    let mut events = Vec::with_capacity(256);
+    let mut remaining = n;
+    let mut parked = 0usize;
+    let mut last_phase = Phase::from_u8(shared.phase.load(Relaxed));
+
+    while remaining > 0 && !shared.stop.load(Relaxed) {
+        let phase = Phase::from_u8(shared.phase.load(Relaxed));
+        if phase != last_phase {
+            last_phase = phase;
+            parked = 0;
+            for i in 0..n {
+                if status[i] == Status::Parked {
+                    status[i] = Status::Active;
+                }
+                if status[i] == Status::Active && !queued[i] {
+                    queued[i] = true;
+                    ready.push(i);
+                }
+            }
+        }
+        if ready.is_empty() && parked == remaining {
+            // Everything waits for the next phase: do not spin on a blocking driver.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            continue;
+        }
+        events.clear();
+        let timeout = if ready.is_empty() { 100 } else { 0 };
+        if let Err(e) = driver.wait(&mut events, timeout) {
+            fail(format!("waiting for readiness ({}): {e}", driver.name()));
+            break;
+        }
+        std::mem::swap(&mut ready, &mut again);
+        let mut ctx = FlowCtx {
+            phase,
+            hist: &mut hist,
+            driver: driver.as_mut(),
+            quota_done: &shared.quota_done,
+            slot: 0,
+            live_phase: &shared.phase,
+        };
+        let kicks = again.iter().map(|&i| Event::kick(token(i, KICK)));
+        for ev in events.iter().copied().chain(kicks) {
+            let i = (ev.token >> 32) as usize;
+            if i >= n || status[i] != Status::Active {
+                continue;
+            }
+            if crate::workload::sub_token(ev.token) == KICK {
+                queued[i] = false;
+            }
+            ctx.slot = i;
+            match flows[i].on_event(ev, &mut ctx) {
+                Ok(Progress::Idle) => {}
+                Ok(Progress::More) => {
+                    if !queued[i] {
+                        queued[i] = true;
+                        ready.push(i);
+                    }
+                }
+                Ok(Progress::Parked) => {
+                    status[i] = Status::Parked;
+                    parked += 1;
+                }
+                Ok(Progress::Done) => {
+                    status[i] = Status::Done;
+                    remaining -= 1;
+                }
+                Err(e) => {
+                    fail(format!("flow {}: {e}", flow_ids[i]));
+                    status[i] = Status::Done;
+                    remaining -= 1;
+                }
+            }
+        }
+        again.clear();
+    }
+    WorkerOutcome { hist, flows }
+}

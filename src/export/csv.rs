@@ -1,0 +1,46 @@
+//! Per-interval samples as CSV, one row per interval per flow (neper-style),
+//! with both ends' counts side by side. For tcp_crr and tcp_cc the server
+//! counts per worker thread, not per flow, so its columns are left empty
+//! there and its sums appear in the JSON.
+
+use std::io::{self, Write};
+
+use super::Exporter;
+use crate::result::TestResult;
+
+pub struct Csv;
+
+pub const HEADER: &str = "interval,phase,start_s,end_s,unix_end_s,flow,local_bytes_sent,local_bytes_received,local_transactions,remote_bytes_sent,remote_bytes_received,remote_transactions";
+
+impl Exporter for Csv {
+    fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{HEADER}")?;
+        let per_flow_remote = !r.test.is_connect();
+        for iv in &r.intervals {
+            for (f, l) in iv.local.iter().enumerate() {
+                write!(
+                    out,
+                    "{},{},{:.6},{:.6},{:.6},{},{},{},{}",
+                    iv.index,
+                    iv.phase.name(),
+                    iv.start_s,
+                    iv.end_s,
+                    iv.unix_end_s,
+                    f,
+                    l.bytes_sent,
+                    l.bytes_received,
+                    l.transactions
+                )?;
+                match iv.remote.get(f).filter(|_| per_flow_remote) {
+                    Some(c) => writeln!(
+                        out,
+                        ",{},{},{}",
+                        c.bytes_sent, c.bytes_received, c.transactions
+                    )?,
+                    None => writeln!(out, ",,,")?,
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,60 @@
+//! netperf-style `KEY=value` lines (the omni output selectors' names where
+//! they mean the same thing), for scripts written against netperf.
+
+use std::io::{self, Write};
+
+use super::Exporter;
+use crate::result::TestResult;
+
+pub struct Keyval;
+
+impl Exporter for Keyval {
+    fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
+        let s = &r.summary;
+        let p = &r.spec.plan;
+        writeln!(out, "TEST={}", r.test.name())?;
+        writeln!(out, "ELAPSED_TIME={:.3}", s.duration_s)?;
+        writeln!(out, "FLOWS={}", p.flows)?;
+        writeln!(out, "THREADS={}", p.threads)?;
+        if let Some(t) = s.throughput_bps {
+            writeln!(out, "THROUGHPUT={:.2}", t / 1e6)?;
+            writeln!(out, "THROUGHPUT_UNITS=10^6bits/s")?;
+            writeln!(out, "THROUGHPUT_BPS={t:.0}")?;
+        }
+        if let (Some(a), Some(b)) = (s.throughput_bps_c2s, s.throughput_bps_s2c) {
+            writeln!(out, "THROUGHPUT_C2S_BPS={a:.0}")?;
+            writeln!(out, "THROUGHPUT_S2C_BPS={b:.0}")?;
+        }
+        if let Some(t) = s.transactions_per_s {
+            writeln!(out, "THROUGHPUT={t:.2}")?;
+            writeln!(out, "THROUGHPUT_UNITS=Trans/s")?;
+            writeln!(out, "TRANSACTION_RATE={t:.2}")?;
+            writeln!(out, "TRANSACTIONS={}", s.transactions.unwrap_or(0))?;
+            writeln!(out, "REQUEST_SIZE={}", p.request_bytes)?;
+            writeln!(out, "RESPONSE_SIZE={}", p.response_bytes)?;
+            writeln!(out, "BURST={}", p.burst)?;
+        }
+        if let Some(l) = &s.latency_ns {
+            // netperf reports latency in microseconds.
+            writeln!(out, "MIN_LATENCY={:.3}", l.min as f64 / 1e3)?;
+            writeln!(out, "MEAN_LATENCY={:.3}", l.mean / 1e3)?;
+            writeln!(out, "STDDEV_LATENCY={:.3}", l.stddev / 1e3)?;
+            writeln!(out, "P50_LATENCY={:.3}", l.p50 as f64 / 1e3)?;
+            writeln!(out, "P90_LATENCY={:.3}", l.p90 as f64 / 1e3)?;
+            writeln!(out, "P99_LATENCY={:.3}", l.p99 as f64 / 1e3)?;
+            writeln!(out, "P999_LATENCY={:.3}", l.p99_9 as f64 / 1e3)?;
+            writeln!(out, "MAX_LATENCY={:.3}", l.max as f64 / 1e3)?;
+            writeln!(out, "LATENCY_UNITS=us")?;
+        }
+        writeln!(out, "LOCAL_BYTES_SENT={}", s.local.bytes_sent)?;
+        writeln!(out, "LOCAL_BYTES_RECVD={}", s.local.bytes_received)?;
+        writeln!(out, "REMOTE_BYTES_SENT={}", s.remote.bytes_sent)?;
+        writeln!(out, "REMOTE_BYTES_RECVD={}", s.remote.bytes_received)?;
+        writeln!(out, "LOCAL_SEND_SIZE={}", p.send_bytes)?;
+        writeln!(out, "LOCAL_RECV_SIZE={}", p.recv_bytes)?;
+        if let Some(e) = &s.error {
+            writeln!(out, "ERROR={}", e.replace('\n', " "))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,264 @@
+//! Sockets and their options, the syscalls that move data, and CPU pinning.
+//!
+//! Options are applied where the kernel reads them: buffer sizes and MSS
+//! before `connect`/`listen` (the window scale is fixed in the handshake, so a
+//! SO_RCVBUF set afterwards cannot widen the window), TCP_NODELAY, congestion
+//! control and pacing on every data socket. A listening socket passes its
+//! buffer sizes and MSS on to the sockets it accepts.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use crate::plan::{SocketOpts, TestPlan};
+
+/// The options one end applies to its data sockets.
+#[derive(Clone, Debug, Default)]
+pub struct DataSocketOpts {
+    pub send_buffer: Option<u64>,
+    pub recv_buffer: Option<u64>,
+    pub nodelay: bool,
+    pub mss: Option<u32>,
+    pub congestion: Option<String>,
+    /// SO_MAX_PACING_RATE in bytes/s.
+    pub pacing_bytes_per_s: Option<u64>,
+}
+
+impl DataSocketOpts {
+    /// The options for the end whose view of the plan is `plan` (`plan.local` is this end).
+    pub fn from_plan(plan: &TestPlan, this_end: &SocketOpts) -> DataSocketOpts {
+        DataSocketOpts {
+            send_buffer: this_end.send_buffer_bytes,
+            recv_buffer: this_end.recv_buffer_bytes,
+            nodelay: plan.nodelay,
+            mss: plan.mss,
+            congestion: plan.congestion.clone(),
+            pacing_bytes_per_s: plan.pacing_rate_bps.map(|b| b / 8),
+        }
+    }
+
+    /// Options that must be set before the connection exists.
+    pub fn apply_before_connect(&self, s: &Socket) -> io::Result<()> {
+        if let Some(b) = self.send_buffer {
+            s.set_send_buffer_size(b as usize)
+                .map_err(|e| ctx(e, "SO_SNDBUF"))?;
+        }
+        if let Some(b) = self.recv_buffer {
+            s.set_recv_buffer_size(b as usize)
+                .map_err(|e| ctx(e, "SO_RCVBUF"))?;
+        }
+        if let Some(m) = self.mss {
+            s.set_mss(m).map_err(|e| ctx(e, "TCP_MAXSEG"))?;
+        }
+        if let Some(cc) = &self.congestion {
+            s.set_tcp_congestion(cc.as_bytes())
+                .map_err(|e| ctx(e, &format!("TCP_CONGESTION {cc} (is the module loaded and allowed in net.ipv4.tcp_allowed_congestion_control?)")))?;
+        }
+        Ok(())
+    }
+
+    /// Options set on every connected data socket.
+    pub fn apply_connected(&self, s: &Socket) -> io::Result<()> {
+        if self.nodelay {
+            s.set_nodelay(true).map_err(|e| ctx(e, "TCP_NODELAY"))?;
+        }
+        if let Some(rate) = self.pacing_bytes_per_s {
+            set_pacing_rate(s.as_raw_fd(), rate)?;
+        }
+        Ok(())
+    }
+}
+
+fn ctx(e: io::Error, what: &str) -> io::Error {
+    io::Error::new(e.kind(), format!("setting {what}: {e}"))
+}
+
+fn set_pacing_rate(fd: RawFd, bytes_per_s: u64) -> io::Result<()> {
+    // SO_MAX_PACING_RATE takes a u64 since Linux 4.20 (a u32 before).
+    // SAFETY: the value outlives the call and its size is given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&bytes_per_s as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(ctx(io::Error::last_os_error(), "SO_MAX_PACING_RATE"));
+    }
+    Ok(())
+}
+
+/// A new TCP socket of the address's family, close-on-exec.
+pub fn tcp_socket(addr: &SocketAddr, nonblocking: bool) -> io::Result<Socket> {
+    let ty = if nonblocking {
+        Type::STREAM.nonblocking()
+    } else {
+        Type::STREAM
+    };
+    Socket::new(
+        Domain::for_address(*addr),
+        ty.cloexec(),
+        Some(Protocol::TCP),
+    )
+}
+
+/// Connect a blocking TCP socket with a timeout, options applied in the right order.
+pub fn connect(
+    addr: &SocketAddr,
+    bind: Option<IpAddr>,
+    opts: &DataSocketOpts,
+    timeout: Duration,
+) -> io::Result<Socket> {
+    let s = tcp_socket(addr, false)?;
+    opts.apply_before_connect(&s)?;
+    if let Some(ip) = bind {
+        s.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
+            .map_err(|e| io::Error::new(e.kind(), format!("binding to {ip}: {e}")))?;
+    }
+    s.connect_timeout(&SockAddr::from(*addr), timeout)?;
+    opts.apply_connected(&s)?;
+    Ok(s)
+}
+
+/// A listening TCP socket on `addr` (port 0: any), options inherited by accepted sockets.
+pub fn listen(addr: &SocketAddr, opts: &DataSocketOpts, backlog: i32) -> io::Result<Socket> {
+    let s = tcp_socket(addr, false)?;
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        s.set_only_v6(false).ok();
+    }
+    opts.apply_before_connect(&s)?;
+    s.bind(&SockAddr::from(*addr))?;
+    s.listen(backlog)?;
+    Ok(s)
+}
+
+pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
+    // SAFETY: fcntl on an fd we hold; results checked.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let new = if on {
+            flags | libc::O_NONBLOCK
+        } else {
+            flags & !libc::O_NONBLOCK
+        };
+        if new != flags && libc::fcntl(fd, libc::F_SETFL, new) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// `send` without SIGPIPE: a peer that went away is an error value, not a signal.
+#[inline]
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+#[inline]
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Half-close: the peer reads EOF once it has read everything sent before.
+pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain syscall.
+    if unsafe { libc::shutdown(fd, libc::SHUT_WR) } < 0 {
+        let e = io::Error::last_os_error();
+        // Already reset or never connected: nothing left to half-close.
+        if e.raw_os_error() != Some(libc::ENOTCONN) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Would this error clear up by itself (EAGAIN, or a blocking call's timeout)?
+#[inline]
+pub fn would_block(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+}
+
+/// Pin the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET bounds are checked by the plan (< 4096 > CPU_SETSIZE is caught below).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::other(format!("CPU {cpu} is beyond CPU_SETSIZE")));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("pinning to CPU {cpu}: {e}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Accept one connection as a non-blocking, close-on-exec socket (one syscall).
+pub fn accept_nonblocking(listener: RawFd) -> io::Result<(Socket, SocketAddr)> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: storage is large enough for any address; len is in/out.
+    unsafe {
+        let mut storage: libc::sockaddr_storage = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let fd = loop {
+            let fd = libc::accept4(
+                listener,
+                (&mut storage as *mut libc::sockaddr_storage).cast(),
+                &mut len,
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            );
+            if fd >= 0 {
+                break fd;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        };
+        let sock = Socket::from_raw_fd(fd);
+        let addr = SockAddr::new(storage, len)
+            .as_socket()
+            .ok_or_else(|| io::Error::other("accepted a socket with a non-IP address"))?;
+        Ok((sock, addr))
+    }
+}
+
+/// The same host, ignoring IPv4-mapped IPv6 spelling.
+pub fn same_host(a: IpAddr, b: IpAddr) -> bool {
+    a.to_canonical() == b.to_canonical()
+}

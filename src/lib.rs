@@ -1,0 +1,230 @@
+//! thrum: network performance measurement.
+//!
+//! The library holds everything; `main.rs` only parses arguments and maps
+//! errors to an exit code. Layers, top to bottom (every import points down):
+//! `export` → `control` (protocol, client and server sessions) and `result` →
+//! `engine` (worker threads) and `cli` → `workload` (flow state machines) and
+//! `plan` → `io` (drivers, sockets), `stats` (counters, histograms), `units`.
+
+pub mod cli;
+pub mod control;
+pub mod engine;
+pub mod export;
+pub mod io;
+pub mod plan;
+pub mod result;
+pub mod stats;
+pub mod units;
+pub mod workload;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering::Relaxed;
+
+use anyhow::{Context, Result};
+
+use cli::{Cli, Command, Format, OutputArgs, RunArgs, ServerArgs, SuiteArgs};
+use control::client::{Observer, Quiet, Target};
+use control::server::{EmbeddedServer, Server, ServerConfig};
+use export::Exporter;
+use plan::{TestKind, TestPlan};
+use result::{Interval, TestResult};
+use units::BitsPerSec;
+
+/// Run a parsed command line; the exit code says whether the test succeeded.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run_test(&args),
+        Command::Server(args) => serve(&args),
+        Command::Suite(args) => suite(&args),
+    }
+}
+
+/// A one-line progress report on stderr, only when stderr is a terminal.
+struct Progress {
+    on: bool,
+    test: TestKind,
+}
+
+impl Observer for Progress {
+    fn on_interval(&mut self, iv: &Interval) {
+        if !self.on {
+            return;
+        }
+        let v = match iv.sum.throughput_bps {
+            Some(t) => BitsPerSec(t).to_string(),
+            None => format!("{:.0} trans/s", iv.sum.transactions_per_s.unwrap_or(0.0)),
+        };
+        let mut e = std::io::stderr().lock();
+        let _ = write!(
+            e,
+            "\r\x1b[2K{} {:>7.1}s {:<8} {}",
+            self.test,
+            iv.end_s,
+            iv.phase.name(),
+            v
+        );
+        let _ = e.flush();
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if self.on {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+/// Start an embedded server unless a target was given.
+fn target_or_embedded(
+    target: Option<Target>,
+    bind: Option<std::net::IpAddr>,
+) -> Result<(Target, Option<EmbeddedServer>)> {
+    if let Some(t) = target {
+        return Ok((t, None));
+    }
+    let server = EmbeddedServer::start().context("starting the embedded server")?;
+    let t = Target {
+        addr: server.addr,
+        label: server.addr.to_string(),
+        bind,
+        embedded: true,
+    };
+    Ok((t, Some(server)))
+}
+
+fn exporter(f: Format) -> Box<dyn Exporter> {
+    match f {
+        Format::Human => Box::new(export::human::Human),
+        Format::Json => Box::new(export::json::Json),
+        Format::Keyval => Box::new(export::keyval::Keyval),
+    }
+}
+
+/// Write every requested output; called on success and on failure alike.
+fn write_outputs(result: &TestResult, out: &OutputArgs) -> Result<()> {
+    if let Some(path) = &out.samples {
+        export::write_atomic(path, &export::render(&export::csv::Csv, result))
+            .with_context(|| format!("writing --samples {}", path.display()))?;
+    }
+    let bytes = export::render(exporter(out.format()).as_ref(), result);
+    match &out.output {
+        Some(path) => export::write_atomic(path, &bytes)
+            .with_context(|| format!("writing --output {}", path.display()))?,
+        None => {
+            let mut so = std::io::stdout().lock();
+            match so.write_all(&bytes).and_then(|_| so.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.context("writing to standard output")?,
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run_test(args: &RunArgs) -> Result<ExitCode> {
+    let plan = args.to_plan()?;
+    let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
+    let mut progress = Progress {
+        on: std::io::stderr().is_terminal(),
+        test: plan.test,
+    };
+    let result = control::client::run(&target, &plan, &mut progress);
+    drop(progress);
+    write_outputs(&result, &args.out)?;
+    if let Some(e) = &result.summary.error {
+        if args.out.format() != Format::Human || args.out.output.is_some() {
+            eprintln!("Error: {e}");
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serve(args: &ServerArgs) -> Result<ExitCode> {
+    let mut cfg = ServerConfig::new(std::net::SocketAddr::new(args.listen, args.port));
+    cfg.data_ports = args.data_ports;
+    cfg.once = args.once;
+    cfg.max_sessions = args.max_sessions;
+    cfg.log = !args.quiet;
+    let server = Server::bind(cfg)?;
+    let flag = server.shutdown_flag();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, flag.clone()).context("installing signal handlers")?;
+    }
+    let addr = server.local_addr()?;
+    println!(
+        "thrum server listening on {addr} (protocol v{})",
+        control::proto::PROTOCOL_VERSION
+    );
+    let _ = std::io::stdout().flush();
+    server.serve()?;
+    if flag.load(Relaxed) && !args.quiet {
+        eprintln!("thrum server: stopped by signal");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn suite(args: &SuiteArgs) -> Result<ExitCode> {
+    let (target, _server) = target_or_embedded(None, None)?;
+    let mut results = Vec::new();
+    let terminal = std::io::stderr().is_terminal();
+    for test in TestKind::ALL {
+        let mut plan = TestPlan::new(test);
+        plan.duration_ns = args.duration.as_nanos() as u64;
+        plan.flows = args.flows;
+        plan.threads = args.threads;
+        plan.validate()?;
+        if terminal {
+            eprint!("\rrunning {test} ...");
+        }
+        let r = control::client::run(&target, &plan, &mut Quiet);
+        results.push(r);
+    }
+    if terminal {
+        eprint!("\r\x1b[2K");
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        print_suite_table(&results);
+    }
+    Ok(if results.iter().all(|r| r.ok()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn print_suite_table(results: &[TestResult]) {
+    println!(
+        "{:<11} {:>5} {:>18} {:>12} {:>12} {:>12}",
+        "test", "flows", "result", "p50", "p99", "CPU s (c+s)"
+    );
+    for r in results {
+        let s = &r.summary;
+        let head = match s.throughput_bps {
+            Some(t) => BitsPerSec(t).to_string(),
+            None => format!("{:.0} trans/s", s.transactions_per_s.unwrap_or(0.0)),
+        };
+        let (p50, p99) = s
+            .latency_ns
+            .map(|l| (units::fmt_ns(l.p50 as f64), units::fmt_ns(l.p99 as f64)))
+            .unwrap_or_default();
+        let cpu = s.local.rusage.map_or(0.0, |u| u.user_s + u.system_s);
+        println!(
+            "{:<11} {:>5} {:>18} {:>12} {:>12} {:>12.2}",
+            r.test.name(),
+            r.spec.plan.flows,
+            head,
+            p50,
+            p99,
+            cpu
+        );
+        if let Some(e) = &s.error {
+            println!("  error: {e}");
+        }
+    }
+    println!("(loopback, embedded server in this process: CPU is the whole process, both ends)");
+}

@@ -1,0 +1,359 @@
+//! The test plan: what to run, checked and free of command-line types.
+//!
+//! `cli` turns flags into a [`TestPlan`]; the engine, the control protocol and
+//! the exporters take only this. The plan travels to the server inside the
+//! control protocol's spec message, so it is serde-serialisable and the server
+//! validates it again with the same [`TestPlan::validate`]: a hostile client
+//! gets the same range errors a user does.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The test types. Names are the lower-case ones; netperf's upper-case names
+/// (`TCP_RR`, `TCP_STREAM`, ...) are accepted as aliases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestKind {
+    TcpStream,
+    TcpMaerts,
+    TcpBidir,
+    TcpRr,
+    TcpCrr,
+    TcpCc,
+}
+
+impl TestKind {
+    /// Every test, in the order `thrum suite` runs them.
+    pub const ALL: [TestKind; 6] = [
+        TestKind::TcpStream,
+        TestKind::TcpMaerts,
+        TestKind::TcpBidir,
+        TestKind::TcpRr,
+        TestKind::TcpCrr,
+        TestKind::TcpCc,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TestKind::TcpStream => "tcp_stream",
+            TestKind::TcpMaerts => "tcp_maerts",
+            TestKind::TcpBidir => "tcp_bidir",
+            TestKind::TcpRr => "tcp_rr",
+            TestKind::TcpCrr => "tcp_crr",
+            TestKind::TcpCc => "tcp_cc",
+        }
+    }
+
+    /// Bulk tests report bits/s; the others report transactions/s.
+    pub fn is_stream(self) -> bool {
+        matches!(
+            self,
+            TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
+        )
+    }
+
+    /// Tests that open one connection per transaction instead of long-lived flows.
+    pub fn is_connect(self) -> bool {
+        matches!(self, TestKind::TcpCrr | TestKind::TcpCc)
+    }
+}
+
+impl fmt::Display for TestKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for TestKind {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.to_ascii_lowercase();
+        TestKind::ALL
+            .into_iter()
+            .find(|k| k.name() == lower)
+            .ok_or_else(|| PlanError::UnknownTest(s.to_string()))
+    }
+}
+
+/// Socket options applied to one end's data sockets.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketOpts {
+    /// SO_SNDBUF in bytes; None keeps the kernel's autotuning.
+    pub send_buffer_bytes: Option<u64>,
+    /// SO_RCVBUF in bytes; None keeps the kernel's autotuning.
+    pub recv_buffer_bytes: Option<u64>,
+    /// CPUs the worker threads are pinned to, round-robin; empty = unpinned.
+    pub cpu_pin: Vec<usize>,
+}
+
+/// Everything a test needs, on both ends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestPlan {
+    pub test: TestKind,
+    /// Number of flows (connections, or connection loops for crr/cc).
+    pub flows: u32,
+    /// Worker threads on each end (never more than `flows`).
+    pub threads: u32,
+    /// Measurement window when time-limited.
+    pub duration_ns: u64,
+    /// Stop the measurement after this many transactions (rr tests) instead of a duration.
+    pub transactions: Option<u64>,
+    pub warmup_ns: u64,
+    pub cooldown_ns: u64,
+    /// Interim sample period.
+    pub interval_ns: u64,
+    /// Request size (rr, crr).
+    pub request_bytes: u64,
+    /// Response size (rr, crr).
+    pub response_bytes: u64,
+    /// Extra transactions in flight per flow (netperf's burst: burst+1 in flight).
+    pub burst: u32,
+    /// Bytes per send call (stream tests).
+    pub send_bytes: u64,
+    /// Bytes per receive call (stream tests).
+    pub recv_bytes: u64,
+    pub nodelay: bool,
+    /// TCP_CONGESTION name, both ends.
+    pub congestion: Option<String>,
+    /// TCP_MAXSEG, both ends.
+    pub mss: Option<u32>,
+    /// SO_MAX_PACING_RATE on sending sockets, bits/s.
+    pub pacing_rate_bps: Option<u64>,
+    pub local: SocketOpts,
+    pub remote: SocketOpts,
+}
+
+/// The hard limits of a plan; the server states its own in its hello.
+pub mod limits {
+    pub const MAX_FLOWS: u32 = 100_000;
+    pub const MAX_THREADS: u32 = 1024;
+    pub const MAX_BURST: u32 = 4096;
+    pub const MAX_RR_BYTES: u64 = 64 << 20;
+    pub const MAX_IO_BYTES: u64 = 64 << 20;
+    pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+    pub const MIN_INTERVAL_NS: u64 = 10_000_000;
+    pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
+    pub const MIN_DURATION_NS: u64 = 1_000_000;
+}
+
+/// A plan that cannot run; every message names the flag and the accepted range.
+#[derive(Debug, Error, PartialEq)]
+pub enum PlanError {
+    #[error(
+        "unknown test '{0}' (accepted: tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, or netperf's upper-case names)"
+    )]
+    UnknownTest(String),
+    #[error("{flag} {value} is out of range (accepted: {min}..={max})")]
+    OutOfRange {
+        flag: &'static str,
+        value: u64,
+        min: u64,
+        max: u64,
+    },
+    #[error("{flag} applies only to {applies}, not to {test}")]
+    NotApplicable {
+        flag: &'static str,
+        applies: &'static str,
+        test: TestKind,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn check(flag: &'static str, value: u64, min: u64, max: u64) -> Result<(), PlanError> {
+    if value < min || value > max {
+        return Err(PlanError::OutOfRange {
+            flag,
+            value,
+            min,
+            max,
+        });
+    }
+    Ok(())
+}
+
+impl TestPlan {
+    /// A plan with the defaults of `thrum run TEST`.
+    pub fn new(test: TestKind) -> TestPlan {
+        TestPlan {
+            test,
+            flows: 1,
+            threads: 1,
+            duration_ns: 10_000_000_000,
+            transactions: None,
+            warmup_ns: 1_000_000_000,
+            cooldown_ns: 0,
+            interval_ns: 1_000_000_000,
+            request_bytes: 1,
+            response_bytes: 1,
+            burst: 0,
+            send_bytes: 128 << 10,
+            recv_bytes: 128 << 10,
+            nodelay: false,
+            congestion: None,
+            mss: None,
+            pacing_rate_bps: None,
+            local: SocketOpts::default(),
+            remote: SocketOpts::default(),
+        }
+    }
+
+    /// Check every field against its range and the test it belongs to.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        use limits::*;
+        let t = self.test;
+        check("--flows", self.flows as u64, 1, MAX_FLOWS as u64)?;
+        check("--threads", self.threads as u64, 1, MAX_THREADS as u64)?;
+        if self.threads > self.flows {
+            return Err(PlanError::Invalid(format!(
+                "--threads {} is more than --flows {} (accepted: 1..=flows)",
+                self.threads, self.flows
+            )));
+        }
+        check(
+            "--duration (ns)",
+            self.duration_ns,
+            MIN_DURATION_NS,
+            MAX_DURATION_NS,
+        )?;
+        check("--warmup (ns)", self.warmup_ns, 0, MAX_DURATION_NS)?;
+        check("--cooldown (ns)", self.cooldown_ns, 0, MAX_DURATION_NS)?;
+        check(
+            "--interval (ns)",
+            self.interval_ns,
+            MIN_INTERVAL_NS,
+            MAX_DURATION_NS,
+        )?;
+        if let Some(n) = self.transactions {
+            if t.is_stream() {
+                return Err(PlanError::NotApplicable {
+                    flag: "--transactions",
+                    applies: "tcp_rr, tcp_crr and tcp_cc",
+                    test: t,
+                });
+            }
+            check("--transactions", n, 1, u64::MAX / 2)?;
+            if n < self.flows as u64 {
+                return Err(PlanError::Invalid(format!(
+                    "--transactions {n} is fewer than --flows {} (accepted: at least one per flow)",
+                    self.flows
+                )));
+            }
+        }
+        if self.burst > 0 && t != TestKind::TcpRr {
+            return Err(PlanError::NotApplicable {
+                flag: "--burst",
+                applies: "tcp_rr",
+                test: t,
+            });
+        }
+        check("--burst", self.burst as u64, 0, MAX_BURST as u64)?;
+        check("--rr-size (request)", self.request_bytes, 1, MAX_RR_BYTES)?;
+        check("--rr-size (response)", self.response_bytes, 1, MAX_RR_BYTES)?;
+        check("--send-size", self.send_bytes, 1, MAX_IO_BYTES)?;
+        check("--recv-size", self.recv_bytes, 1, MAX_IO_BYTES)?;
+        for (flag, v) in [
+            ("--local-buffer (send)", self.local.send_buffer_bytes),
+            ("--local-buffer (receive)", self.local.recv_buffer_bytes),
+            ("--remote-buffer (send)", self.remote.send_buffer_bytes),
+            ("--remote-buffer (receive)", self.remote.recv_buffer_bytes),
+        ] {
+            if let Some(v) = v {
+                check(flag, v, 1, MAX_BUFFER_BYTES)?;
+            }
+        }
+        if let Some(mss) = self.mss {
+            check("--mss", mss as u64, 88, 65535)?;
+        }
+        if let Some(cc) = &self.congestion
+            && (cc.is_empty()
+                || cc.len() > 15
+                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        {
+            return Err(PlanError::Invalid(format!(
+                "--cc '{cc}' is not a congestion control name (accepted: 1 to 15 letters, digits or '_', e.g. cubic, bbr)"
+            )));
+        }
+        if let Some(r) = self.pacing_rate_bps {
+            check("--pacing-rate (bit/s)", r, 8, u64::MAX / 2)?;
+        }
+        for (flag, cpus) in [
+            ("--cpu-pin", &self.local.cpu_pin),
+            ("--remote-cpu-pin", &self.remote.cpu_pin),
+        ] {
+            if cpus.len() > 4096 {
+                return Err(PlanError::Invalid(format!(
+                    "{flag} lists more than 4096 CPUs"
+                )));
+            }
+            for &c in cpus {
+                check(flag, c as u64, 0, 4095)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The plan as the server sees it: local and remote swapped.
+    pub fn for_server(&self) -> TestPlan {
+        let mut p = self.clone();
+        std::mem::swap(&mut p.local, &mut p.remote);
+        p
+    }
+
+    /// Transactions each flow must complete when count-limited: the total split evenly.
+    pub fn flow_quota(&self, flow: u32) -> Option<u64> {
+        self.transactions.map(|n| {
+            let f = self.flows as u64;
+            n / f + u64::from((flow as u64) < n % f)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_netperf_aliases() {
+        assert_eq!("tcp_rr".parse::<TestKind>(), Ok(TestKind::TcpRr));
+        assert_eq!("TCP_RR".parse::<TestKind>(), Ok(TestKind::TcpRr));
+        assert_eq!("TCP_MAERTS".parse::<TestKind>(), Ok(TestKind::TcpMaerts));
+        assert!("tcp_foo".parse::<TestKind>().is_err());
+    }
+
+    #[test]
+    fn rejects_zero_flows_and_burst_on_streams() {
+        let mut p = TestPlan::new(TestKind::TcpStream);
+        p.flows = 0;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--flows 0") && e.contains("1..=100000"), "{e}");
+        let mut p = TestPlan::new(TestKind::TcpStream);
+        p.burst = 4;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--burst") && e.contains("tcp_rr"), "{e}");
+    }
+
+    #[test]
+    fn quota_splits_exactly() {
+        let mut p = TestPlan::new(TestKind::TcpRr);
+        p.flows = 3;
+        p.threads = 1;
+        p.transactions = Some(10);
+        let q: Vec<u64> = (0..3).map(|f| p.flow_quota(f).unwrap()).collect();
+        assert_eq!(q, vec![4, 3, 3]);
+        assert_eq!(q.iter().sum::<u64>(), 10);
+    }
+
+    #[test]
+    fn server_view_swaps_ends() {
+        let mut p = TestPlan::new(TestKind::TcpRr);
+        p.local.cpu_pin = vec![0];
+        p.remote.cpu_pin = vec![1];
+        let s = p.for_server();
+        assert_eq!(s.local.cpu_pin, vec![1]);
+        assert_eq!(s.remote.cpu_pin, vec![0]);
+    }
+}

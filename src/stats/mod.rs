@@ -1,0 +1,7 @@
+//! Counters and latency histograms: what the data path records.
+//!
+//! Everything here merges by adding: per-flow counters sum into totals,
+//! per-thread histograms add into one. Nothing keeps a list of samples.
+
+pub mod counters;
+pub mod latency;

@@ -1,0 +1,269 @@
+//! Units and their parsers: byte sizes, bit rates and durations.
+//!
+//! Suffixes follow netperf's convention because that is what network engineers
+//! type: for sizes, upper-case `K/M/G` are binary (2^10, 2^20, 2^30 bytes) and
+//! lower-case `k/m/g` are decimal (10^3, 10^6, 10^9 bytes). Rates are always
+//! bits per second with decimal `k/M/G/T` (either case), so `100M` is 10^8 bit/s.
+//! A rate never silently becomes a byte size: neper's `-m 1Gb` meaning 2^30
+//! bytes/s is exactly the ambiguity these parsers rule out (a trailing `b`/`B`
+//! is rejected for rates, and a size never accepts a per-second suffix).
+
+use std::fmt;
+use std::time::Duration;
+
+use thiserror::Error;
+
+/// Why a value did not parse; the caller adds the flag name.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum UnitError {
+    #[error("'{0}' is not a number with an optional suffix")]
+    NotANumber(String),
+    #[error("unknown suffix '{suffix}' in '{input}' (accepted: {accepted})")]
+    BadSuffix {
+        input: String,
+        suffix: String,
+        accepted: &'static str,
+    },
+    #[error("'{0}' is too large")]
+    Overflow(String),
+    #[error("'{0}' must not be negative")]
+    Negative(String),
+}
+
+/// A count of bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bytes(pub u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        const UNITS: [(u64, &str); 3] = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+        for (div, name) in UNITS {
+            if b >= div && b % div == 0 {
+                return write!(f, "{}{}", b / div, name);
+            }
+        }
+        write!(f, "{b}")
+    }
+}
+
+fn split_number(input: &str) -> Result<(f64, &str), UnitError> {
+    let s = input.trim();
+    if s.starts_with('-') {
+        return Err(UnitError::Negative(input.to_string()));
+    }
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(end);
+    if num.is_empty() || num == "." {
+        return Err(UnitError::NotANumber(input.to_string()));
+    }
+    let value: f64 = num
+        .parse()
+        .map_err(|_| UnitError::NotANumber(input.to_string()))?;
+    Ok((value, suffix))
+}
+
+/// Parse a byte size: `65536`, `64K` (65536), `64k` (64000), `1M`, `1m`, `1G`, `1g`.
+pub fn parse_size(input: &str) -> Result<Bytes, UnitError> {
+    let (value, suffix) = split_number(input)?;
+    let mult: f64 = match suffix {
+        "" => 1.0,
+        "K" => 1024.0,
+        "M" => 1024.0 * 1024.0,
+        "G" => 1024.0 * 1024.0 * 1024.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        _ => {
+            return Err(UnitError::BadSuffix {
+                input: input.to_string(),
+                suffix: suffix.to_string(),
+                accepted: "K/M/G = 2^10/2^20/2^30 bytes, k/m/g = 10^3/10^6/10^9 bytes",
+            });
+        }
+    };
+    let bytes = value * mult;
+    if bytes.fract() != 0.0 {
+        return Err(UnitError::NotANumber(input.to_string()));
+    }
+    if bytes > u64::MAX as f64 {
+        return Err(UnitError::Overflow(input.to_string()));
+    }
+    Ok(Bytes(bytes as u64))
+}
+
+/// A rate in bits per second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+pub struct BitsPerSec(pub f64);
+
+impl fmt::Display for BitsPerSec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        let (div, unit) = if v >= 1e9 {
+            (1e9, "Gbit/s")
+        } else if v >= 1e6 {
+            (1e6, "Mbit/s")
+        } else if v >= 1e3 {
+            (1e3, "kbit/s")
+        } else {
+            (1.0, "bit/s")
+        };
+        write!(f, "{:.2} {}", v / div, unit)
+    }
+}
+
+/// Parse a rate in bits/s: `1000`, `100k`, `100M`, `10G`, `1T` (decimal, either case).
+pub fn parse_rate(input: &str) -> Result<BitsPerSec, UnitError> {
+    let (value, suffix) = split_number(input)?;
+    let mult = match suffix {
+        "" => 1.0,
+        "k" | "K" => 1e3,
+        "m" | "M" => 1e6,
+        "g" | "G" => 1e9,
+        "t" | "T" => 1e12,
+        _ => {
+            return Err(UnitError::BadSuffix {
+                input: input.to_string(),
+                suffix: suffix.to_string(),
+                accepted: "k/M/G/T = 10^3/10^6/10^9/10^12 bit/s (rates are bits per second)",
+            });
+        }
+    };
+    Ok(BitsPerSec(value * mult))
+}
+
+/// Parse a duration: `10s`, `500ms`, `250us`, `2m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
+    let (value, suffix) = split_number(input)?;
+    let secs = match suffix {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" => value / 1e6,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(UnitError::BadSuffix {
+                input: input.to_string(),
+                suffix: suffix.to_string(),
+                accepted: "h, m, s, ms, us (a bare number is seconds)",
+            });
+        }
+    };
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(UnitError::Overflow(input.to_string()));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Nanoseconds as f64 seconds, for rate arithmetic.
+pub fn ns_to_s(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Human form of a latency in nanoseconds.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} us", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sizes_follow_netperf_case_convention() {
+        assert_eq!(parse_size("64K"), Ok(Bytes(65536)));
+        assert_eq!(parse_size("64k"), Ok(Bytes(64000)));
+        assert_eq!(parse_size("1M"), Ok(Bytes(1 << 20)));
+        assert_eq!(parse_size("1m"), Ok(Bytes(1_000_000)));
+        assert_eq!(parse_size("1G"), Ok(Bytes(1 << 30)));
+        assert_eq!(parse_size("1g"), Ok(Bytes(1_000_000_000)));
+        assert_eq!(parse_size("1.5K"), Ok(Bytes(1536)));
+        assert_eq!(parse_size("1"), Ok(Bytes(1)));
+    }
+
+    #[test]
+    fn sizes_reject_rate_suffixes_and_junk() {
+        // neper's `-m 1Gb` read as 2^30 bytes: never again.
+        assert!(matches!(
+            parse_size("1Gb"),
+            Err(UnitError::BadSuffix { .. })
+        ));
+        assert!(matches!(
+            parse_size("1KB"),
+            Err(UnitError::BadSuffix { .. })
+        ));
+        assert!(matches!(parse_size("x"), Err(UnitError::NotANumber(_))));
+        assert!(matches!(parse_size("-1"), Err(UnitError::Negative(_))));
+        assert!(matches!(parse_size("1.5"), Err(UnitError::NotANumber(_))));
+        assert!(matches!(
+            parse_size("99999999999G"),
+            Err(UnitError::Overflow(_))
+        ));
+    }
+
+    #[test]
+    fn rates_are_decimal_bits() {
+        assert_eq!(parse_rate("100M"), Ok(BitsPerSec(1e8)));
+        assert_eq!(parse_rate("100m"), Ok(BitsPerSec(1e8)));
+        assert_eq!(parse_rate("1G"), Ok(BitsPerSec(1e9)));
+        assert_eq!(parse_rate("2.5k"), Ok(BitsPerSec(2500.0)));
+        assert!(matches!(
+            parse_rate("1Gb"),
+            Err(UnitError::BadSuffix { .. })
+        ));
+        assert!(matches!(
+            parse_rate("1GB"),
+            Err(UnitError::BadSuffix { .. })
+        ));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("5x").is_err());
+    }
+
+    #[test]
+    fn display() {
+        assert_eq!(Bytes(65536).to_string(), "64K");
+        assert_eq!(Bytes(1000).to_string(), "1000");
+        assert_eq!(BitsPerSec(1.5e9).to_string(), "1.50 Gbit/s");
+        assert_eq!(fmt_ns(1500.0), "1.5 us");
+    }
+
+    proptest! {
+        #[test]
+        fn binary_suffix_is_exact_power_of_two(n in 0u64..1_000_000) {
+            prop_assert_eq!(parse_size(&format!("{n}K")), Ok(Bytes(n * 1024)));
+            prop_assert_eq!(parse_size(&format!("{n}k")), Ok(Bytes(n * 1000)));
+            prop_assert_eq!(parse_size(&format!("{n}M")), Ok(Bytes(n << 20)));
+        }
+
+        #[test]
+        fn size_display_round_trips(n in 1u64..1_000_000_000) {
+            let b = Bytes(n);
+            prop_assert_eq!(parse_size(&b.to_string()), Ok(b));
+        }
+
+        #[test]
+        fn parsers_never_panic(s in ".{0,12}") {
+            let _ = parse_size(&s);
+            let _ = parse_rate(&s);
+            let _ = parse_duration(&s);
+        }
+    }
+}

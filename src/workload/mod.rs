@@ -1,0 +1,152 @@
+//! The flow state machines, one file per test type.
+//!
+//! A flow owns its socket(s) and buffers (allocated once, when the flow is
+//! built) and moves data when its driver reports readiness. It counts into
+//! its own [`FlowCounters`] and records latencies into its worker's histogram
+//! only during the measurement phase. Every flow drains the same way at the
+//! end: stop generating, half-close, read until the peer's EOF. So the bytes
+//! and transactions one end sent equal what the other end received, exactly.
+
+pub mod crr;
+pub mod rr;
+pub mod stream;
+
+use std::io;
+use std::ops::Deref;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering::Relaxed};
+
+use serde::{Deserialize, Serialize};
+
+use crate::io::{Driver, Event};
+use crate::stats::counters::FlowCounters;
+use crate::stats::latency::LatencyHistogram;
+
+/// How many data syscalls a flow may make per wake-up before yielding, so one
+/// busy flow neither starves the others on its thread nor hides a phase change.
+pub const OPS_PER_CALL: usize = 16;
+
+/// Token bits: the high 32 name the flow on its worker, the low 32 are the flow's own.
+pub fn token(flow_slot: usize, sub: u32) -> u64 {
+    ((flow_slot as u64) << 32) | sub as u64
+}
+
+/// The low token bits of a wake-up the engine made up (see [`crate::io::Event::kick`]).
+pub const KICK: u32 = u32::MAX;
+
+/// The flow's own part of a token.
+pub fn sub_token(token: u64) -> u32 {
+    token as u32
+}
+
+/// The phases of a test (shared/DESIGN.md §2). Only `Measure` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Phase {
+    Warmup = 0,
+    Measure = 1,
+    Cooldown = 2,
+    /// Stop generating, half-close, read until EOF.
+    Drain = 3,
+}
+
+impl Phase {
+    pub fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::Warmup,
+            1 => Phase::Measure,
+            2 => Phase::Cooldown,
+            _ => Phase::Drain,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Measure => "measure",
+            Phase::Cooldown => "cooldown",
+            Phase::Drain => "drain",
+        }
+    }
+}
+
+/// What a flow reports after handling a wake-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Waiting for the next readiness edge.
+    Idle,
+    /// Used its budget with work left: call again without waiting.
+    More,
+    /// Nothing to do until the next phase change (a count-limited flow that met its quota).
+    Parked,
+    /// Finished (drained, or quota done and drained); never call again.
+    Done,
+}
+
+/// What a flow may touch besides its own state.
+pub struct FlowCtx<'a> {
+    pub phase: Phase,
+    pub hist: &'a mut LatencyHistogram,
+    pub driver: &'a mut dyn Driver,
+    /// Flows that finished their transaction quota (count-limited runs).
+    pub quota_done: &'a AtomicU32,
+    /// This flow's slot on its worker (for tokens of sockets it opens later).
+    pub slot: usize,
+    /// The live phase; `phase` is the one read at the top of this wake-up.
+    pub live_phase: &'a AtomicU8,
+}
+
+impl FlowCtx<'_> {
+    /// Has the drain begun, as of now? The session switches the phase before it
+    /// tells the peer, so a peer's EOF that follows the drain is never taken for
+    /// an early close (read only on EOF, off the hot path).
+    pub fn draining_now(&self) -> bool {
+        self.phase == Phase::Drain || Phase::from_u8(self.live_phase.load(Relaxed)) == Phase::Drain
+    }
+}
+
+/// One flow's state machine.
+pub trait Flow: Send {
+    /// Register the flow's sockets; called once on the worker thread.
+    fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()>;
+    /// Handle readiness (or a kick: a phase change, or leftover budget).
+    fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress>;
+    /// Can this flow run alone under the blocking driver?
+    fn blocking_ok(&self) -> bool;
+    /// Connections this flow turned away (wrong peer or token); servers only.
+    fn refused(&self) -> u64 {
+        0
+    }
+}
+
+/// A flow's handle on its counters inside the engine's shared block.
+#[derive(Clone)]
+pub struct CounterRef {
+    block: Arc<[FlowCounters]>,
+    idx: usize,
+}
+
+impl CounterRef {
+    pub fn new(block: Arc<[FlowCounters]>, idx: usize) -> CounterRef {
+        assert!(idx < block.len());
+        CounterRef { block, idx }
+    }
+}
+
+impl Deref for CounterRef {
+    type Target = FlowCounters;
+    #[inline]
+    fn deref(&self) -> &FlowCounters {
+        &self.block[self.idx]
+    }
+}
+
+/// A peer that vanished before the drain began is an error on the client;
+/// the server instead learns of it through the control connection.
+pub fn early_eof(who: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("{who} closed the data connection before the test ended"),
+    )
+}

@@ -1,0 +1,284 @@
+//! Request/response on a long-lived connection: tcp_rr.
+//!
+//! The client keeps `burst + 1` transactions in flight (netperf's meaning of
+//! burst). Each request's send time goes into a FIFO when its last byte is
+//! handed to the kernel; TCP keeps order, so the response that completes next
+//! belongs to the oldest entry, and every in-flight transaction is timed on
+//! its own. Several requests that are due together go out in one `send`, and
+//! one `recv` may complete several responses: the clock is read once per
+//! syscall, never per byte.
+//!
+//! The server answers each complete request with one response and counts it.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use socket2::Socket;
+
+use super::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, early_eof, token};
+use crate::io::socket::{recv, send, shutdown_write, would_block};
+use crate::io::{Driver, Event};
+
+/// Upper bound on one flow's I/O buffers; larger messages take several calls.
+const MAX_BUF: u64 = 256 << 10;
+
+fn buf_len(msg: u64, in_flight: u64) -> usize {
+    msg.saturating_mul(in_flight).clamp(1, MAX_BUF) as usize
+}
+
+pub struct RrClient {
+    sock: Socket,
+    counters: CounterRef,
+    request: u64,
+    response: u64,
+    /// Send times of requests handed to the kernel whose responses are due.
+    sent_at: VecDeque<Instant>,
+    /// Request bytes not yet handed to the kernel.
+    tx_pending: u64,
+    /// Bytes of the request being sent that are already out.
+    tx_partial: u64,
+    /// Bytes of the response being read that have arrived.
+    rx_partial: u64,
+    /// Transactions issued and not yet completed.
+    outstanding: u64,
+    quota: Option<u64>,
+    done_in_measure: u64,
+    quota_reported: bool,
+    sent_fin: bool,
+    send_buf: Vec<u8>,
+    recv_buf: Vec<u8>,
+}
+
+impl RrClient {
+    pub fn new(
+        sock: Socket,
+        counters: CounterRef,
+        request: u64,
+        response: u64,
+        burst: u32,
+        quota: Option<u64>,
+    ) -> RrClient {
+        let in_flight = burst as u64 + 1;
+        let first = quota.map_or(in_flight, |q| q.min(in_flight));
+        RrClient {
+            sock,
+            counters,
+            request,
+            response,
+            sent_at: VecDeque::with_capacity(in_flight as usize),
+            tx_pending: first * request,
+            tx_partial: 0,
+            rx_partial: 0,
+            outstanding: first,
+            quota,
+            done_in_measure: 0,
+            quota_reported: false,
+            sent_fin: false,
+            send_buf: vec![0u8; buf_len(request, in_flight)],
+            recv_buf: vec![0u8; buf_len(response, in_flight)],
+        }
+    }
+
+    fn may_issue(&self, phase: Phase) -> bool {
+        phase < Phase::Drain
+            && self
+                .quota
+                .is_none_or(|q| self.done_in_measure + self.outstanding < q)
+    }
+
+    fn flush(&mut self, fd: i32) -> io::Result<()> {
+        while self.tx_pending > 0 {
+            let n = (self.tx_pending as usize).min(self.send_buf.len());
+            // Stamp before the call: the request is handed to the kernel when send begins.
+            let t = Instant::now();
+            match send(fd, &self.send_buf[..n]) {
+                Ok(n) => {
+                    let n = n as u64;
+                    self.counters.add_sent(n);
+                    self.tx_pending -= n;
+                    let done = (self.tx_partial + n) / self.request;
+                    self.tx_partial = (self.tx_partial + n) % self.request;
+                    for _ in 0..done {
+                        self.sent_at.push_back(t);
+                    }
+                }
+                Err(e) if would_block(&e) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Flow for RrClient {
+    fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
+        driver.register(self.sock.as_raw_fd(), token(slot, 0))
+    }
+
+    fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        let fd = self.sock.as_raw_fd();
+        // A short read emptied the receive queue; under edge-triggered epoll the
+        // next arrival wakes us, so a further recv would only return EAGAIN.
+        let mut drained = false;
+        for _ in 0..OPS_PER_CALL {
+            self.flush(fd)?;
+            if self.outstanding == 0 && self.tx_pending == 0 {
+                if let Some(q) = self.quota
+                    && !self.quota_reported
+                    && self.done_in_measure >= q
+                {
+                    self.quota_reported = true;
+                    ctx.quota_done.fetch_add(1, Relaxed);
+                }
+                if ctx.phase == Phase::Drain && !self.sent_fin {
+                    shutdown_write(fd)?;
+                    self.sent_fin = true;
+                }
+                if !self.sent_fin {
+                    // Quota done: nothing to do until the drain.
+                    return Ok(Progress::Parked);
+                }
+            }
+            if drained && !ev.closed {
+                return Ok(Progress::Idle);
+            }
+            let n = match recv(fd, &mut self.recv_buf) {
+                Ok(0) => {
+                    if self.sent_fin && self.outstanding == 0 {
+                        return Ok(Progress::Done);
+                    }
+                    return Err(early_eof("the server"));
+                }
+                Ok(n) => n as u64,
+                Err(e) if would_block(&e) => return Ok(Progress::Idle),
+                Err(e) => return Err(e),
+            };
+            drained = (n as usize) < self.recv_buf.len();
+            self.counters.add_received(n);
+            let total = self.rx_partial + n;
+            let completed = (total / self.response).min(self.outstanding);
+            self.rx_partial = total % self.response;
+            if completed == 0 {
+                continue;
+            }
+            let now = Instant::now();
+            let measuring = ctx.phase == Phase::Measure;
+            for _ in 0..completed {
+                let t0 = self.sent_at.pop_front().unwrap_or(now);
+                if measuring {
+                    ctx.hist.record(now.duration_since(t0).as_nanos() as u64);
+                }
+            }
+            self.counters.add_transactions(completed);
+            self.outstanding -= completed;
+            if measuring {
+                self.done_in_measure += completed;
+            }
+            for _ in 0..completed {
+                if !self.may_issue(ctx.phase) {
+                    break;
+                }
+                self.outstanding += 1;
+                self.tx_pending += self.request;
+            }
+        }
+        Ok(Progress::More)
+    }
+
+    fn blocking_ok(&self) -> bool {
+        true
+    }
+}
+
+pub struct RrServer {
+    sock: Socket,
+    counters: CounterRef,
+    request: u64,
+    response: u64,
+    rx_partial: u64,
+    tx_pending: u64,
+    got_eof: bool,
+    send_buf: Vec<u8>,
+    recv_buf: Vec<u8>,
+}
+
+impl RrServer {
+    pub fn new(
+        sock: Socket,
+        counters: CounterRef,
+        request: u64,
+        response: u64,
+        burst: u32,
+    ) -> RrServer {
+        let in_flight = burst as u64 + 1;
+        RrServer {
+            sock,
+            counters,
+            request,
+            response,
+            rx_partial: 0,
+            tx_pending: 0,
+            got_eof: false,
+            send_buf: vec![0u8; buf_len(response, in_flight)],
+            recv_buf: vec![0u8; buf_len(request, in_flight)],
+        }
+    }
+}
+
+impl Flow for RrServer {
+    fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
+        driver.register(self.sock.as_raw_fd(), token(slot, 0))
+    }
+
+    fn on_event(&mut self, ev: Event, _ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        let fd = self.sock.as_raw_fd();
+        let mut drained = false;
+        for _ in 0..OPS_PER_CALL {
+            while self.tx_pending > 0 {
+                let n = (self.tx_pending as usize).min(self.send_buf.len());
+                match send(fd, &self.send_buf[..n]) {
+                    Ok(n) => {
+                        self.counters.add_sent(n as u64);
+                        self.tx_pending -= n as u64;
+                    }
+                    Err(e) if would_block(&e) => return Ok(Progress::Idle),
+                    Err(e) => return Err(e),
+                }
+            }
+            if self.got_eof {
+                // Every request answered: close our side too.
+                shutdown_write(fd)?;
+                return Ok(Progress::Done);
+            }
+            if drained && !ev.closed {
+                return Ok(Progress::Idle);
+            }
+            let n = match recv(fd, &mut self.recv_buf) {
+                Ok(0) => {
+                    self.got_eof = true;
+                    continue;
+                }
+                Ok(n) => n as u64,
+                Err(e) if would_block(&e) => return Ok(Progress::Idle),
+                Err(e) => return Err(e),
+            };
+            drained = (n as usize) < self.recv_buf.len();
+            self.counters.add_received(n);
+            let total = self.rx_partial + n;
+            let completed = total / self.request;
+            self.rx_partial = total % self.request;
+            if completed > 0 {
+                self.counters.add_transactions(completed);
+                self.tx_pending += completed * self.response;
+            }
+        }
+        Ok(Progress::More)
+    }
+
+    fn blocking_ok(&self) -> bool {
+        true
+    }
+}
