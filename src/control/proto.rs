@@ -74,7 +74,9 @@ impl Rusage {
 
 /// Every control message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+// Unknown fields are ignored on purpose: a newer peer's hello must still
+// parse, so that the answer is "version mismatch", not "malformed".
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Msg {
     Hello {
         protocol: u32,
@@ -261,9 +263,11 @@ mod tests {
     }
 
     #[test]
-    fn unknown_fields_and_types_are_errors() {
-        assert!(decode(br#"{"type":"start","x":1}"#).is_err());
+    fn unknown_types_are_errors_unknown_fields_are_not() {
         assert!(decode(br#"{"type":"launch"}"#).is_err());
+        assert!(decode(br#"{"type":"tick","seq":1}"#).is_err());
+        let v2 = br#"{"type":"hello","protocol":2,"software":"thrum 9","new_field":[1]}"#;
+        assert!(matches!(decode(v2), Ok(Msg::Hello { protocol: 2, .. })));
         assert!(matches!(
             read_msg(&mut &b"\0\0"[..]),
             Err(FrameError::Closed)
