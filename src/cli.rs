@@ -62,6 +62,14 @@ fn size_pair(s: &str) -> Result<(u64, u64), String> {
     }
 }
 
+/// A CPU list as one flag value (a newtype, so clap does not take it for repeated values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+fn cpu_list_arg(s: &str) -> Result<CpuList, String> {
+    cpu_list(s).map(CpuList)
+}
+
 /// A CPU list: `0`, `0,2`, `0-3,6`.
 pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
@@ -175,11 +183,11 @@ pub struct RunArgs {
     #[arg(long, value_parser = rate, value_name = "RATE")]
     pub pacing_rate: Option<u64>,
     /// Pin local worker threads to these CPUs, round-robin (0,2-3).
-    #[arg(long, value_parser = cpu_list, value_name = "LIST")]
-    pub cpu_pin: Option<Vec<usize>>,
+    #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
+    pub cpu_pin: Option<CpuList>,
     /// Pin the server's worker threads to these CPUs.
-    #[arg(long, value_parser = cpu_list, value_name = "LIST")]
-    pub remote_cpu_pin: Option<Vec<usize>>,
+    #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
+    pub remote_cpu_pin: Option<CpuList>,
     /// Use IPv4 only.
     #[arg(short = '4', conflicts_with = "ipv6")]
     pub ipv4: bool,
@@ -229,10 +237,10 @@ impl RunArgs {
         p.congestion = self.cc.clone();
         p.mss = self.mss;
         p.pacing_rate_bps = self.pacing_rate;
-        let side = |buf: Option<(u64, u64)>, pin: &Option<Vec<usize>>| SocketOpts {
+        let side = |buf: Option<(u64, u64)>, pin: &Option<CpuList>| SocketOpts {
             send_buffer_bytes: buf.map(|b| b.0),
             recv_buffer_bytes: buf.map(|b| b.1),
-            cpu_pin: pin.clone().unwrap_or_default(),
+            cpu_pin: pin.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
         };
         p.local = side(self.local_buffer, &self.cpu_pin);
         p.remote = side(self.remote_buffer, &self.remote_cpu_pin);

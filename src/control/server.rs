@@ -79,9 +79,20 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn bind(config: ServerConfig) -> Result<Server> {
-        let sock = listen(&config.listen, &DataSocketOpts::default(), 128)
-            .with_context(|| format!("cannot listen on {} (--listen/--port)", config.listen))?;
+    pub fn bind(mut config: ServerConfig) -> Result<Server> {
+        let opts = DataSocketOpts::default();
+        let sock = match listen(&config.listen, &opts, 128) {
+            // `::` is the default; on a host without IPv6 fall back to IPv4's any-address.
+            Err(e)
+                if config.listen.ip() == IpAddr::from([0u16; 8])
+                    && e.raw_os_error() == Some(libc::EAFNOSUPPORT) =>
+            {
+                config.listen = SocketAddr::new(IpAddr::from([0u8; 4]), config.listen.port());
+                listen(&config.listen, &opts, 128)
+            }
+            r => r,
+        }
+        .with_context(|| format!("cannot listen on {} (--listen/--port)", config.listen))?;
         let listener: TcpListener = sock.into();
         listener.set_nonblocking(true)?;
         Ok(Server {
@@ -106,14 +117,11 @@ impl Server {
         let mut sessions: Vec<JoinHandle<()>> = Vec::new();
         let fd = self.listener.as_raw_fd();
         while !self.shutdown.load(Relaxed) {
-            sessions.retain(|h| !h.is_finished());
             if self.config.once && !sessions.is_empty() {
                 // Serve that one session to the end, then exit.
-                for h in sessions.drain(..) {
-                    let _ = h.join();
-                }
                 break;
             }
+            sessions.retain(|h| !h.is_finished());
             let mut pfd = libc::pollfd {
                 fd,
                 events: libc::POLLIN,

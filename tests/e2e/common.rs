@@ -1,0 +1,126 @@
+//! Harness: start a real `thrum server` process, run the real client, parse its JSON.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_thrum")
+}
+
+/// A `thrum server` child process, killed when dropped.
+pub struct ServerProc {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl ServerProc {
+    /// Start `thrum server` on 127.0.0.1 with an ephemeral port and wait for its ready line.
+    pub fn start(extra: &[&str]) -> ServerProc {
+        Self::start_with(Command::new(bin()), "127.0.0.1", extra)
+    }
+
+    /// Start with a prepared command (e.g. `ip netns exec NS thrum`), listening on `listen`.
+    pub fn start_with(mut cmd: Command, listen: &str, extra: &[&str]) -> ServerProc {
+        cmd.args(["server", "--port", "0", "--listen", listen])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("spawn thrum server");
+        let stdout = child.stdout.take().expect("server stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("server ready line");
+        let addr = line
+            .split_whitespace()
+            .find(|w| {
+                w.contains(':')
+                    && w.chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_digit() || c == '[')
+            })
+            .unwrap_or_else(|| panic!("no address in ready line {line:?}"))
+            .to_string();
+        ServerProc { child, addr }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for ServerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run the client with a hard time limit; returns its output.
+pub fn run_client(args: &[&str], limit: Duration) -> Output {
+    run_cmd(Command::new(bin()).args(args), limit)
+}
+
+pub fn run_cmd(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn client");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "command did not finish within {limit:?}\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Parse the JSON result on stdout, with the whole output in any failure message.
+pub fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}); status {:?}\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+pub fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+pub fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Validate a result document against the committed JSON Schema.
+pub fn assert_schema(doc: &Value) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/thrum.result.v1.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("read schema"))
+        .expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "result does not match schema/thrum.result.v1.json:\n{}",
+        errors.join("\n")
+    );
+}

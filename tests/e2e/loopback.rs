@@ -1,0 +1,407 @@
+//! Every TCP test over loopback against a real server process: figures are
+//! present and sane, both ends' totals agree exactly after the drain
+//! (conservation), the measurement window is exactly the sum of its
+//! intervals, percentiles are ordered, and the JSON matches the schema.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{ServerProc, assert_schema, f, json, run_client, u};
+
+const TESTS: [&str; 6] = [
+    "tcp_stream",
+    "tcp_maerts",
+    "tcp_bidir",
+    "tcp_rr",
+    "tcp_crr",
+    "tcp_cc",
+];
+
+fn counts(v: &Value) -> [u64; 3] {
+    [
+        u(&v["bytes_sent"]),
+        u(&v["bytes_received"]),
+        u(&v["transactions"]),
+    ]
+}
+
+fn add(a: [u64; 3], b: [u64; 3]) -> [u64; 3] {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+}
+
+/// Run one test against `server` and check everything that must hold for any test.
+fn run_and_check(server: &ServerProc, test: &str, flows: u32, threads: u32) -> Value {
+    let (fl, th) = (flows.to_string(), threads.to_string());
+    let out = run_client(
+        &[
+            "run",
+            test,
+            "-H",
+            &server.addr,
+            "-F",
+            &fl,
+            "-T",
+            &th,
+            "-l",
+            "1s",
+            "--warmup",
+            "300ms",
+            "-i",
+            "250ms",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let doc = json(&out);
+    assert!(
+        out.status.success(),
+        "{test}: exit {:?}, error {}",
+        out.status,
+        doc["summary"]["error"]
+    );
+    assert_schema(&doc);
+    let s = &doc["summary"];
+    assert!(s["error"].is_null());
+    assert!(
+        (f(&s["duration_s"]) - 1.0).abs() < 0.05,
+        "{test}: window {}",
+        s["duration_s"]
+    );
+
+    // Conservation: after the drain, what one end sent the other received.
+    let (lt, rt) = (counts(&s["local"]["total"]), counts(&s["remote"]["total"]));
+    assert_eq!(
+        lt[0], rt[1],
+        "{test}: client sent {} bytes, server received {}",
+        lt[0], rt[1]
+    );
+    assert_eq!(
+        rt[0], lt[1],
+        "{test}: server sent {} bytes, client received {}",
+        rt[0], lt[1]
+    );
+    if !test.ends_with("stream") && !test.ends_with("maerts") && !test.ends_with("bidir") {
+        assert_eq!(
+            lt[2], rt[2],
+            "{test}: client completed {} transactions, server answered {}",
+            lt[2], rt[2]
+        );
+    }
+
+    // The window is exactly the sum of its measure intervals, on both ends.
+    let ivs = doc["intervals"].as_array().expect("intervals");
+    let measure: Vec<&Value> = ivs.iter().filter(|i| i["phase"] == "measure").collect();
+    assert!(
+        measure.len() >= 4,
+        "{test}: {} measure intervals",
+        measure.len()
+    );
+    let mut lsum = [0; 3];
+    let mut rsum = [0; 3];
+    for iv in &measure {
+        lsum = add(lsum, counts(&iv["sum"]["local"]));
+        rsum = add(rsum, counts(&iv["sum"]["remote"]));
+        assert_eq!(iv["local"].as_array().unwrap().len(), flows as usize);
+        let per_flow = iv["local"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .fold([0; 3], |a, c| add(a, counts(c)));
+        assert_eq!(
+            per_flow,
+            counts(&iv["sum"]["local"]),
+            "{test}: flows do not add up to the interval sum"
+        );
+    }
+    assert_eq!(
+        lsum,
+        counts(&s["local"]),
+        "{test}: local intervals vs window"
+    );
+    assert_eq!(
+        rsum,
+        counts(&s["remote"]),
+        "{test}: remote intervals vs window"
+    );
+    // Intervals tile time: each starts where the previous ended.
+    for w in ivs.windows(2) {
+        assert_eq!(f(&w[0]["end_s"]), f(&w[1]["start_s"]));
+    }
+
+    if let Some(t) = s["throughput_bps"].as_f64() {
+        assert!(t > 1e6, "{test}: {t} bit/s");
+        // The receiver's goodput equals its window bytes over its window.
+        let recv_bits = if test == "tcp_stream" {
+            u(&s["remote"]["bytes_received"])
+        } else if test == "tcp_maerts" {
+            u(&s["local"]["bytes_received"])
+        } else {
+            u(&s["remote"]["bytes_received"]) + u(&s["local"]["bytes_received"])
+        } as f64
+            * 8.0;
+        assert!(
+            (recv_bits / t - 1.0).abs() < 0.05,
+            "{test}: {recv_bits} bits vs {t} bit/s"
+        );
+    } else {
+        let tps = f(&s["transactions_per_s"]);
+        assert!(tps > 100.0, "{test}: {tps} trans/s");
+        assert_eq!(u(&s["transactions"]), lsum[2]);
+        let l = &s["latency_ns"];
+        let order = ["min", "p50", "p90", "p99", "p99_9", "max"].map(|k| u(&l[k]));
+        assert!(
+            order.windows(2).all(|w| w[0] <= w[1]),
+            "{test}: percentiles out of order {order:?}"
+        );
+        assert!(f(&l["mean"]) >= order[0] as f64 && f(&l["mean"]) <= order[5] as f64);
+        // Histogram membership follows the worker's phase, within a wake-up of the edges.
+        let n = u(&l["count"]) as f64;
+        assert!(
+            (n / lsum[2] as f64 - 1.0).abs() < 0.02,
+            "{test}: {n} latencies for {} transactions",
+            lsum[2]
+        );
+    }
+    doc
+}
+
+#[test]
+fn every_test_one_flow_one_thread() {
+    let server = ServerProc::start(&[]);
+    for t in TESTS {
+        run_and_check(&server, t, 1, 1);
+    }
+}
+
+#[test]
+fn every_test_eight_flows_two_threads() {
+    let server = ServerProc::start(&[]);
+    for t in TESTS {
+        let doc = run_and_check(&server, t, 8, 2);
+        // Every flow moved data over the window.
+        let flows_total = doc["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["phase"] == "measure")
+            .fold(vec![0u64; 8], |mut acc, iv| {
+                for (k, c) in iv["local"].as_array().unwrap().iter().enumerate() {
+                    acc[k] += u(&c["bytes_sent"]) + u(&c["bytes_received"]) + u(&c["transactions"]);
+                }
+                acc
+            });
+        assert!(
+            flows_total.iter().all(|&x| x > 0),
+            "{t}: a flow was idle: {flows_total:?}"
+        );
+        let drivers = doc["environment"]["local_drivers"].as_array().unwrap();
+        assert_eq!(drivers.len(), 2, "{t}: two local workers");
+    }
+}
+
+#[test]
+fn transaction_count_limit_is_exact() {
+    let server = ServerProc::start(&[]);
+    for t in ["tcp_rr", "tcp_crr"] {
+        let out = run_client(
+            &[
+                "run",
+                t,
+                "-H",
+                &server.addr,
+                "-n",
+                "3001",
+                "-F",
+                "4",
+                "-T",
+                "2",
+                "--json",
+            ],
+            Duration::from_secs(30),
+        );
+        let doc = json(&out);
+        assert!(out.status.success(), "{t}: {}", doc["summary"]["error"]);
+        let s = &doc["summary"];
+        assert_eq!(u(&s["transactions"]), 3001, "{t}");
+        assert_eq!(u(&s["latency_ns"]["count"]), 3001, "{t}");
+        assert_eq!(
+            u(&s["local"]["total"]["transactions"]),
+            3001,
+            "{t}: nothing beyond the quota"
+        );
+    }
+}
+
+#[test]
+fn burst_keeps_several_transactions_in_flight() {
+    let server = ServerProc::start(&[]);
+    let out = run_client(
+        &[
+            "run",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "-b",
+            "15",
+            "-r",
+            "64,1K",
+            "--nodelay",
+            "-l",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let doc = json(&out);
+    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    let s = &doc["summary"];
+    let (lt, rt) = (counts(&s["local"]["total"]), counts(&s["remote"]["total"]));
+    assert_eq!(lt[2], rt[2]);
+    assert_eq!(lt[0], lt[2] * 64, "requests are 64 bytes each");
+    assert_eq!(lt[1], lt[2] * 1024, "responses are 1 KiB each");
+    assert_eq!(u(&doc["spec"]["burst"]), 15);
+}
+
+#[test]
+fn embedded_server_needs_no_setup() {
+    let out = run_client(
+        &["run", "tcp_rr", "-l", "500ms", "--warmup", "0s", "--json"],
+        Duration::from_secs(20),
+    );
+    let doc = json(&out);
+    assert!(out.status.success());
+    assert_eq!(doc["spec"]["embedded_server"], true);
+    assert!(f(&doc["summary"]["transactions_per_s"]) > 100.0);
+}
+
+#[test]
+fn ipv6_loopback() {
+    let server =
+        ServerProc::start_with(std::process::Command::new(crate::common::bin()), "::1", &[]);
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    let host = format!("[::1]:{port}");
+    let out = run_client(
+        &[
+            "run",
+            "tcp_stream",
+            "-6",
+            "-H",
+            &host,
+            "-l",
+            "500ms",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    let doc = json(&out);
+    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    assert!(
+        doc["spec"]["server_address"]
+            .as_str()
+            .unwrap()
+            .starts_with("[::1]")
+    );
+}
+
+#[test]
+fn samples_csv_keyval_and_human_outputs() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    let kv = dir.path().join("r.kv");
+    let out = run_client(
+        &[
+            "run",
+            "TCP_RR",
+            "-H",
+            &server.addr,
+            "-F",
+            "3",
+            "-l",
+            "1s",
+            "--warmup",
+            "0s",
+            "-i",
+            "500ms",
+            "--keyval",
+            "-o",
+            kv.to_str().unwrap(),
+            "--samples",
+            csv.to_str().unwrap(),
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty(), "-o sends the result to the file");
+    let kv = std::fs::read_to_string(kv).unwrap();
+    assert!(
+        kv.contains("TEST=tcp_rr\n")
+            && kv.contains("THROUGHPUT_UNITS=Trans/s")
+            && kv.contains("P99_LATENCY="),
+        "{kv}"
+    );
+    let csv = std::fs::read_to_string(csv).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("interval,phase,"));
+    // 2 measure intervals + 1 drain... every interval has one row per flow.
+    assert_eq!((lines.len() - 1) % 3, 0, "{csv}");
+    let total: u64 = lines[1..]
+        .iter()
+        .filter(|l| l.split(',').nth(1) == Some("measure"))
+        .map(|l| l.split(',').nth(8).unwrap().parse::<u64>().unwrap())
+        .sum();
+    let tr: u64 = kv
+        .lines()
+        .find_map(|l| l.strip_prefix("TRANSACTIONS="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(total, tr, "CSV measure rows add up to the result");
+
+    let out = run_client(
+        &[
+            "run",
+            "tcp_stream",
+            "-H",
+            &server.addr,
+            "-l",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        text.contains("throughput (received)") && text.contains("bit/s"),
+        "{text}"
+    );
+}
+
+#[test]
+fn suite_runs_every_test() {
+    let out = run_client(&["suite", "-l", "300ms"], Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for t in TESTS {
+        assert!(
+            text.lines().any(|l| l.starts_with(t)),
+            "{t} missing from\n{text}"
+        );
+    }
+    assert!(!text.contains("error"), "{text}");
+}
