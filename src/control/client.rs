@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
-use crate::engine::{Engine, WorkerSpec};
+use crate::engine::{Engine, place};
 use crate::io::socket::{DataSocketOpts, connect, set_nonblocking};
 use crate::plan::{TestKind, TestPlan};
 use crate::result::{Environment, Figures, Interval, SCHEMA, Side, Spec, Summary, TestResult};
@@ -262,20 +262,7 @@ fn drive(
     };
     g.env.remote_drivers = drivers;
 
-    // Flow i runs on worker i % T.
-    let threads = plan.threads as usize;
-    let mut workers: Vec<WorkerSpec> = (0..threads)
-        .map(|w| WorkerSpec {
-            flows: Vec::new(),
-            flow_ids: Vec::new(),
-            cpu: (!plan.local.cpu_pin.is_empty())
-                .then(|| plan.local.cpu_pin[w % plan.local.cpu_pin.len()]),
-        })
-        .collect();
-    for (i, f) in flows.into_iter().enumerate() {
-        workers[i % threads].flows.push(f);
-        workers[i % threads].flow_ids.push(i as u32);
-    }
+    let workers = place(flows, plan.threads as usize, &plan.local.cpu_pin);
 
     let phases = schedule(plan);
     let rusage0 = Rusage::process();

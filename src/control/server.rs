@@ -19,7 +19,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use super::proto::{
     FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, ServerLimits, read_msg, write_msg,
 };
-use crate::engine::{Engine, WorkerSpec};
+use crate::engine::{Engine, place};
 use crate::io::socket::{DataSocketOpts, listen, same_host, set_nonblocking};
 use crate::plan::{TestKind, TestPlan, limits};
 use crate::stats::counters::FlowCounters;
@@ -341,18 +341,7 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         }
     };
 
-    let mut workers: Vec<WorkerSpec> = (0..threads)
-        .map(|w| WorkerSpec {
-            flows: Vec::new(),
-            flow_ids: Vec::new(),
-            cpu: (!plan.local.cpu_pin.is_empty())
-                .then(|| plan.local.cpu_pin[w % plan.local.cpu_pin.len()]),
-        })
-        .collect();
-    for (i, f) in flows.into_iter().enumerate() {
-        workers[i % threads].flows.push(f);
-        workers[i % threads].flow_ids.push(i as u32);
-    }
+    let workers = place(flows, threads, &plan.local.cpu_pin);
     let rusage0 = Rusage::process();
     let engine = Engine::start(counters, workers, Phase::Warmup)?;
     let t0 = Instant::now();

@@ -66,6 +66,23 @@ pub struct EngineOutcome {
     pub error: Option<String>,
 }
 
+/// Spread flows over `threads` workers: flow i runs on worker i mod T, and
+/// worker w is pinned to `cpus[w mod len]` when a CPU list is given.
+pub fn place(flows: Vec<Box<dyn Flow>>, threads: usize, cpus: &[usize]) -> Vec<WorkerSpec> {
+    let mut workers: Vec<WorkerSpec> = (0..threads)
+        .map(|w| WorkerSpec {
+            flows: Vec::new(),
+            flow_ids: Vec::new(),
+            cpu: (!cpus.is_empty()).then(|| cpus[w % cpus.len()]),
+        })
+        .collect();
+    for (i, f) in flows.into_iter().enumerate() {
+        workers[i % threads].flows.push(f);
+        workers[i % threads].flow_ids.push(i as u32);
+    }
+    workers
+}
+
 /// The blocking driver for a worker with one flow that allows it, epoll otherwise.
 pub fn choose_driver(flows: &[Box<dyn Flow>]) -> DriverKind {
     if flows.len() == 1 && flows[0].blocking_ok() {
