@@ -200,7 +200,7 @@ pub struct RunArgs {
     /// Interim sample period.
     #[arg(short = 'i', long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
     pub interval: Duration,
-    /// Traffic before the measurement window (default 1s; 0 with -n).
+    /// Traffic before the measurement window (default 1s; none with -n).
     #[arg(long, value_parser = duration, value_name = "DURATION")]
     pub warmup: Option<Duration>,
     /// Traffic after the measurement window, before the drain.

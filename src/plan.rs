@@ -236,6 +236,14 @@ impl TestPlan {
                 });
             }
             check("--transactions", n, 1, u64::MAX / 2)?;
+            // The count-limited window starts at the first transaction and ends
+            // at the last: a warm-up would blur where the N are counted, and
+            // after the quota the flows are idle, so a cool-down carries nothing.
+            if self.warmup_ns > 0 || self.cooldown_ns > 0 {
+                return Err(PlanError::Invalid(
+                    "--warmup and --cooldown apply to time-limited runs; with --transactions the window starts at the first transaction (accepted: 0)".into(),
+                ));
+            }
             if n < self.flows as u64 {
                 return Err(PlanError::Invalid(format!(
                     "--transactions {n} is fewer than --flows {} (accepted: at least one per flow)",

@@ -591,7 +591,8 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
         .iter()
         .filter(|i| i.phase == Phase::Measure)
         .collect();
-    let local_s: f64 = measure.iter().map(|i| i.end_s - i.start_s).sum();
+    // fold from +0.0: an empty f64 sum is -0.0.
+    let local_s: f64 = measure.iter().fold(0.0, |a, i| a + (i.end_s - i.start_s));
     let local_w = Counts::sum(measure.iter().map(|i| &i.sum.local));
     let remote_w = Counts::sum(measure.iter().map(|i| &i.sum.remote));
     // The server's window on its own clock, when all its samples arrived.
@@ -604,7 +605,7 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
                 let b = g.remote[k + 1].as_ref().map_or(0, |r| r.elapsed_ns);
                 b.saturating_sub(a) as f64 / 1e9
             })
-            .sum()
+            .fold(0.0, |a, x| a + x)
     } else {
         0.0
     };
@@ -616,13 +617,14 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
     let fig = Figures::compute(plan.test, local_w, remote_w, local_s, remote_s);
     let latency = g.latency.summary();
     let is_stream = plan.test.is_stream();
+    // A window of zero length (e.g. the server's samples never came) has no rate.
+    let bps = |bytes: u64, secs: f64| (secs > 0.0).then(|| bytes as f64 * 8.0 / secs);
     let sent_bps = match plan.test {
-        TestKind::TcpStream => Some(local_w.bytes_sent as f64 * 8.0 / local_s.max(1e-9)),
-        TestKind::TcpMaerts => Some(remote_w.bytes_sent as f64 * 8.0 / remote_s.max(1e-9)),
-        TestKind::TcpBidir => Some(
-            local_w.bytes_sent as f64 * 8.0 / local_s.max(1e-9)
-                + remote_w.bytes_sent as f64 * 8.0 / remote_s.max(1e-9),
-        ),
+        TestKind::TcpStream => bps(local_w.bytes_sent, local_s),
+        TestKind::TcpMaerts => bps(remote_w.bytes_sent, remote_s),
+        TestKind::TcpBidir => bps(local_w.bytes_sent, local_s)
+            .zip(bps(remote_w.bytes_sent, remote_s))
+            .map(|(a, b)| a + b),
         _ => None,
     };
     let summary = Summary {

@@ -32,7 +32,7 @@ impl Exporter for Keyval {
             writeln!(out, "TRANSACTIONS={}", s.transactions.unwrap_or(0))?;
             writeln!(out, "REQUEST_SIZE={}", p.request_bytes)?;
             writeln!(out, "RESPONSE_SIZE={}", p.response_bytes)?;
-            writeln!(out, "BURST={}", p.burst)?;
+            writeln!(out, "BURST_SIZE={}", p.burst)?;
         }
         if let Some(l) = &s.latency_ns {
             // netperf reports latency in microseconds.
@@ -50,8 +50,10 @@ impl Exporter for Keyval {
         writeln!(out, "LOCAL_BYTES_RECVD={}", s.local.bytes_received)?;
         writeln!(out, "REMOTE_BYTES_SENT={}", s.remote.bytes_sent)?;
         writeln!(out, "REMOTE_BYTES_RECVD={}", s.remote.bytes_received)?;
-        writeln!(out, "LOCAL_SEND_SIZE={}", p.send_bytes)?;
-        writeln!(out, "LOCAL_RECV_SIZE={}", p.recv_bytes)?;
+        if r.test.is_stream() {
+            writeln!(out, "LOCAL_SEND_SIZE={}", p.send_bytes)?;
+            writeln!(out, "LOCAL_RECV_SIZE={}", p.recv_bytes)?;
+        }
         if let Some(e) = &s.error {
             writeln!(out, "ERROR={}", e.replace('\n', " "))?;
         }

@@ -143,7 +143,7 @@ impl ConnectClient {
 
     fn complete(&mut self, ctx: &mut FlowCtx<'_>) {
         self.counters.add_transactions(1);
-        if ctx.phase == Phase::Measure {
+        if ctx.phase_now() == Phase::Measure {
             ctx.hist.record(self.started.elapsed().as_nanos() as u64);
             self.done_in_measure += 1;
         }
@@ -169,8 +169,9 @@ impl Flow for ConnectClient {
         for _ in 0..OPS_PER_CALL {
             match self.state {
                 State::Closed => {
-                    if !self.may_open(ctx.phase) {
-                        if ctx.phase == Phase::Drain {
+                    let phase = ctx.phase_now();
+                    if !self.may_open(phase) {
+                        if phase == Phase::Drain {
                             return Ok(Progress::Done);
                         }
                         if !self.quota_reported {

@@ -98,11 +98,20 @@ pub struct FlowCtx<'a> {
 }
 
 impl FlowCtx<'_> {
-    /// Has the drain begun, as of now? The session switches the phase before it
-    /// tells the peer, so a peer's EOF that follows the drain is never taken for
-    /// an early close (read only on EOF, off the hot path).
+    /// The phase as of now. A relaxed load of a byte that changes a few times
+    /// per test: a plain load on x86, cheap enough per completed batch, so
+    /// histogram membership and quotas follow the same boundaries as the
+    /// session's counter snapshots (the session switches the phase first, then
+    /// snapshots, then tells the peer).
+    #[inline]
+    pub fn phase_now(&self) -> Phase {
+        Phase::from_u8(self.live_phase.load(Relaxed))
+    }
+
+    /// Has the drain begun, as of now? A peer's EOF that follows our drain is
+    /// never taken for an early close.
     pub fn draining_now(&self) -> bool {
-        self.phase == Phase::Drain || Phase::from_u8(self.live_phase.load(Relaxed)) == Phase::Drain
+        self.phase == Phase::Drain || self.phase_now() == Phase::Drain
     }
 }
 

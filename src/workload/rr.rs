@@ -40,6 +40,8 @@ pub struct RrClient {
     tx_pending: u64,
     /// Bytes of the request being sent that are already out.
     tx_partial: u64,
+    /// When the first byte of the partly sent request was handed to the kernel.
+    partial_start: Instant,
     /// Bytes of the response being read that have arrived.
     rx_partial: u64,
     /// Transactions issued and not yet completed.
@@ -71,6 +73,7 @@ impl RrClient {
             sent_at: VecDeque::with_capacity(in_flight as usize),
             tx_pending: first * request,
             tx_partial: 0,
+            partial_start: Instant::now(),
             rx_partial: 0,
             outstanding: first,
             quota,
@@ -99,10 +102,20 @@ impl RrClient {
                     let n = n as u64;
                     self.counters.add_sent(n);
                     self.tx_pending -= n;
-                    let done = (self.tx_partial + n) / self.request;
-                    self.tx_partial = (self.tx_partial + n) % self.request;
-                    for _ in 0..done {
-                        self.sent_at.push_back(t);
+                    let before = self.tx_partial;
+                    let done = (before + n) / self.request;
+                    self.tx_partial = (before + n) % self.request;
+                    for k in 0..done {
+                        // A request begun by an earlier send started then.
+                        let start = if k == 0 && before > 0 {
+                            self.partial_start
+                        } else {
+                            t
+                        };
+                        self.sent_at.push_back(start);
+                    }
+                    if self.tx_partial > 0 && (done > 0 || before == 0) {
+                        self.partial_start = t;
                     }
                 }
                 Err(e) if would_block(&e) => break,
@@ -165,7 +178,8 @@ impl Flow for RrClient {
                 continue;
             }
             let now = Instant::now();
-            let measuring = ctx.phase == Phase::Measure;
+            let phase = ctx.phase_now();
+            let measuring = phase == Phase::Measure;
             for _ in 0..completed {
                 let t0 = self.sent_at.pop_front().unwrap_or(now);
                 if measuring {
@@ -178,7 +192,7 @@ impl Flow for RrClient {
                 self.done_in_measure += completed;
             }
             for _ in 0..completed {
-                if !self.may_issue(ctx.phase) {
+                if !self.may_issue(phase) {
                     break;
                 }
                 self.outstanding += 1;
