@@ -155,10 +155,11 @@ fn run_and_check(server: &ServerProc, test: &str, flows: u32, threads: u32) -> V
             "{test}: percentiles out of order {order:?}"
         );
         assert!(f(&l["mean"]) >= order[0] as f64 && f(&l["mean"]) <= order[5] as f64);
-        // Histogram membership follows the worker's phase, within a wake-up of the edges.
-        let n = u(&l["count"]) as f64;
+        // Workers read the live phase per recv, so the histogram and the counts share
+        // the window edges; only a recv racing the phase switch may differ (one per flow).
+        let n = u(&l["count"]);
         assert!(
-            (n / lsum[2] as f64 - 1.0).abs() < 0.02,
+            n.abs_diff(lsum[2]) <= flows as u64,
             "{test}: {n} latencies for {} transactions",
             lsum[2]
         );
