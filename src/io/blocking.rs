@@ -79,8 +79,8 @@ impl Driver for Blocking {
                 readable: true,
                 writable: true,
                 error: false,
-                // A blocking recv always runs, so EOF is never missed.
-                closed: false,
+                // The flow's blocking recv is the wait: always make it.
+                may_have_more: true,
             }),
             None if timeout_ms > 0 => std::thread::sleep(POLL_TIMEOUT),
             None => {}

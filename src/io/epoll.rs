@@ -89,7 +89,7 @@ impl Driver for Epoll {
                 readable: bits & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP) != 0,
                 writable: bits & libc::EPOLLOUT != 0,
                 error: bits & (libc::EPOLLERR | libc::EPOLLHUP) != 0,
-                closed: bits & (libc::EPOLLRDHUP | libc::EPOLLHUP) != 0,
+                may_have_more: bits & (libc::EPOLLRDHUP | libc::EPOLLHUP) != 0,
             });
         }
         Ok(())

@@ -27,8 +27,10 @@ pub struct Event {
     pub writable: bool,
     /// Error or hang-up reported by the kernel; the workload learns which from its next call.
     pub error: bool,
-    /// The peer half-closed or hung up (EPOLLRDHUP/EPOLLHUP): read until EOF.
-    pub closed: bool,
+    /// A `recv` after a short one may still find something: the peer half-closed
+    /// (EPOLLRDHUP/EPOLLHUP), or the driver is not edge-triggered. False only
+    /// where a short read proves the queue empty until the next edge.
+    pub may_have_more: bool,
 }
 
 impl Event {
@@ -39,7 +41,7 @@ impl Event {
             readable: true,
             writable: true,
             error: false,
-            closed: true,
+            may_have_more: true,
         }
     }
 }

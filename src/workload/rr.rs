@@ -24,9 +24,16 @@ use crate::io::{Driver, Event};
 
 /// Upper bound on one flow's I/O buffers; larger messages take several calls.
 const MAX_BUF: u64 = 256 << 10;
+/// Receive buffers are at least this big, so that a short read (less than
+/// the buffer) shows the queue was emptied even for 1-byte messages.
+const MIN_RECV_BUF: u64 = 4096;
 
 fn buf_len(msg: u64, in_flight: u64) -> usize {
     msg.saturating_mul(in_flight).clamp(1, MAX_BUF) as usize
+}
+
+fn recv_buf_len(msg: u64, in_flight: u64) -> usize {
+    buf_len(msg, in_flight).max(MIN_RECV_BUF as usize)
 }
 
 pub struct RrClient {
@@ -81,7 +88,7 @@ impl RrClient {
             quota_reported: false,
             sent_fin: false,
             send_buf: vec![0u8; buf_len(request, in_flight)],
-            recv_buf: vec![0u8; buf_len(response, in_flight)],
+            recv_buf: vec![0u8; recv_buf_len(response, in_flight)],
         }
     }
 
@@ -155,7 +162,7 @@ impl Flow for RrClient {
                     return Ok(Progress::Parked);
                 }
             }
-            if drained && !ev.closed {
+            if drained && !ev.may_have_more {
                 return Ok(Progress::Idle);
             }
             let n = match recv(fd, &mut self.recv_buf) {
@@ -237,7 +244,7 @@ impl RrServer {
             tx_pending: 0,
             got_eof: false,
             send_buf: vec![0u8; buf_len(response, in_flight)],
-            recv_buf: vec![0u8; buf_len(request, in_flight)],
+            recv_buf: vec![0u8; recv_buf_len(request, in_flight)],
         }
     }
 }
@@ -267,7 +274,7 @@ impl Flow for RrServer {
                 shutdown_write(fd)?;
                 return Ok(Progress::Done);
             }
-            if drained && !ev.closed {
+            if drained && !ev.may_have_more {
                 return Ok(Progress::Idle);
             }
             let n = match recv(fd, &mut self.recv_buf) {
