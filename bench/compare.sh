@@ -1,0 +1,451 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of thrum against the usual peers (netperf, neper,
+# sockperf, qperf, iperf3) on loopback, written to a Markdown report (issue 2).
+#
+# The peers are not built or installed by this script: it uses whichever of
+# them are on PATH and lists the missing ones in the report. iperf3, sockperf
+# and qperf are Debian packages; netperf (configure --enable-burst) and neper
+# are built from their upstream sources, outside this repository. neper's
+# binaries are expected as neper-tcp_rr / neper-tcp_stream, since a bare
+# "tcp_rr" is too generic a name to put on PATH.
+#
+# All traffic goes to 127.0.0.1. Every process runs under a deadline, and an
+# EXIT trap stops whatever is still running.
+set -euo pipefail
+
+usage() {
+	cat <<'EOF'
+usage: bench/compare.sh [options]
+  --runs N        runs per tool and row (default 5)
+  --duration S    seconds per run (default 5)
+  --quick         smoke check: --runs 2 --duration 2
+  --out FILE      report path (default BENCHMARKS.md in the repo root)
+  --thrum PATH    thrum binary (default target/release/thrum, built with
+                  `cargo build --release` first)
+  --no-thrum      peers only (ratios are then left out)
+  --rows LIST     comma-separated subset of: rr,rr_pinned,stream
+  --tools LIST    comma-separated subset of: thrum,netperf,neper,sockperf,qperf,iperf3
+  --quiet-wait S  before each run, wait up to S s (default 20) for the rest
+                  of the machine to be nearly idle (0 disables)
+  --keep          keep the per-run logs directory
+Exits 1 if any run failed (the report is still written, failed runs marked).
+EOF
+}
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+HELPER="$ROOT/bench/compare_helper.py"
+INVOCATION="bench/compare.sh${*:+ $*}"
+
+RUNS=5
+DURATION=5
+OUT="$ROOT/BENCHMARKS.md"
+THRUM=""
+NO_THRUM=0
+ROWS="rr,rr_pinned,stream"
+TOOLS="thrum,netperf,neper,sockperf,qperf,iperf3"
+KEEP=0
+QUIET_WAIT=20
+# Busy CPUs, outside the benchmark, below which the machine counts as quiet.
+QUIET_THRESH=0.25
+while (($#)); do
+	case "$1" in
+	--runs | --duration | --out | --thrum | --rows | --tools | --quiet-wait)
+		(($# >= 2)) || { echo "compare.sh: $1 needs a value" >&2; exit 2; } ;;
+	esac
+	case "$1" in
+	--runs) RUNS="$2"; shift 2 ;;
+	--duration) DURATION="$2"; shift 2 ;;
+	--quick) RUNS=2; DURATION=2; shift ;;
+	--out) OUT="$2"; shift 2 ;;
+	--thrum) THRUM="$2"; shift 2 ;;
+	--no-thrum) NO_THRUM=1; shift ;;
+	--rows) ROWS="$2"; shift 2 ;;
+	--tools) TOOLS="$2"; shift 2 ;;
+	--quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
+	--keep) KEEP=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "compare.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+	esac
+done
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "--runs must be a positive integer" >&2; exit 2; }
+[[ "$DURATION" =~ ^[1-9][0-9]*$ ]] || { echo "--duration must be a positive integer (seconds)" >&2; exit 2; }
+[[ "$QUIET_WAIT" =~ ^[0-9]+$ ]] || { echo "--quiet-wait must be a whole number of seconds" >&2; exit 2; }
+ROWS="${ROWS//,/ }"
+for r in $ROWS; do
+	case "$r" in rr | rr_pinned | stream) ;; *) echo "unknown row $r" >&2; exit 2 ;; esac
+done
+for t in ${TOOLS//,/ }; do
+	case "$t" in
+	thrum | netperf | neper | sockperf | qperf | iperf3) ;;
+	*) echo "unknown tool $t" >&2; exit 2 ;;
+	esac
+done
+OUT="$(realpath -m "$OUT")"
+
+# Resolve the real interpreter once: a pyenv-style shim costs tens of ms per
+# call, and the helper is started twice per run.
+PY="$(python3 -c 'import sys; print(sys.executable)')"
+
+for t in ss taskset; do
+	command -v "$t" >/dev/null || { echo "compare.sh: $t is required" >&2; exit 2; }
+done
+
+# Fixed ports, one set per tool, so that a leftover server of one tool can
+# never answer another tool's client. Checked free before starting.
+P_THRUM=12880
+P_NETPERF=12865
+P_NEPER_CTL=12866
+P_NEPER_DATA=12867
+P_IPERF3=12871
+P_SOCKPERF=12872
+P_QPERF=12874
+P_QPERF_DATA=12875
+
+want_tool() { [[ ",$TOOLS," == *",$1,"* ]]; }
+
+# ---------------------------------------------------------------- thrum binary
+if ((NO_THRUM)) || ! want_tool thrum; then
+	NO_THRUM=1
+elif [[ -z "$THRUM" ]]; then
+	# Default binary: always (re)build, so that a stale binary from an older
+	# tree is never benchmarked; a no-op when it is up to date.
+	THRUM="$ROOT/target/release/thrum"
+	echo "compare.sh: cargo build --release" >&2
+	(cd "$ROOT" && cargo build --release --quiet) || {
+		echo "compare.sh: thrum does not build; use --no-thrum for peers only" >&2
+		exit 1
+	}
+fi
+if ((!NO_THRUM)); then
+	[[ -x "$THRUM" ]] || { echo "compare.sh: $THRUM is not executable" >&2; exit 1; }
+	THRUM="$(realpath "$THRUM")"
+fi
+
+# ------------------------------------------------------------ which peers exist
+declare -A HAVE=()
+ABSENT=()
+check_peer() { # name binaries...
+	local name="$1" b
+	shift
+	want_tool "$name" || return 0
+	for b in "$@"; do
+		if ! command -v "$b" >/dev/null; then
+			ABSENT+=("$name ($b not on PATH)")
+			return 0
+		fi
+	done
+	HAVE[$name]=1
+}
+((NO_THRUM)) || HAVE[thrum]=1
+check_peer netperf netperf netserver
+check_peer neper neper-tcp_rr neper-tcp_stream
+check_peer sockperf sockperf
+check_peer qperf qperf
+check_peer iperf3 iperf3
+
+tools_for_row() { # prints the tools that take part in a row, thrum first
+	local row="$1" t cands
+	if [[ "$row" == stream ]]; then
+		cands="thrum netperf neper iperf3"
+	else
+		cands="thrum netperf neper sockperf qperf"
+	fi
+	for t in $cands; do
+		[[ -n "${HAVE[$t]:-}" ]] && echo "$t"
+	done
+	return 0
+}
+
+for p in $P_THRUM $P_NETPERF $P_NEPER_CTL $P_NEPER_DATA $P_IPERF3 $P_SOCKPERF $P_QPERF $P_QPERF_DATA; do
+	if [[ -n "$(ss -Hltn "sport = :$p")" ]]; then
+		echo "compare.sh: port $p is already in use (a leftover server?)" >&2
+		exit 1
+	fi
+done
+
+# ------------------------------------------------------------- process control
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/thrum-compare.XXXXXX")"
+CUR_SRV=""
+CUR_CLI=""
+FAILED=0
+
+stop_pid() { # pid: SIGTERM, then SIGKILL if it has not gone after 5 s
+	local pid="$1" i
+	[[ -n "$pid" ]] || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_pid "$CUR_CLI"
+	stop_pid "$CUR_SRV"
+	wait 2>/dev/null || true
+	if ((KEEP || FAILED)) && [[ -d "$WORK" ]]; then
+		echo "compare.sh: per-run logs kept in $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Run from the scratch directory: neper, for one, writes log files into its
+# working directory unless told --nolog, and no tool should litter the repo.
+cd "$WORK"
+
+wait_listen() { # port pid: until the server listens, or fail after 10 s
+	local port="$1" pid="$2" i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 1
+		[[ -n "$(ss -Hltn "sport = :$port")" ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# tool_cmds TOOL ROW: set SRV, CLI (argument arrays), PORT (the port that
+# tells the server is ready) and SELF_EXIT (1 if the server ends by itself
+# after one test, so it is waited for instead of signalled).
+tool_cmds() {
+	local tool="$1" row="$2" d="$DURATION"
+	SELF_EXIT=0
+	case "$tool" in
+	thrum)
+		PORT=$P_THRUM
+		SRV=("$THRUM" server --port "$P_THRUM" --listen 127.0.0.1)
+		# --warmup 0s: the peers measure from their first transaction, and
+		# the CPU figures assume no traffic outside the -l window.
+		if [[ "$row" == stream ]]; then
+			# 64 KiB sends and receives, as every stream tool here uses.
+			CLI=("$THRUM" run tcp_stream -H "127.0.0.1:$P_THRUM" -l "${d}s" --warmup 0s
+				-m 64K -M 64K --json)
+		else
+			CLI=("$THRUM" run tcp_rr -H "127.0.0.1:$P_THRUM" -l "${d}s" --warmup 0s -r "1,1" --json)
+		fi
+		;;
+	netperf)
+		# -D: stay in the foreground; -f: serve tests in this process instead
+		# of forking a child per test, so that the measured pid does the work.
+		PORT=$P_NETPERF
+		SRV=(netserver -D -f -p "$P_NETPERF" -L "127.0.0.1,4")
+		if [[ "$row" == stream ]]; then
+			# -f m, not -f b: netperf's "b" divides by 1 and so prints
+			# bytes/s while labelling them "10^0bits/s".
+			CLI=(netperf -H "127.0.0.1,4" -p "$P_NETPERF" -t TCP_STREAM -l "$d" -f m -P 0
+				-- -m 64K -M 64K -o THROUGHPUT)
+		else
+			CLI=(netperf -H "127.0.0.1,4" -p "$P_NETPERF" -t TCP_RR -l "$d" -P 0
+				-- -r "1,1" -o THROUGHPUT)
+		fi
+		;;
+	neper)
+		# The server is told the test length too: neper's server runs one test
+		# and exits. -B 65536: 64 KiB sends and receives like the other stream
+		# tools (neper's default is 16 KiB); -Q/-R are its defaults, spelled out.
+		PORT=$P_NEPER_CTL
+		SELF_EXIT=1
+		local common=(--nolog -H 127.0.0.1 -C "$P_NEPER_CTL" -P "$P_NEPER_DATA" -l "$d")
+		if [[ "$row" == stream ]]; then
+			SRV=(neper-tcp_stream "${common[@]}" -B 65536)
+			CLI=(neper-tcp_stream -c "${common[@]}" -B 65536)
+		else
+			SRV=(neper-tcp_rr "${common[@]}" -Q 1 -R 1)
+			CLI=(neper-tcp_rr -c "${common[@]}" -Q 1 -R 1)
+		fi
+		;;
+	sockperf)
+		# 14 bytes is sockperf's smallest message (its own header).
+		PORT=$P_SOCKPERF
+		SRV=(sockperf server --tcp -i 127.0.0.1 -p "$P_SOCKPERF")
+		CLI=(sockperf ping-pong --tcp -i 127.0.0.1 -p "$P_SOCKPERF" -t "$d" -m 14 --mps max)
+		;;
+	qperf)
+		# -uu pins the units (ns, msgs) so the parser need not guess them.
+		PORT=$P_QPERF
+		SRV=(qperf -lp "$P_QPERF")
+		CLI=(qperf 127.0.0.1 -lp "$P_QPERF" -ip "$P_QPERF_DATA" -t "$d" -m 1
+			-vvs -vvt -uu tcp_lat)
+		;;
+	iperf3)
+		# -1: one test, then exit. -l 64K: 64 KiB sends and receives like the
+		# other stream tools (iperf3's default is 128 KiB).
+		PORT=$P_IPERF3
+		SELF_EXIT=1
+		SRV=(iperf3 -s -B 127.0.0.1 -p "$P_IPERF3" -1)
+		CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K --json)
+		;;
+	esac
+}
+
+RESULTS="$WORK/results.tsv"
+CMDS="$WORK/cmds.tsv"
+META="$WORK/meta.tsv"
+: >"$RESULTS"
+: >"$CMDS"
+
+qjoin() { # shell-quote only the words that need it, for a readable report
+	local a out=()
+	for a in "$@"; do
+		a="${a#"$ROOT/"}" # thrum's path relative to the repository root
+		if [[ "$a" =~ ^[A-Za-z0-9_./:,=+@%-]+$ ]]; then out+=("$a"); else out+=("$(printf '%q' "$a")"); fi
+	done
+	echo "${out[*]}"
+}
+
+run_one() { # row tool run
+	local row="$1" tool="$2" run="$3"
+	local d="$WORK/$row/$tool/$run" pin=() status=ok rc=0 value=0 cu=0 su=0 cw=0 other=0
+	local quiet stat0 stat1 cu_u cu_s su_u su_s
+	mkdir -p "$d"
+	if ((QUIET_WAIT > 0)); then
+		quiet="$("$PY" "$HELPER" quiet "$QUIET_WAIT" "$QUIET_THRESH")"
+		if awk -v q="$quiet" -v t="$QUIET_THRESH" 'BEGIN { exit !(q >= t) }'; then
+			echo "  machine still busy ($quiet CPUs) after ${QUIET_WAIT}s; running anyway" >&2
+		fi
+	fi
+	tool_cmds "$tool" "$row"
+	[[ "$row" == rr_pinned ]] && pin=(taskset -c 0)
+	((run > 1)) || printf '%s\t%s\t%s\t%s\n' "$row" "$tool" \
+		"$(qjoin "${pin[@]}" "${SRV[@]}")" "$(qjoin "${pin[@]}" "${CLI[@]}")" >>"$CMDS"
+
+	stat0="$("$PY" "$HELPER" stat)"
+	# Deadlines: generous, but they bound every process even if this script
+	# is killed with SIGKILL and never reaches its EXIT trap.
+	"$PY" "$HELPER" run "$d/srv.ru" $((DURATION + 60)) -- "${pin[@]}" "${SRV[@]}" \
+		>"$d/srv.out" 2>"$d/srv.err" </dev/null &
+	CUR_SRV=$!
+	if wait_listen "$PORT" "$CUR_SRV"; then
+		# Background + wait rather than foreground, so that a signal to this
+		# script runs the trap at once instead of after the client ends.
+		"$PY" "$HELPER" run "$d/cli.ru" $((DURATION + 30)) -- "${pin[@]}" "${CLI[@]}" \
+			>"$d/cli.out" 2>"$d/cli.err" </dev/null &
+		CUR_CLI=$!
+		wait "$CUR_CLI" || rc=$?
+		CUR_CLI=""
+		((rc == 0)) || status="client-exit-$rc"
+	else
+		status="server-not-listening"
+	fi
+
+	if ((SELF_EXIT)) && [[ "$status" == ok ]]; then
+		local i
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$CUR_SRV" 2>/dev/null || break
+			sleep 0.1
+		done
+	fi
+	stop_pid "$CUR_SRV"
+	wait "$CUR_SRV" 2>/dev/null || true
+	CUR_SRV=""
+	stat1="$("$PY" "$HELPER" stat)"
+
+	if [[ "$status" == ok ]]; then
+		value="$("$PY" "$HELPER" parse "$tool" "$row" "$d" 2>>"$d/parse.err")" || status="unparsable-output"
+	fi
+	if [[ "$status" == ok ]]; then
+		if [[ -s "$d/cli.ru" && -s "$d/srv.ru" ]]; then
+			read -r cu_u cu_s cw <"$d/cli.ru"
+			read -r su_u su_s _ <"$d/srv.ru"
+			cu="$(awk -v a="$cu_u" -v b="$cu_s" 'BEGIN { printf "%.6f", a + b }')"
+			su="$(awk -v a="$su_u" -v b="$su_s" 'BEGIN { printf "%.6f", a + b }')"
+			other="$(awk -v s0="$stat0" -v s1="$stat1" -v c="$cu" -v s="$su" 'BEGIN {
+				split(s0, a, " "); split(s1, b, " ")
+				o = (b[1] - a[1] - c - s) / (b[2] - a[2]); printf "%.3f", (o < 0 ? 0 : o) }')"
+		else
+			status="no-rusage"
+		fi
+	fi
+	[[ "$status" == ok ]] || FAILED=$((FAILED + 1))
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+		"$row" "$tool" "$run" "$status" "$value" "$cu" "$su" "$cw" "$other" >>"$RESULTS"
+	printf '%-9s %-8s run %d/%d: %-20s %14.2f  cpu client %.2fs server %.2fs, other load %.2f\n' \
+		"$row" "$tool" "$run" "$RUNS" "$status" "$value" "$cu" "$su" "$other" >&2
+	if [[ "$status" != ok ]]; then
+		echo "  logs: $d" >&2
+		tail -n 3 "$d/cli.err" "$d/srv.err" "$d/parse.err" 2>/dev/null | sed 's/^/  | /' >&2 || true
+	fi
+}
+
+# ------------------------------------------------------------------ main loop
+n_runs=0
+for row in $ROWS; do
+	n=$(tools_for_row "$row" | wc -l)
+	n_runs=$((n_runs + n * RUNS))
+done
+echo "compare.sh: $n_runs runs of ${DURATION}s: about $((n_runs * (DURATION + 2) / 60 + 1)) min," \
+	"plus up to $((n_runs * QUIET_WAIT / 60)) min waiting for a quiet machine" >&2
+((${#ABSENT[@]} == 0)) || printf 'compare.sh: absent: %s\n' "${ABSENT[@]}" >&2
+
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
+for row in $ROWS; do
+	mapfile -t row_tools < <(tools_for_row "$row")
+	# Alternate tools within each round (A B C A B C ...) so that drift in
+	# the machine's state spreads over all tools instead of biasing one.
+	for ((run = 1; run <= RUNS; run++)); do
+		for tool in "${row_tools[@]}"; do
+			run_one "$row" "$tool" "$run"
+		done
+	done
+done
+LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --------------------------------------------------------------------- report
+version_of() { # first line of a version command, or "?"
+	local v
+	v="$("$@" 2>&1 | grep -v '^$' | head -n 1)" || true
+	echo "${v:-?}"
+}
+versions=()
+if ((!NO_THRUM)); then
+	rev="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 'no commit')"
+	[[ -z "$(git -C "$ROOT" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]] || rev="$rev, modified tree"
+	versions+=("$(version_of "$THRUM" --version) ($rev)")
+fi
+[[ -z "${HAVE[netperf]:-}" ]] || versions+=("$(version_of netperf -V)")
+[[ -z "${HAVE[neper]:-}" ]] || versions+=("neper $(version_of neper-tcp_rr -v)")
+[[ -z "${HAVE[sockperf]:-}" ]] || versions+=("$(version_of sockperf --version)")
+[[ -z "${HAVE[qperf]:-}" ]] || versions+=("$(version_of qperf --version)")
+[[ -z "${HAVE[iperf3]:-}" ]] || versions+=("$(version_of iperf3 --version)")
+
+{
+	printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
+	printf 'invocation\t%s\n' "$INVOCATION"
+	printf 'nproc\t%s\n' "$(nproc)"
+	printf 'cpu_model\t%s\n' "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+	printf 'kernel\t%s\n' "$(uname -r)"
+	printf 'load_before\t%s\n' "$LOAD_BEFORE"
+	printf 'load_after\t%s\n' "$LOAD_AFTER"
+	joined="$(printf '%s; ' "${versions[@]}")"
+	printf 'versions\t%s\n' "${joined%; }"
+	printf 'runs\t%s\n' "$RUNS"
+	printf 'duration\t%s\n' "$DURATION"
+	printf 'rows\t%s\n' "$ROWS"
+	printf 'quiet_wait\t%s\n' "$QUIET_WAIT"
+	printf 'quiet_thresh\t%s\n' "$QUIET_THRESH"
+	for a in "${ABSENT[@]}"; do printf 'absent\t%s\n' "$a"; done
+	((NO_THRUM)) && printf 'absent\t%s\n' "thrum (--no-thrum or not selected)"
+	cat <<'EOF'
+note	RR rows: every tool runs one connection doing strict ping-pong (one request outstanding), 1-byte request and response, and the rate is completed round trips per second. Nagle's algorithm never delays a segment in strict ping-pong (nothing else is unacknowledged), so it does not matter that only sockperf sets TCP_NODELAY.
+note	netperf: TCP_RR `-r 1,1` reports transactions/s directly (THROUGHPUT). TCP_STREAM `-m 64K -M 64K` (64 KiB sends and receives; netserver's default receive is 128 KiB) with default (auto-tuned) socket buffers, `-f m` for 10^6 bits/s (not `-f b`, which netperf 2.7 prints as bytes/s despite its `10^0bits/s` label); netserver runs with `-f` so the test is served by the measured process, not a forked child.
+note	neper: tcp_rr `throughput=` is transactions/s. tcp_stream `-B 65536` (64 KiB writes and reads like the others; neper's default is 16 KiB); `remote_throughput` is the bit rate the server read.
+note	sockperf: ping-pong needs a 14-byte message at least (its header), so `-m 14` instead of 1; 13 more bytes per message is immaterial on loopback. Rate = ReceivedMessages / RunTime of its `[Total Run]` line, the whole `-t` window like the other tools (its `[Valid Duration]` line and latency statistics drop the first 400 ms and the last 50 ms). Its `avg-latency` is half the round-trip time (unless `--full-rtt`), so 1e6 / (2 x avg-latency in us) is the same figure over the valid window; check of one 2 s run: avg-latency 39.674 us gives 12,603/s, the valid-window counts 19528 / 1.550 s = 12,599/s.
+note	qperf: tcp_lat is a ping-pong; it reports `latency` = half the round trip and `msg_rate` = messages in both directions per second, so round trips/s = msg_rate / 2 = 1e9 / (2 x latency in ns). The script uses the client's received-message count over its run time (`loc_recv_msgs / loc_real_time`), which is the same number (check: latency 39652 ns, msg_rate 25220/s, 25219 round trips in 2 s = 12,610/s). qperf cannot bind its server to one address; it listens on all, the client connects to 127.0.0.1.
+note	iperf3: `-l 64K`, 64 KiB writes and reads like the others (default 128 KiB); rate = `end.sum_received.bits_per_second` from `--json`. The server runs with `-1` (one test, then exit).
+note	thrum: tcp_rr `-r 1,1`; tcp_stream `-m 64K -M 64K` (64 KiB sends and receives like the peers; its defaults are 128K). Receive size matters on loopback: in spot checks 64 KiB reads gave neper about 25 Gbit/s against about 19 with 128 KiB, so every tool gets the same sizes. `--warmup 0s`: thrum by default sends 1 s of traffic before its measured window, the peers measure from their first transaction; without warm-up every tool is measured the same way, and no tool's CPU covers traffic outside its window. Its server is a separate `thrum server` process, like the peers' servers.
+note	iperf 2 (2.1.8) is installed but not compared: its `--bounceback` RR mode is paced in bursts rather than saturating and rejects 1-byte messages, and its stream mode adds nothing to iperf3.
+note	CPU time is what the kernel charges to the two processes. On loopback most of the TCP/IP work of a send runs in the sender's own context (softirq on the way out of the send call) and is charged to it; work done by ksoftirqd threads is charged to nobody here.
+EOF
+} >"$META"
+
+"$PY" "$HELPER" report "$RESULTS" "$CMDS" "$META" "$OUT"
+echo "compare.sh: wrote $OUT ($FAILED failed runs)" >&2
+# The report is written either way; the status tells automation about failures.
+((FAILED == 0)) || exit 1
