@@ -19,9 +19,9 @@ use crate::units::{parse_duration, parse_rate, parse_size};
 #[command(
     name = "thrum",
     version,
-    about = "Network performance measurement: bulk throughput, request/response rate and latency, connection rate",
-    long_about = "thrum measures bits/s (tcp_stream, tcp_maerts, tcp_bidir), transactions/s and latency \
-(tcp_rr, tcp_crr, tcp_cc) on many flows and threads.\n\nRun `thrum server` on one host and \
+    about = "Network performance measurement: bulk throughput, request/response rate and latency, connection rate, packet rate and loss",
+    long_about = "thrum measures bits/s (tcp_stream, tcp_maerts, tcp_bidir, udp_stream), transactions/s and latency \
+(tcp_rr, tcp_crr, tcp_cc, udp_rr), and datagram loss, on many flows and threads.\n\nRun `thrum server` on one host and \
 `thrum run TEST -H HOST` on another; without -H, `thrum run` starts a server inside its own process on loopback."
 )]
 pub struct Cli {
@@ -134,7 +134,7 @@ impl OutputArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr or tcp_cc (netperf's TCP_RR etc. also accepted).
+    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream or udp_rr (netperf's TCP_RR etc. also accepted).
     #[arg(value_name = "TEST")]
     pub test: String,
     /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
@@ -143,7 +143,7 @@ pub struct RunArgs {
     /// Length of the measurement window (10s, 500ms, 2m).
     #[arg(short = 'l', long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
     pub duration: Duration,
-    /// Measure this many transactions instead of a duration (tcp_rr, tcp_crr, tcp_cc).
+    /// Measure this many transactions instead of a duration (tcp_rr, tcp_crr, tcp_cc, udp_rr).
     #[arg(short = 'n', long, value_name = "N")]
     pub transactions: Option<u64>,
     /// Number of flows (connections).
@@ -155,12 +155,12 @@ pub struct RunArgs {
     /// Request and response sizes in bytes, REQ[,RESP] (rr, crr).
     #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]")]
     pub rr_size: (u64, u64),
-    /// Extra transactions in flight per flow: N+1 outstanding (netperf's burst; tcp_rr).
+    /// Extra transactions in flight per flow: N+1 outstanding (netperf's burst; tcp_rr, udp_rr).
     #[arg(short = 'b', long, default_value_t = 0, value_name = "N")]
     pub burst: u32,
-    /// Bytes per send call (stream tests). K/M/G = 2^10.., k/m/g = 10^3..
-    #[arg(short = 'm', long, default_value = "128K", value_parser = size, value_name = "SIZE")]
-    pub send_size: u64,
+    /// Bytes per send call (stream tests; default 128K), or the datagram size of udp_stream (default 1472, at most 65507). K/M/G = 2^10.., k/m/g = 10^3..
+    #[arg(short = 'm', long, value_parser = size, value_name = "SIZE")]
+    pub send_size: Option<u64>,
     /// Bytes per receive call (stream tests).
     #[arg(short = 'M', long, default_value = "128K", value_parser = size, value_name = "SIZE")]
     pub recv_size: u64,
@@ -182,6 +182,12 @@ pub struct RunArgs {
     /// SO_MAX_PACING_RATE per flow, in bits/s (100M = 10^8 bit/s).
     #[arg(long, value_parser = rate, value_name = "RATE")]
     pub pacing_rate: Option<u64>,
+    /// udp_stream: send each flow's datagrams open-loop at RATE bits/s of payload (as iperf3 -b); default: as fast as possible.
+    #[arg(long, value_parser = rate, value_name = "RATE")]
+    pub rate: Option<u64>,
+    /// udp_rr: a transaction without a response after this is lost and its slot reused.
+    #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
+    pub rr_timeout: Duration,
     /// Pin local worker threads to these CPUs, round-robin (0,2-3).
     #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
     pub cpu_pin: Option<CpuList>,
@@ -231,12 +237,16 @@ impl RunArgs {
         p.interval_ns = ns(self.interval);
         (p.request_bytes, p.response_bytes) = self.rr_size;
         p.burst = self.burst;
-        p.send_bytes = self.send_size;
+        if let Some(m) = self.send_size {
+            p.send_bytes = m;
+        }
         p.recv_bytes = self.recv_size;
         p.nodelay = self.nodelay;
         p.congestion = self.cc.clone();
         p.mss = self.mss;
         p.pacing_rate_bps = self.pacing_rate;
+        p.rate_bps = self.rate;
+        p.rr_timeout_ns = ns(self.rr_timeout);
         let side = |buf: Option<(u64, u64)>, pin: &Option<CpuList>| SocketOpts {
             send_buffer_bytes: buf.map(|b| b.0),
             recv_buffer_bytes: buf.map(|b| b.1),

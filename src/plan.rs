@@ -23,17 +23,21 @@ pub enum TestKind {
     TcpRr,
     TcpCrr,
     TcpCc,
+    UdpStream,
+    UdpRr,
 }
 
 impl TestKind {
     /// Every test, in the order `thrum suite` runs them.
-    pub const ALL: [TestKind; 6] = [
+    pub const ALL: [TestKind; 8] = [
         TestKind::TcpStream,
         TestKind::TcpMaerts,
         TestKind::TcpBidir,
         TestKind::TcpRr,
         TestKind::TcpCrr,
         TestKind::TcpCc,
+        TestKind::UdpStream,
+        TestKind::UdpRr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,6 +48,8 @@ impl TestKind {
             TestKind::TcpRr => "tcp_rr",
             TestKind::TcpCrr => "tcp_crr",
             TestKind::TcpCc => "tcp_cc",
+            TestKind::UdpStream => "udp_stream",
+            TestKind::UdpRr => "udp_rr",
         }
     }
 
@@ -51,8 +57,17 @@ impl TestKind {
     pub fn is_stream(self) -> bool {
         matches!(
             self,
-            TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
+            TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir | TestKind::UdpStream
         )
+    }
+
+    pub fn is_udp(self) -> bool {
+        matches!(self, TestKind::UdpStream | TestKind::UdpRr)
+    }
+
+    /// Request/response tests, where `--burst` applies.
+    pub fn is_rr(self) -> bool {
+        matches!(self, TestKind::TcpRr | TestKind::UdpRr)
     }
 
     /// Tests that open one connection per transaction instead of long-lived flows.
@@ -122,6 +137,10 @@ pub struct TestPlan {
     pub mss: Option<u32>,
     /// SO_MAX_PACING_RATE on sending sockets, bits/s.
     pub pacing_rate_bps: Option<u64>,
+    /// udp_stream: open-loop send rate per flow, bits/s of datagram payload; None: as fast as possible.
+    pub rate_bps: Option<u64>,
+    /// udp_rr: a transaction whose response has not arrived after this is lost, and its slot reused.
+    pub rr_timeout_ns: u64,
     pub local: SocketOpts,
     pub remote: SocketOpts,
 }
@@ -134,6 +153,8 @@ pub mod limits {
     pub const MAX_RR_BYTES: u64 = 64 << 20;
     pub const MAX_IO_BYTES: u64 = 64 << 20;
     pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+    /// The largest UDP payload over IPv4 (65535 - 20 - 8).
+    pub const MAX_DATAGRAM_BYTES: u64 = 65_507;
     pub const MIN_INTERVAL_NS: u64 = 10_000_000;
     pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
     pub const MIN_DURATION_NS: u64 = 1_000_000;
@@ -190,12 +211,19 @@ impl TestPlan {
             request_bytes: 1,
             response_bytes: 1,
             burst: 0,
-            send_bytes: 128 << 10,
+            // udp_stream: the largest payload of one 1500-byte IPv4 packet.
+            send_bytes: if test == TestKind::UdpStream {
+                1472
+            } else {
+                128 << 10
+            },
             recv_bytes: 128 << 10,
             nodelay: false,
             congestion: None,
             mss: None,
             pacing_rate_bps: None,
+            rate_bps: None,
+            rr_timeout_ns: 50_000_000,
             local: SocketOpts::default(),
             remote: SocketOpts::default(),
         }
@@ -231,7 +259,7 @@ impl TestPlan {
             if t.is_stream() {
                 return Err(PlanError::NotApplicable {
                     flag: "--transactions",
-                    applies: "tcp_rr, tcp_crr and tcp_cc",
+                    applies: "tcp_rr, tcp_crr, tcp_cc and udp_rr",
                     test: t,
                 });
             }
@@ -251,17 +279,43 @@ impl TestPlan {
                 )));
             }
         }
-        if self.burst > 0 && t != TestKind::TcpRr {
+        if self.burst > 0 && !t.is_rr() {
             return Err(PlanError::NotApplicable {
                 flag: "--burst",
-                applies: "tcp_rr",
+                applies: "tcp_rr and udp_rr",
                 test: t,
             });
         }
         check("--burst", self.burst as u64, 0, MAX_BURST as u64)?;
-        check("--rr-size (request)", self.request_bytes, 1, MAX_RR_BYTES)?;
-        check("--rr-size (response)", self.response_bytes, 1, MAX_RR_BYTES)?;
-        check("--send-size", self.send_bytes, 1, MAX_IO_BYTES)?;
+        let max_rr = if t.is_udp() {
+            MAX_DATAGRAM_BYTES
+        } else {
+            MAX_RR_BYTES
+        };
+        check("--rr-size (request)", self.request_bytes, 1, max_rr)?;
+        check("--rr-size (response)", self.response_bytes, 1, max_rr)?;
+        let max_send = if t == TestKind::UdpStream {
+            MAX_DATAGRAM_BYTES
+        } else {
+            MAX_IO_BYTES
+        };
+        check("--send-size", self.send_bytes, 1, max_send)?;
+        if let Some(r) = self.rate_bps {
+            if t != TestKind::UdpStream {
+                return Err(PlanError::NotApplicable {
+                    flag: "--rate",
+                    applies: "udp_stream (tcp tests: --pacing-rate)",
+                    test: t,
+                });
+            }
+            check("--rate (bit/s)", r, 8, 1_000_000_000_000)?;
+        }
+        check(
+            "--rr-timeout (ns)",
+            self.rr_timeout_ns,
+            1_000_000,
+            60_000_000_000,
+        )?;
         check("--recv-size", self.recv_bytes, 1, MAX_IO_BYTES)?;
         for (flag, v) in [
             ("--local-buffer (send)", self.local.send_buffer_bytes),

@@ -52,6 +52,9 @@ pub struct Environment {
     /// Readiness driver of each worker thread, this end and the server's.
     pub local_drivers: Vec<String>,
     pub remote_drivers: Vec<String>,
+    /// UDP tests: how datagrams move (batched sendmmsg/recvmmsg, or one per call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp_io: Option<String>,
 }
 
 impl Environment {
@@ -153,6 +156,9 @@ impl Figures {
                 f.throughput_bps = Some(rate(remote.bytes_received * 8, remote_s))
             }
             TestKind::TcpMaerts => f.throughput_bps = Some(rate(local.bytes_received * 8, local_s)),
+            TestKind::UdpStream => {
+                f.throughput_bps = Some(rate(remote.bytes_received * 8, remote_s))
+            }
             TestKind::TcpBidir => {
                 let c2s = rate(remote.bytes_received * 8, remote_s);
                 let s2c = rate(local.bytes_received * 8, local_s);
@@ -160,7 +166,7 @@ impl Figures {
                 f.throughput_bps_s2c = Some(s2c);
                 f.throughput_bps = Some(c2s + s2c);
             }
-            TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc => {
+            TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc | TestKind::UdpRr => {
                 f.transactions_per_s = Some(rate(local.transactions, local_s))
             }
         }
@@ -180,6 +186,11 @@ pub struct Side {
     pub send_bps: f64,
     pub recv_bps: f64,
     pub transactions_per_s: f64,
+    /// UDP: datagrams (packets) per second each way, from this end's counts.
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub datagrams_sent_per_s: f64,
+    pub datagrams_received_per_s: f64,
     /// Counts over the whole test, warm-up to drain: one end's `bytes_sent`
     /// equals the other's `bytes_received` after a clean drain.
     pub total: Counts,
@@ -198,6 +209,10 @@ impl Side {
             send_bps: rate(window.bytes_sent as f64 * 8.0),
             recv_bps: rate(window.bytes_received as f64 * 8.0),
             transactions_per_s: rate(window.transactions as f64),
+            datagrams_sent: window.datagrams_sent,
+            datagrams_received: window.datagrams_received,
+            datagrams_sent_per_s: rate(window.datagrams_sent as f64),
+            datagrams_received_per_s: rate(window.datagrams_received as f64),
             total,
             rusage,
         }
@@ -224,6 +239,20 @@ pub struct Summary {
     pub transactions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// udp_stream: datagrams the client sent in its window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datagrams_sent: Option<u64>,
+    /// udp_stream: distinct datagrams the server received in its window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datagrams_received: Option<u64>,
+    /// udp_stream: datagrams lost in the window (gaps seen by the receiver,
+    /// less those that came late); udp_rr: transactions timed out in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reordered: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicates: Option<u64>,
     pub local: Side,
     pub remote: Side,
     pub warnings: Vec<String>,

@@ -20,7 +20,9 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
 use crate::engine::{Engine, place};
-use crate::io::socket::{DataSocketOpts, connect, set_nonblocking};
+use crate::io::socket::{
+    DataSocketOpts, connect, local_port, path_mtu, set_nonblocking, udp_connected,
+};
 use crate::plan::{TestKind, TestPlan};
 use crate::result::{Environment, Figures, Interval, SCHEMA, Side, Spec, Summary, TestResult};
 use crate::stats::counters::{Counts, FlowCounters};
@@ -28,12 +30,15 @@ use crate::stats::latency::LatencyHistogram;
 use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
 use crate::workload::rr::RrClient;
 use crate::workload::stream::StreamFlow;
+use crate::workload::udp::{UdpRrClient, UdpStreamSender};
 use crate::workload::{CounterRef, Flow, Phase};
 
 /// How long connecting to a server may take before it counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long the ends may take to drain after the last phase.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long UDP datagrams in flight get to land before the server stops counting.
+pub const UDP_SETTLE: Duration = Duration::from_millis(100);
 /// How long the server may take to answer a control message.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -183,9 +188,15 @@ fn drive(
         );
     }
     g.env.server_software = Some(software);
+    g.env.udp_io = udp_io(plan);
 
     write_msg(&mut ctrl, &Msg::Spec { plan: plan.clone() })?;
-    let Msg::Accepted { data_port, token } = expect_reply(&mut ctrl, "accepted", label)? else {
+    let Msg::Accepted {
+        data_port,
+        token,
+        udp_ports,
+    } = expect_reply(&mut ctrl, "accepted", label)?
+    else {
         unreachable!()
     };
     let token = parse_token(&token)?;
@@ -195,9 +206,41 @@ fn drive(
     let flows_n = plan.flows as usize;
     let counters: Arc<[FlowCounters]> = (0..flows_n).map(|_| FlowCounters::default()).collect();
     let mut flows: Vec<Box<dyn Flow>> = Vec::with_capacity(flows_n);
+    let mut my_udp_ports = Vec::new();
     for f in 0..plan.flows {
         let ctr = CounterRef::new(counters.clone(), f as usize);
         let flow: Box<dyn Flow> = match plan.test {
+            TestKind::UdpStream | TestKind::UdpRr => {
+                let port = *udp_ports
+                    .get(f as usize)
+                    .context("the server sent fewer UDP ports than flows")?;
+                let peer = SocketAddr::new(server_ip, port);
+                let sock = udp_connected(&peer, target.bind, &opts)
+                    .with_context(|| format!("opening UDP socket {f} to {peer}"))?;
+                my_udp_ports.push(local_port(&sock)?);
+                if f == 0 {
+                    check_mtu(plan, &sock, peer.is_ipv6(), g);
+                }
+                if plan.test == TestKind::UdpStream {
+                    Box::new(UdpStreamSender::new(
+                        sock,
+                        ctr,
+                        f,
+                        plan.send_bytes as usize,
+                        plan.rate_bps,
+                    ))
+                } else {
+                    Box::new(UdpRrClient::new(
+                        sock,
+                        ctr,
+                        plan.request_bytes,
+                        plan.response_bytes,
+                        plan.burst,
+                        Duration::from_nanos(plan.rr_timeout_ns),
+                        plan.flow_quota(f),
+                    ))
+                }
+            }
             TestKind::TcpCrr | TestKind::TcpCc => {
                 let mode = if plan.test == TestKind::TcpCrr {
                     ConnectMode::Crr
@@ -256,7 +299,12 @@ fn drive(
         flows.push(flow);
     }
 
-    write_msg(&mut ctrl, &Msg::Start)?;
+    write_msg(
+        &mut ctrl,
+        &Msg::Start {
+            udp_ports: my_udp_ports,
+        },
+    )?;
     let Msg::Started { drivers, .. } = expect_reply(&mut ctrl, "started", label)? else {
         unreachable!()
     };
@@ -307,7 +355,15 @@ fn drive(
         bail!(e);
     }
     // Our flows have drained: tell the server, and read its final report.
-    write_msg(&mut run.ctrl, &Msg::Finish)?;
+    let mut datagrams_sent = Vec::new();
+    if plan.test.is_udp() {
+        // Datagrams still queued on the path reach the server before it stops counting.
+        std::thread::sleep(UDP_SETTLE);
+        if plan.test == TestKind::UdpStream {
+            datagrams_sent = out.counts.iter().map(|c| c.datagrams_sent).collect();
+        }
+    }
+    write_msg(&mut run.ctrl, &Msg::Finish { datagrams_sent })?;
     let fin = run.wait_final(g)?;
     if let Msg::Final {
         counts,
@@ -329,6 +385,42 @@ fn drive(
     }
     drop(out.flows);
     Ok(())
+}
+
+/// The datagram I/O path a UDP test runs, for the result.
+fn udp_io(plan: &TestPlan) -> Option<String> {
+    let batch = crate::io::mmsg::BATCH;
+    match plan.test {
+        TestKind::UdpStream => Some(format!(
+            "sendmmsg/recvmmsg, up to {batch} datagrams per call"
+        )),
+        TestKind::UdpRr if plan.burst == 0 => {
+            Some("send/recv, one datagram per call (one transaction in flight)".into())
+        }
+        TestKind::UdpRr => Some(format!(
+            "sendmmsg/recvmmsg, up to {} datagrams per call",
+            batch.min(plan.burst as usize + 1)
+        )),
+        _ => None,
+    }
+}
+
+/// Warn when datagrams will not fit the path MTU (they are fragmented, and one
+/// lost fragment loses the datagram).
+fn check_mtu(plan: &TestPlan, sock: &socket2::Socket, ipv6: bool, g: &mut Gathered) {
+    let largest = match plan.test {
+        TestKind::UdpStream => plan.send_bytes,
+        _ => plan.request_bytes.max(plan.response_bytes),
+    };
+    let headers = if ipv6 { 48 } else { 28 };
+    if let Some(mtu) = path_mtu(sock, ipv6)
+        && largest + headers > mtu as u64
+    {
+        g.warnings.push(format!(
+            "datagrams of {largest} bytes exceed the path MTU of {mtu} bytes ({} bytes of payload fit): they are sent as IP fragments",
+            mtu as u64 - headers
+        ));
+    }
 }
 
 fn engine_drivers(e: &Engine) -> Vec<String> {
@@ -614,13 +706,24 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
         warnings
             .push("some server samples did not arrive; server-side figures are incomplete".into());
     }
-    let fig = Figures::compute(plan.test, local_w, remote_w, local_s, remote_s);
-    let latency = g.latency.summary();
-    let is_stream = plan.test.is_stream();
     // A window of zero length (e.g. the server's samples never came) has no rate.
     let bps = |bytes: u64, secs: f64| (secs > 0.0).then(|| bytes as f64 * 8.0 / secs);
+    let fig = Figures::compute(plan.test, local_w, remote_w, local_s, remote_s);
+    if let (Some(rate), Some(sent)) = (plan.rate_bps, bps(local_w.bytes_sent, local_s)) {
+        let wanted = rate as f64 * plan.flows as f64;
+        if sent < 0.95 * wanted && error.is_none() {
+            warnings.push(format!(
+                "--rate asked for {} in all, the senders reached {} ({:.0} %)",
+                crate::units::BitsPerSec(wanted),
+                crate::units::BitsPerSec(sent),
+                100.0 * sent / wanted
+            ));
+        }
+    }
+    let latency = g.latency.summary();
+    let is_stream = plan.test.is_stream();
     let sent_bps = match plan.test {
-        TestKind::TcpStream => bps(local_w.bytes_sent, local_s),
+        TestKind::TcpStream | TestKind::UdpStream => bps(local_w.bytes_sent, local_s),
         TestKind::TcpMaerts => bps(remote_w.bytes_sent, remote_s),
         TestKind::TcpBidir => bps(local_w.bytes_sent, local_s)
             .zip(bps(remote_w.bytes_sent, remote_s))
@@ -636,6 +739,16 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
         transactions_per_s: fig.transactions_per_s,
         transactions: (!is_stream).then_some(local_w.transactions),
         latency_ns: if is_stream { None } else { latency },
+        datagrams_sent: (plan.test == TestKind::UdpStream).then_some(local_w.datagrams_sent),
+        datagrams_received: (plan.test == TestKind::UdpStream)
+            .then_some(remote_w.datagrams_received),
+        lost: match plan.test {
+            TestKind::UdpStream => Some(remote_w.lost.saturating_sub(remote_w.reordered)),
+            TestKind::UdpRr => Some(local_w.lost),
+            _ => None,
+        },
+        reordered: (plan.test == TestKind::UdpStream).then_some(remote_w.reordered),
+        duplicates: (plan.test == TestKind::UdpStream).then_some(remote_w.duplicates),
         local: Side::new(
             local_w,
             local_s,

@@ -91,8 +91,17 @@ pub enum Msg {
         data_port: u16,
         /// The session token, hex.
         token: String,
+        /// UDP tests: the server's socket port of each flow.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        udp_ports: Vec<u16>,
     },
-    Start,
+    Start {
+        /// UDP tests: the client's socket port of each flow; the server
+        /// connects its sockets to them, so it receives from and sends to
+        /// nothing else.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        udp_ports: Vec<u16>,
+    },
     Started {
         threads: u32,
         drivers: Vec<String>,
@@ -110,7 +119,12 @@ pub enum Msg {
         counts: Vec<Counts>,
     },
     /// The client's workers have drained; stop and report.
-    Finish,
+    Finish {
+        /// udp_stream: datagrams each flow sent in all, so the server's final
+        /// loss is the exact sent - received.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        datagrams_sent: Vec<u64>,
+    },
     Final {
         counts: Vec<Counts>,
         rusage: Rusage,
@@ -129,11 +143,11 @@ impl Msg {
             Msg::Hello { .. } => "hello",
             Msg::Spec { .. } => "spec",
             Msg::Accepted { .. } => "accepted",
-            Msg::Start => "start",
+            Msg::Start { .. } => "start",
             Msg::Started { .. } => "started",
             Msg::Tick { .. } => "tick",
             Msg::Sample { .. } => "sample",
-            Msg::Finish => "finish",
+            Msg::Finish { .. } => "finish",
             Msg::Final { .. } => "final",
             Msg::Error { .. } => "error",
         }
@@ -241,7 +255,9 @@ mod tests {
                 unix_ns: 6,
                 counts: vec![Counts::default()],
             },
-            Msg::Finish,
+            Msg::Finish {
+                datagrams_sent: vec![3],
+            },
         ]
     }
 

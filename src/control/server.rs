@@ -20,12 +20,15 @@ use super::proto::{
     FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, ServerLimits, read_msg, write_msg,
 };
 use crate::engine::{Engine, place};
-use crate::io::socket::{DataSocketOpts, listen, same_host, set_nonblocking};
+use crate::io::socket::{
+    DataSocketOpts, listen, local_port, same_host, set_nonblocking, udp_bound,
+};
 use crate::plan::{TestKind, TestPlan, limits};
 use crate::stats::counters::FlowCounters;
 use crate::workload::crr::{ConnectMode, ConnectServer, TOKEN_LEN};
 use crate::workload::rr::RrServer;
 use crate::workload::stream::StreamFlow;
+use crate::workload::udp::{UdpRrServer, UdpStreamReceiver};
 use crate::workload::{CounterRef, Flow, Phase};
 
 /// Default control port (netperf uses 12865, neper 12866, iperf3 5201).
@@ -292,11 +295,30 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
     let plan = plan.for_server();
     let opts = DataSocketOpts::from_plan(&plan, &plan.local);
     let local_ip = ctrl.local_addr()?.ip();
-    let listener = match bind_data(local_ip, config.data_ports, &opts) {
-        Ok(l) => l,
-        Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
+    // TCP tests get a data listener; UDP tests one socket per flow.
+    let mut udp_socks = Vec::new();
+    let listener = if plan.test.is_udp() {
+        for f in 0..plan.flows {
+            match udp_bound(SocketAddr::new(local_ip, 0), &opts) {
+                Ok(s) => udp_socks.push(s),
+                Err(e) => return Err(refuse(&mut ctrl, format!("opening UDP socket {f}: {e}"))),
+            }
+        }
+        None
+    } else {
+        match bind_data(local_ip, config.data_ports, &opts) {
+            Ok(l) => Some(l),
+            Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
+        }
     };
-    let data_port = listener.local_addr()?.as_socket().map_or(0, |a| a.port());
+    let data_port = match &listener {
+        Some(l) => local_port(l)?,
+        None => 0,
+    };
+    let udp_ports = udp_socks
+        .iter()
+        .map(local_port)
+        .collect::<io::Result<Vec<u16>>>()?;
     let mut token = [0u8; TOKEN_LEN];
     getrandom::fill(&mut token).map_err(|e| anyhow!("no randomness for the session token: {e}"))?;
     let hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
@@ -305,14 +327,26 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         &Msg::Accepted {
             data_port,
             token: hex,
+            udp_ports,
         },
     )?;
 
     ctrl.set_read_timeout(Some(Duration::from_secs(30)))?;
-    read_expect(&mut ctrl, "start")?;
+    let Msg::Start {
+        udp_ports: client_ports,
+    } = read_expect(&mut ctrl, "start")?
+    else {
+        unreachable!()
+    };
 
     let threads = plan.threads as usize;
-    let (counters, flows): SessionFlows = if plan.test.is_connect() {
+    let (counters, flows): SessionFlows = if plan.test.is_udp() {
+        match udp_flows(udp_socks, &client_ports, &plan, peer.ip()) {
+            Ok(x) => x,
+            Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
+        }
+    } else if plan.test.is_connect() {
+        let listener = listener.as_ref().expect("tcp tests have a listener");
         set_nonblocking(listener.as_raw_fd(), true)?;
         let counters: Arc<[FlowCounters]> = (0..threads).map(|_| FlowCounters::default()).collect();
         let mode = if plan.test == TestKind::TcpCrr {
@@ -335,7 +369,8 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
             .collect();
         (counters, flows)
     } else {
-        match accept_flows(&listener, &plan, peer.ip(), &token, &opts) {
+        let listener = listener.as_ref().expect("tcp tests have a listener");
+        match accept_flows(listener, &plan, peer.ip(), &token, &opts) {
             Ok(x) => x,
             Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
         }
@@ -356,7 +391,7 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
     // Ticks come at least once per interval; allow generous slack for the drain.
     let idle = Duration::from_nanos(plan.interval_ns) + Duration::from_secs(15);
     ctrl.set_read_timeout(Some(idle))?;
-    let result = (|| -> Result<()> {
+    let result = (|| -> Result<Vec<u64>> {
         loop {
             match read_msg(&mut ctrl) {
                 Ok(Msg::Tick { seq, phase }) => {
@@ -371,7 +406,7 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
                         },
                     )?;
                 }
-                Ok(Msg::Finish) => return Ok(()),
+                Ok(Msg::Finish { datagrams_sent }) => return Ok(datagrams_sent),
                 Ok(m) => {
                     return Err(refuse(
                         &mut ctrl,
@@ -384,19 +419,31 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
             }
         }
     })();
-    if result.is_err() {
-        let out = engine.join();
-        drop(out.flows);
-        return result.map(|_| String::new());
-    }
-    // The client has drained; our long-lived flows finish on its EOF.
+    let client_sent = match result {
+        Ok(sent) => sent,
+        Err(e) => {
+            let out = engine.join();
+            drop(out.flows);
+            return Err(e);
+        }
+    };
+    // The client has drained; our long-lived TCP flows finish on its EOF.
+    // UDP and connection-test flows have no EOF to wait for: they stop now.
     engine.set_phase(Phase::Drain);
+    let waits_for_eof = !plan.test.is_connect() && !plan.test.is_udp();
     let deadline = Instant::now() + Duration::from_secs(2);
-    while engine.running() > 0 && Instant::now() < deadline && !plan.test.is_connect() {
+    while waits_for_eof && engine.running() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let counts = engine.snapshot();
     let out = engine.join();
+    let mut counts = out.counts;
+    if plan.test == TestKind::UdpStream && client_sent.len() == counts.len() {
+        // The exact loss: what the client sent that never arrived, including
+        // losses at the tail that no later datagram revealed.
+        for (c, sent) in counts.iter_mut().zip(&client_sent) {
+            c.lost = sent.saturating_sub(c.datagrams_received);
+        }
+    }
     let refused = out.flows.iter().map(|f| f.refused()).sum::<u64>();
     let mut errors = Vec::new();
     if let Some(e) = out.error {
@@ -414,6 +461,50 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
     drop(out.flows);
     drop(listener);
     Ok(plan.test.name().to_string())
+}
+
+/// Connect each flow's UDP socket to the client's socket for that flow, on
+/// the control peer's address only, and build the server's UDP flows.
+fn udp_flows(
+    socks: Vec<socket2::Socket>,
+    client_ports: &[u16],
+    plan: &TestPlan,
+    peer: IpAddr,
+) -> Result<SessionFlows> {
+    if client_ports.len() != socks.len() {
+        bail!(
+            "the client named {} UDP ports for {} flows",
+            client_ports.len(),
+            socks.len()
+        );
+    }
+    let counters: Arc<[FlowCounters]> = (0..socks.len()).map(|_| FlowCounters::default()).collect();
+    let mut flows: Vec<Box<dyn Flow>> = Vec::with_capacity(socks.len());
+    for (f, (sock, &port)) in socks.into_iter().zip(client_ports).enumerate() {
+        if port == 0 {
+            bail!("the client named UDP port 0 for flow {f}");
+        }
+        sock.connect(&SocketAddr::new(peer, port).into())
+            .with_context(|| format!("connecting UDP flow {f} to the client"))?;
+        let ctr = CounterRef::new(counters.clone(), f);
+        flows.push(if plan.test == TestKind::UdpStream {
+            Box::new(UdpStreamReceiver::new(
+                sock,
+                ctr,
+                f as u32,
+                plan.send_bytes as usize,
+            ))
+        } else {
+            Box::new(UdpRrServer::new(
+                sock,
+                ctr,
+                plan.request_bytes,
+                plan.response_bytes,
+                plan.burst,
+            ))
+        });
+    }
+    Ok((counters, flows))
 }
 
 /// A session's counter block and the flows that count into it.

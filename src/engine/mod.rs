@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use crate::io::{DriverKind, Event};
 use crate::stats::counters::{Counts, FlowCounters};
@@ -64,6 +65,8 @@ pub struct EngineOutcome {
     pub flows: Vec<Box<dyn Flow>>,
     pub drivers: Vec<&'static str>,
     pub error: Option<String>,
+    /// Every counter slot after the workers stopped: the final totals.
+    pub counts: Vec<Counts>,
 }
 
 /// Spread flows over `threads` workers: flow i runs on worker i mod T, and
@@ -190,6 +193,7 @@ impl Engine {
             flows,
             drivers: self.drivers,
             error,
+            counts: self.counters.iter().map(|c| c.snapshot()).collect(),
         }
     }
 }
@@ -216,7 +220,12 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
         fail(format!("worker: {e}"));
         return WorkerOutcome { hist, flows };
     }
-    let mut driver = match kind.create() {
+    let blocking_timeout = flows
+        .iter()
+        .map(|f| f.blocking_timeout())
+        .min()
+        .unwrap_or(crate::io::blocking::POLL_TIMEOUT);
+    let mut driver = match kind.create(blocking_timeout) {
         Ok(d) => d,
         Err(e) => {
             fail(format!("creating the {} driver: {e}", kind.name()));
@@ -238,6 +247,9 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
     let mut events = Vec::with_capacity(256);
     let mut remaining = n;
     let mut parked = 0usize;
+    // Flows waiting for a moment (pacing, timeouts): kicked when it comes.
+    let mut wake: Vec<Option<Instant>> = vec![None; n];
+    let mut next_wake: Option<Instant> = None;
     let mut last_phase = Phase::from_u8(shared.phase.load(Relaxed));
 
     while remaining > 0 && !shared.stop.load(Relaxed) {
@@ -261,7 +273,28 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
             continue;
         }
         events.clear();
-        let timeout = if ready.is_empty() { 100 } else { 0 };
+        let mut timeout = if ready.is_empty() { 100 } else { 0 };
+        if let Some(w) = next_wake {
+            let now = Instant::now();
+            if w <= now {
+                next_wake = None;
+                for i in 0..n {
+                    if wake[i].is_some_and(|t| t <= now) {
+                        wake[i] = None;
+                        if status[i] == Status::Active && !queued[i] {
+                            queued[i] = true;
+                            ready.push(i);
+                        }
+                    } else if let Some(t) = wake[i] {
+                        next_wake = Some(next_wake.map_or(t, |x: Instant| x.min(t)));
+                    }
+                }
+                timeout = 0;
+            } else if timeout > 0 {
+                // Round up: epoll counts whole milliseconds.
+                timeout = timeout.min((w - now).as_micros().div_ceil(1000) as i32);
+            }
+        }
         if let Err(e) = driver.wait(&mut events, timeout) {
             fail(format!("waiting for readiness ({}): {e}", driver.name()));
             break;
@@ -296,6 +329,10 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
                 Ok(Progress::Parked) => {
                     status[i] = Status::Parked;
                     parked += 1;
+                }
+                Ok(Progress::At(t)) => {
+                    wake[i] = Some(t);
+                    next_wake = Some(next_wake.map_or(t, |x| x.min(t)));
                 }
                 Ok(Progress::Done) => {
                     status[i] = Status::Done;

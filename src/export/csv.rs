@@ -10,7 +10,27 @@ use crate::result::TestResult;
 
 pub struct Csv;
 
-pub const HEADER: &str = "interval,phase,start_s,end_s,unix_end_s,flow,local_bytes_sent,local_bytes_received,local_transactions,remote_bytes_sent,remote_bytes_received,remote_transactions";
+pub const HEADER: &str = "interval,phase,start_s,end_s,unix_end_s,flow,\
+local_bytes_sent,local_bytes_received,local_transactions,local_datagrams_sent,local_datagrams_received,local_lost,local_reordered,local_duplicates,\
+remote_bytes_sent,remote_bytes_received,remote_transactions,remote_datagrams_sent,remote_datagrams_received,remote_lost,remote_reordered,remote_duplicates";
+
+fn counts(out: &mut dyn Write, c: Option<&crate::stats::counters::Counts>) -> io::Result<()> {
+    match c {
+        Some(c) => write!(
+            out,
+            ",{},{},{},{},{},{},{},{}",
+            c.bytes_sent,
+            c.bytes_received,
+            c.transactions,
+            c.datagrams_sent,
+            c.datagrams_received,
+            c.lost,
+            c.reordered,
+            c.duplicates
+        ),
+        None => write!(out, ",,,,,,,,"),
+    }
+}
 
 impl Exporter for Csv {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
@@ -20,25 +40,17 @@ impl Exporter for Csv {
             for (f, l) in iv.local.iter().enumerate() {
                 write!(
                     out,
-                    "{},{},{:.6},{:.6},{:.6},{},{},{},{}",
+                    "{},{},{:.6},{:.6},{:.6},{}",
                     iv.index,
                     iv.phase.name(),
                     iv.start_s,
                     iv.end_s,
                     iv.unix_end_s,
-                    f,
-                    l.bytes_sent,
-                    l.bytes_received,
-                    l.transactions
+                    f
                 )?;
-                match iv.remote.get(f).filter(|_| per_flow_remote) {
-                    Some(c) => writeln!(
-                        out,
-                        ",{},{},{}",
-                        c.bytes_sent, c.bytes_received, c.transactions
-                    )?,
-                    None => writeln!(out, ",,,")?,
-                }
+                counts(out, Some(l))?;
+                counts(out, iv.remote.get(f).filter(|_| per_flow_remote))?;
+                writeln!(out)?;
             }
         }
         Ok(())

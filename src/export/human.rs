@@ -26,7 +26,17 @@ impl Exporter for Human {
             "{} to {}: {} flow(s) on {} thread(s)",
             r.test, r.spec.server, p.flows, p.threads
         )?;
-        if r.test.is_stream() {
+        if r.test == crate::plan::TestKind::UdpStream {
+            match p.rate_bps {
+                Some(rate) => writeln!(
+                    out,
+                    ", datagrams of {} B at {} per flow",
+                    p.send_bytes,
+                    crate::units::BitsPerSec(rate as f64)
+                )?,
+                None => writeln!(out, ", datagrams of {} B, unpaced", p.send_bytes)?,
+            }
+        } else if r.test.is_stream() {
             writeln!(out, ", send {} B, recv {} B", p.send_bytes, p.recv_bytes)?;
         } else {
             write!(
@@ -65,12 +75,33 @@ impl Exporter for Human {
                 writeln!(out, "  throughput (sent)      {}", BitsPerSec(sent))?;
             }
         }
-        if let Some(t) = s.transactions_per_s {
+        if let (Some(sent), Some(recvd)) = (s.datagrams_sent, s.datagrams_received) {
+            let lost = s.lost.unwrap_or(0);
             writeln!(
                 out,
-                "  transactions/s         {:.1}  ({} transactions)",
+                "  datagrams              {sent} sent, {recvd} received, {lost} lost ({:.3} %), {} reordered, {} duplicates",
+                100.0 * lost as f64 / (recvd + lost).max(1) as f64,
+                s.reordered.unwrap_or(0),
+                s.duplicates.unwrap_or(0)
+            )?;
+        }
+        if let Some(t) = s.transactions_per_s {
+            write!(
+                out,
+                "  transactions/s         {:.1}  ({} transactions",
                 t,
                 s.transactions.unwrap_or(0)
+            )?;
+            match s.lost {
+                Some(l) => writeln!(out, ", {l} lost)")?,
+                None => writeln!(out, ")")?,
+            }
+        }
+        if r.test.is_udp() {
+            writeln!(
+                out,
+                "  packets/s (client)     {:.1} sent, {:.1} received",
+                s.local.datagrams_sent_per_s, s.local.datagrams_received_per_s
             )?;
         }
         if let Some(l) = &s.latency_ns {

@@ -46,6 +46,29 @@ impl Exporter for Keyval {
             writeln!(out, "MAX_LATENCY={:.3}", l.max as f64 / 1e3)?;
             writeln!(out, "LATENCY_UNITS=us")?;
         }
+        for (k, v) in [
+            ("DATAGRAMS_SENT", s.datagrams_sent),
+            ("DATAGRAMS_RECVD", s.datagrams_received),
+            ("LOST", s.lost),
+            ("REORDERED", s.reordered),
+            ("DUPLICATES", s.duplicates),
+        ] {
+            if let Some(v) = v {
+                writeln!(out, "{k}={v}")?;
+            }
+        }
+        if r.test.is_udp() {
+            writeln!(
+                out,
+                "LOCAL_DATAGRAMS_SENT_PER_S={:.2}",
+                s.local.datagrams_sent_per_s
+            )?;
+            writeln!(
+                out,
+                "LOCAL_DATAGRAMS_RECVD_PER_S={:.2}",
+                s.local.datagrams_received_per_s
+            )?;
+        }
         writeln!(out, "LOCAL_BYTES_SENT={}", s.local.bytes_sent)?;
         writeln!(out, "LOCAL_BYTES_RECVD={}", s.local.bytes_received)?;
         writeln!(out, "REMOTE_BYTES_SENT={}", s.remote.bytes_sent)?;

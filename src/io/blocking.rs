@@ -17,14 +17,18 @@ use super::{Driver, Event};
 /// How long a blocking call may wait before the worker checks its flags.
 pub const POLL_TIMEOUT: Duration = Duration::from_millis(50);
 
-#[derive(Default)]
 pub struct Blocking {
     token: Option<u64>,
+    timeout: Duration,
 }
 
 impl Blocking {
-    pub fn new() -> Blocking {
-        Blocking { token: None }
+    /// `timeout`: how long one blocking call may wait (at most [`POLL_TIMEOUT`]).
+    pub fn new(timeout: Duration) -> Blocking {
+        Blocking {
+            token: None,
+            timeout: timeout.clamp(Duration::from_millis(1), POLL_TIMEOUT),
+        }
     }
 }
 
@@ -55,8 +59,8 @@ impl Driver for Blocking {
             return Err(io::Error::other("the blocking driver serves one socket"));
         }
         super::socket::set_nonblocking(fd, false)?;
-        set_timeout(fd, libc::SO_RCVTIMEO, POLL_TIMEOUT)?;
-        set_timeout(fd, libc::SO_SNDTIMEO, POLL_TIMEOUT)?;
+        set_timeout(fd, libc::SO_RCVTIMEO, self.timeout)?;
+        set_timeout(fd, libc::SO_SNDTIMEO, self.timeout)?;
         self.token = Some(token);
         Ok(())
     }
@@ -82,7 +86,7 @@ impl Driver for Blocking {
                 // The flow's blocking recv is the wait: always make it.
                 may_have_more: true,
             }),
-            None if timeout_ms > 0 => std::thread::sleep(POLL_TIMEOUT),
+            None if timeout_ms > 0 => std::thread::sleep(self.timeout),
             None => {}
         }
         Ok(())

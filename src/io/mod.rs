@@ -14,6 +14,7 @@
 
 pub mod blocking;
 pub mod epoll;
+pub mod mmsg;
 pub mod socket;
 
 use std::io;
@@ -76,10 +77,11 @@ impl DriverKind {
         }
     }
 
-    pub fn create(self) -> io::Result<Box<dyn Driver>> {
+    /// `blocking_timeout`: the longest one blocking call may wait (blocking driver only).
+    pub fn create(self, blocking_timeout: std::time::Duration) -> io::Result<Box<dyn Driver>> {
         Ok(match self {
             DriverKind::Epoll => Box::new(epoll::Epoll::new()?),
-            DriverKind::Blocking => Box::new(blocking::Blocking::new()),
+            DriverKind::Blocking => Box::new(blocking::Blocking::new(blocking_timeout)),
         })
     }
 }

@@ -262,3 +262,72 @@ pub fn accept_nonblocking(listener: RawFd) -> io::Result<(Socket, SocketAddr)> {
 pub fn same_host(a: IpAddr, b: IpAddr) -> bool {
     a.to_canonical() == b.to_canonical()
 }
+
+/// A UDP socket bound to `bind` (any address of the peer's family when None)
+/// and connected to `peer`: the kernel then delivers only the peer's datagrams.
+pub fn udp_connected(
+    peer: &SocketAddr,
+    bind: Option<IpAddr>,
+    opts: &DataSocketOpts,
+) -> io::Result<Socket> {
+    let s = udp_bound(SocketAddr::new(bind.unwrap_or(unspecified(peer)), 0), opts)?;
+    s.connect(&SockAddr::from(*peer))?;
+    Ok(s)
+}
+
+/// A non-blocking UDP socket bound to `local`, buffer sizes applied.
+pub fn udp_bound(local: SocketAddr, opts: &DataSocketOpts) -> io::Result<Socket> {
+    let s = Socket::new(
+        Domain::for_address(local),
+        Type::DGRAM.nonblocking().cloexec(),
+        Some(Protocol::UDP),
+    )?;
+    if let Some(b) = opts.send_buffer {
+        s.set_send_buffer_size(b as usize)
+            .map_err(|e| ctx(e, "SO_SNDBUF"))?;
+    }
+    if let Some(b) = opts.recv_buffer {
+        s.set_recv_buffer_size(b as usize)
+            .map_err(|e| ctx(e, "SO_RCVBUF"))?;
+    }
+    s.bind(&SockAddr::from(local))?;
+    Ok(s)
+}
+
+fn unspecified(peer: &SocketAddr) -> IpAddr {
+    if peer.is_ipv4() {
+        IpAddr::from([0u8; 4])
+    } else {
+        IpAddr::from([0u16; 8])
+    }
+}
+
+/// The kernel's path MTU for a connected socket (IP_MTU / IPV6_MTU), if it knows one.
+pub fn path_mtu(s: &Socket, ipv6: bool) -> Option<u32> {
+    let (level, opt) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    };
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v and len are valid for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            level,
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && v > 0).then_some(v as u32)
+}
+
+/// The local port of a bound socket.
+pub fn local_port(s: &Socket) -> io::Result<u16> {
+    s.local_addr()?
+        .as_socket()
+        .map(|a| a.port())
+        .ok_or_else(|| io::Error::other("socket has no IP address"))
+}

@@ -17,6 +17,18 @@ pub struct Counts {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub transactions: u64,
+    /// UDP: datagrams handed to the kernel.
+    pub datagrams_sent: u64,
+    /// UDP: distinct datagrams received (duplicates not included).
+    pub datagrams_received: u64,
+    /// udp_stream receiver: datagrams missing when a later one arrived (a gap
+    /// in the sequence; the final total is the exact sent - received).
+    /// udp_rr client: transactions whose response did not come within --rr-timeout.
+    pub lost: u64,
+    /// udp_stream receiver: datagrams that arrived after a later one.
+    pub reordered: u64,
+    /// udp_stream receiver: datagrams received more than once.
+    pub duplicates: u64,
 }
 
 impl AddAssign for Counts {
@@ -24,6 +36,11 @@ impl AddAssign for Counts {
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
         self.transactions += o.transactions;
+        self.datagrams_sent += o.datagrams_sent;
+        self.datagrams_received += o.datagrams_received;
+        self.lost += o.lost;
+        self.reordered += o.reordered;
+        self.duplicates += o.duplicates;
     }
 }
 
@@ -35,6 +52,11 @@ impl Sub for Counts {
             bytes_sent: self.bytes_sent.saturating_sub(o.bytes_sent),
             bytes_received: self.bytes_received.saturating_sub(o.bytes_received),
             transactions: self.transactions.saturating_sub(o.transactions),
+            datagrams_sent: self.datagrams_sent.saturating_sub(o.datagrams_sent),
+            datagrams_received: self.datagrams_received.saturating_sub(o.datagrams_received),
+            lost: self.lost.saturating_sub(o.lost),
+            reordered: self.reordered.saturating_sub(o.reordered),
+            duplicates: self.duplicates.saturating_sub(o.duplicates),
         }
     }
 }
@@ -56,6 +78,11 @@ pub struct FlowCounters {
     bytes_sent: AtomicU64,
     bytes_received: AtomicU64,
     transactions: AtomicU64,
+    datagrams_sent: AtomicU64,
+    datagrams_received: AtomicU64,
+    lost: AtomicU64,
+    reordered: AtomicU64,
+    duplicates: AtomicU64,
 }
 
 #[inline]
@@ -77,12 +104,37 @@ impl FlowCounters {
     pub fn add_transactions(&self, n: u64) {
         bump(&self.transactions, n);
     }
+    #[inline]
+    pub fn add_datagrams_sent(&self, n: u64) {
+        bump(&self.datagrams_sent, n);
+    }
+    #[inline]
+    pub fn add_datagrams_received(&self, n: u64) {
+        bump(&self.datagrams_received, n);
+    }
+    #[inline]
+    pub fn add_lost(&self, n: u64) {
+        bump(&self.lost, n);
+    }
+    #[inline]
+    pub fn add_reordered(&self, n: u64) {
+        bump(&self.reordered, n);
+    }
+    #[inline]
+    pub fn add_duplicates(&self, n: u64) {
+        bump(&self.duplicates, n);
+    }
 
     pub fn snapshot(&self) -> Counts {
         Counts {
             bytes_sent: self.bytes_sent.load(Relaxed),
             bytes_received: self.bytes_received.load(Relaxed),
             transactions: self.transactions.load(Relaxed),
+            datagrams_sent: self.datagrams_sent.load(Relaxed),
+            datagrams_received: self.datagrams_received.load(Relaxed),
+            lost: self.lost.load(Relaxed),
+            reordered: self.reordered.load(Relaxed),
+            duplicates: self.duplicates.load(Relaxed),
         }
     }
 }

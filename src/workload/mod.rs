@@ -10,6 +10,7 @@
 pub mod crr;
 pub mod rr;
 pub mod stream;
+pub mod udp;
 
 use std::io;
 use std::ops::Deref;
@@ -80,6 +81,8 @@ pub enum Progress {
     More,
     /// Nothing to do until the next phase change (a count-limited flow that met its quota).
     Parked,
+    /// Waiting for readiness, and for this moment at the latest (pacing, timeouts).
+    At(std::time::Instant),
     /// Finished (drained, or quota done and drained); never call again.
     Done,
 }
@@ -123,6 +126,10 @@ pub trait Flow: Send {
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress>;
     /// Can this flow run alone under the blocking driver?
     fn blocking_ok(&self) -> bool;
+    /// How long a blocking call may wait under the blocking driver.
+    fn blocking_timeout(&self) -> std::time::Duration {
+        crate::io::blocking::POLL_TIMEOUT
+    }
     /// Connections this flow turned away (wrong peer or token); servers only.
     fn refused(&self) -> u64 {
         0

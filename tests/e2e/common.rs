@@ -2,6 +2,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -123,4 +124,74 @@ pub fn assert_schema(doc: &Value) {
         "result does not match schema/thrum.result.v1.json:\n{}",
         errors.join("\n")
     );
+}
+
+// Helpers shared by the shaped-link tests in network namespaces (`netns`,
+// `udp_loss`).
+
+/// Setup commands (ip, tc, sysctl, cat) finish in milliseconds; this only
+/// bounds a wedged one.
+pub const SETUP_LIMIT: Duration = Duration::from_secs(10);
+
+/// Held for the whole of each shaped-link test (modules `netns` and
+/// `udp_loss`), so they run one at a time. On two vCPUs the 1-byte tcp_rr
+/// test keeps both CPUs busy, and that delays tbf's dequeue timer: once the
+/// bucket is full (64 KB is 2.6 ms at 200 Mbit/s), late tokens are lost, and
+/// a concurrent bulk test read 0.92 of the rate instead of the 0.955 it reads
+/// alone (and iperf3 reads).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    // A failed test poisons the lock; the next one should still run.
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Create network namespace `name`, doubling as the capability probe:
+/// without root or without iproute2's netns support this is what fails.
+/// Then it explains on stderr and returns false so the caller skips, unless
+/// `THRUM_E2E_NETNS=required` is set: a root CI job sets it, so that losing
+/// the capability fails instead of passing silently.
+pub fn netns_add_or_skip(name: &str) -> bool {
+    match Command::new("ip").args(["netns", "add", name]).output() {
+        Ok(out) if out.status.success() => true,
+        other => {
+            let why = match other {
+                Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                Err(e) => format!("cannot run ip: {e}"),
+            };
+            let msg =
+                format!("`ip netns add` failed ({why}); shaped-link tests need root and iproute2");
+            if std::env::var("THRUM_E2E_NETNS").as_deref() == Ok("required") {
+                panic!("{msg}");
+            }
+            eprintln!("SKIPPED: {msg}");
+            false
+        }
+    }
+}
+
+/// `program` run inside namespace `ns`; `ip netns exec` execs it, so the
+/// child's pid is the program's own and killing the child kills it.
+pub fn ns_exec(ns: &str, program: &str) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns, program]);
+    cmd
+}
+
+pub fn ip(args: &[&str]) -> Output {
+    run_ok(Command::new("ip").args(args))
+}
+
+/// Run a setup command under the time bound and fail loudly if it fails.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let shown = format!("{cmd:?}");
+    let out = run_cmd(cmd, SETUP_LIMIT);
+    assert!(
+        out.status.success(),
+        "{shown} failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    out
 }

@@ -6,3 +6,5 @@ mod common;
 mod failures;
 mod loopback;
 mod netns;
+mod udp;
+mod udp_loss;

@@ -10,13 +10,14 @@
 //! returns, unless `THRUM_E2E_NETNS=required` is set: a root CI job should
 //! set it, so that losing the capability fails instead of passing silently.
 
-use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, bin, f, json, run_cmd, u};
+use crate::common::{
+    ServerProc, bin, f, ip, json, netns_add_or_skip, ns_exec, one_at_a_time, run_cmd, run_ok, u,
+};
 
 /// The tbf rate, bits/s; `TBF` spells the same rate for tc (shared/TESTING.md).
 const SHAPED_BPS: f64 = 200e6;
@@ -29,24 +30,6 @@ const TBF: [&str; 8] = [
 /// cannot collide between parallel tests or test processes.
 const VETH_A: &str = "va";
 const VETH_B: &str = "vb";
-
-/// Setup commands (ip, tc, sysctl, cat) finish in milliseconds; this only
-/// bounds a wedged one.
-const SETUP_LIMIT: Duration = Duration::from_secs(10);
-
-/// Held for the whole of each test in this module, so they run one at a
-/// time. On two vCPUs the 1-byte tcp_rr test keeps both CPUs busy, and that
-/// delays tbf's dequeue timer: once the bucket is full (64 KB is 2.6 ms at
-/// 200 Mbit/s), late tokens are lost, and a concurrent bulk test read 0.92
-/// of the rate instead of the 0.955 it reads alone (and iperf3 reads).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    // A failed test poisons the lock; the next one should still run.
-    ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// Which end of the link gets the tbf. tbf shapes egress only, and on the
 /// sender's own interface it never drops: the kernel holds the socket back
@@ -77,24 +60,8 @@ impl Link {
         let pid = std::process::id();
         let (a, b) = (format!("thr{pid}a{subnet}"), format!("thr{pid}b{subnet}"));
 
-        // The first namespace doubles as the capability probe: without root
-        // or without iproute2's netns support this is what fails.
-        match Command::new("ip").args(["netns", "add", &a]).output() {
-            Ok(out) if out.status.success() => {}
-            other => {
-                let why = match other {
-                    Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                    Err(e) => format!("cannot run ip: {e}"),
-                };
-                let msg = format!(
-                    "`ip netns add` failed ({why}); shaped-link tests need root and iproute2"
-                );
-                if std::env::var("THRUM_E2E_NETNS").as_deref() == Ok("required") {
-                    panic!("{msg}");
-                }
-                eprintln!("SKIPPED: {msg}");
-                return None;
-            }
+        if !netns_add_or_skip(&a) {
+            return None;
         }
         // From here on the guard exists, so a failing step still cleans up.
         let link = Link { a, b, subnet };
@@ -149,23 +116,15 @@ impl Link {
         format!("10.213.{}.2", self.subnet)
     }
 
-    /// `program` run inside namespace `ns`; `ip netns exec` execs it, so the
-    /// child's pid is the program's own and killing the child kills it.
-    fn exec(ns: &str, program: &str) -> Command {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", ns, program]);
-        cmd
-    }
-
     /// A `thrum server` in B, listening on B's address.
     fn server(&self) -> ServerProc {
-        ServerProc::start_with(Self::exec(&self.b, bin()), &self.addr_b(), &[])
+        ServerProc::start_with(ns_exec(&self.b, bin()), &self.addr_b(), &[])
     }
 
     /// Run `thrum run TEST -H SERVER ARGS.. --json` in A and return the
     /// parsed result, failing on a non-zero exit.
     fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        let mut cmd = Self::exec(&self.a, bin());
+        let mut cmd = ns_exec(&self.a, bin());
         cmd.args(["run", test, "-H", &server.addr])
             .args(args)
             .arg("--json");
@@ -184,7 +143,7 @@ impl Link {
     /// per namespace: `ip netns exec` remounts it, so this reads A's view.
     fn counter_a(&self, name: &str) -> u64 {
         let path = format!("/sys/class/net/{VETH_A}/statistics/{name}");
-        let out = run_ok(Self::exec(&self.a, "cat").arg(&path));
+        let out = run_ok(ns_exec(&self.a, "cat").arg(&path));
         let text = String::from_utf8_lossy(&out.stdout);
         text.trim()
             .parse()
@@ -199,22 +158,6 @@ impl Drop for Link {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
         }
     }
-}
-
-fn ip(args: &[&str]) -> Output {
-    run_ok(Command::new("ip").args(args))
-}
-
-/// Run a setup command under the time bound and fail loudly if it fails.
-fn run_ok(cmd: &mut Command) -> Output {
-    let shown = format!("{cmd:?}");
-    let out = run_cmd(cmd, SETUP_LIMIT);
-    assert!(
-        out.status.success(),
-        "{shown} failed: {}",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    out
 }
 
 /// What must hold for a bulk test on the shaped link: goodput near the tbf

@@ -1,0 +1,258 @@
+//! udp_stream and udp_rr over loopback against a real server process: every
+//! datagram is accounted for (sent = received + lost, exactly, from the two
+//! ends' own counts), 1-byte and 1400-byte messages work on one flow and on
+//! eight flows over two threads, and the JSON matches the schema.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{ServerProc, assert_schema, f, json, run_client, u};
+
+fn run(server: &ServerProc, args: &[&str]) -> Value {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&[
+        "-H",
+        &server.addr,
+        "-l",
+        "1s",
+        "--warmup",
+        "200ms",
+        "-i",
+        "250ms",
+        "--json",
+    ]);
+    let out = run_client(&all, Duration::from_secs(30));
+    let doc = json(&out);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        doc["summary"]["error"]
+    );
+    assert_schema(&doc);
+    doc
+}
+
+fn total(doc: &Value, end: &str, field: &str) -> u64 {
+    u(&doc["summary"][end]["total"][field])
+}
+
+/// The window's counts equal the sum of its measure intervals, on both ends.
+fn intervals_add_up(doc: &Value) {
+    for (end, key) in [("local", "local"), ("remote", "remote")] {
+        for field in ["datagrams_sent", "datagrams_received", "transactions"] {
+            let sum: u64 = doc["intervals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|i| i["phase"] == "measure")
+                .map(|i| u(&i["sum"][key][field]))
+                .sum();
+            assert_eq!(sum, u(&doc["summary"][end][field]), "{end}.{field}");
+        }
+    }
+}
+
+#[test]
+fn udp_stream_accounts_for_every_datagram() {
+    let server = ServerProc::start(&[]);
+    for (size, flows, threads) in [
+        ("1", "1", "1"),
+        ("1400", "1", "1"),
+        ("1", "8", "2"),
+        ("1400", "8", "2"),
+    ] {
+        // Paced well below what loopback carries (1400 B: 1.8k datagrams/s
+        // per flow; 1 B: 10k/s), so the path is lossless. (At 100k/s of 1-byte
+        // datagrams, millisecond pacing bursts overflow the default receive
+        // buffer: thrum then reports exactly the kernel's RcvbufErrors.)
+        let (rate, rate_bps) = if size == "1" {
+            ("80k", 80e3)
+        } else {
+            ("20M", 20e6)
+        };
+        let args = [
+            "udp_stream",
+            "-m",
+            size,
+            "-F",
+            flows,
+            "-T",
+            threads,
+            "--rate",
+            rate,
+        ];
+        let doc = run(&server, &args);
+        let what = format!("udp_stream -m {size} -F {flows}");
+        let sent = total(&doc, "local", "datagrams_sent");
+        let received = total(&doc, "remote", "datagrams_received");
+        let lost = total(&doc, "remote", "lost");
+        assert!(sent > 1000, "{what}: {sent} sent");
+        assert_eq!(sent, received + lost, "{what}: sent = received + lost");
+        assert_eq!(lost, 0, "{what}: loopback at {rate} per flow loses nothing");
+        assert_eq!(total(&doc, "remote", "duplicates"), 0);
+        let size: u64 = size.parse().unwrap();
+        assert_eq!(
+            total(&doc, "remote", "bytes_received"),
+            received * size,
+            "{what}"
+        );
+        let s = &doc["summary"];
+        let got = f(&s["throughput_bps"]);
+        let want = rate_bps * flows.parse::<f64>().unwrap();
+        assert!(
+            (got / want - 1.0).abs() < 0.05,
+            "{what}: {got} bit/s received for {want} asked"
+        );
+        assert_eq!(
+            u(&s["datagrams_received"]),
+            u(&s["remote"]["datagrams_received"])
+        );
+        intervals_add_up(&doc);
+        assert!(
+            doc["environment"]["udp_io"]
+                .as_str()
+                .unwrap()
+                .contains("sendmmsg")
+        );
+    }
+}
+
+#[test]
+fn udp_stream_unpaced_loss_adds_up() {
+    // Unpaced on loopback the receiver falls behind and its socket buffer
+    // overflows: real loss, which must still add up exactly.
+    let server = ServerProc::start(&[]);
+    let doc = run(&server, &["udp_stream", "-m", "1400", "-F", "2", "-T", "2"]);
+    let sent = total(&doc, "local", "datagrams_sent");
+    let received = total(&doc, "remote", "datagrams_received");
+    assert_eq!(sent, received + total(&doc, "remote", "lost"));
+    assert!(f(&doc["summary"]["throughput_bps"]) > 1e8);
+}
+
+#[test]
+fn udp_rr_one_and_many_flows() {
+    let server = ServerProc::start(&[]);
+    for (size, flows, threads, burst) in [
+        ("1,1", "1", "1", "0"),
+        ("1400,1400", "1", "1", "0"),
+        ("1,1", "8", "2", "0"),
+        ("1400,1400", "8", "2", "3"),
+        ("1,1", "2", "1", "16"),
+    ] {
+        let doc = run(
+            &server,
+            &[
+                "udp_rr", "-r", size, "-F", flows, "-T", threads, "-b", burst,
+            ],
+        );
+        let what = format!("udp_rr -r {size} -F {flows} -b {burst}");
+        let s = &doc["summary"];
+        let done = total(&doc, "local", "transactions");
+        let lost = total(&doc, "local", "lost");
+        // Every request either completed or timed out.
+        assert_eq!(
+            total(&doc, "local", "datagrams_sent"),
+            done + lost,
+            "{what}"
+        );
+        assert_eq!(lost, 0, "{what}: nothing is lost on loopback");
+        assert_eq!(
+            done,
+            total(&doc, "remote", "transactions"),
+            "{what}: the server answered each"
+        );
+        assert!(f(&s["transactions_per_s"]) > 1000.0, "{what}");
+        let l = &s["latency_ns"];
+        let order = ["min", "p50", "p90", "p99", "p99_9", "max"].map(|k| u(&l[k]));
+        assert!(order.windows(2).all(|w| w[0] <= w[1]), "{what}: {order:?}");
+        assert!(
+            u(&l["count"]).abs_diff(u(&s["transactions"])) <= flows.parse::<u64>().unwrap() * 17
+        );
+        // One datagram each way per transaction.
+        let tps = f(&s["transactions_per_s"]);
+        assert!(
+            (f(&s["local"]["datagrams_received_per_s"]) / tps - 1.0).abs() < 0.01,
+            "{what}"
+        );
+        intervals_add_up(&doc);
+    }
+}
+
+#[test]
+fn udp_rr_count_limit_is_exact() {
+    let server = ServerProc::start(&[]);
+    let out = run_client(
+        &[
+            "run",
+            "udp_rr",
+            "-H",
+            &server.addr,
+            "-n",
+            "5003",
+            "-F",
+            "3",
+            "-b",
+            "2",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let doc = json(&out);
+    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    assert_eq!(u(&doc["summary"]["transactions"]), 5003);
+    assert_eq!(total(&doc, "local", "transactions"), 5003);
+}
+
+#[test]
+fn udp_flags_are_checked() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["run", "udp_stream", "-m", "65508"],
+            &["--send-size 65508", "1..=65507"],
+        ),
+        (&["run", "udp_stream", "-b", "4"], &["--burst", "udp_rr"]),
+        (
+            &["run", "udp_rr", "-r", "70000"],
+            &["--rr-size (request)", "1..=65507"],
+        ),
+        (
+            &["run", "tcp_stream", "--rate", "10M"],
+            &["--rate", "udp_stream"],
+        ),
+        (
+            &["run", "udp_stream", "--rate", "1Gb"],
+            &["--rate", "bits per second"],
+        ),
+        (
+            &["run", "udp_rr", "--rr-timeout", "0s"],
+            &["--rr-timeout", "1000000..="],
+        ),
+    ];
+    for (args, needles) in cases {
+        let out = run_client(args, Duration::from_secs(10));
+        assert!(!out.status.success(), "{args:?} should fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        for n in *needles {
+            assert!(err.contains(n), "{args:?}: stderr lacks {n:?}:\n{err}");
+        }
+    }
+}
+
+#[test]
+fn a_rate_the_sender_cannot_reach_is_reported() {
+    let server = ServerProc::start(&[]);
+    let doc = run(&server, &["udp_stream", "-m", "64", "--rate", "100G"]);
+    let w: Vec<&str> = doc["summary"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(
+        w.iter()
+            .any(|w| w.contains("--rate asked for") && w.contains("reached")),
+        "{w:?}"
+    );
+}

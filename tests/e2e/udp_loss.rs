@@ -1,0 +1,463 @@
+//! UDP loss against ground truth: three namespaces in a line, A (client) —
+//! R (router) — B (server), with a token-bucket filter (tbf) on R's
+//! interface toward B. Loss needs the middle hop: tbf on the sender's own
+//! interface never drops, the kernel holds the socket back instead (local
+//! backpressure, see shared/TESTING.md), so a two-namespace link cannot lose
+//! a datagram. R forwards whatever A sends and its tbf drops what exceeds
+//! the rate, as a real bottleneck router does; iperf3 at 100 Mbit/s through
+//! it loses 51 %.
+//!
+//! The kernel is the referee: each namespace has its own UDP counters
+//! (/proc/net/snmp) and R's qdisc counts its drops, so what thrum says it
+//! sent, received and lost is checked against what the kernel saw, not only
+//! against itself.
+//!
+//! Needs root and `ip netns`; skips like the `netns` module (fails instead
+//! with `THRUM_E2E_NETNS=required`), and shares its lock, so that no two
+//! shaped-link tests run at once.
+
+use std::fs::File;
+use std::io::{Read, Seek};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{
+    ServerProc, bin, f, ip, json, netns_add_or_skip, ns_exec, one_at_a_time, run_cmd, run_ok, u,
+};
+
+/// R's tbf toward B, bits/s; `TBF` spells the same for tc (shared/TESTING.md).
+const TBF_BPS: f64 = 50e6;
+const TBF: [&str; 8] = [
+    "root", "tbf", "rate", "50mbit", "burst", "16kb", "latency", "20ms",
+];
+
+/// UDP payload per datagram in the stream tests.
+const PAYLOAD: u64 = 1400;
+
+/// Bytes tbf charges for one such datagram: it counts the whole frame as
+/// the qdisc sees it, Ethernet header included, so 1400 payload, 8 UDP, 20 IP
+/// and 14 Ethernet. Measured: R's tbf reported 1442 bytes per packet sent
+/// (`tc -s qdisc`), and iperf3's UDP goodput through it was 48.57 Mbit/s,
+/// where 50 Mbit/s × 1400/1442 = 48.54 Mbit/s.
+const FRAME: u64 = PAYLOAD + 8 + 20 + 14;
+
+/// Interface names inside the namespaces. Each veth is created directly in
+/// its namespaces, so the names never exist in the root namespace and
+/// cannot collide between tests or test processes. (Not "a" or "br": `ip
+/// link add` reads those as abbreviations of `address` and `broadcast`.)
+const VETH_A: &str = "va";
+const VETH_RA: &str = "ra";
+const VETH_RB: &str = "rb";
+const VETH_B: &str = "vb";
+
+/// A — R — B on 10.213.`subnet`.0/24 (A .1, R .254) and
+/// 10.213.`subnet`+1.0/24 (B .1, R .254), default routes through R, the tbf
+/// on R's veth toward B. Dropping it deletes the three namespaces, which
+/// destroys the veths with them, also when the test panics. Declare it
+/// before any process running inside it so that those are dropped first.
+struct Routed {
+    a: String,
+    r: String,
+    b: String,
+    subnet: u8,
+}
+
+impl Routed {
+    /// Build the path, or explain on stderr why this machine cannot and
+    /// return None so the caller skips. `subnet` must be unique per test:
+    /// the namespace names carry it, and the process id alone does not
+    /// separate tests running in threads of one process.
+    fn new(subnet: u8) -> Option<Routed> {
+        let pid = std::process::id();
+        let [a, r, b] = ["a", "r", "b"].map(|end| format!("thr{pid}{end}{subnet}"));
+        if !netns_add_or_skip(&a) {
+            return None;
+        }
+        // From here on the guard exists, so a failing step still cleans up.
+        let path = Routed { a, r, b, subnet };
+        let (a, r, b) = (path.a.as_str(), path.r.as_str(), path.b.as_str());
+        ip(&["netns", "add", r]);
+        ip(&["netns", "add", b]);
+        for ns in [a, r, b] {
+            // No IPv6: router solicitations, MLD reports and DAD probes
+            // would otherwise cross the tbf at unpredictable moments.
+            run_ok(ns_exec(ns, "sysctl").args([
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ]));
+        }
+        ip(&[
+            "link", "add", VETH_A, "netns", a, "type", "veth", "peer", "name", VETH_RA, "netns", r,
+        ]);
+        ip(&[
+            "link", "add", VETH_B, "netns", b, "type", "veth", "peer", "name", VETH_RB, "netns", r,
+        ]);
+        let (near, far) = (path.subnet, path.subnet + 1);
+        for (ns, dev, addr) in [
+            (a, VETH_A, format!("10.213.{near}.1/24")),
+            (r, VETH_RA, format!("10.213.{near}.254/24")),
+            (r, VETH_RB, format!("10.213.{far}.254/24")),
+            (b, VETH_B, format!("10.213.{far}.1/24")),
+        ] {
+            ip(&["-n", ns, "addr", "add", &addr, "dev", dev]);
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        ip(&[
+            "-n",
+            a,
+            "route",
+            "add",
+            "default",
+            "via",
+            &format!("10.213.{near}.254"),
+        ]);
+        ip(&[
+            "-n",
+            b,
+            "route",
+            "add",
+            "default",
+            "via",
+            &format!("10.213.{far}.254"),
+        ]);
+        run_ok(ns_exec(r, "sysctl").args(["-qw", "net.ipv4.ip_forward=1"]));
+        run_ok(
+            ns_exec(r, "tc")
+                .args(["qdisc", "add", "dev", VETH_RB])
+                .args(TBF),
+        );
+        Some(path)
+    }
+
+    fn addr_b(&self) -> String {
+        format!("10.213.{}.1", self.subnet + 1)
+    }
+
+    /// A `thrum server` in B, listening on B's address.
+    fn server(&self) -> ServerProc {
+        ServerProc::start_with(ns_exec(&self.b, bin()), &self.addr_b(), &[])
+    }
+
+    /// `thrum run TEST -H SERVER ARGS.. --json`, to be run in A.
+    fn client_cmd(&self, server: &ServerProc, test: &str, args: &[&str]) -> Command {
+        let mut cmd = ns_exec(&self.a, bin());
+        cmd.args(["run", test, "-H", &server.addr])
+            .args(args)
+            .arg("--json");
+        cmd
+    }
+
+    /// Run a client in A to completion and return the parsed result,
+    /// failing on a non-zero exit.
+    fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
+        let out = run_cmd(
+            &mut self.client_cmd(server, test, args),
+            Duration::from_secs(30),
+        );
+        success(&out, test)
+    }
+
+    /// Packets R's tbf has dropped so far. R's qdisc sees only what it
+    /// forwards toward B, and every drop there is a datagram B never gets.
+    fn tbf_drops(&self) -> u64 {
+        let out =
+            run_ok(ns_exec(&self.r, "tc").args(["-s", "-j", "qdisc", "show", "dev", VETH_RB]));
+        let qdiscs: Value = serde_json::from_slice(&out.stdout).expect("tc -j prints JSON");
+        u(&qdiscs[0]["drops"])
+    }
+
+    /// One of the UDP counters of namespace `ns` (`InDatagrams`,
+    /// `OutDatagrams`, `RcvbufErrors`, ...). /proc/net follows the reader's
+    /// network namespace, and these namespaces are fresh, so the counters
+    /// hold this test's datagrams and nothing else.
+    fn udp_counter(ns: &str, name: &str) -> u64 {
+        let out = run_ok(ns_exec(ns, "cat").arg("/proc/net/snmp"));
+        let text = String::from_utf8_lossy(&out.stdout);
+        // Two "Udp:" lines: the field names, then the values.
+        let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+        let (names, values) = (
+            udp.next().expect("Udp names"),
+            udp.next().expect("Udp values"),
+        );
+        let at = names
+            .split_whitespace()
+            .position(|n| n == name)
+            .unwrap_or_else(|| panic!("no Udp {name} in /proc/net/snmp"));
+        values
+            .split_whitespace()
+            .nth(at)
+            .expect("Udp value")
+            .parse()
+            .expect("Udp counter")
+    }
+}
+
+impl Drop for Routed {
+    fn drop(&mut self) {
+        // Best effort and never a panic: this also runs while unwinding.
+        for ns in [&self.a, &self.r, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+/// Parse a client's JSON and fail unless it exited 0.
+fn success(out: &Output, test: &str) -> Value {
+    let doc = json(out);
+    assert!(
+        out.status.success(),
+        "{test}: exit {:?}, error {}",
+        out.status,
+        doc["summary"]["error"]
+    );
+    doc
+}
+
+/// A client running in the background, its output going to unnamed
+/// temporary files (a pipe nobody reads could fill and stall it). Killed if
+/// dropped before `finish`, so a failing test leaves no process behind.
+struct Background {
+    child: Child,
+    stdout: File,
+    stderr: File,
+}
+
+impl Background {
+    fn spawn(mut cmd: Command) -> Background {
+        let stdout = tempfile::tempfile().expect("temp file");
+        let stderr = tempfile::tempfile().expect("temp file");
+        let child = cmd
+            .stdout(stdout.try_clone().expect("dup"))
+            .stderr(stderr.try_clone().expect("dup"))
+            .spawn()
+            .expect("spawn background client");
+        Background {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Whether it has not exited yet.
+    fn running(&mut self) -> bool {
+        self.child.try_wait().expect("wait").is_none()
+    }
+
+    /// Wait for the exit, at most `limit`, and return what it printed.
+    fn finish(mut self, limit: Duration) -> Output {
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "background client did not finish within {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let read = |file: &mut File| {
+            let mut bytes = Vec::new();
+            file.rewind().expect("rewind");
+            file.read_to_end(&mut bytes).expect("read output");
+            bytes
+        };
+        Output {
+            status,
+            stdout: read(&mut self.stdout),
+            stderr: read(&mut self.stderr),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        // Already reaped after `finish`; then these fail harmlessly.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A 100 Mbit/s stream into the 50 Mbit/s bottleneck loses about half its
+/// datagrams, and every one of them must be accounted for: the sender's
+/// count is exactly the receiver's received plus lost, and both agree with
+/// the kernel's own UDP counters in A and B.
+#[test]
+fn udp_stream_loss_is_counted_exactly() {
+    let _serial = one_at_a_time();
+    let Some(path) = Routed::new(21) else {
+        return;
+    };
+    let server = path.server();
+    let size = PAYLOAD.to_string();
+    let doc = path.client(
+        &server,
+        "udp_stream",
+        &["-m", &size, "--rate", "100M", "-l", "3s"],
+    );
+    let s = &doc["summary"];
+    let (lt, rt) = (&s["local"]["total"], &s["remote"]["total"]);
+
+    // Exact accounting over the whole test, warm-up and drain included:
+    // the receiver names every datagram it missed by sequence number.
+    let (sent, received, lost) = (
+        u(&lt["datagrams_sent"]),
+        u(&rt["datagrams_received"]),
+        u(&rt["lost"]),
+    );
+    assert_eq!(
+        sent,
+        received + lost,
+        "udp_stream: sent {sent} != received {received} + lost {lost}"
+    );
+    // The kernel never duplicates a datagram on this path.
+    assert_eq!(u(&rt["duplicates"]), 0, "udp_stream: duplicates");
+
+    // The referee. A's kernel counted every datagram thrum handed it, B's
+    // every datagram it queued to a socket; the ones in between were dropped
+    // by R's tbf or, if the server fell behind, by B's socket buffer.
+    let (a_out, b_in) = (
+        Routed::udp_counter(&path.a, "OutDatagrams"),
+        Routed::udp_counter(&path.b, "InDatagrams"),
+    );
+    let (b_rcvbuf, tbf) = (
+        Routed::udp_counter(&path.b, "RcvbufErrors"),
+        path.tbf_drops(),
+    );
+    eprintln!(
+        "udp_stream: thrum sent {sent} received {received} lost {lost} reordered {}; \
+         kernel: A out {a_out}, B in {b_in}, B rcvbuf errors {b_rcvbuf}, R tbf drops {tbf}",
+        u(&rt["reordered"])
+    );
+    assert_eq!(sent, a_out, "udp_stream: sent vs A's OutDatagrams");
+    assert_eq!(received, b_in, "udp_stream: received vs B's InDatagrams");
+
+    // About half is lost. Sending 100 Mbit/s of payload puts 100 × 1442/1400
+    // = 103 Mbit/s of frames into a 50 Mbit/s bucket: 1 - 50/103 = 51.5 %
+    // (iperf3: 51 %). The band leaves room for a busy machine pacing late.
+    let window_lost = u(&s["lost"]);
+    let window_received = u(&s["datagrams_received"]);
+    let loss = window_lost as f64 / (window_received + window_lost) as f64;
+    // Goodput: the tbf rate less what each frame spends on headers.
+    let goodput = TBF_BPS * PAYLOAD as f64 / FRAME as f64;
+    let bps = f(&s["throughput_bps"]);
+    let ratio = bps / goodput;
+    eprintln!(
+        "udp_stream: window lost {window_lost} of {}, {:.2} %; received {:.2} Mbit/s = {ratio:.4} \
+         of {:.2}; sent {:.2} Mbit/s",
+        window_received + window_lost,
+        loss * 100.0,
+        bps / 1e6,
+        goodput / 1e6,
+        f(&s["throughput_bps_sent"]) / 1e6
+    );
+    assert!((0.40..=0.60).contains(&loss), "udp_stream: loss {loss:.4}");
+    assert!(
+        (0.85..=1.02).contains(&ratio),
+        "udp_stream: {bps} bit/s is {ratio:.4} of the {goodput} bit/s goodput"
+    );
+}
+
+/// Request/response through a congested bottleneck: a second client floods
+/// R's tbf at 200 Mbit/s, so requests are dropped. Each lost transaction must
+/// be given up after the response timeout and counted, and the flow must
+/// carry on: no measure interval without completed transactions, and the
+/// client finishes on time.
+///
+/// The requests are as large as the flood's datagrams. tbf queues up to a
+/// byte limit (rate × latency + burst, 141 KB here), and the flood keeps it
+/// within one 1442-byte frame of full: the gap left is too small for the
+/// flood's next frame but always big enough for 43-byte ones, so 1-byte
+/// requests overtook the flood into the queue and none was lost (2312
+/// transactions, 0 lost, p50 22 ms: a full queue's delay). Requests of the
+/// flood's size compete for the queue on equal terms, as they would on a real
+/// congested link, and 1400 bytes also carry a sequence number, so each
+/// response completes its own transaction.
+#[test]
+fn udp_rr_survives_loss_without_stalling() {
+    let _serial = one_at_a_time();
+    let Some(path) = Routed::new(23) else {
+        return;
+    };
+    let server = path.server();
+    let size = PAYLOAD.to_string();
+    // Warm-up 1 s + 5 s: it outlasts the RR run (1 s + 3 s) by two seconds.
+    let mut flood = Background::spawn(path.client_cmd(
+        &server,
+        "udp_stream",
+        &["-m", &size, "--rate", "200M", "-l", "5s"],
+    ));
+
+    // Start measuring only once the bottleneck is full: R's tbf drops.
+    let start = Instant::now();
+    while path.tbf_drops() == 0 {
+        if !flood.running() {
+            success(&flood.finish(Duration::ZERO), "udp_stream flood");
+            panic!("the flood ended before R's tbf dropped anything");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "flood did not fill R's tbf"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let started = Instant::now();
+    let request = format!("{PAYLOAD},1");
+    let doc = path.client(
+        &server,
+        "udp_rr",
+        &["-r", &request, "-b", "16", "-l", "3s", "-i", "500ms"],
+    );
+    let elapsed = started.elapsed();
+    let s = &doc["summary"];
+    let (trans, lost) = (u(&s["transactions"]), u(&s["lost"]));
+    let per_interval: Vec<(u64, u64)> = doc["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .filter(|i| i["phase"] == "measure")
+        .map(|i| {
+            let local = &i["sum"]["local"];
+            (u(&local["transactions"]), u(&local["lost"]))
+        })
+        .collect();
+    eprintln!(
+        "udp_rr: {trans} transactions ({:.0}/s), {lost} lost, in {elapsed:.2?}; \
+         per interval (completed, lost): {per_interval:?}; p50 {} ns",
+        f(&s["transactions_per_s"]),
+        s["latency_ns"]["p50"]
+    );
+
+    // The flood was really on for the whole run, and the RR lost to it.
+    let flood_out = flood.finish(Duration::from_secs(30));
+    let flood_doc = success(&flood_out, "udp_stream flood");
+    let fs = &flood_doc["summary"];
+    eprintln!(
+        "flood: lost {} of {} sent; sent {:.1} Mbit/s, received {:.1} Mbit/s",
+        fs["lost"],
+        fs["datagrams_sent"],
+        f(&fs["throughput_bps_sent"]) / 1e6,
+        f(&fs["throughput_bps"]) / 1e6
+    );
+    assert!(lost > 0, "udp_rr: no transaction lost through the flood");
+
+    // No stall: a lost request costs one response timeout (--rr-timeout,
+    // 50 ms), then the flow issues the next one, so every 500 ms interval
+    // completes transactions.
+    assert_eq!(per_interval.len(), 6, "udp_rr: measure intervals");
+    assert!(
+        per_interval.iter().all(|&(done, _)| done > 0),
+        "udp_rr: an interval without transactions: {per_interval:?}"
+    );
+    // Warm-up 1 s + window 3 s; the rest is start-up and the drain, which
+    // waits at most one response timeout for what is still in flight.
+    assert!(
+        elapsed < Duration::from_secs(6),
+        "udp_rr: took {elapsed:.2?} for a 4 s run"
+    );
+}
