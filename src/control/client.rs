@@ -314,10 +314,13 @@ fn drive(
 
     let phases = schedule(plan);
     let rusage0 = Rusage::process();
+    // The clock starts with the workers, and the first sample is their zero
+    // counts at t0: nothing they do before the session's first tick escapes
+    // the window (it matters when the test starts in the measure phase).
+    let t0 = Instant::now();
     let engine =
         Engine::start(counters, workers, phases[0].0).context("starting worker threads")?;
     g.env.local_drivers = engine_drivers(&engine);
-    let t0 = Instant::now();
 
     // Samples arrive on their own thread so the clock never waits on the network.
     let (tx, rx) = mpsc::channel();
@@ -476,8 +479,12 @@ impl Running {
         observer: &mut dyn Observer,
     ) -> Result<()> {
         self.engine().set_phase(next);
-        let at = self.t0.elapsed();
-        let counts = self.engine().snapshot();
+        let (at, counts) = if self.seq == 0 {
+            let zero = vec![Counts::default(); self.engine().snapshot().len()];
+            (Duration::ZERO, zero)
+        } else {
+            (self.t0.elapsed(), self.engine().snapshot())
+        };
         let seq = self.seq;
         self.seq += 1;
         g.local.push(LocalSample {

@@ -503,6 +503,7 @@ impl Flow for UdpRrClient {
             let now = Instant::now();
             let measuring = phase == Phase::Measure;
             let mut completed = 0u64;
+            let mut late = 0u64;
             let mut bytes = 0u64;
             for i in 0..k {
                 let started = if self.seq_mode {
@@ -526,12 +527,20 @@ impl Flow for UdpRrClient {
                         None => continue,
                     }
                 };
+                let latency = now.duration_since(started);
+                if latency >= self.timeout {
+                    // Too late: lost, even though it came before the next expiry scan.
+                    late += 1;
+                    continue;
+                }
                 if measuring {
-                    ctx.hist
-                        .record(now.duration_since(started).as_nanos() as u64);
+                    ctx.hist.record(latency.as_nanos() as u64);
                 }
                 completed += 1;
                 bytes += self.response as u64;
+            }
+            if late > 0 {
+                self.counters.add_lost(late);
             }
             self.counters.add_datagrams_received(k as u64);
             self.counters.add_received(bytes);
@@ -539,7 +548,7 @@ impl Flow for UdpRrClient {
             if measuring {
                 self.done_in_measure += completed;
             }
-            for _ in 0..completed {
+            for _ in 0..completed + late {
                 if self.may_issue(phase) {
                     self.to_send += 1;
                 }

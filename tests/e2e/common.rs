@@ -2,7 +2,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -139,12 +139,23 @@ pub const SETUP_LIMIT: Duration = Duration::from_secs(10);
 /// bucket is full (64 KB is 2.6 ms at 200 Mbit/s), late tokens are lost, and
 /// a concurrent bulk test read 0.92 of the rate instead of the 0.955 it reads
 /// alone (and iperf3 reads).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+///
+/// Loopback tests that assume the CPUs keep up (a lossless UDP path, rr
+/// responses well within --rr-timeout) take the shared side with
+/// [`not_beside_floods`]: they run beside each other, but never beside a
+/// shaped-link test, whose floods starve a loopback receiver into real loss.
+static ONE_AT_A_TIME: RwLock<()> = RwLock::new(());
 
-pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+pub fn one_at_a_time() -> RwLockWriteGuard<'static, ()> {
     // A failed test poisons the lock; the next one should still run.
     ONE_AT_A_TIME
-        .lock()
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub fn not_beside_floods() -> RwLockReadGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 

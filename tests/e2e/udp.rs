@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, f, json, run_client, u};
+use crate::common::{ServerProc, assert_schema, f, json, not_beside_floods, run_client, u};
 
 fn run(server: &ServerProc, args: &[&str]) -> Value {
     let mut all = vec!["run"];
@@ -56,6 +56,7 @@ fn intervals_add_up(doc: &Value) {
 
 #[test]
 fn udp_stream_accounts_for_every_datagram() {
+    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (size, flows, threads) in [
         ("1", "1", "1"),
@@ -133,6 +134,7 @@ fn udp_stream_unpaced_loss_adds_up() {
 
 #[test]
 fn udp_rr_one_and_many_flows() {
+    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (size, flows, threads, burst) in [
         ("1,1", "1", "1", "0"),
@@ -182,6 +184,7 @@ fn udp_rr_one_and_many_flows() {
 
 #[test]
 fn udp_rr_count_limit_is_exact() {
+    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     let out = run_client(
         &[

@@ -33,7 +33,8 @@ const TBF: [&str; 8] = [
     "root", "tbf", "rate", "50mbit", "burst", "16kb", "latency", "20ms",
 ];
 
-/// UDP payload per datagram in the stream tests.
+/// UDP payload per datagram: the streams', and the udp_rr requests' and
+/// responses'.
 const PAYLOAD: u64 = 1400;
 
 /// Bytes tbf charges for one such datagram: it counts the whole frame as
@@ -162,7 +163,8 @@ impl Routed {
     }
 
     /// Packets R's tbf has dropped so far. R's qdisc sees only what it
-    /// forwards toward B, and every drop there is a datagram B never gets.
+    /// forwards toward B: each drop is one of the tests' datagrams, or a
+    /// segment of a control connection, which A then retransmits.
     fn tbf_drops(&self) -> u64 {
         let out =
             run_ok(ns_exec(&self.r, "tc").args(["-s", "-j", "qdisc", "show", "dev", VETH_RB]));
@@ -170,29 +172,31 @@ impl Routed {
         u(&qdiscs[0]["drops"])
     }
 
-    /// One of the UDP counters of namespace `ns` (`InDatagrams`,
-    /// `OutDatagrams`, `RcvbufErrors`, ...). /proc/net follows the reader's
-    /// network namespace, and these namespaces are fresh, so the counters
-    /// hold this test's datagrams and nothing else.
-    fn udp_counter(ns: &str, name: &str) -> u64 {
+    /// One of the SNMP counters of namespace `ns`: `proto` "Udp" with
+    /// `InDatagrams`, `OutDatagrams`, `RcvbufErrors`, or "Tcp" with
+    /// `RetransSegs`, and so on. /proc/net follows the reader's network
+    /// namespace, and these namespaces are fresh, so the counters hold this
+    /// test's traffic and nothing else.
+    fn snmp(ns: &str, proto: &str, name: &str) -> u64 {
         let out = run_ok(ns_exec(ns, "cat").arg("/proc/net/snmp"));
         let text = String::from_utf8_lossy(&out.stdout);
-        // Two "Udp:" lines: the field names, then the values.
-        let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+        // Two lines per protocol: the field names, then the values.
+        let tag = format!("{proto}:");
+        let mut lines = text.lines().filter(|l| l.starts_with(&tag));
         let (names, values) = (
-            udp.next().expect("Udp names"),
-            udp.next().expect("Udp values"),
+            lines.next().expect("snmp names"),
+            lines.next().expect("snmp values"),
         );
         let at = names
             .split_whitespace()
             .position(|n| n == name)
-            .unwrap_or_else(|| panic!("no Udp {name} in /proc/net/snmp"));
+            .unwrap_or_else(|| panic!("no {proto} {name} in /proc/net/snmp"));
         values
             .split_whitespace()
             .nth(at)
-            .expect("Udp value")
+            .expect("snmp value")
             .parse()
-            .expect("Udp counter")
+            .expect("snmp counter")
     }
 }
 
@@ -302,8 +306,10 @@ fn udp_stream_loss_is_counted_exactly() {
     let s = &doc["summary"];
     let (lt, rt) = (&s["local"]["total"], &s["remote"]["total"]);
 
-    // Exact accounting over the whole test, warm-up and drain included:
-    // the receiver names every datagram it missed by sequence number.
+    // Exact accounting over the whole test, warm-up and drain included.
+    // After the drain the client tells the server what each flow sent, so
+    // the identity alone holds by construction; the kernel's counters below
+    // are what make it a check.
     let (sent, received, lost) = (
         u(&lt["datagrams_sent"]),
         u(&rt["datagrams_received"]),
@@ -318,27 +324,51 @@ fn udp_stream_loss_is_counted_exactly() {
     assert_eq!(u(&rt["duplicates"]), 0, "udp_stream: duplicates");
 
     // The referee. A's kernel counted every datagram thrum handed it, B's
-    // every datagram it queued to a socket; the ones in between were dropped
-    // by R's tbf or, if the server fell behind, by B's socket buffer.
+    // every datagram it queued to a socket.
     let (a_out, b_in) = (
-        Routed::udp_counter(&path.a, "OutDatagrams"),
-        Routed::udp_counter(&path.b, "InDatagrams"),
+        Routed::snmp(&path.a, "Udp", "OutDatagrams"),
+        Routed::snmp(&path.b, "Udp", "InDatagrams"),
     );
-    let (b_rcvbuf, tbf) = (
-        Routed::udp_counter(&path.b, "RcvbufErrors"),
+    let (b_rcvbuf, a_retrans, tbf) = (
+        Routed::snmp(&path.b, "Udp", "RcvbufErrors"),
+        Routed::snmp(&path.a, "Tcp", "RetransSegs"),
         path.tbf_drops(),
     );
     eprintln!(
         "udp_stream: thrum sent {sent} received {received} lost {lost} reordered {}; \
-         kernel: A out {a_out}, B in {b_in}, B rcvbuf errors {b_rcvbuf}, R tbf drops {tbf}",
+         kernel: A out {a_out}, B in {b_in}, B rcvbuf errors {b_rcvbuf}, R tbf drops {tbf}, \
+         A TCP retransmits {a_retrans}",
         u(&rt["reordered"])
     );
     assert_eq!(sent, a_out, "udp_stream: sent vs A's OutDatagrams");
     assert_eq!(received, b_in, "udp_stream: received vs B's InDatagrams");
+    // And where the lost ones went: dropped by R's tbf or, had the server
+    // fallen behind, by B's socket buffer. R's tbf also carries the control
+    // connection from A, and each control segment it drops, A retransmits.
+    // Measured over 22 runs: tbf drops == lost in 17, lost + 1 with one
+    // retransmit in 4, lost + 2 with two in 1. (Small segments mostly fit in
+    // the gap that 1442-byte frames leave in tbf's byte-limited queue, see
+    // the udp_rr test.)
+    assert!(
+        lost >= b_rcvbuf && (lost - b_rcvbuf..=lost - b_rcvbuf + a_retrans).contains(&tbf),
+        "udp_stream: lost {lost} vs R's tbf drops {tbf}, B's socket drops {b_rcvbuf} \
+         and A's TCP retransmits {a_retrans}"
+    );
 
     // About half is lost. Sending 100 Mbit/s of payload puts 100 × 1442/1400
     // = 103 Mbit/s of frames into a 50 Mbit/s bucket: 1 - 50/103 = 51.5 %
-    // (iperf3: 51 %). The band leaves room for a busy machine pacing late.
+    // (iperf3: 51 %). Measured 51.45..51.66 % over 22 runs, also beside the
+    // other shaped tests and with two CPU hogs; goodput 0.996..1.000 of the
+    // expected 48.54 Mbit/s. The bands leave room for a busier machine: a
+    // sender pacing 10 % slow would lose 1 - 48.5/90 = 46 %, and a tbf that
+    // loses 10 % of its tokens to a late dequeue timer (the `netns` module
+    // saw 4 %) would deliver 0.90 of the goodput and lose 56 %.
+    // These are the server's window figures. The server changes phase when
+    // the client's tick arrives over the control connection, which crosses
+    // R's tbf too: a dropped tick waits for TCP's retransmission, and the
+    // server's window was 2.79 s instead of 3 s after one retransmit, and
+    // 2.58 s after two. Ratios to the server's own window stay right;
+    // counts would not.
     let window_lost = u(&s["lost"]);
     let window_received = u(&s["datagrams_received"]);
     let loss = window_lost as f64 / (window_received + window_lost) as f64;
@@ -348,35 +378,47 @@ fn udp_stream_loss_is_counted_exactly() {
     let ratio = bps / goodput;
     eprintln!(
         "udp_stream: window lost {window_lost} of {}, {:.2} %; received {:.2} Mbit/s = {ratio:.4} \
-         of {:.2}; sent {:.2} Mbit/s",
+         of {:.2}; sent {:.2} Mbit/s; windows: client {:.3} s, server {:.3} s",
         window_received + window_lost,
         loss * 100.0,
         bps / 1e6,
         goodput / 1e6,
-        f(&s["throughput_bps_sent"]) / 1e6
+        f(&s["throughput_bps_sent"]) / 1e6,
+        f(&s["local"]["window_s"]),
+        f(&s["remote"]["window_s"])
     );
-    assert!((0.40..=0.60).contains(&loss), "udp_stream: loss {loss:.4}");
+    assert!((0.45..=0.57).contains(&loss), "udp_stream: loss {loss:.4}");
+    // Above 1 only by where the window's edges fall: tbf's 16 KB bucket is
+    // 0.1 % of a 3 s window.
     assert!(
-        (0.85..=1.02).contains(&ratio),
+        (0.90..=1.02).contains(&ratio),
         "udp_stream: {bps} bit/s is {ratio:.4} of the {goodput} bit/s goodput"
     );
 }
 
 /// Request/response through a congested bottleneck: a second client floods
-/// R's tbf at 200 Mbit/s, so requests are dropped. Each lost transaction must
+/// R's tbf at 100 Mbit/s, so requests are dropped. Each lost transaction must
 /// be given up after the response timeout and counted, and the flow must
 /// carry on: no measure interval without completed transactions, and the
 /// client finishes on time.
 ///
-/// The requests are as large as the flood's datagrams. tbf queues up to a
-/// byte limit (rate × latency + burst, 141 KB here), and the flood keeps it
-/// within one 1442-byte frame of full: the gap left is too small for the
-/// flood's next frame but always big enough for 43-byte ones, so 1-byte
-/// requests overtook the flood into the queue and none was lost (2312
-/// transactions, 0 lost, p50 22 ms: a full queue's delay). Requests of the
-/// flood's size compete for the queue on equal terms, as they would on a real
-/// congested link, and 1400 bytes also carry a sequence number, so each
-/// response completes its own transaction.
+/// Requests and responses are as large as the flood's datagrams. tbf
+/// queues up to a byte limit (rate × latency + burst, 141 KB here), and the
+/// flood keeps it within about one 1442-byte frame of full: the gap left is
+/// too small for the flood's next frame but mostly big enough for 43-byte
+/// ones, so 1-byte requests overtook the flood into the queue (none of 2312
+/// lost beside a 200 Mbit/s flood, 24 of 1862 beside 100 Mbit/s; p50 22 ms,
+/// a full queue's delay). Requests of the flood's size compete for the queue
+/// on equal terms, as on a real congested link. Both sizes of 8 bytes or
+/// more make thrum carry a sequence number, so each response completes its
+/// own transaction; with 1-byte responses the oldest one would take it, and
+/// a late response could complete a transaction whose own request was
+/// dropped. Responses cross R toward A, which is not shaped, so their size
+/// costs nothing.
+///
+/// Measured over 13 runs: 787..1611 transactions and 239..507 lost in the
+/// 3 s window, at least 53 completed in every 500 ms interval (that with two
+/// CPU hogs, 82 without), p50 22.2..22.6 ms, 4.31..5.60 s from start to exit.
 #[test]
 fn udp_rr_survives_loss_without_stalling() {
     let _serial = one_at_a_time();
@@ -385,11 +427,12 @@ fn udp_rr_survives_loss_without_stalling() {
     };
     let server = path.server();
     let size = PAYLOAD.to_string();
-    // Warm-up 1 s + 5 s: it outlasts the RR run (1 s + 3 s) by two seconds.
+    // Warm-up 1 s + 6 s: it outlasts the RR run (1 s + 3 s) by three
+    // seconds, room for the RR's start-up to lose its SYN (below).
     let mut flood = Background::spawn(path.client_cmd(
         &server,
         "udp_stream",
-        &["-m", &size, "--rate", "200M", "-l", "5s"],
+        &["-m", &size, "--rate", "100M", "-l", "6s"],
     ));
 
     // Start measuring only once the bottleneck is full: R's tbf drops.
@@ -407,11 +450,11 @@ fn udp_rr_survives_loss_without_stalling() {
     }
 
     let started = Instant::now();
-    let request = format!("{PAYLOAD},1");
+    let sizes = format!("{PAYLOAD},{PAYLOAD}");
     let doc = path.client(
         &server,
         "udp_rr",
-        &["-r", &request, "-b", "16", "-l", "3s", "-i", "500ms"],
+        &["-r", &sizes, "-b", "16", "-l", "3s", "-i", "500ms"],
     );
     let elapsed = started.elapsed();
     let s = &doc["summary"];
@@ -433,7 +476,10 @@ fn udp_rr_survives_loss_without_stalling() {
         s["latency_ns"]["p50"]
     );
 
-    // The flood was really on for the whole run, and the RR lost to it.
+    if !flood.running() {
+        // Only the RR's last intervals ran uncongested; the checks still hold.
+        eprintln!("udp_rr: the flood ended before the RR did");
+    }
     let flood_out = flood.finish(Duration::from_secs(30));
     let flood_doc = success(&flood_out, "udp_stream flood");
     let fs = &flood_doc["summary"];
@@ -446,6 +492,41 @@ fn udp_rr_survives_loss_without_stalling() {
     );
     assert!(lost > 0, "udp_rr: no transaction lost through the flood");
 
+    // Every request sent was, once drained, either answered or given up.
+    let (lt, rt) = (&s["local"]["total"], &s["remote"]["total"]);
+    let (sent, done, given_up) = (
+        u(&lt["datagrams_sent"]),
+        u(&lt["transactions"]),
+        u(&lt["lost"]),
+    );
+    assert_eq!(
+        sent,
+        done + given_up,
+        "udp_rr: {sent} requests sent != {done} answered + {given_up} lost"
+    );
+
+    // The referee: the namespaces' UDP counters hold exactly the two
+    // clients' datagrams. Responses travel B to A unshaped and all arrive.
+    let (ft, fr) = (&fs["local"]["total"], &fs["remote"]["total"]);
+    let a_out = Routed::snmp(&path.a, "Udp", "OutDatagrams");
+    let a_in = Routed::snmp(&path.a, "Udp", "InDatagrams");
+    let b_in = Routed::snmp(&path.b, "Udp", "InDatagrams");
+    assert_eq!(
+        a_out,
+        u(&ft["datagrams_sent"]) + sent,
+        "A's OutDatagrams vs flood + requests sent"
+    );
+    assert_eq!(
+        b_in,
+        u(&fr["datagrams_received"]) + u(&rt["datagrams_received"]),
+        "B's InDatagrams vs flood + requests received"
+    );
+    assert_eq!(
+        a_in,
+        u(&lt["datagrams_received"]),
+        "A's InDatagrams vs responses"
+    );
+
     // No stall: a lost request costs one response timeout (--rr-timeout,
     // 50 ms), then the flow issues the next one, so every 500 ms interval
     // completes transactions.
@@ -454,10 +535,13 @@ fn udp_rr_survives_loss_without_stalling() {
         per_interval.iter().all(|&(done, _)| done > 0),
         "udp_rr: an interval without transactions: {per_interval:?}"
     );
-    // Warm-up 1 s + window 3 s; the rest is start-up and the drain, which
-    // waits at most one response timeout for what is still in flight.
+    // Warm-up 1 s + window 3 s, start-up and the drain (which waits at most
+    // one response timeout): 4.3 s. The control connection crosses the
+    // congested tbf too, and a dropped SYN costs TCP's initial
+    // retransmission timeout of 1 s (seen: 5.5 s, with TcpExtTCPSynRetrans
+    // 1 in A); two in a row would cost 3 s.
     assert!(
-        elapsed < Duration::from_secs(6),
+        elapsed < Duration::from_secs(10),
         "udp_rr: took {elapsed:.2?} for a 4 s run"
     );
 }
