@@ -109,6 +109,23 @@ pub fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// Each command line must fail before running anything, with every needle in
+/// its error message (the flag and the accepted range) and nothing on stdout.
+pub fn assert_rejected(cases: &[(&[&str], &[&str])]) {
+    for (args, needles) in cases {
+        let out = run_client(args, Duration::from_secs(10));
+        assert!(!out.status.success(), "{args:?} should fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        for n in *needles {
+            assert!(err.contains(n), "{args:?}: stderr lacks {n:?}:\n{err}");
+        }
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: nothing half-written on stdout"
+        );
+    }
+}
+
 /// Validate a result document against the committed JSON Schema.
 pub fn assert_schema(doc: &Value) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/thrum.result.v1.json");

@@ -7,7 +7,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{ServerProc, bin, json, run_client, u};
+use crate::common::{ServerProc, assert_rejected, bin, json, run_client, u};
 
 fn frame(v: serde_json::Value) -> Vec<u8> {
     let body = serde_json::to_vec(&v).unwrap();
@@ -245,16 +245,5 @@ fn bad_flags_name_the_flag_and_range() {
             &["--data-ports", "LO-HI"],
         ),
     ];
-    for (args, needles) in cases {
-        let out = run_client(args, Duration::from_secs(10));
-        assert!(!out.status.success(), "{args:?} should fail");
-        let err = String::from_utf8_lossy(&out.stderr);
-        for n in *needles {
-            assert!(err.contains(n), "{args:?}: stderr lacks {n:?}:\n{err}");
-        }
-        assert!(
-            out.stdout.is_empty(),
-            "{args:?}: nothing half-written on stdout"
-        );
-    }
+    assert_rejected(cases);
 }
