@@ -6,8 +6,8 @@
 # them are on PATH and lists the missing ones in the report. iperf3, sockperf
 # and qperf are Debian packages; netperf (configure --enable-burst) and neper
 # are built from their upstream sources, outside this repository. neper's
-# binaries are expected as neper-tcp_rr / neper-tcp_stream, since a bare
-# "tcp_rr" is too generic a name to put on PATH.
+# binaries are expected as neper-tcp_rr / neper-tcp_stream / neper-udp_rr /
+# neper-udp_stream, since a bare "tcp_rr" is too generic a name to put on PATH.
 #
 # All traffic goes to 127.0.0.1. Every process runs under a deadline, and an
 # EXIT trap stops whatever is still running.
@@ -23,7 +23,9 @@ usage: bench/compare.sh [options]
   --thrum PATH    thrum binary (default target/release/thrum, built with
                   `cargo build --release` first)
   --no-thrum      peers only (ratios are then left out)
-  --rows LIST     comma-separated subset of: rr,rr_pinned,stream
+  --rows LIST     comma-separated subset of: rr,rr_pinned,stream (TCP),
+                  udp_rr,udp_rr_pinned,udp_rr_agg,udp_stream (UDP); "tcp" and
+                  "udp" stand for their groups (default: all rows)
   --tools LIST    comma-separated subset of: thrum,netperf,neper,sockperf,qperf,iperf3
   --quiet-wait S  before each run, wait up to S s (default 20) for the rest
                   of the machine to be nearly idle (0 disables)
@@ -34,14 +36,20 @@ EOF
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HELPER="$ROOT/bench/compare_helper.py"
-INVOCATION="bench/compare.sh${*:+ $*}"
+# How to regenerate the report, for its header. --keep only keeps the scratch
+# logs, so it is left out.
+args=()
+for a in "$@"; do [[ "$a" == --keep ]] || args+=("$a"); done
+INVOCATION="bench/compare.sh${args[*]:+ ${args[*]}}"
 
 RUNS=5
 DURATION=5
 OUT="$ROOT/BENCHMARKS.md"
 THRUM=""
 NO_THRUM=0
-ROWS="rr,rr_pinned,stream"
+TCP_ROWS="rr rr_pinned stream"
+UDP_ROWS="udp_rr udp_rr_pinned udp_rr_agg udp_stream"
+ROWS="tcp,udp"
 TOOLS="thrum,netperf,neper,sockperf,qperf,iperf3"
 KEEP=0
 QUIET_WAIT=20
@@ -70,10 +78,16 @@ done
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "--runs must be a positive integer" >&2; exit 2; }
 [[ "$DURATION" =~ ^[1-9][0-9]*$ ]] || { echo "--duration must be a positive integer (seconds)" >&2; exit 2; }
 [[ "$QUIET_WAIT" =~ ^[0-9]+$ ]] || { echo "--quiet-wait must be a whole number of seconds" >&2; exit 2; }
-ROWS="${ROWS//,/ }"
-for r in $ROWS; do
-	case "$r" in rr | rr_pinned | stream) ;; *) echo "unknown row $r" >&2; exit 2 ;; esac
+rows=()
+for r in ${ROWS//,/ }; do
+	case "$r" in
+	tcp) rows+=($TCP_ROWS) ;;
+	udp) rows+=($UDP_ROWS) ;;
+	rr | rr_pinned | stream | udp_rr | udp_rr_pinned | udp_rr_agg | udp_stream) rows+=("$r") ;;
+	*) echo "unknown row $r" >&2; exit 2 ;;
+	esac
 done
+ROWS="${rows[*]}"
 for t in ${TOOLS//,/ }; do
 	case "$t" in
 	thrum | netperf | neper | sockperf | qperf | iperf3) ;;
@@ -94,6 +108,8 @@ done
 # never answer another tool's client. Checked free before starting.
 P_THRUM=12880
 P_NETPERF=12865
+# The aggregate UDP_RR row runs a second netserver (see tool_cmds).
+P_NETPERF_B=12869
 P_NEPER_CTL=12866
 P_NEPER_DATA=12867
 P_IPERF3=12871
@@ -111,6 +127,11 @@ elif [[ -z "$THRUM" ]]; then
 	# tree is never benchmarked; a no-op when it is up to date.
 	THRUM="$ROOT/target/release/thrum"
 	echo "compare.sh: cargo build --release" >&2
+	# The revision is taken with the build, not when the report is written:
+	# commits made while the benchmark runs are not in the binary measured.
+	THRUM_REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 'no commit')"
+	[[ -z "$(git -C "$ROOT" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]] ||
+		THRUM_REV="$THRUM_REV, modified tree"
 	(cd "$ROOT" && cargo build --release --quiet) || {
 		echo "compare.sh: thrum does not build; use --no-thrum for peers only" >&2
 		exit 1
@@ -138,26 +159,39 @@ check_peer() { # name binaries...
 }
 ((NO_THRUM)) || HAVE[thrum]=1
 check_peer netperf netperf netserver
-check_peer neper neper-tcp_rr neper-tcp_stream
+# neper has one binary per test: require only those of the selected rows.
+neper_bins=()
+for r in $ROWS; do
+	case "$r" in
+	rr | rr_pinned) neper_bins+=(neper-tcp_rr) ;;
+	stream) neper_bins+=(neper-tcp_stream) ;;
+	udp_rr*) neper_bins+=(neper-udp_rr) ;;
+	udp_stream) neper_bins+=(neper-udp_stream) ;;
+	esac
+done
+check_peer neper $(printf '%s\n' "${neper_bins[@]}" | sort -u)
 check_peer sockperf sockperf
 check_peer qperf qperf
 check_peer iperf3 iperf3
 
 tools_for_row() { # prints the tools that take part in a row, thrum first
 	local row="$1" t cands
-	if [[ "$row" == stream ]]; then
-		cands="thrum netperf neper iperf3"
-	else
-		cands="thrum netperf neper sockperf qperf"
-	fi
+	case "$row" in
+	stream | udp_stream) cands="thrum netperf neper iperf3" ;;
+	# Only thrum, neper and netperf (with burst) run many RR flows at once.
+	udp_rr_agg) cands="thrum netperf neper" ;;
+	*) cands="thrum netperf neper sockperf qperf" ;;
+	esac
 	for t in $cands; do
 		[[ -n "${HAVE[$t]:-}" ]] && echo "$t"
 	done
 	return 0
 }
 
-for p in $P_THRUM $P_NETPERF $P_NEPER_CTL $P_NEPER_DATA $P_IPERF3 $P_SOCKPERF $P_QPERF $P_QPERF_DATA; do
-	if [[ -n "$(ss -Hltn "sport = :$p")" ]]; then
+# TCP listeners and bound UDP sockets alike: sockperf's UDP server and the
+# UDP data ports of neper, qperf and iperf3 have no TCP listener.
+for p in $P_THRUM $P_NETPERF $P_NETPERF_B $P_NEPER_CTL $P_NEPER_DATA $P_IPERF3 $P_SOCKPERF $P_QPERF $P_QPERF_DATA; do
+	if [[ -n "$(ss -Hltun "sport = :$p")" ]]; then
 		echo "compare.sh: port $p is already in use (a leftover server?)" >&2
 		exit 1
 	fi
@@ -201,86 +235,141 @@ trap 'exit 143' TERM
 # working directory unless told --nolog, and no tool should litter the repo.
 cd "$WORK"
 
-wait_listen() { # port pid: until the server listens, or fail after 10 s
-	local port="$1" pid="$2" i
+wait_listen() { # pid port...: until the server listens (TCP) or is bound
+	# (UDP) on every port, or fail after 10 s
+	local pid="$1" port i up
+	shift
 	for ((i = 0; i < 100; i++)); do
 		kill -0 "$pid" 2>/dev/null || return 1
-		[[ -n "$(ss -Hltn "sport = :$port")" ]] && return 0
+		up=1
+		for port in "$@"; do
+			[[ -n "$(ss -Hltun "sport = :$port")" ]] || { up=0; break; }
+		done
+		((up)) && return 0
 		sleep 0.1
 	done
 	return 1
 }
 
-# tool_cmds TOOL ROW: set SRV, CLI (argument arrays), PORT (the port that
-# tells the server is ready) and SELF_EXIT (1 if the server ends by itself
+# tool_cmds TOOL ROW: set SRV, CLI (argument arrays), PORTS (the ports that
+# tell the server is ready) and SELF_EXIT (1 if the server ends by itself
 # after one test, so it is waited for instead of signalled).
 tool_cmds() {
 	local tool="$1" row="$2" d="$DURATION"
 	SELF_EXIT=0
 	case "$tool" in
 	thrum)
-		PORT=$P_THRUM
+		PORTS=($P_THRUM)
 		SRV=("$THRUM" server --port "$P_THRUM" --listen 127.0.0.1)
 		# --warmup 0s: the peers measure from their first transaction, and
 		# the CPU figures assume no traffic outside the -l window.
-		if [[ "$row" == stream ]]; then
+		local common=(-H "127.0.0.1:$P_THRUM" -l "${d}s" --warmup 0s)
+		case "$row" in
+		stream)
 			# 64 KiB sends and receives, as every stream tool here uses.
-			CLI=("$THRUM" run tcp_stream -H "127.0.0.1:$P_THRUM" -l "${d}s" --warmup 0s
-				-m 64K -M 64K --json)
-		else
-			CLI=("$THRUM" run tcp_rr -H "127.0.0.1:$P_THRUM" -l "${d}s" --warmup 0s -r "1,1" --json)
-		fi
+			CLI=("$THRUM" run tcp_stream "${common[@]}" -m 64K -M 64K --json) ;;
+		udp_stream)
+			CLI=("$THRUM" run udp_stream "${common[@]}" -m 1472 --json) ;;
+		udp_rr | udp_rr_pinned)
+			CLI=("$THRUM" run udp_rr "${common[@]}" -r "1,1" --json) ;;
+		udp_rr_agg)
+			CLI=("$THRUM" run udp_rr "${common[@]}" -r "1,1" -F 16 -T 2 -b 16 --json) ;;
+		*)
+			CLI=("$THRUM" run tcp_rr "${common[@]}" -r "1,1" --json) ;;
+		esac
 		;;
 	netperf)
 		# -D: stay in the foreground; -f: serve tests in this process instead
 		# of forking a child per test, so that the measured pid does the work.
-		PORT=$P_NETPERF
+		PORTS=($P_NETPERF)
 		SRV=(netserver -D -f -p "$P_NETPERF" -L "127.0.0.1,4")
-		if [[ "$row" == stream ]]; then
+		local common=(-H "127.0.0.1,4" -p "$P_NETPERF" -l "$d" -P 0)
+		case "$row" in
+		stream)
 			# -f m, not -f b: netperf's "b" divides by 1 and so prints
 			# bytes/s while labelling them "10^0bits/s".
-			CLI=(netperf -H "127.0.0.1,4" -p "$P_NETPERF" -t TCP_STREAM -l "$d" -f m -P 0
-				-- -m 64K -M 64K -o THROUGHPUT)
-		else
-			CLI=(netperf -H "127.0.0.1,4" -p "$P_NETPERF" -t TCP_RR -l "$d" -P 0
-				-- -r "1,1" -o THROUGHPUT)
-		fi
+			CLI=(netperf "${common[@]}" -t TCP_STREAM -f m -- -m 64K -M 64K -o THROUGHPUT) ;;
+		udp_stream)
+			# THROUGHPUT of a UDP_STREAM is the receiver's; the call counts
+			# give the loss.
+			CLI=(netperf "${common[@]}" -t UDP_STREAM -f m
+				-- -m 1472 -o THROUGHPUT,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS) ;;
+		udp_rr | udp_rr_pinned)
+			# The call counts tell whether a request or response was lost.
+			CLI=(netperf "${common[@]}" -t UDP_RR
+				-- -r "1,1" -o THROUGHPUT,LOCAL_SEND_CALLS,LOCAL_RECV_CALLS) ;;
+		udp_rr_agg)
+			# netperf runs one flow per process, so two processes at once,
+			# with -b 16 each (needs netperf built with --enable-burst). A
+			# non-forking netserver serves one test at a time, and a forking
+			# one ignores SIGCHLD, which drops its children's CPU from every
+			# rusage; so two -f netservers, one per client, each pair under
+			# one `compare_helper.py par` whose rusage covers both.
+			PORTS=($P_NETPERF $P_NETPERF_B)
+			SRV=("$PY" "$HELPER" par netserver -D -f -p "$P_NETPERF" -L "127.0.0.1,4"
+				::: netserver -D -f -p "$P_NETPERF_B" -L "127.0.0.1,4")
+			local burst=(-t UDP_RR -l "$d" -P 0
+				-- -r "1,1" -b 16 -o THROUGHPUT,LOCAL_SEND_CALLS,LOCAL_RECV_CALLS)
+			CLI=("$PY" "$HELPER" par netperf -H "127.0.0.1,4" -p "$P_NETPERF" "${burst[@]}"
+				::: netperf -H "127.0.0.1,4" -p "$P_NETPERF_B" "${burst[@]}") ;;
+		*)
+			CLI=(netperf "${common[@]}" -t TCP_RR -- -r "1,1" -o THROUGHPUT) ;;
+		esac
 		;;
 	neper)
 		# The server is told the test length too: neper's server runs one test
 		# and exits. -B 65536: 64 KiB sends and receives like the other stream
 		# tools (neper's default is 16 KiB); -Q/-R are its defaults, spelled out.
-		PORT=$P_NEPER_CTL
+		PORTS=($P_NEPER_CTL)
 		SELF_EXIT=1
 		local common=(--nolog -H 127.0.0.1 -C "$P_NEPER_CTL" -P "$P_NEPER_DATA" -l "$d")
-		if [[ "$row" == stream ]]; then
-			SRV=(neper-tcp_stream "${common[@]}" -B 65536)
-			CLI=(neper-tcp_stream -c "${common[@]}" -B 65536)
-		else
-			SRV=(neper-tcp_rr "${common[@]}" -Q 1 -R 1)
-			CLI=(neper-tcp_rr -c "${common[@]}" -Q 1 -R 1)
-		fi
+		local bin=neper-tcp_rr opts=(-Q 1 -R 1)
+		case "$row" in
+		stream) bin=neper-tcp_stream opts=(-B 65536) ;;
+		# -B 1472: each send is one datagram of that size.
+		udp_stream) bin=neper-udp_stream opts=(-B 1472) ;;
+		udp_rr | udp_rr_pinned) bin=neper-udp_rr ;;
+		# Both ends get -F and -T, as neper expects: the server opens one
+		# data socket per thread.
+		udp_rr_agg) bin=neper-udp_rr opts=(-Q 1 -R 1 -F 16 -T 2) ;;
+		esac
+		# neper's UDP server binds its data port apart from its control
+		# listener: wait for both, or the first datagram could be refused.
+		[[ "$bin" == neper-udp_* ]] && PORTS+=($P_NEPER_DATA)
+		SRV=("$bin" "${common[@]}" "${opts[@]}")
+		CLI=("$bin" -c "${common[@]}" "${opts[@]}")
 		;;
 	sockperf)
-		# 14 bytes is sockperf's smallest message (its own header).
-		PORT=$P_SOCKPERF
-		SRV=(sockperf server --tcp -i 127.0.0.1 -p "$P_SOCKPERF")
-		CLI=(sockperf ping-pong --tcp -i 127.0.0.1 -p "$P_SOCKPERF" -t "$d" -m 14 --mps max)
+		# 14 bytes is sockperf's smallest message (its own header). UDP is
+		# sockperf's default protocol.
+		PORTS=($P_SOCKPERF)
+		local proto=(--tcp)
+		[[ "$row" == udp_* ]] && proto=()
+		SRV=(sockperf server "${proto[@]}" -i 127.0.0.1 -p "$P_SOCKPERF")
+		CLI=(sockperf ping-pong "${proto[@]}" -i 127.0.0.1 -p "$P_SOCKPERF" -t "$d" -m 14 --mps max)
 		;;
 	qperf)
 		# -uu pins the units (ns, msgs) so the parser need not guess them.
-		PORT=$P_QPERF
+		PORTS=($P_QPERF)
+		local test=tcp_lat
+		[[ "$row" == udp_* ]] && test=udp_lat
 		SRV=(qperf -lp "$P_QPERF")
 		CLI=(qperf 127.0.0.1 -lp "$P_QPERF" -ip "$P_QPERF_DATA" -t "$d" -m 1
-			-vvs -vvt -uu tcp_lat)
+			-vvs -vvt -uu "$test")
 		;;
 	iperf3)
 		# -1: one test, then exit. -l 64K: 64 KiB sends and receives like the
-		# other stream tools (iperf3's default is 128 KiB).
-		PORT=$P_IPERF3
+		# other stream tools (iperf3's default is 128 KiB). For UDP, -b 0
+		# lifts iperf3's default 1 Mbit/s pacing, as thrum and netperf are
+		# unpaced, and -l 1472 is the datagram size.
+		PORTS=($P_IPERF3)
 		SELF_EXIT=1
 		SRV=(iperf3 -s -B 127.0.0.1 -p "$P_IPERF3" -1)
-		CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K --json)
+		if [[ "$row" == udp_stream ]]; then
+			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -u -b 0 -l 1472 --json)
+		else
+			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K --json)
+		fi
 		;;
 	esac
 }
@@ -294,7 +383,8 @@ META="$WORK/meta.tsv"
 qjoin() { # shell-quote only the words that need it, for a readable report
 	local a out=()
 	for a in "$@"; do
-		a="${a#"$ROOT/"}" # thrum's path relative to the repository root
+		a="${a#"$ROOT/"}" # thrum's and the helper's paths relative to the repository root
+		[[ "$a" == "$PY" ]] && a=python3
 		if [[ "$a" =~ ^[A-Za-z0-9_./:,=+@%-]+$ ]]; then out+=("$a"); else out+=("$(printf '%q' "$a")"); fi
 	done
 	echo "${out[*]}"
@@ -303,7 +393,7 @@ qjoin() { # shell-quote only the words that need it, for a readable report
 run_one() { # row tool run
 	local row="$1" tool="$2" run="$3"
 	local d="$WORK/$row/$tool/$run" pin=() status=ok rc=0 value=0 cu=0 su=0 cw=0 other=0
-	local quiet stat0 stat1 cu_u cu_s su_u su_s
+	local mbps=- loss=- note=- kdrops=0 parsed quiet stat0 stat1 cu_u cu_s su_u su_s
 	mkdir -p "$d"
 	if ((QUIET_WAIT > 0)); then
 		quiet="$("$PY" "$HELPER" quiet "$QUIET_WAIT" "$QUIET_THRESH")"
@@ -312,7 +402,7 @@ run_one() { # row tool run
 		fi
 	fi
 	tool_cmds "$tool" "$row"
-	[[ "$row" == rr_pinned ]] && pin=(taskset -c 0)
+	[[ "$row" == *_pinned ]] && pin=(taskset -c 0)
 	((run > 1)) || printf '%s\t%s\t%s\t%s\n' "$row" "$tool" \
 		"$(qjoin "${pin[@]}" "${SRV[@]}")" "$(qjoin "${pin[@]}" "${CLI[@]}")" >>"$CMDS"
 
@@ -322,7 +412,7 @@ run_one() { # row tool run
 	"$PY" "$HELPER" run "$d/srv.ru" $((DURATION + 60)) -- "${pin[@]}" "${SRV[@]}" \
 		>"$d/srv.out" 2>"$d/srv.err" </dev/null &
 	CUR_SRV=$!
-	if wait_listen "$PORT" "$CUR_SRV"; then
+	if wait_listen "$CUR_SRV" "${PORTS[@]}"; then
 		# Background + wait rather than foreground, so that a signal to this
 		# script runs the trap at once instead of after the client ends.
 		"$PY" "$HELPER" run "$d/cli.ru" $((DURATION + 30)) -- "${pin[@]}" "${CLI[@]}" \
@@ -348,7 +438,12 @@ run_one() { # row tool run
 	stat1="$("$PY" "$HELPER" stat)"
 
 	if [[ "$status" == ok ]]; then
-		value="$("$PY" "$HELPER" parse "$tool" "$row" "$d" 2>>"$d/parse.err")" || status="unparsable-output"
+		# One line: value, Mbit/s, loss, note, tab-separated ("-" when absent).
+		if parsed="$("$PY" "$HELPER" parse "$tool" "$row" "$d" 2>>"$d/parse.err")"; then
+			IFS=$'\t' read -r value mbps loss note <<<"$parsed"
+		else
+			status="unparsable-output"
+		fi
 	fi
 	if [[ "$status" == ok ]]; then
 		if [[ -s "$d/cli.ru" && -s "$d/srv.ru" ]]; then
@@ -359,15 +454,20 @@ run_one() { # row tool run
 			other="$(awk -v s0="$stat0" -v s1="$stat1" -v c="$cu" -v s="$su" 'BEGIN {
 				split(s0, a, " "); split(s1, b, " ")
 				o = (b[1] - a[1] - c - s) / (b[2] - a[2]); printf "%.3f", (o < 0 ? 0 : o) }')"
+			# Datagrams the kernel dropped on receive during the run.
+			kdrops="$(awk -v s0="$stat0" -v s1="$stat1" 'BEGIN {
+				split(s0, a, " "); split(s1, b, " "); print b[3] - a[3] }')"
 		else
 			status="no-rusage"
 		fi
 	fi
 	[[ "$status" == ok ]] || FAILED=$((FAILED + 1))
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-		"$row" "$tool" "$run" "$status" "$value" "$cu" "$su" "$cw" "$other" >>"$RESULTS"
-	printf '%-9s %-8s run %d/%d: %-20s %14.2f  cpu client %.2fs server %.2fs, other load %.2f\n' \
-		"$row" "$tool" "$run" "$RUNS" "$status" "$value" "$cu" "$su" "$other" >&2
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+		"$row" "$tool" "$run" "$status" "$value" "$cu" "$su" "$cw" "$other" \
+		"$mbps" "$loss" "$note" "$kdrops" >>"$RESULTS"
+	printf '%-13s %-8s run %d/%d: %-20s %14.2f  cpu client %.2fs server %.2fs, other load %.2f%s\n' \
+		"$row" "$tool" "$run" "$RUNS" "$status" "$value" "$cu" "$su" "$other" \
+		"$([[ "$note" == - ]] || echo " [$note]")" >&2
 	if [[ "$status" != ok ]]; then
 		echo "  logs: $d" >&2
 		tail -n 3 "$d/cli.err" "$d/srv.err" "$d/parse.err" 2>/dev/null | sed 's/^/  | /' >&2 || true
@@ -405,12 +505,10 @@ version_of() { # first line of a version command, or "?"
 }
 versions=()
 if ((!NO_THRUM)); then
-	rev="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 'no commit')"
-	[[ -z "$(git -C "$ROOT" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]] || rev="$rev, modified tree"
-	versions+=("$(version_of "$THRUM" --version) ($rev)")
+	versions+=("$(version_of "$THRUM" --version) (${THRUM_REV:-binary given with --thrum})")
 fi
 [[ -z "${HAVE[netperf]:-}" ]] || versions+=("$(version_of netperf -V)")
-[[ -z "${HAVE[neper]:-}" ]] || versions+=("neper $(version_of neper-tcp_rr -v)")
+[[ -z "${HAVE[neper]:-}" ]] || versions+=("neper $(version_of "${neper_bins[0]}" -v)")
 [[ -z "${HAVE[sockperf]:-}" ]] || versions+=("$(version_of sockperf --version)")
 [[ -z "${HAVE[qperf]:-}" ]] || versions+=("$(version_of qperf --version)")
 [[ -z "${HAVE[iperf3]:-}" ]] || versions+=("$(version_of iperf3 --version)")
@@ -442,6 +540,13 @@ note	iperf3: `-l 64K`, 64 KiB writes and reads like the others (default 128 KiB)
 note	thrum: tcp_rr `-r 1,1`; tcp_stream `-m 64K -M 64K` (64 KiB sends and receives like the peers; its defaults are 128K). Receive size matters on loopback: in spot checks 64 KiB reads gave neper about 25 Gbit/s against about 19 with 128 KiB, so every tool gets the same sizes. `--warmup 0s`: thrum by default sends 1 s of traffic before its measured window, the peers measure from their first transaction; without warm-up every tool is measured the same way, and no tool's CPU covers traffic outside its window. Its server is a separate `thrum server` process, like the peers' servers.
 note	iperf 2 (2.1.8) is installed but not compared: its `--bounceback` RR mode is paced in bursts rather than saturating and rejects 1-byte messages, and its stream mode adds nothing to iperf3.
 note	CPU time is what the kernel charges to the two processes. On loopback most of the TCP/IP work of a send runs in the sender's own context (softirq on the way out of the send call) and is charged to it; work done by ksoftirqd threads is charged to nobody here.
+EOF
+	# The UDP notes only when a UDP row ran.
+	[[ " $ROWS " != *" udp_"* ]] || cat <<'EOF'
+note	UDP RR rows, one flow (udp_rr, udp_rr_pinned): strict ping-pong of 1-byte datagrams, rate = completed round trips per second. thrum `udp_rr -r 1,1` (plain send/recv with one transaction in flight; `environment.udp_io` says so). netperf `UDP_RR -- -r 1,1`, THROUGHPUT = transactions/s; netperf connects its socket, netserver answers with recvfrom/sendto. neper-udp_rr `-Q 1 -R 1`, `throughput=`. sockperf ping-pong over UDP (its default) with `-m 14`, rate from `[Total Run]` as in the TCP row. qperf `udp_lat`: like tcp_lat, round trips/s = msg_rate / 2 = `loc_recv_msgs / loc_real_time` (check, 3 s run: msg_rate 74,262/s; 111,392 messages received in 3 s = 37,131/s).
+note	UDP loss and stalls. thrum counts a udp_rr transaction lost after `--rr-timeout` (50 ms) and reuses its slot, so a loss never stops a flow. netperf and neper never resend: in netperf's UDP_RR a lost request or response stops the exchange until the test timer expires (netperf manual), and with `-b N` the test survives losses until all N + 1 slots are lost; neper's udp_rr state machine has no timeout either (a flow whose datagram is lost waits for the rest of the test) and counts no loss. The "lost transactions" column is each tool's own count: thrum `summary.lost`; netperf LOCAL_SEND_CALLS - LOCAL_RECV_CALLS less the burst + 1 that may legitimately be in flight at the end (so a lower bound); sockperf `# dropped messages` (sequence gaps in its valid window); qperf `loc_send_msgs - loc_recv_msgs` less the one in flight. The "kernel UDP drops" column is the change in this network namespace's UDP InErrors (from /proc/net/snmp; receive-buffer overflows are counted in it) from just before the server starts to just after it exits: the same referee for every tool, neper included. Other UDP traffic in this namespace during a run would be counted too; other namespaces' tests are not. thrum's `lost` also counts responses that come later than `--rr-timeout`, which is not a drop: in a spot check with 8 busy loops on the 2 vCPUs, `udp_rr -F 16 -T 2 -b 16` reported 16 lost against 0 kernel drops (on a quiet machine, 0 and 0).
+note	udp_rr aggregate row (udp_rr_agg), not like-for-like by design: each tool runs as many transactions at once as it can express. thrum `-F 16 -T 2 -b 16`: 16 flows, each with 17 transactions in flight (272 in all), on 2 worker threads per end, moving datagrams with sendmmsg/recvmmsg (up to 17 per call). neper `-F 16 -T 2` on both ends: 16 flows on 2 threads, but neper has no burst option, so one transaction in flight per flow (16 in all). netperf runs one flow per process: two `UDP_RR -- -r 1,1 -b 16` processes at once (17 in flight each, 34 in all; this netperf is built with --enable-burst), rate = the sum of their THROUGHPUT. Each talks to its own `netserver -f`: a non-forking netserver serves one test at a time (a second netperf waits for the first to finish), and a forking one ignores SIGCHLD, so the CPU of its per-test children is accounted to no process. The pair of clients and the pair of servers each run under `compare_helper.py par`, whose rusage covers both (plus some 20 ms of Python start-up). The two netperf windows start a few ms apart, so the sum slightly overstates the rate of any one instant. For scale, spot checks of thrum in the peers' shapes, right after the run of 2026-11-22 05:52 UTC (3 runs of 5 s each, quiet machine; the row's own shape gave 295,000–302,000 then, matching its table): neper's, `-F 16 -T 2 -b 0` (16 in flight), 188,000–195,000 transactions/s; netperf's, `-F 2 -T 2 -b 16` (34 in flight), 305,000–315,000.
+note	udp_stream row: 1472-byte datagrams (what fits a 1500-byte Ethernet MTU; loopback's MTU is 65536, so nothing is fragmented), unpaced senders (thrum's default, iperf3 `-b 0`; netperf and neper do not pace). The rate is datagrams the server received per second, each from the receiver's own figures: thrum `summary.datagrams_received / summary.duration_s` and `throughput_bps` (the server's counts over the window); iperf3 `end.sum_received` of the client's `--json` (the server's report): (`packets` - `lost_packets`) / `seconds` — `packets` is the highest sequence number the server saw, and the result equals `bytes` / 1472 exactly — and `bits_per_second`, loss = `lost_percent`; netperf UDP_STREAM `-m 1472 -f m`, whose THROUGHPUT is netserver's receive rate, datagrams/s = THROUGHPUT x 10^6 / (8 x 1472), loss from LOCAL_SEND_CALLS vs. REMOTE_RECV_CALLS; neper-udp_stream `-B 1472`, `remote_throughput` (bits/s the server read) / (8 x 1472), no loss count. thrum sends and receives up to 32 datagrams per sendmmsg/recvmmsg call, the peers one per call; that is part of what the row measures. An unpaced sender keeps one CPU busy for the whole test, and what the receiver has no room for the kernel drops (loss %), so the rate is the receiver's speed and the CPU per received datagram includes sending the dropped ones.
 EOF
 } >"$META"
 

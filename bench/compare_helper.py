@@ -6,9 +6,12 @@ the arithmetic/parsing comfortably. Only the standard library is used.
 
 Subcommands:
   run OUT_RU DEADLINE_S -- CMD...   run CMD, write "user sys wall" seconds to OUT_RU
-  stat                              print busy CPU seconds of the machine and a timestamp
+  par CMD... [::: CMD...]...        run the commands at once, wait for all of them
+  stat                              print busy CPU seconds of the machine, a timestamp
+                                    and the kernel's UDP receive-error count
   quiet MAX_WAIT_S THRESHOLD        wait until other load is under THRESHOLD CPUs
-  parse TOOL ROW DIR                print the run's metric (tx/s or bits/s)
+  parse TOOL ROW DIR                print the run's metric (tx/s, datagrams/s or bits/s),
+                                    Mbit/s, loss and a note, tab-separated ("-" if none)
   report RESULTS CMDS META OUT      write the Markdown report
 """
 
@@ -28,17 +31,14 @@ import time
 # the same for every tool, unlike each tool's self-reported CPU figures
 # (qperf and iperf3 report system-wide /proc/stat percentages, for instance).
 # --------------------------------------------------------------------------
-def cmd_run(argv):
-    out_ru, deadline = argv[0], float(argv[1])
-    assert argv[2] == "--"
-    cmd = argv[3:]
-    t0 = time.monotonic()
+def _spawn(cmd):
+    """fork + exec CMD as a child of this process; returns its pid."""
     pid = os.fork()
     if pid == 0:
         # A background job of a non-interactive bash starts with SIGINT
         # ignored, and exec keeps ignored signals ignored: give the tool the
         # default dispositions so that it can be stopped like from a terminal.
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP):
             signal.signal(s, signal.SIG_DFL)
         # If this wrapper is SIGKILLed, take the tool down with it
         # (PR_SET_PDEATHSIG survives exec, so taskset's target gets it too).
@@ -52,15 +52,30 @@ def cmd_run(argv):
         except OSError as e:
             print(f"compare_helper: cannot exec {cmd[0]}: {e}", file=sys.stderr)
             os._exit(127)
+    return pid
 
+
+def _forward_signals(pids):
+    """Pass SIGINT/SIGTERM/SIGHUP on to the children; returns the forwarder."""
     def forward(sig, _frame):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, forward)
+    return forward
+
+
+def cmd_run(argv):
+    out_ru, deadline = argv[0], float(argv[1])
+    assert argv[2] == "--"
+    cmd = argv[3:]
+    t0 = time.monotonic()
+    pid = _spawn(cmd)
+    forward = _forward_signals([pid])
 
     # The deadline is the hard bound on every process the benchmark starts:
     # even if compare.sh itself is SIGKILLed, no tool outlives it by much.
@@ -87,6 +102,39 @@ def cmd_run(argv):
 
 
 # --------------------------------------------------------------------------
+# par: several processes measured as one. The aggregate UDP_RR row runs two
+# netperf clients against two netservers at once; `run` takes the rusage of
+# this process, and wait4() folds in that of every child it reaps, so both
+# clients (or both servers) are charged. A forking netserver would not do:
+# it ignores SIGCHLD, so its children's CPU is never accounted to anyone.
+# --------------------------------------------------------------------------
+def cmd_par(argv):
+    cmds, cur = [], []
+    for a in argv:
+        if a == ":::":
+            cmds.append(cur)
+            cur = []
+        else:
+            cur.append(a)
+    cmds.append(cur)
+    assert all(cmds), "par: empty command"
+    pids = [_spawn(c) for c in cmds]
+    _forward_signals(pids)
+    rc = 0
+    live = set(pids)
+    while live:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        live.discard(pid)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0 and rc == 0:
+            rc = code if code > 0 else 128 - code
+    sys.exit(rc)
+
+
+# --------------------------------------------------------------------------
 # stat / quiet: how busy the machine is apart from the benchmark. This VM is
 # shared with builds and tests, and on 2 vCPUs one stray compile halves a
 # pinned RR rate, so each run is preceded by a wait for quiet and followed by
@@ -101,8 +149,19 @@ def _cpu_busy_s():
     return busy / os.sysconf("SC_CLK_TCK")
 
 
+def _udp_in_errors():
+    """The network namespace's UDP InErrors: datagrams the kernel dropped on
+    receive (full socket buffer mostly; RcvbufErrors is counted in it too).
+    Its change over a run is a loss count that does not depend on the tool,
+    and the only one for neper, which counts no loss of its own. Other
+    network namespaces (another job's tests) have counters of their own."""
+    with open("/proc/net/snmp") as f:
+        udp = [line.split() for line in f if line.startswith("Udp:")]
+    return int(udp[1][udp[0].index("InErrors")])
+
+
 def cmd_stat(_argv):
-    print(f"{_cpu_busy_s():.4f} {time.monotonic():.4f}")
+    print(f"{_cpu_busy_s():.4f} {time.monotonic():.4f} {_udp_in_errors()}")
 
 
 def cmd_quiet(argv):
@@ -118,9 +177,34 @@ def cmd_quiet(argv):
 
 
 # --------------------------------------------------------------------------
-# parse: one number per run, always "round trips per second" for the RR rows
-# and "bits per second received" for the stream row.
+# parse: one number per run, always "round trips per second" for the RR rows,
+# "bits per second received" for the TCP stream row and "datagrams per second
+# received" for the UDP stream row, plus (UDP rows) the received Mbit/s, what
+# the tool says was lost, and a short note for the raw-runs list.
 # --------------------------------------------------------------------------
+
+# What each row measures. kind: rr (transactions/s), stream (TCP bits/s),
+# udp_rr (transactions/s, lost transactions), udp_stream (datagrams/s,
+# Mbit/s, loss %). The constants below must match what compare.sh passes.
+ROWS = {
+    "rr": ("rr", "tcp_rr, 1 flow, 1-byte request/response, unpinned"),
+    "rr_pinned": ("rr", "tcp_rr, 1 flow, 1-byte request/response, client and server "
+                        "pinned to CPU 0"),
+    "stream": ("stream", "tcp_stream, 1 flow, client to server"),
+    "udp_rr": ("udp_rr", "udp_rr, 1 flow, 1-byte request/response, unpinned"),
+    "udp_rr_pinned": ("udp_rr", "udp_rr, 1 flow, 1-byte request/response, client and "
+                                "server pinned to CPU 0"),
+    "udp_rr_agg": ("udp_rr", "udp_rr aggregate, 16 flows on 2 threads (thrum, neper) or "
+                             "2 processes (netperf), burst 16, 1-byte request/response, "
+                             "unpinned"),
+    "udp_stream": ("udp_stream", "udp_stream, 1 flow, 1472-byte datagrams, unpaced, "
+                                 "client to server"),
+}
+UDP_DGRAM = 1472          # udp_stream datagram size (-m / -l / -B)
+AGG_BURST = 16            # udp_rr_agg: -b, so burst + 1 transactions in flight
+AGG_NETPERF_PROCS = 2     # udp_rr_agg: parallel netperf processes
+
+
 def _read(d, name):
     p = os.path.join(d, name)
     return open(p, errors="replace").read() if os.path.exists(p) else ""
@@ -136,8 +220,27 @@ def _kv(text):
     return out
 
 
-def parse(tool, row, d):
-    cli = _read(d, "cli.out")
+def _qperf_kv(text):
+    kv = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*(\w+)\s*=\s*([\d.]+)\s*(\S*)", line)
+        if m:
+            kv[m.group(1)] = (float(m.group(2)), m.group(3))
+    return kv
+
+
+def _csv_lines(text):
+    """netperf with -P 0 and an -o selector: one CSV line per netperf process."""
+    return [[float(x) for x in line.split(",")]
+            for line in text.strip().splitlines() if line.strip()]
+
+
+def _thrum_warnings(s):
+    w = s.get("warnings") or []
+    return f"; {len(w)} warning(s): {' / '.join(map(str, w))}" if w else ""
+
+
+def parse_tcp(tool, row, cli):
     stream = row == "stream"
     if tool == "thrum":
         s = json.loads(cli)["summary"]
@@ -156,56 +259,171 @@ def parse(tool, row, d):
             return float(kv["remote_throughput"])
         return float(kv["throughput"])
     if tool == "sockperf":
-        # Use the message count rather than converting its latency figure:
-        # in ping-pong mode every received message closes one round trip.
-        # "[Total Run]" covers the whole -t window, like the other tools'
-        # counts; "[Valid Duration]" would drop its first 400 ms and last 50 ms.
-        m = re.search(r"\[Total Run\] RunTime=([\d.]+) sec;.*SentMessages=(\d+); "
-                      r"ReceivedMessages=(\d+)", cli)
-        return int(m.group(3)) / float(m.group(1))
+        return _sockperf_rate(cli)
     if tool == "qperf":
-        # qperf's "latency" is half the round trip, and its msg_rate counts
-        # messages in both directions; the client's received-message count
-        # over the test time is the round-trip rate directly.
-        kv = {}
-        for line in cli.splitlines():
-            m = re.match(r"\s*(\w+)\s*=\s*([\d.]+)\s*(\S*)", line)
-            if m:
-                kv[m.group(1)] = (float(m.group(2)), m.group(3))
-        msgs = kv["loc_recv_msgs"][0]
-        t, unit = kv["loc_real_time"]
-        assert unit == "ns", unit  # -uu fixes the unit
-        return msgs / (t / 1e9)
+        return _qperf_rate(_qperf_kv(cli))
     if tool == "iperf3":
         return float(json.loads(cli)["end"]["sum_received"]["bits_per_second"])
     raise SystemExit(f"unknown tool {tool}")
 
 
+def _sockperf_rate(cli):
+    # Use the message count rather than converting its latency figure:
+    # in ping-pong mode every received message closes one round trip.
+    # "[Total Run]" covers the whole -t window, like the other tools'
+    # counts; "[Valid Duration]" would drop its first 400 ms and last 50 ms.
+    m = re.search(r"\[Total Run\] RunTime=([\d.]+) sec;.*SentMessages=(\d+); "
+                  r"ReceivedMessages=(\d+)", cli)
+    return int(m.group(3)) / float(m.group(1))
+
+
+def _qperf_rate(kv):
+    # qperf's "latency" is half the round trip, and its msg_rate counts
+    # messages in both directions; the client's received-message count
+    # over the test time is the round-trip rate directly.
+    msgs = kv["loc_recv_msgs"][0]
+    t, unit = kv["loc_real_time"]
+    assert unit == "ns", unit  # -uu fixes the unit
+    return msgs / (t / 1e9)
+
+
+def parse_udp_rr(tool, row, cli):
+    """(transactions/s, None, lost transactions or None, note)."""
+    if tool == "thrum":
+        s = json.loads(cli)["summary"]
+        return (float(s["transactions_per_s"]), None, int(s["lost"]),
+                f"lost {s['lost']}{_thrum_warnings(s)}")
+    if tool == "netperf":
+        # -o THROUGHPUT,LOCAL_SEND_CALLS,LOCAL_RECV_CALLS. netperf never
+        # resends: a lost request or response leaves its slot empty for the
+        # rest of the test, so what was sent but never answered is what was
+        # in flight at the end (burst + 1 at most) plus what was lost. More
+        # than burst + 1 outstanding proves a loss; a process whose every
+        # slot was lost stalls and reports (nearly) 0 transactions/s.
+        burst = AGG_BURST if row == "udp_rr_agg" else 0
+        procs = AGG_NETPERF_PROCS if row == "udp_rr_agg" else 1
+        lines = _csv_lines(cli)
+        if len(lines) != procs:
+            raise ValueError(f"{len(lines)} netperf result lines, expected {procs}")
+        rates = [l[0] for l in lines]
+        out = [int(l[1] - l[2]) for l in lines]
+        lost = sum(max(0, o - (burst + 1)) for o in out)
+        note = "send-recv " + ", ".join(map(str, out))
+        if procs > 1:
+            note = " + ".join(f"{r:,.0f}" for r in rates) + " tx/s; " + note
+        if min(rates) < 0.01 * max(rates):
+            note += "; STALLED"
+        return sum(rates), None, lost, note
+    if tool == "neper":
+        # neper counts no loss; a flow whose datagram is lost just stops.
+        return float(_kv(cli)["throughput"]), None, None, None
+    if tool == "sockperf":
+        m = re.search(r"# dropped messages = (\d+)", cli)
+        dropped = int(m.group(1)) if m else None
+        return (_sockperf_rate(cli), None, dropped,
+                f"dropped {dropped}" if m else None)
+    if tool == "qperf":
+        # One message outstanding at most at the end of a ping-pong.
+        kv = _qperf_kv(cli)
+        out = int(kv["loc_send_msgs"][0] - kv["loc_recv_msgs"][0])
+        return _qperf_rate(kv), None, max(0, out - 1), f"send-recv {out}"
+    raise SystemExit(f"unknown tool {tool} for {row}")
+
+
+def parse_udp_stream(tool, cli):
+    """(datagrams/s received, Mbit/s received, loss % or None, note)."""
+    if tool == "thrum":
+        # The server's counts over the measured window: distinct datagrams
+        # received, and gaps in the sequence numbers not filled late.
+        s = json.loads(cli)["summary"]
+        got, lost = s["datagrams_received"], s["lost"]
+        return (got / s["duration_s"], s["throughput_bps"] / 1e6,
+                100.0 * lost / (got + lost) if got + lost else 0.0,
+                f"sent {s['datagrams_sent']:,}, lost {lost:,}{_thrum_warnings(s)}")
+    if tool == "iperf3":
+        # The client's --json carries the server's figures in sum_received:
+        # packets is the highest sequence number the server saw (what the
+        # client had sent by then), lost_packets the gaps, seconds the
+        # server's own test time.
+        r = json.loads(cli)["end"]["sum_received"]
+        got = r["packets"] - r["lost_packets"]
+        return (got / r["seconds"], r["bits_per_second"] / 1e6, float(r["lost_percent"]),
+                f"sent {r['packets']:,}, lost {r['lost_packets']:,}")
+    if tool == "netperf":
+        # -f m -o THROUGHPUT,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS. A UDP_STREAM's
+        # THROUGHPUT is netserver's receive rate (the send rate is
+        # LOCAL_SEND_THROUGHPUT); each receive is one whole datagram.
+        (mbps, sent, got), = _csv_lines(cli)
+        return (mbps * 1e6 / (8 * UDP_DGRAM), mbps,
+                100.0 * (sent - got) / sent if sent else 0.0,
+                f"send calls {int(sent):,}, recv calls {int(got):,}")
+    if tool == "neper":
+        # remote_throughput: bits/s the server read, one datagram per read
+        # (-B 1472). neper counts no loss.
+        bps = float(_kv(cli)["remote_throughput"])
+        return bps / (8 * UDP_DGRAM), bps / 1e6, None, None
+    raise SystemExit(f"unknown tool {tool} for udp_stream")
+
+
+def parse(tool, row, d):
+    cli = _read(d, "cli.out")
+    kind = ROWS[row][0]
+    if kind == "udp_rr":
+        return parse_udp_rr(tool, row, cli)
+    if kind == "udp_stream":
+        return parse_udp_stream(tool, cli)
+    return parse_tcp(tool, row, cli), None, None, None
+
+
 def cmd_parse(argv):
     tool, row, d = argv
     try:
-        v = parse(tool, row, d)
+        v, mbps, loss, note = parse(tool, row, d)
     except Exception as e:  # noqa: BLE001 - any parse failure means a failed run
         print(f"parse {tool}/{row}: {type(e).__name__}: {e}", file=sys.stderr)
         sys.exit(1)
     if not v > 0:
         print(f"parse {tool}/{row}: non-positive value {v}", file=sys.stderr)
         sys.exit(1)
-    print(f"{v:.6f}")
+    # "-" for an absent field: bash's read would merge adjacent empty fields.
+    fields = [f"{v:.6f}", "-" if mbps is None else f"{mbps:.3f}",
+              "-" if loss is None else (f"{loss:.4f}" if isinstance(loss, float) else str(loss)),
+              (note or "-").replace("\t", " ")]
+    print("\t".join(fields))
 
 
 # --------------------------------------------------------------------------
 # report
 # --------------------------------------------------------------------------
-ROW_TITLES = {
-    "rr": "tcp_rr, 1 flow, 1-byte request/response, unpinned",
-    "rr_pinned": "tcp_rr, 1 flow, 1-byte request/response, client and server pinned to CPU 0",
-    "stream": "tcp_stream, 1 flow, client to server",
-}
+def _fmt_rate(v, kind):
+    return f"{v / 1e9:.2f}" if kind == "stream" else f"{v:,.0f}"
 
 
-def _fmt_rate(v, stream):
-    return f"{v / 1e9:.2f}" if stream else f"{v:,.0f}"
+def _raw_note(kind, r):
+    """The bracketed loss counts after a UDP run in the raw-runs list."""
+    if not kind.startswith("udp"):
+        return ""
+    parts = ([] if r[11] == "-" else [r[11]]) + [f"kernel drops {int(r[12]):,}"]
+    return f" [{'; '.join(parts)}]"
+
+
+def _netperf_burst_summary(ok_runs):
+    """One sentence on whether netperf's burst UDP_RR lost or stalled."""
+    n = len(ok_runs)
+    stalled = sum(1 for r in ok_runs if "STALLED" in r[11])
+    lossy = sum(1 for r in ok_runs if r[10] != "-" and int(r[10]) > 0)
+    outs = [int(x) for r in ok_runs
+            for x in re.findall(r"send-recv ([\d, ]+)", r[11])[0].split(",")]
+    return (f"netperf burst check: {stalled} of {n} runs had a process stalled "
+            f"(under 1% of the other's rate), {lossy} showed a loss "
+            f"(more than burst + 1 = {AGG_BURST + 1} requests unanswered); "
+            f"unanswered at the end per process: {min(outs)}–{max(outs)}.")
+
+
+def _work(v, kind, dur):
+    """The work of one run's window, in the unit CPU time is divided by:
+    GB for the TCP stream, millions of transactions or datagrams otherwise."""
+    return v * dur / 8 / 1e9 if kind == "stream" else v * dur / 1e6
 
 
 def cmd_report(argv):
@@ -221,11 +439,12 @@ def cmd_report(argv):
         else:
             meta[k] = v
     meta["rows"] = meta["rows"].split()
-    # row, tool, run, status, value, cli_cpu, srv_cpu, cli_wall, other_load
+    # row, tool, run, status, value, cli_cpu, srv_cpu, cli_wall, other_load,
+    # mbit/s, loss, note ("-" when absent), kernel UDP receive drops
     runs = []
     for line in open(results_path):
         f = line.rstrip("\n").split("\t")
-        if len(f) == 9:
+        if len(f) == 13:
             runs.append(f)
     cmds = {}
     for line in open(cmds_path):
@@ -263,7 +482,12 @@ def cmd_report(argv):
       "so process start-up and connection set-up are the only extra CPU "
       "charged, a few ms per run.")
     w("- RR rate is completed round trips (transactions) per second as seen by the "
-      "client. Stream rate is bits per second received by the server.")
+      "client. TCP stream rate is bits per second received by the server. UDP "
+      "stream rate is datagrams per second received by the server (CPU is per "
+      "million of them), with the same figure in Mbit/s of UDP payload; an "
+      "unpaced UDP sender outruns its receiver, so what was sent is not a result.")
+    w("- UDP loss is what each tool reports itself (see the notes for how); "
+      "n/a where the tool counts none.")
     w("- Figures: median over runs, min–max range, thrum/peer = median(thrum) / "
       "median(peer) (above 1 means thrum is faster), CPU per unit = median over runs.")
     w("- Other load: CPUs busy (from /proc/stat, steal included) during a run "
@@ -281,7 +505,7 @@ def cmd_report(argv):
     w("")
     w("## Results")
     for row in meta["rows"]:
-        stream = row == "stream"
+        kind, title = ROWS[row]
         rr = [r for r in runs if r[0] == row]
         if not rr:
             continue
@@ -293,62 +517,89 @@ def cmd_report(argv):
         med = {t: statistics.median(float(r[4]) for r in ok[t]) if ok[t] else None
                for t in tools}
         w("")
-        w(f"### {ROW_TITLES[row]}")
+        w(f"### {title}")
         w("")
-        unit = "Gbit/s" if stream else "transactions/s"
-        cpu_unit = "CPU s per GB" if stream else "CPU s per M transactions"
-        w(f"| tool | median {unit} | min–max | thrum/peer | {cpu_unit} "
-          "(client + server) | other load, CPUs | runs ok |")
-        w("|---|---:|---:|---:|---:|---:|---:|")
+        unit = {"stream": "Gbit/s", "udp_stream": "datagrams/s received"}.get(
+            kind, "transactions/s")
+        cpu_unit = {"stream": "CPU s per GB", "udp_stream": "CPU s per M datagrams"}.get(
+            kind, "CPU s per M transactions")
+        # UDP rows carry extra columns between the rate and the CPU figures.
+        extra = {"udp_rr": ["lost transactions, all runs", "kernel UDP drops, all runs"],
+                 "udp_stream": ["median Mbit/s received", "median loss %",
+                                "median kernel UDP drops per run"]}.get(kind, [])
+        head = ["tool", f"median {unit}", "min–max", "thrum/peer", *extra,
+                f"{cpu_unit} (client + server)", "other load, CPUs", "runs ok"]
+        w("| " + " | ".join(head) + " |")
+        w("|---|" + "---:|" * (len(head) - 1))
         for t in tools:
             n_all = sum(1 for r in rr if r[1] == t)
             if not ok[t]:
-                w(f"| {t} | failed | | | | | 0/{n_all} |")
+                w(f"| {t} | failed |" + " |" * (len(head) - 3) + f" 0/{n_all} |")
                 continue
             vals = [float(r[4]) for r in ok[t]]
             cpu_per = []
             cli_per, srv_per = [], []
             for r in ok[t]:
-                v, c, s = float(r[4]), float(r[5]), float(r[6])
+                v, c, sv = float(r[4]), float(r[5]), float(r[6])
                 # Every tool sends traffic only during its -l/-t window (thrum
                 # runs with --warmup 0s for that reason), so rate x duration is
                 # all the work the two processes did. Client wall time would
                 # not do: sockperf idles for seconds around its test.
-                work = (v * dur / 8 / 1e9) if stream else (v * dur / 1e6)
-                cpu_per.append((c + s) / work)
+                work = _work(v, kind, dur)
+                cpu_per.append((c + sv) / work)
                 cli_per.append(c / work)
-                srv_per.append(s / work)
+                srv_per.append(sv / work)
             if t == "thrum":
                 ratio = "—"
             elif med.get("thrum"):
                 ratio = f"{med['thrum'] / med[t]:.2f}"
             else:
                 ratio = "n/a"
-            w(f"| {t} | {_fmt_rate(med[t], stream)} | "
-              f"{_fmt_rate(min(vals), stream)}–{_fmt_rate(max(vals), stream)} | {ratio} | "
-              f"{statistics.median(cpu_per):.2f} ({statistics.median(cli_per):.2f} + "
-              f"{statistics.median(srv_per):.2f}) | "
-              f"{statistics.median(float(r[8]) for r in ok[t]):.2f} | {len(ok[t])}/{n_all} |")
+            cells = [t, _fmt_rate(med[t], kind),
+                     f"{_fmt_rate(min(vals), kind)}–{_fmt_rate(max(vals), kind)}", ratio]
+            losses = [r[10] for r in ok[t]]
+            kdrops = [int(r[12]) for r in ok[t]]
+            if kind == "udp_rr":
+                cells.append("n/a" if "-" in losses else f"{sum(int(x) for x in losses):,}")
+                cells.append(f"{sum(kdrops):,}")
+            elif kind == "udp_stream":
+                cells.append(f"{statistics.median(float(r[9]) for r in ok[t]):,.0f}")
+                cells.append("n/a" if "-" in losses
+                             else f"{statistics.median(float(x) for x in losses):.2f}")
+                cells.append(f"{statistics.median(kdrops):,.0f}")
+            cells += [f"{statistics.median(cpu_per):.2f} ({statistics.median(cli_per):.2f} + "
+                      f"{statistics.median(srv_per):.2f})",
+                      f"{statistics.median(float(r[8]) for r in ok[t]):.2f}",
+                      f"{len(ok[t])}/{n_all}"]
+            w("| " + " | ".join(cells) + " |")
+        if row == "udp_rr_agg" and ok.get("netperf"):
+            w("")
+            w(_netperf_burst_summary(ok["netperf"]))
     w("")
     w("## Pinned vs. unpinned")
     w("")
     w(f"This is a {meta['nproc']}-vCPU VM. With one flow and strict ping-pong, "
-      "the unpinned RR row is dominated by cross-CPU wake-ups: client and server "
-      "usually sit on different vCPUs, each round trip wakes a sleeping task on "
+      "the unpinned RR rows (TCP and UDP) are dominated by cross-CPU wake-ups: "
+      "client and server usually sit on different vCPUs, each round trip wakes a sleeping task on "
       "the other vCPU (an IPI, which in a VM means a hypervisor exit, and often "
       "a vCPU leaving its idle state), so the rate measures the scheduler and the "
       "hypervisor far more than the tool. Pinning both ends to CPU 0 turns each "
       "wake-up into a local context switch; the rate then reflects the per-"
       "transaction cost of the two processes plus the kernel's loopback path, "
-      "which is where the tools differ. Neither row says much about a real two-"
-      "host network; compare tools within a row, not rows with each other.")
+      "which is where the tools differ. None of these rows says much about a real "
+      "two-host network; compare tools within a row, not rows with each other.")
     w("")
     w("Expect, on a quiet machine, every tool to land at about the same unpinned "
       "rate, each process busy well under one CPU: the time goes to waking the "
       "other vCPU, not to the tools. Expect too that an unpinned run overlapping "
       "other load is faster, not slower: a busy second vCPU never halts, so "
       "waking it costs no idle exit (compare the raw runs with non-zero other "
-      "load). The pinned row is the one that ranks the tools.")
+      "load). The pinned rows are the ones that rank the tools' cost per "
+      "transaction. The aggregate UDP RR row is different again: with many "
+      "transactions in flight both vCPUs stay busy, no one waits for a wake-up, "
+      "and the rate is bounded by CPU, so it ranks per-datagram cost including "
+      "batching (sendmmsg/recvmmsg) and the number of transactions each tool "
+      "keeps in flight.")
     w("")
     w("## Comparability notes")
     w("")
@@ -367,7 +618,7 @@ def cmd_report(argv):
         if not ks:
             continue
         w("")
-        w(f"{ROW_TITLES[row]}:")
+        w(f"{ROWS[row][1]}:")
         w("")
         w("```")
         for k in ks:
@@ -379,23 +630,26 @@ def cmd_report(argv):
     w("")
     w("## Raw runs")
     w("")
-    w("Rate per run in order (RR: transactions/s; stream: Gbit/s), with the "
-      "other load during the run in parentheses; `x` marks a failed run (see "
-      "the log printed by compare.sh).")
+    w("Rate per run in order (RR: transactions/s; TCP stream: Gbit/s; UDP "
+      "stream: datagrams/s received), with the other load during the run in "
+      "parentheses and, for UDP, the tool's own loss counts in brackets "
+      "(netperf `send-recv`: requests never answered, in flight at the end or "
+      "lost); `x` marks a failed run (see the log printed by compare.sh).")
     w("")
     for row in meta["rows"]:
         rr = [r for r in runs if r[0] == row]
         if not rr:
             continue
-        stream = row == "stream"
+        kind = ROWS[row][0]
         tools = []
         for r in rr:
             if r[1] not in tools:
                 tools.append(r[1])
         w(f"- {row}:")
         for t in tools:
-            vals = [(f"{_fmt_rate(float(r[4]), stream)} ({float(r[8]):.2f})"
-                     if r[3] == "ok" else "x") for r in rr if r[1] == t]
+            vals = [(f"{_fmt_rate(float(r[4]), kind)} ({float(r[8]):.2f})"
+                     + _raw_note(kind, r) if r[3] == "ok" else "x")
+                    for r in rr if r[1] == t]
             w(f"  - {t}: {', '.join(vals)}")
     w("")
     with open(out_path, "w") as f:
@@ -406,7 +660,7 @@ def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
     sub, argv = sys.argv[1], sys.argv[2:]
-    cmds = {"run": cmd_run, "stat": cmd_stat, "quiet": cmd_quiet,
+    cmds = {"run": cmd_run, "par": cmd_par, "stat": cmd_stat, "quiet": cmd_quiet,
             "parse": cmd_parse, "report": cmd_report}
     cmds[sub](argv)
 
