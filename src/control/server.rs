@@ -297,16 +297,27 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
     let local_ip = ctrl.local_addr()?.ip();
     // TCP tests get a data listener; UDP tests one socket per flow.
     let mut udp_socks = Vec::new();
+    let mut cursor = 0;
     let listener = if plan.test.is_udp() {
         for f in 0..plan.flows {
-            match udp_bound(SocketAddr::new(local_ip, 0), &opts) {
+            let what = format!("UDP socket {f}");
+            match bind_data_port(local_ip, config.data_ports, &mut cursor, &what, |a| {
+                udp_bound(a, &opts)
+            }) {
                 Ok(s) => udp_socks.push(s),
-                Err(e) => return Err(refuse(&mut ctrl, format!("opening UDP socket {f}: {e}"))),
+                Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
             }
         }
         None
     } else {
-        match bind_data(local_ip, config.data_ports, &opts) {
+        let bind = |a| listen(&a, &opts, 4096);
+        match bind_data_port(
+            local_ip,
+            config.data_ports,
+            &mut cursor,
+            "a data listener",
+            bind,
+        ) {
             Ok(l) => Some(l),
             Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
         }
@@ -510,23 +521,25 @@ fn udp_flows(
 /// A session's counter block and the flows that count into it.
 type SessionFlows = (Arc<[FlowCounters]>, Vec<Box<dyn Flow>>);
 
-fn bind_data(
+/// Bind with `bind` on an ephemeral port, or, with --data-ports, on the first
+/// free port of the range at or after `*cursor` (which then moves past it).
+fn bind_data_port<T>(
     ip: IpAddr,
     range: Option<(u16, u16)>,
-    opts: &DataSocketOpts,
-) -> Result<socket2::Socket> {
-    let backlog = 4096;
-    match range {
-        None => listen(&SocketAddr::new(ip, 0), opts, backlog).context("opening a data listener"),
-        Some((lo, hi)) => {
-            for port in lo..=hi {
-                if let Ok(s) = listen(&SocketAddr::new(ip, port), opts, backlog) {
-                    return Ok(s);
-                }
-            }
-            bail!("no free data port in --data-ports {lo}-{hi}")
+    cursor: &mut u16,
+    what: &str,
+    bind: impl Fn(SocketAddr) -> io::Result<T>,
+) -> Result<T> {
+    let Some((lo, hi)) = range else {
+        return bind(SocketAddr::new(ip, 0)).with_context(|| format!("opening {what}"));
+    };
+    for port in (*cursor).max(lo)..=hi {
+        if let Ok(s) = bind(SocketAddr::new(ip, port)) {
+            *cursor = port.saturating_add(1);
+            return Ok(s);
         }
     }
+    bail!("no free port left for {what} in --data-ports {lo}-{hi}")
 }
 
 /// Accept the session's long-lived data connections; each presents the token and its flow id.

@@ -254,3 +254,53 @@ fn a_rate_the_sender_cannot_reach_is_reported() {
         "{w:?}"
     );
 }
+
+#[test]
+fn udp_sockets_take_their_ports_from_data_ports() {
+    // Three ports for the firewall: three UDP flows fit, four do not.
+    let base = 20_000 + (std::process::id() % 20_000) as u16;
+    let range = format!("{base}-{}", base + 2);
+    let server = ServerProc::start(&["--data-ports", &range]);
+    let ok = run_client(
+        &[
+            "run",
+            "udp_rr",
+            "-H",
+            &server.addr,
+            "-F",
+            "3",
+            "-l",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(ok.status.success(), "{}", json(&ok)["summary"]["error"]);
+    let full = run_client(
+        &[
+            "run",
+            "udp_rr",
+            "-H",
+            &server.addr,
+            "-F",
+            "4",
+            "-l",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(!full.status.success());
+    let e = json(&full)["summary"]["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("no free port left for UDP socket 3") && e.contains(&range),
+        "{e}"
+    );
+}
