@@ -327,7 +327,7 @@ pub struct ServerArgs {
     /// Address to listen on (:: listens on IPv6 and IPv4).
     #[arg(long, default_value = "::", value_name = "ADDR")]
     pub listen: IpAddr,
-    /// Data listeners use a port from this range, for firewalls (LO-HI).
+    /// The data listener and UDP flow sockets take ports from this range, for firewalls (LO-HI).
     #[arg(long, value_parser = port_range, value_name = "LO-HI")]
     pub data_ports: Option<(u16, u16)>,
     /// Serve one test, then exit.
