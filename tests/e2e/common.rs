@@ -109,6 +109,45 @@ pub fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// A `thrum server` inside network namespace `ns`, listening on `addr`.
+pub fn ns_server(ns: &str, addr: &str) -> ServerProc {
+    ServerProc::start_with(ns_exec(ns, bin()), addr, &[])
+}
+
+/// `thrum run TEST -H SERVER ARGS.. --json`, to be run inside namespace `ns`.
+pub fn ns_client_cmd(ns: &str, server: &ServerProc, test: &str, args: &[&str]) -> Command {
+    let mut cmd = ns_exec(ns, bin());
+    cmd.args(["run", test, "-H", &server.addr])
+        .args(args)
+        .arg("--json");
+    cmd
+}
+
+/// A short tcp_rr against `server` must succeed: it is still serving.
+pub fn assert_serves(server: &ServerProc) -> Value {
+    let out = run_client(
+        &[
+            "run",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "-l",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        Duration::from_secs(20),
+    );
+    let doc = json(&out);
+    assert!(
+        out.status.success(),
+        "server stopped serving: {}",
+        doc["summary"]["error"]
+    );
+    doc
+}
+
 /// Each command line must fail before running anything, with every needle in
 /// its error message (the flag and the accepted range) and nothing on stdout.
 pub fn assert_rejected(cases: &[(&[&str], &[&str])]) {

@@ -7,7 +7,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{ServerProc, assert_rejected, bin, json, run_client, u};
+use crate::common::{ServerProc, assert_rejected, assert_serves, bin, json, run_client, u};
 
 fn frame(v: serde_json::Value) -> Vec<u8> {
     let body = serde_json::to_vec(&v).unwrap();
@@ -57,20 +57,7 @@ fn server_refuses_another_protocol_version() {
     let m = reply["message"].as_str().unwrap();
     assert!(m.contains("v1") && m.contains("v99"), "{m}");
     // And it keeps serving.
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(out.status.success());
+    assert_serves(&server);
 }
 
 #[test]
@@ -185,22 +172,8 @@ fn client_killed_mid_test_frees_the_session() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(out.status.success(), "next test after a vanished client");
-    assert!(u(&json(&out)["summary"]["transactions"]) > 0);
+    let doc = assert_serves(&server);
+    assert!(u(&doc["summary"]["transactions"]) > 0);
 }
 
 #[test]

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, bin, f, ip, json, netns_add_or_skip, ns_exec, one_at_a_time, run_cmd, run_ok, u,
+    ServerProc, f, ip, json, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, one_at_a_time,
+    run_cmd, run_ok, u,
 };
 
 /// The tbf rate, bits/s; `TBF` spells the same rate for tc (shared/TESTING.md).
@@ -118,17 +119,16 @@ impl Link {
 
     /// A `thrum server` in B, listening on B's address.
     fn server(&self) -> ServerProc {
-        ServerProc::start_with(ns_exec(&self.b, bin()), &self.addr_b(), &[])
+        ns_server(&self.b, &self.addr_b())
     }
 
     /// Run `thrum run TEST -H SERVER ARGS.. --json` in A and return the
     /// parsed result, failing on a non-zero exit.
     fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        let mut cmd = ns_exec(&self.a, bin());
-        cmd.args(["run", test, "-H", &server.addr])
-            .args(args)
-            .arg("--json");
-        let out = run_cmd(&mut cmd, Duration::from_secs(30));
+        let out = run_cmd(
+            &mut ns_client_cmd(&self.a, server, test, args),
+            Duration::from_secs(30),
+        );
         let doc = json(&out);
         assert!(
             out.status.success(),

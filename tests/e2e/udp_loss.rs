@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, bin, f, ip, json, netns_add_or_skip, ns_exec, one_at_a_time, run_cmd, run_ok, u,
+    ServerProc, f, ip, json, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, one_at_a_time,
+    run_cmd, run_ok, u,
 };
 
 /// R's tbf toward B, bits/s; `TBF` spells the same for tc (shared/TESTING.md).
@@ -140,16 +141,12 @@ impl Routed {
 
     /// A `thrum server` in B, listening on B's address.
     fn server(&self) -> ServerProc {
-        ServerProc::start_with(ns_exec(&self.b, bin()), &self.addr_b(), &[])
+        ns_server(&self.b, &self.addr_b())
     }
 
     /// `thrum run TEST -H SERVER ARGS.. --json`, to be run in A.
     fn client_cmd(&self, server: &ServerProc, test: &str, args: &[&str]) -> Command {
-        let mut cmd = ns_exec(&self.a, bin());
-        cmd.args(["run", test, "-H", &server.addr])
-            .args(args)
-            .arg("--json");
-        cmd
+        ns_client_cmd(&self.a, server, test, args)
     }
 
     /// Run a client in A to completion and return the parsed result,
