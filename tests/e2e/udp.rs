@@ -145,12 +145,22 @@ fn udp_rr_one_and_many_flows() {
         ("1400,1400", "8", "2", "3"),
         ("1,1", "2", "1", "16"),
     ] {
-        let doc = run(
-            &server,
-            &[
-                "udp_rr", "-r", size, "-F", flows, "-T", threads, "-b", burst,
-            ],
-        );
+        // A 2 s timeout: on loopback nothing is dropped, and a response held
+        // up by a busy CPU (beyond the 50 ms default) must not read as lost.
+        let args = [
+            "udp_rr",
+            "-r",
+            size,
+            "-F",
+            flows,
+            "-T",
+            threads,
+            "-b",
+            burst,
+            "--rr-timeout",
+            "2s",
+        ];
+        let doc = run(&server, &args);
         let what = format!("udp_rr -r {size} -F {flows} -b {burst}");
         let s = &doc["summary"];
         let done = total(&doc, "local", "transactions");
@@ -200,6 +210,8 @@ fn udp_rr_count_limit_is_exact() {
             "3",
             "-b",
             "2",
+            "--rr-timeout",
+            "2s",
             "--json",
         ],
         Duration::from_secs(30),
