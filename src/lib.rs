@@ -94,21 +94,25 @@ fn target_or_embedded(
     Ok((t, Some(server)))
 }
 
-fn exporter(f: Format) -> Box<dyn Exporter> {
+fn exporter(f: Format, human: &export::human::Human) -> Box<dyn Exporter> {
     match f {
-        Format::Human => Box::new(export::human::Human),
+        Format::Human => Box::new(human.clone()),
         Format::Json => Box::new(export::json::Json),
         Format::Keyval => Box::new(export::keyval::Keyval),
     }
 }
 
 /// Write every requested output; called on success and on failure alike.
-fn write_outputs(result: &TestResult, out: &OutputArgs) -> Result<()> {
+fn write_outputs(
+    result: &TestResult,
+    out: &OutputArgs,
+    human: &export::human::Human,
+) -> Result<()> {
     if let Some(path) = &out.samples {
         export::write_atomic(path, &export::render(&export::csv::Csv, result))
             .with_context(|| format!("writing --samples {}", path.display()))?;
     }
-    let bytes = export::render(exporter(out.format()).as_ref(), result);
+    let bytes = export::render(exporter(out.format(), human).as_ref(), result);
     match &out.output {
         Some(path) => export::write_atomic(path, &bytes)
             .with_context(|| format!("writing --output {}", path.display()))?,
@@ -130,9 +134,30 @@ fn run_test(args: &RunArgs) -> Result<ExitCode> {
         on: std::io::stderr().is_terminal(),
         test: plan.test,
     };
-    let result = control::client::run(&target, &plan, &mut progress);
+    let result = match args.repeat() {
+        Some(rep) => {
+            let terminal = progress.on;
+            control::client::run_repeated(&target, &plan, rep, &mut progress, &mut |it| {
+                if terminal {
+                    eprintln!(
+                        "\r\x1b[2Kiteration {}: {}",
+                        it.index,
+                        export::human::figure(it.figure, it.unit)
+                    );
+                }
+            })
+        }
+        None => control::client::run(&target, &plan, &mut progress),
+    };
     drop(progress);
-    write_outputs(&result, &args.out)?;
+    if let Some(c) = &result.confidence
+        && !c.achieved
+        && result.summary.error.is_none()
+    {
+        // Loud on the terminal too, whatever the output format.
+        eprintln!("warning: {}", result.summary.warnings[0]);
+    }
+    write_outputs(&result, &args.out, &args.human_options())?;
     if let Some(e) = &result.summary.error {
         if args.out.format() != Format::Human || args.out.output.is_some() {
             eprintln!("Error: {e}");
@@ -210,6 +235,7 @@ fn print_suite_table(results: &[TestResult]) {
         };
         let (p50, p99) = s
             .latency_ns
+            .as_ref()
             .map(|l| (units::fmt_ns(l.p50 as f64), units::fmt_ns(l.p99 as f64)))
             .unwrap_or_default();
         let cpu = s.local.rusage.map_or(0.0, |u| u.user_s + u.system_s);

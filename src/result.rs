@@ -23,8 +23,61 @@ pub struct TestResult {
     pub environment: Environment,
     pub intervals: Vec<Interval>,
     pub summary: Summary,
+    /// Every run of the test: one, or several with --iterations.
+    pub iterations: Vec<Iteration>,
+    /// The confidence interval of the mean over the iterations, when asked for.
+    pub confidence: Option<Confidence>,
 }
 
+/// One run's figures, when the test is repeated.
+#[derive(Clone, Debug, Serialize)]
+pub struct Iteration {
+    pub index: u32,
+    /// The figure of merit (bits/s or transactions/s) and its unit.
+    pub figure: f64,
+    pub unit: &'static str,
+    pub duration_s: f64,
+    pub local_cpu_util_percent: Option<f64>,
+    pub remote_cpu_util_percent: Option<f64>,
+    pub error: Option<String>,
+}
+
+impl Iteration {
+    pub fn of(index: u32, r: &TestResult) -> Iteration {
+        let (figure, unit) = r.headline();
+        Iteration {
+            index,
+            figure,
+            unit,
+            duration_s: r.summary.duration_s,
+            local_cpu_util_percent: r.summary.local.cpu_util_percent,
+            remote_cpu_util_percent: r.summary.remote.cpu_util_percent,
+            error: r.summary.error.clone(),
+        }
+    }
+}
+
+/// netperf's -i/-I: the interval of the mean of the figure of merit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Confidence {
+    /// 95 or 99 (percent).
+    pub level: u32,
+    /// The whole interval as a percentage of the mean (5: the mean ± 2.5 %).
+    pub width_percent_requested: f64,
+    /// The figure of merit's interval; null with one iteration.
+    pub width_percent_achieved: Option<f64>,
+    /// Every interval (figure, and CPU utilisation where measured) within the width.
+    pub achieved: bool,
+    pub iterations_min: u32,
+    pub iterations_max: u32,
+    pub iterations_run: u32,
+    /// Mean, sample standard deviation and half-width of the figure of merit.
+    pub mean: f64,
+    pub stddev: Option<f64>,
+    pub half_width: Option<f64>,
+    pub local_cpu_width_percent_achieved: Option<f64>,
+    pub remote_cpu_width_percent_achieved: Option<f64>,
+}
 /// The plan plus where it ran.
 #[derive(Clone, Debug, Serialize)]
 pub struct Spec {
@@ -118,6 +171,92 @@ pub struct Interval {
     /// empty when the server's sample did not arrive.
     pub remote: Vec<Counts>,
     pub sum: Figures,
+    /// Latency of the transactions that completed in this interval (RR tests, measure phase).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<LatencySummary>,
+}
+
+impl Interval {
+    /// The interval's figure of merit (bits/s or transactions/s), if it has one.
+    pub fn headline(&self) -> Option<f64> {
+        self.sum.throughput_bps.or(self.sum.transactions_per_s)
+    }
+}
+
+/// How steady the figure of merit was over the measurement window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Stability {
+    /// Coefficient of variation (standard deviation / mean) of the per-interval figure.
+    pub cv: Option<f64>,
+    /// Change of the mean of the last third of the intervals against the first third, in percent.
+    pub trend_percent: Option<f64>,
+    pub warnings: Vec<String>,
+}
+
+/// A trend beyond this (in percent, either way) gets a warning.
+pub const TREND_WARN_PERCENT: f64 = 10.0;
+
+impl Stability {
+    /// Judge the measure-phase intervals. Intervals whose figure needs the
+    /// server's sample and lack it are left out.
+    pub fn of(test: TestKind, measure: &[&Interval], quota_limited: bool) -> Stability {
+        let needs_remote = matches!(
+            test,
+            TestKind::TcpStream | TestKind::UdpStream | TestKind::TcpBidir
+        );
+        let xs: Vec<f64> = measure
+            .iter()
+            .filter(|i| !needs_remote || !i.remote.is_empty())
+            .filter_map(|i| i.headline())
+            .collect();
+        let mut st = Stability::default();
+        let n = xs.len();
+        if n >= 2 {
+            let mean = xs.iter().sum::<f64>() / n as f64;
+            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            st.cv = (mean > 0.0).then(|| var.sqrt() / mean);
+        }
+        if n >= 3 {
+            let third = n / 3;
+            let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let (first, last) = (avg(&xs[..third]), avg(&xs[n - third..]));
+            if first > 0.0 {
+                let t = 100.0 * (last - first) / first;
+                st.trend_percent = Some(t);
+                if t.abs() > TREND_WARN_PERCENT {
+                    st.warnings.push(format!(
+                        "the figure trends {t:+.1} % from the first third of the window to the last: the system did not reach a steady state (longer --warmup or --duration?)"
+                    ));
+                }
+            }
+        }
+        // A flow that stops moving while the others go on (neper's
+        // correlation coefficient stays near 1 when that happens; this does
+        // not). Count-limited runs are left out: flows that met their quota idle.
+        if !quota_limited {
+            let moved = |i: &Interval, f: usize| {
+                i.local
+                    .get(f)
+                    .is_some_and(|c| c.bytes_sent + c.bytes_received + c.transactions > 0)
+            };
+            let flows = measure.iter().map(|i| i.local.len()).max().unwrap_or(0);
+            for f in 0..flows {
+                let stalled: Vec<u32> = measure
+                    .iter()
+                    .filter(|i| !moved(i, f) && (0..flows).any(|g| g != f && moved(i, g)))
+                    .map(|i| i.index)
+                    .collect();
+                if let (Some(a), Some(b)) = (stalled.first(), stalled.last()) {
+                    st.warnings.push(format!(
+                        "flow {f} moved nothing in {} of {} measure intervals while other flows did (intervals {a}..={b})",
+                        stalled.len(),
+                        measure.len()
+                    ));
+                }
+            }
+        }
+        st
+    }
 }
 
 /// Counts of a window on both ends, and the rates they give.
@@ -196,6 +335,8 @@ pub struct Side {
     pub total: Counts,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rusage: Option<Rusage>,
+    /// Overall CPU utilisation of this end's host over the window, percent (0–100).
+    pub cpu_util_percent: Option<f64>,
 }
 
 impl Side {
@@ -215,6 +356,7 @@ impl Side {
             datagrams_received_per_s: rate(window.datagrams_received as f64),
             total,
             rusage,
+            cpu_util_percent: None,
         }
     }
 }
@@ -239,6 +381,13 @@ pub struct Summary {
     pub transactions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+    /// Coefficient of variation of the per-interval figure of merit over the window.
+    pub stability_cv: Option<f64>,
+    /// Last third of the window against the first third, percent.
+    pub trend_percent: Option<f64>,
     /// udp_stream: datagrams the client sent in its window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datagrams_sent: Option<u64>,

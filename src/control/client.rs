@@ -10,6 +10,7 @@
 //! [`run`] always returns a [`TestResult`]: on failure it carries the error
 //! and every sample gathered so far.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -24,9 +25,11 @@ use crate::io::socket::{
     DataSocketOpts, connect, local_port, path_mtu, set_nonblocking, udp_connected,
 };
 use crate::plan::{TestKind, TestPlan};
-use crate::result::{Environment, Figures, Interval, SCHEMA, Side, Spec, Summary, TestResult};
+use crate::result::{
+    Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
+};
 use crate::stats::counters::{Counts, FlowCounters};
-use crate::stats::latency::LatencyHistogram;
+use crate::stats::latency::{LatencyHistogram, LatencySummary};
 use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
 use crate::workload::rr::RrClient;
 use crate::workload::stream::StreamFlow;
@@ -79,6 +82,7 @@ struct Gathered {
     local: Vec<LocalSample>,
     remote: Vec<Option<RemoteSample>>,
     latency: LatencyHistogram,
+    interval_latency: BTreeMap<u32, LatencySummary>,
     local_total: Option<Counts>,
     remote_total: Option<Counts>,
     local_rusage: Option<Rusage>,
@@ -96,10 +100,17 @@ fn unix_now() -> f64 {
 
 /// Run one test. Never fails: errors land in `summary.error`.
 pub fn run(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> TestResult {
+    let mut r = run_once(target, plan, observer);
+    r.iterations = vec![crate::result::Iteration::of(1, &r)];
+    r
+}
+
+fn run_once(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> TestResult {
     let mut g = Gathered {
         local: Vec::new(),
         remote: Vec::new(),
         latency: LatencyHistogram::new(),
+        interval_latency: BTreeMap::new(),
         local_total: None,
         remote_total: None,
         local_rusage: None,
@@ -190,7 +201,12 @@ fn drive(
     g.env.server_software = Some(software);
     g.env.udp_io = udp_io(plan);
 
-    write_msg(&mut ctrl, &Msg::Spec { plan: plan.clone() })?;
+    write_msg(
+        &mut ctrl,
+        &Msg::Spec {
+            plan: Box::new(plan.clone()),
+        },
+    )?;
     let Msg::Accepted {
         data_port,
         token,
@@ -318,8 +334,8 @@ fn drive(
     // counts at t0: nothing they do before the session's first tick escapes
     // the window (it matters when the test starts in the measure phase).
     let t0 = Instant::now();
-    let engine =
-        Engine::start(counters, workers, phases[0].0).context("starting worker threads")?;
+    let engine = Engine::start(counters, workers, phases[0].0, &plan.percentiles)
+        .context("starting worker threads")?;
     g.env.local_drivers = engine_drivers(&engine);
 
     // Samples arrive on their own thread so the clock never waits on the network.
@@ -352,6 +368,7 @@ fn drive(
     // Stop our workers whatever happened, then collect what they leave.
     let out = run.engine.take().expect("engine").join();
     g.latency = out.latency;
+    g.interval_latency = out.interval_latency;
     g.local_rusage = Some(Rusage::process().since(&rusage0));
     outcome?;
     if let Some(e) = out.error {
@@ -478,6 +495,8 @@ impl Running {
         plan: &TestPlan,
         observer: &mut dyn Observer,
     ) -> Result<()> {
+        // Interval first: a worker that sees the new phase sees the new interval too.
+        self.engine().set_interval(self.seq);
         self.engine().set_phase(next);
         let (at, counts) = if self.seq == 0 {
             let zero = vec![Counts::default(); self.engine().snapshot().len()];
@@ -681,6 +700,7 @@ fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         local,
         remote,
         sum,
+        latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
     }
 }
 
@@ -727,8 +747,12 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
             ));
         }
     }
-    let latency = g.latency.summary();
+    let latency = g.latency.summary_with(&plan.percentiles);
     let is_stream = plan.test.is_stream();
+    let stability = Stability::of(plan.test, &measure, plan.transactions.is_some());
+    if error.is_none() {
+        warnings.extend(stability.warnings);
+    }
     let sent_bps = match plan.test {
         TestKind::TcpStream | TestKind::UdpStream => bps(local_w.bytes_sent, local_s),
         TestKind::TcpMaerts => bps(remote_w.bytes_sent, remote_s),
@@ -745,7 +769,10 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
         throughput_bps_sent: if measure.is_empty() { None } else { sent_bps },
         transactions_per_s: fig.transactions_per_s,
         transactions: (!is_stream).then_some(local_w.transactions),
+        histogram: (!is_stream && latency.is_some()).then(|| g.latency.to_base64()),
         latency_ns: if is_stream { None } else { latency },
+        stability_cv: stability.cv,
+        trend_percent: stability.trend_percent,
         datagrams_sent: (plan.test == TestKind::UdpStream).then_some(local_w.datagrams_sent),
         datagrams_received: (plan.test == TestKind::UdpStream)
             .then_some(remote_w.datagrams_received),
@@ -788,5 +815,158 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
         environment: g.env,
         intervals,
         summary,
+        iterations: Vec::new(),
+        confidence: None,
     }
+}
+
+/// netperf's -i/-I: how often to repeat a test and when to stop.
+#[derive(Clone, Copy, Debug)]
+pub struct Repeat {
+    pub min: u32,
+    pub max: u32,
+    /// 95 or 99.
+    pub level: u32,
+    /// The whole interval in percent of the mean.
+    pub width_percent: f64,
+}
+
+/// Run the whole test again and again until the confidence interval of the
+/// mean figure of merit (and of CPU utilisation) is within the width, or
+/// `max` runs. The result is the last run's, with `iterations` and
+/// `confidence` filled, the summary's figures of merit replaced by their mean
+/// over the runs, and the latency merged over every run (docs/json.md).
+pub fn run_repeated(
+    target: &Target,
+    plan: &TestPlan,
+    rep: Repeat,
+    observer: &mut dyn Observer,
+    on_iteration: &mut dyn FnMut(&crate::result::Iteration),
+) -> TestResult {
+    use crate::result::{Confidence, Iteration};
+    use crate::stats::confidence::{Rule, mean_interval};
+    let rule = Rule {
+        min: rep.min,
+        max: rep.max,
+        level: rep.level as f64 / 100.0,
+        width_percent: rep.width_percent,
+    };
+    let mut iterations: Vec<Iteration> = Vec::new();
+    let mut summaries: Vec<Summary> = Vec::new();
+    let mut latency = LatencyHistogram::new();
+    let mut last;
+    loop {
+        let r = run_once(target, plan, observer);
+        let it = Iteration::of(iterations.len() as u32 + 1, &r);
+        on_iteration(&it);
+        iterations.push(it);
+        if let Some(h) = r
+            .summary
+            .histogram
+            .as_deref()
+            .and_then(|h| LatencyHistogram::from_base64(h).ok())
+        {
+            latency.merge(&h);
+        }
+        let failed = r.summary.error.is_some();
+        if !failed {
+            summaries.push(r.summary.clone());
+        }
+        last = r;
+        if failed || rule.done(&slices(&series(&iterations))) {
+            break;
+        }
+    }
+    let figs: Vec<f64> = iterations
+        .iter()
+        .filter(|i| i.error.is_none())
+        .map(|i| i.figure)
+        .collect();
+    let level = rule.level;
+    let width = |xs: Option<Vec<f64>>| {
+        xs.and_then(|v| mean_interval(&v, level))
+            .map(|m| m.width_percent)
+    };
+    let fig_ci = mean_interval(&figs, level);
+    let all = |f: fn(&Iteration) -> Option<f64>| -> Option<Vec<f64>> {
+        iterations.iter().map(f).collect()
+    };
+    let achieved = rule.achieved(&slices(&series(&iterations))) && last.summary.error.is_none();
+    let conf = Confidence {
+        level: rep.level,
+        width_percent_requested: rep.width_percent,
+        width_percent_achieved: fig_ci.map(|m| m.width_percent),
+        achieved,
+        iterations_min: rep.min,
+        iterations_max: rep.max,
+        iterations_run: iterations.len() as u32,
+        mean: mean(&figs).unwrap_or(0.0),
+        stddev: fig_ci.map(|m| m.stddev),
+        half_width: fig_ci.map(|m| m.half_width),
+        local_cpu_width_percent_achieved: width(all(|i| i.local_cpu_util_percent)),
+        remote_cpu_width_percent_achieved: width(all(|i| i.remote_cpu_util_percent)),
+    };
+    if !achieved && last.summary.error.is_none() {
+        last.summary.warnings.insert(
+            0,
+            format!(
+                "CONFIDENCE NOT ACHIEVED: after {} iteration(s) the {} % interval of the mean is {} wide, {} % was asked for; the figures are less certain than requested",
+                iterations.len(),
+                rep.level,
+                conf.width_percent_achieved
+                    .map_or("undefined".to_string(), |w| format!("{w:.2} %")),
+                rep.width_percent
+            ),
+        );
+    }
+    // The figures of merit become means over the successful runs.
+    let avg = |f: fn(&Summary) -> Option<f64>| -> Option<f64> {
+        let v: Option<Vec<f64>> = summaries.iter().map(f).collect();
+        v.and_then(|v| mean(&v))
+    };
+    if last.summary.error.is_none() {
+        let s = &mut last.summary;
+        s.throughput_bps = avg(|s| s.throughput_bps);
+        s.throughput_bps_c2s = avg(|s| s.throughput_bps_c2s);
+        s.throughput_bps_s2c = avg(|s| s.throughput_bps_s2c);
+        s.throughput_bps_sent = avg(|s| s.throughput_bps_sent);
+        s.transactions_per_s = avg(|s| s.transactions_per_s);
+        s.local.cpu_util_percent = avg(|s| s.local.cpu_util_percent);
+        s.remote.cpu_util_percent = avg(|s| s.remote.cpu_util_percent);
+        if latency.count() > 0 {
+            s.latency_ns = latency.summary_with(&plan.percentiles);
+            s.histogram = Some(latency.to_base64());
+        }
+    }
+    last.iterations = iterations;
+    last.confidence = Some(conf);
+    last
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The series the stopping rule judges: the figure, and CPU utilisation
+/// where every run measured it.
+fn series(its: &[crate::result::Iteration]) -> Vec<Vec<f64>> {
+    let mut v = vec![
+        its.iter()
+            .filter(|i| i.error.is_none())
+            .map(|i| i.figure)
+            .collect::<Vec<f64>>(),
+    ];
+    for f in [
+        |i: &crate::result::Iteration| i.local_cpu_util_percent,
+        |i: &crate::result::Iteration| i.remote_cpu_util_percent,
+    ] {
+        if let Some(x) = its.iter().map(f).collect::<Option<Vec<f64>>>() {
+            v.push(x);
+        }
+    }
+    v
+}
+
+fn slices(v: &[Vec<f64>]) -> Vec<&[f64]> {
+    v.iter().map(|x| x.as_slice()).collect()
 }

@@ -85,7 +85,7 @@ pub enum Msg {
         limits: Option<ServerLimits>,
     },
     Spec {
-        plan: TestPlan,
+        plan: Box<TestPlan>,
     },
     Accepted {
         data_port: u16,
@@ -243,7 +243,7 @@ mod tests {
                 limits: None,
             },
             Msg::Spec {
-                plan: TestPlan::new(TestKind::TcpRr),
+                plan: Box::new(TestPlan::new(TestKind::TcpRr)),
             },
             Msg::Tick {
                 seq: 3,

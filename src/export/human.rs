@@ -7,7 +7,26 @@ use super::Exporter;
 use crate::result::{Figures, TestResult};
 use crate::units::{BitsPerSec, fmt_ns};
 
-pub struct Human;
+/// The human table, with what the flags add to it.
+#[derive(Clone, Debug, Default)]
+pub struct Human {
+    /// --histogram: the log-scale latency histogram.
+    pub histogram: bool,
+    /// -c / -C / --cpu: CPU utilisation and service demand of each end.
+    pub local_cpu: bool,
+    pub remote_cpu: bool,
+    /// --verbose: provenance first.
+    pub verbose: bool,
+}
+
+/// A figure of merit with its unit, for people.
+pub fn figure(v: f64, unit: &str) -> String {
+    if unit == "bit/s" {
+        BitsPerSec(v).to_string()
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
 
 fn headline(f: &Figures) -> String {
     if let Some(t) = f.throughput_bps {
@@ -121,6 +140,32 @@ impl Exporter for Human {
                 fmt_ns(l.p99_9 as f64),
                 fmt_ns(l.max as f64)
             )?;
+            if !l.percentiles.is_empty() {
+                let ps: Vec<String> = l
+                    .percentiles
+                    .iter()
+                    .map(|p| format!("p{} {}", p.percentile, fmt_ns(p.ns as f64)))
+                    .collect();
+                writeln!(out, "           {}", ps.join("  "))?;
+            }
+        }
+        if self.histogram
+            && let Some(h) = s
+                .histogram
+                .as_deref()
+                .and_then(|h| crate::stats::latency::LatencyHistogram::from_base64(h).ok())
+        {
+            writeln!(out, "  latency histogram (log2 buckets)")?;
+            for row in h.text_rows() {
+                writeln!(out, "    {row}")?;
+            }
+        }
+        if let Some(cv) = s.stability_cv {
+            write!(out, "  stability              cv {:.1} %", 100.0 * cv)?;
+            match s.trend_percent {
+                Some(t) => writeln!(out, ", trend {t:+.1} % (last third vs first)")?,
+                None => writeln!(out)?,
+            }
         }
         writeln!(
             out,
@@ -132,6 +177,34 @@ impl Exporter for Human {
                 out,
                 "  {:<8} {:>16} {:>16} {:>14}",
                 name, side.bytes_sent, side.bytes_received, side.transactions
+            )?;
+        }
+        if let Some(c) = &r.confidence {
+            writeln!(out, "  iterations")?;
+            for it in &r.iterations {
+                writeln!(out, "    {:>3}  {}", it.index, figure(it.figure, it.unit))?;
+            }
+            let unit = r.iterations.first().map_or("", |i| i.unit);
+            write!(
+                out,
+                "  mean {} over {} iteration(s); {} % interval ",
+                figure(c.mean, unit),
+                c.iterations_run,
+                c.level
+            )?;
+            match c.width_percent_achieved {
+                Some(w) => write!(out, "{w:.2} % wide (±{:.2} %)", w / 2.0)?,
+                None => write!(out, "undefined")?,
+            }
+            writeln!(
+                out,
+                ", {} % asked: {}",
+                c.width_percent_requested,
+                if c.achieved {
+                    "achieved"
+                } else {
+                    "NOT ACHIEVED"
+                }
             )?;
         }
         for w in &s.warnings {
