@@ -424,3 +424,110 @@ impl TestResult {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Measure intervals of tcp_rr with per-flow transaction counts.
+    fn intervals(per_flow: &[&[u64]]) -> Vec<Interval> {
+        per_flow
+            .iter()
+            .enumerate()
+            .map(|(k, flows)| {
+                let local: Vec<Counts> = flows
+                    .iter()
+                    .map(|&t| Counts {
+                        transactions: t,
+                        bytes_sent: t,
+                        bytes_received: t,
+                        ..Counts::default()
+                    })
+                    .collect();
+                let sum = Figures::compute(
+                    TestKind::TcpRr,
+                    Counts::sum(&local),
+                    Counts::default(),
+                    1.0,
+                    1.0,
+                );
+                Interval {
+                    index: k as u32,
+                    phase: Phase::Measure,
+                    start_s: k as f64,
+                    end_s: k as f64 + 1.0,
+                    unix_end_s: 0.0,
+                    local,
+                    remote: Vec::new(),
+                    sum,
+                    latency_ns: None,
+                }
+            })
+            .collect()
+    }
+
+    fn judge(per_flow: &[&[u64]]) -> Stability {
+        let ivs = intervals(per_flow);
+        let refs: Vec<&Interval> = ivs.iter().collect();
+        Stability::of(TestKind::TcpRr, &refs, false)
+    }
+
+    #[test]
+    fn steady_figures_are_stable() {
+        let st = judge(&[
+            &[100, 100],
+            &[101, 99],
+            &[100, 100],
+            &[99, 101],
+            &[100, 100],
+            &[100, 100],
+        ]);
+        assert!(st.cv.unwrap() < 0.01);
+        assert!(st.trend_percent.unwrap().abs() < 1.0);
+        assert!(st.warnings.is_empty(), "{:?}", st.warnings);
+    }
+
+    #[test]
+    fn a_flow_that_stops_halfway_is_named() {
+        // Flow 1 stops after three intervals. The correlation of the
+        // cumulative total against time (neper's correlation_coefficient)
+        // still reads 0.98 here.
+        let st = judge(&[
+            &[100, 100],
+            &[100, 100],
+            &[100, 100],
+            &[100, 0],
+            &[100, 0],
+            &[100, 0],
+        ]);
+        assert!(
+            st.warnings
+                .iter()
+                .any(|w| w.contains("flow 1 moved nothing in 3 of 6")),
+            "{:?}",
+            st.warnings
+        );
+        assert!((st.trend_percent.unwrap() + 50.0).abs() < 1e-9);
+        assert!(st.warnings.iter().any(|w| w.contains("trends -50.0 %")));
+        assert!(st.cv.unwrap() > 0.2);
+    }
+
+    #[test]
+    fn a_rising_figure_trends() {
+        let st = judge(&[&[100], &[100], &[110], &[120], &[130], &[130]]);
+        assert!((st.trend_percent.unwrap() - 30.0).abs() < 1e-9);
+        assert_eq!(st.warnings.len(), 1);
+    }
+
+    #[test]
+    fn quota_limited_runs_do_not_flag_idle_flows() {
+        let ivs = intervals(&[&[100, 100], &[100, 0]]);
+        let refs: Vec<&Interval> = ivs.iter().collect();
+        assert!(
+            Stability::of(TestKind::TcpRr, &refs, true)
+                .warnings
+                .is_empty()
+        );
+        assert!(judge(&[&[100]]).cv.is_none());
+    }
+}

@@ -5,6 +5,7 @@
 mod common;
 mod failures;
 mod loopback;
+mod measure;
 mod netns;
 mod udp;
 mod udp_loss;
