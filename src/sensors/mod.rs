@@ -9,11 +9,13 @@
 //! implement) is an `Option` that is simply left out, never an error.
 
 pub mod cpu;
+pub mod net;
 pub mod rusage;
 
 pub use cpu::{
     CpuSnapshot, CpuUsage, service_demand, service_demand_from_cpu_s, service_demand_us_per_kb,
 };
+pub use net::{IfCounters, route_interface};
 pub use rusage::Rusage;
 
 /// Keep this thread busy for `d`, so that a test's CPU window has ticks in it.
