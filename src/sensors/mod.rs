@@ -11,12 +11,14 @@
 pub mod cpu;
 pub mod net;
 pub mod rusage;
+pub mod tcp_info;
 
 pub use cpu::{
     CpuSnapshot, CpuUsage, service_demand, service_demand_from_cpu_s, service_demand_us_per_kb,
 };
 pub use net::{IfCounters, route_interface};
 pub use rusage::Rusage;
+pub use tcp_info::{TcpInfo, tcp_total_retrans};
 
 /// Keep this thread busy for `d`, so that a test's CPU window has ticks in it.
 #[cfg(test)]
