@@ -9,7 +9,9 @@
 //! implement) is an `Option` that is simply left out, never an error.
 
 pub mod cpu;
+mod ethtool;
 pub mod net;
+pub mod provenance;
 pub mod rusage;
 pub mod tcp_info;
 
@@ -17,6 +19,7 @@ pub use cpu::{
     CpuSnapshot, CpuUsage, service_demand, service_demand_from_cpu_s, service_demand_us_per_kb,
 };
 pub use net::{IfCounters, route_interface};
+pub use provenance::{Provenance, human_lines};
 pub use rusage::Rusage;
 pub use tcp_info::{TcpInfo, tcp_total_retrans};
 
