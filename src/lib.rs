@@ -13,6 +13,7 @@ pub mod export;
 pub mod io;
 pub mod plan;
 pub mod result;
+pub mod sensors;
 pub mod stats;
 pub mod units;
 pub mod workload;

@@ -7,5 +7,6 @@ mod failures;
 mod loopback;
 mod measure;
 mod netns;
+mod sensors;
 mod udp;
 mod udp_loss;
