@@ -369,6 +369,12 @@ mod tests {
             route_interface("::ffff:127.0.0.1".parse().unwrap()).as_deref(),
             Some("lo")
         );
+        if std::net::TcpListener::bind("[::1]:0").is_ok() {
+            assert_eq!(
+                route_interface(Ipv6Addr::LOCALHOST.into()).as_deref(),
+                Some("lo")
+            );
+        }
         assert_eq!(route_interface(Ipv4Addr::UNSPECIFIED.into()), None);
         // An address of our own on another interface still goes over lo;
         // find one by asking which source address the default route uses.
