@@ -8,7 +8,9 @@
 use serde::Serialize;
 
 use crate::control::proto::Rusage;
+use crate::control::window::WindowStats;
 use crate::plan::{TestKind, TestPlan};
+use crate::sensors::CpuUsage;
 use crate::stats::counters::Counts;
 use crate::stats::latency::LatencySummary;
 use crate::workload::Phase;
@@ -21,12 +23,21 @@ pub struct TestResult {
     pub test: TestKind,
     pub spec: Spec,
     pub environment: Environment,
+    /// Where each end ran: versions, kernel, CPU, interface, offloads, coalescing, sysctls.
+    pub provenance: Provenances,
     pub intervals: Vec<Interval>,
     pub summary: Summary,
     /// Every run of the test: one, or several with --iterations.
     pub iterations: Vec<Iteration>,
     /// The confidence interval of the mean over the iterations, when asked for.
     pub confidence: Option<Confidence>,
+}
+
+/// Both ends' provenance; the server's is null when its final report did not arrive.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Provenances {
+    pub local: Option<crate::sensors::Provenance>,
+    pub remote: Option<crate::sensors::Provenance>,
 }
 
 /// One run's figures, when the test is repeated.
@@ -335,8 +346,155 @@ pub struct Side {
     pub total: Counts,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rusage: Option<Rusage>,
-    /// Overall CPU utilisation of this end's host over the window, percent (0–100).
+    /// Overall CPU utilisation of this end's host over the window, percent
+    /// (0–100, where 100 is every CPU busy), from /proc/stat.
     pub cpu_util_percent: Option<f64>,
+    /// CPUs of this end's host.
+    pub cpus: Option<usize>,
+    /// /proc/stat over the window: per CPU, split by kind, the busiest CPU, steal.
+    pub cpu: Option<CpuUsage>,
+    /// This thrum process's rusage over the window only.
+    pub rusage_window: Option<Rusage>,
+    /// µs of CPU per transaction (RR, CRR, CC tests), from `service_demand_source`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_demand_us_per_tran: Option<f64>,
+    /// µs of CPU per KB (1024 bytes) of the figure of merit (stream tests).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_demand_us_per_kb: Option<f64>,
+    /// Service demand from /proc/stat (host-wide busy time), in the unit above.
+    pub service_demand_proc_stat: Option<f64>,
+    /// Service demand from the thrum processes' own CPU time on this host.
+    pub service_demand_rusage: Option<f64>,
+    /// Which one the headline uses: `rusage` on a virtual machine, where
+    /// tick-based /proc/stat is unreliable, `proc_stat` elsewhere.
+    pub service_demand_source: Option<&'static str>,
+    /// The interface toward the peer, and its packets over the window.
+    pub interface: Option<String>,
+    pub tx_packets: Option<u64>,
+    pub rx_packets: Option<u64>,
+    pub tx_packets_per_s: Option<f64>,
+    pub rx_packets_per_s: Option<f64>,
+    /// TCP retransmissions of this end's long-lived data connections (TCP_INFO).
+    pub tcp_retransmits: Option<u64>,
+}
+
+/// Service demands from the two sources that differ by more than this
+/// (percent of the smaller) get a warning.
+pub const DEMAND_DISAGREE_PERCENT: f64 = 15.0;
+/// CPU busy beyond thrum's own, as a share of the machine, that gets a warning.
+pub const OTHER_BUSY_PERCENT: f64 = 10.0;
+/// Steal time, percent of the window, that gets a warning.
+pub const STEAL_WARN_PERCENT: f64 = 5.0;
+
+/// What a side's CPU figures are computed from.
+pub struct CpuBasis<'a> {
+    /// "local" or "remote", for warnings.
+    pub end: &'static str,
+    pub window: &'a WindowStats,
+    /// The figure of merit: transactions/s, or bytes/s for streams.
+    pub units_per_s: f64,
+    pub per_kb: bool,
+    /// CPU seconds of the other thrum process in the window when it runs
+    /// on this host as a separate process (a server on loopback), else 0.
+    pub other_thrum_cpu_s: f64,
+    pub hypervisor: bool,
+    /// Add warnings (false for the second end on one host: the same machine twice).
+    pub warn: bool,
+}
+
+impl Side {
+    /// Fill the CPU, service demand and packet fields from the window's readings.
+    pub fn apply_window(&mut self, b: &CpuBasis, all_warnings: &mut Vec<String>) {
+        let mut ignored = Vec::new();
+        let warnings = if b.warn { all_warnings } else { &mut ignored };
+        let w = b.window;
+        self.rusage_window = w.rusage;
+        self.interface = w.interface.clone();
+        if let Some(p) = w.packets {
+            self.tx_packets = Some(p.tx_packets);
+            self.rx_packets = Some(p.rx_packets);
+            if w.elapsed_s > 0.0 {
+                self.tx_packets_per_s = Some(p.tx_packets as f64 / w.elapsed_s);
+                self.rx_packets_per_s = Some(p.rx_packets as f64 / w.elapsed_s);
+            }
+        }
+        let units = if b.per_kb {
+            b.units_per_s / 1024.0
+        } else {
+            b.units_per_s
+        };
+        let unit = if b.per_kb { "µs/KB" } else { "µs/Tr" };
+        let cpu = w.cpu.as_ref().filter(|c| c.ticks > 0 && c.cpus > 0);
+        if let Some(c) = cpu {
+            self.cpu = Some(c.clone());
+            self.cpu_util_percent = Some(c.overall.util_percent);
+            self.cpus = Some(c.cpus);
+            if c.overall.steal_percent > STEAL_WARN_PERCENT {
+                warnings.push(format!(
+                    "{} host: the hypervisor stole {:.1} % of CPU time in the window; CPU figures and rates suffer",
+                    b.end, c.overall.steal_percent
+                ));
+            }
+        }
+        let (proc_stat, rusage) = if units > 0.0 && w.elapsed_s > 0.0 {
+            (
+                cpu.map(|c| crate::sensors::service_demand(c.overall.util_percent, c.cpus, units)),
+                w.rusage.map(|r| {
+                    crate::sensors::service_demand_from_cpu_s(
+                        r.cpu_s() + b.other_thrum_cpu_s,
+                        units * w.elapsed_s,
+                    )
+                }),
+            )
+        } else {
+            (None, None)
+        };
+        self.service_demand_proc_stat = proc_stat;
+        self.service_demand_rusage = rusage;
+        let (headline, source) = match (proc_stat, rusage) {
+            (Some(_), Some(r)) if b.hypervisor => (Some(r), Some("rusage")),
+            (Some(p), _) => (Some(p), Some("proc_stat")),
+            (None, Some(r)) => (Some(r), Some("rusage")),
+            (None, None) => (None, None),
+        };
+        self.service_demand_source = source;
+        if b.per_kb {
+            self.service_demand_us_per_kb = headline;
+        } else {
+            self.service_demand_us_per_tran = headline;
+        }
+        if let (Some(p), Some(r)) = (proc_stat, rusage) {
+            let lo = p.min(r);
+            if lo > 0.0 && 100.0 * (p - r).abs() / lo > DEMAND_DISAGREE_PERCENT {
+                warnings.push(format!(
+                    "{} service demand: /proc/stat gives {p:.3} {unit}, thrum's own CPU time {r:.3} {unit}, {:.0} % apart; the headline uses {}{}",
+                    b.end,
+                    100.0 * (p - r).abs() / lo,
+                    source.unwrap_or("-"),
+                    if b.hypervisor {
+                        " (virtual machine: tick-based /proc/stat is unreliable)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        // Busy time that thrum did not spend: other processes skew service demand.
+        if let (Some(c), Some(r)) = (cpu, w.rusage) {
+            let machine_s = c.cpus as f64 * w.elapsed_s;
+            let busy_s = c.overall.util_percent / 100.0 * machine_s;
+            let other_s = busy_s - r.cpu_s() - b.other_thrum_cpu_s;
+            if machine_s > 0.0 && 100.0 * other_s / machine_s > OTHER_BUSY_PERCENT {
+                warnings.push(format!(
+                    "{} host: CPUs were busy beyond thrum's own use in the window ({:.2} CPU-s of {:.2}, {:.0} % of the machine): other processes or interrupt work skew service demand",
+                    b.end,
+                    other_s,
+                    machine_s,
+                    100.0 * other_s / machine_s
+                ));
+            }
+        }
+    }
 }
 
 impl Side {
@@ -356,7 +514,7 @@ impl Side {
             datagrams_received_per_s: rate(window.datagrams_received as f64),
             total,
             rusage,
-            cpu_util_percent: None,
+            ..Side::default()
         }
     }
 }
@@ -388,6 +546,11 @@ pub struct Summary {
     pub stability_cv: Option<f64>,
     /// Last third of the window against the first third, percent.
     pub trend_percent: Option<f64>,
+    /// The client's interface toward the server, and its packets/s each way
+    /// over the window (as `summary.local`).
+    pub interface: Option<String>,
+    pub tx_packets_per_s: Option<f64>,
+    pub rx_packets_per_s: Option<f64>,
     /// udp_stream: datagrams the client sent in its window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datagrams_sent: Option<u64>,

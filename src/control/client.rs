@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
+use super::window::{Meter, WindowStats, on_hypervisor};
 use crate::engine::{Engine, place};
 use crate::io::socket::{
     DataSocketOpts, connect, local_port, path_mtu, set_nonblocking, udp_connected,
@@ -28,6 +29,7 @@ use crate::plan::{TestKind, TestPlan};
 use crate::result::{
     Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
 };
+use crate::sensors::Provenance;
 use crate::stats::counters::{Counts, FlowCounters};
 use crate::stats::latency::{LatencyHistogram, LatencySummary};
 use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
@@ -90,6 +92,14 @@ struct Gathered {
     env: Environment,
     server_address: Option<String>,
     warnings: Vec<String>,
+    local_window: Option<WindowStats>,
+    remote_window: Option<WindowStats>,
+    local_provenance: Option<Provenance>,
+    remote_provenance: Option<Provenance>,
+    local_retransmits: Option<u64>,
+    remote_retransmits: Option<u64>,
+    /// The server runs on this host as a separate process.
+    server_on_this_host: bool,
 }
 
 fn unix_now() -> f64 {
@@ -118,6 +128,13 @@ fn run_once(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Te
         env: Environment::gather(),
         server_address: None,
         warnings: Vec::new(),
+        local_window: None,
+        remote_window: None,
+        local_provenance: None,
+        remote_provenance: None,
+        local_retransmits: None,
+        remote_retransmits: None,
+        server_on_this_host: false,
     };
     let error = drive(target, plan, &mut g, observer)
         .err()
@@ -178,6 +195,10 @@ fn drive(
     let mut ctrl = connect_control(target)?;
     let server_ip = ctrl.peer_addr()?.ip();
     g.server_address = Some(ctrl.peer_addr()?.to_string());
+    g.server_on_this_host =
+        !target.embedded && crate::io::socket::same_host(ctrl.local_addr()?.ip(), server_ip);
+    let meter = Meter::new(server_ip);
+    g.local_provenance = Some(Provenance::gather(meter.interface()));
 
     write_msg(
         &mut ctrl,
@@ -329,7 +350,7 @@ fn drive(
     let workers = place(flows, plan.threads as usize, &plan.local.cpu_pin);
 
     let phases = schedule(plan);
-    let rusage0 = Rusage::process();
+    let rusage0 = Rusage::read().unwrap_or_default();
     // The clock starts with the workers, and the first sample is their zero
     // counts at t0: nothing they do before the session's first tick escapes
     // the window (it matters when the test starts in the measure phase).
@@ -355,6 +376,7 @@ fn drive(
         })?;
 
     let mut run = Running {
+        meter,
         engine: Some(engine),
         ctrl,
         rx,
@@ -364,12 +386,14 @@ fn drive(
         label: label.to_string(),
     };
     let outcome = run.timeline(plan, &phases, g, observer);
+    g.local_window = run.meter.window();
 
     // Stop our workers whatever happened, then collect what they leave.
     let out = run.engine.take().expect("engine").join();
     g.latency = out.latency;
     g.interval_latency = out.interval_latency;
-    g.local_rusage = Some(Rusage::process().since(&rusage0));
+    g.local_retransmits = super::server::tcp_retransmits(&out.flows);
+    g.local_rusage = Some(Rusage::read().unwrap_or_default().since(&rusage0));
     outcome?;
     if let Some(e) = out.error {
         bail!(e);
@@ -390,10 +414,16 @@ fn drive(
         rusage,
         errors,
         refused,
+        window,
+        provenance,
+        tcp_retransmits,
     } = fin
     {
         g.remote_total = Some(Counts::sum(&counts));
         g.remote_rusage = Some(rusage);
+        g.remote_window = window.map(|w| *w);
+        g.remote_provenance = provenance.map(|p| *p);
+        g.remote_retransmits = tcp_retransmits;
         for e in errors {
             g.warnings.push(format!("server: {e}"));
         }
@@ -469,6 +499,7 @@ fn schedule(plan: &TestPlan) -> Vec<(Phase, Option<Duration>)> {
 }
 
 struct Running {
+    meter: Meter,
     /// Taken out (and joined) once the timeline is over.
     engine: Option<Engine>,
     ctrl: TcpStream,
@@ -495,6 +526,7 @@ impl Running {
         plan: &TestPlan,
         observer: &mut dyn Observer,
     ) -> Result<()> {
+        self.meter.on_tick(ending, next);
         // Interval first: a worker that sees the new phase sees the new interval too.
         self.engine().set_interval(self.seq);
         self.engine().set_phase(next);
@@ -704,7 +736,12 @@ fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
     }
 }
 
-fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>) -> TestResult {
+fn assemble(
+    target: &Target,
+    plan: &TestPlan,
+    mut g: Gathered,
+    error: Option<String>,
+) -> TestResult {
     let intervals: Vec<Interval> = (1..g.local.len()).map(|k| interval(plan, &g, k)).collect();
     let measure: Vec<&Interval> = intervals
         .iter()
@@ -728,7 +765,7 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
     } else {
         0.0
     };
-    let mut warnings = g.warnings;
+    let mut warnings = std::mem::take(&mut g.warnings);
     if !measure.is_empty() && !remote_complete && error.is_none() {
         warnings
             .push("some server samples did not arrive; server-side figures are incomplete".into());
@@ -761,7 +798,7 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
             .map(|(a, b)| a + b),
         _ => None,
     };
-    let summary = Summary {
+    let mut summary = Summary {
         duration_s: local_s,
         throughput_bps: fig.throughput_bps,
         throughput_bps_c2s: fig.throughput_bps_c2s,
@@ -773,6 +810,9 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
         latency_ns: if is_stream { None } else { latency },
         stability_cv: stability.cv,
         trend_percent: stability.trend_percent,
+        interface: None,
+        tx_packets_per_s: None,
+        rx_packets_per_s: None,
         datagrams_sent: (plan.test == TestKind::UdpStream).then_some(local_w.datagrams_sent),
         datagrams_received: (plan.test == TestKind::UdpStream)
             .then_some(remote_w.datagrams_received),
@@ -798,6 +838,7 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
         warnings,
         error,
     };
+    apply_windows(plan, target.embedded, &fig, &g, &mut summary);
     TestResult {
         schema: SCHEMA,
         test: plan.test,
@@ -813,11 +854,107 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
             bind: target.bind.map(|b| b.to_string()),
         },
         environment: g.env,
+        provenance: crate::result::Provenances {
+            local: g.local_provenance,
+            remote: g.remote_provenance,
+        },
         intervals,
         summary,
         iterations: Vec::new(),
         confidence: None,
     }
+}
+
+/// CPU, service demand, packet counters and retransmissions of both ends
+/// from their window readings, and the warnings they call for.
+fn apply_windows(
+    plan: &TestPlan,
+    target_embedded: bool,
+    fig: &Figures,
+    g: &Gathered,
+    s: &mut Summary,
+) {
+    let per_kb = plan.test.is_stream();
+    let units_per_s = if per_kb {
+        fig.throughput_bps.unwrap_or(0.0) / 8.0
+    } else {
+        fig.transactions_per_s.unwrap_or(0.0)
+    };
+    let cpu_s =
+        |w: &Option<WindowStats>| w.as_ref().and_then(|w| w.rusage).map_or(0.0, |r| r.cpu_s());
+    let hypervisor = on_hypervisor();
+    let embedded = target_embedded;
+    let mut warnings = Vec::new();
+    for (end, side, window, other) in [
+        ("local", &mut s.local, &g.local_window, &g.remote_window),
+        ("remote", &mut s.remote, &g.remote_window, &g.local_window),
+    ] {
+        if let Some(w) = window {
+            side.apply_window(
+                &crate::result::CpuBasis {
+                    end,
+                    window: w,
+                    units_per_s,
+                    per_kb,
+                    other_thrum_cpu_s: if g.server_on_this_host {
+                        cpu_s(other)
+                    } else {
+                        0.0
+                    },
+                    hypervisor,
+                    warn: end == "local" || !(g.server_on_this_host || embedded),
+                },
+                &mut warnings,
+            );
+        }
+    }
+    s.local.tcp_retransmits = g.local_retransmits;
+    s.remote.tcp_retransmits = g.remote_retransmits;
+    s.interface = s.local.interface.clone();
+    s.tx_packets_per_s = s.local.tx_packets_per_s;
+    s.rx_packets_per_s = s.local.rx_packets_per_s;
+    if s.error.is_none() {
+        if let Some(w) = packets_warning(plan, s, g) {
+            warnings.push(w);
+        }
+        s.warnings.extend(warnings);
+    }
+}
+
+/// Largest header overhead of one segment (IPv6 + TCP with timestamps).
+const SEGMENT_HEADERS: u64 = 40 + 32;
+
+/// RR tests whose requests and responses each fit one segment should move
+/// one packet per message each way (two on loopback, where each packet is
+/// counted leaving and arriving); when packets/s and transactions/s part by
+/// more than 2 %, segments carried several messages (TCP coalescing, --burst)
+/// or were retransmitted.
+fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String> {
+    if !plan.test.is_rr() {
+        return None;
+    }
+    let tps = s.transactions_per_s.filter(|t| *t > 0.0)?;
+    let (tx, rx) = (s.local.tx_packets_per_s?, s.local.rx_packets_per_s?);
+    let iface = s.local.interface.as_deref()?;
+    let mtu = g
+        .local_provenance
+        .as_ref()
+        .and_then(|p| p.interface.as_ref())
+        .and_then(|i| i.mtu)
+        .unwrap_or(1500) as u64;
+    if plan.request_bytes.max(plan.response_bytes) + SEGMENT_HEADERS > mtu {
+        return None;
+    }
+    let per = if iface == "lo" { 2.0 } else { 1.0 };
+    let off = |pps: f64| 100.0 * (pps / per - tps) / tps;
+    let (dt, dr) = (off(tx), off(rx));
+    (dt.abs() > 2.0 || dr.abs() > 2.0).then(|| {
+        format!(
+            "packets/s on {iface} ({tx:.0} tx, {rx:.0} rx{}) differ from transactions/s ({tps:.0}) by {dt:+.1} % / {dr:+.1} %: segments carried several requests or responses (TCP coalescing{}) or were retransmitted, so per-transaction figures are not per-packet ones (other traffic on {iface} counts too)",
+            if per == 2.0 { ", two per transaction on loopback" } else { "" },
+            if plan.burst > 0 { ", --burst" } else { "" }
+        )
+    })
 }
 
 /// netperf's -i/-I: how often to repeat a test and when to stop.

@@ -34,43 +34,8 @@ pub struct ServerLimits {
     pub max_frame_bytes: u64,
 }
 
-/// Process resource usage of one end.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Rusage {
-    pub user_s: f64,
-    pub system_s: f64,
-    pub max_rss_kb: u64,
-    pub voluntary_switches: u64,
-    pub involuntary_switches: u64,
-}
-
-impl Rusage {
-    /// Resource usage of this whole process so far.
-    pub fn process() -> Rusage {
-        // SAFETY: getrusage fills the struct we pass.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        Rusage {
-            user_s: tv(ru.ru_utime),
-            system_s: tv(ru.ru_stime),
-            max_rss_kb: ru.ru_maxrss as u64,
-            voluntary_switches: ru.ru_nvcsw as u64,
-            involuntary_switches: ru.ru_nivcsw as u64,
-        }
-    }
-
-    /// Usage between two readings (max RSS is the later high-water mark).
-    pub fn since(&self, earlier: &Rusage) -> Rusage {
-        Rusage {
-            user_s: self.user_s - earlier.user_s,
-            system_s: self.system_s - earlier.system_s,
-            max_rss_kb: self.max_rss_kb,
-            voluntary_switches: self.voluntary_switches - earlier.voluntary_switches,
-            involuntary_switches: self.involuntary_switches - earlier.involuntary_switches,
-        }
-    }
-}
+/// Process resource usage of one end (the same wire names as always).
+pub use crate::sensors::Rusage;
 
 /// Every control message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -131,6 +96,15 @@ pub enum Msg {
         errors: Vec<String>,
         /// Data connections refused (wrong peer or token) during the session.
         refused: u64,
+        /// The server's readings over its measurement window.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window: Option<Box<super::window::WindowStats>>,
+        /// Where the server ran: versions, kernel, interface, sysctls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provenance: Option<Box<crate::sensors::Provenance>>,
+        /// TCP retransmissions of the server's long-lived data connections.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tcp_retransmits: Option<u64>,
     },
     Error {
         message: String,

@@ -19,11 +19,13 @@ use anyhow::{Context, Result, anyhow, bail};
 use super::proto::{
     FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, ServerLimits, read_msg, write_msg,
 };
+use super::window::Meter;
 use crate::engine::{Engine, place};
 use crate::io::socket::{
     DataSocketOpts, listen, local_port, same_host, set_nonblocking, udp_bound,
 };
 use crate::plan::{TestKind, TestPlan, limits};
+use crate::sensors::Provenance;
 use crate::stats::counters::FlowCounters;
 use crate::workload::crr::{ConnectMode, ConnectServer, TOKEN_LEN};
 use crate::workload::rr::RrServer;
@@ -388,7 +390,9 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
     };
 
     let workers = place(flows, threads, &plan.local.cpu_pin);
-    let rusage0 = Rusage::process();
+    let mut meter = Meter::new(peer.ip());
+    let provenance = Provenance::gather(meter.interface());
+    let rusage0 = Rusage::read().unwrap_or_default();
     let engine = Engine::start(counters, workers, Phase::Warmup, &[])?;
     let t0 = Instant::now();
     write_msg(
@@ -402,11 +406,14 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
     // Ticks come at least once per interval; allow generous slack for the drain.
     let idle = Duration::from_nanos(plan.interval_ns) + Duration::from_secs(15);
     ctrl.set_read_timeout(Some(idle))?;
+    let mut phase_now = Phase::Warmup;
     let result = (|| -> Result<Vec<u64>> {
         loop {
             match read_msg(&mut ctrl) {
                 Ok(Msg::Tick { seq, phase }) => {
                     engine.set_phase(phase);
+                    meter.on_tick(phase_now, phase);
+                    phase_now = phase;
                     write_msg(
                         &mut ctrl,
                         &Msg::Sample {
@@ -456,6 +463,7 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         }
     }
     let refused = out.flows.iter().map(|f| f.refused()).sum::<u64>();
+    let tcp_retransmits = tcp_retransmits(&out.flows);
     let mut errors = Vec::new();
     if let Some(e) = out.error {
         errors.push(e);
@@ -464,14 +472,29 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         &mut ctrl,
         &Msg::Final {
             counts,
-            rusage: Rusage::process().since(&rusage0),
+            rusage: Rusage::read().unwrap_or_default().since(&rusage0),
             errors,
             refused,
+            window: meter.window().map(Box::new),
+            provenance: Some(Box::new(provenance)),
+            tcp_retransmits,
         },
     )?;
     drop(out.flows);
     drop(listener);
     Ok(plan.test.name().to_string())
+}
+
+/// Retransmissions summed over the flows' long-lived TCP sockets (None when
+/// there are none, as in UDP and connection-rate tests).
+pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
+    let fds: Vec<_> = flows.iter().filter_map(|f| f.tcp_socket()).collect();
+    (!fds.is_empty()).then(|| {
+        fds.iter()
+            .filter_map(|&fd| crate::sensors::tcp_total_retrans(fd))
+            .map(u64::from)
+            .sum()
+    })
 }
 
 /// Connect each flow's UDP socket to the client's socket for that flow, on

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde_json::Value;
+
 use thrum::stats::latency::LatencyHistogram;
 
 use crate::common::*;
@@ -271,4 +273,115 @@ fn measurement_flags_are_checked() {
             &["--confidence", "(0, 100]"],
         ),
     ]);
+}
+
+/// A document's CPU block for one end is present and in range.
+pub fn assert_cpu_side(side: &Value, what: &str) {
+    let util = f(&side["cpu_util_percent"]);
+    assert!((0.0..=100.0).contains(&util), "{what}: util {util}");
+    let cpu = &side["cpu"];
+    let n = u(&cpu["cpus"]);
+    assert!(n >= 1 && u(&side["cpus"]) == n, "{what}: {cpu}");
+    let per = cpu["per_cpu"].as_array().unwrap();
+    assert_eq!(per.len() as u64, n, "{what}: {cpu}");
+    for c in per {
+        for k in [
+            "util_percent",
+            "user_percent",
+            "system_percent",
+            "softirq_percent",
+            "steal_percent",
+        ] {
+            let p = f(&c[k]);
+            assert!((0.0..=100.0).contains(&p), "{what}: per-CPU {k} {p}");
+        }
+    }
+    let busiest = f(&cpu["busiest_cpu_percent"]);
+    assert!(
+        per.iter().all(|c| f(&c["util_percent"]) <= busiest),
+        "{what}: {cpu}"
+    );
+    // Both sources of service demand, and the headline naming its source.
+    let (p, r) = (
+        f(&side["service_demand_proc_stat"]),
+        f(&side["service_demand_rusage"]),
+    );
+    assert!(p > 0.0 && r > 0.0, "{what}: {p} {r}");
+    let head = side
+        .get("service_demand_us_per_tran")
+        .or(side.get("service_demand_us_per_kb"))
+        .map(f)
+        .unwrap_or_else(|| panic!("{what}: no headline service demand"));
+    match side["service_demand_source"].as_str() {
+        Some("proc_stat") => assert_eq!(head, p),
+        Some("rusage") => assert_eq!(head, r),
+        other => panic!("{what}: source {other:?}"),
+    }
+    let ru = &side["rusage_window"];
+    assert!(f(&ru["user_s"]) + f(&ru["system_s"]) > 0.0, "{what}: {ru}");
+}
+
+/// CPU and service demand on both ends against a separate server on
+/// loopback, in JSON, human (-c -C) and key=value output.
+#[test]
+fn cpu_and_service_demand_on_both_ends() {
+    let server = ServerProc::start(&[]);
+    let base = ["-H", &server.addr, "-l", "1s", "--warmup", "200ms"];
+    let run = |test: &str, extra: &[&str]| {
+        let mut a = vec!["run", test];
+        a.extend(base);
+        a.extend(extra);
+        run_client(&a, Duration::from_secs(30))
+    };
+    for test in ["tcp_rr", "tcp_stream"] {
+        let out = run(test, &["--json"]);
+        let doc = json(&out);
+        assert!(out.status.success(), "{}", doc["summary"]["error"]);
+        assert_schema(&doc);
+        let s = &doc["summary"];
+        assert_cpu_side(&s["local"], "local");
+        assert_cpu_side(&s["remote"], "remote");
+        let key = if test == "tcp_stream" {
+            "service_demand_us_per_kb"
+        } else {
+            "service_demand_us_per_tran"
+        };
+        assert!(s["local"].get(key).is_some(), "{test}: {key}");
+        assert_eq!(s["interface"], "lo");
+        assert!(u(&s["local"]["tcp_retransmits"]) < 1000);
+        for end in ["local", "remote"] {
+            let p = &doc["provenance"][end];
+            assert_eq!(p["interface"]["name"], "lo", "{p}");
+            assert!(p["sysctls"]["net.core.rmem_max"].as_u64().is_some(), "{p}");
+            assert!(!p["thrum_version"].as_str().unwrap().is_empty());
+        }
+    }
+    let out = run("tcp_rr", &["-c", "-C", "-v"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for needle in [
+        "CPU local",
+        "CPU remote",
+        "service demand",
+        "us/Tr",
+        "# local",
+        "# remote",
+        "interface lo",
+    ] {
+        assert!(
+            text.contains(needle),
+            "human output lacks {needle:?}:\n{text}"
+        );
+    }
+    let out = run("tcp_rr", &["--keyval"]);
+    let kv = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "LOCAL_CPU_UTIL=",
+        "REMOTE_CPU_UTIL=",
+        "LOCAL_SD=",
+        "REMOTE_SD=",
+        "SD_UNITS=us/Tr",
+    ] {
+        assert!(kv.contains(needle), "keyval lacks {needle}:\n{kv}");
+    }
 }
