@@ -122,47 +122,20 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// This end's basics, from the same readings as its provenance.
     pub fn gather() -> Environment {
-        let (kernel, machine, hostname) = uname();
-        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-            .unwrap_or_default();
+        let p = crate::sensors::Provenance::gather(None);
+        let k = p.kernel.unwrap_or_default();
         Environment {
-            thrum_version: env!("CARGO_PKG_VERSION").to_string(),
+            thrum_version: p.thrum_version,
             command_line: std::env::args().collect(),
-            hostname,
-            kernel,
-            machine,
-            cpu_model,
+            hostname: p.hostname.unwrap_or_default(),
+            kernel: format!("{} {}", k.sysname, k.release),
+            machine: k.machine,
+            cpu_model: p.cpu_model.unwrap_or_default(),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             ..Environment::default()
         }
-    }
-}
-
-fn uname() -> (String, String, String) {
-    // SAFETY: uname fills the struct; fields are NUL-terminated.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return Default::default();
-        }
-        let s = |f: &[libc::c_char]| {
-            std::ffi::CStr::from_ptr(f.as_ptr())
-                .to_string_lossy()
-                .into_owned()
-        };
-        (
-            format!("{} {}", s(&u.sysname), s(&u.release)),
-            s(&u.machine),
-            s(&u.nodename),
-        )
     }
 }
 
