@@ -253,6 +253,14 @@ pub struct Summary {
     pub reordered: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicates: Option<u64>,
+    /// Packets/s the client's interface sent and received over the window (filled by issue 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_packets_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_packets_per_s: Option<f64>,
+    /// The interface those packet counts come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
     pub local: Side,
     pub remote: Side,
     pub warnings: Vec<String>,
