@@ -76,12 +76,21 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("agg");
-    let hosts = format!("{},{}", s1.addr, s2.addr);
+    // netperf's remote_hosts form, read as data.
+    let hosts = dir.path().join("remote_hosts");
+    std::fs::write(
+        &hosts,
+        format!(
+            "REMOTE_HOSTS[0]={}\nREMOTE_HOSTS[1]={}\nREMOTE_HOSTS[2]=unused\nNUM_REMOTE_HOSTS=2\n",
+            s1.addr, s2.addr
+        ),
+    )
+    .unwrap();
     let out = run_client(
         &[
             "agg",
-            "--hosts",
-            &hosts,
+            "--hosts-file",
+            hosts.to_str().unwrap(),
             "--tests",
             "tps,outbound",
             "--step",
