@@ -70,7 +70,8 @@ impl RampProgress {
             self.step + 1,
             self.steps,
             self.running,
-            self.latest.iter().sum::<f64>(),
+            // fold from +0.0: an empty f64 sum is -0.0.
+            self.latest.iter().fold(0.0, |a, v| a + v),
             self.unit
         )
     }
@@ -114,6 +115,7 @@ mod tests {
     fn the_bar_shows_step_streams_and_aggregate() {
         let mut p = RampProgress::with(false);
         p.begin("tps", "Trans/s", 3);
+        assert!(p.line().ends_with(" 0.0 Trans/s"), "{}", p.line());
         p.step(1, 2);
         p.update(0, 100.0);
         p.update(1, 50.0);

@@ -40,9 +40,11 @@ pub fn units_in(series: &[&[Sample]], a: f64, b: f64) -> f64 {
 }
 
 /// The per-second aggregate from `origin`: element k is the summed rate over
-/// `[origin + k, origin + k + 1)`, for every second up to `end`.
+/// `[origin + k, origin + k + 1)`, for every whole second up to `end` (a
+/// last partial second would read low).
 pub fn per_second(series: &[&[Sample]], origin: f64, end: f64) -> Vec<f64> {
-    let n = ((end - origin).ceil().max(0.0)) as usize;
+    // The epsilon keeps a whole number of seconds whole despite rounding.
+    let n = ((end - origin + 1e-9).floor().max(0.0)) as usize;
     (0..n)
         .map(|k| {
             let a = origin + k as f64;
@@ -175,5 +177,26 @@ mod tests {
         assert!(!covers(&x, 0.6, 2.5, 0.0));
         let gap = [s(1.0, 0.5, 1.0), s(2.0, 0.5, 1.0)];
         assert!(!covers(&gap, 0.6, 1.9, 0.1));
+    }
+
+    proptest::proptest! {
+        /// Spreading is conservative: the seconds add up to the whole, and a
+        /// window's average lies between its minimum and maximum.
+        #[test]
+        fn spreading_conserves_units(
+            raw in proptest::collection::vec((0.05f64..2.0, 0.0f64..1e6), 1..40),
+            a in 0.0f64..10.0,
+            len in 0.1f64..20.0,
+        ) {
+            let mut end = 0.3;
+            let xs: Vec<Sample> = raw.iter().map(|&(d, v)| { end += d; s(end, d, v) }).collect();
+            let all = [xs.as_slice()];
+            let total: f64 = xs.iter().map(|x| x.value * x.interval_s).sum();
+            let secs: f64 = per_second(&all, 0.0, end.ceil()).iter().sum();
+            proptest::prop_assert!((secs - total).abs() <= 1e-6 * total.max(1.0));
+            let w = window_stats(&all, a, a + len).unwrap();
+            proptest::prop_assert!(w.minimum <= w.average + 1e-6 * w.average.max(1.0));
+            proptest::prop_assert!(w.average <= w.maximum + 1e-6 * w.maximum.max(1.0));
+        }
     }
 }

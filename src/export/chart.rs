@@ -2,8 +2,8 @@
 //!
 //! The overall chart shows the per-second aggregate (green line), each
 //! complete step's average over its measurement window (dark grey segment),
-//! and each step's start (red vertical mark, labelled with the streams then
-//! running), in the manner of post_proc.py's rrdtool graphs. Per-stream
+//! each step's start (red vertical mark, labelled with the streams then
+//! running) and the end of the ramp (blue mark), in the manner of post_proc.py's rrdtool graphs. Per-stream
 //! charts use the same axes so they can be laid side by side.
 
 use plotters::prelude::*;
@@ -15,6 +15,7 @@ use crate::agg::series::{self, Sample};
 pub const LINE: RGBColor = RGBColor(0, 160, 0);
 pub const STEP_MARK: RGBColor = RGBColor(255, 0, 0);
 pub const STEP_AVERAGE: RGBColor = RGBColor(64, 64, 64);
+pub const RAMP_END: RGBColor = RGBColor(0, 0, 160);
 
 const SIZE: (u32, u32) = (1000, 480);
 
@@ -62,7 +63,8 @@ fn try_draw(
     averages: bool,
     out: &mut String,
 ) -> DrawResult {
-    let x_max = (t.end - t.start).max(1.0);
+    // A little room right of the ramp's end, for its mark.
+    let x_max = (t.end - t.start).max(1.0) * 1.04;
     let y_top = per_second
         .iter()
         .copied()
@@ -109,6 +111,16 @@ fn try_draw(
             )))?;
         }
     }
+    let x_end = t.end - t.start;
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![(x_end, 0.0), (x_end, y_max)],
+        RAMP_END.stroke_width(1),
+    )))?;
+    chart.draw_series(std::iter::once(Text::new(
+        "ramp end",
+        (x_end - x_max * 0.06, y_max * 0.95),
+        ("sans-serif", 12).into_font().color(&RAMP_END),
+    )))?;
     if averages {
         let peak = t
             .peak_step

@@ -56,6 +56,7 @@ fn assert_chart(svg: &str, steps: usize, averages: usize) {
     // The line, plus its legend sample.
     assert!(stroked("#00A000") >= 1, "no aggregate line in the SVG");
     assert_eq!(stroked("#FF0000"), steps, "one start mark per step");
+    assert_eq!(stroked("#0000A0"), 1, "the ramp's end");
     // The averages, plus the legend sample.
     assert_eq!(stroked("#404040"), averages + 1, "one average per step");
     let text: String = doc
