@@ -122,7 +122,7 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     args.check()?;
     let hosts = args.host_list()?;
     let tests = args.test_list()?;
-    let max_streams = args.max_streams()?;
+    let max_streams = args.max_streams(hosts.len())?;
     let targets: Vec<Target> = hosts.iter().map(|h| target_for(h)).collect::<Result<_>>()?;
     let out = args.output.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!("thrum-agg-{}", date_stamp(run::unix_now() as u64)))

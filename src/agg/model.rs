@@ -70,8 +70,11 @@ pub struct TestAgg {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Step {
     pub index: usize,
-    /// Streams running in this step.
+    /// Streams running in this step: `first_stream .. first_stream + streams`
+    /// (0 for a ramp; the sync test runs one stream per step, to each server in turn).
     pub streams: u32,
+    #[serde(default)]
+    pub first_stream: u32,
     /// When the step's first added stream was started, unix seconds.
     pub started: f64,
     /// The measurement window, unix seconds.
@@ -103,6 +106,8 @@ pub struct StreamSeries {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StepSpan {
     pub streams: u32,
+    /// The running streams are `first_stream..first_stream + streams`.
+    pub first_stream: u32,
     pub started: f64,
     pub window: (f64, f64),
 }
@@ -131,7 +136,9 @@ pub fn analyse(
         .enumerate()
         .map(|(index, sp)| {
             let (a, b) = sp.window;
-            let running: Vec<&StreamSeries> = streams.iter().take(sp.streams as usize).collect();
+            let ids = sp.first_stream..sp.first_stream + sp.streams;
+            let running: Vec<&StreamSeries> =
+                streams.iter().filter(|s| ids.contains(&s.index)).collect();
             let complete = match coverage {
                 Coverage::Assumed => true,
                 Coverage::Required { slack_s } => {
@@ -157,6 +164,7 @@ pub fn analyse(
             Step {
                 index,
                 streams: sp.streams,
+                first_stream: sp.first_stream,
                 started: sp.started,
                 start: a,
                 end: b,
@@ -196,6 +204,7 @@ pub fn reanalyse(t: &TestAgg, coverage: Coverage) -> TestAgg {
         .iter()
         .map(|s| StepSpan {
             streams: s.streams,
+            first_stream: s.first_stream,
             started: s.started,
             window: (s.start, s.end),
         })
@@ -288,11 +297,13 @@ mod tests {
         let spans = [
             StepSpan {
                 streams: 1,
+                first_stream: 0,
                 started: 0.0,
                 window: (1.0, 4.0),
             },
             StepSpan {
                 streams: 2,
+                first_stream: 0,
                 started: 5.0,
                 window: (6.0, 9.0),
             },

@@ -106,8 +106,10 @@ pub fn parse_log(path: &Path, text: &str) -> Result<Ramp, NetperfError> {
 }
 
 fn span(streams: u32, began: f64, a: f64, b: f64) -> StepSpan {
+    // netperf's logs give counts, not which processes: the first N.
     StepSpan {
         streams,
+        first_stream: 0,
         started: began,
         window: (a + 1.0, b - 1.0),
     }

@@ -95,8 +95,11 @@ pub fn run_ramp(
     cfg: &RampConfig,
     progress: &mut RampProgress,
 ) -> TestAgg {
-    let steps = ramp::steps(cfg.max_streams);
-    let n = steps.len();
+    let plan = match test {
+        AggTest::Sync => ramp::serial(cfg.targets.len()),
+        _ => ramp::doubling(cfg.max_streams),
+    };
+    let n = plan.len();
     let step_s = cfg.step.as_secs_f64();
     let t0 = Instant::now();
     let u0 = unix_now();
@@ -104,13 +107,15 @@ pub fn run_ramp(
     let (tx, rx) = mpsc::channel::<Update>();
     let mut handles = Vec::new();
     progress.begin(test.name(), test.unit(), n);
-    for (i, &running) in steps.iter().enumerate() {
+    for (i, st) in plan.iter().enumerate() {
         let at = t0 + cfg.step * i as u32;
         pump(&rx, progress, at);
-        progress.step(i, running);
-        for k in ramp::added_in(&steps, i) {
+        progress.step(i, st.running.len() as u32);
+        for k in st.added.clone() {
             let target = cfg.targets[ramp::server_of(k, cfg.targets.len())].clone();
-            let left = ramp_end.saturating_duration_since(Instant::now());
+            // Until the end of the last step the stream runs in.
+            let until = t0 + cfg.step * (ramp::last_step(&plan, k) + 1) as u32;
+            let left = until.saturating_duration_since(Instant::now());
             let plan = test.plan(
                 burst,
                 left.as_nanos().max(1_000_000) as u64,
@@ -148,7 +153,7 @@ pub fn run_ramp(
             },
         })
         .collect();
-    let spans = spans(&steps, &streams, u0, step_s, cfg.trim.as_secs_f64());
+    let spans = spans(&plan, &streams, u0, step_s, cfg.trim.as_secs_f64());
     let ramp_end_unix = u0 + step_s * n as f64;
     let mut t = model::analyse(
         test.name(),
@@ -187,23 +192,27 @@ pub fn find_burst(target: &Target, probe: Duration, min_gain: f64) -> anyhow::Re
 
 /// Step windows: from `trim_s` after the step's last stream started to `trim_s` before the next step.
 pub fn spans(
-    steps: &[u32],
+    plan: &[ramp::StepPlan],
     streams: &[StreamSeries],
     u0: f64,
     step_s: f64,
     trim_s: f64,
 ) -> Vec<StepSpan> {
-    (0..steps.len())
-        .map(|i| {
+    plan.iter()
+        .enumerate()
+        .map(|(i, st)| {
             let started = u0 + step_s * i as f64;
             let next = started + step_s;
-            let last_start = ramp::added_in(steps, i)
+            let last_start = st
+                .added
+                .clone()
                 .filter_map(|k| streams.get(k as usize).and_then(|s| s.started))
                 .fold(started, f64::max);
             let window = series::trim(last_start, next, trim_s)
                 .unwrap_or((last_start + trim_s, last_start + trim_s));
             StepSpan {
-                streams: steps[i],
+                streams: st.running.len() as u32,
+                first_stream: st.running.start,
                 started,
                 window,
             }
@@ -242,11 +251,15 @@ mod tests {
         };
         // Steps of 10 s from 1000: streams 1 and 2 start late in steps 1 and 2.
         let streams = [mk(0, 1000.1), mk(1, 1010.3), mk(2, 1020.2), mk(3, 1020.7)];
-        let s = spans(&[1, 2, 4], &streams, 1000.0, 10.0, 1.0);
+        let s = spans(&ramp::doubling(4), &streams, 1000.0, 10.0, 1.0);
         assert_eq!(s[0].window, (1001.1, 1009.0));
         assert_eq!(s[1].window, (1011.3, 1019.0));
         assert_eq!(s[2].window, (1021.7, 1029.0));
         assert_eq!(s[2].streams, 4);
         assert_eq!(s[1].started, 1010.0);
+        // Serial: step 2 runs stream 2 alone, from 1020.2.
+        let s = spans(&ramp::serial(3), &streams, 1000.0, 10.0, 1.0);
+        assert_eq!((s[2].streams, s[2].first_stream), (1, 2));
+        assert_eq!(s[2].window, (1021.2, 1029.0));
     }
 }

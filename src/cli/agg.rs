@@ -78,7 +78,7 @@ pub struct AggArgs {
     /// Tests to ramp, in order: tps (1-byte burst udp_rr), outbound (tcp_stream), inbound (tcp_maerts), bidir (64K burst tcp_rr), sync (1-byte tcp_rr).
     #[arg(long, default_value = "tps,outbound,inbound", value_name = "LIST")]
     pub tests: String,
-    /// Streams in the last step (1, 2, 4 … up to this); default: 2 × this host's CPUs.
+    /// Streams in the last step (1, 2, 4 … up to this); default: 2 × this host's CPUs, at least one per server.
     #[arg(long, value_name = "N")]
     pub max_streams: Option<u32>,
     /// How long each step holds (at least 3s).
@@ -136,9 +136,11 @@ impl AggArgs {
         Ok(v)
     }
 
-    pub fn max_streams(&self) -> Result<u32> {
+    /// `--max-streams`, by default 2 × CPUs but at least one per server (as runemomniaggdemo.sh).
+    pub fn max_streams(&self, servers: usize) -> Result<u32> {
         let n = self.max_streams.unwrap_or_else(|| {
-            2 * std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            (2 * cpus).max(servers as u32)
         });
         if !(1..=MAX_STREAMS).contains(&n) {
             bail!("--max-streams {n} is out of range (accepted: 1..={MAX_STREAMS})");

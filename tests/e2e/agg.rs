@@ -417,3 +417,52 @@ fn agg_commands_reject_bad_input() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("burst 2"));
 }
+
+#[test]
+fn agg_sync_runs_one_stream_to_each_server_in_turn() {
+    let _g = not_beside_floods();
+    let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = format!("{},{}", s1.addr, s2.addr);
+    let out = run_client(
+        &[
+            "agg",
+            "--hosts",
+            &hosts,
+            "--tests",
+            "sync",
+            "--step",
+            "3s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    let doc = read_json(&dir.path().join("results.json"));
+    assert_schema_named(&doc, "thrum.agg.v1.json");
+    let t = &doc["tests"][0];
+    let steps = t["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "one step per server");
+    let csv = std::fs::read_to_string(dir.path().join("sync_streams.csv")).unwrap();
+    for (i, s) in steps.iter().enumerate() {
+        assert_eq!((u(&s["streams"]), u(&s["first_stream"])), (1, i as u64));
+        let stream = &t["streams"][i];
+        assert_eq!(stream["server"], [&s1.addr, &s2.addr][i].as_str());
+        // Stream i ran only in its own step: it ended before the next began.
+        let last_end = stream["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| f(&x["end"]))
+            .fold(0.0, f64::max);
+        assert!(last_end < f(&s["end"]) + 2.0, "stream {i} ran on");
+        let (a, b) = (f(&s["start"]), f(&s["end"]));
+        let by_hand = csv_window_average(&csv, a, b);
+        let avg = f(&s["average"]);
+        assert!(
+            ((avg - by_hand) / by_hand).abs() < 0.01,
+            "{avg} vs {by_hand}"
+        );
+    }
+}
