@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
+use crate::agg::kinds::AggTest;
 use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::progress::RampProgress;
 use crate::agg::run::{self, RampConfig};
@@ -22,6 +23,9 @@ use crate::result::Environment;
 
 /// A rise of less than this fraction ends the burst search.
 const BURST_MIN_GAIN: f64 = 0.01;
+/// bidir's burst under `--burst auto`: runemomniaggdemo.sh's `-b 12`, whose
+/// 13 transactions of 64K in flight fit the 1M socket buffers.
+const BIDIR_AUTO_BURST: u32 = 12;
 
 /// `YYYYmmdd-HHMMSS` (UTC) of a unix time, for the default output directory.
 pub fn date_stamp(unix_s: u64) -> String {
@@ -153,7 +157,7 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
         trim: std::time::Duration::from_secs(1),
     };
     let search = match args.burst {
-        BurstChoice::Auto if tests.iter().any(|t| t.uses_burst()) => {
+        BurstChoice::Auto if tests.contains(&AggTest::Tps) => {
             if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                 eprint!("\rfinding the burst against {} ...", targets[0].label);
             }
@@ -163,16 +167,19 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
         }
         _ => None,
     };
-    let burst = match (args.burst, &search) {
-        (BurstChoice::Fixed(n), _) => n,
-        (BurstChoice::Auto, Some(s)) => s.burst,
-        (BurstChoice::Auto, None) => 0,
+    // As runemomniaggdemo.sh: the search is for tps; bidir keeps 13 × 64K in
+    // flight, inside its 1M socket buffers, unless a burst is given.
+    let burst_of = |t: AggTest| match (args.burst, &search, t) {
+        (BurstChoice::Fixed(n), _, _) => n,
+        (BurstChoice::Auto, Some(s), AggTest::Tps) => s.burst,
+        (BurstChoice::Auto, _, AggTest::Bidir) => BIDIR_AUTO_BURST,
+        (BurstChoice::Auto, _, _) => 0,
     };
     let mut progress = RampProgress::new();
     let mut failed = false;
     for test in tests {
-        let mut t = run::run_ramp(test, burst, &cfg, &mut progress);
-        if test.uses_burst() {
+        let mut t = run::run_ramp(test, burst_of(test), &cfg, &mut progress);
+        if test == AggTest::Tps {
             t.burst_search = search.clone();
         }
         failed |= t.streams.iter().any(|s| s.error.is_some()) || t.peak_step.is_none();

@@ -75,7 +75,7 @@ pub struct AggArgs {
     /// File of load generators: one HOST[:PORT] per line, or netperf's remote_hosts form (REMOTE_HOSTS[0]=lg1, NUM_REMOTE_HOSTS=2), read as data.
     #[arg(long, value_name = "FILE")]
     pub hosts_file: Option<PathBuf>,
-    /// Tests to ramp, in order: tps (1-byte burst udp_rr), outbound (tcp_stream), inbound (tcp_maerts), bidir (64K burst tcp_rr), sync (1-byte tcp_rr).
+    /// Tests to run, in order: tps (1-byte burst udp_rr), outbound (tcp_stream), inbound (tcp_maerts), bidir (64K burst tcp_rr), sync (1-byte tcp_rr to each server in turn).
     #[arg(long, default_value = "tps,outbound,inbound", value_name = "LIST")]
     pub tests: String,
     /// Streams in the last step (1, 2, 4 … up to this); default: 2 × this host's CPUs, at least one per server.
@@ -84,7 +84,7 @@ pub struct AggArgs {
     /// How long each step holds (at least 3s).
     #[arg(long, default_value = "60s", value_parser = duration, value_name = "DURATION")]
     pub step: Duration,
-    /// Transactions in flight beyond one per stream for tps and bidir: auto (search as find_max_burst.sh) or N.
+    /// Transactions in flight beyond one per stream for tps and bidir: auto (tps: search as find_max_burst.sh; bidir: 12) or N for both.
     #[arg(long, default_value = "auto", value_parser = burst_choice, value_name = "auto|N")]
     pub burst: BurstChoice,
     /// Length of each probe of the automatic burst search.
