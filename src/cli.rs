@@ -15,6 +15,9 @@ use crate::control::server::DEFAULT_PORT;
 use crate::plan::{SocketOpts, TestKind, TestPlan};
 use crate::units::{parse_duration, parse_rate, parse_size};
 
+mod agg;
+pub use agg::{AggArgs, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "thrum",
@@ -37,6 +40,14 @@ pub enum Command {
     Server(ServerArgs),
     /// Run every test for a few seconds against an embedded server and print one table.
     Suite(SuiteArgs),
+    /// Ramp streams 1, 2, 4 … over load generators and report the aggregate per step (netperf's aggregate method).
+    Agg(Box<AggArgs>),
+    /// Find the burst that maximises one flow's transactions/s (double while it still rises).
+    FindBurst(FindBurstArgs),
+    /// Run one test over every burst × flows combination and print the matrix.
+    Sweep(SweepArgs),
+    /// Re-analyse a results.json or netperf demo-mode logs (netperf_TEST.log and its .out files).
+    Report(ReportArgs),
 }
 
 fn size(s: &str) -> Result<u64, String> {
@@ -440,7 +451,7 @@ pub fn split_host_port(s: &str) -> Result<(String, u16)> {
     }
 }
 
-fn resolve(host: &str, v4: bool, v6: bool) -> Result<SocketAddr> {
+pub fn resolve(host: &str, v4: bool, v6: bool) -> Result<SocketAddr> {
     let (h, port) = split_host_port(host)?;
     if port == 0 {
         bail!("-H: port 0 is not a server port (accepted: 1..=65535)");

@@ -6,6 +6,8 @@
 //! `engine` (worker threads) and `cli` → `workload` (flow state machines) and
 //! `plan` → `io` (drivers, sockets), `stats` (counters, histograms), `units`.
 
+pub mod agg;
+pub mod agg_commands;
 pub mod cli;
 pub mod control;
 pub mod engine;
@@ -38,6 +40,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => run_test(&args),
         Command::Server(args) => serve(&args),
         Command::Suite(args) => suite(&args),
+        Command::Agg(args) => agg_commands::agg(&args),
+        Command::FindBurst(args) => agg_commands::find_burst(&args),
+        Command::Sweep(args) => agg_commands::sweep(&args),
+        Command::Report(args) => agg_commands::report(&args),
     }
 }
 

@@ -1,8 +1,10 @@
 //! Exporters: the result as a human table, JSON, netperf-style key=value, and
-//! per-interval CSV samples. Files are written atomically (a temp file in the
+//! per-interval CSV samples; an aggregate run's SVG charts and HTML report. Files are written atomically (a temp file in the
 //! same directory, then rename), so a reader never sees half a result.
 
+pub mod chart;
 pub mod csv;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod keyval;

@@ -167,7 +167,12 @@ pub fn assert_rejected(cases: &[(&[&str], &[&str])]) {
 
 /// Validate a result document against the committed JSON Schema.
 pub fn assert_schema(doc: &Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/thrum.result.v1.json");
+    assert_schema_named(doc, "thrum.result.v1.json");
+}
+
+/// Validate a document against `schema/NAME`.
+pub fn assert_schema_named(doc: &Value, name: &str) {
+    let path = format!("{}/schema/{name}", env!("CARGO_MANIFEST_DIR"));
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("read schema"))
         .expect("schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
@@ -177,7 +182,7 @@ pub fn assert_schema(doc: &Value) {
         .collect();
     assert!(
         errors.is_empty(),
-        "result does not match schema/thrum.result.v1.json:\n{}",
+        "document does not match schema/{name}:\n{}",
         errors.join("\n")
     );
 }

@@ -2,6 +2,7 @@
 //! sockets on loopback and in network namespaces. One test binary, as the
 //! conventions ask; the modules group the tests by what they check.
 
+mod agg;
 mod common;
 mod failures;
 mod loopback;

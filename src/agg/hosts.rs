@@ -1,0 +1,134 @@
+//! Load generators from `--hosts a,b:port` or `--hosts-file FILE`.
+//!
+//! A hosts file is either one host per line (`#` starts a comment) or
+//! netperf's `remote_hosts` shell fragment (`REMOTE_HOSTS[0]=lg1`,
+//! `NUM_REMOTE_HOSTS=2`), which is read as data and never executed: only
+//! those two assignments are understood, and anything else in such a file is
+//! ignored.
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum HostsError {
+    #[error("--hosts: empty host name in '{0}' (accepted: HOST[:PORT],HOST[:PORT],...)")]
+    EmptyHost(String),
+    #[error("--hosts-file line {line}: {msg}")]
+    File { line: usize, msg: String },
+    #[error(
+        "--hosts-file: no hosts found (accepted: one host per line, or REMOTE_HOSTS[i]=HOST lines)"
+    )]
+    NoHosts,
+    #[error("--hosts or --hosts-file is required: the load generators running `thrum server`")]
+    Missing,
+}
+
+/// `a,b:1234,[::1]:99` → each host as written.
+pub fn parse_list(s: &str) -> Result<Vec<String>, HostsError> {
+    let v: Vec<String> = s.split(',').map(|h| h.trim().to_string()).collect();
+    if v.iter().any(|h| h.is_empty()) {
+        return Err(HostsError::EmptyHost(s.to_string()));
+    }
+    Ok(v)
+}
+
+fn unquote(v: &str) -> &str {
+    let v = v.trim();
+    v.strip_prefix('"')
+        .and_then(|x| x.strip_suffix('"'))
+        .or_else(|| v.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')))
+        .unwrap_or(v)
+}
+
+/// Parse a hosts file in either form.
+pub fn parse_file(text: &str) -> Result<Vec<String>, HostsError> {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.split('#').next().unwrap_or("").trim()))
+        .filter(|(_, l)| !l.is_empty())
+        .collect();
+    let netperf_form = lines.iter().any(|(_, l)| l.starts_with("REMOTE_HOSTS["));
+    let hosts = if netperf_form {
+        let mut indexed: Vec<(usize, String)> = Vec::new();
+        let mut count = None;
+        for &(n, l) in &lines {
+            let Some((k, v)) = l.split_once('=') else {
+                continue;
+            };
+            let k = k.trim();
+            if let Some(idx) = k
+                .strip_prefix("REMOTE_HOSTS[")
+                .and_then(|x| x.strip_suffix(']'))
+            {
+                let i = idx.trim().parse::<usize>().map_err(|_| HostsError::File {
+                    line: n,
+                    msg: format!("'{idx}' is not an index (accepted: REMOTE_HOSTS[0..])"),
+                })?;
+                let h = unquote(v);
+                if h.is_empty() || h.contains(char::is_whitespace) {
+                    return Err(HostsError::File {
+                        line: n,
+                        msg: format!("'{h}' is not a host name"),
+                    });
+                }
+                indexed.retain(|(j, _)| *j != i);
+                indexed.push((i, h.to_string()));
+            } else if k == "NUM_REMOTE_HOSTS" {
+                count = Some(unquote(v).parse::<usize>().map_err(|_| HostsError::File {
+                    line: n,
+                    msg: format!("NUM_REMOTE_HOSTS '{}' is not a count", unquote(v)),
+                })?);
+            }
+        }
+        indexed.sort();
+        let mut v: Vec<String> = indexed.into_iter().map(|(_, h)| h).collect();
+        if let Some(c) = count {
+            v.truncate(c);
+        }
+        v
+    } else {
+        let mut v = Vec::new();
+        for (n, l) in lines {
+            if l.contains(char::is_whitespace) {
+                return Err(HostsError::File {
+                    line: n,
+                    msg: format!("'{l}' is not one host (accepted: HOST[:PORT] per line)"),
+                });
+            }
+            v.push(l.to_string());
+        }
+        v
+    };
+    if hosts.is_empty() {
+        return Err(HostsError::NoHosts);
+    }
+    Ok(hosts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list() {
+        assert_eq!(parse_list("a, b:99").unwrap(), vec!["a", "b:99"]);
+        assert!(parse_list("a,,b").is_err());
+    }
+
+    #[test]
+    fn netperf_remote_hosts_is_data() {
+        let f = "# netperf\nREMOTE_HOSTS[1]=lg2\nREMOTE_HOSTS[0]=\"lg1\"\nREMOTE_HOSTS[2]=lg3\nNUM_REMOTE_HOSTS=2\necho $(rm -rf /)\n";
+        assert_eq!(parse_file(f).unwrap(), vec!["lg1", "lg2"]);
+        assert!(parse_file("REMOTE_HOSTS[x]=a\n").is_err());
+    }
+
+    #[test]
+    fn one_per_line() {
+        assert_eq!(
+            parse_file("lg1\n\n# c\nlg2:13000 # second\n").unwrap(),
+            vec!["lg1", "lg2:13000"]
+        );
+        assert!(parse_file("a b\n").is_err());
+        assert_eq!(parse_file("# nothing\n"), Err(HostsError::NoHosts));
+    }
+}

@@ -1,0 +1,22 @@
+//! The aggregate method (`thrum agg`, `find-burst`, `sweep`, `report`):
+//! what runemomniaggdemo.sh, find_max_burst.sh and post_proc.py do, in one
+//! command, with timestamps and trimmed windows instead of start/stop skew.
+//!
+//! Bottom to top: `series` (interval arithmetic on timestamped samples),
+//! `ramp` (the doubling schedule), `burst` (the search), `hosts` (load
+//! generator lists), `kinds` (which thrum plan each aggregate test runs),
+//! `model` (results.json and the analysis every source shares), `netperf`
+//! (netperf's demo-mode files), `run` (the ramp against live servers),
+//! `sweep` (the burst × flows matrix) and `progress` (the terminal bar).
+//! docs/agg.md explains the choices.
+
+pub mod burst;
+pub mod hosts;
+pub mod kinds;
+pub mod model;
+pub mod netperf;
+pub mod progress;
+pub mod ramp;
+pub mod run;
+pub mod series;
+pub mod sweep;

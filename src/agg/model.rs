@@ -1,0 +1,345 @@
+//! results.json of `thrum agg` and `thrum report` (schema `thrum.agg.v1`),
+//! and the analysis that turns per-stream series and step windows into it.
+//!
+//! The analysis is the same whatever the source (a thrum ramp, a saved
+//! results.json, netperf's demo-mode files): per-stream samples plus, per
+//! step, the number of streams and the measurement window. Names are a
+//! contract, documented in docs/agg.md and checked against
+//! schema/thrum.agg.v1.json in the tests.
+
+use serde::{Deserialize, Serialize};
+
+use super::burst::BurstSearch;
+use super::series::{self, Sample};
+
+pub const SCHEMA: &str = "thrum.agg.v1";
+
+/// The whole document.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AggResult {
+    pub schema: String,
+    /// `thrum agg`, or `netperf demo-mode logs` for a re-analysed netperf run.
+    pub source: String,
+    pub spec: AggSpec,
+    /// Where and by what it ran (thrum version, command line, host, kernel, CPUs).
+    #[serde(default)]
+    pub provenance: serde_json::Value,
+    pub tests: Vec<TestAgg>,
+}
+
+/// What was asked for.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AggSpec {
+    pub hosts: Vec<String>,
+    pub tests: Vec<String>,
+    pub max_streams: u32,
+    pub step_s: f64,
+    pub interval_s: f64,
+    /// `auto` or the burst given.
+    pub burst: String,
+    /// Seconds trimmed from each end of a step (1 s).
+    pub trim_s: f64,
+}
+
+/// One test's ramp.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TestAgg {
+    pub name: String,
+    /// Unit of every figure of this test (`Trans/s`, `Mbit/s`, or netperf's own).
+    pub unit: String,
+    /// Burst used (burst-mode tests).
+    pub burst: Option<u32>,
+    /// The automatic burst search, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_search: Option<BurstSearch>,
+    /// Start and end of the ramp, unix seconds.
+    pub start: f64,
+    pub end: f64,
+    pub steps: Vec<Step>,
+    /// Index into `steps` of the complete step with the highest average.
+    pub peak_step: Option<usize>,
+    /// The aggregate over each second from `start`, in `unit`.
+    pub per_second: Vec<f64>,
+    pub streams: Vec<StreamSeries>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// One step of the ramp and its measurement window.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Step {
+    pub index: usize,
+    /// Streams running in this step: `first_stream .. first_stream + streams`
+    /// (0 for a ramp; the sync test runs one stream per step, to each server in turn).
+    pub streams: u32,
+    #[serde(default)]
+    pub first_stream: u32,
+    /// When the step's first added stream was started, unix seconds.
+    pub started: f64,
+    /// The measurement window, unix seconds.
+    pub start: f64,
+    pub end: f64,
+    /// Of the per-second aggregate over the window; null when not every
+    /// stream of the step ran for the whole window.
+    pub average: Option<f64>,
+    pub minimum: Option<f64>,
+    pub maximum: Option<f64>,
+    pub complete: bool,
+    /// CPU utilisation (%) and service demand over the window: not measured yet, always null.
+    pub cpu_util_percent: Option<f64>,
+    pub service_demand: Option<f64>,
+}
+
+/// One stream: one flow on its own worker thread against one server.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StreamSeries {
+    pub index: u32,
+    pub server: String,
+    /// When its traffic started, unix seconds (first sample's start).
+    pub started: Option<f64>,
+    pub error: Option<String>,
+    pub samples: Vec<Sample>,
+}
+
+/// A step as its source knows it: streams running, when the step began and its measurement window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepSpan {
+    pub streams: u32,
+    /// The running streams are `first_stream..first_stream + streams`.
+    pub first_stream: u32,
+    pub started: f64,
+    pub window: (f64, f64),
+}
+
+/// Whether to require that each stream of a step covers the window (thrum's
+/// own streams; netperf's files carry no start/stop of their own).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Coverage {
+    Required { slack_s: f64 },
+    Assumed,
+}
+
+/// Analyse one test: per-second aggregate, per-step stats, the peak step.
+pub fn analyse(
+    name: &str,
+    unit: &str,
+    (start, end): (f64, f64),
+    spans: &[StepSpan],
+    streams: Vec<StreamSeries>,
+    coverage: Coverage,
+) -> TestAgg {
+    let all: Vec<&[Sample]> = streams.iter().map(|s| s.samples.as_slice()).collect();
+    let mut warnings = Vec::new();
+    let steps: Vec<Step> = spans
+        .iter()
+        .enumerate()
+        .map(|(index, sp)| {
+            let (a, b) = sp.window;
+            let ids = sp.first_stream..sp.first_stream + sp.streams;
+            let running: Vec<&StreamSeries> =
+                streams.iter().filter(|s| ids.contains(&s.index)).collect();
+            let complete = match coverage {
+                Coverage::Assumed => true,
+                Coverage::Required { slack_s } => {
+                    let missing: Vec<u32> = running
+                        .iter()
+                        .filter(|s| !series::covers(&s.samples, a, b, slack_s))
+                        .map(|s| s.index)
+                        .collect();
+                    if !missing.is_empty() || running.len() < sp.streams as usize {
+                        warnings.push(format!(
+                            "step {index}: stream(s) {missing:?} did not run for the whole window; its figures are left out"
+                        ));
+                    }
+                    missing.is_empty() && running.len() == sp.streams as usize
+                }
+            };
+            let stats = complete
+                .then(|| series::window_stats(&all, a, b))
+                .flatten();
+            if complete && stats.is_none() {
+                warnings.push(format!("step {index}: its measurement window is empty"));
+            }
+            Step {
+                index,
+                streams: sp.streams,
+                first_stream: sp.first_stream,
+                started: sp.started,
+                start: a,
+                end: b,
+                average: stats.map(|w| w.average),
+                minimum: stats.map(|w| w.minimum),
+                maximum: stats.map(|w| w.maximum),
+                complete: stats.is_some(),
+                cpu_util_percent: None,
+                service_demand: None,
+            }
+        })
+        .collect();
+    let peak_step = steps
+        .iter()
+        .filter_map(|s| s.average.map(|a| (s.index, a)))
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+        .map(|(i, _)| i);
+    TestAgg {
+        name: name.to_string(),
+        unit: unit.to_string(),
+        burst: None,
+        burst_search: None,
+        start,
+        end,
+        per_second: series::per_second(&all, start, end),
+        steps,
+        peak_step,
+        streams,
+        warnings,
+    }
+}
+
+/// Re-analyse a saved test from its own streams and windows.
+pub fn reanalyse(t: &TestAgg, coverage: Coverage) -> TestAgg {
+    let spans: Vec<StepSpan> = t
+        .steps
+        .iter()
+        .map(|s| StepSpan {
+            streams: s.streams,
+            first_stream: s.first_stream,
+            started: s.started,
+            window: (s.start, s.end),
+        })
+        .collect();
+    let mut out = analyse(
+        &t.name,
+        &t.unit,
+        (t.start, t.end),
+        &spans,
+        t.streams.clone(),
+        coverage,
+    );
+    out.burst = t.burst;
+    out.burst_search = t.burst_search.clone();
+    out
+}
+
+/// The stdout summary in post_proc.py's words: the peak step, and with `all_steps` every step.
+pub fn summary_text(t: &TestAgg, all_steps: bool) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let line = |s: &mut String, what: &str, of: &str, v: Option<f64>, st: &Step| {
+        let _ = writeln!(
+            s,
+            "{what} of {of} is {} {} from {:.3} to {:.3}",
+            v.map_or("n/a".to_string(), |v| format!("{v:.3}")),
+            t.unit,
+            st.start,
+            st.end
+        );
+    };
+    let _ = writeln!(
+        s,
+        "{}: {} step(s), up to {} stream(s){}",
+        t.name,
+        t.steps.len(),
+        t.steps.last().map_or(0, |x| x.streams),
+        t.burst.map_or(String::new(), |b| format!(", burst {b}"))
+    );
+    match t.peak_step.map(|i| &t.steps[i]) {
+        Some(p) => {
+            line(&mut s, "Average", "peak interval", p.average, p);
+            line(&mut s, "Minimum", "peak interval", p.minimum, p);
+            line(&mut s, "Maximum", "peak interval", p.maximum, p);
+        }
+        None => s.push_str("No complete step: no peak interval\n"),
+    }
+    if all_steps {
+        for st in &t.steps {
+            let of = format!("interval {} ({} streams)", st.index, st.streams);
+            line(&mut s, "Average", &of, st.average, st);
+            line(&mut s, "Minimum", &of, st.minimum, st);
+            line(&mut s, "Maximum", &of, st.maximum, st);
+        }
+    }
+    for w in &t.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(index: u32, from: f64, to: f64, value: f64) -> StreamSeries {
+        let mut samples = Vec::new();
+        let mut t = from + 0.5;
+        while t <= to + 1e-9 {
+            samples.push(Sample {
+                end: t,
+                interval_s: 0.5,
+                value,
+            });
+            t += 0.5;
+        }
+        StreamSeries {
+            index,
+            server: "lg".into(),
+            started: Some(from),
+            error: None,
+            samples,
+        }
+    }
+
+    #[test]
+    fn steps_peak_and_missing_streams() {
+        // Stream 0 runs 0..10 at 100/s, stream 1 runs 5..10 at 50/s.
+        let streams = vec![stream(0, 0.0, 10.0, 100.0), stream(1, 5.0, 10.0, 50.0)];
+        let spans = [
+            StepSpan {
+                streams: 1,
+                first_stream: 0,
+                started: 0.0,
+                window: (1.0, 4.0),
+            },
+            StepSpan {
+                streams: 2,
+                first_stream: 0,
+                started: 5.0,
+                window: (6.0, 9.0),
+            },
+        ];
+        let t = analyse(
+            "tps",
+            "Trans/s",
+            (0.0, 10.0),
+            &spans,
+            streams.clone(),
+            Coverage::Required { slack_s: 0.01 },
+        );
+        assert_eq!(t.steps[0].average, Some(100.0));
+        assert_eq!(t.steps[1].average, Some(150.0));
+        assert_eq!(t.peak_step, Some(1));
+        assert_eq!(t.per_second[7], 150.0);
+        assert!(t.warnings.is_empty());
+        // Stream 1 starting late leaves step 1 incomplete: no figures, no peak there.
+        let late = vec![streams[0].clone(), stream(1, 7.0, 10.0, 50.0)];
+        let t = analyse(
+            "tps",
+            "Trans/s",
+            (0.0, 10.0),
+            &spans,
+            late,
+            Coverage::Required { slack_s: 0.01 },
+        );
+        assert_eq!(t.steps[1].average, None);
+        assert!(!t.steps[1].complete);
+        assert_eq!(t.peak_step, Some(0));
+        assert_eq!(t.warnings.len(), 1);
+        let text = summary_text(&t, true);
+        assert!(
+            text.contains("Average of peak interval is 100.000 Trans/s from 1.000 to 4.000"),
+            "{text}"
+        );
+        assert!(text.contains("Average of interval 1 (2 streams) is n/a"));
+    }
+}

@@ -1,0 +1,128 @@
+//! A one-line progress bar for the ramp on stderr: step i of n, streams
+//! running, the current aggregate. Silent when stderr is not a terminal.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+pub struct RampProgress {
+    on: bool,
+    test: &'static str,
+    unit: &'static str,
+    steps: usize,
+    step: usize,
+    running: u32,
+    /// The latest interim figure of each stream.
+    latest: Vec<f64>,
+    drawn: Option<Instant>,
+}
+
+impl RampProgress {
+    /// A bar that draws only when stderr is a terminal.
+    pub fn new() -> RampProgress {
+        RampProgress::with(std::io::stderr().is_terminal())
+    }
+
+    pub fn with(on: bool) -> RampProgress {
+        RampProgress {
+            on,
+            test: "",
+            unit: "",
+            steps: 0,
+            step: 0,
+            running: 0,
+            latest: Vec::new(),
+            drawn: None,
+        }
+    }
+
+    pub fn begin(&mut self, test: &'static str, unit: &'static str, steps: usize) {
+        (self.test, self.unit, self.steps) = (test, unit, steps);
+        self.latest.clear();
+        self.draw(true);
+    }
+
+    pub fn step(&mut self, i: usize, running: u32) {
+        (self.step, self.running) = (i, running);
+        self.draw(true);
+    }
+
+    pub fn update(&mut self, stream: u32, value: f64) {
+        let k = stream as usize;
+        if self.latest.len() <= k {
+            self.latest.resize(k + 1, 0.0);
+        }
+        self.latest[k] = value;
+        self.draw(false);
+    }
+
+    /// The bar as text (without the terminal control codes).
+    pub fn line(&self) -> String {
+        const WIDTH: usize = 20;
+        let filled = ((self.step + 1) * WIDTH)
+            .checked_div(self.steps)
+            .unwrap_or(0)
+            .min(WIDTH);
+        format!(
+            "{:<8} [{}{}] step {}/{}  {} stream(s)  {:.1} {}",
+            self.test,
+            "#".repeat(filled),
+            "-".repeat(WIDTH - filled),
+            self.step + 1,
+            self.steps,
+            self.running,
+            // fold from +0.0: an empty f64 sum is -0.0.
+            self.latest.iter().fold(0.0, |a, v| a + v),
+            self.unit
+        )
+    }
+
+    fn draw(&mut self, force: bool) {
+        if !self.on {
+            return;
+        }
+        let now = Instant::now();
+        if !force
+            && self
+                .drawn
+                .is_some_and(|d| now - d < Duration::from_millis(200))
+        {
+            return;
+        }
+        self.drawn = Some(now);
+        let mut e = std::io::stderr().lock();
+        let _ = write!(e, "\r\x1b[2K{}", self.line());
+        let _ = e.flush();
+    }
+
+    pub fn end(&mut self) {
+        if self.on {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+impl Default for RampProgress {
+    fn default() -> Self {
+        RampProgress::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bar_shows_step_streams_and_aggregate() {
+        let mut p = RampProgress::with(false);
+        p.begin("tps", "Trans/s", 3);
+        assert!(p.line().ends_with(" 0.0 Trans/s"), "{}", p.line());
+        p.step(1, 2);
+        p.update(0, 100.0);
+        p.update(1, 50.0);
+        p.update(0, 110.0);
+        assert_eq!(
+            p.line(),
+            "tps      [#############-------] step 2/3  2 stream(s)  160.0 Trans/s"
+        );
+    }
+}

@@ -1,0 +1,265 @@
+//! Running the ramp of one test against the load generators.
+//!
+//! Each stream is its own control session (one flow on one worker thread, as
+//! one netperf process is) started when its step begins and told to run
+//! until the end of the ramp, with interim samples every `--interval`. The
+//! sessions share no clock but CLOCK_REALTIME, which every sample carries, so
+//! the aggregate is computed afterwards from timestamps (see
+//! [`super::series`]) over each step's trimmed window. Phases do the rest:
+//! a stream whose session failed or started late does not cover its step's
+//! window, and that step's figures are left out rather than added up short.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::burst::{self, BurstSearch};
+use super::kinds::AggTest;
+use super::model::{self, Coverage, StepSpan, StreamSeries, TestAgg};
+use super::progress::RampProgress;
+use super::ramp;
+use super::series::{self, Sample};
+use crate::control::client::{self, Observer, Target};
+use crate::plan::TestPlan;
+use crate::result::{Interval, TestResult};
+
+/// How a ramp runs.
+#[derive(Clone, Debug)]
+pub struct RampConfig {
+    pub targets: Vec<Target>,
+    pub max_streams: u32,
+    pub step: Duration,
+    pub interval: Duration,
+    /// Trimmed from each end of a step's window (1 s).
+    pub trim: Duration,
+}
+
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// An interim figure of one stream, for the progress bar.
+struct Update {
+    stream: u32,
+    value: f64,
+}
+
+struct Forward {
+    stream: u32,
+    test: AggTest,
+    plan: TestPlan,
+    tx: mpsc::Sender<Update>,
+}
+
+impl Observer for Forward {
+    fn on_interval(&mut self, iv: &Interval) {
+        let _ = self.tx.send(Update {
+            stream: self.stream,
+            value: self.test.value(&self.plan, iv),
+        });
+    }
+}
+
+/// The samples of one finished session.
+pub fn stream_series(
+    index: u32,
+    server: &str,
+    test: AggTest,
+    plan: &TestPlan,
+    r: &TestResult,
+) -> StreamSeries {
+    let samples: Vec<Sample> = r
+        .intervals
+        .iter()
+        .filter(|iv| iv.end_s > iv.start_s)
+        .map(|iv| Sample {
+            end: iv.unix_end_s,
+            interval_s: iv.end_s - iv.start_s,
+            value: test.value(plan, iv),
+        })
+        .collect();
+    StreamSeries {
+        index,
+        server: server.to_string(),
+        started: samples.first().map(Sample::start),
+        error: r.summary.error.clone(),
+        samples,
+    }
+}
+
+/// Run the whole ramp of `test`; never fails: a failed stream is recorded in its series.
+pub fn run_ramp(
+    test: AggTest,
+    burst: u32,
+    cfg: &RampConfig,
+    progress: &mut RampProgress,
+) -> TestAgg {
+    let plan = match test {
+        AggTest::Sync => ramp::serial(cfg.targets.len()),
+        _ => ramp::doubling(cfg.max_streams),
+    };
+    let n = plan.len();
+    let step_s = cfg.step.as_secs_f64();
+    let t0 = Instant::now();
+    let u0 = unix_now();
+    let ramp_end = t0 + cfg.step * n as u32;
+    let (tx, rx) = mpsc::channel::<Update>();
+    let mut handles = Vec::new();
+    progress.begin(test.name(), test.unit(), n);
+    for (i, st) in plan.iter().enumerate() {
+        let at = t0 + cfg.step * i as u32;
+        pump(&rx, progress, at);
+        progress.step(i, st.running.len() as u32);
+        for k in st.added.clone() {
+            let target = cfg.targets[ramp::server_of(k, cfg.targets.len())].clone();
+            // Until the end of the last step the stream runs in.
+            let until = t0 + cfg.step * (ramp::last_step(&plan, k) + 1) as u32;
+            let left = until.saturating_duration_since(Instant::now());
+            let plan = test.plan(
+                burst,
+                left.as_nanos().max(1_000_000) as u64,
+                cfg.interval.as_nanos() as u64,
+            );
+            let mut fwd = Forward {
+                stream: k,
+                test,
+                plan: plan.clone(),
+                tx: tx.clone(),
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("agg-stream-{k}"))
+                .spawn(move || {
+                    let r = client::run(&target, &plan, &mut fwd);
+                    (target.label, plan, r)
+                })
+                .expect("spawning a stream thread");
+            handles.push((k, h));
+        }
+    }
+    drop(tx);
+    pump(&rx, progress, ramp_end + Duration::from_secs(3600));
+    progress.end();
+    let streams: Vec<StreamSeries> = handles
+        .into_iter()
+        .map(|(k, h)| match h.join() {
+            Ok((label, plan, r)) => stream_series(k, &label, test, &plan, &r),
+            Err(_) => StreamSeries {
+                index: k,
+                server: String::new(),
+                started: None,
+                error: Some("stream thread panicked".into()),
+                samples: Vec::new(),
+            },
+        })
+        .collect();
+    let spans = spans(&plan, &streams, u0, step_s, cfg.trim.as_secs_f64());
+    let ramp_end_unix = u0 + step_s * n as f64;
+    let mut t = model::analyse(
+        test.name(),
+        test.unit(),
+        (u0, ramp_end_unix),
+        &spans,
+        streams,
+        Coverage::Required { slack_s: 0.05 },
+    );
+    for s in &t.streams {
+        if let Some(e) = &s.error {
+            t.warnings
+                .push(format!("stream {} to {}: {e}", s.index, s.server));
+        }
+    }
+    if test.uses_burst() {
+        t.burst = Some(burst);
+    }
+    t
+}
+
+/// The burst search against one server: 1-byte udp_rr (the tps test) on one
+/// flow, each probe running `probe` after a warm-up of a quarter of that.
+pub fn find_burst(target: &Target, probe: Duration, min_gain: f64) -> anyhow::Result<BurstSearch> {
+    burst::search(min_gain, |b| {
+        let mut plan = AggTest::Tps.plan(b, probe.as_nanos() as u64, probe.as_nanos() as u64);
+        plan.warmup_ns = (probe / 4).as_nanos() as u64;
+        let r = client::run(target, &plan, &mut client::Quiet);
+        match (&r.summary.error, r.summary.transactions_per_s) {
+            (None, Some(v)) => Ok(v),
+            (Some(e), _) => Err(anyhow::anyhow!("burst {b} against {}: {e}", target.label)),
+            (None, None) => Err(anyhow::anyhow!("burst {b}: no transactions/s measured")),
+        }
+    })
+}
+
+/// Step windows: from `trim_s` after the step's last stream started to `trim_s` before the next step.
+pub fn spans(
+    plan: &[ramp::StepPlan],
+    streams: &[StreamSeries],
+    u0: f64,
+    step_s: f64,
+    trim_s: f64,
+) -> Vec<StepSpan> {
+    plan.iter()
+        .enumerate()
+        .map(|(i, st)| {
+            let started = u0 + step_s * i as f64;
+            let next = started + step_s;
+            let last_start = st
+                .added
+                .clone()
+                .filter_map(|k| streams.get(k as usize).and_then(|s| s.started))
+                .fold(started, f64::max);
+            let window = series::trim(last_start, next, trim_s)
+                .unwrap_or((last_start + trim_s, last_start + trim_s));
+            StepSpan {
+                streams: st.running.len() as u32,
+                first_stream: st.running.start,
+                started,
+                window,
+            }
+        })
+        .collect()
+}
+
+/// Forward interim figures to the progress bar until `until`, or until every stream has ended.
+/// (The stream threads send at most one figure per interval: no busy loop.)
+fn pump(rx: &mpsc::Receiver<Update>, progress: &mut RampProgress, until: Instant) {
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        match rx.recv_timeout(left) {
+            Ok(u) => progress.update(u.stream, u.value),
+            // Disconnected only once the ramp's sender is dropped and every stream ended.
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_start_after_the_last_stream_of_the_step() {
+        let mk = |index: u32, started: f64| StreamSeries {
+            index,
+            server: String::new(),
+            started: Some(started),
+            error: None,
+            samples: Vec::new(),
+        };
+        // Steps of 10 s from 1000: streams 1 and 2 start late in steps 1 and 2.
+        let streams = [mk(0, 1000.1), mk(1, 1010.3), mk(2, 1020.2), mk(3, 1020.7)];
+        let s = spans(&ramp::doubling(4), &streams, 1000.0, 10.0, 1.0);
+        assert_eq!(s[0].window, (1001.1, 1009.0));
+        assert_eq!(s[1].window, (1011.3, 1019.0));
+        assert_eq!(s[2].window, (1021.7, 1029.0));
+        assert_eq!(s[2].streams, 4);
+        assert_eq!(s[1].started, 1010.0);
+        // Serial: step 2 runs stream 2 alone, from 1020.2.
+        let s = spans(&ramp::serial(3), &streams, 1000.0, 10.0, 1.0);
+        assert_eq!((s[2].streams, s[2].first_stream), (1, 2));
+        assert_eq!(s[2].window, (1021.2, 1029.0));
+    }
+}

@@ -1,0 +1,244 @@
+//! Command-line types of the aggregate commands (`agg`, `find-burst`,
+//! `sweep`, `report`) and their checks. Every bad value is named with its
+//! flag and accepted range before anything runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use super::{duration, resolve, size_pair};
+use crate::agg::hosts;
+use crate::agg::kinds::AggTest;
+use crate::control::client::Target;
+
+/// `--burst auto|N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BurstChoice {
+    Auto,
+    Fixed(u32),
+}
+
+fn burst_choice(s: &str) -> Result<BurstChoice, String> {
+    if s == "auto" {
+        return Ok(BurstChoice::Auto);
+    }
+    match s.parse::<u32>() {
+        Ok(n) if n <= crate::plan::limits::MAX_BURST => Ok(BurstChoice::Fixed(n)),
+        _ => Err(format!(
+            "'{s}' is not a burst (accepted: auto or 0..={})",
+            crate::plan::limits::MAX_BURST
+        )),
+    }
+}
+
+/// A comma-separated list of numbers (a newtype, so clap takes it as one value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct U32List(pub Vec<u32>);
+
+/// A comma-separated list of numbers (`0,1,2,4`).
+fn u32_list(s: &str) -> Result<U32List, String> {
+    let v: Result<Vec<u32>, _> = s.split(',').map(|x| x.trim().parse::<u32>()).collect();
+    match v {
+        Ok(v) if !v.is_empty() => Ok(U32List(v)),
+        _ => Err(format!(
+            "'{s}' is not a list of whole numbers (e.g. 0,1,2,4)"
+        )),
+    }
+}
+
+/// A resolved load generator.
+pub fn target_for(host: &str) -> Result<Target> {
+    Ok(Target {
+        addr: resolve(host, false, false).with_context(|| format!("load generator '{host}'"))?,
+        label: host.to_string(),
+        bind: None,
+        embedded: false,
+    })
+}
+
+const MIN_STEP: Duration = Duration::from_secs(3);
+const MAX_STEP: Duration = Duration::from_secs(24 * 3600);
+const MAX_STREAMS: u32 = 1024;
+
+#[derive(Debug, Args)]
+pub struct AggArgs {
+    /// Load generators running `thrum server`: HOST[:PORT],HOST[:PORT],...
+    #[arg(
+        long,
+        value_name = "LIST",
+        conflicts_with = "hosts_file",
+        required_unless_present = "hosts_file"
+    )]
+    pub hosts: Option<String>,
+    /// File of load generators: one HOST[:PORT] per line, or netperf's remote_hosts form (REMOTE_HOSTS[0]=lg1, NUM_REMOTE_HOSTS=2), read as data.
+    #[arg(long, value_name = "FILE")]
+    pub hosts_file: Option<PathBuf>,
+    /// Tests to run, in order: tps (1-byte burst udp_rr), outbound (tcp_stream), inbound (tcp_maerts), bidir (64K burst tcp_rr), sync (1-byte tcp_rr to each server in turn).
+    #[arg(long, default_value = "tps,outbound,inbound", value_name = "LIST")]
+    pub tests: String,
+    /// Streams in the last step (1, 2, 4 … up to this); default: 2 × this host's CPUs, at least one per server.
+    #[arg(long, value_name = "N")]
+    pub max_streams: Option<u32>,
+    /// How long each step holds (at least 3s).
+    #[arg(long, default_value = "60s", value_parser = duration, value_name = "DURATION")]
+    pub step: Duration,
+    /// Transactions in flight beyond one per stream for tps and bidir: auto (tps: search as find_max_burst.sh; bidir: 12) or N for both.
+    #[arg(long, default_value = "auto", value_parser = burst_choice, value_name = "auto|N")]
+    pub burst: BurstChoice,
+    /// Length of each probe of the automatic burst search.
+    #[arg(long, default_value = "2s", value_parser = duration, value_name = "DURATION")]
+    pub burst_probe: Duration,
+    /// Interim sample period of every stream.
+    #[arg(long, default_value = "500ms", value_parser = duration, value_name = "DURATION")]
+    pub interval: Duration,
+    #[command(flatten)]
+    pub output: AggOutput,
+}
+
+/// Where `agg` and `report` write, and how much they print.
+#[derive(Debug, Args)]
+pub struct AggOutput {
+    /// Directory for results.json, TEST_streams.csv, TEST_overall.svg and report.html (agg: default ./thrum-agg-DATE/; report: none, summary only).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also draw one SVG per stream (TEST_stream_K.svg).
+    #[arg(long)]
+    pub individual: bool,
+    /// Print every step's average, minimum and maximum, not only the peak's.
+    #[arg(long)]
+    pub intervals: bool,
+}
+
+impl AggArgs {
+    /// The load generators as written.
+    pub fn host_list(&self) -> Result<Vec<String>> {
+        match (&self.hosts, &self.hosts_file) {
+            (Some(h), _) => Ok(hosts::parse_list(h)?),
+            (None, Some(f)) => {
+                let text = std::fs::read_to_string(f)
+                    .with_context(|| format!("--hosts-file: reading {}", f.display()))?;
+                Ok(hosts::parse_file(&text)?)
+            }
+            (None, None) => Err(hosts::HostsError::Missing.into()),
+        }
+    }
+
+    pub fn test_list(&self) -> Result<Vec<AggTest>> {
+        let mut v = Vec::new();
+        for t in self.tests.split(',') {
+            let t: AggTest = t.parse().map_err(anyhow::Error::msg)?;
+            if !v.contains(&t) {
+                v.push(t);
+            }
+        }
+        Ok(v)
+    }
+
+    /// `--max-streams`, by default 2 × CPUs but at least one per server (as runemomniaggdemo.sh).
+    pub fn max_streams(&self, servers: usize) -> Result<u32> {
+        let n = self.max_streams.unwrap_or_else(|| {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            (2 * cpus).max(servers as u32)
+        });
+        if !(1..=MAX_STREAMS).contains(&n) {
+            bail!("--max-streams {n} is out of range (accepted: 1..={MAX_STREAMS})");
+        }
+        Ok(n)
+    }
+
+    /// Check the durations against each other.
+    pub fn check(&self) -> Result<()> {
+        if self.step < MIN_STEP || self.step > MAX_STEP {
+            bail!(
+                "--step {:?} is out of range (accepted: 3s..=24h: a step loses 1 s at each end)",
+                self.step
+            );
+        }
+        let max_iv = self.step / 2;
+        if self.interval < Duration::from_millis(10) || self.interval > max_iv {
+            bail!(
+                "--interval {:?} is out of range (accepted: 10ms..={max_iv:?}, half a step)",
+                self.interval
+            );
+        }
+        if self.burst_probe < Duration::from_millis(100)
+            || self.burst_probe > Duration::from_secs(600)
+        {
+            bail!(
+                "--burst-probe {:?} is out of range (accepted: 100ms..=600s)",
+                self.burst_probe
+            );
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct FindBurstArgs {
+    /// Server to probe (1-byte udp_rr, one flow).
+    #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
+    pub host: String,
+    /// Length of each probe.
+    #[arg(long, default_value = "3s", value_parser = duration, value_name = "DURATION")]
+    pub probe: Duration,
+    /// Print the search as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// tcp_rr, udp_rr (or any test; burst applies to tcp_rr and udp_rr only).
+    #[arg(value_name = "TEST")]
+    pub test: String,
+    /// Server; absent: an embedded server on loopback.
+    #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
+    pub host: Option<String>,
+    /// Bursts, the matrix's rows.
+    #[arg(long, default_value = "0", value_parser = u32_list, value_name = "LIST")]
+    pub burst: U32List,
+    /// Flows, the matrix's columns (each flow on its own worker thread, up to this host's CPUs).
+    #[arg(long, default_value = "1", value_parser = u32_list, value_name = "LIST")]
+    pub flows: U32List,
+    /// Request and response sizes, REQ[,RESP].
+    #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]")]
+    pub rr_size: (u64, u64),
+    /// Measurement window of each cell.
+    #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    pub duration: Duration,
+    /// Also write the matrix as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write every cell as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results.json (or a directory holding one), or a netperf_TEST.log from runemomniaggdemo.sh (or a directory of them) with its .out files beside it.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    #[command(flatten)]
+    pub output: AggOutput,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burst_and_lists() {
+        assert_eq!(burst_choice("auto"), Ok(BurstChoice::Auto));
+        assert_eq!(burst_choice("8"), Ok(BurstChoice::Fixed(8)));
+        assert!(
+            burst_choice("-1")
+                .unwrap_err()
+                .contains("accepted: auto or 0..=")
+        );
+        assert_eq!(u32_list("0,1, 4").unwrap().0, vec![0, 1, 4]);
+        assert!(u32_list("1,x").is_err());
+    }
+}

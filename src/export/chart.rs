@@ -1,0 +1,146 @@
+//! SVG charts of an aggregate ramp, drawn with plotters' SVG backend.
+//!
+//! The overall chart shows the per-second aggregate (green line), each
+//! complete step's average over its measurement window (dark grey segment),
+//! each step's start (red vertical mark, labelled with the streams then
+//! running) and the end of the ramp (blue mark), in the manner of post_proc.py's rrdtool graphs. Per-stream
+//! charts use the same axes so they can be laid side by side.
+
+use plotters::prelude::*;
+
+use crate::agg::model::TestAgg;
+use crate::agg::series::{self, Sample};
+
+/// Colours, fixed so that tests (and readers of the SVG) can find each part.
+pub const LINE: RGBColor = RGBColor(0, 160, 0);
+pub const STEP_MARK: RGBColor = RGBColor(255, 0, 0);
+pub const STEP_AVERAGE: RGBColor = RGBColor(64, 64, 64);
+pub const RAMP_END: RGBColor = RGBColor(0, 0, 160);
+
+const SIZE: (u32, u32) = (1000, 480);
+
+/// The overall chart of one test.
+pub fn overall_svg(t: &TestAgg) -> String {
+    draw(
+        t,
+        &format!("{}: per-second aggregate", t.name),
+        &t.per_second,
+        true,
+    )
+}
+
+/// The chart of one stream of a test, on the overall chart's time axis.
+pub fn stream_svg(t: &TestAgg, stream: usize) -> String {
+    let s = &t.streams[stream];
+    let samples: [&[Sample]; 1] = [&s.samples];
+    let per_second = series::per_second(&samples, t.start, t.end);
+    draw(
+        t,
+        &format!("{}: stream {} to {}", t.name, s.index, s.server),
+        &per_second,
+        false,
+    )
+}
+
+fn draw(t: &TestAgg, title: &str, per_second: &[f64], averages: bool) -> String {
+    let mut svg = String::new();
+    if let Err(e) = try_draw(t, title, per_second, averages, &mut svg) {
+        // Drawing into a String cannot fail for I/O; a plotters error here is a bug.
+        return format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
+            super::html::escape(&e.to_string())
+        );
+    }
+    svg
+}
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+fn try_draw(
+    t: &TestAgg,
+    title: &str,
+    per_second: &[f64],
+    averages: bool,
+    out: &mut String,
+) -> DrawResult {
+    // A little room right of the ramp's end, for its mark.
+    let x_max = (t.end - t.start).max(1.0) * 1.04;
+    let y_top = per_second
+        .iter()
+        .copied()
+        .chain(t.steps.iter().filter_map(|s| s.maximum))
+        .fold(0.0f64, f64::max);
+    let y_max = if y_top > 0.0 { y_top * 1.12 } else { 1.0 };
+    let root = SVGBackend::with_string(out, SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(90)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    chart
+        .configure_mesh()
+        .x_desc("time since the ramp started (s)")
+        .y_desc(format!("aggregate ({})", t.unit))
+        .draw()?;
+    // Each second's value at the middle of its second.
+    let line = per_second
+        .iter()
+        .enumerate()
+        .map(|(k, v)| (k as f64 + 0.5, *v));
+    chart
+        .draw_series(LineSeries::new(line, LINE.stroke_width(2)))?
+        .label(format!("per-second aggregate ({})", t.unit))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], LINE.stroke_width(2)));
+    for s in &t.steps {
+        let x = s.started - t.start;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(x, 0.0), (x, y_max)],
+            STEP_MARK.stroke_width(1),
+        )))?;
+        chart.draw_series(std::iter::once(Text::new(
+            format!("{} stream(s)", s.streams),
+            (x, y_max * 0.99),
+            ("sans-serif", 12).into_font().color(&STEP_MARK),
+        )))?;
+        if let (true, Some(avg)) = (averages, s.average) {
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(s.start - t.start, avg), (s.end - t.start, avg)],
+                STEP_AVERAGE.stroke_width(3),
+            )))?;
+        }
+    }
+    let x_end = t.end - t.start;
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![(x_end, 0.0), (x_end, y_max)],
+        RAMP_END.stroke_width(1),
+    )))?;
+    chart.draw_series(std::iter::once(Text::new(
+        "ramp end",
+        (x_end - x_max * 0.06, y_max * 0.95),
+        ("sans-serif", 12).into_font().color(&RAMP_END),
+    )))?;
+    if averages {
+        let peak = t
+            .peak_step
+            .and_then(|i| t.steps[i].average)
+            .map_or("no complete step".to_string(), |a| {
+                format!("step averages (peak {a:.1} {})", t.unit)
+            });
+        chart
+            .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+            .label(peak)
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], STEP_AVERAGE.stroke_width(3))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! report.html: one self-contained page (no scripts, no external files)
+//! with every test's chart inlined as SVG and its table of steps.
+
+use std::fmt::Write;
+
+use crate::agg::model::{AggResult, TestAgg};
+
+/// Escape text for HTML content and attributes.
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// An SVG document without its XML declaration, for inlining.
+fn inline(svg: &str) -> &str {
+    match svg.find("<svg") {
+        Some(i) => &svg[i..],
+        None => svg,
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.1}"))
+}
+
+fn test_section(o: &mut String, t: &TestAgg, svg: &str) {
+    let _ = write!(o, "<section><h2>{}</h2>\n<p>", escape(&t.name));
+    match t.peak_step.map(|i| &t.steps[i]) {
+        Some(p) => {
+            let _ = write!(
+                o,
+                "Peak: step {} with {} stream(s), average {} {}",
+                p.index,
+                p.streams,
+                opt(p.average),
+                escape(&t.unit)
+            );
+        }
+        None => o.push_str("No complete step."),
+    }
+    if let Some(b) = t.burst {
+        let _ = write!(o, "; burst {b}");
+    }
+    o.push_str("</p>\n");
+    o.push_str(inline(svg));
+    let _ = write!(
+        o,
+        "\n<table><thead><tr><th>step</th><th>streams</th><th>window from (s)</th><th>to (s)</th>\
+<th>average ({u})</th><th>minimum ({u})</th><th>maximum ({u})</th></tr></thead><tbody>\n",
+        u = escape(&t.unit)
+    );
+    for s in &t.steps {
+        let peak = if Some(s.index) == t.peak_step {
+            " class=\"peak\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "<tr{peak}><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            s.index,
+            s.streams,
+            s.start - t.start,
+            s.end - t.start,
+            opt(s.average),
+            opt(s.minimum),
+            opt(s.maximum)
+        );
+    }
+    o.push_str("</tbody></table>\n");
+    if !t.warnings.is_empty() {
+        o.push_str("<ul class=\"warnings\">");
+        for w in &t.warnings {
+            let _ = write!(o, "<li>{}</li>", escape(w));
+        }
+        o.push_str("</ul>\n");
+    }
+    o.push_str("</section>\n");
+}
+
+/// The page, given each test's overall chart (same order as `r.tests`).
+pub fn report(r: &AggResult, svgs: &[String]) -> String {
+    let mut o = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>thrum agg report</title>\n<style>\
+body{font-family:sans-serif;margin:2em;color:#222;background:#fff}\
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #999;padding:.3em .6em;text-align:right}\
+tr.peak{background:#e6f4e6}.warnings{color:#a00}svg{max-width:100%;height:auto}\
+</style></head><body>\n<h1>thrum agg report</h1>\n",
+    );
+    let _ = writeln!(
+        o,
+        "<p>Source: {}. Hosts: {}. Step {} s, interval {} s, trimmed {} s at each end of a step.</p>",
+        escape(&r.source),
+        escape(&r.spec.hosts.join(", ")),
+        r.spec.step_s,
+        r.spec.interval_s,
+        r.spec.trim_s
+    );
+    for (t, svg) in r.tests.iter().zip(svgs) {
+        test_section(&mut o, t, svg);
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(escape("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
+        assert_eq!(inline("<?xml version=\"1.0\"?>\n<svg/>"), "<svg/>");
+    }
+}

@@ -1,0 +1,468 @@
+//! The aggregate commands end to end: `thrum agg` against two real servers
+//! on loopback, `thrum report` on netperf fixture files with hand-computed
+//! figures, the SVG as XML, report.html in headless Chromium, `find-burst`
+//! and `sweep`, and their errors.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{
+    ServerProc, assert_rejected, assert_schema_named, f, not_beside_floods, run_client, run_cmd, u,
+};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/netperf");
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("results.json is JSON")
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The aggregate of a window computed straight from TEST_streams.csv: each
+/// row's rate times the part of its interval inside the window.
+fn csv_window_average(csv: &str, a: f64, b: f64) -> f64 {
+    let mut units = 0.0;
+    for row in csv.lines().skip(1) {
+        let c: Vec<&str> = row.split(',').collect();
+        let (s, e, v): (f64, f64, f64) = (
+            c[2].parse().unwrap(),
+            c[3].parse().unwrap(),
+            c[5].parse().unwrap(),
+        );
+        units += v * (e.min(b) - s.max(a)).max(0.0);
+    }
+    units / (b - a)
+}
+
+/// The SVG parses as XML and holds the aggregate line, one start mark per
+/// step and one average per complete step (colours of export::chart).
+fn assert_chart(svg: &str, steps: usize, averages: usize) {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG parses as XML");
+    let stroked = |colour: &str| {
+        doc.descendants()
+            .filter(|n| n.attribute("stroke") == Some(colour))
+            .filter(|n| {
+                n.attribute("points")
+                    .is_some_and(|p| p.split_whitespace().count() >= 2)
+            })
+            .count()
+    };
+    // The line, plus its legend sample.
+    assert!(stroked("#00A000") >= 1, "no aggregate line in the SVG");
+    assert_eq!(stroked("#FF0000"), steps, "one start mark per step");
+    assert_eq!(stroked("#0000A0"), 1, "the ramp's end");
+    // The averages, plus the legend sample.
+    assert_eq!(stroked("#404040"), averages + 1, "one average per step");
+    let text: String = doc
+        .descendants()
+        .filter_map(|n| n.text())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains("time since the ramp started (s)"),
+        "x axis label: {text}"
+    );
+    assert!(text.contains("aggregate ("), "y axis label with its unit");
+}
+
+#[test]
+fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
+    let _g = not_beside_floods();
+    let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("agg");
+    // netperf's remote_hosts form, read as data.
+    let hosts = dir.path().join("remote_hosts");
+    std::fs::write(
+        &hosts,
+        format!(
+            "REMOTE_HOSTS[0]={}\nREMOTE_HOSTS[1]={}\nREMOTE_HOSTS[2]=unused\nNUM_REMOTE_HOSTS=2\n",
+            s1.addr, s2.addr
+        ),
+    )
+    .unwrap();
+    let out = run_client(
+        &[
+            "agg",
+            "--hosts-file",
+            hosts.to_str().unwrap(),
+            "--tests",
+            "tps,outbound",
+            "--step",
+            "3s",
+            "--max-streams",
+            "4",
+            "--burst-probe",
+            "200ms",
+            "--individual",
+            "--intervals",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        Duration::from_secs(90),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "agg failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("Average of peak interval is "), "{text}");
+    assert!(
+        text.contains("Average of interval 2 (4 streams) is "),
+        "{text}"
+    );
+    let doc = read_json(&out_dir.join("results.json"));
+    assert_schema_named(&doc, "thrum.agg.v1.json");
+    assert_eq!(doc["schema"], "thrum.agg.v1");
+    let tests = doc["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 2);
+    for t in tests {
+        let name = t["name"].as_str().unwrap();
+        let steps = t["steps"].as_array().unwrap();
+        let counts: Vec<u64> = steps.iter().map(|s| u(&s["streams"])).collect();
+        assert_eq!(counts, vec![1, 2, 4], "{name}: the ramp 1, 2, 4");
+        // Round-robin: streams alternate over the two servers.
+        let servers: Vec<&str> = t["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["server"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            servers,
+            vec![s1.addr.as_str(), s2.addr.as_str(), &s1.addr, &s2.addr]
+        );
+        let csv = std::fs::read_to_string(out_dir.join(format!("{name}_streams.csv"))).unwrap();
+        for s in steps {
+            assert_eq!(s["complete"], true, "{name}: {s}");
+            let (a, b) = (f(&s["start"]), f(&s["end"]));
+            // The window: 1 s after the step's last stream started, 1 s before the next step.
+            assert!(
+                b - a > 0.5 && b - a <= 1.0 + 1e-6,
+                "{name}: window {a}..{b}"
+            );
+            let avg = f(&s["average"]);
+            let by_hand = csv_window_average(&csv, a, b);
+            assert!(avg > 0.0, "{name}: {s}");
+            assert!(
+                ((avg - by_hand) / by_hand).abs() < 0.01,
+                "{name}: step average {avg} but the streams' samples give {by_hand}"
+            );
+            assert!(f(&s["minimum"]) <= avg + 1e-6 && avg <= f(&s["maximum"]) + 1e-6);
+        }
+        let peak = u(&t["peak_step"]) as usize;
+        let best = steps.iter().map(|s| f(&s["average"])).fold(0.0, f64::max);
+        assert_eq!(f(&steps[peak]["average"]), best);
+        let svg = std::fs::read_to_string(out_dir.join(format!("{name}_overall.svg"))).unwrap();
+        assert_chart(&svg, 3, 3);
+        for k in 0..4 {
+            let p = out_dir.join(format!("{name}_stream_{k}.svg"));
+            roxmltree::Document::parse(&std::fs::read_to_string(&p).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        }
+    }
+    // tps is burst-mode: the automatic search ran and its choice is recorded.
+    let tps = &tests[0];
+    assert_eq!(tps["burst"], tps["burst_search"]["burst"]);
+    assert!(tps["burst_search"]["tried"].as_array().unwrap().len() >= 2);
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2, "both charts inlined");
+    assert_eq!(html.matches("<table>").count(), 2, "both tables");
+    // `thrum report` re-analyses the saved results to the same figures.
+    let again = run_client(
+        &["report", out_dir.join("results.json").to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert!(again.status.success());
+    for line in text.lines().filter(|l| l.starts_with("Average of peak")) {
+        assert!(stdout(&again).contains(line), "report lost {line:?}");
+    }
+}
+
+/// Figures computed by hand from the fixture files (see tests/fixtures/netperf/README.md).
+#[test]
+fn report_reads_netperf_demo_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client(
+        &[
+            "report",
+            FIXTURES,
+            "--intervals",
+            "--individual",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+        Duration::from_secs(20),
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    for want in [
+        "Average of peak interval is 263.333 Trans/s from 1008.000 to 1011.000",
+        "Minimum of peak interval is 230.000 Trans/s from 1008.000 to 1011.000",
+        "Maximum of peak interval is 290.000 Trans/s from 1008.000 to 1011.000",
+        "Average of interval 0 (1 streams) is 140.000 Trans/s from 1002.000 to 1005.000",
+        "Minimum of interval 0 (1 streams) is 130.000 Trans/s from 1002.000 to 1005.000",
+        "Maximum of interval 0 (1 streams) is 150.000 Trans/s from 1002.000 to 1005.000",
+        "Average of peak interval is 2500.000 10^6bits/s from 2002.000 to 2006.000",
+        "Minimum of peak interval is 2000.000 10^6bits/s from 2002.000 to 2006.000",
+        "Maximum of peak interval is 3000.000 10^6bits/s from 2002.000 to 2006.000",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let doc = read_json(&dir.path().join("results.json"));
+    assert_schema_named(&doc, "thrum.agg.v1.json");
+    let tps = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "tps")
+        .unwrap();
+    assert_eq!(u(&tps["peak_step"]), 1);
+    // Second 8 (1008..1009): stream 0's 190 plus stream 1's 40.
+    assert_eq!(f(&tps["per_second"][8]), 230.0);
+    assert_chart(
+        &std::fs::read_to_string(dir.path().join("tps_overall.svg")).unwrap(),
+        2,
+        2,
+    );
+    assert!(dir.path().join("tps_stream_1.svg").is_file());
+    assert!(dir.path().join("outbound_streams.csv").is_file());
+    // A single log file works too, and gives the same figures.
+    let one = run_client(
+        &["report", &format!("{FIXTURES}/netperf_tps.log")],
+        Duration::from_secs(20),
+    );
+    assert!(stdout(&one).contains("Average of peak interval is 263.333 Trans/s"));
+}
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser"].into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+#[test]
+fn report_html_renders_in_headless_chromium() {
+    let Some(browser) = chromium() else {
+        let msg = "chromium not found; report.html rendering is not checked";
+        if std::env::var("THRUM_E2E_CHROMIUM").as_deref() == Ok("required") {
+            panic!("{msg}");
+        }
+        eprintln!("SKIPPED: {msg}");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_client(
+        &["report", FIXTURES, "--out", dir.path().to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success());
+    let shot = dir.path().join("shot.png");
+    let profile = dir.path().join("profile");
+    let url = format!("file://{}", dir.path().join("report.html").display());
+    let run = run_cmd(
+        Command::new(browser).args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", profile.display()),
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,900",
+            &url,
+        ]),
+        Duration::from_secs(90),
+    );
+    assert!(
+        shot.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
+    let distinct: std::collections::HashSet<&[u8]> = pixels.iter().copied().collect();
+    let white = pixels.iter().filter(|p| p[..3] == [255, 255, 255]).count();
+    let inked = 1.0 - white as f64 / pixels.len() as f64;
+    assert!(
+        distinct.len() > 20,
+        "only {} colours: a blank page",
+        distinct.len()
+    );
+    // Text, chart line, marks and table borders: a few percent of the page at least.
+    assert!(inked > 0.01, "{:.4} of the page is not white", inked);
+    // The chart's green line is on screen.
+    assert!(
+        pixels.iter().any(|p| p[1] > 120 && p[0] < 80 && p[2] < 80),
+        "no green aggregate line in the screenshot"
+    );
+}
+
+#[test]
+fn find_burst_and_sweep_on_loopback() {
+    let _g = not_beside_floods();
+    let s = ServerProc::start(&[]);
+    let out = run_client(
+        &["find-burst", "-H", &s.addr, "--probe", "200ms", "--json"],
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tried = doc["tried"].as_array().unwrap();
+    assert!(tried.len() >= 2);
+    assert_eq!(u(&tried[0][0]), 1);
+    // The chosen burst is one that was tried, and the one after it did not rise.
+    let chosen = u(&doc["burst"]);
+    assert!(tried.iter().any(|t| u(&t[0]) == chosen));
+
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, json) = (dir.path().join("m.csv"), dir.path().join("m.json"));
+    let out = run_client(
+        &[
+            "sweep",
+            "tcp_rr",
+            "-H",
+            &s.addr,
+            "--burst",
+            "0,2",
+            "--flows",
+            "1,2",
+            "-l",
+            "300ms",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("rows burst, columns flows"), "{text}");
+    let csv = std::fs::read_to_string(csv).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "burst,flows_1,flows_2");
+    assert_eq!(rows.len(), 3);
+    assert!(rows[2].starts_with("2,"));
+    let doc = read_json(&json);
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    assert!(cells.iter().all(|c| f(&c["transactions_per_s"]) > 0.0));
+}
+
+#[test]
+fn agg_commands_reject_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "REMOTE_HOSTS[x]=lg1\n").unwrap();
+    let hosts = hosts.to_str().unwrap();
+    assert_rejected(&[
+        (
+            &["agg", "--hosts", "127.0.0.1", "--step", "1s"],
+            &["--step", "3s..=24h"],
+        ),
+        (
+            &["agg", "--hosts", "127.0.0.1", "--tests", "pps"],
+            &["--tests", "tps, outbound"],
+        ),
+        (
+            &["agg", "--hosts", "127.0.0.1", "--max-streams", "0"],
+            &["--max-streams 0", "1..=1024"],
+        ),
+        (
+            &["agg", "--hosts", "127.0.0.1", "--burst", "x"],
+            &["--burst", "auto or 0..="],
+        ),
+        (&["agg", "--hosts", "a,,b"], &["--hosts", "empty host"]),
+        (
+            &["agg", "--hosts-file", hosts],
+            &["--hosts-file line 1", "REMOTE_HOSTS[0..]"],
+        ),
+        (&["agg"], &["--hosts"]),
+        (
+            &["sweep", "tcp_rr", "--flows", "1,x"],
+            &["--flows", "list of whole numbers"],
+        ),
+        (
+            &["report", "/nonexistent/results.json"],
+            &["/nonexistent/results.json"],
+        ),
+    ]);
+    // A bad cell of the matrix is named before anything runs.
+    let out = run_client(
+        &["sweep", "tcp_stream", "--burst", "2"],
+        Duration::from_secs(10),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("burst 2"));
+}
+
+#[test]
+fn agg_sync_runs_one_stream_to_each_server_in_turn() {
+    let _g = not_beside_floods();
+    let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = format!("{},{}", s1.addr, s2.addr);
+    let out = run_client(
+        &[
+            "agg",
+            "--hosts",
+            &hosts,
+            "--tests",
+            "sync",
+            "--step",
+            "3s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    let doc = read_json(&dir.path().join("results.json"));
+    assert_schema_named(&doc, "thrum.agg.v1.json");
+    let t = &doc["tests"][0];
+    let steps = t["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "one step per server");
+    let csv = std::fs::read_to_string(dir.path().join("sync_streams.csv")).unwrap();
+    for (i, s) in steps.iter().enumerate() {
+        assert_eq!((u(&s["streams"]), u(&s["first_stream"])), (1, i as u64));
+        let stream = &t["streams"][i];
+        assert_eq!(stream["server"], [&s1.addr, &s2.addr][i].as_str());
+        // Stream i ran only in its own step: it ended before the next began.
+        let last_end = stream["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| f(&x["end"]))
+            .fold(0.0, f64::max);
+        assert!(last_end < f(&s["end"]) + 2.0, "stream {i} ran on");
+        let (a, b) = (f(&s["start"]), f(&s["end"]));
+        let by_hand = csv_window_average(&csv, a, b);
+        let avg = f(&s["average"]);
+        assert!(
+            ((avg - by_hand) / by_hand).abs() < 0.01,
+            "{avg} vs {by_hand}"
+        );
+    }
+}
