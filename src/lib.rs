@@ -90,6 +90,7 @@ fn target_or_embedded(
         label: server.addr.to_string(),
         bind,
         embedded: true,
+        psk: None,
     };
     Ok((t, Some(server)))
 }
@@ -108,7 +109,11 @@ fn write_outputs(result: &TestResult, out: &OutputArgs) -> Result<()> {
         export::write_atomic(path, &export::render(&export::csv::Csv, result))
             .with_context(|| format!("writing --samples {}", path.display()))?;
     }
-    let bytes = export::render(exporter(out.format()).as_ref(), result);
+    let bytes = if out.json_stream {
+        export::live::StreamLine::Result { result }.to_line()
+    } else {
+        export::render(exporter(out.format()).as_ref(), result)
+    };
     match &out.output {
         Some(path) => export::write_atomic(path, &bytes)
             .with_context(|| format!("writing --output {}", path.display()))?,
@@ -130,11 +135,21 @@ fn run_test(args: &RunArgs) -> Result<ExitCode> {
         on: std::io::stderr().is_terminal(),
         test: plan.test,
     };
-    let result = control::client::run(&target, &plan, &mut progress);
+    let mut live =
+        export::live::Live::new(plan.test, args.out.json_stream, args.out.samples.as_deref())
+            .with_context(|| "opening --samples for writing")?;
+    let result = control::client::run(
+        &target,
+        &plan,
+        &mut export::live::Both(&mut progress, &mut live),
+    );
     drop(progress);
+    if let Some(e) = &live.error {
+        eprintln!("warning: writing samples while the test ran: {e}");
+    }
     write_outputs(&result, &args.out)?;
     if let Some(e) = &result.summary.error {
-        if args.out.format() != Format::Human || args.out.output.is_some() {
+        if args.out.format() != Format::Human || args.out.output.is_some() || args.out.json_stream {
             eprintln!("Error: {e}");
         }
         return Ok(ExitCode::FAILURE);
@@ -146,7 +161,8 @@ fn serve(args: &ServerArgs) -> Result<ExitCode> {
     let mut cfg = ServerConfig::new(std::net::SocketAddr::new(args.listen, args.port));
     cfg.data_ports = args.data_ports;
     cfg.once = args.once;
-    cfg.max_sessions = args.max_sessions;
+    cfg.limits.max_sessions = args.max_sessions;
+    args.hardening.apply(&mut cfg)?;
     cfg.log = !args.quiet;
     let server = Server::bind(cfg)?;
     let flag = server.shutdown_flag();

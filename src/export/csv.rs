@@ -6,7 +6,8 @@
 use std::io::{self, Write};
 
 use super::Exporter;
-use crate::result::TestResult;
+use crate::plan::TestKind;
+use crate::result::{Interval, TestResult};
 
 pub struct Csv;
 
@@ -35,24 +36,30 @@ fn counts(out: &mut dyn Write, c: Option<&crate::stats::counters::Counts>) -> io
 impl Exporter for Csv {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{HEADER}")?;
-        let per_flow_remote = !r.test.is_connect();
         for iv in &r.intervals {
-            for (f, l) in iv.local.iter().enumerate() {
-                write!(
-                    out,
-                    "{},{},{:.6},{:.6},{:.6},{}",
-                    iv.index,
-                    iv.phase.name(),
-                    iv.start_s,
-                    iv.end_s,
-                    iv.unix_end_s,
-                    f
-                )?;
-                counts(out, Some(l))?;
-                counts(out, iv.remote.get(f).filter(|_| per_flow_remote))?;
-                writeln!(out)?;
-            }
+            write_interval(out, iv, r.test)?;
         }
         Ok(())
     }
+}
+
+/// The rows of one interval, one per flow (also used while the test runs).
+pub fn write_interval(out: &mut dyn Write, iv: &Interval, test: TestKind) -> io::Result<()> {
+    let per_flow_remote = !test.is_connect();
+    for (f, l) in iv.local.iter().enumerate() {
+        write!(
+            out,
+            "{},{},{:.6},{:.6},{:.6},{}",
+            iv.index,
+            iv.phase.name(),
+            iv.start_s,
+            iv.end_s,
+            iv.unix_end_s,
+            f
+        )?;
+        counts(out, Some(l))?;
+        counts(out, iv.remote.get(f).filter(|_| per_flow_remote))?;
+        writeln!(out)?;
+    }
+    Ok(())
 }

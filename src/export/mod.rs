@@ -6,6 +6,7 @@ pub mod csv;
 pub mod human;
 pub mod json;
 pub mod keyval;
+pub mod live;
 
 use std::io::{self, Write};
 use std::path::Path;
