@@ -24,11 +24,21 @@ impl ServerProc {
     }
 
     /// Start with a prepared command (e.g. `ip netns exec NS thrum`), listening on `listen`.
-    pub fn start_with(mut cmd: Command, listen: &str, extra: &[&str]) -> ServerProc {
+    pub fn start_with(cmd: Command, listen: &str, extra: &[&str]) -> ServerProc {
+        Self::start_logging(cmd, listen, extra, Stdio::null())
+    }
+
+    /// Start on 127.0.0.1 with the server's log (stderr) going to `log`.
+    pub fn start_logged(extra: &[&str], log: &std::path::Path) -> ServerProc {
+        let file = std::fs::File::create(log).expect("server log file");
+        Self::start_logging(Command::new(bin()), "127.0.0.1", extra, file.into())
+    }
+
+    fn start_logging(mut cmd: Command, listen: &str, extra: &[&str], log: Stdio) -> ServerProc {
         cmd.args(["server", "--port", "0", "--listen", listen])
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(log);
         let mut child = cmd.spawn().expect("spawn thrum server");
         let stdout = child.stdout.take().expect("server stdout");
         let mut line = String::new();
@@ -50,6 +60,44 @@ impl ServerProc {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Open file descriptors of the server process.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map_or(0, |d| d.count())
+    }
+
+    /// Resident set size of the server process, KiB.
+    pub fn rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("server /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc status")
+    }
+
+    /// Poll until the server holds at most `fds` descriptors; false if it
+    /// still holds more after `limit`.
+    pub fn fds_return_to(&self, fds: usize, limit: Duration) -> bool {
+        let t = Instant::now();
+        while self.open_fds() > fds {
+            if t.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        true
+    }
+
+    /// The server's JSON log lines (`--log-format json`) written to `log` so far.
+    pub fn log_lines(log: &std::path::Path) -> Vec<Value> {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 }
 

@@ -142,36 +142,67 @@ fn server_killed_mid_test_keeps_samples() {
     assert_eq!(rows, n, "one CSV row per interval for one flow");
 }
 
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
-}
-
 #[test]
 fn client_killed_mid_test_frees_the_session() {
-    let server = ServerProc::start(&[]);
-    let baseline = open_fds(server.pid());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = ServerProc::start_logged(&["--log-format", "json"], &log);
+    let baseline = server.open_fds();
+    let stream = dir.path().join("stream.jsonl");
+    let csv = dir.path().join("s.csv");
     let mut client = Command::new(bin())
         .args(["run", "tcp_rr", "-H", &server.addr, "-F", "4", "-l", "20s"])
-        .stdout(Stdio::null())
+        .args(["--warmup", "0s", "-i", "200ms", "--json-stream"])
+        .args(["--samples", csv.to_str().unwrap()])
+        .stdout(std::fs::File::create(&stream).unwrap())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    std::thread::sleep(Duration::from_millis(1500));
     assert!(
-        open_fds(server.pid()) > baseline,
+        server.open_fds() > baseline,
         "the test holds sockets on the server"
     );
     client.kill().unwrap();
     client.wait().unwrap();
-    let t = Instant::now();
-    while open_fds(server.pid()) > baseline {
+    let killed = Instant::now();
+
+    // Every interval that completed before the kill is in the output already.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&stream)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("whole JSON lines only"))
+        .collect();
+    assert!(lines.len() >= 3, "only {} streamed intervals", lines.len());
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(l["type"], "interval");
+        assert_eq!(u(&l["interval"]["index"]), i as u64);
+    }
+    let rows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
+    assert_eq!(rows, 4 * lines.len(), "one CSV row per flow per interval");
+
+    // The server ends the session, says why, and lets go of its sockets.
+    let failed = loop {
+        let lines = ServerProc::log_lines(&log);
+        if let Some(l) = lines.into_iter().find(|l| l["outcome"] == "failed") {
+            break l;
+        }
         assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "server still holds {} fds (baseline {baseline})",
-            open_fds(server.pid())
+            killed.elapsed() < Duration::from_secs(5),
+            "no log line for the vanished client within 5 s"
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    assert_eq!(failed["test"], "tcp_rr");
+    assert!(
+        failed["error"].as_str().unwrap().contains("disconnected"),
+        "{failed}"
+    );
+    assert!(
+        server.fds_return_to(baseline, Duration::from_secs(5)),
+        "server still holds {} fds (baseline {baseline})",
+        server.open_fds()
+    );
     let doc = assert_serves(&server);
     assert!(u(&doc["summary"]["transactions"]) > 0);
 }

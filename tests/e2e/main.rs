@@ -4,7 +4,9 @@
 
 mod common;
 mod failures;
+mod hostile;
 mod loopback;
 mod netns;
+mod soak;
 mod udp;
 mod udp_loss;
