@@ -39,7 +39,7 @@ pub const DEFAULT_PORT: u16 = 12880;
 /// A client must say hello within this.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// A data connection must present its token within this.
-pub const TOKEN_TIMEOUT: Duration = Duration::from_secs(2);
+pub const TOKEN_TIMEOUT: Duration = crate::workload::crr::TOKEN_TIMEOUT;
 /// All data connections of a session must arrive within this after `start`.
 pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The client must send `start` within this after `accepted`.

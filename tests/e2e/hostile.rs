@@ -55,6 +55,20 @@ fn error_then_close(s: &mut TcpStream) -> Option<String> {
     message
 }
 
+/// Whether the server closed `s` (EOF or reset), as opposed to our read
+/// timing out on a connection it still holds open.
+fn closed_by_server(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
 fn hello() -> Vec<u8> {
     encode(&Msg::Hello {
         protocol: PROTOCOL_VERSION,
@@ -195,18 +209,50 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
         let mut silent = connect(&data);
         let mut wrong = connect(&data);
         wrong.write_all(&[0x5a; 20]).unwrap();
-        let mut buf = [0u8; 16];
         assert!(
-            matches!(wrong.read(&mut buf), Ok(0) | Err(_)),
+            closed_by_server(&mut wrong),
             "wrong token: connection closed"
         );
         assert!(
-            matches!(silent.read(&mut buf), Ok(0) | Err(_)),
-            "no token within 2 s: connection closed"
+            closed_by_server(&mut silent),
+            "no token in 2 s: connection closed"
         );
         let e = error_then_close(&mut s).unwrap();
         assert!(e.contains("0 of 1 data connections"), "{e}");
         "data connections with a wrong token and none"
+    }));
+    let (a, k) = (addr.to_string(), key.clone());
+    checks.push(thread::spawn(move || {
+        // The same on a running tcp_crr session, whose workers accept data
+        // connections all along: both are closed and counted as refused.
+        let (mut s, _) = handshake(&a, &k);
+        let mut plan = TestPlan::new(TestKind::TcpCrr);
+        plan.warmup_ns = 0;
+        s.write_all(&encode(&Msg::Spec { plan })).unwrap();
+        let acc = next_frame(&mut s).unwrap();
+        let port = u(&acc["data_port"]);
+        s.write_all(&encode(&Msg::Start { udp_ports: vec![] }))
+            .unwrap();
+        assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
+        let data = format!("{}:{port}", a.rsplit_once(':').unwrap().0);
+        let (mut silent, mut wrong) = (connect(&data), connect(&data));
+        wrong.write_all(&[0x5a; 17]).unwrap();
+        assert!(
+            closed_by_server(&mut wrong),
+            "wrong token: connection closed"
+        );
+        assert!(
+            closed_by_server(&mut silent),
+            "no token in 2 s: connection closed"
+        );
+        s.write_all(&encode(&Msg::Finish {
+            datagrams_sent: vec![],
+        }))
+        .unwrap();
+        let fin = next_frame(&mut s).unwrap();
+        assert_eq!(fin["type"], "final", "{fin}");
+        assert_eq!(u(&fin["refused"]), 2, "{fin}");
+        "tcp_crr data connections with a wrong token and none"
     }));
     for (args, needle) in [
         (&["-F", "17"][..], "--max-flows"),
@@ -411,7 +457,10 @@ fn hostile_clients_do_not_disturb_a_running_test() {
         );
     }
     let ok = lines.iter().filter(|l| l["outcome"] == "ok").count();
-    assert_eq!(ok, 2, "the warm-up and the legitimate test ended well");
+    assert_eq!(
+        ok, 3,
+        "the warm-up, the legitimate test and the tcp_crr session ended well"
+    );
     for l in &lines {
         assert!(
             l["peer"]
