@@ -96,6 +96,34 @@ fn key_file(dir: &Path, name: &str, text: &str) -> String {
     p.to_str().unwrap().to_string()
 }
 
+/// Start a `test` session, then open two data connections, one with a wrong
+/// token and one silent; both must be closed by the server. Returns the
+/// control connection.
+fn bad_data_connections(addr: &str, key: &Psk, test: TestKind) -> TcpStream {
+    let (mut s, _) = handshake(addr, key);
+    let mut plan = TestPlan::new(test);
+    plan.warmup_ns = 0;
+    s.write_all(&encode(&Msg::Spec { plan })).unwrap();
+    let acc = next_frame(&mut s).unwrap();
+    assert_eq!(acc["type"], "accepted", "{acc}");
+    let port = u(&acc["data_port"]);
+    s.write_all(&encode(&Msg::Start { udp_ports: vec![] }))
+        .unwrap();
+    if test.is_connect() {
+        // Its workers run (and accept) from `started` on.
+        assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
+    }
+    let data = format!("{}:{port}", addr.rsplit_once(':').unwrap().0);
+    let (mut silent, mut wrong) = (connect(&data), connect(&data));
+    wrong.write_all(&[0x5a; 20]).unwrap();
+    assert!(closed_by_server(&mut wrong), "{test}: wrong token: closed");
+    assert!(
+        closed_by_server(&mut silent),
+        "{test}: no token in 2 s: closed"
+    );
+    s
+}
+
 /// Each hostile client, run on its own thread; returns what it checked.
 fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) {
     let mut checks: Vec<thread::JoinHandle<&'static str>> = Vec::new();
@@ -196,27 +224,7 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
     checks.push(thread::spawn(move || {
         // A data connection with a wrong token, and one that sends nothing:
         // both closed by the server; the session then fails for want of flows.
-        let (mut s, _) = handshake(&a, &k);
-        let mut plan = TestPlan::new(TestKind::TcpStream);
-        plan.warmup_ns = 0;
-        s.write_all(&encode(&Msg::Spec { plan })).unwrap();
-        let acc = next_frame(&mut s).unwrap();
-        assert_eq!(acc["type"], "accepted", "{acc}");
-        let port = u(&acc["data_port"]);
-        s.write_all(&encode(&Msg::Start { udp_ports: vec![] }))
-            .unwrap();
-        let data = format!("{}:{port}", a.rsplit_once(':').unwrap().0);
-        let mut silent = connect(&data);
-        let mut wrong = connect(&data);
-        wrong.write_all(&[0x5a; 20]).unwrap();
-        assert!(
-            closed_by_server(&mut wrong),
-            "wrong token: connection closed"
-        );
-        assert!(
-            closed_by_server(&mut silent),
-            "no token in 2 s: connection closed"
-        );
+        let mut s = bad_data_connections(&a, &k, TestKind::TcpStream);
         let e = error_then_close(&mut s).unwrap();
         assert!(e.contains("0 of 1 data connections"), "{e}");
         "data connections with a wrong token and none"
@@ -225,26 +233,7 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
     checks.push(thread::spawn(move || {
         // The same on a running tcp_crr session, whose workers accept data
         // connections all along: both are closed and counted as refused.
-        let (mut s, _) = handshake(&a, &k);
-        let mut plan = TestPlan::new(TestKind::TcpCrr);
-        plan.warmup_ns = 0;
-        s.write_all(&encode(&Msg::Spec { plan })).unwrap();
-        let acc = next_frame(&mut s).unwrap();
-        let port = u(&acc["data_port"]);
-        s.write_all(&encode(&Msg::Start { udp_ports: vec![] }))
-            .unwrap();
-        assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
-        let data = format!("{}:{port}", a.rsplit_once(':').unwrap().0);
-        let (mut silent, mut wrong) = (connect(&data), connect(&data));
-        wrong.write_all(&[0x5a; 17]).unwrap();
-        assert!(
-            closed_by_server(&mut wrong),
-            "wrong token: connection closed"
-        );
-        assert!(
-            closed_by_server(&mut silent),
-            "no token in 2 s: connection closed"
-        );
+        let mut s = bad_data_connections(&a, &k, TestKind::TcpCrr);
         s.write_all(&encode(&Msg::Finish {
             datagrams_sent: vec![],
         }))
