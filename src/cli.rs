@@ -269,6 +269,9 @@ impl RunArgs {
     /// The server to use; None means start an embedded one.
     pub fn target(&self) -> Result<Option<Target>> {
         let Some(host) = &self.host else {
+            if self.psk_file.is_some() {
+                bail!("--psk-file needs -H: the embedded server asks for no key");
+            }
             return Ok(None);
         };
         let addr = resolve(host, self.ipv4, self.ipv6)?;

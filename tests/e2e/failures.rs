@@ -248,6 +248,41 @@ fn bad_flags_name_the_flag_and_range() {
             &["server", "--data-ports", "9-1"],
             &["--data-ports", "LO-HI"],
         ),
+        (
+            &["server", "--max-flows", "0"],
+            &["--max-flows", "1..=100000"],
+        ),
+        (
+            &["server", "--max-sessions", "0"],
+            &["--max-sessions", "1..=4096"],
+        ),
+        (
+            &["server", "--max-duration", "25h"],
+            &["--max-duration", "1s..=24h"],
+        ),
+        (
+            &["server", "--max-session-memory", "1k"],
+            &["--max-session-memory", "1M..=1T"],
+        ),
+        (
+            &["server", "--psk-file", "/nonexistent/thrum.key"],
+            &["--psk-file /nonexistent/thrum.key", "No such file"],
+        ),
+        (
+            &[
+                "run",
+                "tcp_rr",
+                "-H",
+                "127.0.0.1:1",
+                "--psk-file",
+                "/dev/null",
+            ],
+            &["--psk-file /dev/null", "not a regular file"],
+        ),
+        (
+            &["run", "tcp_rr", "--psk-file", "/dev/null"],
+            &["--psk-file needs -H"],
+        ),
     ];
     assert_rejected(cases);
 }
