@@ -19,7 +19,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::auth::{self, NONCE_LEN, Psk};
-use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
+use super::deadline::read_msg_within;
+use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
 use crate::engine::{Engine, place};
 use crate::io::socket::{
     DataSocketOpts, connect, local_port, path_mtu, set_nonblocking, udp_connected,
@@ -126,7 +127,8 @@ pub fn run(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Tes
 }
 
 fn expect_reply(ctrl: &mut TcpStream, want: &'static str, server: &str) -> Result<Msg> {
-    match read_msg(ctrl) {
+    // The whole reply within the timeout: a server trickling bytes cannot hold us.
+    match read_msg_within(ctrl, MAX_FRAME, REPLY_TIMEOUT) {
         Ok(Msg::Error { message }) => bail!("server {server} refused: {message}"),
         Ok(m) if m.kind() == want => Ok(m),
         Ok(m) => bail!(
