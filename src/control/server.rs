@@ -10,13 +10,14 @@ use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use subtle::ConstantTimeEq;
 
+use super::admission::{Admission, Ticket};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
 use super::limits::SessionLimits;
@@ -85,15 +86,6 @@ impl ServerConfig {
     }
 }
 
-/// Counts a session as running until dropped, also when its thread panics.
-struct ActiveGuard(Arc<AtomicU32>);
-
-impl Drop for ActiveGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Relaxed);
-    }
-}
-
 /// What a session got to, for its log line.
 #[derive(Default)]
 struct SessionState {
@@ -106,7 +98,7 @@ pub struct Server {
     listener: TcpListener,
     config: Arc<ServerConfig>,
     shutdown: Arc<AtomicBool>,
-    active: Arc<AtomicU32>,
+    admission: Arc<Admission>,
 }
 
 impl Server {
@@ -128,9 +120,9 @@ impl Server {
         listener.set_nonblocking(true)?;
         Ok(Server {
             listener,
+            admission: Admission::new(config.limits.max_sessions),
             config: Arc::new(config),
             shutdown: Arc::new(AtomicBool::new(false)),
-            active: Arc::new(AtomicU32::new(0)),
         })
     }
 
@@ -177,41 +169,37 @@ impl Server {
                 }
             };
             let _ = stream.set_nonblocking(false);
-            let max = self.config.limits.max_sessions;
-            if self.active.load(Relaxed) >= max {
-                let mut s = stream;
-                // Never let a full send buffer hold up the accept loop.
-                let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
-                let message = format!(
-                    "server busy: {max} sessions running, its limit (--max-sessions {max})"
-                );
-                let _ = write_msg(
-                    &mut s,
-                    &Msg::Error {
-                        message: message.clone(),
-                    },
-                );
-                self.config.emit(SessionLine::new(
-                    peer,
-                    None,
-                    Outcome::Busy,
-                    Some(&message),
-                    Duration::ZERO,
-                ));
-                continue;
-            }
-            self.active.fetch_add(1, Relaxed);
-            let guard = ActiveGuard(self.active.clone());
+            let mut ticket = match self.admission.admit(peer.ip()) {
+                Ok(t) => t,
+                Err(message) => {
+                    let mut s = stream;
+                    // Never let a full send buffer hold up the accept loop.
+                    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+                    let _ = write_msg(
+                        &mut s,
+                        &Msg::Error {
+                            message: message.clone(),
+                        },
+                    );
+                    self.config.emit(SessionLine::new(
+                        peer,
+                        None,
+                        Outcome::Busy,
+                        Some(&message),
+                        Duration::ZERO,
+                    ));
+                    continue;
+                }
+            };
             let config = self.config.clone();
             let h = std::thread::Builder::new()
                 .name(format!("thrum-session-{peer}"))
                 .spawn(move || {
-                    let _guard = guard;
                     let began = Instant::now();
                     let mut state = SessionState::default();
                     // A panic is this session's alone: log it as its failure.
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        session(stream, peer, &config, &mut state)
+                        session(stream, peer, &config, &mut state, &mut ticket)
                     }))
                     .unwrap_or_else(|_| Err(anyhow!("internal error (panic) in this session")));
                     let (how, err) = match &outcome {
@@ -356,6 +344,7 @@ fn session(
     peer: SocketAddr,
     config: &ServerConfig,
     state: &mut SessionState,
+    ticket: &mut Ticket,
 ) -> Result<()> {
     ctrl.set_nodelay(true)?;
     ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
@@ -401,6 +390,7 @@ fn session(
     if let Err(e) = config.limits.check(&plan) {
         return Err(refuse(&mut ctrl, format!("spec refused: {e}")));
     }
+    ticket.handshake_done();
     let plan = plan.for_server();
     let opts = DataSocketOpts::from_plan(&plan, &plan.local);
     let local_ip = ctrl.local_addr()?.ip();

@@ -286,3 +286,47 @@ fn bad_flags_name_the_flag_and_range() {
     ];
     assert_rejected(cases);
 }
+
+#[test]
+fn max_sessions_refuses_with_the_limit_then_serves_again() {
+    let server = ServerProc::start(&["--max-sessions", "1"]);
+    // One connection that says nothing holds the only slot until the hello timeout.
+    let idle = TcpStream::connect(&server.addr).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let out = run_client(
+        &["run", "tcp_rr", "-H", &server.addr, "--json"],
+        Duration::from_secs(10),
+    );
+    assert!(!out.status.success());
+    let e = json(&out)["summary"]["error"].as_str().unwrap().to_string();
+    assert!(
+        e.contains("server busy") && e.contains("--max-sessions 1"),
+        "{e}"
+    );
+    drop(idle);
+    // The slot is free again once that session has ended.
+    let t = Instant::now();
+    loop {
+        let out = run_client(
+            &[
+                "run",
+                "tcp_rr",
+                "-H",
+                &server.addr,
+                "-l",
+                "200ms",
+                "--warmup",
+                "0s",
+            ],
+            Duration::from_secs(10),
+        );
+        if out.status.success() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(8),
+            "the server did not serve again after its only session ended"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
