@@ -171,22 +171,19 @@ pub fn ns_client_cmd(ns: &str, server: &ServerProc, test: &str, args: &[&str]) -
     cmd
 }
 
+/// A short tcp_rr (300 ms, no warm-up, JSON) against the server at `addr`,
+/// with `extra` flags.
+pub fn short_rr(addr: &str, extra: &[&str]) -> Output {
+    let args = ["run", "tcp_rr", "-H", addr, "-l", "300ms", "--warmup", "0s"];
+    run_client(
+        &[&args[..], extra, &["--json"]].concat(),
+        Duration::from_secs(20),
+    )
+}
+
 /// A short tcp_rr against `server` must succeed: it is still serving.
 pub fn assert_serves(server: &ServerProc) -> Value {
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-        Duration::from_secs(20),
-    );
+    let out = short_rr(&server.addr, &[]);
     let doc = json(&out);
     assert!(
         out.status.success(),

@@ -7,7 +7,9 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{ServerProc, assert_rejected, assert_serves, bin, json, run_client, u};
+use crate::common::{
+    ServerProc, assert_rejected, assert_serves, bin, json, run_client, short_rr, u,
+};
 
 fn frame(v: serde_json::Value) -> Vec<u8> {
     let body = serde_json::to_vec(&v).unwrap();
@@ -307,20 +309,7 @@ fn max_sessions_refuses_with_the_limit_then_serves_again() {
     // The slot is free again once that session has ended.
     let t = Instant::now();
     loop {
-        let out = run_client(
-            &[
-                "run",
-                "tcp_rr",
-                "-H",
-                &server.addr,
-                "-l",
-                "200ms",
-                "--warmup",
-                "0s",
-            ],
-            Duration::from_secs(10),
-        );
-        if out.status.success() {
+        if short_rr(&server.addr, &[]).status.success() {
             break;
         }
         assert!(

@@ -17,7 +17,7 @@ use thrum::control::auth::{self, Psk};
 use thrum::control::proto::{Msg, PROTOCOL_VERSION, encode};
 use thrum::plan::{TestKind, TestPlan};
 
-use crate::common::{ServerProc, bin, json, one_at_a_time, run_client, u};
+use crate::common::{ServerProc, bin, json, one_at_a_time, run_client, short_rr, u};
 
 /// The server's limits in this suite.
 const MAX_FLOWS: &str = "16";
@@ -314,22 +314,7 @@ fn idle_connections(addr: &str, key_path: &str) {
     let mut conns: Vec<TcpStream> = (0..500)
         .map(|_| connect_from(addr, "127.0.0.2:0"))
         .collect();
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            addr,
-            "--psk-file",
-            key_path,
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-        Duration::from_secs(20),
-    );
+    let out = short_rr(addr, &["--psk-file", key_path]);
     assert!(
         out.status.success(),
         "a client was locked out by another address's idle connections: {}",
