@@ -137,7 +137,9 @@ fn server_killed_mid_test_keeps_samples() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
     let e = doc["summary"]["error"].as_str().unwrap();
-    assert!(!e.is_empty());
+    // The cause, whichever end noticed first: the control connection (naming
+    // the server) or a data connection.
+    assert!(e.contains("closed"), "{e}");
     let n = doc["intervals"].as_array().unwrap().len();
     assert!(n >= 5, "only {n} intervals kept");
     let rows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
