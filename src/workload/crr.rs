@@ -470,7 +470,12 @@ impl Flow for ConnectServer {
             // A kick: a token deadline came, the phase changed, or the last
             // accept batch used its budget. Sweep, then go on accepting.
             KICK => {
-                let swept = self.sweep();
+                // Kicks also come after every budget-limited accept batch:
+                // sweep the table only when a deadline has come.
+                let swept = match self.sweep_at {
+                    Some(t) if t <= Instant::now() => self.sweep(),
+                    _ => Progress::Idle,
+                };
                 match self.accept_some(ctx)? {
                     Progress::Idle => Ok(self.sweep_at.map_or(swept, Progress::At)),
                     p => Ok(p),
