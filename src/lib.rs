@@ -164,6 +164,7 @@ fn serve(args: &ServerArgs) -> Result<ExitCode> {
     cfg.limits.max_sessions = args.max_sessions;
     args.hardening.apply(&mut cfg)?;
     cfg.log = !args.quiet;
+    let log_format = cfg.log_format;
     let server = Server::bind(cfg)?;
     let flag = server.shutdown_flag();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -177,7 +178,7 @@ fn serve(args: &ServerArgs) -> Result<ExitCode> {
     let _ = std::io::stdout().flush();
     server.serve()?;
     if flag.load(Relaxed) && !args.quiet {
-        eprintln!("thrum server: stopped by signal");
+        control::log::server_event(log_format, "stopped by signal");
     }
     Ok(ExitCode::SUCCESS)
 }

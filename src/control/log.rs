@@ -96,6 +96,24 @@ impl<'a> SessionLine<'a> {
     }
 }
 
+/// A line about the server itself, not a session (it stopped, accept failed),
+/// in the same format as the session lines.
+pub fn server_event(format: LogFormat, event: &str) {
+    let line = match format {
+        LogFormat::Text => format!("thrum server: {event}\n"),
+        LogFormat::Json => {
+            let unix_s = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            format!(
+                "{}\n",
+                serde_json::json!({"unix_s": unix_s, "event": event})
+            )
+        }
+    };
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

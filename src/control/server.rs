@@ -21,7 +21,7 @@ use super::admission::{Admission, Ticket};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
 use super::limits::SessionLimits;
-use super::log::{LogFormat, Outcome, SessionLine};
+use super::log::{LogFormat, Outcome, SessionLine, server_event};
 use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, write_msg};
 use crate::engine::{Engine, place};
 use crate::io::socket::{
@@ -162,7 +162,7 @@ impl Server {
                 }
                 Err(e) => {
                     if self.config.log {
-                        eprintln!("thrum server: accept: {e}");
+                        server_event(self.config.log_format, &format!("accept: {e}"));
                     }
                     std::thread::sleep(Duration::from_millis(50));
                     continue;
