@@ -82,6 +82,15 @@ impl SessionLimits {
                 self.max_duration_ns as f64 / 1e9
             ));
         }
+        // The session's idle timeout is one interval plus slack: a long
+        // interval would let a client hold a silent session for as long.
+        if plan.interval_ns > self.max_duration_ns {
+            return Err(format!(
+                "--interval {} s is over this server's limit of {} s (--max-duration)",
+                plan.interval_ns as f64 / 1e9,
+                self.max_duration_ns as f64 / 1e9
+            ));
+        }
         let mem = memory_estimate(plan);
         if mem > self.max_session_memory_bytes {
             return Err(format!(
@@ -173,6 +182,9 @@ mod tests {
         p.duration_ns = 10_000_000_001;
         assert!(l.check(&p).unwrap_err().contains("--max-duration"));
         p.duration_ns = 1_000_000_000;
+        p.interval_ns = 10_000_000_001;
+        assert!(l.check(&p).unwrap_err().contains("--interval"));
+        p.interval_ns = 1_000_000_000;
         p.recv_bytes = 16 << 20;
         assert!(l.check(&p).unwrap_err().contains("--max-session-memory"));
         p.recv_bytes = 128 << 10;
