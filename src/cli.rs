@@ -17,6 +17,7 @@ use crate::units::{parse_duration, parse_rate, parse_size};
 
 mod agg;
 pub use agg::{AggArgs, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
+pub mod hardening;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -126,9 +127,12 @@ pub struct OutputArgs {
     /// Write the result to FILE instead of standard output (atomically: temp file, then rename).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Write per-interval, per-flow samples as CSV to FILE.
+    /// Write per-interval, per-flow samples as CSV to FILE, a row at a time as they arrive; the finished file replaces it atomically at the end.
     #[arg(long, value_name = "FILE")]
     pub samples: Option<PathBuf>,
+    /// Write JSON Lines to standard output as the test runs: one line per interval as it completes, then the whole result as the last line.
+    #[arg(long, conflicts_with_all = ["json", "keyval", "output"])]
+    pub json_stream: bool,
 }
 
 impl OutputArgs {
@@ -214,6 +218,9 @@ pub struct RunArgs {
     /// Local address for the control and data connections.
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<IpAddr>,
+    /// Prove this pre-shared key to the server (HMAC-SHA256 challenge-response); the file holds 16..=4096 bytes.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
     /// Interim sample period.
     #[arg(short = 'i', long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
     pub interval: Duration,
@@ -411,14 +418,22 @@ impl RunArgs {
     /// The server to use; None means start an embedded one.
     pub fn target(&self) -> Result<Option<Target>> {
         let Some(host) = &self.host else {
+            if self.psk_file.is_some() {
+                bail!("--psk-file needs -H: the embedded server asks for no key");
+            }
             return Ok(None);
         };
         let addr = resolve(host, self.ipv4, self.ipv6)?;
+        let psk = match &self.psk_file {
+            Some(p) => Some(crate::control::auth::Psk::from_file(p)?),
+            None => None,
+        };
         Ok(Some(Target {
             addr,
             label: host.clone(),
             bind: self.bind,
             embedded: false,
+            psk,
         }))
     }
 }
@@ -483,9 +498,11 @@ pub struct ServerArgs {
     /// Serve one test, then exit.
     #[arg(long)]
     pub once: bool,
-    /// Sessions served at once.
-    #[arg(long, default_value_t = 64)]
+    /// Sessions served at once; more are refused as busy.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_sessions: u32,
+    #[command(flatten)]
+    pub hardening: hardening::HardeningArgs,
     /// Do not log sessions to stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,

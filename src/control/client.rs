@@ -19,7 +19,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
+use super::auth::{self, NONCE_LEN, Psk};
+use super::deadline::read_msg_within;
+use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
 use super::window::{Meter, WindowStats, on_hypervisor};
 use crate::engine::{Engine, place};
 use crate::io::socket::{
@@ -46,6 +48,12 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 pub const UDP_SETTLE: Duration = Duration::from_millis(100);
 /// How long the server may take to answer a control message.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the server may take to answer a tick with its sample. The server
+/// answers at once, so silence this long means the path or the server is
+/// gone (a deleted link, a dead host): the test ends with an error, within
+/// one interval plus this of the fault, instead of waiting on TCP's
+/// retransmission timers for minutes.
+pub const SAMPLE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Where the server is.
 #[derive(Clone, Debug)]
@@ -55,9 +63,13 @@ pub struct Target {
     pub label: String,
     pub bind: Option<IpAddr>,
     pub embedded: bool,
+    /// Prove this key to the server (`--psk-file`); the server must ask for it.
+    pub psk: Option<Psk>,
 }
 
-/// Told about each interval as it completes (progress lines, streaming output).
+/// Told about each interval as it completes, that is when the server's sample
+/// for its end has arrived (progress lines, streaming output). An interval
+/// whose server sample never arrives is only in the final result.
 pub trait Observer {
     fn on_interval(&mut self, _iv: &Interval) {}
 }
@@ -143,7 +155,8 @@ fn run_once(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Te
 }
 
 fn expect_reply(ctrl: &mut TcpStream, want: &'static str, server: &str) -> Result<Msg> {
-    match read_msg(ctrl) {
+    // The whole reply within the timeout: a server trickling bytes cannot hold us.
+    match read_msg_within(ctrl, MAX_FRAME, REPLY_TIMEOUT) {
         Ok(Msg::Error { message }) => bail!("server {server} refused: {message}"),
         Ok(m) if m.kind() == want => Ok(m),
         Ok(m) => bail!(
@@ -184,6 +197,33 @@ fn connect_control(target: &Target) -> Result<TcpStream> {
     Ok(s)
 }
 
+/// Answer the server's challenge, or refuse a server that does not ask for
+/// the key we hold (it could be anyone's server).
+fn authenticate(ctrl: &mut TcpStream, target: &Target, nonce: Option<&str>) -> Result<()> {
+    let label = target.label.as_str();
+    match (&target.psk, nonce) {
+        (None, None) => Ok(()),
+        (None, Some(_)) => bail!(
+            "authentication failed: the server at {label} requires a pre-shared key (--psk-file)"
+        ),
+        (Some(_), None) => bail!(
+            "authentication failed: --psk-file was given but the server at {label} does not ask for a key; not running unauthenticated"
+        ),
+        (Some(psk), Some(nonce)) => {
+            let nonce = auth::from_hex::<NONCE_LEN>(nonce)
+                .with_context(|| format!("the server at {label} sent a malformed nonce"))?;
+            write_msg(
+                ctrl,
+                &Msg::Auth {
+                    answer: auth::to_hex(&psk.answer(&nonce)),
+                },
+            )?;
+            // The server's refusal names the cause ("authentication failed: wrong ...").
+            expect_reply(ctrl, "auth_ok", label).map(|_| ())
+        }
+    }
+}
+
 fn drive(
     target: &Target,
     plan: &TestPlan,
@@ -206,10 +246,14 @@ fn drive(
             protocol: PROTOCOL_VERSION,
             software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
             limits: None,
+            nonce: None,
         },
     )?;
     let Msg::Hello {
-        protocol, software, ..
+        protocol,
+        software,
+        nonce,
+        ..
     } = expect_reply(&mut ctrl, "hello", label)?
     else {
         unreachable!()
@@ -219,6 +263,7 @@ fn drive(
             "protocol version mismatch: this client speaks v{PROTOCOL_VERSION}, the server at {label} ({software}) speaks v{protocol}"
         );
     }
+    authenticate(&mut ctrl, target, nonce.as_deref())?;
     g.env.server_software = Some(software);
     g.env.udp_io = udp_io(plan);
 
@@ -384,6 +429,7 @@ fn drive(
         seq: 0,
         final_msg: None,
         label: label.to_string(),
+        answered: 0,
     };
     let outcome = run.timeline(plan, &phases, g, observer);
     g.local_window = run.meter.window();
@@ -408,7 +454,7 @@ fn drive(
         }
     }
     write_msg(&mut run.ctrl, &Msg::Finish { datagrams_sent })?;
-    let fin = run.wait_final(g)?;
+    let fin = run.wait_final(g, plan, observer)?;
     if let Msg::Final {
         counts,
         rusage,
@@ -508,6 +554,8 @@ struct Running {
     seq: u32,
     final_msg: Option<Msg>,
     label: String,
+    /// Ticks before this one have their server sample.
+    answered: usize,
 }
 
 impl Running {
@@ -548,16 +596,36 @@ impl Running {
         write_msg(&mut self.ctrl, &Msg::Tick { seq, phase: next })
             .with_context(|| format!("sending a tick to {}", self.label))?;
         if seq > 0 {
-            // Report the interval that just ended, with the server's part if it is in already.
-            self.pump(g, Duration::ZERO)?;
-            let iv = interval(plan, g, seq as usize);
-            observer.on_interval(&iv);
+            self.pump(g, plan, observer, Duration::ZERO)?;
+        }
+        Ok(())
+    }
+
+    /// Fail when the server has left a tick unanswered for [`SAMPLE_TIMEOUT`].
+    fn check_samples(&mut self, g: &Gathered) -> Result<()> {
+        while self.answered < g.remote.len() && g.remote[self.answered].is_some() {
+            self.answered += 1;
+        }
+        if let Some(sent) = g.local.get(self.answered).map(|l| l.at)
+            && self.answered < g.remote.len()
+            && self.t0.elapsed().saturating_sub(sent) > SAMPLE_TIMEOUT
+        {
+            bail!(
+                "the server at {} has not answered for {SAMPLE_TIMEOUT:?}: the control path or the server is gone",
+                self.label
+            );
         }
         Ok(())
     }
 
     /// Handle control messages for up to `wait`; fail on a server error or a lost connection.
-    fn pump(&mut self, g: &mut Gathered, wait: Duration) -> Result<()> {
+    fn pump(
+        &mut self,
+        g: &mut Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+        wait: Duration,
+    ) -> Result<()> {
         let mut wait = wait;
         loop {
             let m = if wait.is_zero() {
@@ -587,6 +655,10 @@ impl Running {
                 }) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
                         *slot = Some(RemoteSample { elapsed_ns, counts });
+                        // Both ends' counts of this interval are in: report it.
+                        if seq > 0 && g.remote[seq as usize - 1].is_some() {
+                            observer.on_interval(&interval(plan, g, seq as usize));
+                        }
                     }
                 }
                 Ok(m @ Msg::Final { .. }) => {
@@ -653,8 +725,9 @@ impl Running {
                 }
                 let mut until = next_tick.min(end.unwrap_or(next_tick)) - now;
                 until = until.min(check);
-                self.pump(g, until)?;
+                self.pump(g, plan, observer, until)?;
                 self.check_engine()?;
+                self.check_samples(g)?;
             }
         }
         // Drain: wait for our flows to half-close and read the server's EOF.
@@ -667,15 +740,21 @@ impl Running {
                 ));
                 break;
             }
-            self.pump(g, Duration::from_millis(2))?;
+            self.pump(g, plan, observer, Duration::from_millis(2))?;
             self.check_engine()?;
+            self.check_samples(g)?;
         }
         // Our totals after the drain.
         g.local_total = Some(Counts::sum(&self.engine().snapshot()));
         Ok(())
     }
 
-    fn wait_final(&mut self, g: &mut Gathered) -> Result<Msg> {
+    fn wait_final(
+        &mut self,
+        g: &mut Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+    ) -> Result<Msg> {
         let deadline = Instant::now() + REPLY_TIMEOUT;
         while self.final_msg.is_none() {
             let now = Instant::now();
@@ -685,9 +764,16 @@ impl Running {
                     self.label
                 );
             }
-            self.pump(g, deadline - now)?;
+            self.pump(g, plan, observer, deadline - now)?;
         }
         Ok(self.final_msg.take().expect("final message"))
+    }
+}
+
+impl Drop for Running {
+    /// Wake the control reader thread, whatever state the connection is in.
+    fn drop(&mut self) {
+        let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
     }
 }
 

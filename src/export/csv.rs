@@ -7,7 +7,8 @@
 use std::io::{self, Write};
 
 use super::Exporter;
-use crate::result::TestResult;
+use crate::plan::TestKind;
+use crate::result::{Interval, TestResult};
 
 pub struct Csv;
 
@@ -68,25 +69,39 @@ impl Exporter for Csv {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         let extra = &r.spec.plan.percentiles;
         writeln!(out, "{}", header(extra))?;
-        let per_flow_remote = !r.test.is_connect();
         for iv in &r.intervals {
-            for (f, l) in iv.local.iter().enumerate() {
-                write!(
-                    out,
-                    "{},{},{:.6},{:.6},{:.6},{}",
-                    iv.index,
-                    iv.phase.name(),
-                    iv.start_s,
-                    iv.end_s,
-                    iv.unix_end_s,
-                    f
-                )?;
-                counts(out, Some(l))?;
-                counts(out, iv.remote.get(f).filter(|_| per_flow_remote))?;
-                latency(out, iv.latency_ns.as_ref(), extra.len())?;
-                writeln!(out)?;
-            }
+            write_interval(out, iv, r.test, extra.len())?;
         }
         Ok(())
     }
+}
+
+/// The rows of one interval, one per flow (also used while the test runs,
+/// when the interval's latency is not in yet and its columns stay empty;
+/// the finished file replaces those rows). `extra`: how many
+/// `--percentiles` columns the header has.
+pub fn write_interval(
+    out: &mut dyn Write,
+    iv: &Interval,
+    test: TestKind,
+    extra: usize,
+) -> io::Result<()> {
+    let per_flow_remote = !test.is_connect();
+    for (f, l) in iv.local.iter().enumerate() {
+        write!(
+            out,
+            "{},{},{:.6},{:.6},{:.6},{}",
+            iv.index,
+            iv.phase.name(),
+            iv.start_s,
+            iv.end_s,
+            iv.unix_end_s,
+            f
+        )?;
+        counts(out, Some(l))?;
+        counts(out, iv.remote.get(f).filter(|_| per_flow_remote))?;
+        latency(out, iv.latency_ns.as_ref(), extra)?;
+        writeln!(out)?;
+    }
+    Ok(())
 }

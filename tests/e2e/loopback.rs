@@ -406,3 +406,54 @@ fn suite_runs_every_test() {
     }
     assert!(!text.contains("error"), "{text}");
 }
+
+/// `--json-stream`: a line per interval as it completed, then the whole
+/// result; the streamed intervals are exactly the result's, and the result
+/// matches the schema.
+#[test]
+fn json_stream_lines_match_the_result() {
+    let server = ServerProc::start(&[]);
+    let out = run_client(
+        &[
+            "run",
+            "tcp_stream",
+            "-H",
+            &server.addr,
+            "-F",
+            "2",
+            "-l",
+            "1s",
+            "--warmup",
+            "200ms",
+            "-i",
+            "250ms",
+            "--json-stream",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+        .collect();
+    let (last, intervals) = lines.split_last().expect("at least the result line");
+    assert_eq!(last["type"], "result");
+    let result = &last["result"];
+    assert_schema(result);
+    assert!(intervals.iter().all(|l| l["type"] == "interval"));
+    let streamed: Vec<&Value> = intervals.iter().map(|l| &l["interval"]).collect();
+    let kept: Vec<&Value> = result["intervals"].as_array().unwrap().iter().collect();
+    assert_eq!(
+        streamed, kept,
+        "the stream and the result hold the same intervals"
+    );
+    assert!(
+        kept.len() >= 5,
+        "warm-up and measure intervals: {}",
+        kept.len()
+    );
+}

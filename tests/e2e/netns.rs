@@ -390,3 +390,55 @@ fn burst_tcp_rr_warns_of_coalescing() {
         "{warnings:?}"
     );
 }
+
+/// The data path cut mid-test: the veth between the namespaces is deleted
+/// while a stream runs, so no packet gets through any more and no socket
+/// sees an error (TCP would retransmit for minutes). The client must notice
+/// from the unanswered ticks, end with a clear error within 5 s of the cut
+/// and a non-zero exit, and have written every interval so far.
+#[test]
+fn data_path_cut_mid_test_ends_cleanly() {
+    let _serial = one_at_a_time();
+    let Some(link) = Link::new(9, Shaper::A) else {
+        return;
+    };
+    let server = link.server();
+    let dir = tempfile::tempdir().unwrap();
+    let (res, csv) = (dir.path().join("r.json"), dir.path().join("s.csv"));
+    let mut client = ns_client_cmd(
+        &link.a,
+        &server,
+        "tcp_stream",
+        &["-l", "20s", "--warmup", "0s", "-i", "200ms"],
+    )
+    .args(["-o", res.to_str().unwrap()])
+    .args(["--samples", csv.to_str().unwrap()])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    ip(&["-n", &link.a, "link", "del", VETH_A]);
+    let cut = Instant::now();
+    let status = loop {
+        if let Some(s) = client.try_wait().unwrap() {
+            break s;
+        }
+        if cut.elapsed() > Duration::from_secs(5) {
+            let _ = client.kill();
+            panic!("the client was still running 5 s after the link was cut");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut client.stderr.take().unwrap(), &mut stderr).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    let e = doc["summary"]["error"].as_str().unwrap();
+    assert!(e.contains("has not answered"), "{e}");
+    assert!(stderr.contains(e), "the error is on stderr too: {stderr}");
+    let n = doc["intervals"].as_array().unwrap().len();
+    assert!(n >= 5, "only {n} intervals kept");
+    let rows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
+    assert_eq!(rows, n, "one CSV row per interval for one flow");
+}
