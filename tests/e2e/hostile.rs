@@ -416,7 +416,11 @@ fn hostile_clients_do_not_disturb_a_running_test() {
         doc["summary"]["error"]
     );
     // Correct figures: every transaction counted on both ends, the window
-    // the length asked for, no warnings.
+    // the length asked for, and no warning from the session itself (the
+    // server's errors, refused connections, missing samples, an undrained
+    // worker). Warnings about the machine (CPU busy beyond thrum's own use,
+    // packets on lo, a trend) describe the hostile load beside it, as they
+    // should.
     let s = &doc["summary"];
     let local = u(&s["local"]["total"]["transactions"]);
     assert!(local > 0);
@@ -426,8 +430,12 @@ fn hostile_clients_do_not_disturb_a_running_test() {
         u(&s["remote"]["total"]["bytes_received"])
     );
     assert_eq!(doc["intervals"].as_array().unwrap().len(), 20);
+    let session_warnings = ["server", "refused", "samples", "drained"];
     assert!(
-        s["warnings"].as_array().is_none_or(|w| w.is_empty()),
+        s["warnings"].as_array().is_none_or(|w| !w.iter().any(|w| {
+            let w = w.as_str().unwrap_or("");
+            session_warnings.iter().any(|k| w.contains(k))
+        })),
         "{}",
         s["warnings"]
     );
