@@ -85,6 +85,10 @@ fn udp_stream_accounts_for_every_datagram() {
             threads,
             "--rate",
             rate,
+            // A 4 MB receive buffer holds a second of this traffic, so a
+            // receiver descheduled by a busy machine still loses nothing.
+            "-S",
+            "4M,4M",
         ];
         let doc = run(&server, &args);
         let what = format!("udp_stream -m {size} -F {flows}");
