@@ -26,7 +26,10 @@ usage: bench/compare.sh [options]
   --rows LIST     comma-separated subset of: rr,rr_pinned,stream (TCP),
                   udp_rr,udp_rr_pinned,udp_rr_agg,udp_stream (UDP); "tcp" and
                   "udp" stand for their groups (default: all rows)
-  --tools LIST    comma-separated subset of: thrum,netperf,neper,sockperf,qperf,iperf3
+  --tools LIST    comma-separated subset of:
+                  thrum,floor,netperf,neper,sockperf,qperf,iperf3
+                  (floor: bench/floor, the minimal blocking reference, built
+                  with cargo from its own manifest)
   --quiet-wait S  before each run, wait up to S s (default 20) for the rest
                   of the machine to be nearly idle (0 disables)
   --keep          keep the per-run logs directory
@@ -50,7 +53,7 @@ NO_THRUM=0
 TCP_ROWS="rr rr_pinned stream"
 UDP_ROWS="udp_rr udp_rr_pinned udp_rr_agg udp_stream"
 ROWS="tcp,udp"
-TOOLS="thrum,netperf,neper,sockperf,qperf,iperf3"
+TOOLS="thrum,floor,netperf,neper,sockperf,qperf,iperf3"
 KEEP=0
 QUIET_WAIT=20
 # Busy CPUs, outside the benchmark, below which the machine counts as quiet.
@@ -90,7 +93,7 @@ done
 ROWS="${rows[*]}"
 for t in ${TOOLS//,/ }; do
 	case "$t" in
-	thrum | netperf | neper | sockperf | qperf | iperf3) ;;
+	thrum | floor | netperf | neper | sockperf | qperf | iperf3) ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done
@@ -116,6 +119,7 @@ P_IPERF3=12871
 P_SOCKPERF=12872
 P_QPERF=12874
 P_QPERF_DATA=12875
+P_FLOOR=12876
 
 want_tool() { [[ ",$TOOLS," == *",$1,"* ]]; }
 
@@ -145,6 +149,17 @@ fi
 # ------------------------------------------------------------ which peers exist
 declare -A HAVE=()
 ABSENT=()
+# The floor (bench/floor) is this repository's own reference: built here, in
+# its own package so that thrum's build and tests never see it.
+FLOOR="$ROOT/bench/floor/target/release/thrum-floor"
+if want_tool floor; then
+	echo "compare.sh: cargo build --release (bench/floor)" >&2
+	if (cd "$ROOT" && cargo build --release --quiet --manifest-path bench/floor/Cargo.toml); then
+		HAVE[floor]=1
+	else
+		ABSENT+=("floor (bench/floor does not build)")
+	fi
+fi
 check_peer() { # name binaries...
 	local name="$1" b
 	shift
@@ -177,10 +192,11 @@ check_peer iperf3 iperf3
 tools_for_row() { # prints the tools that take part in a row, thrum first
 	local row="$1" t cands
 	case "$row" in
-	stream | udp_stream) cands="thrum netperf neper iperf3" ;;
+	stream) cands="thrum floor netperf neper iperf3" ;;
+	udp_stream) cands="thrum netperf neper iperf3" ;;
 	# Only thrum, neper and netperf (with burst) run many RR flows at once.
 	udp_rr_agg) cands="thrum netperf neper" ;;
-	*) cands="thrum netperf neper sockperf qperf" ;;
+	*) cands="thrum floor netperf neper sockperf qperf" ;;
 	esac
 	for t in $cands; do
 		[[ -n "${HAVE[$t]:-}" ]] && echo "$t"
@@ -190,7 +206,7 @@ tools_for_row() { # prints the tools that take part in a row, thrum first
 
 # TCP listeners and bound UDP sockets alike: sockperf's UDP server and the
 # UDP data ports of neper, qperf and iperf3 have no TCP listener.
-for p in $P_THRUM $P_NETPERF $P_NETPERF_B $P_NEPER_CTL $P_NEPER_DATA $P_IPERF3 $P_SOCKPERF $P_QPERF $P_QPERF_DATA; do
+for p in $P_THRUM $P_FLOOR $P_NETPERF $P_NETPERF_B $P_NEPER_CTL $P_NEPER_DATA $P_IPERF3 $P_SOCKPERF $P_QPERF $P_QPERF_DATA; do
 	if [[ -n "$(ss -Hltun "sport = :$p")" ]]; then
 		echo "compare.sh: port $p is already in use (a leftover server?)" >&2
 		exit 1
@@ -277,6 +293,18 @@ tool_cmds() {
 		*)
 			CLI=("$THRUM" run tcp_rr "${common[@]}" -r "1,1" --json) ;;
 		esac
+		;;
+	floor)
+		# One test per server process; it exits when the client is done.
+		PORTS=($P_FLOOR)
+		SELF_EXIT=1
+		local t=tcp_rr
+		case "$row" in
+		stream) t=tcp_stream ;;
+		udp_rr | udp_rr_pinned) t=udp_rr ;;
+		esac
+		SRV=("$FLOOR" serve "$t" --port "$P_FLOOR" --bind 127.0.0.1 -M 65536)
+		CLI=("$FLOOR" run "$t" --connect "127.0.0.1:$P_FLOOR" -l "$d" -m 65536)
 		;;
 	netperf)
 		# -D: stay in the foreground; -f: serve tests in this process instead
@@ -538,6 +566,7 @@ note	sockperf: ping-pong needs a 14-byte message at least (its header), so `-m 1
 note	qperf: tcp_lat is a ping-pong; it reports `latency` = half the round trip and `msg_rate` = messages in both directions per second, so round trips/s = msg_rate / 2 = 1e9 / (2 x latency in ns). The script uses the client's received-message count over its run time (`loc_recv_msgs / loc_real_time`), which is the same number (check: latency 39652 ns, msg_rate 25220/s, 25219 round trips in 2 s = 12,610/s). qperf cannot bind its server to one address; it listens on all, the client connects to 127.0.0.1.
 note	iperf3: `-l 64K`, 64 KiB writes and reads like the others (default 128 KiB); rate = `end.sum_received.bits_per_second` from `--json`. The server runs with `-1` (one test, then exit).
 note	thrum: tcp_rr `-r 1,1`; tcp_stream `-m 64K -M 64K` (64 KiB sends and receives like the peers; its defaults are 128K). Receive size matters on loopback: in spot checks 64 KiB reads gave neper about 25 Gbit/s against about 19 with 128 KiB, so every tool gets the same sizes. `--warmup 0s`: thrum by default sends 1 s of traffic before its measured window, the peers measure from their first transaction; without warm-up every tool is measured the same way, and no tool's CPU covers traffic outside its window. Its server is a separate `thrum server` process, like the peers' servers.
+note	floor: bench/floor (`thrum-floor`), this repository's minimal reference, not a peer: one blocking thread per end, no event loop, timers or statistics, the clock read every 64 transactions. tcp_rr: 1-byte write and read per transaction on a TCP_NODELAY socket; udp_rr: the same on connected UDP sockets (the server connects to its first peer); tcp_stream: 64 KiB writes and reads, rate = bytes the server read over the client's send window. Its thrum/peer column is thrum as a ratio of the floor (target: at least 0.95 for the RR rows).
 note	iperf 2 (2.1.8) is installed but not compared: its `--bounceback` RR mode is paced in bursts rather than saturating and rejects 1-byte messages, and its stream mode adds nothing to iperf3.
 note	CPU time is what the kernel charges to the two processes. On loopback most of the TCP/IP work of a send runs in the sender's own context (softirq on the way out of the send call) and is charged to it; work done by ksoftirqd threads is charged to nobody here.
 EOF

@@ -242,6 +242,9 @@ def _thrum_warnings(s):
 
 def parse_tcp(tool, row, cli):
     stream = row == "stream"
+    if tool == "floor":
+        kv = _kv(cli)
+        return float(kv["throughput_bps"] if stream else kv["transactions_per_s"])
     if tool == "thrum":
         s = json.loads(cli)["summary"]
         return float(s["throughput_bps"] if stream else s["transactions_per_s"])
@@ -293,6 +296,10 @@ def parse_udp_rr(tool, row, cli):
         s = json.loads(cli)["summary"]
         return (float(s["transactions_per_s"]), None, int(s["lost"]),
                 f"lost {s['lost']}{_thrum_warnings(s)}")
+    if tool == "floor":
+        kv = _kv(cli)
+        return (float(kv["transactions_per_s"]), None, int(kv["lost"]),
+                f"lost {kv['lost']}")
     if tool == "netperf":
         # -o THROUGHPUT,LOCAL_SEND_CALLS,LOCAL_RECV_CALLS. netperf never
         # resends: a lost request or response leaves its slot empty for the
