@@ -10,7 +10,6 @@
 //! [`run`] always returns a [`TestResult`]: on failure it carries the error
 //! and every sample gathered so far.
 
-use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -20,9 +19,8 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
 use crate::engine::{Engine, place};
-use crate::io::socket::{
-    DataSocketOpts, connect, local_port, path_mtu, set_nonblocking, udp_connected,
-};
+use crate::io::connect::connect_many;
+use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
 use crate::plan::{TestKind, TestPlan};
 use crate::result::{Environment, Figures, Interval, SCHEMA, Side, Spec, Summary, TestResult};
 use crate::stats::counters::{Counts, FlowCounters};
@@ -86,6 +84,7 @@ struct Gathered {
     env: Environment,
     server_address: Option<String>,
     warnings: Vec<String>,
+    setup_s: Option<f64>,
 }
 
 fn unix_now() -> f64 {
@@ -107,6 +106,7 @@ pub fn run(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Tes
         env: Environment::gather(),
         server_address: None,
         warnings: Vec::new(),
+        setup_s: None,
     };
     let error = drive(target, plan, &mut g, observer)
         .err()
@@ -204,6 +204,35 @@ fn drive(
 
     let opts = DataSocketOpts::from_plan(plan, &plan.local);
     let flows_n = plan.flows as usize;
+    // One socket per flow here, and as many again in this process when the
+    // server is embedded.
+    let per_flow = if target.embedded { 2 } else { 1 };
+    if let Err(w) = crate::io::fdlimit::ensure(flows_n as u64 * per_flow) {
+        g.warnings.push(w);
+    }
+    let setup_t0 = Instant::now();
+    // Long-lived TCP flows connect all at once, each presenting the token
+    // and its flow id as soon as it is up.
+    let mut tcp_socks = if plan.test.is_udp() || plan.test.is_connect() {
+        Vec::new()
+    } else {
+        let greeting = |f: usize| {
+            let mut hello = Vec::with_capacity(TOKEN_LEN + 4);
+            hello.extend_from_slice(&token);
+            hello.extend_from_slice(&(f as u32).to_be_bytes());
+            hello
+        };
+        connect_many(
+            &data_addr,
+            target.bind,
+            &opts,
+            flows_n,
+            greeting,
+            CONNECT_TIMEOUT.max(Duration::from_millis(flows_n as u64)),
+        )
+        .context("opening data connections")?
+    }
+    .into_iter();
     let counters: Arc<[FlowCounters]> = (0..flows_n).map(|_| FlowCounters::default()).collect();
     let mut flows: Vec<Box<dyn Flow>> = Vec::with_capacity(flows_n);
     let mut my_udp_ports = Vec::new();
@@ -260,15 +289,7 @@ fn drive(
                 ))
             }
             _ => {
-                let sock = connect(&data_addr, target.bind, &opts, CONNECT_TIMEOUT)
-                    .with_context(|| format!("opening data connection {f} to {data_addr}"))?;
-                let mut hello = [0u8; TOKEN_LEN + 4];
-                hello[..TOKEN_LEN].copy_from_slice(&token);
-                hello[TOKEN_LEN..].copy_from_slice(&f.to_be_bytes());
-                (&sock)
-                    .write_all(&hello)
-                    .with_context(|| format!("presenting the token on data connection {f}"))?;
-                set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&sock), true)?;
+                let sock = tcp_socks.next().expect("one connection per flow");
                 let (sends, receives) = match plan.test {
                     TestKind::TcpStream => (true, false),
                     TestKind::TcpMaerts => (false, true),
@@ -308,6 +329,7 @@ fn drive(
     let Msg::Started { drivers, .. } = expect_reply(&mut ctrl, "started", label)? else {
         unreachable!()
     };
+    g.setup_s = Some(setup_t0.elapsed().as_secs_f64());
     g.env.remote_drivers = drivers;
 
     let workers = place(flows, plan.threads as usize, &plan.local.cpu_pin);
@@ -768,6 +790,7 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
             g.remote_total.unwrap_or_default(),
             g.remote_rusage,
         ),
+        setup_s: g.setup_s,
         warnings,
         error,
     };

@@ -37,7 +37,8 @@ pub const DEFAULT_PORT: u16 = 12880;
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// A data connection must present its token within this.
 pub const TOKEN_TIMEOUT: Duration = Duration::from_secs(2);
-/// All data connections of a session must arrive within this after `start`.
+/// All data connections of a session must arrive within this (plus 1 ms per
+/// flow) after `accepted`.
 pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Clone, Debug)]
@@ -293,6 +294,8 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         return Err(refuse(&mut ctrl, format!("invalid spec: {e}")));
     }
     let plan = plan.for_server();
+    // Said in the final report, where the client lists the server's errors.
+    let fd_warning = crate::io::fdlimit::ensure(plan.flows as u64).err();
     let opts = DataSocketOpts::from_plan(&plan, &plan.local);
     let local_ip = ctrl.local_addr()?.ip();
     // TCP tests get a data listener; UDP tests one socket per flow.
@@ -342,6 +345,19 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         },
     )?;
 
+    // Long-lived TCP flows are accepted while the client connects them: it
+    // sends `start` only once all are up, and the backlog holds 4096.
+    let mut accepting = match &listener {
+        Some(l) if !plan.test.is_connect() => {
+            let (l, plan, opts, peer) = (l.try_clone()?, plan.clone(), opts.clone(), peer.ip());
+            Some(
+                std::thread::Builder::new()
+                    .name("thrum-accept".into())
+                    .spawn(move || accept_flows(&l, &plan, peer, &token, &opts))?,
+            )
+        }
+        _ => None,
+    };
     ctrl.set_read_timeout(Some(Duration::from_secs(30)))?;
     let Msg::Start {
         udp_ports: client_ports,
@@ -380,8 +396,12 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
             .collect();
         (counters, flows)
     } else {
-        let listener = listener.as_ref().expect("tcp tests have a listener");
-        match accept_flows(listener, &plan, peer.ip(), &token, &opts) {
+        let accepted = accepting
+            .take()
+            .expect("long-lived tcp tests are being accepted")
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("the accepting thread panicked")));
+        match accepted {
             Ok(x) => x,
             Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
         }
@@ -456,7 +476,7 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         }
     }
     let refused = out.flows.iter().map(|f| f.refused()).sum::<u64>();
-    let mut errors = Vec::new();
+    let mut errors: Vec<String> = fd_warning.into_iter().collect();
     if let Some(e) = out.error {
         errors.push(e);
     }
@@ -554,12 +574,14 @@ fn accept_flows(
     let counters: Arc<[FlowCounters]> = (0..n).map(|_| FlowCounters::default()).collect();
     let mut slots: Vec<Option<Box<dyn Flow>>> = (0..n).map(|_| None).collect();
     let mut have = 0;
-    let deadline = Instant::now() + ACCEPT_TIMEOUT;
+    // 10,000 flows take a while to connect even in parallel: 1 ms per flow more.
+    let limit = ACCEPT_TIMEOUT + Duration::from_millis(n as u64);
+    let deadline = Instant::now() + limit;
     set_nonblocking(listener.as_raw_fd(), true)?;
     while have < n {
         let now = Instant::now();
         if now >= deadline {
-            bail!("only {have} of {n} data connections arrived within {ACCEPT_TIMEOUT:?}");
+            bail!("only {have} of {n} data connections arrived within {limit:?}");
         }
         let (sock, addr) = match listener.accept() {
             Ok(x) => x,

@@ -13,7 +13,9 @@
 //!   SO_RCVTIMEO/SO_SNDTIMEO so the worker still sees phase changes and stop.
 
 pub mod blocking;
+pub mod connect;
 pub mod epoll;
+pub mod fdlimit;
 pub mod mmsg;
 pub mod socket;
 

@@ -6,5 +6,6 @@ mod common;
 mod failures;
 mod loopback;
 mod netns;
+mod scale;
 mod udp;
 mod udp_loss;
