@@ -31,7 +31,7 @@ fn add(a: [u64; 3], b: [u64; 3]) -> [u64; 3] {
 }
 
 /// Run one test against `server` and check everything that must hold for any test.
-pub(crate) fn run_and_check(server: &ServerProc, test: &str, flows: u32, threads: u32) -> Value {
+fn run_and_check(server: &ServerProc, test: &str, flows: u32, threads: u32) -> Value {
     let (fl, th) = (flows.to_string(), threads.to_string());
     let out = run_client(
         &[
