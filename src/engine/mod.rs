@@ -20,6 +20,9 @@ use crate::stats::counters::{Counts, FlowCounters};
 use crate::stats::latency::LatencyHistogram;
 use crate::workload::{Flow, FlowCtx, KICK, Phase, Progress, token};
 
+mod watchdog;
+use watchdog::WatchSlot;
+
 /// What one worker thread runs.
 pub struct WorkerSpec {
     pub flows: Vec<Box<dyn Flow>>,
@@ -34,6 +37,8 @@ struct Shared {
     quota_done: AtomicU32,
     running: AtomicU32,
     error: Mutex<Option<String>>,
+    /// One per worker, for the watchdog of blocking workers.
+    watch: Vec<WatchSlot>,
 }
 
 impl Shared {
@@ -51,6 +56,7 @@ pub struct Engine {
     counters: Arc<[FlowCounters]>,
     handles: Vec<JoinHandle<WorkerOutcome>>,
     drivers: Vec<&'static str>,
+    watchdog: Option<JoinHandle<()>>,
 }
 
 struct WorkerOutcome {
@@ -109,27 +115,46 @@ impl Engine {
             quota_done: AtomicU32::new(0),
             running: AtomicU32::new(workers.len() as u32),
             error: Mutex::new(None),
+            watch: (0..workers.len()).map(|_| WatchSlot::default()).collect(),
         });
+        if workers
+            .iter()
+            .any(|w| choose_driver(&w.flows) == DriverKind::Blocking)
+        {
+            crate::io::blocking::install_wake_handler()?;
+        }
         let mut handles = Vec::with_capacity(workers.len());
         let mut drivers = Vec::with_capacity(workers.len());
+        // The shortest blocking timeout of any blocking worker: the watchdog's clock.
+        let mut watch_timeout = None;
         for (i, w) in workers.into_iter().enumerate() {
             let kind = choose_driver(&w.flows);
             drivers.push(kind.name());
+            if kind == DriverKind::Blocking {
+                let t = blocking_timeout(&w.flows);
+                watch_timeout = Some(watch_timeout.map_or(t, |x: std::time::Duration| x.min(t)));
+            }
             let sh = shared.clone();
             let h = std::thread::Builder::new()
                 .name(format!("thrum-worker-{i}"))
                 .spawn(move || {
-                    let out = run_worker(&sh, w, kind);
+                    let out = run_worker(&sh, w, kind, i);
+                    sh.watch[i].leave();
                     sh.running.fetch_sub(1, Relaxed);
                     out
                 })?;
             handles.push(h);
         }
+        let watchdog = match watch_timeout {
+            Some(t) => Some(watchdog::start(shared.clone(), t)?),
+            None => None,
+        };
         Ok(Engine {
             shared,
             counters,
             handles,
             drivers,
+            watchdog,
         })
     }
 
@@ -182,6 +207,10 @@ impl Engine {
                 Err(_) => self.shared.fail("a worker thread panicked".into()),
             }
         }
+        // It ends on its own once no worker runs.
+        if let Some(w) = self.watchdog {
+            let _ = w.join();
+        }
         let error = self
             .shared
             .error
@@ -206,7 +235,16 @@ enum Status {
     Done,
 }
 
-fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutcome {
+/// How long one blocking call of these flows may wait.
+fn blocking_timeout(flows: &[Box<dyn Flow>]) -> std::time::Duration {
+    flows
+        .iter()
+        .map(|f| f.blocking_timeout())
+        .min()
+        .unwrap_or(crate::io::blocking::POLL_TIMEOUT)
+}
+
+fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind, me: usize) -> WorkerOutcome {
     let WorkerSpec {
         mut flows,
         flow_ids,
@@ -220,12 +258,7 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
         fail(format!("worker: {e}"));
         return WorkerOutcome { hist, flows };
     }
-    let blocking_timeout = flows
-        .iter()
-        .map(|f| f.blocking_timeout())
-        .min()
-        .unwrap_or(crate::io::blocking::POLL_TIMEOUT);
-    let mut driver = match kind.create(blocking_timeout) {
+    let mut driver = match kind.create(blocking_timeout(&flows)) {
         Ok(d) => d,
         Err(e) => {
             fail(format!("creating the {} driver: {e}", kind.name()));
@@ -251,8 +284,15 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
     let mut wake: Vec<Option<Instant>> = vec![None; n];
     let mut next_wake: Option<Instant> = None;
     let mut last_phase = Phase::from_u8(shared.phase.load(Relaxed));
+    let watch = &shared.watch[me];
+    if kind == DriverKind::Blocking {
+        watch.enter();
+    }
+    let mut loops = 0u64;
 
     while remaining > 0 && !shared.stop.load(Relaxed) {
+        loops += 1;
+        watch.tick(loops);
         let phase = Phase::from_u8(shared.phase.load(Relaxed));
         if phase != last_phase {
             last_phase = phase;

@@ -9,8 +9,8 @@
 //! - [`blocking::Blocking`], for a worker that owns exactly one long-lived
 //!   socket (the common single-flow case). It skips `epoll_wait` entirely: a
 //!   request/response transaction then costs one `send` and one `recv`, as in
-//!   netperf, instead of three syscalls. Blocking calls carry a short
-//!   SO_RCVTIMEO/SO_SNDTIMEO so the worker still sees phase changes and stop.
+//!   netperf, instead of three syscalls. The engine's watchdog interrupts a
+//!   blocked worker with a signal so it still sees phase changes and stop.
 
 pub mod blocking;
 pub mod connect;

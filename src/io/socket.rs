@@ -159,34 +159,28 @@ pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
 }
 
 /// `send` without SIGPIPE: a peer that went away is an error value, not a signal.
+///
+/// EINTR is returned, not retried: it is how the engine wakes a worker
+/// blocked under the blocking driver (see [`would_block`]).
 #[inline]
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
+    // SAFETY: buf is valid for buf.len() bytes.
+    let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+    if n >= 0 {
+        return Ok(n as usize);
     }
+    Err(io::Error::last_os_error())
 }
 
+/// `recv`; EINTR is returned as for [`send`].
 #[inline]
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
+    // SAFETY: buf is valid for buf.len() bytes.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n >= 0 {
+        return Ok(n as usize);
     }
+    Err(io::Error::last_os_error())
 }
 
 /// Half-close: the peer reads EOF once it has read everything sent before.
@@ -202,10 +196,16 @@ pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Would this error clear up by itself (EAGAIN, or a blocking call's timeout)?
+/// Would this error clear up by itself? EAGAIN on a non-blocking socket, or
+/// EINTR: the engine's wake-up signal interrupted a blocking call so that
+/// the worker looks at its phase and stop flags (a non-blocking call never
+/// sleeps, so never sees it).
 #[inline]
 pub fn would_block(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::WouldBlock
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
 }
 
 /// Pin the calling thread to one CPU.
