@@ -188,6 +188,11 @@ pub struct RunArgs {
     /// udp_rr: a transaction without a response after this is lost and its slot reused.
     #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
     pub rr_timeout: Duration,
+    /// Readiness driver of the worker threads, both ends: auto (blocking for a
+    /// thread with one flow, epoll otherwise), epoll, or uring (io_uring; falls
+    /// back to epoll where unavailable, and for tcp_crr/tcp_cc).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "epoll", "uring"], value_name = "DRIVER")]
+    pub driver: String,
     /// Pin local worker threads to these CPUs, round-robin (0,2-3).
     #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
     pub cpu_pin: Option<CpuList>,
@@ -247,6 +252,7 @@ impl RunArgs {
         p.pacing_rate_bps = self.pacing_rate;
         p.rate_bps = self.rate;
         p.rr_timeout_ns = ns(self.rr_timeout);
+        p.driver = self.driver.parse().expect("clap checked the driver name");
         let side = |buf: Option<(u64, u64)>, pin: &Option<CpuList>| SocketOpts {
             send_buffer_bytes: buf.map(|b| b.0),
             recv_buffer_bytes: buf.map(|b| b.1),

@@ -93,6 +93,30 @@ impl FromStr for TestKind {
     }
 }
 
+/// Which readiness driver the worker threads use (`--driver`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DriverChoice {
+    /// The blocking driver for a thread with one flow that allows it, epoll otherwise.
+    #[default]
+    Auto,
+    Epoll,
+    /// io_uring where the kernel allows it, epoll otherwise.
+    Uring,
+}
+
+impl FromStr for DriverChoice {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(DriverChoice::Auto),
+            "epoll" => Ok(DriverChoice::Epoll),
+            "uring" => Ok(DriverChoice::Uring),
+            _ => Err(PlanError::UnknownDriver(s.to_string())),
+        }
+    }
+}
+
 /// Socket options applied to one end's data sockets.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SocketOpts {
@@ -141,6 +165,9 @@ pub struct TestPlan {
     pub rate_bps: Option<u64>,
     /// udp_rr: a transaction whose response has not arrived after this is lost, and its slot reused.
     pub rr_timeout_ns: u64,
+    /// Readiness driver on both ends; absent from an older peer's plan: auto.
+    #[serde(default)]
+    pub driver: DriverChoice,
     pub local: SocketOpts,
     pub remote: SocketOpts,
 }
@@ -167,6 +194,8 @@ pub enum PlanError {
         "unknown test '{0}' (accepted: tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, or netperf's upper-case names)"
     )]
     UnknownTest(String),
+    #[error("unknown --driver '{0}' (accepted: auto, epoll, uring)")]
+    UnknownDriver(String),
     #[error("{flag} {value} is out of range (accepted: {min}..={max})")]
     OutOfRange {
         flag: &'static str,
@@ -224,6 +253,7 @@ impl TestPlan {
             pacing_rate_bps: None,
             rate_bps: None,
             rr_timeout_ns: 50_000_000,
+            driver: DriverChoice::Auto,
             local: SocketOpts::default(),
             remote: SocketOpts::default(),
         }

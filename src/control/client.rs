@@ -340,8 +340,9 @@ fn drive(
     // counts at t0: nothing they do before the session's first tick escapes
     // the window (it matters when the test starts in the measure phase).
     let t0 = Instant::now();
-    let engine =
-        Engine::start(counters, workers, phases[0].0).context("starting worker threads")?;
+    let engine = Engine::start(counters, workers, phases[0].0, plan.driver)
+        .context("starting worker threads")?;
+    g.warnings.extend(crate::engine::uring_fallback(plan));
     g.env.local_drivers = engine_drivers(&engine);
 
     // Samples arrive on their own thread so the clock never waits on the network.

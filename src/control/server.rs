@@ -409,7 +409,7 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
 
     let workers = place(flows, threads, &plan.local.cpu_pin);
     let rusage0 = Rusage::process();
-    let engine = Engine::start(counters, workers, Phase::Warmup)?;
+    let engine = Engine::start(counters, workers, Phase::Warmup, plan.driver)?;
     let t0 = Instant::now();
     write_msg(
         &mut ctrl,

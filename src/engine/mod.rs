@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crate::io::{DriverKind, Event};
+use crate::plan::{DriverChoice, TestPlan};
 use crate::stats::counters::{Counts, FlowCounters};
 use crate::stats::latency::LatencyHistogram;
 use crate::workload::{Flow, FlowCtx, KICK, Phase, Progress, token};
@@ -92,13 +93,38 @@ pub fn place(flows: Vec<Box<dyn Flow>>, threads: usize, cpus: &[usize]) -> Vec<W
     workers
 }
 
-/// The blocking driver for a worker with one flow that allows it, epoll otherwise.
-pub fn choose_driver(flows: &[Box<dyn Flow>]) -> DriverKind {
-    if flows.len() == 1 && flows[0].blocking_ok() {
-        DriverKind::Blocking
-    } else {
-        DriverKind::Epoll
+/// The driver a worker runs. `auto`: the blocking driver for a worker with
+/// one flow that allows it, epoll otherwise. `uring`: io_uring where the
+/// kernel allows it, except for connection tests, whose sockets are closed
+/// while registered (see [`crate::io::uring`]), and epoll otherwise.
+pub fn choose_driver(flows: &[Box<dyn Flow>], choice: DriverChoice) -> DriverKind {
+    match choice {
+        DriverChoice::Auto if flows.len() == 1 && flows[0].blocking_ok() => DriverKind::Blocking,
+        DriverChoice::Uring
+            if crate::io::uring::probe().is_ok() && !flows.iter().any(|f| f.closes_sockets()) =>
+        {
+            DriverKind::Uring
+        }
+        _ => DriverKind::Epoll,
     }
+}
+
+/// Why `--driver uring` runs epoll for this test here, if it does.
+pub fn uring_fallback(plan: &TestPlan) -> Option<String> {
+    if plan.driver != DriverChoice::Uring {
+        return None;
+    }
+    if let Err(why) = crate::io::uring::probe() {
+        return Some(format!(
+            "--driver uring: io_uring is unavailable ({why}); workers ran epoll"
+        ));
+    }
+    plan.test.is_connect().then(|| {
+        format!(
+            "--driver uring: {} workers ran epoll (an io_uring poll request keeps a closed socket open)",
+            plan.test.name()
+        )
+    })
 }
 
 impl Engine {
@@ -108,6 +134,7 @@ impl Engine {
         counters: Arc<[FlowCounters]>,
         workers: Vec<WorkerSpec>,
         initial: Phase,
+        choice: DriverChoice,
     ) -> io::Result<Engine> {
         let shared = Arc::new(Shared {
             phase: AtomicU8::new(initial as u8),
@@ -119,7 +146,7 @@ impl Engine {
         });
         if workers
             .iter()
-            .any(|w| choose_driver(&w.flows) == DriverKind::Blocking)
+            .any(|w| choose_driver(&w.flows, choice) == DriverKind::Blocking)
         {
             crate::io::blocking::install_wake_handler()?;
         }
@@ -128,7 +155,7 @@ impl Engine {
         // The shortest blocking timeout of any blocking worker: the watchdog's clock.
         let mut watch_timeout = None;
         for (i, w) in workers.into_iter().enumerate() {
-            let kind = choose_driver(&w.flows);
+            let kind = choose_driver(&w.flows, choice);
             drivers.push(kind.name());
             if kind == DriverKind::Blocking {
                 let t = blocking_timeout(&w.flows);

@@ -6,6 +6,8 @@
 //!
 //! Two drivers exist, each earning its place:
 //! - [`epoll::Epoll`], edge-triggered, for any number of sockets per thread;
+//! - [`uring::Uring`] (`--driver uring`), io_uring multishot poll, for any
+//!   number of sockets per thread;
 //! - [`blocking::Blocking`], for a worker that owns exactly one long-lived
 //!   socket (the common single-flow case). It skips `epoll_wait` entirely: a
 //!   request/response transaction then costs one `send` and one `recv`, as in
@@ -18,6 +20,7 @@ pub mod epoll;
 pub mod fdlimit;
 pub mod mmsg;
 pub mod socket;
+pub mod uring;
 
 use std::io;
 use std::os::fd::RawFd;
@@ -69,6 +72,7 @@ pub trait Driver: Send {
 pub enum DriverKind {
     Epoll,
     Blocking,
+    Uring,
 }
 
 impl DriverKind {
@@ -76,6 +80,7 @@ impl DriverKind {
         match self {
             DriverKind::Epoll => "epoll",
             DriverKind::Blocking => "blocking",
+            DriverKind::Uring => "uring",
         }
     }
 
@@ -84,6 +89,7 @@ impl DriverKind {
         Ok(match self {
             DriverKind::Epoll => Box::new(epoll::Epoll::new()?),
             DriverKind::Blocking => Box::new(blocking::Blocking::new(blocking_timeout)),
+            DriverKind::Uring => Box::new(uring::Uring::new()?),
         })
     }
 }

@@ -155,6 +155,10 @@ impl ConnectClient {
 }
 
 impl Flow for ConnectClient {
+    fn closes_sockets(&self) -> bool {
+        true
+    }
+
     fn start(&mut self, _driver: &mut dyn Driver, _slot: usize) -> io::Result<()> {
         // The first connection opens on the engine's start kick.
         Ok(())
@@ -386,6 +390,10 @@ impl ConnectServer {
 }
 
 impl Flow for ConnectServer {
+    fn closes_sockets(&self) -> bool {
+        true
+    }
+
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
         driver.register_listener(self.listener, token(slot, 0))
     }

@@ -9,3 +9,4 @@ mod netns;
 mod scale;
 mod udp;
 mod udp_loss;
+mod uring;
