@@ -165,6 +165,9 @@ pub struct TestPlan {
     pub rate_bps: Option<u64>,
     /// udp_rr: a transaction whose response has not arrived after this is lost, and its slot reused.
     pub rr_timeout_ns: u64,
+    /// SO_BUSY_POLL on data sockets, both ends, µs.
+    #[serde(default)]
+    pub busy_poll_us: Option<u32>,
     /// Readiness driver on both ends; absent from an older peer's plan: auto.
     #[serde(default)]
     pub driver: DriverChoice,
@@ -177,6 +180,8 @@ pub mod limits {
     pub const MAX_FLOWS: u32 = 100_000;
     pub const MAX_THREADS: u32 = 1024;
     pub const MAX_BURST: u32 = 4096;
+    /// --busy-poll: a second of spinning per receive is already absurd.
+    pub const MAX_BUSY_POLL_US: u32 = 1_000_000;
     pub const MAX_RR_BYTES: u64 = 64 << 20;
     pub const MAX_IO_BYTES: u64 = 64 << 20;
     pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
@@ -254,6 +259,7 @@ impl TestPlan {
             rate_bps: None,
             rr_timeout_ns: 50_000_000,
             driver: DriverChoice::Auto,
+            busy_poll_us: None,
             local: SocketOpts::default(),
             remote: SocketOpts::default(),
         }
@@ -371,6 +377,14 @@ impl TestPlan {
         }
         if let Some(r) = self.pacing_rate_bps {
             check("--pacing-rate (bit/s)", r, 8, u64::MAX / 2)?;
+        }
+        if let Some(us) = self.busy_poll_us {
+            check(
+                "--busy-poll (µs)",
+                us as u64,
+                1,
+                limits::MAX_BUSY_POLL_US as u64,
+            )?;
         }
         for (flag, cpus) in [
             ("--cpu-pin", &self.local.cpu_pin),

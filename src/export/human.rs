@@ -137,7 +137,8 @@ impl Exporter for Human {
         if let Some(setup) = s.setup_s {
             write!(
                 out,
-                "  setup                  {setup:.3} s for {} flow(s)",
+                "  setup                  {:.1} ms for {} flow(s)",
+                setup * 1e3,
                 r.spec.plan.flows
             )?;
             let mb = |ru: &Option<crate::control::proto::Rusage>| {

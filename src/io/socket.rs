@@ -25,6 +25,10 @@ pub struct DataSocketOpts {
     pub congestion: Option<String>,
     /// SO_MAX_PACING_RATE in bytes/s.
     pub pacing_bytes_per_s: Option<u64>,
+    /// SO_BUSY_POLL in µs: a blocking receive polls the device queue this
+    /// long before it sleeps (only where the NIC driver has NAPI; loopback
+    /// and veth have none, so it changes nothing there).
+    pub busy_poll_us: Option<u32>,
 }
 
 impl DataSocketOpts {
@@ -37,6 +41,7 @@ impl DataSocketOpts {
             mss: plan.mss,
             congestion: plan.congestion.clone(),
             pacing_bytes_per_s: plan.pacing_rate_bps.map(|b| b / 8),
+            busy_poll_us: plan.busy_poll_us,
         }
     }
 
@@ -67,6 +72,32 @@ impl DataSocketOpts {
         }
         if let Some(rate) = self.pacing_bytes_per_s {
             set_pacing_rate(s.as_raw_fd(), rate)?;
+        }
+        self.apply_busy_poll(s)
+    }
+
+    /// SO_BUSY_POLL, on TCP and UDP data sockets alike.
+    pub fn apply_busy_poll(&self, s: &Socket) -> io::Result<()> {
+        let Some(us) = self.busy_poll_us else {
+            return Ok(());
+        };
+        let v = us as libc::c_int;
+        // SAFETY: the value outlives the call and its size is given.
+        let rc = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_BUSY_POLL,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            // Above net.core.busy_read it takes CAP_NET_ADMIN.
+            return Err(ctx(
+                io::Error::last_os_error(),
+                "SO_BUSY_POLL (--busy-poll)",
+            ));
         }
         Ok(())
     }
@@ -290,6 +321,7 @@ pub fn udp_bound(local: SocketAddr, opts: &DataSocketOpts) -> io::Result<Socket>
         s.set_recv_buffer_size(b as usize)
             .map_err(|e| ctx(e, "SO_RCVBUF"))?;
     }
+    opts.apply_busy_poll(&s)?;
     s.bind(&SockAddr::from(local))?;
     Ok(s)
 }
@@ -330,4 +362,45 @@ pub fn local_port(s: &Socket) -> io::Result<u16> {
         .as_socket()
         .map(|a| a.port())
         .ok_or_else(|| io::Error::other("socket has no IP address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn busy_poll_of(s: &Socket) -> i32 {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: v and len are valid for the call.
+        let rc = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_BUSY_POLL,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0);
+        v
+    }
+
+    #[test]
+    fn busy_poll_reaches_tcp_and_udp_sockets() {
+        let opts = DataSocketOpts {
+            busy_poll_us: Some(50),
+            ..DataSocketOpts::default()
+        };
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let tcp = tcp_socket(&addr, true).unwrap();
+        match opts.apply_connected(&tcp) {
+            Ok(()) => {}
+            // Unprivileged, above net.core.busy_read: the kernel refuses.
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => return,
+            Err(e) => panic!("{e}"),
+        }
+        assert_eq!(busy_poll_of(&tcp), 50);
+        assert_eq!(busy_poll_of(&udp_bound(addr, &opts).unwrap()), 50);
+        assert_eq!(busy_poll_of(&tcp_socket(&addr, true).unwrap()), 0);
+    }
 }

@@ -153,24 +153,29 @@ pub fn ns_client_cmd(ns: &str, server: &ServerProc, test: &str, args: &[&str]) -
 
 /// A short tcp_rr against `server` must succeed: it is still serving.
 pub fn assert_serves(server: &ServerProc) -> Value {
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-        Duration::from_secs(20),
-    );
+    run_short(server, "tcp_rr", &[])
+}
+
+/// `thrum run TEST -H server -l 300ms --warmup 0s EXTRA.. --json`, which
+/// must succeed; returns its result.
+pub fn run_short(server: &ServerProc, test: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "run",
+        test,
+        "-H",
+        &server.addr,
+        "-l",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run_client(&args, Duration::from_secs(20));
     let doc = json(&out);
     assert!(
         out.status.success(),
-        "server stopped serving: {}",
+        "{test} {extra:?} failed (has the server stopped serving?): {}",
         doc["summary"]["error"]
     );
     doc

@@ -1,4 +1,4 @@
-//! `--driver uring`: every test kind runs on io_uring workers (connection
+//! `--driver uring` (and `--busy-poll`, the other engine option): every test kind runs on io_uring workers (connection
 //! tests on epoll, which the result says) and its counts add up on both ends
 //! exactly as under epoll.
 
@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, json, not_beside_floods, run_client, u};
+use crate::common::{ServerProc, assert_schema, json, not_beside_floods, run_client, run_short, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -22,23 +22,7 @@ fn drivers(doc: &Value, key: &str) -> Vec<String> {
 
 /// False (with a printed reason) where the kernel does not allow io_uring.
 fn uring_available(server: &ServerProc) -> bool {
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "100ms",
-            "--warmup",
-            "0s",
-            "--driver",
-            "uring",
-            "--json",
-        ],
-        Duration::from_secs(20),
-    );
-    let doc = json(&out);
+    let doc = run_short(server, "tcp_rr", &URING);
     let unavailable = doc["summary"]["warnings"]
         .as_array()
         .expect("warnings")
@@ -161,5 +145,18 @@ fn udp_tests_run_and_add_up_on_uring() {
         for key in ["local_drivers", "remote_drivers"] {
             assert_eq!(drivers(&doc, key), vec!["uring"; 2], "{what}: {key}");
         }
+    }
+}
+
+/// `--busy-poll` reaches both ends' TCP and UDP data sockets (as root the
+/// kernel takes any value; loopback has no NAPI, so it changes no figure).
+#[test]
+fn busy_poll_is_applied_on_both_ends() {
+    let _quiet = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    for test in ["tcp_rr", "udp_rr"] {
+        let doc = run_short(&server, test, &["--busy-poll", "50", "--rr-timeout", "2s"]);
+        assert_eq!(doc["spec"]["busy_poll_us"], 50, "{test}");
+        assert!(u(&doc["summary"]["transactions"]) > 0, "{test}");
     }
 }
