@@ -69,9 +69,18 @@ impl MsgBatch {
         for iov in &mut self.iovs[..n] {
             iov.iov_len = len.min(self.size);
         }
-        // EINTR is returned, not retried, as by socket::send.
+        // EINTR is returned, not retried, and the raw syscall skips glibc's
+        // cancellation-point bookkeeping, both as in socket::send.
         // SAFETY: hdrs[..n] point at valid iovecs and buffers.
-        let r = unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), n as u32, libc::MSG_NOSIGNAL) };
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_sendmmsg,
+                fd,
+                self.hdrs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_NOSIGNAL,
+            )
+        };
         if r >= 0 {
             return Ok(r as usize);
         }
@@ -84,15 +93,16 @@ impl MsgBatch {
         for iov in self.iovs.iter_mut() {
             iov.iov_len = self.size;
         }
-        // EINTR is returned, not retried, as by socket::recv.
+        // EINTR is returned, not retried; raw syscall as in send above.
         // SAFETY: every header points at a valid iovec and buffer of `size` bytes.
         let r = unsafe {
-            libc::recvmmsg(
+            libc::syscall(
+                libc::SYS_recvmmsg,
                 fd,
                 self.hdrs.as_mut_ptr(),
-                self.hdrs.len() as u32,
+                self.hdrs.len() as libc::c_uint,
                 libc::MSG_WAITFORONE,
-                std::ptr::null_mut(),
+                std::ptr::null_mut::<libc::timespec>(),
             )
         };
         if r >= 0 {

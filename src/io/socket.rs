@@ -193,21 +193,46 @@ pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
 ///
 /// EINTR is returned, not retried: it is how the engine wakes a worker
 /// blocked under the blocking driver (see [`would_block`]).
+///
+/// The raw syscall, not glibc's `send`: that one is a thread-cancellation
+/// point and switches asynchronous cancellation on and off around every
+/// call, about 60 instructions of 530 per 1-byte tcp_rr transaction in
+/// callgrind (docs/performance.md). thrum never cancels threads.
 #[inline]
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for buf.len() bytes.
-    let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+    // SAFETY: buf is valid for buf.len() bytes; no address is passed.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_sendto,
+            fd,
+            buf.as_ptr(),
+            buf.len(),
+            libc::MSG_NOSIGNAL,
+            std::ptr::null::<libc::sockaddr>(),
+            0 as libc::socklen_t,
+        )
+    };
     if n >= 0 {
         return Ok(n as usize);
     }
     Err(io::Error::last_os_error())
 }
 
-/// `recv`; EINTR is returned as for [`send`].
+/// `recv` as a raw syscall, for the reason given at [`send`]; EINTR is returned as there.
 #[inline]
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for buf.len() bytes.
-    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    // SAFETY: buf is valid for buf.len() bytes; no address is asked for.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_recvfrom,
+            fd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            0,
+            std::ptr::null_mut::<libc::sockaddr>(),
+            std::ptr::null_mut::<libc::socklen_t>(),
+        )
+    };
     if n >= 0 {
         return Ok(n as usize);
     }
