@@ -189,7 +189,11 @@ impl Flow for ConnectClient {
                 }
                 State::Connecting => {
                     let s = self.sock.as_ref().expect("connecting socket");
-                    if let Some(e) = s.take_error()? {
+                    // Writable without an error is a completed connect: no
+                    // SO_ERROR to fetch (one syscall per connection less).
+                    if ev.error
+                        && let Some(e) = s.take_error()?
+                    {
                         return Err(io::Error::new(
                             e.kind(),
                             format!("connecting to {}: {e}", self.peer),
@@ -217,6 +221,9 @@ impl Flow for ConnectClient {
                             ConnectMode::Crr => State::Receiving,
                             ConnectMode::Cc => State::WaitEof,
                         };
+                        // The answer cannot be there yet: wait for its edge
+                        // instead of a recv that would return EAGAIN.
+                        return Ok(Progress::Idle);
                     }
                 }
                 State::Receiving | State::WaitEof => {
@@ -243,6 +250,8 @@ impl Flow for ConnectClient {
                             self.rx_got += n as u64;
                             if self.rx_got >= self.response {
                                 self.complete(ctx);
+                                // Read on: the server closes right after
+                                // answering, so its FIN is nearly always here.
                                 self.state = State::WaitEof;
                             }
                         }
@@ -426,13 +435,15 @@ impl Flow for ConnectServer {
                     };
                     ctx.driver
                         .register(sock.as_raw_fd(), token(ctx.slot, idx as u32 + 1))?;
+                    // No read now: the client sends its token only after its
+                    // connect completes, so it is rarely here yet, and the
+                    // registration reports it if it is (one EAGAIN less).
                     self.conns[idx] = Some(Conn {
                         sock,
                         got: 0,
                         token: [0; TOKEN_LEN],
                         tx_left: 0,
                     });
-                    self.serve(idx)?;
                 }
                 Ok(Progress::More)
             }
