@@ -23,10 +23,15 @@ usage: bench/compare.sh [options]
   --thrum PATH    thrum binary (default target/release/thrum, built with
                   `cargo build --release` first)
   --no-thrum      peers only (ratios are then left out)
-  --rows LIST     comma-separated subset of: rr,rr_pinned,stream (TCP),
-                  udp_rr,udp_rr_pinned,udp_rr_agg,udp_stream (UDP); "tcp" and
-                  "udp" stand for their groups (default: all rows)
-  --tools LIST    comma-separated subset of: thrum,netperf,neper,sockperf,qperf,iperf3
+  --rows LIST     comma-separated subset of: rr,rr_pinned,rr_agg,crr,crr_agg,
+                  stream (TCP), udp_rr,udp_rr_pinned,udp_rr_agg,udp_stream
+                  (UDP), scale (10,000 tcp_rr flows, thrum only); "tcp",
+                  "udp" and "scale" stand for their groups (default: all)
+  --tools LIST    comma-separated subset of:
+                  thrum,thrum_uring,floor,netperf,neper,sockperf,qperf,iperf3
+                  (thrum_uring: thrum --driver uring, in the aggregate rows)
+                  (floor: bench/floor, the minimal blocking reference, built
+                  with cargo from its own manifest)
   --quiet-wait S  before each run, wait up to S s (default 20) for the rest
                   of the machine to be nearly idle (0 disables)
   --keep          keep the per-run logs directory
@@ -47,10 +52,11 @@ DURATION=5
 OUT="$ROOT/BENCHMARKS.md"
 THRUM=""
 NO_THRUM=0
-TCP_ROWS="rr rr_pinned stream"
+TCP_ROWS="rr rr_pinned rr_agg crr crr_agg stream"
 UDP_ROWS="udp_rr udp_rr_pinned udp_rr_agg udp_stream"
-ROWS="tcp,udp"
-TOOLS="thrum,netperf,neper,sockperf,qperf,iperf3"
+SCALE_ROWS="scale"
+ROWS="tcp,udp,scale"
+TOOLS="thrum,thrum_uring,floor,netperf,neper,sockperf,qperf,iperf3"
 KEEP=0
 QUIET_WAIT=20
 # Busy CPUs, outside the benchmark, below which the machine counts as quiet.
@@ -83,14 +89,15 @@ for r in ${ROWS//,/ }; do
 	case "$r" in
 	tcp) rows+=($TCP_ROWS) ;;
 	udp) rows+=($UDP_ROWS) ;;
-	rr | rr_pinned | stream | udp_rr | udp_rr_pinned | udp_rr_agg | udp_stream) rows+=("$r") ;;
+	scale) rows+=($SCALE_ROWS) ;;
+	rr | rr_pinned | rr_agg | crr | crr_agg | stream | udp_rr | udp_rr_pinned | udp_rr_agg | udp_stream) rows+=("$r") ;;
 	*) echo "unknown row $r" >&2; exit 2 ;;
 	esac
 done
 ROWS="${rows[*]}"
 for t in ${TOOLS//,/ }; do
 	case "$t" in
-	thrum | netperf | neper | sockperf | qperf | iperf3) ;;
+	thrum | thrum_uring | floor | netperf | neper | sockperf | qperf | iperf3) ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done
@@ -116,6 +123,7 @@ P_IPERF3=12871
 P_SOCKPERF=12872
 P_QPERF=12874
 P_QPERF_DATA=12875
+P_FLOOR=12876
 
 want_tool() { [[ ",$TOOLS," == *",$1,"* ]]; }
 
@@ -145,6 +153,17 @@ fi
 # ------------------------------------------------------------ which peers exist
 declare -A HAVE=()
 ABSENT=()
+# The floor (bench/floor) is this repository's own reference: built here, in
+# its own package so that thrum's build and tests never see it.
+FLOOR="$ROOT/bench/floor/target/release/thrum-floor"
+if want_tool floor; then
+	echo "compare.sh: cargo build --release (bench/floor)" >&2
+	if (cd "$ROOT" && cargo build --release --quiet --manifest-path bench/floor/Cargo.toml); then
+		HAVE[floor]=1
+	else
+		ABSENT+=("floor (bench/floor does not build)")
+	fi
+fi
 check_peer() { # name binaries...
 	local name="$1" b
 	shift
@@ -157,13 +176,17 @@ check_peer() { # name binaries...
 	done
 	HAVE[$name]=1
 }
-((NO_THRUM)) || HAVE[thrum]=1
+if ((!NO_THRUM)); then
+	HAVE[thrum]=1
+	want_tool thrum_uring && HAVE[thrum_uring]=1
+fi
 check_peer netperf netperf netserver
 # neper has one binary per test: require only those of the selected rows.
 neper_bins=()
 for r in $ROWS; do
 	case "$r" in
-	rr | rr_pinned) neper_bins+=(neper-tcp_rr) ;;
+	rr | rr_pinned | rr_agg) neper_bins+=(neper-tcp_rr) ;;
+	crr | crr_agg) neper_bins+=(neper-tcp_crr) ;;
 	stream) neper_bins+=(neper-tcp_stream) ;;
 	udp_rr*) neper_bins+=(neper-udp_rr) ;;
 	udp_stream) neper_bins+=(neper-udp_stream) ;;
@@ -177,10 +200,15 @@ check_peer iperf3 iperf3
 tools_for_row() { # prints the tools that take part in a row, thrum first
 	local row="$1" t cands
 	case "$row" in
-	stream | udp_stream) cands="thrum netperf neper iperf3" ;;
+	stream) cands="thrum floor netperf neper iperf3" ;;
+	udp_stream) cands="thrum netperf neper iperf3" ;;
 	# Only thrum, neper and netperf (with burst) run many RR flows at once.
-	udp_rr_agg) cands="thrum netperf neper" ;;
-	*) cands="thrum netperf neper sockperf qperf" ;;
+	udp_rr_agg) cands="thrum thrum_uring netperf neper" ;;
+	# netperf runs one flow per process: not in the 16-flow TCP rows.
+	rr_agg | crr_agg) cands="thrum thrum_uring neper" ;;
+	crr) cands="thrum netperf neper" ;;
+	scale) cands="thrum" ;;
+	*) cands="thrum floor netperf neper sockperf qperf" ;;
 	esac
 	for t in $cands; do
 		[[ -n "${HAVE[$t]:-}" ]] && echo "$t"
@@ -190,7 +218,7 @@ tools_for_row() { # prints the tools that take part in a row, thrum first
 
 # TCP listeners and bound UDP sockets alike: sockperf's UDP server and the
 # UDP data ports of neper, qperf and iperf3 have no TCP listener.
-for p in $P_THRUM $P_NETPERF $P_NETPERF_B $P_NEPER_CTL $P_NEPER_DATA $P_IPERF3 $P_SOCKPERF $P_QPERF $P_QPERF_DATA; do
+for p in $P_THRUM $P_FLOOR $P_NETPERF $P_NETPERF_B $P_NEPER_CTL $P_NEPER_DATA $P_IPERF3 $P_SOCKPERF $P_QPERF $P_QPERF_DATA; do
 	if [[ -n "$(ss -Hltun "sport = :$p")" ]]; then
 		echo "compare.sh: port $p is already in use (a leftover server?)" >&2
 		exit 1
@@ -258,12 +286,13 @@ tool_cmds() {
 	local tool="$1" row="$2" d="$DURATION"
 	SELF_EXIT=0
 	case "$tool" in
-	thrum)
+	thrum | thrum_uring)
 		PORTS=($P_THRUM)
 		SRV=("$THRUM" server --port "$P_THRUM" --listen 127.0.0.1)
 		# --warmup 0s: the peers measure from their first transaction, and
 		# the CPU figures assume no traffic outside the -l window.
 		local common=(-H "127.0.0.1:$P_THRUM" -l "${d}s" --warmup 0s)
+		[[ "$tool" == thrum_uring ]] && common+=(--driver uring)
 		case "$row" in
 		stream)
 			# 64 KiB sends and receives, as every stream tool here uses.
@@ -274,9 +303,30 @@ tool_cmds() {
 			CLI=("$THRUM" run udp_rr "${common[@]}" -r "1,1" --json) ;;
 		udp_rr_agg)
 			CLI=("$THRUM" run udp_rr "${common[@]}" -r "1,1" -F 16 -T 2 -b 16 --json) ;;
+		rr_agg)
+			CLI=("$THRUM" run tcp_rr "${common[@]}" -r "1,1" -F 16 -T 2 --json) ;;
+		crr)
+			CLI=("$THRUM" run tcp_crr "${common[@]}" -r "1,1" --json) ;;
+		crr_agg)
+			CLI=("$THRUM" run tcp_crr "${common[@]}" -r "1,1" -F 16 -T 2 --json) ;;
+		scale)
+			# Needs 10,000+ descriptors per process: the server is separate.
+			CLI=("$THRUM" run tcp_rr "${common[@]}" -r "1,1" -F 10000 -T 2 --json) ;;
 		*)
 			CLI=("$THRUM" run tcp_rr "${common[@]}" -r "1,1" --json) ;;
 		esac
+		;;
+	floor)
+		# One test per server process; it exits when the client is done.
+		PORTS=($P_FLOOR)
+		SELF_EXIT=1
+		local t=tcp_rr
+		case "$row" in
+		stream) t=tcp_stream ;;
+		udp_rr | udp_rr_pinned) t=udp_rr ;;
+		esac
+		SRV=("$FLOOR" serve "$t" --port "$P_FLOOR" --bind 127.0.0.1 -M 65536)
+		CLI=("$FLOOR" run "$t" --connect "127.0.0.1:$P_FLOOR" -l "$d" -m 65536)
 		;;
 	netperf)
 		# -D: stay in the foreground; -f: serve tests in this process instead
@@ -312,6 +362,8 @@ tool_cmds() {
 				-- -r "1,1" -b 16 -o THROUGHPUT,LOCAL_SEND_CALLS,LOCAL_RECV_CALLS)
 			CLI=("$PY" "$HELPER" par netperf -H "127.0.0.1,4" -p "$P_NETPERF" "${burst[@]}"
 				::: netperf -H "127.0.0.1,4" -p "$P_NETPERF_B" "${burst[@]}") ;;
+		crr)
+			CLI=(netperf "${common[@]}" -t TCP_CRR -- -r "1,1" -o THROUGHPUT) ;;
 		*)
 			CLI=(netperf "${common[@]}" -t TCP_RR -- -r "1,1" -o THROUGHPUT) ;;
 		esac
@@ -332,6 +384,9 @@ tool_cmds() {
 		# Both ends get -F and -T, as neper expects: the server opens one
 		# data socket per thread.
 		udp_rr_agg) bin=neper-udp_rr opts=(-Q 1 -R 1 -F 16 -T 2) ;;
+		rr_agg) opts=(-Q 1 -R 1 -F 16 -T 2) ;;
+		crr) bin=neper-tcp_crr ;;
+		crr_agg) bin=neper-tcp_crr opts=(-Q 1 -R 1 -F 16 -T 2) ;;
 		esac
 		# neper's UDP server binds its data port apart from its control
 		# listener: wait for both, or the first datagram could be refused.
@@ -538,6 +593,11 @@ note	sockperf: ping-pong needs a 14-byte message at least (its header), so `-m 1
 note	qperf: tcp_lat is a ping-pong; it reports `latency` = half the round trip and `msg_rate` = messages in both directions per second, so round trips/s = msg_rate / 2 = 1e9 / (2 x latency in ns). The script uses the client's received-message count over its run time (`loc_recv_msgs / loc_real_time`), which is the same number (check: latency 39652 ns, msg_rate 25220/s, 25219 round trips in 2 s = 12,610/s). qperf cannot bind its server to one address; it listens on all, the client connects to 127.0.0.1.
 note	iperf3: `-l 64K`, 64 KiB writes and reads like the others (default 128 KiB); rate = `end.sum_received.bits_per_second` from `--json`. The server runs with `-1` (one test, then exit).
 note	thrum: tcp_rr `-r 1,1`; tcp_stream `-m 64K -M 64K` (64 KiB sends and receives like the peers; its defaults are 128K). Receive size matters on loopback: in spot checks 64 KiB reads gave neper about 25 Gbit/s against about 19 with 128 KiB, so every tool gets the same sizes. `--warmup 0s`: thrum by default sends 1 s of traffic before its measured window, the peers measure from their first transaction; without warm-up every tool is measured the same way, and no tool's CPU covers traffic outside its window. Its server is a separate `thrum server` process, like the peers' servers.
+note	tcp_crr rows (crr, crr_agg): one connection per transaction (connect, 1-byte request, 1-byte response, close), rate = connections/s. thrum `tcp_crr -r 1,1` (the server closes first, so TIME_WAIT lands on the server; every connection also carries the 16-byte session token); netperf `TCP_CRR -- -r 1,1` (1 flow only: netperf runs one flow per process, so it is not in the 16-flow row); neper-tcp_crr `-Q 1 -R 1`, `-F 16 -T 2` on both ends in the 16-flow row, `throughput=`.
+note	rr_agg: tcp_rr with 16 flows on 2 threads, one transaction in flight per flow: thrum `-F 16 -T 2`, neper-tcp_rr `-F 16 -T 2` on both ends.
+note	thrum_uring: thrum with `--driver uring` (io_uring multishot poll readiness, docs/design.md) in the aggregate rows; its "thrum/peer" is thrum's default driver (epoll at 16 flows) over io_uring, so below 1 means io_uring was faster. tcp_crr and tcp_cc run epoll under `--driver uring` (the result warns), so in crr_agg it measures epoll again.
+note	scale: `thrum run tcp_rr -F 10000 -T 2` against a separate `thrum server` (10,000 sockets per process; the embedded server would need 20,000 in one). No peer runs 10,000 flows this way; the figures are thrum's `summary.setup_s` (first data socket to the server's `started`) and both processes' peak RSS (`max_rss_kb`).
+note	floor: bench/floor (`thrum-floor`), this repository's minimal reference, not a peer: one blocking thread per end, no event loop, timers or statistics, the clock read every 64 transactions. tcp_rr: 1-byte write and read per transaction on a TCP_NODELAY socket; udp_rr: the same on connected UDP sockets (the server connects to its first peer); tcp_stream: 64 KiB writes and reads, rate = bytes the server read over the client's send window. Its thrum/peer column is thrum as a ratio of the floor (target: at least 0.95 for the RR rows).
 note	iperf 2 (2.1.8) is installed but not compared: its `--bounceback` RR mode is paced in bursts rather than saturating and rejects 1-byte messages, and its stream mode adds nothing to iperf3.
 note	CPU time is what the kernel charges to the two processes. On loopback most of the TCP/IP work of a send runs in the sender's own context (softirq on the way out of the send call) and is charged to it; work done by ksoftirqd threads is charged to nobody here.
 EOF

@@ -190,6 +190,14 @@ ROWS = {
     "rr": ("rr", "tcp_rr, 1 flow, 1-byte request/response, unpinned"),
     "rr_pinned": ("rr", "tcp_rr, 1 flow, 1-byte request/response, client and server "
                         "pinned to CPU 0"),
+    "rr_agg": ("rr", "tcp_rr aggregate, 16 flows on 2 threads, 1-byte request/response, "
+                     "unpinned (thrum_uring: thrum --driver uring)"),
+    "crr": ("rr", "tcp_crr, 1 flow: connect, 1-byte request/response, close; "
+                  "connections/s, unpinned"),
+    "crr_agg": ("rr", "tcp_crr aggregate, 16 flows on 2 threads; connections/s, unpinned "
+                      "(thrum_uring: thrum --driver uring, which runs epoll for tcp_crr)"),
+    "scale": ("rr", "tcp_rr, 10,000 flows on 2 threads, 1-byte request/response (thrum "
+                    "only): set-up time and memory"),
     "stream": ("stream", "tcp_stream, 1 flow, client to server"),
     "udp_rr": ("udp_rr", "udp_rr, 1 flow, 1-byte request/response, unpinned"),
     "udp_rr_pinned": ("udp_rr", "udp_rr, 1 flow, 1-byte request/response, client and "
@@ -242,6 +250,9 @@ def _thrum_warnings(s):
 
 def parse_tcp(tool, row, cli):
     stream = row == "stream"
+    if tool == "floor":
+        kv = _kv(cli)
+        return float(kv["throughput_bps"] if stream else kv["transactions_per_s"])
     if tool == "thrum":
         s = json.loads(cli)["summary"]
         return float(s["throughput_bps"] if stream else s["transactions_per_s"])
@@ -293,6 +304,10 @@ def parse_udp_rr(tool, row, cli):
         s = json.loads(cli)["summary"]
         return (float(s["transactions_per_s"]), None, int(s["lost"]),
                 f"lost {s['lost']}{_thrum_warnings(s)}")
+    if tool == "floor":
+        kv = _kv(cli)
+        return (float(kv["transactions_per_s"]), None, int(kv["lost"]),
+                f"lost {kv['lost']}")
     if tool == "netperf":
         # -o THROUGHPUT,LOCAL_SEND_CALLS,LOCAL_RECV_CALLS. netperf never
         # resends: a lost request or response leaves its slot empty for the
@@ -368,6 +383,16 @@ def parse_udp_stream(tool, cli):
 def parse(tool, row, d):
     cli = _read(d, "cli.out")
     kind = ROWS[row][0]
+    if tool == "thrum_uring":
+        tool = "thrum"
+    if row == "scale":
+        # The figures of this row are set-up time and memory; the rate is
+        # reported for completeness.
+        s = json.loads(cli)["summary"]
+        rss = [s[e]["rusage"]["max_rss_kb"] / 1024 for e in ("local", "remote")]
+        return (float(s["transactions_per_s"]), None, None,
+                f"setup {s['setup_s']:.3f} s, RSS client {rss[0]:.1f} MB + server "
+                f"{rss[1]:.1f} MB{_thrum_warnings(s)}")
     if kind == "udp_rr":
         return parse_udp_rr(tool, row, cli)
     if kind == "udp_stream":
@@ -400,7 +425,10 @@ def _fmt_rate(v, kind):
 
 
 def _raw_note(kind, r):
-    """The bracketed loss counts after a UDP run in the raw-runs list."""
+    """The bracketed loss counts after a UDP run in the raw-runs list, or
+    the scale row's set-up time and memory."""
+    if r[0] == "scale" and r[11] != "-":
+        return f" [{r[11]}]"
     if not kind.startswith("udp"):
         return ""
     parts = ([] if r[11] == "-" else [r[11]]) + [f"kernel drops {int(r[12]):,}"]
@@ -528,7 +556,14 @@ def cmd_report(argv):
                  "udp_stream": ["median Mbit/s received", "median loss %",
                                 "median kernel UDP drops per run"]}.get(kind, [])
         head = ["tool", f"median {unit}", "min–max", "thrum/peer", *extra,
-                f"{cpu_unit} (client + server)", "other load, CPUs", "runs ok"]
+                f"{cpu_unit} (client + server)", "CPU thrum/peer", "other load, CPUs",
+                "runs ok"]
+        # Median CPU per unit of work per tool, for the CPU ratio column.
+        cpu_med = {}
+        for t in tools:
+            if ok[t]:
+                cpu_med[t] = statistics.median(
+                    (float(r[5]) + float(r[6])) / _work(float(r[4]), kind, dur) for r in ok[t])
         w("| " + " | ".join(head) + " |")
         w("|---|" + "---:|" * (len(head) - 1))
         for t in tools:
@@ -567,14 +602,21 @@ def cmd_report(argv):
                 cells.append("n/a" if "-" in losses
                              else f"{statistics.median(float(x) for x in losses):.2f}")
                 cells.append(f"{statistics.median(kdrops):,.0f}")
+            cpu_ratio = ("—" if t == "thrum" else
+                         f"{cpu_med['thrum'] / cpu_med[t]:.2f}" if cpu_med.get("thrum") else "n/a")
             cells += [f"{statistics.median(cpu_per):.2f} ({statistics.median(cli_per):.2f} + "
-                      f"{statistics.median(srv_per):.2f})",
+                      f"{statistics.median(srv_per):.2f})", cpu_ratio,
                       f"{statistics.median(float(r[8]) for r in ok[t]):.2f}",
                       f"{len(ok[t])}/{n_all}"]
             w("| " + " | ".join(cells) + " |")
         if row == "udp_rr_agg" and ok.get("netperf"):
             w("")
             w(_netperf_burst_summary(ok["netperf"]))
+        if row == "scale" and ok.get("thrum"):
+            w("")
+            w("Set-up (all 10,000 flows connected and accepted) and peak RSS per run: "
+              + "; ".join(r[11] for r in ok["thrum"]) + ". Target: set-up ≤ 5 s, "
+              "client + server RSS ≤ 256 MB.")
     w("")
     w("## Pinned vs. unpinned")
     w("")

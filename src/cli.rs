@@ -203,6 +203,15 @@ pub struct RunArgs {
     /// udp_rr: a transaction without a response after this is lost and its slot reused.
     #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
     pub rr_timeout: Duration,
+    /// SO_BUSY_POLL on data sockets, both ends: a receive spins this many µs on
+    /// the device queue before sleeping (NICs with NAPI only; not loopback or veth).
+    #[arg(long, value_name = "USEC")]
+    pub busy_poll: Option<u32>,
+    /// Readiness driver of the worker threads, both ends: auto (blocking for a
+    /// thread with one flow, epoll otherwise), epoll, or uring (io_uring; falls
+    /// back to epoll where unavailable, and for tcp_crr/tcp_cc).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "epoll", "uring"], value_name = "DRIVER")]
+    pub driver: String,
     /// Pin local worker threads to these CPUs, round-robin (0,2-3).
     #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
     pub cpu_pin: Option<CpuList>,
@@ -373,6 +382,8 @@ impl RunArgs {
         p.pacing_rate_bps = self.pacing_rate;
         p.rate_bps = self.rate;
         p.rr_timeout_ns = ns(self.rr_timeout);
+        p.busy_poll_us = self.busy_poll;
+        p.driver = self.driver.parse().expect("clap checked the driver name");
         let side = |buf: Option<(u64, u64)>, pin: &Option<CpuList>| SocketOpts {
             send_buffer_bytes: buf.map(|b| b.0),
             recv_buffer_bytes: buf.map(|b| b.1),

@@ -36,6 +36,8 @@ use units::BitsPerSec;
 
 /// Run a parsed command line; the exit code says whether the test succeeded.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    // Every flow is a socket: start with all the descriptors allowed.
+    io::fdlimit::raise_to_hard();
     match cli.command {
         Command::Run(args) => run_test(&args),
         Command::Server(args) => serve(&args),

@@ -93,6 +93,30 @@ impl FromStr for TestKind {
     }
 }
 
+/// Which readiness driver the worker threads use (`--driver`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DriverChoice {
+    /// The blocking driver for a thread with one flow that allows it, epoll otherwise.
+    #[default]
+    Auto,
+    Epoll,
+    /// io_uring where the kernel allows it, epoll otherwise.
+    Uring,
+}
+
+impl FromStr for DriverChoice {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(DriverChoice::Auto),
+            "epoll" => Ok(DriverChoice::Epoll),
+            "uring" => Ok(DriverChoice::Uring),
+            _ => Err(PlanError::UnknownDriver(s.to_string())),
+        }
+    }
+}
+
 /// Socket options applied to one end's data sockets.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SocketOpts {
@@ -141,6 +165,12 @@ pub struct TestPlan {
     pub rate_bps: Option<u64>,
     /// udp_rr: a transaction whose response has not arrived after this is lost, and its slot reused.
     pub rr_timeout_ns: u64,
+    /// SO_BUSY_POLL on data sockets, both ends, µs.
+    #[serde(default)]
+    pub busy_poll_us: Option<u32>,
+    /// Readiness driver on both ends; absent from an older peer's plan: auto.
+    #[serde(default)]
+    pub driver: DriverChoice,
     pub local: SocketOpts,
     pub remote: SocketOpts,
     /// Latency percentiles to report besides the fixed p50/p90/p99/p99.9 (0 < p <= 100).
@@ -153,6 +183,8 @@ pub mod limits {
     pub const MAX_FLOWS: u32 = 100_000;
     pub const MAX_THREADS: u32 = 1024;
     pub const MAX_BURST: u32 = 4096;
+    /// --busy-poll: a second of spinning per receive is already absurd.
+    pub const MAX_BUSY_POLL_US: u32 = 1_000_000;
     pub const MAX_RR_BYTES: u64 = 64 << 20;
     pub const MAX_IO_BYTES: u64 = 64 << 20;
     pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
@@ -171,6 +203,8 @@ pub enum PlanError {
         "unknown test '{0}' (accepted: tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, or netperf's upper-case names)"
     )]
     UnknownTest(String),
+    #[error("unknown --driver '{0}' (accepted: auto, epoll, uring)")]
+    UnknownDriver(String),
     #[error("{flag} {value} is out of range (accepted: {min}..={max})")]
     OutOfRange {
         flag: &'static str,
@@ -228,6 +262,8 @@ impl TestPlan {
             pacing_rate_bps: None,
             rate_bps: None,
             rr_timeout_ns: 50_000_000,
+            driver: DriverChoice::Auto,
+            busy_poll_us: None,
             local: SocketOpts::default(),
             remote: SocketOpts::default(),
             percentiles: Vec::new(),
@@ -361,6 +397,14 @@ impl TestPlan {
         }
         if let Some(r) = self.pacing_rate_bps {
             check("--pacing-rate (bit/s)", r, 8, u64::MAX / 2)?;
+        }
+        if let Some(us) = self.busy_poll_us {
+            check(
+                "--busy-poll (µs)",
+                us as u64,
+                1,
+                limits::MAX_BUSY_POLL_US as u64,
+            )?;
         }
         for (flag, cpus) in [
             ("--cpu-pin", &self.local.cpu_pin),

@@ -540,6 +540,10 @@ pub struct Summary {
     pub duplicates: Option<u64>,
     pub local: Side,
     pub remote: Side,
+    /// Seconds from opening the first data socket to the server's `started`:
+    /// every flow connected, presented and accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup_s: Option<f64>,
     pub warnings: Vec<String>,
     /// Why the test failed; null on success.
     pub error: Option<String>,

@@ -11,7 +11,6 @@
 //! and every sample gathered so far.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -24,9 +23,8 @@ use super::deadline::read_msg_within;
 use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
 use super::window::{Meter, WindowStats, on_hypervisor};
 use crate::engine::{Engine, place};
-use crate::io::socket::{
-    DataSocketOpts, connect, local_port, path_mtu, set_nonblocking, udp_connected,
-};
+use crate::io::connect::connect_many;
+use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
 use crate::plan::{TestKind, TestPlan};
 use crate::result::{
     Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
@@ -112,6 +110,7 @@ struct Gathered {
     remote_retransmits: Option<u64>,
     /// The server runs on this host as a separate process.
     server_on_this_host: bool,
+    setup_s: Option<f64>,
 }
 
 fn unix_now() -> f64 {
@@ -147,6 +146,7 @@ fn run_once(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Te
         local_retransmits: None,
         remote_retransmits: None,
         server_on_this_host: false,
+        setup_s: None,
     };
     let error = drive(target, plan, &mut g, observer)
         .err()
@@ -286,6 +286,35 @@ fn drive(
 
     let opts = DataSocketOpts::from_plan(plan, &plan.local);
     let flows_n = plan.flows as usize;
+    // One socket per flow here, and as many again in this process when the
+    // server is embedded.
+    let per_flow = if target.embedded { 2 } else { 1 };
+    if let Err(w) = crate::io::fdlimit::ensure(flows_n as u64 * per_flow) {
+        g.warnings.push(w);
+    }
+    let setup_t0 = Instant::now();
+    // Long-lived TCP flows connect all at once, each presenting the token
+    // and its flow id as soon as it is up.
+    let mut tcp_socks = if plan.test.is_udp() || plan.test.is_connect() {
+        Vec::new()
+    } else {
+        let greeting = |f: usize| {
+            let mut hello = Vec::with_capacity(TOKEN_LEN + 4);
+            hello.extend_from_slice(&token);
+            hello.extend_from_slice(&(f as u32).to_be_bytes());
+            hello
+        };
+        connect_many(
+            &data_addr,
+            target.bind,
+            &opts,
+            flows_n,
+            greeting,
+            CONNECT_TIMEOUT.max(Duration::from_millis(flows_n as u64)),
+        )
+        .context("opening data connections")?
+    }
+    .into_iter();
     let counters: Arc<[FlowCounters]> = (0..flows_n).map(|_| FlowCounters::default()).collect();
     let mut flows: Vec<Box<dyn Flow>> = Vec::with_capacity(flows_n);
     let mut my_udp_ports = Vec::new();
@@ -342,15 +371,7 @@ fn drive(
                 ))
             }
             _ => {
-                let sock = connect(&data_addr, target.bind, &opts, CONNECT_TIMEOUT)
-                    .with_context(|| format!("opening data connection {f} to {data_addr}"))?;
-                let mut hello = [0u8; TOKEN_LEN + 4];
-                hello[..TOKEN_LEN].copy_from_slice(&token);
-                hello[TOKEN_LEN..].copy_from_slice(&f.to_be_bytes());
-                (&sock)
-                    .write_all(&hello)
-                    .with_context(|| format!("presenting the token on data connection {f}"))?;
-                set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&sock), true)?;
+                let sock = tcp_socks.next().expect("one connection per flow");
                 let (sends, receives) = match plan.test {
                     TestKind::TcpStream => (true, false),
                     TestKind::TcpMaerts => (false, true),
@@ -390,6 +411,7 @@ fn drive(
     let Msg::Started { drivers, .. } = expect_reply(&mut ctrl, "started", label)? else {
         unreachable!()
     };
+    g.setup_s = Some(setup_t0.elapsed().as_secs_f64());
     g.env.remote_drivers = drivers;
 
     let workers = place(flows, plan.threads as usize, &plan.local.cpu_pin);
@@ -400,8 +422,15 @@ fn drive(
     // counts at t0: nothing they do before the session's first tick escapes
     // the window (it matters when the test starts in the measure phase).
     let t0 = Instant::now();
-    let engine = Engine::start(counters, workers, phases[0].0, &plan.percentiles)
-        .context("starting worker threads")?;
+    let engine = Engine::start(
+        counters,
+        workers,
+        phases[0].0,
+        plan.driver,
+        &plan.percentiles,
+    )
+    .context("starting worker threads")?;
+    g.warnings.extend(crate::engine::uring_fallback(plan));
     g.env.local_drivers = engine_drivers(&engine);
 
     // Samples arrive on their own thread so the clock never waits on the network.
@@ -921,6 +950,7 @@ fn assemble(
             g.remote_total.unwrap_or_default(),
             g.remote_rusage,
         ),
+        setup_s: g.setup_s,
         warnings,
         error,
     };

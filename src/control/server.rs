@@ -43,7 +43,8 @@ pub const DEFAULT_PORT: u16 = 12880;
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// A data connection must present its token within this.
 pub const TOKEN_TIMEOUT: Duration = crate::workload::crr::TOKEN_TIMEOUT;
-/// All data connections of a session must arrive within this after `start`.
+/// All data connections of a session must arrive within this (plus 1 ms per
+/// flow) after `accepted`.
 pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The client must send `start` within this after `accepted`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -394,6 +395,8 @@ fn session(
     }
     ticket.handshake_done();
     let plan = plan.for_server();
+    // Said in the final report, where the client lists the server's errors.
+    let fd_warning = crate::io::fdlimit::ensure(plan.flows as u64).err();
     let opts = DataSocketOpts::from_plan(&plan, &plan.local);
     let local_ip = ctrl.local_addr()?.ip();
     // TCP tests get a data listener; UDP tests one socket per flow.
@@ -443,6 +446,19 @@ fn session(
         },
     )?;
 
+    // Long-lived TCP flows are accepted while the client connects them: it
+    // sends `start` only once all are up, and the backlog holds 4096.
+    let mut accepting = match &listener {
+        Some(l) if !plan.test.is_connect() => {
+            let (l, plan, opts, peer) = (l.try_clone()?, plan.clone(), opts.clone(), peer.ip());
+            Some(
+                std::thread::Builder::new()
+                    .name("thrum-accept".into())
+                    .spawn(move || accept_flows(&l, &plan, peer, &token, &opts))?,
+            )
+        }
+        _ => None,
+    };
     let Msg::Start {
         udp_ports: client_ports,
     } = read_expect(&mut ctrl, "start", MAX_FRAME, START_TIMEOUT)?
@@ -480,13 +496,11 @@ fn session(
             .collect();
         (counters, flows)
     } else {
-        let accepted = accept_flows(
-            listener.as_ref().expect("tcp tests have a listener"),
-            &plan,
-            peer.ip(),
-            &token,
-            &opts,
-        );
+        let accepted = accepting
+            .take()
+            .expect("long-lived tcp tests are being accepted")
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("the accepting thread panicked")));
         // Every flow is in: close the listener, so that later connections
         // are refused by the kernel instead of waiting in its backlog.
         listener = None;
@@ -501,7 +515,7 @@ fn session(
     let mut meter = Meter::new(peer.ip());
     let provenance = Provenance::gather(meter.interface());
     let rusage0 = Rusage::read().unwrap_or_default();
-    let engine = Engine::start(counters, workers, Phase::Warmup, &[])?;
+    let engine = Engine::start(counters, workers, Phase::Warmup, plan.driver, &[])?;
     let t0 = Instant::now();
     write_msg(
         &mut ctrl,
@@ -571,7 +585,7 @@ fn session(
     }
     let refused = out.flows.iter().map(|f| f.refused()).sum::<u64>();
     let tcp_retransmits = tcp_retransmits(&out.flows);
-    let mut errors = Vec::new();
+    let mut errors: Vec<String> = fd_warning.into_iter().collect();
     if let Some(e) = out.error {
         errors.push(e);
     }
@@ -704,12 +718,14 @@ fn accept_flows(
     let counters: Arc<[FlowCounters]> = (0..n).map(|_| FlowCounters::default()).collect();
     let mut slots: Vec<Option<Box<dyn Flow>>> = (0..n).map(|_| None).collect();
     let mut have = 0;
-    let deadline = Instant::now() + ACCEPT_TIMEOUT;
+    // 10,000 flows take a while to connect even in parallel: 1 ms per flow more.
+    let limit = ACCEPT_TIMEOUT + Duration::from_millis(n as u64);
+    let deadline = Instant::now() + limit;
     set_nonblocking(listener.as_raw_fd(), true)?;
     while have < n {
         let now = Instant::now();
         if now >= deadline {
-            bail!("only {have} of {n} data connections arrived within {ACCEPT_TIMEOUT:?}");
+            bail!("only {have} of {n} data connections arrived within {limit:?}");
         }
         let (sock, addr) = match listener.accept() {
             Ok(x) => x,

@@ -27,9 +27,13 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crate::io::{DriverKind, Event};
+use crate::plan::{DriverChoice, TestPlan};
 use crate::stats::counters::{Counts, FlowCounters};
 use crate::stats::latency::{IntervalTable, LatencyHistogram, LatencyRecorder, LatencySummary};
 use crate::workload::{Flow, FlowCtx, KICK, Phase, Progress, token};
+
+mod watchdog;
+use watchdog::WatchSlot;
 
 /// What one worker thread runs.
 pub struct WorkerSpec {
@@ -45,6 +49,8 @@ struct Shared {
     quota_done: AtomicU32,
     running: AtomicU32,
     error: Mutex<Option<String>>,
+    /// One per worker, for the watchdog of blocking workers.
+    watch: Vec<WatchSlot>,
     /// The interval the session is in (its tick count).
     epoch: Arc<AtomicU32>,
     intervals: Arc<Mutex<IntervalTable>>,
@@ -65,6 +71,7 @@ pub struct Engine {
     counters: Arc<[FlowCounters]>,
     handles: Vec<JoinHandle<WorkerOutcome>>,
     drivers: Vec<&'static str>,
+    watchdog: Option<JoinHandle<()>>,
 }
 
 struct WorkerOutcome {
@@ -102,23 +109,48 @@ pub fn place(flows: Vec<Box<dyn Flow>>, threads: usize, cpus: &[usize]) -> Vec<W
     workers
 }
 
-/// The blocking driver for a worker with one flow that allows it, epoll otherwise.
-pub fn choose_driver(flows: &[Box<dyn Flow>]) -> DriverKind {
-    if flows.len() == 1 && flows[0].blocking_ok() {
-        DriverKind::Blocking
-    } else {
-        DriverKind::Epoll
+/// The driver a worker runs. `auto`: the blocking driver for a worker with
+/// one flow that allows it, epoll otherwise. `uring`: io_uring where the
+/// kernel allows it, except for connection tests, whose sockets are closed
+/// while registered (see [`crate::io::uring`]), and epoll otherwise.
+pub fn choose_driver(flows: &[Box<dyn Flow>], choice: DriverChoice) -> DriverKind {
+    match choice {
+        DriverChoice::Auto if flows.len() == 1 && flows[0].blocking_ok() => DriverKind::Blocking,
+        DriverChoice::Uring
+            if crate::io::uring::probe().is_ok() && !flows.iter().any(|f| f.closes_sockets()) =>
+        {
+            DriverKind::Uring
+        }
+        _ => DriverKind::Epoll,
     }
+}
+
+/// Why `--driver uring` runs epoll for this test here, if it does.
+pub fn uring_fallback(plan: &TestPlan) -> Option<String> {
+    if plan.driver != DriverChoice::Uring {
+        return None;
+    }
+    if let Err(why) = crate::io::uring::probe() {
+        return Some(format!(
+            "--driver uring: io_uring is unavailable ({why}); workers ran epoll"
+        ));
+    }
+    plan.test.is_connect().then(|| {
+        format!(
+            "--driver uring: {} workers ran epoll (an io_uring poll request keeps a closed socket open)",
+            plan.test.name()
+        )
+    })
 }
 
 impl Engine {
     /// Start one thread per worker spec. `counters` has one entry per counter
     /// slot the flows were built with.
-    /// Interval latency summaries carry `percentiles` besides the fixed ones.
     pub fn start(
         counters: Arc<[FlowCounters]>,
         workers: Vec<WorkerSpec>,
         initial: Phase,
+        choice: DriverChoice,
         percentiles: &[f64],
     ) -> io::Result<Engine> {
         let shared = Arc::new(Shared {
@@ -127,29 +159,48 @@ impl Engine {
             quota_done: AtomicU32::new(0),
             running: AtomicU32::new(workers.len() as u32),
             error: Mutex::new(None),
+            watch: (0..workers.len()).map(|_| WatchSlot::default()).collect(),
             epoch: Arc::new(AtomicU32::new(0)),
             intervals: Arc::new(Mutex::new(IntervalTable::new(workers.len(), percentiles))),
         });
+        if workers
+            .iter()
+            .any(|w| choose_driver(&w.flows, choice) == DriverKind::Blocking)
+        {
+            crate::io::blocking::install_wake_handler()?;
+        }
         let mut handles = Vec::with_capacity(workers.len());
         let mut drivers = Vec::with_capacity(workers.len());
+        // The shortest blocking timeout of any blocking worker: the watchdog's clock.
+        let mut watch_timeout = None;
         for (i, w) in workers.into_iter().enumerate() {
-            let kind = choose_driver(&w.flows);
+            let kind = choose_driver(&w.flows, choice);
             drivers.push(kind.name());
+            if kind == DriverKind::Blocking {
+                let t = blocking_timeout(&w.flows);
+                watch_timeout = Some(watch_timeout.map_or(t, |x: std::time::Duration| x.min(t)));
+            }
             let sh = shared.clone();
             let h = std::thread::Builder::new()
                 .name(format!("thrum-worker-{i}"))
                 .spawn(move || {
-                    let out = run_worker(&sh, w, kind);
+                    let out = run_worker(&sh, w, kind, i);
+                    sh.watch[i].leave();
                     sh.running.fetch_sub(1, Relaxed);
                     out
                 })?;
             handles.push(h);
         }
+        let watchdog = match watch_timeout {
+            Some(t) => Some(watchdog::start(shared.clone(), t)?),
+            None => None,
+        };
         Ok(Engine {
             shared,
             counters,
             handles,
             drivers,
+            watchdog,
         })
     }
 
@@ -208,6 +259,10 @@ impl Engine {
                 Err(_) => self.shared.fail("a worker thread panicked".into()),
             }
         }
+        // It ends on its own once no worker runs.
+        if let Some(w) = self.watchdog {
+            let _ = w.join();
+        }
         let error = self
             .shared
             .error
@@ -239,9 +294,18 @@ enum Status {
     Done,
 }
 
-fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutcome {
+/// How long one blocking call of these flows may wait.
+fn blocking_timeout(flows: &[Box<dyn Flow>]) -> std::time::Duration {
+    flows
+        .iter()
+        .map(|f| f.blocking_timeout())
+        .min()
+        .unwrap_or(crate::io::blocking::POLL_TIMEOUT)
+}
+
+fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind, me: usize) -> WorkerOutcome {
     let mut lat = LatencyRecorder::new(shared.epoch.clone(), shared.intervals.clone());
-    let flows = worker_loop(shared, spec, kind, &mut lat);
+    let flows = worker_loop(shared, spec, kind, me, &mut lat);
     WorkerOutcome {
         hist: lat.finish(),
         flows,
@@ -252,6 +316,7 @@ fn worker_loop(
     shared: &Shared,
     spec: WorkerSpec,
     kind: DriverKind,
+    me: usize,
     lat: &mut LatencyRecorder,
 ) -> Vec<Box<dyn Flow>> {
     let WorkerSpec {
@@ -266,12 +331,7 @@ fn worker_loop(
         fail(format!("worker: {e}"));
         return flows;
     }
-    let blocking_timeout = flows
-        .iter()
-        .map(|f| f.blocking_timeout())
-        .min()
-        .unwrap_or(crate::io::blocking::POLL_TIMEOUT);
-    let mut driver = match kind.create(blocking_timeout) {
+    let mut driver = match kind.create(blocking_timeout(&flows)) {
         Ok(d) => d,
         Err(e) => {
             fail(format!("creating the {} driver: {e}", kind.name()));
@@ -297,8 +357,15 @@ fn worker_loop(
     let mut wake: Vec<Option<Instant>> = vec![None; n];
     let mut next_wake: Option<Instant> = None;
     let mut last_phase = Phase::from_u8(shared.phase.load(Relaxed));
+    let watch = &shared.watch[me];
+    if kind == DriverKind::Blocking {
+        watch.enter();
+    }
+    let mut loops = 0u64;
 
     while remaining > 0 && !shared.stop.load(Relaxed) {
+        loops += 1;
+        watch.tick(loops);
         let phase = Phase::from_u8(shared.phase.load(Acquire));
         if phase != last_phase {
             last_phase = phase;

@@ -280,6 +280,26 @@ impl Exporter for Human {
                 }
             )?;
         }
+        if let Some(setup) = s.setup_s {
+            write!(
+                out,
+                "  setup                  {:.1} ms for {} flow(s)",
+                setup * 1e3,
+                r.spec.plan.flows
+            )?;
+            let mb = |ru: &Option<crate::control::proto::Rusage>| {
+                ru.as_ref().map(|u| u.max_rss_kb as f64 / 1024.0)
+            };
+            match (mb(&s.local.rusage), mb(&s.remote.rusage)) {
+                (Some(c), _) if r.spec.embedded_server => {
+                    writeln!(out, "; max RSS {c:.1} MB (client and embedded server)")?
+                }
+                (Some(c), Some(sv)) => {
+                    writeln!(out, "; max RSS client {c:.1} MB, server {sv:.1} MB")?
+                }
+                _ => writeln!(out)?,
+            }
+        }
         for w in &s.warnings {
             writeln!(out, "warning: {w}")?;
         }

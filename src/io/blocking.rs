@@ -2,14 +2,22 @@
 //!
 //! When a worker owns one long-lived socket there is nothing to multiplex, and
 //! `epoll_wait` is a third syscall per request/response transaction. This
-//! driver makes the socket blocking with a short SO_RCVTIMEO/SO_SNDTIMEO and
-//! reports it ready on every call, so the workload's own `recv` is the wait.
-//! When the timeout expires the call returns EAGAIN, which the workload treats
-//! like any would-block, and the worker loop gets to look at its phase and
-//! stop flags at least every [`POLL_TIMEOUT`].
+//! driver makes the socket blocking and reports it ready on every call, so the
+//! workload's own `recv` is the wait.
+//!
+//! A blocked worker must still notice phase changes, stop, and (udp_rr) lost
+//! datagrams. A receive timeout (SO_RCVTIMEO) would do it, but the kernel
+//! then arms and cancels a timer on every wait, once per transaction: about
+//! 3 % of a pinned 1-byte udp_rr. Instead the socket has no timeout, and the
+//! engine's watchdog ([`crate::engine`]) interrupts a worker that has made no
+//! progress for [`POLL_TIMEOUT`] (or the flow's shorter timeout) with
+//! [`WAKE_SIGNAL`], whose handler does nothing and is installed without
+//! SA_RESTART: the blocked call returns EINTR, which the workloads treat like
+//! EAGAIN, and the worker loop looks at its flags. A transaction pays nothing.
 
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::Once;
 use std::time::Duration;
 
 use super::{Driver, Event};
@@ -17,13 +25,51 @@ use super::{Driver, Event};
 /// How long a blocking call may wait before the worker checks its flags.
 pub const POLL_TIMEOUT: Duration = Duration::from_millis(50);
 
+/// The signal that interrupts a blocked worker. SIGURG: ignored by default
+/// (a stray one harms no process), not queued (repeats coalesce), and only
+/// raised by the kernel for TCP urgent data to a socket's F_SETOWN owner,
+/// which thrum never sets.
+pub const WAKE_SIGNAL: i32 = libc::SIGURG;
+
+extern "C" fn on_wake_signal(_: libc::c_int) {}
+
+/// Install the do-nothing handler for [`WAKE_SIGNAL`], once per process.
+pub fn install_wake_handler() -> io::Result<()> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        // SAFETY: a zeroed sigaction with a handler that does nothing
+        // (async-signal-safe); flags without SA_RESTART, so blocking calls
+        // return EINTR.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_wake_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = 0;
+            if libc::sigaction(WAKE_SIGNAL, &sa, std::ptr::null_mut()) != 0 {
+                result = Err(io::Error::last_os_error());
+            }
+        }
+    });
+    result
+}
+
+/// Interrupt `thread`'s blocking call, if it is in one.
+///
+/// # Safety
+/// `thread` must be a thread that has not been joined or, detached, exited.
+pub unsafe fn interrupt(thread: libc::pthread_t) {
+    // SAFETY: the caller guarantees the thread id is still valid.
+    unsafe { libc::pthread_kill(thread, WAKE_SIGNAL) };
+}
+
 pub struct Blocking {
     token: Option<u64>,
     timeout: Duration,
 }
 
 impl Blocking {
-    /// `timeout`: how long one blocking call may wait (at most [`POLL_TIMEOUT`]).
+    /// `timeout`: how long the worker sleeps when it has no socket (at most [`POLL_TIMEOUT`]).
     pub fn new(timeout: Duration) -> Blocking {
         Blocking {
             token: None,
@@ -32,35 +78,12 @@ impl Blocking {
     }
 }
 
-fn set_timeout(fd: RawFd, opt: i32, d: Duration) -> io::Result<()> {
-    let tv = libc::timeval {
-        tv_sec: d.as_secs() as libc::time_t,
-        tv_usec: d.subsec_micros() as libc::suseconds_t,
-    };
-    // SAFETY: tv outlives the call; size is correct.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            opt,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 impl Driver for Blocking {
     fn register(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
         if self.token.is_some() {
             return Err(io::Error::other("the blocking driver serves one socket"));
         }
         super::socket::set_nonblocking(fd, false)?;
-        set_timeout(fd, libc::SO_RCVTIMEO, self.timeout)?;
-        set_timeout(fd, libc::SO_SNDTIMEO, self.timeout)?;
         self.token = Some(token);
         Ok(())
     }

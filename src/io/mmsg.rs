@@ -69,18 +69,22 @@ impl MsgBatch {
         for iov in &mut self.iovs[..n] {
             iov.iov_len = len.min(self.size);
         }
-        loop {
-            // SAFETY: hdrs[..n] point at valid iovecs and buffers.
-            let r =
-                unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), n as u32, libc::MSG_NOSIGNAL) };
-            if r >= 0 {
-                return Ok(r as usize);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+        // EINTR is returned, not retried, and the raw syscall skips glibc's
+        // cancellation-point bookkeeping, both as in socket::send.
+        // SAFETY: hdrs[..n] point at valid iovecs and buffers.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_sendmmsg,
+                fd,
+                self.hdrs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if r >= 0 {
+            return Ok(r as usize);
         }
+        Err(io::Error::last_os_error())
     }
 
     /// Receive up to the whole batch; returns how many datagrams arrived.
@@ -89,25 +93,22 @@ impl MsgBatch {
         for iov in self.iovs.iter_mut() {
             iov.iov_len = self.size;
         }
-        loop {
-            // SAFETY: every header points at a valid iovec and buffer of `size` bytes.
-            let r = unsafe {
-                libc::recvmmsg(
-                    fd,
-                    self.hdrs.as_mut_ptr(),
-                    self.hdrs.len() as u32,
-                    libc::MSG_WAITFORONE,
-                    std::ptr::null_mut(),
-                )
-            };
-            if r >= 0 {
-                return Ok(r as usize);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+        // EINTR is returned, not retried; raw syscall as in send above.
+        // SAFETY: every header points at a valid iovec and buffer of `size` bytes.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_recvmmsg,
+                fd,
+                self.hdrs.as_mut_ptr(),
+                self.hdrs.len() as libc::c_uint,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut::<libc::timespec>(),
+            )
+        };
+        if r >= 0 {
+            return Ok(r as usize);
         }
+        Err(io::Error::last_os_error())
     }
 }
 

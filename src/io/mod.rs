@@ -6,16 +6,21 @@
 //!
 //! Two drivers exist, each earning its place:
 //! - [`epoll::Epoll`], edge-triggered, for any number of sockets per thread;
+//! - [`uring::Uring`] (`--driver uring`), io_uring multishot poll, for any
+//!   number of sockets per thread;
 //! - [`blocking::Blocking`], for a worker that owns exactly one long-lived
 //!   socket (the common single-flow case). It skips `epoll_wait` entirely: a
 //!   request/response transaction then costs one `send` and one `recv`, as in
-//!   netperf, instead of three syscalls. Blocking calls carry a short
-//!   SO_RCVTIMEO/SO_SNDTIMEO so the worker still sees phase changes and stop.
+//!   netperf, instead of three syscalls. The engine's watchdog interrupts a
+//!   blocked worker with a signal so it still sees phase changes and stop.
 
 pub mod blocking;
+pub mod connect;
 pub mod epoll;
+pub mod fdlimit;
 pub mod mmsg;
 pub mod socket;
+pub mod uring;
 
 use std::io;
 use std::os::fd::RawFd;
@@ -67,6 +72,7 @@ pub trait Driver: Send {
 pub enum DriverKind {
     Epoll,
     Blocking,
+    Uring,
 }
 
 impl DriverKind {
@@ -74,6 +80,7 @@ impl DriverKind {
         match self {
             DriverKind::Epoll => "epoll",
             DriverKind::Blocking => "blocking",
+            DriverKind::Uring => "uring",
         }
     }
 
@@ -82,6 +89,7 @@ impl DriverKind {
         Ok(match self {
             DriverKind::Epoll => Box::new(epoll::Epoll::new()?),
             DriverKind::Blocking => Box::new(blocking::Blocking::new(blocking_timeout)),
+            DriverKind::Uring => Box::new(uring::Uring::new()?),
         })
     }
 }

@@ -25,6 +25,10 @@ pub struct DataSocketOpts {
     pub congestion: Option<String>,
     /// SO_MAX_PACING_RATE in bytes/s.
     pub pacing_bytes_per_s: Option<u64>,
+    /// SO_BUSY_POLL in µs: a blocking receive polls the device queue this
+    /// long before it sleeps (only where the NIC driver has NAPI; loopback
+    /// and veth have none, so it changes nothing there).
+    pub busy_poll_us: Option<u32>,
 }
 
 impl DataSocketOpts {
@@ -37,6 +41,7 @@ impl DataSocketOpts {
             mss: plan.mss,
             congestion: plan.congestion.clone(),
             pacing_bytes_per_s: plan.pacing_rate_bps.map(|b| b / 8),
+            busy_poll_us: plan.busy_poll_us,
         }
     }
 
@@ -67,6 +72,32 @@ impl DataSocketOpts {
         }
         if let Some(rate) = self.pacing_bytes_per_s {
             set_pacing_rate(s.as_raw_fd(), rate)?;
+        }
+        self.apply_busy_poll(s)
+    }
+
+    /// SO_BUSY_POLL, on TCP and UDP data sockets alike.
+    pub fn apply_busy_poll(&self, s: &Socket) -> io::Result<()> {
+        let Some(us) = self.busy_poll_us else {
+            return Ok(());
+        };
+        let v = us as libc::c_int;
+        // SAFETY: the value outlives the call and its size is given.
+        let rc = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_BUSY_POLL,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            // Above net.core.busy_read it takes CAP_NET_ADMIN.
+            return Err(ctx(
+                io::Error::last_os_error(),
+                "SO_BUSY_POLL (--busy-poll)",
+            ));
         }
         Ok(())
     }
@@ -159,34 +190,53 @@ pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
 }
 
 /// `send` without SIGPIPE: a peer that went away is an error value, not a signal.
+///
+/// EINTR is returned, not retried: it is how the engine wakes a worker
+/// blocked under the blocking driver (see [`would_block`]).
+///
+/// The raw syscall, not glibc's `send`: that one is a thread-cancellation
+/// point and switches asynchronous cancellation on and off around every
+/// call, about 60 instructions of 530 per 1-byte tcp_rr transaction in
+/// callgrind (docs/performance.md). thrum never cancels threads.
 #[inline]
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
+    // SAFETY: buf is valid for buf.len() bytes; no address is passed.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_sendto,
+            fd,
+            buf.as_ptr(),
+            buf.len(),
+            libc::MSG_NOSIGNAL,
+            std::ptr::null::<libc::sockaddr>(),
+            0 as libc::socklen_t,
+        )
+    };
+    if n >= 0 {
+        return Ok(n as usize);
     }
+    Err(io::Error::last_os_error())
 }
 
+/// `recv` as a raw syscall, for the reason given at [`send`]; EINTR is returned as there.
 #[inline]
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
+    // SAFETY: buf is valid for buf.len() bytes; no address is asked for.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_recvfrom,
+            fd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            0,
+            std::ptr::null_mut::<libc::sockaddr>(),
+            std::ptr::null_mut::<libc::socklen_t>(),
+        )
+    };
+    if n >= 0 {
+        return Ok(n as usize);
     }
+    Err(io::Error::last_os_error())
 }
 
 /// Half-close: the peer reads EOF once it has read everything sent before.
@@ -202,10 +252,16 @@ pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Would this error clear up by itself (EAGAIN, or a blocking call's timeout)?
+/// Would this error clear up by itself? EAGAIN on a non-blocking socket, or
+/// EINTR: the engine's wake-up signal interrupted a blocking call so that
+/// the worker looks at its phase and stop flags (a non-blocking call never
+/// sleeps, so never sees it).
 #[inline]
 pub fn would_block(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::WouldBlock
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
 }
 
 /// Pin the calling thread to one CPU.
@@ -290,6 +346,7 @@ pub fn udp_bound(local: SocketAddr, opts: &DataSocketOpts) -> io::Result<Socket>
         s.set_recv_buffer_size(b as usize)
             .map_err(|e| ctx(e, "SO_RCVBUF"))?;
     }
+    opts.apply_busy_poll(&s)?;
     s.bind(&SockAddr::from(local))?;
     Ok(s)
 }
@@ -330,4 +387,45 @@ pub fn local_port(s: &Socket) -> io::Result<u16> {
         .as_socket()
         .map(|a| a.port())
         .ok_or_else(|| io::Error::other("socket has no IP address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn busy_poll_of(s: &Socket) -> i32 {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: v and len are valid for the call.
+        let rc = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_BUSY_POLL,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0);
+        v
+    }
+
+    #[test]
+    fn busy_poll_reaches_tcp_and_udp_sockets() {
+        let opts = DataSocketOpts {
+            busy_poll_us: Some(50),
+            ..DataSocketOpts::default()
+        };
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let tcp = tcp_socket(&addr, true).unwrap();
+        match opts.apply_connected(&tcp) {
+            Ok(()) => {}
+            // Unprivileged, above net.core.busy_read: the kernel refuses.
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => return,
+            Err(e) => panic!("{e}"),
+        }
+        assert_eq!(busy_poll_of(&tcp), 50);
+        assert_eq!(busy_poll_of(&udp_bound(addr, &opts).unwrap()), 50);
+        assert_eq!(busy_poll_of(&tcp_socket(&addr, true).unwrap()), 0);
+    }
 }

@@ -132,6 +132,10 @@ pub trait Flow: Send {
     fn blocking_timeout(&self) -> std::time::Duration {
         crate::io::blocking::POLL_TIMEOUT
     }
+    /// Does this flow close sockets while it runs (one connection per transaction)?
+    fn closes_sockets(&self) -> bool {
+        false
+    }
     /// Connections this flow turned away (wrong peer or token); servers only.
     fn refused(&self) -> u64 {
         0

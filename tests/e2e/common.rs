@@ -1,6 +1,6 @@
 //! Harness: start a real `thrum server` process, run the real client, parse its JSON.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
@@ -119,21 +119,49 @@ pub fn run_cmd(cmd: &mut Command, limit: Duration) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn client");
+    // Read both pipes while the child runs: a result larger than a pipe's
+    // 64 KiB (10,000 flows' intervals) would otherwise block its writer.
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
     let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
         }
         if start.elapsed() > limit {
             let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
+            let _ = child.wait();
             panic!(
                 "command did not finish within {limit:?}\nstdout: {}\nstderr: {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&stdout.join().expect("stdout reader")),
+                String::from_utf8_lossy(&stderr.join().expect("stderr reader"))
             );
         }
         std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
     }
 }
 
@@ -183,11 +211,29 @@ pub fn short_rr(addr: &str, extra: &[&str]) -> Output {
 
 /// A short tcp_rr against `server` must succeed: it is still serving.
 pub fn assert_serves(server: &ServerProc) -> Value {
-    let out = short_rr(&server.addr, &[]);
+    run_short(server, "tcp_rr", &[])
+}
+
+/// `thrum run TEST -H server -l 300ms --warmup 0s EXTRA.. --json`, which
+/// must succeed; returns its result.
+pub fn run_short(server: &ServerProc, test: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "run",
+        test,
+        "-H",
+        &server.addr,
+        "-l",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run_client(&args, Duration::from_secs(20));
     let doc = json(&out);
     assert!(
         out.status.success(),
-        "server stopped serving: {}",
+        "{test} {extra:?} failed (has the server stopped serving?): {}",
         doc["summary"]["error"]
     );
     doc

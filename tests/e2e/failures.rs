@@ -215,6 +215,14 @@ fn client_killed_mid_test_frees_the_session() {
 fn bad_flags_name_the_flag_and_range() {
     let cases: &[(&[&str], &[&str])] = &[
         (&["run", "tcp_rr", "-F", "0"], &["--flows 0", "1..=100000"]),
+        (
+            &["run", "tcp_rr", "--busy-poll", "0"],
+            &["--busy-poll", "1..=1000000"],
+        ),
+        (
+            &["run", "tcp_rr", "--driver", "kqueue"],
+            &["--driver", "uring"],
+        ),
         (&["run", "tcp_stream", "-b", "4"], &["--burst", "tcp_rr"]),
         (
             &["run", "tcp_rr", "-r", "1,100M"],

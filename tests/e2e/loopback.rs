@@ -32,27 +32,37 @@ fn add(a: [u64; 3], b: [u64; 3]) -> [u64; 3] {
 
 /// Run one test against `server` and check everything that must hold for any test.
 fn run_and_check(server: &ServerProc, test: &str, flows: u32, threads: u32) -> Value {
+    run_and_check_with(server, test, flows, threads, &[])
+}
+
+/// [`run_and_check`] with more client arguments.
+pub(crate) fn run_and_check_with(
+    server: &ServerProc,
+    test: &str,
+    flows: u32,
+    threads: u32,
+    extra: &[&str],
+) -> Value {
     let (fl, th) = (flows.to_string(), threads.to_string());
-    let out = run_client(
-        &[
-            "run",
-            test,
-            "-H",
-            &server.addr,
-            "-F",
-            &fl,
-            "-T",
-            &th,
-            "-l",
-            "1s",
-            "--warmup",
-            "300ms",
-            "-i",
-            "250ms",
-            "--json",
-        ],
-        Duration::from_secs(30),
-    );
+    let mut args = vec![
+        "run",
+        test,
+        "-H",
+        &server.addr,
+        "-F",
+        &fl,
+        "-T",
+        &th,
+        "-l",
+        "1s",
+        "--warmup",
+        "300ms",
+        "-i",
+        "250ms",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run_client(&args, Duration::from_secs(30));
     let doc = json(&out);
     assert!(
         out.status.success(),

@@ -1,0 +1,76 @@
+//! The watchdog that wakes workers blocked under the blocking driver.
+//!
+//! A blocking worker's socket has no receive timeout (arming one costs a
+//! kernel timer per transaction, see [`crate::io::blocking`]). Instead each
+//! worker publishes a count of its loop iterations, and this thread looks at
+//! them every half of the workers' shortest blocking timeout: a worker whose
+//! count has not moved since the last look, or any worker once the engine is
+//! stopping, gets the wake-up signal, so its blocked call returns and it
+//! checks its phase, stop flag and (udp_rr) deadlines. A worker that moves
+//! data is never signalled; a blocked one wakes within one timeout, as it did
+//! with SO_RCVTIMEO.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::Shared;
+use crate::io::blocking::interrupt;
+
+/// One worker's entry: its thread while it runs the blocking driver, and its
+/// loop count (single writer: the worker).
+#[derive(Default)]
+pub struct WatchSlot {
+    /// Held by the watchdog while it signals, and by the worker when it
+    /// leaves, so a signal never goes to a thread that has ended.
+    thread: Mutex<Option<libc::pthread_t>>,
+    loops: AtomicU64,
+}
+
+impl WatchSlot {
+    /// The calling thread runs the blocking driver from now on.
+    pub fn enter(&self) {
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { libc::pthread_self() };
+        *self.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(me);
+    }
+
+    /// The calling thread is about to end.
+    pub fn leave(&self) {
+        *self.thread.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// One more turn of the worker loop (a relaxed store: a plain store on x86).
+    #[inline]
+    pub fn tick(&self, n: u64) {
+        self.loops.store(n, Relaxed);
+    }
+}
+
+/// Start the watchdog (the wake-up handler is installed); it ends once no worker runs.
+pub fn start(shared: Arc<Shared>, blocking_timeout: Duration) -> std::io::Result<JoinHandle<()>> {
+    let period = (blocking_timeout / 2).max(Duration::from_micros(500));
+    std::thread::Builder::new()
+        .name("thrum-watchdog".into())
+        .spawn(move || {
+            let mut last = vec![u64::MAX; shared.watch.len()];
+            while shared.running.load(Relaxed) > 0 {
+                std::thread::sleep(period);
+                let stopping = shared.stop.load(Relaxed);
+                for (slot, seen) in shared.watch.iter().zip(last.iter_mut()) {
+                    let now = slot.loops.load(Relaxed);
+                    if stopping || now == *seen {
+                        let t = slot.thread.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Some(t) = *t {
+                            // SAFETY: the slot holds the thread only while it
+                            // runs; it clears it under this lock before ending.
+                            unsafe { interrupt(t) };
+                        }
+                    }
+                    *seen = now;
+                }
+            }
+        })
+}

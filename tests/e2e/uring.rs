@@ -1,0 +1,162 @@
+//! `--driver uring` (and `--busy-poll`, the other engine option): every test kind runs on io_uring workers (connection
+//! tests on epoll, which the result says) and its counts add up on both ends
+//! exactly as under epoll.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{ServerProc, assert_schema, json, not_beside_floods, run_client, run_short, u};
+use crate::loopback::run_and_check_with;
+
+const URING: [&str; 2] = ["--driver", "uring"];
+
+fn drivers(doc: &Value, key: &str) -> Vec<String> {
+    doc["environment"][key]
+        .as_array()
+        .expect("drivers")
+        .iter()
+        .map(|d| d.as_str().expect("name").to_string())
+        .collect()
+}
+
+/// False (with a printed reason) where the kernel does not allow io_uring.
+fn uring_available(server: &ServerProc) -> bool {
+    let doc = run_short(server, "tcp_rr", &URING);
+    let unavailable = doc["summary"]["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .find(|w| {
+            w.as_str()
+                .is_some_and(|w| w.contains("io_uring is unavailable"))
+        });
+    if let Some(w) = unavailable {
+        eprintln!("SKIPPED: {w}");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn every_tcp_test_runs_and_adds_up_on_uring() {
+    let server = ServerProc::start(&[]);
+    if !uring_available(&server) {
+        return;
+    }
+    for test in [
+        "tcp_stream",
+        "tcp_maerts",
+        "tcp_bidir",
+        "tcp_rr",
+        "tcp_crr",
+        "tcp_cc",
+    ] {
+        // Conservation, intervals adding up, the schema: as under epoll.
+        let doc = run_and_check_with(&server, test, 4, 2, &URING);
+        let want = if test.ends_with("crr") || test.ends_with("cc") {
+            // Their sockets are closed while registered: epoll, said in a warning.
+            let w = doc["summary"]["warnings"].to_string();
+            assert!(
+                w.contains("--driver uring") && w.contains("ran epoll"),
+                "{test}: {w}"
+            );
+            "epoll"
+        } else {
+            "uring"
+        };
+        for key in ["local_drivers", "remote_drivers"] {
+            assert_eq!(drivers(&doc, key), vec![want; 2], "{test}: {key}");
+        }
+    }
+}
+
+#[test]
+fn udp_tests_run_and_add_up_on_uring() {
+    let _quiet = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    if !uring_available(&server) {
+        return;
+    }
+    for args in [
+        // A 2 s timeout: a response held up by a busy CPU is not lost.
+        &[
+            "udp_rr",
+            "-F",
+            "4",
+            "-T",
+            "2",
+            "-b",
+            "3",
+            "--rr-timeout",
+            "2s",
+        ][..],
+        // Paced far below what loopback carries: lossless.
+        &[
+            "udp_stream",
+            "-m",
+            "1400",
+            "--rate",
+            "20M",
+            "-F",
+            "4",
+            "-T",
+            "2",
+        ][..],
+    ] {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&[
+            "-H",
+            &server.addr,
+            "-l",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--json",
+        ]);
+        all.extend_from_slice(&URING);
+        let out = run_client(&all, Duration::from_secs(30));
+        let doc = json(&out);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            doc["summary"]["error"]
+        );
+        assert_schema(&doc);
+        let total = |end: &str, f: &str| u(&doc["summary"][end]["total"][f]);
+        let what = args[0];
+        if what == "udp_rr" {
+            let (done, lost) = (total("local", "transactions"), total("local", "lost"));
+            assert_eq!(total("local", "datagrams_sent"), done + lost, "{what}");
+            assert_eq!(lost, 0, "{what}: nothing is lost on loopback");
+            assert_eq!(
+                done,
+                total("remote", "transactions"),
+                "{what}: each answered"
+            );
+        } else {
+            assert_eq!(
+                total("local", "datagrams_sent"),
+                total("remote", "datagrams_received"),
+                "{what}: every datagram arrived"
+            );
+        }
+        for key in ["local_drivers", "remote_drivers"] {
+            assert_eq!(drivers(&doc, key), vec!["uring"; 2], "{what}: {key}");
+        }
+    }
+}
+
+/// `--busy-poll` reaches both ends' TCP and UDP data sockets (as root the
+/// kernel takes any value; loopback has no NAPI, so it changes no figure).
+#[test]
+fn busy_poll_is_applied_on_both_ends() {
+    let _quiet = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    for test in ["tcp_rr", "udp_rr"] {
+        let doc = run_short(&server, test, &["--busy-poll", "50", "--rr-timeout", "2s"]);
+        assert_eq!(doc["spec"]["busy_poll_us"], 50, "{test}");
+        assert!(u(&doc["summary"]["transactions"]) > 0, "{test}");
+    }
+}
