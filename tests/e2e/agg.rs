@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_schema_named, f, not_beside_floods, run_client, run_cmd, u,
+    ServerProc, assert_rejected, assert_schema_named, f, one_at_a_time, run_client, run_cmd, u,
 };
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/netperf");
@@ -73,7 +73,8 @@ fn assert_chart(svg: &str, steps: usize, averages: usize) {
 
 #[test]
 fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
-    let _g = not_beside_floods();
+    // Full-speed streams on every CPU: a flood for the loss-sensitive loopback tests.
+    let _g = one_at_a_time();
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("agg");
@@ -317,7 +318,8 @@ fn report_html_renders_in_headless_chromium() {
 
 #[test]
 fn find_burst_and_sweep_on_loopback() {
-    let _g = not_beside_floods();
+    // Full-speed streams on every CPU: a flood for the loss-sensitive loopback tests.
+    let _g = one_at_a_time();
     let s = ServerProc::start(&[]);
     let out = run_client(
         &["find-burst", "-H", &s.addr, "--probe", "200ms", "--json"],
@@ -420,7 +422,8 @@ fn agg_commands_reject_bad_input() {
 
 #[test]
 fn agg_sync_runs_one_stream_to_each_server_in_turn() {
-    let _g = not_beside_floods();
+    // Full-speed streams on every CPU: a flood for the loss-sensitive loopback tests.
+    let _g = one_at_a_time();
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
     let dir = tempfile::tempdir().unwrap();
     let hosts = format!("{},{}", s1.addr, s2.addr);
