@@ -59,7 +59,8 @@ pub fn target_for(host: &str) -> Result<Target> {
 }
 
 const MIN_STEP: Duration = Duration::from_secs(3);
-const MAX_STEP: Duration = Duration::from_secs(24 * 3600);
+// At most 11 steps (1024 streams): a stream of the first step runs 11 h, within a plan's 24 h.
+const MAX_STEP: Duration = Duration::from_secs(3600);
 const MAX_STREAMS: u32 = 1024;
 
 #[derive(Debug, Args)]
@@ -152,7 +153,7 @@ impl AggArgs {
     pub fn check(&self) -> Result<()> {
         if self.step < MIN_STEP || self.step > MAX_STEP {
             bail!(
-                "--step {:?} is out of range (accepted: 3s..=24h: a step loses 1 s at each end)",
+                "--step {:?} is out of range (accepted: 3s..=1h; a step loses 1 s at each end)",
                 self.step
             );
         }

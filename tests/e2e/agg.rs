@@ -382,7 +382,7 @@ fn agg_commands_reject_bad_input() {
     assert_rejected(&[
         (
             &["agg", "--hosts", "127.0.0.1", "--step", "1s"],
-            &["--step", "3s..=24h"],
+            &["--step", "3s..=1h"],
         ),
         (
             &["agg", "--hosts", "127.0.0.1", "--tests", "pps"],
