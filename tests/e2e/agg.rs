@@ -115,6 +115,9 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("Average of peak interval is "), "{text}");
+    // The progress bar stays off when stderr is not a terminal.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("step 1/3") && !err.contains('\r'), "{err}");
     assert!(
         text.contains("Average of interval 2 (4 streams) is "),
         "{text}"
@@ -176,6 +179,7 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 2, "both charts inlined");
     assert_eq!(html.matches("<table>").count(), 2, "both tables");
+    assert!(html.contains("Burst search"), "tps shows its burst search");
     // `thrum report` re-analyses the saved results to the same figures.
     let again = run_client(
         &["report", out_dir.join("results.json").to_str().unwrap()],
