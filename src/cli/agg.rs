@@ -203,9 +203,9 @@ pub struct SweepArgs {
     /// Flows, the matrix's columns (each flow on its own worker thread, up to this host's CPUs).
     #[arg(long, default_value = "1", value_parser = u32_list, value_name = "LIST")]
     pub flows: U32List,
-    /// Request and response sizes, REQ[,RESP].
-    #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]")]
-    pub rr_size: (u64, u64),
+    /// Request and response sizes, REQ[,RESP]; repeat the flag for one matrix per size.
+    #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]", action = clap::ArgAction::Append)]
+    pub rr_size: Vec<(u64, u64)>,
     /// Measurement window of each cell.
     #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
     pub duration: Duration,

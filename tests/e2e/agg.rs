@@ -368,9 +368,12 @@ fn find_burst_and_sweep_on_loopback() {
     assert!(text.contains("rows burst, columns flows"), "{text}");
     let csv = std::fs::read_to_string(csv).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
-    assert_eq!(rows[0], "burst,flows_1,flows_2");
+    assert_eq!(
+        rows[0],
+        "request_bytes,response_bytes,burst,flows_1,flows_2"
+    );
     assert_eq!(rows.len(), 3);
-    assert!(rows[2].starts_with("2,"));
+    assert!(rows[2].starts_with("1,1,2,"));
     let doc = read_json(&json);
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 4);
