@@ -144,13 +144,30 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
             vec![s1.addr.as_str(), s2.addr.as_str(), &s1.addr, &s2.addr]
         );
         let csv = std::fs::read_to_string(out_dir.join(format!("{name}_streams.csv"))).unwrap();
-        for s in steps {
+        let started = |k: usize| f(&t["streams"][k]["started"]);
+        for (i, s) in steps.iter().enumerate() {
             assert_eq!(s["complete"], true, "{name}: {s}");
             let (a, b) = (f(&s["start"]), f(&s["end"]));
-            // The window: 1 s after the step's last stream started, 1 s before the next step.
+            // The window: 1 s after the step's last stream started (streams
+            // 0, 1, then 2 and 3), to 1 s before the next step (3 s steps).
+            let last_start = match i {
+                0 => started(0),
+                1 => started(1),
+                _ => started(2).max(started(3)),
+            };
             assert!(
-                b - a > 0.5 && b - a <= 1.0 + 1e-6,
+                (a - (last_start + 1.0)).abs() < 1e-6,
                 "{name}: window {a}..{b}"
+            );
+            assert!(
+                (b - (f(&s["started"]) + 2.0)).abs() < 1e-6,
+                "{name}: window {a}..{b}"
+            );
+            assert!(b > a, "{name}: window {a}..{b}");
+            let since_first = f(&s["started"]) - f(&steps[0]["started"]);
+            assert!(
+                (since_first - 3.0 * i as f64).abs() < 1e-6,
+                "{name}: steps 3 s apart"
             );
             let avg = f(&s["average"]);
             let by_hand = csv_window_average(&csv, a, b);
