@@ -121,6 +121,23 @@ pub fn write_dir(dir: &Path, r: &AggResult, individual: bool) -> Result<()> {
     Ok(())
 }
 
+/// A 50 ms tcp_rr to every load generator before the ramp, so that a
+/// server that is down or refuses us is named at once instead of failing
+/// every stream sent its way for the length of the ramp.
+fn preflight(targets: &[Target]) -> Result<()> {
+    for t in targets {
+        let mut plan = TestPlan::new(TestKind::TcpRr);
+        plan.warmup_ns = 0;
+        plan.duration_ns = 50_000_000;
+        plan.interval_ns = 50_000_000;
+        let r = client::run(t, &plan, &mut Quiet);
+        if let Some(e) = r.summary.error {
+            bail!("load generator {}: {e}", t.label);
+        }
+    }
+    Ok(())
+}
+
 /// `thrum agg`.
 pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     args.check()?;
@@ -156,6 +173,7 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
         interval: args.interval,
         trim: std::time::Duration::from_secs(1),
     };
+    preflight(&targets)?;
     let search = match args.burst {
         BurstChoice::Auto if tests.contains(&AggTest::Tps) => {
             if std::io::IsTerminal::is_terminal(&std::io::stderr()) {

@@ -426,6 +426,11 @@ fn agg_commands_reject_bad_input() {
             &["--hosts-file line 1", "REMOTE_HOSTS[0..]"],
         ),
         (&["agg"], &["--hosts"]),
+        // A load generator that is not there is named before the ramp starts.
+        (
+            &["agg", "--hosts", "127.0.0.1:1", "--step", "3s"],
+            &["load generator 127.0.0.1:1", "cannot reach"],
+        ),
         (
             &["sweep", "tcp_rr", "--flows", "1,x"],
             &["--flows", "list of whole numbers"],
