@@ -277,6 +277,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
                 label: "embedded".into(),
                 bind: None,
                 embedded: true,
+                psk: None,
             };
             (t, Some(s))
         }

@@ -17,6 +17,7 @@ use crate::units::{parse_duration, parse_rate, parse_size};
 
 mod agg;
 pub use agg::{AggArgs, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
+pub mod hardening;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -126,9 +127,12 @@ pub struct OutputArgs {
     /// Write the result to FILE instead of standard output (atomically: temp file, then rename).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Write per-interval, per-flow samples as CSV to FILE.
+    /// Write per-interval, per-flow samples as CSV to FILE, a row at a time as they arrive; the finished file replaces it atomically at the end.
     #[arg(long, value_name = "FILE")]
     pub samples: Option<PathBuf>,
+    /// Write JSON Lines to standard output as the test runs: one line per interval as it completes, then the whole result as the last line.
+    #[arg(long, conflicts_with_all = ["json", "keyval", "output"])]
+    pub json_stream: bool,
 }
 
 impl OutputArgs {
@@ -214,6 +218,9 @@ pub struct RunArgs {
     /// Local address for the control and data connections.
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<IpAddr>,
+    /// Prove this pre-shared key to the server (HMAC-SHA256 challenge-response); the file holds 16..=4096 bytes.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
     /// Interim sample period.
     #[arg(short = 'i', long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
     pub interval: Duration,
@@ -223,8 +230,116 @@ pub struct RunArgs {
     /// Traffic after the measurement window, before the drain.
     #[arg(long, default_value = "0s", value_parser = duration, value_name = "DURATION")]
     pub cooldown: Duration,
+    /// Latency percentiles to report besides p50, p90, p99 and p99.9 (50,99.99; each in (0, 100]).
+    #[arg(long, value_parser = percentile_list, value_name = "LIST")]
+    pub percentiles: Option<PercentileList>,
+    /// Print a log-scale latency histogram (human output; the JSON always carries the histogram).
+    #[arg(long)]
+    pub histogram: bool,
+    /// Show this end's CPU utilisation and service demand (always measured; always in JSON).
+    #[arg(short = 'c', long)]
+    pub local_cpu: bool,
+    /// Show the server's CPU utilisation and service demand.
+    #[arg(short = 'C', long)]
+    pub remote_cpu: bool,
+    /// Show CPU utilisation and service demand of both ends (-c and -C).
+    #[arg(long)]
+    pub cpu: bool,
+    /// Repeat the whole test at least MIN and at most MAX times (1..=30), until --confidence is met.
+    #[arg(long, value_parser = iterations_arg, value_name = "MIN,MAX")]
+    pub iterations: Option<(u32, u32)>,
+    /// Confidence LEVEL (95 or 99) and interval WIDTH in percent of the mean (default 5: ±2.5 %).
+    #[arg(long, value_parser = confidence_arg, value_name = "LEVEL[,WIDTH]")]
+    pub confidence: Option<(u32, f64)>,
+    /// Print provenance (versions, kernel, interface, offloads, sysctls) above the result.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// A list of latency percentiles as one flag value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PercentileList(pub Vec<f64>);
+
+fn percentile_list(s: &str) -> Result<PercentileList, String> {
+    let v = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let x: f64 = p.trim().parse().map_err(|_| {
+                format!("'{p}' is not a percentile (accepted: numbers in (0, 100], as in 50,99.9)")
+            })?;
+            if x.is_finite() && x > 0.0 && x <= 100.0 {
+                Ok(x)
+            } else {
+                Err(format!(
+                    "{p} is out of range (accepted: greater than 0 and at most 100)"
+                ))
+            }
+        })
+        .collect::<Result<Vec<f64>, String>>()?;
+    if v.is_empty() {
+        return Err("empty list (accepted: numbers in (0, 100], as in 50,99.9)".into());
+    }
+    Ok(PercentileList(v))
+}
+
+/// Most iterations netperf allows too.
+pub const MAX_ITERATIONS: u32 = 30;
+
+fn iterations_arg(s: &str) -> Result<(u32, u32), String> {
+    let num = |x: &str| {
+        x.trim().parse::<u32>().map_err(|_| {
+            format!(
+                "'{x}' is not a count (accepted: MIN,MAX with 1 <= MIN <= MAX <= {MAX_ITERATIONS})"
+            )
+        })
+    };
+    let (min, max) = match s.split_once(',') {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => {
+            let n = num(s)?;
+            (n, n)
+        }
+    };
+    if min < 1 || min > max || max > MAX_ITERATIONS {
+        return Err(format!(
+            "{min},{max} is out of range (accepted: MIN,MAX with 1 <= MIN <= MAX <= {MAX_ITERATIONS})"
+        ));
+    }
+    Ok((min, max))
+}
+
+fn confidence_arg(s: &str) -> Result<(u32, f64), String> {
+    let (level, width) = match s.split_once(',') {
+        Some((a, b)) => (a, Some(b)),
+        None => (s, None),
+    };
+    let level: u32 = match level.trim() {
+        "95" => 95,
+        "99" => 99,
+        other => {
+            return Err(format!(
+                "level '{other}' is not supported (accepted: 95 or 99)"
+            ));
+        }
+    };
+    let width = match width {
+        None => 5.0,
+        Some(w) => {
+            let w: f64 = w.trim().trim_end_matches('%').parse().map_err(|_| {
+                format!("width '{w}' is not a number (accepted: a percentage in (0, 100])")
+            })?;
+            if !(w.is_finite() && w > 0.0 && w <= 100.0) {
+                return Err(format!(
+                    "width {w} is out of range (accepted: a percentage in (0, 100])"
+                ));
+            }
+            w
+        }
+    };
+    Ok((level, width))
 }
 
 fn ns(d: Duration) -> u64 {
@@ -265,21 +380,60 @@ impl RunArgs {
         };
         p.local = side(self.local_buffer, &self.cpu_pin);
         p.remote = side(self.remote_buffer, &self.remote_cpu_pin);
+        p.percentiles = self
+            .percentiles
+            .as_ref()
+            .map(|l| l.0.clone())
+            .unwrap_or_default();
         p.validate()?;
         Ok(p)
+    }
+
+    /// The repetition asked for with --iterations and/or --confidence
+    /// (netperf's defaults fill the other: 3,10 and 99,5).
+    pub fn repeat(&self) -> Option<crate::control::client::Repeat> {
+        if self.iterations.is_none() && self.confidence.is_none() {
+            return None;
+        }
+        let (min, max) = self.iterations.unwrap_or((3, 10));
+        let (level, width_percent) = self.confidence.unwrap_or((99, 5.0));
+        Some(crate::control::client::Repeat {
+            min,
+            max,
+            level,
+            width_percent,
+        })
+    }
+
+    /// What the human output shows beyond the defaults.
+    pub fn human_options(&self) -> crate::export::human::Human {
+        crate::export::human::Human {
+            histogram: self.histogram,
+            local_cpu: self.local_cpu || self.cpu,
+            remote_cpu: self.remote_cpu || self.cpu,
+            verbose: self.verbose,
+        }
     }
 
     /// The server to use; None means start an embedded one.
     pub fn target(&self) -> Result<Option<Target>> {
         let Some(host) = &self.host else {
+            if self.psk_file.is_some() {
+                bail!("--psk-file needs -H: the embedded server asks for no key");
+            }
             return Ok(None);
         };
         let addr = resolve(host, self.ipv4, self.ipv6)?;
+        let psk = match &self.psk_file {
+            Some(p) => Some(crate::control::auth::Psk::from_file(p)?),
+            None => None,
+        };
         Ok(Some(Target {
             addr,
             label: host.clone(),
             bind: self.bind,
             embedded: false,
+            psk,
         }))
     }
 }
@@ -344,9 +498,11 @@ pub struct ServerArgs {
     /// Serve one test, then exit.
     #[arg(long)]
     pub once: bool,
-    /// Sessions served at once.
-    #[arg(long, default_value_t = 64)]
+    /// Sessions served at once; more are refused as busy.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_sessions: u32,
+    #[command(flatten)]
+    pub hardening: hardening::HardeningArgs,
     /// Do not log sessions to stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,

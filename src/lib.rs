@@ -15,6 +15,7 @@ pub mod export;
 pub mod io;
 pub mod plan;
 pub mod result;
+pub mod sensors;
 pub mod stats;
 pub mod units;
 pub mod workload;
@@ -96,25 +97,34 @@ fn target_or_embedded(
         label: server.addr.to_string(),
         bind,
         embedded: true,
+        psk: None,
     };
     Ok((t, Some(server)))
 }
 
-fn exporter(f: Format) -> Box<dyn Exporter> {
+fn exporter(f: Format, human: &export::human::Human) -> Box<dyn Exporter> {
     match f {
-        Format::Human => Box::new(export::human::Human),
+        Format::Human => Box::new(human.clone()),
         Format::Json => Box::new(export::json::Json),
         Format::Keyval => Box::new(export::keyval::Keyval),
     }
 }
 
 /// Write every requested output; called on success and on failure alike.
-fn write_outputs(result: &TestResult, out: &OutputArgs) -> Result<()> {
+fn write_outputs(
+    result: &TestResult,
+    out: &OutputArgs,
+    human: &export::human::Human,
+) -> Result<()> {
     if let Some(path) = &out.samples {
         export::write_atomic(path, &export::render(&export::csv::Csv, result))
             .with_context(|| format!("writing --samples {}", path.display()))?;
     }
-    let bytes = export::render(exporter(out.format()).as_ref(), result);
+    let bytes = if out.json_stream {
+        export::live::StreamLine::Result { result }.to_line()
+    } else {
+        export::render(exporter(out.format(), human).as_ref(), result)
+    };
     match &out.output {
         Some(path) => export::write_atomic(path, &bytes)
             .with_context(|| format!("writing --output {}", path.display()))?,
@@ -136,11 +146,45 @@ fn run_test(args: &RunArgs) -> Result<ExitCode> {
         on: std::io::stderr().is_terminal(),
         test: plan.test,
     };
-    let result = control::client::run(&target, &plan, &mut progress);
+    let mut live = export::live::Live::new(
+        plan.test,
+        &plan.percentiles,
+        args.out.json_stream,
+        args.out.samples.as_deref(),
+    )
+    .with_context(|| "opening --samples for writing")?;
+    let result = {
+        let mut observer = export::live::Both(&mut progress, &mut live);
+        match args.repeat() {
+            Some(rep) => {
+                let terminal = std::io::stderr().is_terminal();
+                control::client::run_repeated(&target, &plan, rep, &mut observer, &mut |it| {
+                    if terminal {
+                        eprintln!(
+                            "\r\x1b[2Kiteration {}: {}",
+                            it.index,
+                            export::human::figure(it.figure, it.unit)
+                        );
+                    }
+                })
+            }
+            None => control::client::run(&target, &plan, &mut observer),
+        }
+    };
     drop(progress);
-    write_outputs(&result, &args.out)?;
+    if let Some(e) = &live.error {
+        eprintln!("warning: writing samples while the test ran: {e}");
+    }
+    if let Some(c) = &result.confidence
+        && !c.achieved
+        && result.summary.error.is_none()
+    {
+        // Loud on the terminal too, whatever the output format.
+        eprintln!("warning: {}", result.summary.warnings[0]);
+    }
+    write_outputs(&result, &args.out, &args.human_options())?;
     if let Some(e) = &result.summary.error {
-        if args.out.format() != Format::Human || args.out.output.is_some() {
+        if args.out.format() != Format::Human || args.out.output.is_some() || args.out.json_stream {
             eprintln!("Error: {e}");
         }
         return Ok(ExitCode::FAILURE);
@@ -152,8 +196,10 @@ fn serve(args: &ServerArgs) -> Result<ExitCode> {
     let mut cfg = ServerConfig::new(std::net::SocketAddr::new(args.listen, args.port));
     cfg.data_ports = args.data_ports;
     cfg.once = args.once;
-    cfg.max_sessions = args.max_sessions;
+    cfg.limits.max_sessions = args.max_sessions;
+    args.hardening.apply(&mut cfg)?;
     cfg.log = !args.quiet;
+    let log_format = cfg.log_format;
     let server = Server::bind(cfg)?;
     let flag = server.shutdown_flag();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -167,7 +213,7 @@ fn serve(args: &ServerArgs) -> Result<ExitCode> {
     let _ = std::io::stdout().flush();
     server.serve()?;
     if flag.load(Relaxed) && !args.quiet {
-        eprintln!("thrum server: stopped by signal");
+        control::log::server_event(log_format, "stopped by signal");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -216,6 +262,7 @@ fn print_suite_table(results: &[TestResult]) {
         };
         let (p50, p99) = s
             .latency_ns
+            .as_ref()
             .map(|l| (units::fmt_ns(l.p50 as f64), units::fmt_ns(l.p99 as f64)))
             .unwrap_or_default();
         let cpu = s.local.rusage.map_or(0.0, |u| u.user_s + u.system_s);

@@ -143,6 +143,9 @@ pub struct TestPlan {
     pub rr_timeout_ns: u64,
     pub local: SocketOpts,
     pub remote: SocketOpts,
+    /// Latency percentiles to report besides the fixed p50/p90/p99/p99.9 (0 < p <= 100).
+    #[serde(default)]
+    pub percentiles: Vec<f64>,
 }
 
 /// The hard limits of a plan; the server states its own in its hello.
@@ -158,6 +161,7 @@ pub mod limits {
     pub const MIN_INTERVAL_NS: u64 = 10_000_000;
     pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
     pub const MIN_DURATION_NS: u64 = 1_000_000;
+    pub const MAX_PERCENTILES: usize = 32;
 }
 
 /// A plan that cannot run; every message names the flag and the accepted range.
@@ -226,6 +230,7 @@ impl TestPlan {
             rr_timeout_ns: 50_000_000,
             local: SocketOpts::default(),
             remote: SocketOpts::default(),
+            percentiles: Vec::new(),
         }
     }
 
@@ -317,6 +322,21 @@ impl TestPlan {
             60_000_000_000,
         )?;
         check("--recv-size", self.recv_bytes, 1, MAX_IO_BYTES)?;
+        if self.percentiles.len() > MAX_PERCENTILES {
+            return Err(PlanError::Invalid(format!(
+                "--percentiles lists {} values (accepted: at most {MAX_PERCENTILES})",
+                self.percentiles.len()
+            )));
+        }
+        if let Some(p) = self
+            .percentiles
+            .iter()
+            .find(|p| !(p.is_finite() && **p > 0.0 && **p <= 100.0))
+        {
+            return Err(PlanError::Invalid(format!(
+                "--percentiles {p} is out of range (accepted: greater than 0 and at most 100)"
+            )));
+        }
         for (flag, v) in [
             ("--local-buffer (send)", self.local.send_buffer_bytes),
             ("--local-buffer (receive)", self.local.recv_buffer_bytes),

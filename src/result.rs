@@ -8,7 +8,9 @@
 use serde::Serialize;
 
 use crate::control::proto::Rusage;
+use crate::control::window::WindowStats;
 use crate::plan::{TestKind, TestPlan};
+use crate::sensors::CpuUsage;
 use crate::stats::counters::Counts;
 use crate::stats::latency::LatencySummary;
 use crate::workload::Phase;
@@ -21,10 +23,72 @@ pub struct TestResult {
     pub test: TestKind,
     pub spec: Spec,
     pub environment: Environment,
+    /// Where each end ran: versions, kernel, CPU, interface, offloads, coalescing, sysctls.
+    pub provenance: Provenances,
     pub intervals: Vec<Interval>,
     pub summary: Summary,
+    /// Every run of the test: one, or several with --iterations.
+    pub iterations: Vec<Iteration>,
+    /// The confidence interval of the mean over the iterations, when asked for.
+    pub confidence: Option<Confidence>,
 }
 
+/// Both ends' provenance; the server's is null when its final report did not arrive.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Provenances {
+    pub local: Option<crate::sensors::Provenance>,
+    pub remote: Option<crate::sensors::Provenance>,
+}
+
+/// One run's figures, when the test is repeated.
+#[derive(Clone, Debug, Serialize)]
+pub struct Iteration {
+    pub index: u32,
+    /// The figure of merit (bits/s or transactions/s) and its unit.
+    pub figure: f64,
+    pub unit: &'static str,
+    pub duration_s: f64,
+    pub local_cpu_util_percent: Option<f64>,
+    pub remote_cpu_util_percent: Option<f64>,
+    pub error: Option<String>,
+}
+
+impl Iteration {
+    pub fn of(index: u32, r: &TestResult) -> Iteration {
+        let (figure, unit) = r.headline();
+        Iteration {
+            index,
+            figure,
+            unit,
+            duration_s: r.summary.duration_s,
+            local_cpu_util_percent: r.summary.local.cpu_util_percent,
+            remote_cpu_util_percent: r.summary.remote.cpu_util_percent,
+            error: r.summary.error.clone(),
+        }
+    }
+}
+
+/// netperf's -i/-I: the interval of the mean of the figure of merit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Confidence {
+    /// 95 or 99 (percent).
+    pub level: u32,
+    /// The whole interval as a percentage of the mean (5: the mean ± 2.5 %).
+    pub width_percent_requested: f64,
+    /// The figure of merit's interval; null with one iteration.
+    pub width_percent_achieved: Option<f64>,
+    /// Every interval (figure, and CPU utilisation where measured) within the width.
+    pub achieved: bool,
+    pub iterations_min: u32,
+    pub iterations_max: u32,
+    pub iterations_run: u32,
+    /// Mean, sample standard deviation and half-width of the figure of merit.
+    pub mean: f64,
+    pub stddev: Option<f64>,
+    pub half_width: Option<f64>,
+    pub local_cpu_width_percent_achieved: Option<f64>,
+    pub remote_cpu_width_percent_achieved: Option<f64>,
+}
 /// The plan plus where it ran.
 #[derive(Clone, Debug, Serialize)]
 pub struct Spec {
@@ -58,47 +122,20 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// This end's basics, from the same readings as its provenance.
     pub fn gather() -> Environment {
-        let (kernel, machine, hostname) = uname();
-        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-            .unwrap_or_default();
+        let p = crate::sensors::Provenance::gather(None);
+        let k = p.kernel.unwrap_or_default();
         Environment {
-            thrum_version: env!("CARGO_PKG_VERSION").to_string(),
+            thrum_version: p.thrum_version,
             command_line: std::env::args().collect(),
-            hostname,
-            kernel,
-            machine,
-            cpu_model,
+            hostname: p.hostname.unwrap_or_default(),
+            kernel: format!("{} {}", k.sysname, k.release),
+            machine: k.machine,
+            cpu_model: p.cpu_model.unwrap_or_default(),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             ..Environment::default()
         }
-    }
-}
-
-fn uname() -> (String, String, String) {
-    // SAFETY: uname fills the struct; fields are NUL-terminated.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return Default::default();
-        }
-        let s = |f: &[libc::c_char]| {
-            std::ffi::CStr::from_ptr(f.as_ptr())
-                .to_string_lossy()
-                .into_owned()
-        };
-        (
-            format!("{} {}", s(&u.sysname), s(&u.release)),
-            s(&u.machine),
-            s(&u.nodename),
-        )
     }
 }
 
@@ -118,6 +155,92 @@ pub struct Interval {
     /// empty when the server's sample did not arrive.
     pub remote: Vec<Counts>,
     pub sum: Figures,
+    /// Latency of the transactions that completed in this interval (RR tests, measure phase).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<LatencySummary>,
+}
+
+impl Interval {
+    /// The interval's figure of merit (bits/s or transactions/s), if it has one.
+    pub fn headline(&self) -> Option<f64> {
+        self.sum.throughput_bps.or(self.sum.transactions_per_s)
+    }
+}
+
+/// How steady the figure of merit was over the measurement window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Stability {
+    /// Coefficient of variation (standard deviation / mean) of the per-interval figure.
+    pub cv: Option<f64>,
+    /// Change of the mean of the last third of the intervals against the first third, in percent.
+    pub trend_percent: Option<f64>,
+    pub warnings: Vec<String>,
+}
+
+/// A trend beyond this (in percent, either way) gets a warning.
+pub const TREND_WARN_PERCENT: f64 = 10.0;
+
+impl Stability {
+    /// Judge the measure-phase intervals. Intervals whose figure needs the
+    /// server's sample and lack it are left out.
+    pub fn of(test: TestKind, measure: &[&Interval], quota_limited: bool) -> Stability {
+        let needs_remote = matches!(
+            test,
+            TestKind::TcpStream | TestKind::UdpStream | TestKind::TcpBidir
+        );
+        let xs: Vec<f64> = measure
+            .iter()
+            .filter(|i| !needs_remote || !i.remote.is_empty())
+            .filter_map(|i| i.headline())
+            .collect();
+        let mut st = Stability::default();
+        let n = xs.len();
+        if n >= 2 {
+            let mean = xs.iter().sum::<f64>() / n as f64;
+            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            st.cv = (mean > 0.0).then(|| var.sqrt() / mean);
+        }
+        if n >= 3 {
+            let third = n / 3;
+            let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let (first, last) = (avg(&xs[..third]), avg(&xs[n - third..]));
+            if first > 0.0 {
+                let t = 100.0 * (last - first) / first;
+                st.trend_percent = Some(t);
+                if t.abs() > TREND_WARN_PERCENT {
+                    st.warnings.push(format!(
+                        "the figure trends {t:+.1} % from the first third of the window to the last: the system did not reach a steady state (longer --warmup or --duration?)"
+                    ));
+                }
+            }
+        }
+        // A flow that stops moving while the others go on (neper's
+        // correlation coefficient stays near 1 when that happens; this does
+        // not). Count-limited runs are left out: flows that met their quota idle.
+        if !quota_limited {
+            let moved = |i: &Interval, f: usize| {
+                i.local
+                    .get(f)
+                    .is_some_and(|c| c.bytes_sent + c.bytes_received + c.transactions > 0)
+            };
+            let flows = measure.iter().map(|i| i.local.len()).max().unwrap_or(0);
+            for f in 0..flows {
+                let stalled: Vec<u32> = measure
+                    .iter()
+                    .filter(|i| !moved(i, f) && (0..flows).any(|g| g != f && moved(i, g)))
+                    .map(|i| i.index)
+                    .collect();
+                if let (Some(a), Some(b)) = (stalled.first(), stalled.last()) {
+                    st.warnings.push(format!(
+                        "flow {f} moved nothing in {} of {} measure intervals while other flows did (intervals {a}..={b})",
+                        stalled.len(),
+                        measure.len()
+                    ));
+                }
+            }
+        }
+        st
+    }
 }
 
 /// Counts of a window on both ends, and the rates they give.
@@ -196,6 +319,155 @@ pub struct Side {
     pub total: Counts,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rusage: Option<Rusage>,
+    /// Overall CPU utilisation of this end's host over the window, percent
+    /// (0–100, where 100 is every CPU busy), from /proc/stat.
+    pub cpu_util_percent: Option<f64>,
+    /// CPUs of this end's host.
+    pub cpus: Option<usize>,
+    /// /proc/stat over the window: per CPU, split by kind, the busiest CPU, steal.
+    pub cpu: Option<CpuUsage>,
+    /// This thrum process's rusage over the window only.
+    pub rusage_window: Option<Rusage>,
+    /// µs of CPU per transaction (RR, CRR, CC tests), from `service_demand_source`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_demand_us_per_tran: Option<f64>,
+    /// µs of CPU per KB (1024 bytes) of the figure of merit (stream tests).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_demand_us_per_kb: Option<f64>,
+    /// Service demand from /proc/stat (host-wide busy time), in the unit above.
+    pub service_demand_proc_stat: Option<f64>,
+    /// Service demand from the thrum processes' own CPU time on this host.
+    pub service_demand_rusage: Option<f64>,
+    /// Which one the headline uses: `rusage` on a virtual machine, where
+    /// tick-based /proc/stat is unreliable, `proc_stat` elsewhere.
+    pub service_demand_source: Option<&'static str>,
+    /// The interface toward the peer, and its packets over the window.
+    pub interface: Option<String>,
+    pub tx_packets: Option<u64>,
+    pub rx_packets: Option<u64>,
+    pub tx_packets_per_s: Option<f64>,
+    pub rx_packets_per_s: Option<f64>,
+    /// TCP retransmissions of this end's long-lived data connections (TCP_INFO).
+    pub tcp_retransmits: Option<u64>,
+}
+
+/// Service demands from the two sources that differ by more than this
+/// (percent of the smaller) get a warning.
+pub const DEMAND_DISAGREE_PERCENT: f64 = 15.0;
+/// CPU busy beyond thrum's own, as a share of the machine, that gets a warning.
+pub const OTHER_BUSY_PERCENT: f64 = 10.0;
+/// Steal time, percent of the window, that gets a warning.
+pub const STEAL_WARN_PERCENT: f64 = 5.0;
+
+/// What a side's CPU figures are computed from.
+pub struct CpuBasis<'a> {
+    /// "local" or "remote", for warnings.
+    pub end: &'static str,
+    pub window: &'a WindowStats,
+    /// The figure of merit: transactions/s, or bytes/s for streams.
+    pub units_per_s: f64,
+    pub per_kb: bool,
+    /// CPU seconds of the other thrum process in the window when it runs
+    /// on this host as a separate process (a server on loopback), else 0.
+    pub other_thrum_cpu_s: f64,
+    pub hypervisor: bool,
+    /// Add warnings (false for the second end on one host: the same machine twice).
+    pub warn: bool,
+}
+
+impl Side {
+    /// Fill the CPU, service demand and packet fields from the window's readings.
+    pub fn apply_window(&mut self, b: &CpuBasis, all_warnings: &mut Vec<String>) {
+        let mut ignored = Vec::new();
+        let warnings = if b.warn { all_warnings } else { &mut ignored };
+        let w = b.window;
+        self.rusage_window = w.rusage;
+        self.interface = w.interface.clone();
+        if let Some(p) = w.packets {
+            self.tx_packets = Some(p.tx_packets);
+            self.rx_packets = Some(p.rx_packets);
+            if w.elapsed_s > 0.0 {
+                self.tx_packets_per_s = Some(p.tx_packets as f64 / w.elapsed_s);
+                self.rx_packets_per_s = Some(p.rx_packets as f64 / w.elapsed_s);
+            }
+        }
+        let units = if b.per_kb {
+            b.units_per_s / 1024.0
+        } else {
+            b.units_per_s
+        };
+        let unit = if b.per_kb { "µs/KB" } else { "µs/Tr" };
+        let cpu = w.cpu.as_ref().filter(|c| c.ticks > 0 && c.cpus > 0);
+        if let Some(c) = cpu {
+            self.cpu = Some(c.clone());
+            self.cpu_util_percent = Some(c.overall.util_percent);
+            self.cpus = Some(c.cpus);
+            if c.overall.steal_percent > STEAL_WARN_PERCENT {
+                warnings.push(format!(
+                    "{} host: the hypervisor stole {:.1} % of CPU time in the window; CPU figures and rates suffer",
+                    b.end, c.overall.steal_percent
+                ));
+            }
+        }
+        let (proc_stat, rusage) = if units > 0.0 && w.elapsed_s > 0.0 {
+            (
+                cpu.map(|c| crate::sensors::service_demand(c.overall.util_percent, c.cpus, units)),
+                w.rusage.map(|r| {
+                    crate::sensors::service_demand_from_cpu_s(
+                        r.cpu_s() + b.other_thrum_cpu_s,
+                        units * w.elapsed_s,
+                    )
+                }),
+            )
+        } else {
+            (None, None)
+        };
+        self.service_demand_proc_stat = proc_stat;
+        self.service_demand_rusage = rusage;
+        let (headline, source) = match (proc_stat, rusage) {
+            (Some(_), Some(r)) if b.hypervisor => (Some(r), Some("rusage")),
+            (Some(p), _) => (Some(p), Some("proc_stat")),
+            (None, Some(r)) => (Some(r), Some("rusage")),
+            (None, None) => (None, None),
+        };
+        self.service_demand_source = source;
+        if b.per_kb {
+            self.service_demand_us_per_kb = headline;
+        } else {
+            self.service_demand_us_per_tran = headline;
+        }
+        if let (Some(p), Some(r)) = (proc_stat, rusage) {
+            let lo = p.min(r);
+            if lo > 0.0 && 100.0 * (p - r).abs() / lo > DEMAND_DISAGREE_PERCENT {
+                warnings.push(format!(
+                    "{} service demand: /proc/stat gives {p:.3} {unit}, thrum's own CPU time {r:.3} {unit}, {:.0} % apart; the headline uses {}{}",
+                    b.end,
+                    100.0 * (p - r).abs() / lo,
+                    source.unwrap_or("-"),
+                    if b.hypervisor {
+                        " (virtual machine: tick-based /proc/stat is unreliable)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        // Busy time that thrum did not spend: other processes skew service demand.
+        if let (Some(c), Some(r)) = (cpu, w.rusage) {
+            let machine_s = c.cpus as f64 * w.elapsed_s;
+            let busy_s = c.overall.util_percent / 100.0 * machine_s;
+            let other_s = busy_s - r.cpu_s() - b.other_thrum_cpu_s;
+            if machine_s > 0.0 && 100.0 * other_s / machine_s > OTHER_BUSY_PERCENT {
+                warnings.push(format!(
+                    "{} host: CPUs were busy beyond thrum's own use in the window ({:.2} CPU-s of {:.2}, {:.0} % of the machine): other processes or interrupt work skew service demand",
+                    b.end,
+                    other_s,
+                    machine_s,
+                    100.0 * other_s / machine_s
+                ));
+            }
+        }
+    }
 }
 
 impl Side {
@@ -215,6 +487,7 @@ impl Side {
             datagrams_received_per_s: rate(window.datagrams_received as f64),
             total,
             rusage,
+            ..Side::default()
         }
     }
 }
@@ -239,6 +512,18 @@ pub struct Summary {
     pub transactions: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+    /// Coefficient of variation of the per-interval figure of merit over the window.
+    pub stability_cv: Option<f64>,
+    /// Last third of the window against the first third, percent.
+    pub trend_percent: Option<f64>,
+    /// The client's interface toward the server, and its packets/s each way
+    /// over the window (as `summary.local`).
+    pub interface: Option<String>,
+    pub tx_packets_per_s: Option<f64>,
+    pub rx_packets_per_s: Option<f64>,
     /// udp_stream: datagrams the client sent in its window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datagrams_sent: Option<u64>,
@@ -253,14 +538,6 @@ pub struct Summary {
     pub reordered: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicates: Option<u64>,
-    /// Packets/s the client's interface sent and received over the window (filled by issue 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tx_packets_per_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rx_packets_per_s: Option<f64>,
-    /// The interface those packet counts come from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interface: Option<String>,
     pub local: Side,
     pub remote: Side,
     pub warnings: Vec<String>,
@@ -281,5 +558,112 @@ impl TestResult {
         } else {
             (s.transactions_per_s.unwrap_or(0.0), "trans/s")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Measure intervals of tcp_rr with per-flow transaction counts.
+    fn intervals(per_flow: &[&[u64]]) -> Vec<Interval> {
+        per_flow
+            .iter()
+            .enumerate()
+            .map(|(k, flows)| {
+                let local: Vec<Counts> = flows
+                    .iter()
+                    .map(|&t| Counts {
+                        transactions: t,
+                        bytes_sent: t,
+                        bytes_received: t,
+                        ..Counts::default()
+                    })
+                    .collect();
+                let sum = Figures::compute(
+                    TestKind::TcpRr,
+                    Counts::sum(&local),
+                    Counts::default(),
+                    1.0,
+                    1.0,
+                );
+                Interval {
+                    index: k as u32,
+                    phase: Phase::Measure,
+                    start_s: k as f64,
+                    end_s: k as f64 + 1.0,
+                    unix_end_s: 0.0,
+                    local,
+                    remote: Vec::new(),
+                    sum,
+                    latency_ns: None,
+                }
+            })
+            .collect()
+    }
+
+    fn judge(per_flow: &[&[u64]]) -> Stability {
+        let ivs = intervals(per_flow);
+        let refs: Vec<&Interval> = ivs.iter().collect();
+        Stability::of(TestKind::TcpRr, &refs, false)
+    }
+
+    #[test]
+    fn steady_figures_are_stable() {
+        let st = judge(&[
+            &[100, 100],
+            &[101, 99],
+            &[100, 100],
+            &[99, 101],
+            &[100, 100],
+            &[100, 100],
+        ]);
+        assert!(st.cv.unwrap() < 0.01);
+        assert!(st.trend_percent.unwrap().abs() < 1.0);
+        assert!(st.warnings.is_empty(), "{:?}", st.warnings);
+    }
+
+    #[test]
+    fn a_flow_that_stops_halfway_is_named() {
+        // Flow 1 stops after three intervals. The correlation of the
+        // cumulative total against time (neper's correlation_coefficient)
+        // still reads 0.98 here.
+        let st = judge(&[
+            &[100, 100],
+            &[100, 100],
+            &[100, 100],
+            &[100, 0],
+            &[100, 0],
+            &[100, 0],
+        ]);
+        assert!(
+            st.warnings
+                .iter()
+                .any(|w| w.contains("flow 1 moved nothing in 3 of 6")),
+            "{:?}",
+            st.warnings
+        );
+        assert!((st.trend_percent.unwrap() + 50.0).abs() < 1e-9);
+        assert!(st.warnings.iter().any(|w| w.contains("trends -50.0 %")));
+        assert!(st.cv.unwrap() > 0.2);
+    }
+
+    #[test]
+    fn a_rising_figure_trends() {
+        let st = judge(&[&[100], &[100], &[110], &[120], &[130], &[130]]);
+        assert!((st.trend_percent.unwrap() - 30.0).abs() < 1e-9);
+        assert_eq!(st.warnings.len(), 1);
+    }
+
+    #[test]
+    fn quota_limited_runs_do_not_flag_idle_flows() {
+        let ivs = intervals(&[&[100, 100], &[100, 0]]);
+        let refs: Vec<&Interval> = ivs.iter().collect();
+        assert!(
+            Stability::of(TestKind::TcpRr, &refs, true)
+                .warnings
+                .is_empty()
+        );
+        assert!(judge(&[&[100]]).cv.is_none());
     }
 }

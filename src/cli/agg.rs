@@ -55,6 +55,8 @@ pub fn target_for(host: &str) -> Result<Target> {
         label: host.to_string(),
         bind: None,
         embedded: false,
+        // agg, find-burst and sweep do not take --psk-file yet.
+        psk: None,
     })
 }
 

@@ -10,6 +10,7 @@
 //! [`run`] always returns a [`TestResult`]: on failure it carries the error
 //! and every sample gathered so far.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -18,15 +19,21 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
+use super::auth::{self, NONCE_LEN, Psk};
+use super::deadline::read_msg_within;
+use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
+use super::window::{Meter, WindowStats, on_hypervisor};
 use crate::engine::{Engine, place};
 use crate::io::socket::{
     DataSocketOpts, connect, local_port, path_mtu, set_nonblocking, udp_connected,
 };
 use crate::plan::{TestKind, TestPlan};
-use crate::result::{Environment, Figures, Interval, SCHEMA, Side, Spec, Summary, TestResult};
+use crate::result::{
+    Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
+};
+use crate::sensors::Provenance;
 use crate::stats::counters::{Counts, FlowCounters};
-use crate::stats::latency::LatencyHistogram;
+use crate::stats::latency::{LatencyHistogram, LatencySummary};
 use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
 use crate::workload::rr::RrClient;
 use crate::workload::stream::StreamFlow;
@@ -41,6 +48,12 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 pub const UDP_SETTLE: Duration = Duration::from_millis(100);
 /// How long the server may take to answer a control message.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the server may take to answer a tick with its sample. The server
+/// answers at once, so silence this long means the path or the server is
+/// gone (a deleted link, a dead host): the test ends with an error, within
+/// one interval plus this of the fault, instead of waiting on TCP's
+/// retransmission timers for minutes.
+pub const SAMPLE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Where the server is.
 #[derive(Clone, Debug)]
@@ -50,9 +63,13 @@ pub struct Target {
     pub label: String,
     pub bind: Option<IpAddr>,
     pub embedded: bool,
+    /// Prove this key to the server (`--psk-file`); the server must ask for it.
+    pub psk: Option<Psk>,
 }
 
-/// Told about each interval as it completes (progress lines, streaming output).
+/// Told about each interval as it completes, that is when the server's sample
+/// for its end has arrived (progress lines, streaming output). An interval
+/// whose server sample never arrives is only in the final result.
 pub trait Observer {
     fn on_interval(&mut self, _iv: &Interval) {}
 }
@@ -79,6 +96,7 @@ struct Gathered {
     local: Vec<LocalSample>,
     remote: Vec<Option<RemoteSample>>,
     latency: LatencyHistogram,
+    interval_latency: BTreeMap<u32, LatencySummary>,
     local_total: Option<Counts>,
     remote_total: Option<Counts>,
     local_rusage: Option<Rusage>,
@@ -86,6 +104,14 @@ struct Gathered {
     env: Environment,
     server_address: Option<String>,
     warnings: Vec<String>,
+    local_window: Option<WindowStats>,
+    remote_window: Option<WindowStats>,
+    local_provenance: Option<Provenance>,
+    remote_provenance: Option<Provenance>,
+    local_retransmits: Option<u64>,
+    remote_retransmits: Option<u64>,
+    /// The server runs on this host as a separate process.
+    server_on_this_host: bool,
 }
 
 fn unix_now() -> f64 {
@@ -96,10 +122,17 @@ fn unix_now() -> f64 {
 
 /// Run one test. Never fails: errors land in `summary.error`.
 pub fn run(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> TestResult {
+    let mut r = run_once(target, plan, observer);
+    r.iterations = vec![crate::result::Iteration::of(1, &r)];
+    r
+}
+
+fn run_once(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> TestResult {
     let mut g = Gathered {
         local: Vec::new(),
         remote: Vec::new(),
         latency: LatencyHistogram::new(),
+        interval_latency: BTreeMap::new(),
         local_total: None,
         remote_total: None,
         local_rusage: None,
@@ -107,6 +140,13 @@ pub fn run(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Tes
         env: Environment::gather(),
         server_address: None,
         warnings: Vec::new(),
+        local_window: None,
+        remote_window: None,
+        local_provenance: None,
+        remote_provenance: None,
+        local_retransmits: None,
+        remote_retransmits: None,
+        server_on_this_host: false,
     };
     let error = drive(target, plan, &mut g, observer)
         .err()
@@ -115,7 +155,8 @@ pub fn run(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Tes
 }
 
 fn expect_reply(ctrl: &mut TcpStream, want: &'static str, server: &str) -> Result<Msg> {
-    match read_msg(ctrl) {
+    // The whole reply within the timeout: a server trickling bytes cannot hold us.
+    match read_msg_within(ctrl, MAX_FRAME, REPLY_TIMEOUT) {
         Ok(Msg::Error { message }) => bail!("server {server} refused: {message}"),
         Ok(m) if m.kind() == want => Ok(m),
         Ok(m) => bail!(
@@ -156,6 +197,33 @@ fn connect_control(target: &Target) -> Result<TcpStream> {
     Ok(s)
 }
 
+/// Answer the server's challenge, or refuse a server that does not ask for
+/// the key we hold (it could be anyone's server).
+fn authenticate(ctrl: &mut TcpStream, target: &Target, nonce: Option<&str>) -> Result<()> {
+    let label = target.label.as_str();
+    match (&target.psk, nonce) {
+        (None, None) => Ok(()),
+        (None, Some(_)) => bail!(
+            "authentication failed: the server at {label} requires a pre-shared key (--psk-file)"
+        ),
+        (Some(_), None) => bail!(
+            "authentication failed: --psk-file was given but the server at {label} does not ask for a key; not running unauthenticated"
+        ),
+        (Some(psk), Some(nonce)) => {
+            let nonce = auth::from_hex::<NONCE_LEN>(nonce)
+                .with_context(|| format!("the server at {label} sent a malformed nonce"))?;
+            write_msg(
+                ctrl,
+                &Msg::Auth {
+                    answer: auth::to_hex(&psk.answer(&nonce)),
+                },
+            )?;
+            // The server's refusal names the cause ("authentication failed: wrong ...").
+            expect_reply(ctrl, "auth_ok", label).map(|_| ())
+        }
+    }
+}
+
 fn drive(
     target: &Target,
     plan: &TestPlan,
@@ -167,6 +235,10 @@ fn drive(
     let mut ctrl = connect_control(target)?;
     let server_ip = ctrl.peer_addr()?.ip();
     g.server_address = Some(ctrl.peer_addr()?.to_string());
+    g.server_on_this_host =
+        !target.embedded && crate::io::socket::same_host(ctrl.local_addr()?.ip(), server_ip);
+    let meter = Meter::new(server_ip);
+    g.local_provenance = Some(Provenance::gather(meter.interface()));
 
     write_msg(
         &mut ctrl,
@@ -174,10 +246,14 @@ fn drive(
             protocol: PROTOCOL_VERSION,
             software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
             limits: None,
+            nonce: None,
         },
     )?;
     let Msg::Hello {
-        protocol, software, ..
+        protocol,
+        software,
+        nonce,
+        ..
     } = expect_reply(&mut ctrl, "hello", label)?
     else {
         unreachable!()
@@ -187,10 +263,16 @@ fn drive(
             "protocol version mismatch: this client speaks v{PROTOCOL_VERSION}, the server at {label} ({software}) speaks v{protocol}"
         );
     }
+    authenticate(&mut ctrl, target, nonce.as_deref())?;
     g.env.server_software = Some(software);
     g.env.udp_io = udp_io(plan);
 
-    write_msg(&mut ctrl, &Msg::Spec { plan: plan.clone() })?;
+    write_msg(
+        &mut ctrl,
+        &Msg::Spec {
+            plan: Box::new(plan.clone()),
+        },
+    )?;
     let Msg::Accepted {
         data_port,
         token,
@@ -313,13 +395,13 @@ fn drive(
     let workers = place(flows, plan.threads as usize, &plan.local.cpu_pin);
 
     let phases = schedule(plan);
-    let rusage0 = Rusage::process();
+    let rusage0 = Rusage::read().unwrap_or_default();
     // The clock starts with the workers, and the first sample is their zero
     // counts at t0: nothing they do before the session's first tick escapes
     // the window (it matters when the test starts in the measure phase).
     let t0 = Instant::now();
-    let engine =
-        Engine::start(counters, workers, phases[0].0).context("starting worker threads")?;
+    let engine = Engine::start(counters, workers, phases[0].0, &plan.percentiles)
+        .context("starting worker threads")?;
     g.env.local_drivers = engine_drivers(&engine);
 
     // Samples arrive on their own thread so the clock never waits on the network.
@@ -339,6 +421,7 @@ fn drive(
         })?;
 
     let mut run = Running {
+        meter,
         engine: Some(engine),
         ctrl,
         rx,
@@ -346,13 +429,17 @@ fn drive(
         seq: 0,
         final_msg: None,
         label: label.to_string(),
+        answered: 0,
     };
     let outcome = run.timeline(plan, &phases, g, observer);
+    g.local_window = run.meter.window();
 
     // Stop our workers whatever happened, then collect what they leave.
     let out = run.engine.take().expect("engine").join();
     g.latency = out.latency;
-    g.local_rusage = Some(Rusage::process().since(&rusage0));
+    g.interval_latency = out.interval_latency;
+    g.local_retransmits = super::server::tcp_retransmits(&out.flows);
+    g.local_rusage = Some(Rusage::read().unwrap_or_default().since(&rusage0));
     outcome?;
     if let Some(e) = out.error {
         bail!(e);
@@ -367,16 +454,22 @@ fn drive(
         }
     }
     write_msg(&mut run.ctrl, &Msg::Finish { datagrams_sent })?;
-    let fin = run.wait_final(g)?;
+    let fin = run.wait_final(g, plan, observer)?;
     if let Msg::Final {
         counts,
         rusage,
         errors,
         refused,
+        window,
+        provenance,
+        tcp_retransmits,
     } = fin
     {
         g.remote_total = Some(Counts::sum(&counts));
         g.remote_rusage = Some(rusage);
+        g.remote_window = window.map(|w| *w);
+        g.remote_provenance = provenance.map(|p| *p);
+        g.remote_retransmits = tcp_retransmits;
         for e in errors {
             g.warnings.push(format!("server: {e}"));
         }
@@ -452,6 +545,7 @@ fn schedule(plan: &TestPlan) -> Vec<(Phase, Option<Duration>)> {
 }
 
 struct Running {
+    meter: Meter,
     /// Taken out (and joined) once the timeline is over.
     engine: Option<Engine>,
     ctrl: TcpStream,
@@ -460,6 +554,8 @@ struct Running {
     seq: u32,
     final_msg: Option<Msg>,
     label: String,
+    /// Ticks before this one have their server sample.
+    answered: usize,
 }
 
 impl Running {
@@ -478,6 +574,9 @@ impl Running {
         plan: &TestPlan,
         observer: &mut dyn Observer,
     ) -> Result<()> {
+        self.meter.on_tick(ending, next);
+        // Interval first: a worker that sees the new phase sees the new interval too.
+        self.engine().set_interval(self.seq);
         self.engine().set_phase(next);
         let (at, counts) = if self.seq == 0 {
             let zero = vec![Counts::default(); self.engine().snapshot().len()];
@@ -497,16 +596,36 @@ impl Running {
         write_msg(&mut self.ctrl, &Msg::Tick { seq, phase: next })
             .with_context(|| format!("sending a tick to {}", self.label))?;
         if seq > 0 {
-            // Report the interval that just ended, with the server's part if it is in already.
-            self.pump(g, Duration::ZERO)?;
-            let iv = interval(plan, g, seq as usize);
-            observer.on_interval(&iv);
+            self.pump(g, plan, observer, Duration::ZERO)?;
+        }
+        Ok(())
+    }
+
+    /// Fail when the server has left a tick unanswered for [`SAMPLE_TIMEOUT`].
+    fn check_samples(&mut self, g: &Gathered) -> Result<()> {
+        while self.answered < g.remote.len() && g.remote[self.answered].is_some() {
+            self.answered += 1;
+        }
+        if let Some(sent) = g.local.get(self.answered).map(|l| l.at)
+            && self.answered < g.remote.len()
+            && self.t0.elapsed().saturating_sub(sent) > SAMPLE_TIMEOUT
+        {
+            bail!(
+                "the server at {} has not answered for {SAMPLE_TIMEOUT:?}: the control path or the server is gone",
+                self.label
+            );
         }
         Ok(())
     }
 
     /// Handle control messages for up to `wait`; fail on a server error or a lost connection.
-    fn pump(&mut self, g: &mut Gathered, wait: Duration) -> Result<()> {
+    fn pump(
+        &mut self,
+        g: &mut Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+        wait: Duration,
+    ) -> Result<()> {
         let mut wait = wait;
         loop {
             let m = if wait.is_zero() {
@@ -536,6 +655,10 @@ impl Running {
                 }) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
                         *slot = Some(RemoteSample { elapsed_ns, counts });
+                        // Both ends' counts of this interval are in: report it.
+                        if seq > 0 && g.remote[seq as usize - 1].is_some() {
+                            observer.on_interval(&interval(plan, g, seq as usize));
+                        }
                     }
                 }
                 Ok(m @ Msg::Final { .. }) => {
@@ -602,8 +725,9 @@ impl Running {
                 }
                 let mut until = next_tick.min(end.unwrap_or(next_tick)) - now;
                 until = until.min(check);
-                self.pump(g, until)?;
+                self.pump(g, plan, observer, until)?;
                 self.check_engine()?;
+                self.check_samples(g)?;
             }
         }
         // Drain: wait for our flows to half-close and read the server's EOF.
@@ -616,15 +740,21 @@ impl Running {
                 ));
                 break;
             }
-            self.pump(g, Duration::from_millis(2))?;
+            self.pump(g, plan, observer, Duration::from_millis(2))?;
             self.check_engine()?;
+            self.check_samples(g)?;
         }
         // Our totals after the drain.
         g.local_total = Some(Counts::sum(&self.engine().snapshot()));
         Ok(())
     }
 
-    fn wait_final(&mut self, g: &mut Gathered) -> Result<Msg> {
+    fn wait_final(
+        &mut self,
+        g: &mut Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+    ) -> Result<Msg> {
         let deadline = Instant::now() + REPLY_TIMEOUT;
         while self.final_msg.is_none() {
             let now = Instant::now();
@@ -634,9 +764,16 @@ impl Running {
                     self.label
                 );
             }
-            self.pump(g, deadline - now)?;
+            self.pump(g, plan, observer, deadline - now)?;
         }
         Ok(self.final_msg.take().expect("final message"))
+    }
+}
+
+impl Drop for Running {
+    /// Wake the control reader thread, whatever state the connection is in.
+    fn drop(&mut self) {
+        let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
     }
 }
 
@@ -681,10 +818,16 @@ fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         local,
         remote,
         sum,
+        latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
     }
 }
 
-fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>) -> TestResult {
+fn assemble(
+    target: &Target,
+    plan: &TestPlan,
+    mut g: Gathered,
+    error: Option<String>,
+) -> TestResult {
     let intervals: Vec<Interval> = (1..g.local.len()).map(|k| interval(plan, &g, k)).collect();
     let measure: Vec<&Interval> = intervals
         .iter()
@@ -708,7 +851,7 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
     } else {
         0.0
     };
-    let mut warnings = g.warnings;
+    let mut warnings = std::mem::take(&mut g.warnings);
     if !measure.is_empty() && !remote_complete && error.is_none() {
         warnings
             .push("some server samples did not arrive; server-side figures are incomplete".into());
@@ -727,8 +870,12 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
             ));
         }
     }
-    let latency = g.latency.summary();
+    let latency = g.latency.summary_with(&plan.percentiles);
     let is_stream = plan.test.is_stream();
+    let stability = Stability::of(plan.test, &measure, plan.transactions.is_some());
+    if error.is_none() {
+        warnings.extend(stability.warnings);
+    }
     let sent_bps = match plan.test {
         TestKind::TcpStream | TestKind::UdpStream => bps(local_w.bytes_sent, local_s),
         TestKind::TcpMaerts => bps(remote_w.bytes_sent, remote_s),
@@ -737,7 +884,7 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
             .map(|(a, b)| a + b),
         _ => None,
     };
-    let summary = Summary {
+    let mut summary = Summary {
         duration_s: local_s,
         throughput_bps: fig.throughput_bps,
         throughput_bps_c2s: fig.throughput_bps_c2s,
@@ -745,7 +892,13 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
         throughput_bps_sent: if measure.is_empty() { None } else { sent_bps },
         transactions_per_s: fig.transactions_per_s,
         transactions: (!is_stream).then_some(local_w.transactions),
+        histogram: (!is_stream && latency.is_some()).then(|| g.latency.to_base64()),
         latency_ns: if is_stream { None } else { latency },
+        stability_cv: stability.cv,
+        trend_percent: stability.trend_percent,
+        interface: None,
+        tx_packets_per_s: None,
+        rx_packets_per_s: None,
         datagrams_sent: (plan.test == TestKind::UdpStream).then_some(local_w.datagrams_sent),
         datagrams_received: (plan.test == TestKind::UdpStream)
             .then_some(remote_w.datagrams_received),
@@ -770,9 +923,8 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
         ),
         warnings,
         error,
-        // Packet counters (tx/rx_packets_per_s, interface) are filled by issue 4's sampling.
-        ..Summary::default()
     };
+    apply_windows(plan, target.embedded, &fig, &g, &mut summary);
     TestResult {
         schema: SCHEMA,
         test: plan.test,
@@ -788,7 +940,256 @@ fn assemble(target: &Target, plan: &TestPlan, g: Gathered, error: Option<String>
             bind: target.bind.map(|b| b.to_string()),
         },
         environment: g.env,
+        provenance: crate::result::Provenances {
+            local: g.local_provenance,
+            remote: g.remote_provenance,
+        },
         intervals,
         summary,
+        iterations: Vec::new(),
+        confidence: None,
     }
+}
+
+/// CPU, service demand, packet counters and retransmissions of both ends
+/// from their window readings, and the warnings they call for.
+fn apply_windows(
+    plan: &TestPlan,
+    target_embedded: bool,
+    fig: &Figures,
+    g: &Gathered,
+    s: &mut Summary,
+) {
+    let per_kb = plan.test.is_stream();
+    let units_per_s = if per_kb {
+        fig.throughput_bps.unwrap_or(0.0) / 8.0
+    } else {
+        fig.transactions_per_s.unwrap_or(0.0)
+    };
+    let cpu_s =
+        |w: &Option<WindowStats>| w.as_ref().and_then(|w| w.rusage).map_or(0.0, |r| r.cpu_s());
+    let hypervisor = on_hypervisor();
+    let embedded = target_embedded;
+    let mut warnings = Vec::new();
+    for (end, side, window, other) in [
+        ("local", &mut s.local, &g.local_window, &g.remote_window),
+        ("remote", &mut s.remote, &g.remote_window, &g.local_window),
+    ] {
+        if let Some(w) = window {
+            side.apply_window(
+                &crate::result::CpuBasis {
+                    end,
+                    window: w,
+                    units_per_s,
+                    per_kb,
+                    other_thrum_cpu_s: if g.server_on_this_host {
+                        cpu_s(other)
+                    } else {
+                        0.0
+                    },
+                    hypervisor,
+                    warn: end == "local" || !(g.server_on_this_host || embedded),
+                },
+                &mut warnings,
+            );
+        }
+    }
+    s.local.tcp_retransmits = g.local_retransmits;
+    s.remote.tcp_retransmits = g.remote_retransmits;
+    s.interface = s.local.interface.clone();
+    s.tx_packets_per_s = s.local.tx_packets_per_s;
+    s.rx_packets_per_s = s.local.rx_packets_per_s;
+    if s.error.is_none() {
+        if let Some(w) = packets_warning(plan, s, g) {
+            warnings.push(w);
+        }
+        s.warnings.extend(warnings);
+    }
+}
+
+/// Largest header overhead of one segment (IPv6 + TCP with timestamps).
+const SEGMENT_HEADERS: u64 = 40 + 32;
+
+/// RR tests whose requests and responses each fit one segment should move
+/// one packet per message each way (two on loopback, where each packet is
+/// counted leaving and arriving); when packets/s and transactions/s part by
+/// more than 2 %, segments carried several messages (TCP coalescing, --burst)
+/// or were retransmitted.
+fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String> {
+    if !plan.test.is_rr() {
+        return None;
+    }
+    let tps = s.transactions_per_s.filter(|t| *t > 0.0)?;
+    let (tx, rx) = (s.local.tx_packets_per_s?, s.local.rx_packets_per_s?);
+    let iface = s.local.interface.as_deref()?;
+    let mtu = g
+        .local_provenance
+        .as_ref()
+        .and_then(|p| p.interface.as_ref())
+        .and_then(|i| i.mtu)
+        .unwrap_or(1500) as u64;
+    if plan.request_bytes.max(plan.response_bytes) + SEGMENT_HEADERS > mtu {
+        return None;
+    }
+    let per = if iface == "lo" { 2.0 } else { 1.0 };
+    let off = |pps: f64| 100.0 * (pps / per - tps) / tps;
+    let (dt, dr) = (off(tx), off(rx));
+    (dt.abs() > 2.0 || dr.abs() > 2.0).then(|| {
+        format!(
+            "packets/s on {iface} ({tx:.0} tx, {rx:.0} rx{}) differ from transactions/s ({tps:.0}) by {dt:+.1} % / {dr:+.1} %: segments carried several requests or responses (TCP coalescing{}) or were retransmitted, so per-transaction figures are not per-packet ones (other traffic on {iface} counts too)",
+            if per == 2.0 { ", two per transaction on loopback" } else { "" },
+            if plan.burst > 0 { ", --burst" } else { "" }
+        )
+    })
+}
+
+/// netperf's -i/-I: how often to repeat a test and when to stop.
+#[derive(Clone, Copy, Debug)]
+pub struct Repeat {
+    pub min: u32,
+    pub max: u32,
+    /// 95 or 99.
+    pub level: u32,
+    /// The whole interval in percent of the mean.
+    pub width_percent: f64,
+}
+
+/// Run the whole test again and again until the confidence interval of the
+/// mean figure of merit (and of CPU utilisation) is within the width, or
+/// `max` runs. The result is the last run's, with `iterations` and
+/// `confidence` filled, the summary's figures of merit replaced by their mean
+/// over the runs, and the latency merged over every run (docs/json.md).
+pub fn run_repeated(
+    target: &Target,
+    plan: &TestPlan,
+    rep: Repeat,
+    observer: &mut dyn Observer,
+    on_iteration: &mut dyn FnMut(&crate::result::Iteration),
+) -> TestResult {
+    use crate::result::{Confidence, Iteration};
+    use crate::stats::confidence::{Rule, mean_interval};
+    let rule = Rule {
+        min: rep.min,
+        max: rep.max,
+        level: rep.level as f64 / 100.0,
+        width_percent: rep.width_percent,
+    };
+    let mut iterations: Vec<Iteration> = Vec::new();
+    let mut summaries: Vec<Summary> = Vec::new();
+    let mut latency = LatencyHistogram::new();
+    let mut last;
+    loop {
+        let r = run_once(target, plan, observer);
+        let it = Iteration::of(iterations.len() as u32 + 1, &r);
+        on_iteration(&it);
+        iterations.push(it);
+        if let Some(h) = r
+            .summary
+            .histogram
+            .as_deref()
+            .and_then(|h| LatencyHistogram::from_base64(h).ok())
+        {
+            latency.merge(&h);
+        }
+        let failed = r.summary.error.is_some();
+        if !failed {
+            summaries.push(r.summary.clone());
+        }
+        last = r;
+        if failed || rule.done(&slices(&series(&iterations))) {
+            break;
+        }
+    }
+    let figs: Vec<f64> = iterations
+        .iter()
+        .filter(|i| i.error.is_none())
+        .map(|i| i.figure)
+        .collect();
+    let level = rule.level;
+    let width = |xs: Option<Vec<f64>>| {
+        xs.and_then(|v| mean_interval(&v, level))
+            .map(|m| m.width_percent)
+    };
+    let fig_ci = mean_interval(&figs, level);
+    let all = |f: fn(&Iteration) -> Option<f64>| -> Option<Vec<f64>> {
+        iterations.iter().map(f).collect()
+    };
+    let achieved = rule.achieved(&slices(&series(&iterations))) && last.summary.error.is_none();
+    let conf = Confidence {
+        level: rep.level,
+        width_percent_requested: rep.width_percent,
+        width_percent_achieved: fig_ci.map(|m| m.width_percent),
+        achieved,
+        iterations_min: rep.min,
+        iterations_max: rep.max,
+        iterations_run: iterations.len() as u32,
+        mean: mean(&figs).unwrap_or(0.0),
+        stddev: fig_ci.map(|m| m.stddev),
+        half_width: fig_ci.map(|m| m.half_width),
+        local_cpu_width_percent_achieved: width(all(|i| i.local_cpu_util_percent)),
+        remote_cpu_width_percent_achieved: width(all(|i| i.remote_cpu_util_percent)),
+    };
+    if !achieved && last.summary.error.is_none() {
+        last.summary.warnings.insert(
+            0,
+            format!(
+                "CONFIDENCE NOT ACHIEVED: after {} iteration(s) the {} % interval of the mean is {} wide, {} % was asked for; the figures are less certain than requested",
+                iterations.len(),
+                rep.level,
+                conf.width_percent_achieved
+                    .map_or("undefined".to_string(), |w| format!("{w:.2} %")),
+                rep.width_percent
+            ),
+        );
+    }
+    // The figures of merit become means over the successful runs.
+    let avg = |f: fn(&Summary) -> Option<f64>| -> Option<f64> {
+        let v: Option<Vec<f64>> = summaries.iter().map(f).collect();
+        v.and_then(|v| mean(&v))
+    };
+    if last.summary.error.is_none() {
+        let s = &mut last.summary;
+        s.throughput_bps = avg(|s| s.throughput_bps);
+        s.throughput_bps_c2s = avg(|s| s.throughput_bps_c2s);
+        s.throughput_bps_s2c = avg(|s| s.throughput_bps_s2c);
+        s.throughput_bps_sent = avg(|s| s.throughput_bps_sent);
+        s.transactions_per_s = avg(|s| s.transactions_per_s);
+        s.local.cpu_util_percent = avg(|s| s.local.cpu_util_percent);
+        s.remote.cpu_util_percent = avg(|s| s.remote.cpu_util_percent);
+        if latency.count() > 0 {
+            s.latency_ns = latency.summary_with(&plan.percentiles);
+            s.histogram = Some(latency.to_base64());
+        }
+    }
+    last.iterations = iterations;
+    last.confidence = Some(conf);
+    last
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The series the stopping rule judges: the figure, and CPU utilisation
+/// where every run measured it.
+fn series(its: &[crate::result::Iteration]) -> Vec<Vec<f64>> {
+    let mut v = vec![
+        its.iter()
+            .filter(|i| i.error.is_none())
+            .map(|i| i.figure)
+            .collect::<Vec<f64>>(),
+    ];
+    for f in [
+        |i: &crate::result::Iteration| i.local_cpu_util_percent,
+        |i: &crate::result::Iteration| i.remote_cpu_util_percent,
+    ] {
+        if let Some(x) = its.iter().map(f).collect::<Option<Vec<f64>>>() {
+            v.push(x);
+        }
+    }
+    v
+}
+
+fn slices(v: &[Vec<f64>]) -> Vec<&[f64]> {
+    v.iter().map(|x| x.as_slice()).collect()
 }

@@ -3,6 +3,12 @@
 //! `proto` is the wire format; `server` serves sessions (each its own test);
 //! `client` drives one test against one server and gathers the result.
 
+pub mod admission;
+pub mod auth;
 pub mod client;
+pub mod deadline;
+pub mod limits;
+pub mod log;
 pub mod proto;
 pub mod server;
+pub mod window;

@@ -32,45 +32,19 @@ pub struct ServerLimits {
     pub max_flows: u32,
     pub max_duration_ns: u64,
     pub max_frame_bytes: u64,
+    /// The largest send/receive call, request or response (bytes).
+    #[serde(default)]
+    pub max_io_bytes: u64,
+    /// The largest SO_SNDBUF/SO_RCVBUF a spec may ask for (bytes).
+    #[serde(default)]
+    pub max_socket_buffer_bytes: u64,
+    /// The most buffer memory one session may make the server allocate.
+    #[serde(default)]
+    pub max_session_memory_bytes: u64,
 }
 
-/// Process resource usage of one end.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Rusage {
-    pub user_s: f64,
-    pub system_s: f64,
-    pub max_rss_kb: u64,
-    pub voluntary_switches: u64,
-    pub involuntary_switches: u64,
-}
-
-impl Rusage {
-    /// Resource usage of this whole process so far.
-    pub fn process() -> Rusage {
-        // SAFETY: getrusage fills the struct we pass.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        Rusage {
-            user_s: tv(ru.ru_utime),
-            system_s: tv(ru.ru_stime),
-            max_rss_kb: ru.ru_maxrss as u64,
-            voluntary_switches: ru.ru_nvcsw as u64,
-            involuntary_switches: ru.ru_nivcsw as u64,
-        }
-    }
-
-    /// Usage between two readings (max RSS is the later high-water mark).
-    pub fn since(&self, earlier: &Rusage) -> Rusage {
-        Rusage {
-            user_s: self.user_s - earlier.user_s,
-            system_s: self.system_s - earlier.system_s,
-            max_rss_kb: self.max_rss_kb,
-            voluntary_switches: self.voluntary_switches - earlier.voluntary_switches,
-            involuntary_switches: self.involuntary_switches - earlier.involuntary_switches,
-        }
-    }
-}
+/// Process resource usage of one end (the same wire names as always).
+pub use crate::sensors::Rusage;
 
 /// Every control message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,9 +57,19 @@ pub enum Msg {
         software: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limits: Option<ServerLimits>,
+        /// Server only: the authentication challenge (hex), present when the
+        /// server requires a pre-shared key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nonce: Option<String>,
     },
+    /// The client's answer to the hello's nonce: HMAC-SHA256, hex.
+    Auth {
+        answer: String,
+    },
+    /// The server accepted the answer.
+    AuthOk,
     Spec {
-        plan: TestPlan,
+        plan: Box<TestPlan>,
     },
     Accepted {
         data_port: u16,
@@ -131,6 +115,15 @@ pub enum Msg {
         errors: Vec<String>,
         /// Data connections refused (wrong peer or token) during the session.
         refused: u64,
+        /// The server's readings over its measurement window.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window: Option<Box<super::window::WindowStats>>,
+        /// Where the server ran: versions, kernel, interface, sysctls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provenance: Option<Box<crate::sensors::Provenance>>,
+        /// TCP retransmissions of the server's long-lived data connections.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tcp_retransmits: Option<u64>,
     },
     Error {
         message: String,
@@ -141,6 +134,8 @@ impl Msg {
     pub fn kind(&self) -> &'static str {
         match self {
             Msg::Hello { .. } => "hello",
+            Msg::Auth { .. } => "auth",
+            Msg::AuthOk => "auth_ok",
             Msg::Spec { .. } => "spec",
             Msg::Accepted { .. } => "accepted",
             Msg::Start { .. } => "start",
@@ -158,8 +153,8 @@ impl Msg {
 pub enum FrameError {
     #[error("control connection closed by the peer")]
     Closed,
-    #[error("control frame of {0} bytes is over the limit of {MAX_FRAME} bytes")]
-    TooLarge(u64),
+    #[error("control frame of {0} bytes is over the limit of {1} bytes")]
+    TooLarge(u64, u64),
     #[error("malformed control message: {0}")]
     Malformed(String),
     #[error("timed out waiting for a control message")]
@@ -200,11 +195,19 @@ pub fn decode(body: &[u8]) -> Result<Msg, FrameError> {
 }
 
 pub fn read_msg(r: &mut impl Read) -> Result<Msg, FrameError> {
+    read_msg_limited(r, MAX_FRAME)
+}
+
+/// Read one message whose frame may be at most `max` bytes (at most
+/// [`MAX_FRAME`]): the server reads a not yet authenticated client's frames
+/// with a small limit, so a connection that has proved nothing cannot make
+/// it allocate much.
+pub fn read_msg_limited(r: &mut impl Read, max: usize) -> Result<Msg, FrameError> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len) as u64;
-    if len as usize > MAX_FRAME {
-        return Err(FrameError::TooLarge(len));
+    if len > max.min(MAX_FRAME) as u64 {
+        return Err(FrameError::TooLarge(len, max.min(MAX_FRAME) as u64));
     }
     let mut body = vec![0u8; len as usize];
     r.read_exact(&mut body)?;
@@ -217,7 +220,7 @@ pub fn decode_stream(mut buf: &[u8]) -> Vec<Result<Msg, FrameError>> {
     while buf.len() >= 4 {
         let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as u64;
         if len as usize > MAX_FRAME {
-            out.push(Err(FrameError::TooLarge(len)));
+            out.push(Err(FrameError::TooLarge(len, MAX_FRAME as u64)));
             break;
         }
         if buf.len() < 4 + len as usize {
@@ -241,9 +244,13 @@ mod tests {
                 protocol: 1,
                 software: "thrum 0.1.0".into(),
                 limits: None,
+                nonce: Some("00ff".into()),
+            },
+            Msg::Auth {
+                answer: "ab".repeat(32),
             },
             Msg::Spec {
-                plan: TestPlan::new(TestKind::TcpRr),
+                plan: Box::new(TestPlan::new(TestKind::TcpRr)),
             },
             Msg::Tick {
                 seq: 3,
@@ -274,7 +281,7 @@ mod tests {
         let f = [0xff, 0xff, 0xff, 0xff, b'{'];
         assert!(matches!(
             read_msg(&mut &f[..]),
-            Err(FrameError::TooLarge(4294967295))
+            Err(FrameError::TooLarge(4294967295, _))
         ));
     }
 
@@ -290,23 +297,150 @@ mod tests {
         ));
     }
 
+    /// Frames fed to the decoder per proptest case, and cases: the mutation
+    /// test decodes 1000 × 100 = 100,000 frames; the generated-message test,
+    /// whose inputs cost more to build, 250 × 40 = 10,000 more.
+    const FRAMES_PER_CASE: usize = 100;
+    const CASES: u32 = 1000;
+    const GENERATED_PER_CASE: usize = 40;
+    const GENERATED_CASES: u32 = 250;
+
+    /// Message types and field names the decoder knows, so that generated
+    /// frames reach deep into it instead of failing at the first byte.
+    const KINDS: &[&str] = &[
+        "hello", "auth", "spec", "accepted", "start", "started", "tick", "sample", "finish",
+        "final", "error", "launch",
+    ];
+    const FIELDS: &[&str] = &[
+        "protocol",
+        "software",
+        "limits",
+        "nonce",
+        "answer",
+        "plan",
+        "data_port",
+        "token",
+        "udp_ports",
+        "threads",
+        "drivers",
+        "seq",
+        "phase",
+        "elapsed_ns",
+        "unix_ns",
+        "counts",
+        "datagrams_sent",
+        "rusage",
+        "errors",
+        "refused",
+        "message",
+    ];
+
+    /// One mutation of a valid frame: flip, cut, insert, delete, repeat a
+    /// slice, or rewrite the length prefix.
+    fn mutate(f: &mut Vec<u8>, op: u8, pos: usize, byte: u8) {
+        let p = pos % f.len().max(1);
+        match op % 6 {
+            0 if !f.is_empty() => f[p] = byte,
+            1 => f.truncate(p),
+            2 => f.insert(p.min(f.len()), byte),
+            3 if !f.is_empty() => {
+                f.remove(p);
+            }
+            4 => {
+                let tail: Vec<u8> = f[p.min(f.len())..]
+                    .iter()
+                    .take(byte as usize)
+                    .copied()
+                    .collect();
+                f.extend(tail);
+            }
+            _ if f.len() >= 4 => f[..4].copy_from_slice(&(pos as u32).to_be_bytes()),
+            _ => {}
+        }
+    }
+
+    fn feed(f: &[u8]) {
+        let _ = decode_stream(f);
+        let _ = read_msg(&mut &f[..]);
+        let _ = read_msg_limited(&mut &f[..], 64);
+    }
+
+    /// A JSON value of some depth, for generated field values.
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<u64>().prop_map(serde_json::Value::from),
+            any::<f64>().prop_map(serde_json::Value::from),
+            "[a-z_0-9]{0,12}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                proptest::collection::vec((proptest::sample::select(FIELDS), inner), 0..4)
+                    .prop_map(|kv| serde_json::Value::Object(
+                        kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                    )),
+            ]
+        })
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
-        /// Arbitrary bytes never panic the decoder.
+        #![proptest_config(ProptestConfig::with_cases(CASES))]
+        /// Valid frames with up to four mutations each (bytes flipped, cut,
+        /// inserted, deleted, repeated, the length rewritten) never panic
+        /// the decoder, and neither do arbitrary bytes.
         #[test]
-        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-            let _ = decode_stream(&bytes);
-            let _ = read_msg(&mut &bytes[..]);
+        fn mutated_frames_never_panic(
+            muts in proptest::collection::vec(
+                (0usize..7, proptest::collection::vec((any::<u8>(), any::<usize>(), any::<u8>()), 0..4)),
+                FRAMES_PER_CASE - 1,
+            ),
+            noise in proptest::collection::vec(any::<u8>(), 0..256),
+        ) {
+            let samples = samples();
+            for (which, ops) in muts {
+                let mut f = encode(&samples[which % samples.len()]);
+                for (op, pos, byte) in ops {
+                    mutate(&mut f, op, pos, byte);
+                }
+                feed(&f);
+            }
+            feed(&noise);
         }
 
-        /// Valid frames with bytes flipped, cut or inserted never panic the decoder.
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(GENERATED_CASES))]
+        /// Generated messages: a known (or unknown) type with known field
+        /// names holding arbitrary JSON, framed, then possibly mutated once.
         #[test]
-        fn mutated_frames_never_panic(which in 0usize..5, pos in any::<usize>(), byte in any::<u8>(), cut in any::<bool>()) {
-            let mut f = encode(&samples()[which]);
-            let p = pos % f.len();
-            if cut { f.truncate(p); } else { f[p] = byte; }
-            let _ = decode_stream(&f);
-            let _ = read_msg(&mut &f[..]);
+        fn generated_frames_never_panic(
+            frames in proptest::collection::vec(
+                (
+                    proptest::sample::select(KINDS),
+                    proptest::collection::vec((proptest::sample::select(FIELDS), json_value()), 0..5),
+                    (any::<u8>(), any::<usize>(), any::<u8>(), any::<bool>()),
+                ),
+                GENERATED_PER_CASE,
+            ),
+        ) {
+            for (kind, fields, (op, pos, byte, mutated)) in frames {
+                let mut obj = serde_json::Map::new();
+                obj.insert("type".into(), kind.into());
+                for (k, v) in fields {
+                    obj.insert(k.to_string(), v);
+                }
+                let body = serde_json::to_vec(&obj).unwrap();
+                let mut f = (body.len() as u32).to_be_bytes().to_vec();
+                f.extend(body);
+                if mutated {
+                    mutate(&mut f, op, pos, byte);
+                }
+                feed(&f);
+            }
         }
     }
 }

@@ -10,20 +10,26 @@ use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
+use subtle::ConstantTimeEq;
 
-use super::proto::{
-    FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, ServerLimits, read_msg, write_msg,
-};
+use super::admission::{Admission, Ticket};
+use super::auth::{self, NONCE_LEN, Psk};
+use super::deadline::read_msg_within;
+use super::limits::SessionLimits;
+use super::log::{LogFormat, Outcome, SessionLine, server_event};
+use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, write_msg};
+use super::window::Meter;
 use crate::engine::{Engine, place};
 use crate::io::socket::{
     DataSocketOpts, listen, local_port, same_host, set_nonblocking, udp_bound,
 };
 use crate::plan::{TestKind, TestPlan, limits};
+use crate::sensors::Provenance;
 use crate::stats::counters::FlowCounters;
 use crate::workload::crr::{ConnectMode, ConnectServer, TOKEN_LEN};
 use crate::workload::rr::RrServer;
@@ -36,9 +42,16 @@ pub const DEFAULT_PORT: u16 = 12880;
 /// A client must say hello within this.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// A data connection must present its token within this.
-pub const TOKEN_TIMEOUT: Duration = Duration::from_secs(2);
+pub const TOKEN_TIMEOUT: Duration = crate::workload::crr::TOKEN_TIMEOUT;
 /// All data connections of a session must arrive within this after `start`.
 pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The client must send `start` within this after `accepted`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Frames a client may send before its spec is accepted (hello, auth):
+/// small, so that a connection that has proved nothing costs little memory.
+pub const PRE_SPEC_FRAME: usize = 64 << 10;
+/// The spec frame (a plan is well under a kilobyte).
+pub const SPEC_FRAME: usize = 1 << 20;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -47,9 +60,12 @@ pub struct ServerConfig {
     pub data_ports: Option<(u16, u16)>,
     /// Serve one test, then exit.
     pub once: bool,
-    pub max_sessions: u32,
+    pub limits: SessionLimits,
+    /// Clients must prove this key (HMAC challenge-response) when set.
+    pub psk: Option<Psk>,
     /// Log one line per session to stderr.
     pub log: bool,
+    pub log_format: LogFormat,
 }
 
 impl ServerConfig {
@@ -58,19 +74,25 @@ impl ServerConfig {
             listen,
             data_ports: None,
             once: false,
-            max_sessions: 64,
+            limits: SessionLimits::default(),
+            psk: None,
             log: true,
+            log_format: LogFormat::Text,
         }
     }
 
-    fn limits(&self) -> ServerLimits {
-        ServerLimits {
-            max_sessions: self.max_sessions,
-            max_flows: limits::MAX_FLOWS,
-            max_duration_ns: limits::MAX_DURATION_NS,
-            max_frame_bytes: MAX_FRAME as u64,
+    fn emit(&self, line: SessionLine<'_>) {
+        if self.log {
+            line.emit(self.log_format);
         }
     }
+}
+
+/// What a session got to, for its log line.
+#[derive(Default)]
+struct SessionState {
+    test: Option<&'static str>,
+    started: bool,
 }
 
 /// A bound server, not yet serving.
@@ -78,7 +100,7 @@ pub struct Server {
     listener: TcpListener,
     config: Arc<ServerConfig>,
     shutdown: Arc<AtomicBool>,
-    active: Arc<AtomicU32>,
+    admission: Arc<Admission>,
 }
 
 impl Server {
@@ -100,9 +122,9 @@ impl Server {
         listener.set_nonblocking(true)?;
         Ok(Server {
             listener,
+            admission: Admission::new(config.limits.max_sessions),
             config: Arc::new(config),
             shutdown: Arc::new(AtomicBool::new(false)),
-            active: Arc::new(AtomicU32::new(0)),
         })
     }
 
@@ -142,41 +164,64 @@ impl Server {
                 }
                 Err(e) => {
                     if self.config.log {
-                        eprintln!("thrum server: accept: {e}");
+                        server_event(self.config.log_format, &format!("accept: {e}"));
                     }
                     std::thread::sleep(Duration::from_millis(50));
                     continue;
                 }
             };
             let _ = stream.set_nonblocking(false);
-            if self.active.load(Relaxed) >= self.config.max_sessions {
-                let mut s = stream;
-                let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-                let _ = write_msg(
-                    &mut s,
-                    &Msg::Error {
-                        message: format!(
-                            "server busy: {} sessions running (--max-sessions)",
-                            self.config.max_sessions
-                        ),
-                    },
-                );
-                continue;
-            }
-            self.active.fetch_add(1, Relaxed);
+            let mut ticket = match self.admission.admit(peer.ip()) {
+                Ok(t) => t,
+                Err(message) => {
+                    let mut s = stream;
+                    // Never let a full send buffer hold up the accept loop.
+                    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+                    let _ = write_msg(
+                        &mut s,
+                        &Msg::Error {
+                            message: message.clone(),
+                        },
+                    );
+                    self.config.emit(SessionLine::new(
+                        peer,
+                        None,
+                        Outcome::Busy,
+                        Some(&message),
+                        Duration::ZERO,
+                    ));
+                    continue;
+                }
+            };
             let config = self.config.clone();
-            let active = self.active.clone();
             let h = std::thread::Builder::new()
                 .name(format!("thrum-session-{peer}"))
                 .spawn(move || {
-                    let outcome = session(stream, peer, &config);
-                    active.fetch_sub(1, Relaxed);
-                    if config.log {
-                        match outcome {
-                            Ok(test) => eprintln!("thrum server: session {peer} {test}: ok"),
-                            Err(e) => eprintln!("thrum server: session {peer}: {e:#}"),
-                        }
-                    }
+                    let began = Instant::now();
+                    let mut state = SessionState::default();
+                    // A panic is this session's alone: log it as its failure.
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        session(stream, peer, &config, &mut state, &mut ticket)
+                    }))
+                    .unwrap_or_else(|_| Err(anyhow!("internal error (panic) in this session")));
+                    let (how, err) = match &outcome {
+                        Ok(()) => (Outcome::Ok, None),
+                        Err(e) => (
+                            if state.started {
+                                Outcome::Failed
+                            } else {
+                                Outcome::Refused
+                            },
+                            Some(format!("{e:#}")),
+                        ),
+                    };
+                    config.emit(SessionLine::new(
+                        peer,
+                        state.test,
+                        how,
+                        err.as_deref(),
+                        began.elapsed(),
+                    ));
                 })?;
             sessions.push(h);
         }
@@ -213,6 +258,11 @@ impl EmbeddedServer {
     pub fn start() -> Result<EmbeddedServer> {
         let mut cfg = ServerConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
         cfg.log = false;
+        // No operator to protect: the user's own process, on loopback. Only
+        // what the plan itself allows applies.
+        cfg.limits.max_flows = limits::MAX_FLOWS;
+        cfg.limits.max_duration_ns = u64::MAX;
+        cfg.limits.max_session_memory_bytes = u64::MAX;
         Server::bind(cfg)?.spawn()
     }
 }
@@ -242,30 +292,68 @@ fn refuse(ctrl: &mut TcpStream, message: String) -> anyhow::Error {
     anyhow!(message)
 }
 
-fn read_expect(ctrl: &mut TcpStream, want: &'static str) -> Result<Msg> {
-    match read_msg(ctrl) {
+/// Read the message `want` (of at most `max` bytes) within `limit`; anything
+/// else ends the session with an error message to the client.
+fn read_expect(
+    ctrl: &mut TcpStream,
+    want: &'static str,
+    max: usize,
+    limit: Duration,
+) -> Result<Msg> {
+    match read_msg_within(ctrl, max, limit) {
         Ok(m) if m.kind() == want => Ok(m),
+        Ok(Msg::Spec { .. }) if want == "auth" => Err(refuse(
+            ctrl,
+            "authentication required: this server needs a pre-shared key (--psk-file)".into(),
+        )),
         Ok(m) => Err(refuse(
             ctrl,
             format!("expected '{want}', got '{}'", m.kind()),
         )),
-        Err(FrameError::Timeout) => Err(refuse(ctrl, format!("timed out waiting for '{want}'"))),
-        Err(e @ FrameError::Malformed(_)) | Err(e @ FrameError::TooLarge(_)) => {
+        Err(FrameError::Timeout) => Err(refuse(
+            ctrl,
+            format!("timed out waiting for '{want}' ({limit:?})"),
+        )),
+        Err(FrameError::Closed) if want == "auth" => Err(anyhow!(
+            "authentication failed: the client closed the connection without answering the challenge (no --psk-file?)"
+        )),
+        Err(e @ FrameError::Malformed(_)) | Err(e @ FrameError::TooLarge(..)) => {
             Err(refuse(ctrl, e.to_string()))
         }
         Err(e) => Err(anyhow!(e)),
     }
 }
 
-/// One session, start to end. Returns the test name on success.
-fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Result<String> {
+/// The challenge-response, when the server has a key.
+fn authenticate(ctrl: &mut TcpStream, psk: &Psk, nonce: &[u8; NONCE_LEN]) -> Result<()> {
+    let Msg::Auth { answer } = read_expect(ctrl, "auth", PRE_SPEC_FRAME, HELLO_TIMEOUT)? else {
+        unreachable!()
+    };
+    let answer = auth::from_hex::<{ auth::MAC_LEN }>(&answer).unwrap_or([0; auth::MAC_LEN]);
+    if !psk.verify(nonce, &answer) {
+        return Err(refuse(
+            ctrl,
+            "authentication failed: wrong pre-shared key (--psk-file)".into(),
+        ));
+    }
+    write_msg(ctrl, &Msg::AuthOk)?;
+    Ok(())
+}
+
+/// One session, start to end.
+fn session(
+    mut ctrl: TcpStream,
+    peer: SocketAddr,
+    config: &ServerConfig,
+    state: &mut SessionState,
+    ticket: &mut Ticket,
+) -> Result<()> {
     ctrl.set_nodelay(true)?;
-    ctrl.set_read_timeout(Some(HELLO_TIMEOUT))?;
     ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
 
     let Msg::Hello {
         protocol, software, ..
-    } = read_expect(&mut ctrl, "hello")?
+    } = read_expect(&mut ctrl, "hello", PRE_SPEC_FRAME, HELLO_TIMEOUT)?
     else {
         unreachable!()
     };
@@ -277,28 +365,41 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
             ),
         ));
     }
+    let nonce = match &config.psk {
+        Some(_) => Some(auth::nonce()?),
+        None => None,
+    };
     write_msg(
         &mut ctrl,
         &Msg::Hello {
             protocol: PROTOCOL_VERSION,
             software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
-            limits: Some(config.limits()),
+            limits: Some(config.limits.stated()),
+            nonce: nonce.as_ref().map(|n| auth::to_hex(n)),
         },
     )?;
+    if let (Some(psk), Some(nonce)) = (&config.psk, &nonce) {
+        authenticate(&mut ctrl, psk, nonce)?;
+    }
 
-    let Msg::Spec { plan } = read_expect(&mut ctrl, "spec")? else {
+    let Msg::Spec { plan } = read_expect(&mut ctrl, "spec", SPEC_FRAME, HELLO_TIMEOUT)? else {
         unreachable!()
     };
+    state.test = Some(plan.test.name());
     if let Err(e) = plan.validate() {
         return Err(refuse(&mut ctrl, format!("invalid spec: {e}")));
     }
+    if let Err(e) = config.limits.check(&plan) {
+        return Err(refuse(&mut ctrl, format!("spec refused: {e}")));
+    }
+    ticket.handshake_done();
     let plan = plan.for_server();
     let opts = DataSocketOpts::from_plan(&plan, &plan.local);
     let local_ip = ctrl.local_addr()?.ip();
     // TCP tests get a data listener; UDP tests one socket per flow.
     let mut udp_socks = Vec::new();
     let mut cursor = 0;
-    let listener = if plan.test.is_udp() {
+    let mut listener = if plan.test.is_udp() {
         for f in 0..plan.flows {
             let what = format!("UDP socket {f}");
             match bind_data_port(local_ip, config.data_ports, &mut cursor, &what, |a| {
@@ -342,10 +443,9 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         },
     )?;
 
-    ctrl.set_read_timeout(Some(Duration::from_secs(30)))?;
     let Msg::Start {
         udp_ports: client_ports,
-    } = read_expect(&mut ctrl, "start")?
+    } = read_expect(&mut ctrl, "start", MAX_FRAME, START_TIMEOUT)?
     else {
         unreachable!()
     };
@@ -380,16 +480,28 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
             .collect();
         (counters, flows)
     } else {
-        let listener = listener.as_ref().expect("tcp tests have a listener");
-        match accept_flows(listener, &plan, peer.ip(), &token, &opts) {
+        let accepted = accept_flows(
+            listener.as_ref().expect("tcp tests have a listener"),
+            &plan,
+            peer.ip(),
+            &token,
+            &opts,
+        );
+        // Every flow is in: close the listener, so that later connections
+        // are refused by the kernel instead of waiting in its backlog.
+        listener = None;
+        match accepted {
             Ok(x) => x,
             Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
         }
     };
 
+    state.started = true;
     let workers = place(flows, threads, &plan.local.cpu_pin);
-    let rusage0 = Rusage::process();
-    let engine = Engine::start(counters, workers, Phase::Warmup)?;
+    let mut meter = Meter::new(peer.ip());
+    let provenance = Provenance::gather(meter.interface());
+    let rusage0 = Rusage::read().unwrap_or_default();
+    let engine = Engine::start(counters, workers, Phase::Warmup, &[])?;
     let t0 = Instant::now();
     write_msg(
         &mut ctrl,
@@ -401,12 +513,14 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
 
     // Ticks come at least once per interval; allow generous slack for the drain.
     let idle = Duration::from_nanos(plan.interval_ns) + Duration::from_secs(15);
-    ctrl.set_read_timeout(Some(idle))?;
+    let mut phase_now = Phase::Warmup;
     let result = (|| -> Result<Vec<u64>> {
         loop {
-            match read_msg(&mut ctrl) {
+            match read_msg_within(&ctrl, MAX_FRAME, idle) {
                 Ok(Msg::Tick { seq, phase }) => {
                     engine.set_phase(phase);
+                    meter.on_tick(phase_now, phase);
+                    phase_now = phase;
                     write_msg(
                         &mut ctrl,
                         &Msg::Sample {
@@ -456,6 +570,7 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         }
     }
     let refused = out.flows.iter().map(|f| f.refused()).sum::<u64>();
+    let tcp_retransmits = tcp_retransmits(&out.flows);
     let mut errors = Vec::new();
     if let Some(e) = out.error {
         errors.push(e);
@@ -464,14 +579,29 @@ fn session(mut ctrl: TcpStream, peer: SocketAddr, config: &ServerConfig) -> Resu
         &mut ctrl,
         &Msg::Final {
             counts,
-            rusage: Rusage::process().since(&rusage0),
+            rusage: Rusage::read().unwrap_or_default().since(&rusage0),
             errors,
             refused,
+            window: meter.window().map(Box::new),
+            provenance: Some(Box::new(provenance)),
+            tcp_retransmits,
         },
     )?;
     drop(out.flows);
     drop(listener);
-    Ok(plan.test.name().to_string())
+    Ok(())
+}
+
+/// Retransmissions summed over the flows' long-lived TCP sockets (None when
+/// there are none, as in UDP and connection-rate tests).
+pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
+    let fds: Vec<_> = flows.iter().filter_map(|f| f.tcp_socket()).collect();
+    (!fds.is_empty()).then(|| {
+        fds.iter()
+            .filter_map(|&fd| crate::sensors::tcp_total_retrans(fd))
+            .map(u64::from)
+            .sum()
+    })
 }
 
 /// Connect each flow's UDP socket to the client's socket for that flow, on
@@ -542,6 +672,26 @@ fn bind_data_port<T>(
     bail!("no free port left for {what} in --data-ports {lo}-{hi}")
 }
 
+/// Fill `buf` from `sock` within `limit` in all, however slowly bytes come.
+fn read_within(sock: &socket2::Socket, buf: &mut [u8], limit: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + limit;
+    let mut got = 0;
+    while got < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        sock.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+        match (&*sock).read(&mut buf[got..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Accept the session's long-lived data connections; each presents the token and its flow id.
 fn accept_flows(
     listener: &socket2::Socket,
@@ -580,9 +730,11 @@ fn accept_flows(
             continue;
         }
         sock.set_nonblocking(false)?;
-        sock.set_read_timeout(Some(TOKEN_TIMEOUT))?;
         let mut hello = [0u8; TOKEN_LEN + 4];
-        if (&sock).read_exact(&mut hello).is_err() || &hello[..TOKEN_LEN] != token {
+        if read_within(&sock, &mut hello, TOKEN_TIMEOUT).is_err()
+            || !bool::from(hello[..TOKEN_LEN].ct_eq(token))
+        {
+            // Dropped here: closed.
             continue;
         }
         let id = u32::from_be_bytes(hello[TOKEN_LEN..].try_into().expect("4 bytes")) as usize;

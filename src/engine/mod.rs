@@ -7,9 +7,20 @@
 //! their quota) and samples the per-flow counters at interval boundaries. A
 //! phase change wakes every flow once (a kick), so a flow blocked on one
 //! direction still learns that it must drain.
+//!
+//! Latency is recorded per interval: the session bumps an epoch (the interval
+//! index) at every tick, and a worker that sees a new epoch hands its
+//! interval histogram to a shared table (one short lock per worker per
+//! interval, never per transaction), merges it into its window total and
+//! starts afresh. An interval's percentiles are computed once every worker
+//! has handed in its part, and its histogram is dropped, so memory does not
+//! grow with the length of the test. A worker blocked in a receive notices
+//! the epoch up to one receive timeout late; the latencies of that moment
+//! land in the interval before.
 
+use std::collections::BTreeMap;
 use std::io;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -17,7 +28,7 @@ use std::time::Instant;
 
 use crate::io::{DriverKind, Event};
 use crate::stats::counters::{Counts, FlowCounters};
-use crate::stats::latency::LatencyHistogram;
+use crate::stats::latency::{IntervalTable, LatencyHistogram, LatencyRecorder, LatencySummary};
 use crate::workload::{Flow, FlowCtx, KICK, Phase, Progress, token};
 
 /// What one worker thread runs.
@@ -34,6 +45,9 @@ struct Shared {
     quota_done: AtomicU32,
     running: AtomicU32,
     error: Mutex<Option<String>>,
+    /// The interval the session is in (its tick count).
+    epoch: Arc<AtomicU32>,
+    intervals: Arc<Mutex<IntervalTable>>,
 }
 
 impl Shared {
@@ -61,6 +75,8 @@ struct WorkerOutcome {
 /// What the workers leave behind.
 pub struct EngineOutcome {
     pub latency: LatencyHistogram,
+    /// Latency summary of each interval (by interval index) that recorded any.
+    pub interval_latency: BTreeMap<u32, LatencySummary>,
     /// The flows, sockets still open: the session closes them once the peer has finished.
     pub flows: Vec<Box<dyn Flow>>,
     pub drivers: Vec<&'static str>,
@@ -98,10 +114,12 @@ pub fn choose_driver(flows: &[Box<dyn Flow>]) -> DriverKind {
 impl Engine {
     /// Start one thread per worker spec. `counters` has one entry per counter
     /// slot the flows were built with.
+    /// Interval latency summaries carry `percentiles` besides the fixed ones.
     pub fn start(
         counters: Arc<[FlowCounters]>,
         workers: Vec<WorkerSpec>,
         initial: Phase,
+        percentiles: &[f64],
     ) -> io::Result<Engine> {
         let shared = Arc::new(Shared {
             phase: AtomicU8::new(initial as u8),
@@ -109,6 +127,8 @@ impl Engine {
             quota_done: AtomicU32::new(0),
             running: AtomicU32::new(workers.len() as u32),
             error: Mutex::new(None),
+            epoch: Arc::new(AtomicU32::new(0)),
+            intervals: Arc::new(Mutex::new(IntervalTable::new(workers.len(), percentiles))),
         });
         let mut handles = Vec::with_capacity(workers.len());
         let mut drivers = Vec::with_capacity(workers.len());
@@ -138,8 +158,14 @@ impl Engine {
         &self.drivers
     }
 
+    /// Enter phase `p`. Release: a worker that sees it also sees the interval set before.
     pub fn set_phase(&self, p: Phase) {
-        self.shared.phase.store(p as u8, Relaxed);
+        self.shared.phase.store(p as u8, Release);
+    }
+
+    /// Start interval `index`: latencies recorded from now on belong to it.
+    pub fn set_interval(&self, index: u32) {
+        self.shared.epoch.store(index, Relaxed);
     }
 
     /// Counters of every slot, now.
@@ -188,8 +214,15 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        let interval_latency = self
+            .shared
+            .intervals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take_done();
         EngineOutcome {
             latency,
+            interval_latency,
             flows,
             drivers: self.drivers,
             error,
@@ -207,18 +240,31 @@ enum Status {
 }
 
 fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutcome {
+    let mut lat = LatencyRecorder::new(shared.epoch.clone(), shared.intervals.clone());
+    let flows = worker_loop(shared, spec, kind, &mut lat);
+    WorkerOutcome {
+        hist: lat.finish(),
+        flows,
+    }
+}
+
+fn worker_loop(
+    shared: &Shared,
+    spec: WorkerSpec,
+    kind: DriverKind,
+    lat: &mut LatencyRecorder,
+) -> Vec<Box<dyn Flow>> {
     let WorkerSpec {
         mut flows,
         flow_ids,
         cpu,
     } = spec;
-    let mut hist = LatencyHistogram::new();
     let fail = |what: String| shared.fail(what);
     if let Some(c) = cpu
         && let Err(e) = crate::io::socket::pin_current_thread(c)
     {
         fail(format!("worker: {e}"));
-        return WorkerOutcome { hist, flows };
+        return flows;
     }
     let blocking_timeout = flows
         .iter()
@@ -229,14 +275,14 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
         Ok(d) => d,
         Err(e) => {
             fail(format!("creating the {} driver: {e}", kind.name()));
-            return WorkerOutcome { hist, flows };
+            return flows;
         }
     };
     let n = flows.len();
     for (i, f) in flows.iter_mut().enumerate() {
         if let Err(e) = f.start(driver.as_mut(), i) {
             fail(format!("flow {}: {e}", flow_ids[i]));
-            return WorkerOutcome { hist, flows };
+            return flows;
         }
     }
 
@@ -253,7 +299,7 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
     let mut last_phase = Phase::from_u8(shared.phase.load(Relaxed));
 
     while remaining > 0 && !shared.stop.load(Relaxed) {
-        let phase = Phase::from_u8(shared.phase.load(Relaxed));
+        let phase = Phase::from_u8(shared.phase.load(Acquire));
         if phase != last_phase {
             last_phase = phase;
             parked = 0;
@@ -302,7 +348,7 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
         std::mem::swap(&mut ready, &mut again);
         let mut ctx = FlowCtx {
             phase,
-            hist: &mut hist,
+            hist: &mut *lat,
             driver: driver.as_mut(),
             quota_done: &shared.quota_done,
             slot: 0,
@@ -347,5 +393,5 @@ fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind) -> WorkerOutc
         }
         again.clear();
     }
-    WorkerOutcome { hist, flows }
+    flows
 }

@@ -4,10 +4,76 @@
 use std::io::{self, Write};
 
 use super::Exporter;
-use crate::result::{Figures, TestResult};
+use crate::result::{Figures, Side, TestResult};
 use crate::units::{BitsPerSec, fmt_ns};
 
-pub struct Human;
+/// The human table, with what the flags add to it.
+#[derive(Clone, Debug, Default)]
+pub struct Human {
+    /// --histogram: the log-scale latency histogram.
+    pub histogram: bool,
+    /// -c / -C / --cpu: CPU utilisation and service demand of each end.
+    pub local_cpu: bool,
+    pub remote_cpu: bool,
+    /// --verbose: provenance first.
+    pub verbose: bool,
+}
+
+/// A figure of merit with its unit, for people.
+pub fn figure(v: f64, unit: &str) -> String {
+    if unit == "bit/s" {
+        BitsPerSec(v).to_string()
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+/// One end's CPU utilisation and service demand.
+fn cpu_lines(out: &mut dyn Write, end: &str, side: &Side, stream: bool) -> io::Result<()> {
+    let Some(c) = &side.cpu else {
+        return writeln!(out, "  CPU {end:<7} not measured");
+    };
+    let o = &c.overall;
+    writeln!(
+        out,
+        "  CPU {end:<7} {:.1} % of {} CPUs (user {:.1}, system {:.1}, softirq {:.1}, irq {:.1}, iowait {:.1}, steal {:.1}){}",
+        o.util_percent,
+        c.cpus,
+        o.user_percent,
+        o.system_percent,
+        o.softirq_percent,
+        o.irq_percent,
+        o.iowait_percent,
+        o.steal_percent,
+        match (c.busiest_cpu, c.busiest_cpu_percent) {
+            (Some(n), Some(p)) => format!(", busiest cpu{n} {p:.1} %"),
+            _ => String::new(),
+        }
+    )?;
+    let unit = if stream { "us/KB" } else { "us/Tr" };
+    if let Some(sd) = side
+        .service_demand_us_per_tran
+        .or(side.service_demand_us_per_kb)
+    {
+        write!(
+            out,
+            "      service demand {sd:.3} {unit} ({})",
+            side.service_demand_source.unwrap_or("-")
+        )?;
+        match (side.service_demand_proc_stat, side.service_demand_rusage) {
+            (Some(p), Some(u)) => writeln!(out, "; /proc/stat {p:.3}, process CPU time {u:.3}")?,
+            _ => writeln!(out)?,
+        }
+    }
+    if let Some(ru) = &side.rusage_window {
+        writeln!(
+            out,
+            "      process: user {:.3} s, system {:.3} s, max RSS {} KiB, switches {} voluntary, {} involuntary",
+            ru.user_s, ru.system_s, ru.max_rss_kb, ru.voluntary_switches, ru.involuntary_switches
+        )?;
+    }
+    Ok(())
+}
 
 fn headline(f: &Figures) -> String {
     if let Some(t) = f.throughput_bps {
@@ -21,6 +87,19 @@ impl Exporter for Human {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         let p = &r.spec.plan;
         let s = &r.summary;
+        if self.verbose {
+            for (end, prov) in [
+                ("local", &r.provenance.local),
+                ("remote", &r.provenance.remote),
+            ] {
+                if let Some(prov) = prov {
+                    writeln!(out, "# {end}")?;
+                    for line in crate::sensors::human_lines(prov) {
+                        writeln!(out, "#   {line}")?;
+                    }
+                }
+            }
+        }
         write!(
             out,
             "{} to {}: {} flow(s) on {} thread(s)",
@@ -121,6 +200,32 @@ impl Exporter for Human {
                 fmt_ns(l.p99_9 as f64),
                 fmt_ns(l.max as f64)
             )?;
+            if !l.percentiles.is_empty() {
+                let ps: Vec<String> = l
+                    .percentiles
+                    .iter()
+                    .map(|p| format!("p{} {}", p.percentile, fmt_ns(p.ns as f64)))
+                    .collect();
+                writeln!(out, "           {}", ps.join("  "))?;
+            }
+        }
+        if self.histogram
+            && let Some(h) = s
+                .histogram
+                .as_deref()
+                .and_then(|h| crate::stats::latency::LatencyHistogram::from_base64(h).ok())
+        {
+            writeln!(out, "  latency histogram (log2 buckets)")?;
+            for row in h.text_rows() {
+                writeln!(out, "    {row}")?;
+            }
+        }
+        if let Some(cv) = s.stability_cv {
+            write!(out, "  stability              cv {:.1} %", 100.0 * cv)?;
+            match s.trend_percent {
+                Some(t) => writeln!(out, ", trend {t:+.1} % (last third vs first)")?,
+                None => writeln!(out)?,
+            }
         }
         writeln!(
             out,
@@ -132,6 +237,47 @@ impl Exporter for Human {
                 out,
                 "  {:<8} {:>16} {:>16} {:>14}",
                 name, side.bytes_sent, side.bytes_received, side.transactions
+            )?;
+        }
+        if let (Some(i), Some(tx), Some(rx)) =
+            (&s.interface, s.tx_packets_per_s, s.rx_packets_per_s)
+        {
+            writeln!(out, "  packets/s on {i:<10} {tx:.1} tx, {rx:.1} rx")?;
+        }
+        for (end, side, on) in [
+            ("local", &s.local, self.local_cpu),
+            ("remote", &s.remote, self.remote_cpu),
+        ] {
+            if on {
+                cpu_lines(out, end, side, r.test.is_stream())?;
+            }
+        }
+        if let Some(c) = &r.confidence {
+            writeln!(out, "  iterations")?;
+            for it in &r.iterations {
+                writeln!(out, "    {:>3}  {}", it.index, figure(it.figure, it.unit))?;
+            }
+            let unit = r.iterations.first().map_or("", |i| i.unit);
+            write!(
+                out,
+                "  mean {} over {} iteration(s); {} % interval ",
+                figure(c.mean, unit),
+                c.iterations_run,
+                c.level
+            )?;
+            match c.width_percent_achieved {
+                Some(w) => write!(out, "{w:.2} % wide (±{:.2} %)", w / 2.0)?,
+                None => write!(out, "undefined")?,
+            }
+            writeln!(
+                out,
+                ", {} % asked: {}",
+                c.width_percent_requested,
+                if c.achieved {
+                    "achieved"
+                } else {
+                    "NOT ACHIEVED"
+                }
             )?;
         }
         for w in &s.warnings {

@@ -73,6 +73,51 @@ impl Exporter for Keyval {
         writeln!(out, "LOCAL_BYTES_RECVD={}", s.local.bytes_received)?;
         writeln!(out, "REMOTE_BYTES_SENT={}", s.remote.bytes_sent)?;
         writeln!(out, "REMOTE_BYTES_RECVD={}", s.remote.bytes_received)?;
+        for (pre, side) in [("LOCAL", &s.local), ("REMOTE", &s.remote)] {
+            if let Some(u) = side.cpu_util_percent {
+                writeln!(out, "{pre}_CPU_UTIL={u:.2}")?;
+            }
+            if let Some(n) = side.cpus {
+                writeln!(out, "{pre}_CPU_COUNT={n}")?;
+            }
+            if let Some(sd) = side
+                .service_demand_us_per_tran
+                .or(side.service_demand_us_per_kb)
+            {
+                writeln!(out, "{pre}_SD={sd:.3}")?;
+                writeln!(
+                    out,
+                    "{pre}_SD_SOURCE={}",
+                    side.service_demand_source.unwrap_or("")
+                )?;
+            }
+            if let Some(c) = &side.cpu {
+                writeln!(out, "{pre}_CPU_STEAL={:.2}", c.overall.steal_percent)?;
+                if let Some(b) = c.busiest_cpu {
+                    writeln!(out, "{pre}_CPU_PEAK_ID={b}")?;
+                    writeln!(
+                        out,
+                        "{pre}_CPU_PEAK_UTIL={:.2}",
+                        c.busiest_cpu_percent.unwrap_or(0.0)
+                    )?;
+                }
+            }
+            if let Some(t) = side.tcp_retransmits {
+                writeln!(out, "{pre}_TRANSPORT_RETRANS={t}")?;
+            }
+        }
+        if r.test.is_stream() {
+            writeln!(out, "SD_UNITS=us/KB")?;
+        } else {
+            writeln!(out, "SD_UNITS=us/Tr")?;
+        }
+        if let (Some(i), Some(tx), Some(rx)) =
+            (&s.interface, s.tx_packets_per_s, s.rx_packets_per_s)
+        {
+            writeln!(out, "LOCAL_INTERFACE_NAME={i}")?;
+            writeln!(out, "LOCAL_TX_PACKETS_PER_S={tx:.2}")?;
+            writeln!(out, "LOCAL_RX_PACKETS_PER_S={rx:.2}")?;
+        }
         if r.test.is_stream() {
             writeln!(out, "LOCAL_SEND_SIZE={}", p.send_bytes)?;
             writeln!(out, "LOCAL_RECV_SIZE={}", p.recv_bytes)?;

@@ -8,6 +8,7 @@ pub mod html;
 pub mod human;
 pub mod json;
 pub mod keyval;
+pub mod live;
 
 use std::io::{self, Write};
 use std::path::Path;

@@ -4,7 +4,14 @@
 //! window, merged by adding at the end. The range (1 ns to 1 hour) is fixed up
 //! front so recording never allocates.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
 
 const MAX_NS: u64 = 3_600_000_000_000;
@@ -44,7 +51,17 @@ impl LatencyHistogram {
         self.h.len()
     }
 
+    pub fn reset(&mut self) {
+        self.h.reset();
+    }
+
+    /// The summary with the fixed percentiles only.
     pub fn summary(&self) -> Option<LatencySummary> {
+        self.summary_with(&[])
+    }
+
+    /// The summary, plus the value at each percentile of `percentiles` (0..=100).
+    pub fn summary_with(&self, percentiles: &[f64]) -> Option<LatencySummary> {
         if self.h.is_empty() {
             return None;
         }
@@ -59,12 +76,203 @@ impl LatencyHistogram {
             p99: q(0.99),
             p99_9: q(0.999),
             max: self.h.max(),
+            percentiles: percentiles
+                .iter()
+                .map(|&p| Percentile {
+                    percentile: p,
+                    ns: self.h.value_at_percentile(p),
+                })
+                .collect(),
         })
+    }
+
+    /// The histogram in HdrHistogram's interchange form: V2 compressed
+    /// encoding, base64 (as HdrHistogram log files carry it), so results from
+    /// many runs and hosts can be merged later with any HdrHistogram library.
+    pub fn to_base64(&self) -> String {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.h, &mut bytes)
+            .expect("serializing into memory cannot fail");
+        BASE64.encode(bytes)
+    }
+
+    /// Read back what [`LatencyHistogram::to_base64`] wrote (or any
+    /// HdrHistogram V2 encoding); values are re-recorded into thrum's range.
+    pub fn from_base64(s: &str) -> Result<LatencyHistogram, String> {
+        let bytes = BASE64
+            .decode(s.trim())
+            .map_err(|e| format!("histogram is not base64: {e}"))?;
+        let other: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("histogram does not decode: {e:?}"))?;
+        let mut h = LatencyHistogram::new();
+        for v in other.iter_recorded() {
+            h.h.saturating_record_n(
+                other.highest_equivalent(v.value_iterated_to()).max(1),
+                v.count_at_value(),
+            );
+        }
+        Ok(h)
+    }
+
+    /// A log-scale text histogram: one row per power-of-two range of
+    /// latency that holds samples, with its count, share and a bar.
+    pub fn text_rows(&self) -> Vec<String> {
+        if self.h.is_empty() {
+            return Vec::new();
+        }
+        let total = self.h.len() as f64;
+        let mut buckets: Vec<(u64, u64)> = Vec::new(); // (lower bound, count)
+        for v in self.h.iter_recorded() {
+            let value = self.h.highest_equivalent(v.value_iterated_to());
+            let lower = if value <= 1 {
+                1
+            } else {
+                1u64 << (63 - value.leading_zeros())
+            };
+            match buckets.last_mut() {
+                Some((b, c)) if *b == lower => *c += v.count_at_value(),
+                _ => buckets.push((lower, v.count_at_value())),
+            }
+        }
+        let widest = buckets.iter().map(|b| b.1).max().unwrap_or(1) as f64;
+        buckets
+            .iter()
+            .map(|&(lower, count)| {
+                let bar = ((count as f64 / widest) * 50.0).ceil() as usize;
+                format!(
+                    "{:>10} .. {:<10} {:>12} {:>6.2}% {}",
+                    compact_ns(lower),
+                    compact_ns(lower.saturating_mul(2)),
+                    count,
+                    100.0 * count as f64 / total,
+                    "#".repeat(bar)
+                )
+            })
+            .collect()
     }
 }
 
-/// The latency figures every RR-type result reports, in nanoseconds.
+fn compact_ns(ns: u64) -> String {
+    crate::units::fmt_ns(ns as f64).replace(' ', "")
+}
+
+/// Per-interval histograms on their way to a summary, shared by the workers
+/// of one engine. An interval's summary is computed once every worker has
+/// handed in its part, and its histogram dropped, so memory does not grow
+/// with the length of the test.
+pub struct IntervalTable {
+    workers: usize,
+    percentiles: Vec<f64>,
+    /// Interval → (workers that handed in, merged histogram).
+    open: BTreeMap<u32, (usize, Option<LatencyHistogram>)>,
+    done: BTreeMap<u32, LatencySummary>,
+}
+
+impl IntervalTable {
+    pub fn new(workers: usize, percentiles: &[f64]) -> IntervalTable {
+        IntervalTable {
+            workers,
+            percentiles: percentiles.to_vec(),
+            open: BTreeMap::new(),
+            done: BTreeMap::new(),
+        }
+    }
+
+    /// One worker's part of interval `epoch` (None: it recorded nothing).
+    fn hand_in(&mut self, epoch: u32, part: Option<&LatencyHistogram>) {
+        let entry = self.open.entry(epoch).or_insert((0, None));
+        entry.0 += 1;
+        if let Some(h) = part.filter(|h| h.count() > 0) {
+            entry.1.get_or_insert_with(LatencyHistogram::new).merge(h);
+        }
+        if entry.0 >= self.workers {
+            let (_, h) = self.open.remove(&epoch).expect("entry exists");
+            if let Some(s) = h.and_then(|h| h.summary_with(&self.percentiles)) {
+                self.done.insert(epoch, s);
+            }
+        }
+    }
+
+    /// The summaries of the intervals every worker has handed in.
+    pub fn take_done(&mut self) -> BTreeMap<u32, LatencySummary> {
+        std::mem::take(&mut self.done)
+    }
+}
+
+/// One worker's latency recording: the open interval's histogram, and the
+/// total of the intervals already handed in. The session moves `live` to the
+/// next interval index at every tick; the first record after that hands the
+/// finished interval to the table (one short lock per worker per interval,
+/// never per transaction).
+pub struct LatencyRecorder {
+    epoch: u32,
+    interval: LatencyHistogram,
+    total: LatencyHistogram,
+    live: Arc<AtomicU32>,
+    table: Arc<Mutex<IntervalTable>>,
+}
+
+impl LatencyRecorder {
+    pub fn new(live: Arc<AtomicU32>, table: Arc<Mutex<IntervalTable>>) -> LatencyRecorder {
+        LatencyRecorder {
+            epoch: live.load(Relaxed),
+            interval: LatencyHistogram::new(),
+            total: LatencyHistogram::new(),
+            live,
+            table,
+        }
+    }
+
+    /// Record one latency into the interval it completed in.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        let now = self.live.load(Relaxed);
+        if now != self.epoch {
+            self.advance(now);
+        }
+        self.interval.record(ns);
+    }
+
+    /// Hand in every interval before `now`.
+    #[cold]
+    fn advance(&mut self, now: u32) {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        table.hand_in(self.epoch, Some(&self.interval));
+        // Intervals between: nothing of this worker's in them.
+        for e in self.epoch.saturating_add(1)..now {
+            table.hand_in(e, None);
+        }
+        drop(table);
+        if self.interval.count() > 0 {
+            self.total.merge(&self.interval);
+            self.interval.reset();
+        }
+        self.epoch = now;
+    }
+
+    /// At the worker's exit: hand in everything up to the current interval,
+    /// and return the worker's whole histogram.
+    pub fn finish(mut self) -> LatencyHistogram {
+        let now = self.live.load(Relaxed);
+        if self.epoch <= now {
+            self.advance(now.saturating_add(1));
+        }
+        self.total
+    }
+}
+
+/// The latency at one requested percentile.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Percentile {
+    /// 0..=100, as asked with --percentiles.
+    pub percentile: f64,
+    pub ns: u64,
+}
+
+/// The latency figures every RR-type result reports, in nanoseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
     pub count: u64,
     pub min: u64,
@@ -75,6 +283,9 @@ pub struct LatencySummary {
     pub p99: u64,
     pub p99_9: u64,
     pub max: u64,
+    /// The percentiles asked for with --percentiles, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub percentiles: Vec<Percentile>,
 }
 
 #[cfg(test)]
@@ -85,6 +296,34 @@ mod tests {
     #[test]
     fn empty_has_no_summary() {
         assert!(LatencyHistogram::new().summary().is_none());
+    }
+
+    #[test]
+    fn requested_percentiles_follow_the_list() {
+        let mut h = LatencyHistogram::new();
+        for v in 1..=10_000u64 {
+            h.record(v * 1000);
+        }
+        let s = h.summary_with(&[99.99, 50.0, 90.0]).unwrap();
+        let ps: Vec<f64> = s.percentiles.iter().map(|p| p.percentile).collect();
+        assert_eq!(ps, [99.99, 50.0, 90.0]);
+        assert_eq!(s.percentiles[1].ns, s.p50);
+        assert!((s.percentiles[0].ns as f64 - 9_999_000.0).abs() / 9_999_000.0 < 0.001);
+    }
+
+    #[test]
+    fn text_rows_cover_every_sample_once() {
+        let mut h = LatencyHistogram::new();
+        for v in [10u64, 20, 30, 1000, 1500, 70_000] {
+            h.record(v);
+        }
+        let rows = h.text_rows();
+        let total: u64 = rows
+            .iter()
+            .map(|r| r.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(total, 6);
+        assert_eq!(rows.len(), 5, "{rows:#?}"); // 8-16, 16-32, 512-1K, 1K-2K, 64K-128K
     }
 
     #[test]
@@ -109,18 +348,41 @@ mod tests {
         );
     }
 
+    /// Histograms of `a`, of `b`, and of both.
+    fn three(a: &[u64], b: &[u64]) -> [LatencyHistogram; 3] {
+        let [mut ha, mut hb, mut hu] = [(); 3].map(|_| LatencyHistogram::new());
+        for v in a {
+            ha.record(*v);
+            hu.record(*v);
+        }
+        for v in b {
+            hb.record(*v);
+            hu.record(*v);
+        }
+        [ha, hb, hu]
+    }
+
     proptest! {
         /// Merging per-thread histograms equals one histogram of all values.
         #[test]
         fn merge_equals_union(a in proptest::collection::vec(1u64..10_000_000_000, 0..200),
                               b in proptest::collection::vec(1u64..10_000_000_000, 0..200)) {
-            let mut ha = LatencyHistogram::new();
-            let mut hb = LatencyHistogram::new();
-            let mut hu = LatencyHistogram::new();
-            for v in &a { ha.record(*v); hu.record(*v); }
-            for v in &b { hb.record(*v); hu.record(*v); }
+            let [mut ha, hb, hu] = three(&a, &b);
             ha.merge(&hb);
             prop_assert_eq!(ha.summary(), hu.summary());
+        }
+
+        /// The serialized form carries every count: histograms written by
+        /// separate runs merge into the histogram of the union.
+        #[test]
+        fn serialized_histograms_merge_to_the_union(
+            a in proptest::collection::vec(1u64..10_000_000_000, 0..200),
+            b in proptest::collection::vec(1u64..10_000_000_000, 0..200)) {
+            let [ha, hb, hu] = three(&a, &b);
+            let mut merged = LatencyHistogram::from_base64(&ha.to_base64()).unwrap();
+            merged.merge(&LatencyHistogram::from_base64(&hb.to_base64()).unwrap());
+            prop_assert_eq!(merged.count(), hu.count());
+            prop_assert_eq!(merged.summary_with(&[50.0, 99.99]), hu.summary_with(&[50.0, 99.99]));
         }
     }
 }

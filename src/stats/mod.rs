@@ -3,5 +3,6 @@
 //! Everything here merges by adding: per-flow counters sum into totals,
 //! per-thread histograms add into one. Nothing keeps a list of samples.
 
+pub mod confidence;
 pub mod counters;
 pub mod latency;

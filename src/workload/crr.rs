@@ -27,6 +27,8 @@ use crate::io::{Driver, Event};
 
 /// Bytes of the session token every data connection presents first.
 pub const TOKEN_LEN: usize = 16;
+/// A data connection that has not presented the whole token within this is closed.
+pub const TOKEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConnectMode {
@@ -262,6 +264,8 @@ struct Conn {
     got: usize,
     token: [u8; TOKEN_LEN],
     tx_left: u64,
+    /// When the token must be complete.
+    deadline: Instant,
 }
 
 /// Connections a server worker keeps in progress before it refuses more.
@@ -278,8 +282,10 @@ pub struct ConnectServer {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     buf: Vec<u8>,
-    /// Connections refused: wrong peer, wrong token, or table full.
+    /// Connections refused: wrong peer, wrong token, no token in time, or table full.
     refused: u64,
+    /// The earliest token deadline of a connection still presenting it.
+    sweep_at: Option<Instant>,
 }
 
 impl ConnectServer {
@@ -306,7 +312,76 @@ impl ConnectServer {
             free: Vec::with_capacity(1024),
             buf: vec![0u8; (request.max(response) as usize).clamp(64, 256 << 10)],
             refused: 0,
+            sweep_at: None,
         }
+    }
+
+    /// Close the connections whose token is overdue; wake again for the next deadline.
+    /// Runs only when a deadline has come (or on a kick), not per connection.
+    fn sweep(&mut self) -> Progress {
+        let now = Instant::now();
+        let mut next: Option<Instant> = None;
+        for idx in 0..self.conns.len() {
+            let Some(c) = &self.conns[idx] else { continue };
+            if c.got >= TOKEN_LEN {
+                continue;
+            }
+            if c.deadline <= now {
+                self.refused += 1;
+                self.close(idx);
+            } else {
+                next = Some(next.map_or(c.deadline, |n| n.min(c.deadline)));
+            }
+        }
+        self.sweep_at = next;
+        next.map_or(Progress::Idle, Progress::At)
+    }
+
+    /// Accept what the listener has, up to the per-call budget.
+    fn accept_some(&mut self, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        let mut wake = None;
+        for _ in 0..OPS_PER_CALL * 4 {
+            let (sock, peer) = match accept_nonblocking(self.listener) {
+                Ok(x) => x,
+                Err(e) if would_block(&e) => return Ok(wake.map_or(Progress::Idle, Progress::At)),
+                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
+                Err(e) => return Err(e),
+            };
+            if !same_host(peer.ip(), self.allowed_peer) {
+                self.refused += 1;
+                continue;
+            }
+            let idx = match self.free.pop() {
+                Some(i) => i,
+                None if self.conns.len() < MAX_CONNS_PER_WORKER => {
+                    self.conns.push(None);
+                    self.conns.len() - 1
+                }
+                None => {
+                    self.refused += 1;
+                    continue;
+                }
+            };
+            ctx.driver
+                .register(sock.as_raw_fd(), token(ctx.slot, idx as u32 + 1))?;
+            let deadline = Instant::now() + TOKEN_TIMEOUT;
+            self.conns[idx] = Some(Conn {
+                sock,
+                got: 0,
+                token: [0; TOKEN_LEN],
+                tx_left: 0,
+                deadline,
+            });
+            self.serve(idx)?;
+            // Still presenting its token: make sure a sweep is due by its deadline.
+            if self.conns[idx].as_ref().is_some_and(|c| c.got < TOKEN_LEN)
+                && self.sweep_at.is_none()
+            {
+                self.sweep_at = Some(deadline);
+                wake = Some(deadline);
+            }
+        }
+        Ok(Progress::More)
     }
 
     fn expect(&self) -> usize {
@@ -392,42 +467,21 @@ impl Flow for ConnectServer {
 
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         match sub_token(ev.token) {
-            KICK => Ok(Progress::Idle),
-            0 => {
-                for _ in 0..OPS_PER_CALL * 4 {
-                    let (sock, peer) = match accept_nonblocking(self.listener) {
-                        Ok(x) => x,
-                        Err(e) if would_block(&e) => return Ok(Progress::Idle),
-                        Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
-                        Err(e) => return Err(e),
-                    };
-                    if !same_host(peer.ip(), self.allowed_peer) {
-                        self.refused += 1;
-                        continue;
-                    }
-                    let idx = match self.free.pop() {
-                        Some(i) => i,
-                        None if self.conns.len() < MAX_CONNS_PER_WORKER => {
-                            self.conns.push(None);
-                            self.conns.len() - 1
-                        }
-                        None => {
-                            self.refused += 1;
-                            continue;
-                        }
-                    };
-                    ctx.driver
-                        .register(sock.as_raw_fd(), token(ctx.slot, idx as u32 + 1))?;
-                    self.conns[idx] = Some(Conn {
-                        sock,
-                        got: 0,
-                        token: [0; TOKEN_LEN],
-                        tx_left: 0,
-                    });
-                    self.serve(idx)?;
+            // A kick: a token deadline came, the phase changed, or the last
+            // accept batch used its budget. Sweep, then go on accepting.
+            KICK => {
+                // Kicks also come after every budget-limited accept batch:
+                // sweep the table only when a deadline has come.
+                let swept = match self.sweep_at {
+                    Some(t) if t <= Instant::now() => self.sweep(),
+                    _ => Progress::Idle,
+                };
+                match self.accept_some(ctx)? {
+                    Progress::Idle => Ok(self.sweep_at.map_or(swept, Progress::At)),
+                    p => Ok(p),
                 }
-                Ok(Progress::More)
             }
+            0 => self.accept_some(ctx),
             sub => {
                 let idx = sub as usize - 1;
                 if idx < self.conns.len() {

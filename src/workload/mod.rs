@@ -15,13 +15,13 @@ pub mod udp;
 use std::io;
 use std::ops::Deref;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, AtomicU32};
 
 use serde::{Deserialize, Serialize};
 
 use crate::io::{Driver, Event};
 use crate::stats::counters::FlowCounters;
-use crate::stats::latency::LatencyHistogram;
+use crate::stats::latency::LatencyRecorder;
 
 /// How many data syscalls a flow may make per wake-up before yielding, so one
 /// busy flow neither starves the others on its thread nor hides a phase change.
@@ -90,7 +90,7 @@ pub enum Progress {
 /// What a flow may touch besides its own state.
 pub struct FlowCtx<'a> {
     pub phase: Phase,
-    pub hist: &'a mut LatencyHistogram,
+    pub hist: &'a mut LatencyRecorder,
     pub driver: &'a mut dyn Driver,
     /// Flows that finished their transaction quota (count-limited runs).
     pub quota_done: &'a AtomicU32,
@@ -108,7 +108,9 @@ impl FlowCtx<'_> {
     /// snapshots, then tells the peer).
     #[inline]
     pub fn phase_now(&self) -> Phase {
-        Phase::from_u8(self.live_phase.load(Relaxed))
+        // Acquire: pairs with the session's release, so a flow that sees the
+        // new phase also records its latencies into the new interval.
+        Phase::from_u8(self.live_phase.load(std::sync::atomic::Ordering::Acquire))
     }
 
     /// Has the drain begun, as of now? A peer's EOF that follows our drain is
@@ -133,6 +135,10 @@ pub trait Flow: Send {
     /// Connections this flow turned away (wrong peer or token); servers only.
     fn refused(&self) -> u64 {
         0
+    }
+    /// The long-lived TCP socket, for TCP_INFO at the end (retransmissions).
+    fn tcp_socket(&self) -> Option<std::os::fd::RawFd> {
+        None
     }
 }
 

@@ -134,6 +134,10 @@ impl RrClient {
 }
 
 impl Flow for RrClient {
+    fn tcp_socket(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(&self.sock))
+    }
+
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
         driver.register(self.sock.as_raw_fd(), token(slot, 0))
     }
@@ -250,6 +254,10 @@ impl RrServer {
 }
 
 impl Flow for RrServer {
+    fn tcp_socket(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(&self.sock))
+    }
+
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
         driver.register(self.sock.as_raw_fd(), token(slot, 0))
     }

@@ -57,6 +57,10 @@ impl StreamFlow {
 }
 
 impl Flow for StreamFlow {
+    fn tcp_socket(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(&self.sock))
+    }
+
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
         driver.register(self.sock.as_raw_fd(), token(slot, 0))
     }

@@ -73,7 +73,7 @@ fn assert_chart(svg: &str, steps: usize, averages: usize) {
 
 #[test]
 fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
-    // Full-speed streams on every CPU: a flood for the loss-sensitive loopback tests.
+    // Many streams at once: a flood for the loopback accuracy tests.
     let _g = one_at_a_time();
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
     let dir = tempfile::tempdir().unwrap();
@@ -339,7 +339,7 @@ fn report_html_renders_in_headless_chromium() {
 
 #[test]
 fn find_burst_and_sweep_on_loopback() {
-    // Full-speed streams on every CPU: a flood for the loss-sensitive loopback tests.
+    // Many streams at once: a flood for the loopback accuracy tests.
     let _g = one_at_a_time();
     let s = ServerProc::start(&[]);
     let out = run_client(
@@ -451,7 +451,7 @@ fn agg_commands_reject_bad_input() {
 
 #[test]
 fn agg_sync_runs_one_stream_to_each_server_in_turn() {
-    // Full-speed streams on every CPU: a flood for the loss-sensitive loopback tests.
+    // Many streams at once: a flood for the loopback accuracy tests.
     let _g = one_at_a_time();
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
     let dir = tempfile::tempdir().unwrap();

@@ -24,11 +24,21 @@ impl ServerProc {
     }
 
     /// Start with a prepared command (e.g. `ip netns exec NS thrum`), listening on `listen`.
-    pub fn start_with(mut cmd: Command, listen: &str, extra: &[&str]) -> ServerProc {
+    pub fn start_with(cmd: Command, listen: &str, extra: &[&str]) -> ServerProc {
+        Self::start_logging(cmd, listen, extra, Stdio::null())
+    }
+
+    /// Start on 127.0.0.1 with the server's log (stderr) going to `log`.
+    pub fn start_logged(extra: &[&str], log: &std::path::Path) -> ServerProc {
+        let file = std::fs::File::create(log).expect("server log file");
+        Self::start_logging(Command::new(bin()), "127.0.0.1", extra, file.into())
+    }
+
+    fn start_logging(mut cmd: Command, listen: &str, extra: &[&str], log: Stdio) -> ServerProc {
         cmd.args(["server", "--port", "0", "--listen", listen])
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(log);
         let mut child = cmd.spawn().expect("spawn thrum server");
         let stdout = child.stdout.take().expect("server stdout");
         let mut line = String::new();
@@ -50,6 +60,44 @@ impl ServerProc {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Open file descriptors of the server process.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map_or(0, |d| d.count())
+    }
+
+    /// Resident set size of the server process, KiB.
+    pub fn rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("server /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc status")
+    }
+
+    /// Poll until the server holds at most `fds` descriptors; false if it
+    /// still holds more after `limit`.
+    pub fn fds_return_to(&self, fds: usize, limit: Duration) -> bool {
+        let t = Instant::now();
+        while self.open_fds() > fds {
+            if t.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        true
+    }
+
+    /// The server's JSON log lines (`--log-format json`) written to `log` so far.
+    pub fn log_lines(log: &std::path::Path) -> Vec<Value> {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 }
 
@@ -123,22 +171,19 @@ pub fn ns_client_cmd(ns: &str, server: &ServerProc, test: &str, args: &[&str]) -
     cmd
 }
 
+/// A short tcp_rr (300 ms, no warm-up, JSON) against the server at `addr`,
+/// with `extra` flags.
+pub fn short_rr(addr: &str, extra: &[&str]) -> Output {
+    let args = ["run", "tcp_rr", "-H", addr, "-l", "300ms", "--warmup", "0s"];
+    run_client(
+        &[&args[..], extra, &["--json"]].concat(),
+        Duration::from_secs(20),
+    )
+}
+
 /// A short tcp_rr against `server` must succeed: it is still serving.
 pub fn assert_serves(server: &ServerProc) -> Value {
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-        Duration::from_secs(20),
-    );
+    let out = short_rr(&server.addr, &[]);
     let doc = json(&out);
     assert!(
         out.status.success(),
@@ -195,8 +240,9 @@ pub fn assert_schema_named(doc: &Value, name: &str) {
 pub const SETUP_LIMIT: Duration = Duration::from_secs(10);
 
 /// Held for the whole of each shaped-link test (modules `netns` and
-/// `udp_loss`) and of each `thrum agg` ramp (module `agg`, whose streams
-/// flood every CPU), so they run one at a time. On two vCPUs the 1-byte tcp_rr
+/// `udp_loss`), of the CPU-heavy `hostile` and `soak` tests and of the
+/// `agg` ramps (whose streams flood every CPU), so they run one at a time.
+/// On two vCPUs the 1-byte tcp_rr
 /// test keeps both CPUs busy, and that delays tbf's dequeue timer: once the
 /// bucket is full (64 KB is 2.6 ms at 200 Mbit/s), late tokens are lost, and
 /// a concurrent bulk test read 0.92 of the rate instead of the 0.955 it reads

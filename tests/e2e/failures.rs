@@ -7,7 +7,9 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{ServerProc, assert_rejected, assert_serves, bin, json, run_client, u};
+use crate::common::{
+    ServerProc, assert_rejected, assert_serves, bin, json, run_client, short_rr, u,
+};
 
 fn frame(v: serde_json::Value) -> Vec<u8> {
     let body = serde_json::to_vec(&v).unwrap();
@@ -135,43 +137,76 @@ fn server_killed_mid_test_keeps_samples() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
     let e = doc["summary"]["error"].as_str().unwrap();
-    assert!(!e.is_empty());
+    // The cause, whichever end noticed first: the control connection (naming
+    // the server) or a data connection.
+    assert!(e.contains("closed"), "{e}");
     let n = doc["intervals"].as_array().unwrap().len();
     assert!(n >= 5, "only {n} intervals kept");
     let rows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
     assert_eq!(rows, n, "one CSV row per interval for one flow");
 }
 
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
-}
-
 #[test]
 fn client_killed_mid_test_frees_the_session() {
-    let server = ServerProc::start(&[]);
-    let baseline = open_fds(server.pid());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = ServerProc::start_logged(&["--log-format", "json"], &log);
+    let baseline = server.open_fds();
+    let stream = dir.path().join("stream.jsonl");
+    let csv = dir.path().join("s.csv");
     let mut client = Command::new(bin())
         .args(["run", "tcp_rr", "-H", &server.addr, "-F", "4", "-l", "20s"])
-        .stdout(Stdio::null())
+        .args(["--warmup", "0s", "-i", "200ms", "--json-stream"])
+        .args(["--samples", csv.to_str().unwrap()])
+        .stdout(std::fs::File::create(&stream).unwrap())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    std::thread::sleep(Duration::from_millis(1500));
     assert!(
-        open_fds(server.pid()) > baseline,
+        server.open_fds() > baseline,
         "the test holds sockets on the server"
     );
     client.kill().unwrap();
     client.wait().unwrap();
-    let t = Instant::now();
-    while open_fds(server.pid()) > baseline {
+    let killed = Instant::now();
+
+    // Every interval that completed before the kill is in the output already.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&stream)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("whole JSON lines only"))
+        .collect();
+    assert!(lines.len() >= 3, "only {} streamed intervals", lines.len());
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(l["type"], "interval");
+        assert_eq!(u(&l["interval"]["index"]), i as u64);
+    }
+    let rows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
+    assert_eq!(rows, 4 * lines.len(), "one CSV row per flow per interval");
+
+    // The server ends the session, says why, and lets go of its sockets.
+    let failed = loop {
+        let lines = ServerProc::log_lines(&log);
+        if let Some(l) = lines.into_iter().find(|l| l["outcome"] == "failed") {
+            break l;
+        }
         assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "server still holds {} fds (baseline {baseline})",
-            open_fds(server.pid())
+            killed.elapsed() < Duration::from_secs(5),
+            "no log line for the vanished client within 5 s"
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    assert_eq!(failed["test"], "tcp_rr");
+    assert!(
+        failed["error"].as_str().unwrap().contains("disconnected"),
+        "{failed}"
+    );
+    assert!(
+        server.fds_return_to(baseline, Duration::from_secs(5)),
+        "server still holds {} fds (baseline {baseline})",
+        server.open_fds()
+    );
     let doc = assert_serves(&server);
     assert!(u(&doc["summary"]["transactions"]) > 0);
 }
@@ -217,6 +252,72 @@ fn bad_flags_name_the_flag_and_range() {
             &["server", "--data-ports", "9-1"],
             &["--data-ports", "LO-HI"],
         ),
+        (
+            &["server", "--max-flows", "0"],
+            &["--max-flows", "1..=100000"],
+        ),
+        (
+            &["server", "--max-sessions", "0"],
+            &["--max-sessions", "1..=4096"],
+        ),
+        (
+            &["server", "--max-duration", "25h"],
+            &["--max-duration", "1s..=24h"],
+        ),
+        (
+            &["server", "--max-session-memory", "1k"],
+            &["--max-session-memory", "1M..=1T"],
+        ),
+        (
+            &["server", "--psk-file", "/nonexistent/thrum.key"],
+            &["--psk-file /nonexistent/thrum.key", "No such file"],
+        ),
+        (
+            &[
+                "run",
+                "tcp_rr",
+                "-H",
+                "127.0.0.1:1",
+                "--psk-file",
+                "/dev/null",
+            ],
+            &["--psk-file /dev/null", "not a regular file"],
+        ),
+        (
+            &["run", "tcp_rr", "--psk-file", "/dev/null"],
+            &["--psk-file needs -H"],
+        ),
     ];
     assert_rejected(cases);
+}
+
+#[test]
+fn max_sessions_refuses_with_the_limit_then_serves_again() {
+    let server = ServerProc::start(&["--max-sessions", "1"]);
+    // One connection that says nothing holds the only slot until the hello timeout.
+    let idle = TcpStream::connect(&server.addr).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let out = run_client(
+        &["run", "tcp_rr", "-H", &server.addr, "--json"],
+        Duration::from_secs(10),
+    );
+    assert!(!out.status.success());
+    let e = json(&out)["summary"]["error"].as_str().unwrap().to_string();
+    assert!(
+        e.contains("server busy") && e.contains("--max-sessions 1"),
+        "{e}"
+    );
+    drop(idle);
+    // The slot is free again once that session has ended.
+    let t = Instant::now();
+    loop {
+        if short_rr(&server.addr, &[]).status.success() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(8),
+            "the server did not serve again after its only session ended"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

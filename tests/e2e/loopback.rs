@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, f, json, run_client, u};
+use crate::common::{ServerProc, assert_schema, f, json, not_beside_floods, run_client, u};
 
 const TESTS: [&str; 6] = [
     "tcp_stream",
@@ -169,6 +169,8 @@ fn run_and_check(server: &ServerProc, test: &str, flows: u32, threads: u32) -> V
 
 #[test]
 fn every_test_one_flow_one_thread() {
+    // Window lengths and rates within 5 %: not beside a flood.
+    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for t in TESTS {
         run_and_check(&server, t, 1, 1);
@@ -177,6 +179,8 @@ fn every_test_one_flow_one_thread() {
 
 #[test]
 fn every_test_eight_flows_two_threads() {
+    // Window lengths and rates within 5 %: not beside a flood.
+    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for t in TESTS {
         let doc = run_and_check(&server, t, 8, 2);
@@ -405,4 +409,55 @@ fn suite_runs_every_test() {
         );
     }
     assert!(!text.contains("error"), "{text}");
+}
+
+/// `--json-stream`: a line per interval as it completed, then the whole
+/// result; the streamed intervals are exactly the result's, and the result
+/// matches the schema.
+#[test]
+fn json_stream_lines_match_the_result() {
+    let server = ServerProc::start(&[]);
+    let out = run_client(
+        &[
+            "run",
+            "tcp_stream",
+            "-H",
+            &server.addr,
+            "-F",
+            "2",
+            "-l",
+            "1s",
+            "--warmup",
+            "200ms",
+            "-i",
+            "250ms",
+            "--json-stream",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+        .collect();
+    let (last, intervals) = lines.split_last().expect("at least the result line");
+    assert_eq!(last["type"], "result");
+    let result = &last["result"];
+    assert_schema(result);
+    assert!(intervals.iter().all(|l| l["type"] == "interval"));
+    let streamed: Vec<&Value> = intervals.iter().map(|l| &l["interval"]).collect();
+    let kept: Vec<&Value> = result["intervals"].as_array().unwrap().iter().collect();
+    assert_eq!(
+        streamed, kept,
+        "the stream and the result hold the same intervals"
+    );
+    assert!(
+        kept.len() >= 5,
+        "warm-up and measure intervals: {}",
+        kept.len()
+    );
 }

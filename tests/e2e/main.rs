@@ -5,7 +5,11 @@
 mod agg;
 mod common;
 mod failures;
+mod hostile;
 mod loopback;
+mod measure;
 mod netns;
+mod sensors;
+mod soak;
 mod udp;
 mod udp_loss;

@@ -294,3 +294,151 @@ fn tcp_rr_counts_match_interface_packets() {
         "tcp_rr: A received {rx} packets for {trans} transactions (allowed {trans}..={upper})"
     );
 }
+
+/// One end's packet rates from thrum's own interface counters, checked
+/// against its transaction rate: within 2 %, as issue 4 asks.
+fn assert_packets_match(side: &Value, iface: &str, tps: f64, what: &str) {
+    assert_eq!(side["interface"], iface, "{what}: {side}");
+    for k in ["tx_packets_per_s", "rx_packets_per_s"] {
+        let pps = f(&side[k]);
+        let off = (pps - tps).abs() / tps;
+        eprintln!(
+            "{what}: {k} {pps:.1} vs {tps:.1} transactions/s ({:.3} %)",
+            100.0 * off
+        );
+        assert!(
+            off <= 0.02,
+            "{what}: {k} {pps} is {:.2} % off {tps}",
+            100.0 * off
+        );
+    }
+}
+
+/// 1-byte udp_rr over the veth moves one datagram each way per
+/// transaction, so thrum's packets/s (read from the kernel's counters over
+/// the window, on both ends) must agree with its transactions/s, and no
+/// coalescing warning may appear. The same run checks the CPU fields and
+/// the provenance of both ends.
+#[test]
+fn udp_rr_packet_rates_match_transactions_on_both_ends() {
+    let _serial = one_at_a_time();
+    let Some(link) = Link::new(4, Shaper::None) else {
+        return;
+    };
+    let server = link.server();
+    let doc = link.client(
+        &server,
+        "udp_rr",
+        &["-l", "2s", "--warmup", "500ms", "--rr-timeout", "2s"],
+    );
+    let s = &doc["summary"];
+    let tps = f(&s["transactions_per_s"]);
+    assert!(tps > 1000.0, "{tps}");
+    assert_eq!(s["interface"], VETH_A);
+    assert_eq!(
+        f(&s["tx_packets_per_s"]),
+        f(&s["local"]["tx_packets_per_s"])
+    );
+    assert_packets_match(&s["local"], VETH_A, tps, "client");
+    assert_packets_match(&s["remote"], VETH_B, tps, "server");
+    let warnings = s["warnings"].as_array().unwrap();
+    assert!(
+        !warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("packets/s on")),
+        "{warnings:?}"
+    );
+    for end in ["local", "remote"] {
+        crate::measure::assert_cpu_side(&s[end], end);
+        let p = &doc["provenance"][end];
+        let want = if end == "local" { VETH_A } else { VETH_B };
+        assert_eq!(p["interface"]["name"], want, "{end}: {p}");
+        assert_eq!(p["interface"]["driver"], "veth", "{end}: {p}");
+        assert_eq!(u(&p["interface"]["mtu"]), 1500, "{end}: {p}");
+    }
+}
+
+/// With 33 requests in flight and Nagle on, TCP packs several requests
+/// into one segment: packets/s falls below transactions/s and thrum must
+/// say so rather than let the figures pass as per-packet ones.
+#[test]
+fn burst_tcp_rr_warns_of_coalescing() {
+    let _serial = one_at_a_time();
+    let Some(link) = Link::new(5, Shaper::None) else {
+        return;
+    };
+    let server = link.server();
+    let doc = link.client(
+        &server,
+        "tcp_rr",
+        &["-b", "32", "-l", "1s", "--warmup", "300ms"],
+    );
+    let s = &doc["summary"];
+    let tps = f(&s["transactions_per_s"]);
+    let tx = f(&s["tx_packets_per_s"]);
+    eprintln!("tcp_rr -b 32: {tps:.0} transactions/s, {tx:.0} packets/s out");
+    assert!(
+        tx < 0.98 * tps,
+        "no coalescing seen: {tx} packets/s for {tps} transactions/s"
+    );
+    let warnings = s["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains(&format!("packets/s on {VETH_A}"))),
+        "{warnings:?}"
+    );
+}
+
+/// The data path cut mid-test: the veth between the namespaces is deleted
+/// while a stream runs, so no packet gets through any more and no socket
+/// sees an error (TCP would retransmit for minutes). The client must notice
+/// from the unanswered ticks, end with a clear error within 5 s of the cut
+/// and a non-zero exit, and have written every interval so far.
+#[test]
+fn data_path_cut_mid_test_ends_cleanly() {
+    let _serial = one_at_a_time();
+    let Some(link) = Link::new(9, Shaper::A) else {
+        return;
+    };
+    let server = link.server();
+    let dir = tempfile::tempdir().unwrap();
+    let (res, csv) = (dir.path().join("r.json"), dir.path().join("s.csv"));
+    let mut client = ns_client_cmd(
+        &link.a,
+        &server,
+        "tcp_stream",
+        &["-l", "20s", "--warmup", "0s", "-i", "200ms"],
+    )
+    .args(["-o", res.to_str().unwrap()])
+    .args(["--samples", csv.to_str().unwrap()])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    ip(&["-n", &link.a, "link", "del", VETH_A]);
+    let cut = Instant::now();
+    let status = loop {
+        if let Some(s) = client.try_wait().unwrap() {
+            break s;
+        }
+        if cut.elapsed() > Duration::from_secs(5) {
+            let _ = client.kill();
+            panic!("the client was still running 5 s after the link was cut");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut client.stderr.take().unwrap(), &mut stderr).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    let e = doc["summary"]["error"].as_str().unwrap();
+    assert!(e.contains("has not answered"), "{e}");
+    assert!(stderr.contains(e), "the error is on stderr too: {stderr}");
+    let n = doc["intervals"].as_array().unwrap().len();
+    assert!(n >= 5, "only {n} intervals kept");
+    let rows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
+    assert_eq!(rows, n, "one CSV row per interval for one flow");
+}

@@ -1,0 +1,102 @@
+//! The server's hardening flags: authentication, per-session limits, log format.
+//!
+//! Kept apart from `cli.rs` so that the flags of the server's security model
+//! read in one place; like the rest of `cli`, they are checked here and
+//! turned into the plain [`ServerConfig`] the server takes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+
+use crate::control::auth::Psk;
+use crate::control::limits::{
+    DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY,
+};
+use crate::control::log::LogFormat;
+use crate::control::server::ServerConfig;
+use crate::plan::limits;
+use crate::units::{parse_duration, parse_size};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormatArg {
+    /// One readable line per session.
+    Text,
+    /// One JSON object per line: unix_s, peer, test, outcome, error, duration_s.
+    Json,
+}
+
+fn max_flows(s: &str) -> Result<u32, String> {
+    let n: u32 = s.parse().map_err(|_| {
+        format!(
+            "'{s}' is not a number (accepted: 1..={})",
+            limits::MAX_FLOWS
+        )
+    })?;
+    if !(1..=limits::MAX_FLOWS).contains(&n) {
+        return Err(format!(
+            "{n} is out of range (accepted: 1..={})",
+            limits::MAX_FLOWS
+        ));
+    }
+    Ok(n)
+}
+
+fn max_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    let max = Duration::from_nanos(limits::MAX_DURATION_NS);
+    if d < Duration::from_secs(1) || d > max {
+        return Err(format!("{s} is out of range (accepted: 1s..=24h)"));
+    }
+    Ok(d)
+}
+
+fn memory(s: &str) -> Result<u64, String> {
+    let b = parse_size(s).map_err(|e| e.to_string())?.0;
+    if !(1 << 20..=1 << 40).contains(&b) {
+        return Err(format!("{s} is out of range (accepted: 1M..=1T)"));
+    }
+    Ok(b)
+}
+
+#[derive(Debug, Args)]
+pub struct HardeningArgs {
+    /// Require clients to prove this pre-shared key (HMAC-SHA256 challenge-response); the file holds 16..=4096 bytes.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+    /// Flows (and worker threads) one session may ask for (1..=100000).
+    #[arg(long, default_value_t = DEFAULT_MAX_FLOWS, value_parser = max_flows, value_name = "N")]
+    pub max_flows: u32,
+    /// Longest test a session may ask for, warm-up and cool-down included (1s..=24h).
+    #[arg(long, default_value = "1h", value_parser = max_duration, value_name = "DURATION")]
+    pub max_duration: Duration,
+    /// Buffer memory one session may make the server allocate (1M..=1T; K/M/G = 2^10..).
+    #[arg(long, default_value = "1G", value_parser = memory, value_name = "SIZE")]
+    pub max_session_memory: u64,
+    /// Format of the per-session log lines on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormatArg::Text, value_name = "FORMAT")]
+    pub log_format: LogFormatArg,
+}
+
+impl HardeningArgs {
+    /// Fill the server's configuration; reads the key file.
+    pub fn apply(&self, cfg: &mut ServerConfig) -> Result<()> {
+        cfg.limits.max_flows = self.max_flows;
+        cfg.limits.max_duration_ns = self.max_duration.as_nanos() as u64;
+        cfg.limits.max_session_memory_bytes = self.max_session_memory;
+        cfg.log_format = match self.log_format {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        };
+        cfg.psk = match &self.psk_file {
+            Some(p) => Some(Psk::from_file(p)?),
+            None => None,
+        };
+        Ok(())
+    }
+}
+
+// The defaults above are spelled twice (as strings for clap); keep them equal.
+const _: () = assert!(DEFAULT_MAX_DURATION_NS == 3600 * 1_000_000_000);
+const _: () = assert!(DEFAULT_MAX_SESSION_MEMORY == 1 << 30);

@@ -1,0 +1,202 @@
+//! What one server allows a session, and the check of a spec against it.
+//!
+//! The plan's own validation bounds every field to what thrum can run at
+//! all (`plan::limits`); these are the tighter bounds a server operator sets
+//! (`--max-flows`, `--max-duration`, `--max-session-memory`), stated in the
+//! server's hello so a client can see them, and checked again here because a
+//! client need not be thrum. A refused spec names the limit and its value.
+
+use crate::io::mmsg::BATCH;
+use crate::plan::{TestKind, TestPlan, limits};
+
+use super::proto::{MAX_FRAME, ServerLimits};
+
+/// Defaults of the server's flags.
+pub const DEFAULT_MAX_SESSIONS: u32 = 64;
+pub const DEFAULT_MAX_FLOWS: u32 = 1024;
+pub const DEFAULT_MAX_DURATION_NS: u64 = 3600 * 1_000_000_000;
+pub const DEFAULT_MAX_SESSION_MEMORY: u64 = 1 << 30;
+
+/// Bookkeeping per flow besides its buffers (the flow, its counters' cache
+/// line, its socket's entry in the driver): a generous round figure.
+const PER_FLOW_OVERHEAD: u64 = 4096;
+/// rr buffers are capped (workload::rr): at most this per direction.
+const RR_MAX_BUF: u64 = 256 << 10;
+/// A connection test worker's buffer is capped the same way (workload::crr).
+const CRR_MAX_BUF: u64 = 256 << 10;
+
+/// The limits a server enforces on each session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionLimits {
+    pub max_sessions: u32,
+    pub max_flows: u32,
+    /// Warm-up + measurement + cool-down, ns.
+    pub max_duration_ns: u64,
+    pub max_session_memory_bytes: u64,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_flows: DEFAULT_MAX_FLOWS,
+            max_duration_ns: DEFAULT_MAX_DURATION_NS,
+            max_session_memory_bytes: DEFAULT_MAX_SESSION_MEMORY,
+        }
+    }
+}
+
+impl SessionLimits {
+    /// As stated in the hello.
+    pub fn stated(&self) -> ServerLimits {
+        ServerLimits {
+            max_sessions: self.max_sessions,
+            max_flows: self.max_flows,
+            max_duration_ns: self.max_duration_ns,
+            max_frame_bytes: MAX_FRAME as u64,
+            max_io_bytes: limits::MAX_IO_BYTES,
+            max_socket_buffer_bytes: limits::MAX_BUFFER_BYTES,
+            max_session_memory_bytes: self.max_session_memory_bytes,
+        }
+    }
+
+    /// Refuse a (validated) spec over a limit, naming the limit.
+    pub fn check(&self, plan: &TestPlan) -> Result<(), String> {
+        if plan.flows > self.max_flows {
+            return Err(format!(
+                "--flows {} is over this server's limit of {} flows per session (--max-flows)",
+                plan.flows, self.max_flows
+            ));
+        }
+        if plan.threads > self.max_flows {
+            return Err(format!(
+                "--threads {} is over this server's limit of {} (--max-flows bounds threads too)",
+                plan.threads, self.max_flows
+            ));
+        }
+        let total = total_duration_ns(plan);
+        if total > self.max_duration_ns {
+            return Err(format!(
+                "the test lasts {} s (warm-up + duration + cool-down), over this server's limit of {} s (--max-duration)",
+                total as f64 / 1e9,
+                self.max_duration_ns as f64 / 1e9
+            ));
+        }
+        // The session's idle timeout is one interval plus slack: a long
+        // interval would let a client hold a silent session for as long.
+        if plan.interval_ns > self.max_duration_ns {
+            return Err(format!(
+                "--interval {} s is over this server's limit of {} s (--max-duration)",
+                plan.interval_ns as f64 / 1e9,
+                self.max_duration_ns as f64 / 1e9
+            ));
+        }
+        let mem = memory_estimate(plan);
+        if mem > self.max_session_memory_bytes {
+            return Err(format!(
+                "the test needs about {} MiB of buffers on the server, over its limit of {} MiB per session (--max-session-memory); use fewer flows or smaller sizes",
+                mem.div_ceil(1 << 20),
+                self.max_session_memory_bytes >> 20
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Warm-up + measure + cool-down. A count-limited run (-n) has no set
+/// length; it counts as its warm-up and cool-down only, and the server's
+/// idle timeout ends it if it stalls.
+pub fn total_duration_ns(plan: &TestPlan) -> u64 {
+    let measure = if plan.transactions.is_some() {
+        0
+    } else {
+        plan.duration_ns
+    };
+    plan.warmup_ns
+        .saturating_add(measure)
+        .saturating_add(plan.cooldown_ns)
+}
+
+/// The memory a session makes the server allocate for its flows, an upper
+/// bound: user-space buffers per flow (or per worker for connection tests),
+/// plus socket buffers the spec sets explicitly (the kernel doubles them).
+pub fn memory_estimate(plan: &TestPlan) -> u64 {
+    let in_flight = plan.burst as u64 + 1;
+    let per_flow = match plan.test {
+        TestKind::TcpStream => plan.recv_bytes,
+        TestKind::TcpMaerts => plan.send_bytes,
+        TestKind::TcpBidir => plan.send_bytes.saturating_add(plan.recv_bytes),
+        TestKind::TcpRr => {
+            let cap = |m: u64| m.saturating_mul(in_flight).clamp(4096, RR_MAX_BUF);
+            cap(plan.request_bytes) + cap(plan.response_bytes)
+        }
+        TestKind::TcpCrr | TestKind::TcpCc => 0,
+        TestKind::UdpStream => BATCH as u64 * plan.send_bytes,
+        TestKind::UdpRr => {
+            let batch = (BATCH as u64).min(in_flight);
+            batch * (plan.request_bytes + 1 + plan.response_bytes)
+        }
+    };
+    let per_worker = if plan.test.is_connect() {
+        plan.request_bytes
+            .max(plan.response_bytes)
+            .clamp(64, CRR_MAX_BUF)
+    } else {
+        0
+    };
+    // The server's side of the plan is `remote` (before for_server swaps it).
+    let sock = plan
+        .remote
+        .send_buffer_bytes
+        .unwrap_or(0)
+        .saturating_add(plan.remote.recv_buffer_bytes.unwrap_or(0))
+        .saturating_mul(2);
+    let flows = plan.flows as u64;
+    flows
+        .saturating_mul(
+            per_flow
+                .saturating_add(PER_FLOW_OVERHEAD)
+                .saturating_add(sock),
+        )
+        .saturating_add((plan.threads as u64).saturating_mul(per_worker))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_limit_is_named() {
+        let l = SessionLimits {
+            max_sessions: 4,
+            max_flows: 8,
+            max_duration_ns: 10_000_000_000,
+            max_session_memory_bytes: 64 << 20,
+        };
+        let mut p = TestPlan::new(TestKind::TcpStream);
+        p.warmup_ns = 0;
+        assert_eq!(l.check(&p), Ok(()));
+        p.flows = 9;
+        assert!(l.check(&p).unwrap_err().contains("--max-flows"));
+        p.flows = 8;
+        p.duration_ns = 10_000_000_001;
+        assert!(l.check(&p).unwrap_err().contains("--max-duration"));
+        p.duration_ns = 1_000_000_000;
+        p.interval_ns = 10_000_000_001;
+        assert!(l.check(&p).unwrap_err().contains("--interval"));
+        p.interval_ns = 1_000_000_000;
+        p.recv_bytes = 16 << 20;
+        assert!(l.check(&p).unwrap_err().contains("--max-session-memory"));
+        p.recv_bytes = 128 << 10;
+        p.remote.recv_buffer_bytes = Some(8 << 20);
+        assert!(l.check(&p).unwrap_err().contains("--max-session-memory"));
+    }
+
+    #[test]
+    fn defaults_admit_the_default_plans() {
+        let l = SessionLimits::default();
+        for t in TestKind::ALL {
+            assert_eq!(l.check(&TestPlan::new(t)), Ok(()), "{t}");
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! The ethtool ioctl (SIOCETHTOOL): driver, offloads, interrupt coalescing.
+//!
+//! The structs follow include/uapi/linux/ethtool.h; libc does not carry
+//! them. Every query goes through an AF_INET datagram socket, so it sees the
+//! interfaces of this process's network namespace. A driver that does not
+//! implement a query answers EOPNOTSUPP (or EINVAL, ENODEV): that is `None`,
+//! never an error, because most of these are optional for drivers (veth has
+//! no coalescing before Linux 6.x, `lo` has no driver info beyond its name).
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use serde::{Deserialize, Serialize};
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const SIOCGIFMTU: libc::c_ulong = 0x8921;
+
+const ETHTOOL_GDRVINFO: u32 = 0x03;
+const ETHTOOL_GCOALESCE: u32 = 0x0e;
+const ETHTOOL_GRXCSUM: u32 = 0x14;
+const ETHTOOL_GTXCSUM: u32 = 0x16;
+const ETHTOOL_GSG: u32 = 0x18;
+const ETHTOOL_GSTRINGS: u32 = 0x1b;
+const ETHTOOL_GTSO: u32 = 0x1e;
+const ETHTOOL_GGSO: u32 = 0x23;
+const ETHTOOL_GFLAGS: u32 = 0x25;
+const ETHTOOL_GGRO: u32 = 0x2b;
+const ETHTOOL_GSSET_INFO: u32 = 0x37;
+const ETHTOOL_GFEATURES: u32 = 0x3a;
+const ETH_FLAG_LRO: u32 = 1 << 15;
+const ETH_SS_FEATURES: u32 = 4;
+const ETH_GSTRING_LEN: usize = 32;
+/// More feature bits than any kernel defines (about 70 in 6.x); a guard
+/// against a nonsense count sizing our buffers.
+const MAX_FEATURES: u32 = 1024;
+
+/// struct ifreq: a name, then a 24-byte union (on 64-bit ABIs the largest
+/// member is struct ifmap; `ifr_data` is a pointer, `ifr_mtu` an int).
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IF_NAMESIZE],
+    data: IfReqData,
+}
+
+#[repr(C)]
+union IfReqData {
+    ptr: *mut libc::c_void,
+    int: libc::c_int,
+    _size: [u8; 24],
+}
+
+/// struct ethtool_drvinfo.
+#[repr(C)]
+struct DrvInfoRaw {
+    cmd: u32,
+    driver: [u8; 32],
+    version: [u8; 32],
+    fw_version: [u8; 32],
+    bus_info: [u8; 32],
+    erom_version: [u8; 32],
+    reserved2: [u8; 12],
+    n_priv_flags: u32,
+    n_stats: u32,
+    testinfo_len: u32,
+    eedump_len: u32,
+    regdump_len: u32,
+}
+
+/// struct ethtool_value.
+#[repr(C)]
+struct Value {
+    cmd: u32,
+    data: u32,
+}
+
+/// struct ethtool_sset_info with room for one set's count.
+#[repr(C)]
+struct SsetInfo {
+    cmd: u32,
+    reserved: u32,
+    sset_mask: u64,
+    data: [u32; 1],
+}
+
+/// Interrupt coalescing: struct ethtool_coalesce, field for field (without
+/// `cmd`). Times in µs, counts in frames; 0 usually means "not used".
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coalesce {
+    pub rx_usecs: u32,
+    pub rx_frames: u32,
+    pub rx_usecs_irq: u32,
+    pub rx_frames_irq: u32,
+    pub tx_usecs: u32,
+    pub tx_frames: u32,
+    pub tx_usecs_irq: u32,
+    pub tx_frames_irq: u32,
+    pub stats_block_usecs: u32,
+    pub adaptive_rx: u32,
+    pub adaptive_tx: u32,
+    pub pkt_rate_low: u32,
+    pub rx_usecs_low: u32,
+    pub rx_frames_low: u32,
+    pub tx_usecs_low: u32,
+    pub tx_frames_low: u32,
+    pub pkt_rate_high: u32,
+    pub rx_usecs_high: u32,
+    pub rx_frames_high: u32,
+    pub tx_usecs_high: u32,
+    pub tx_frames_high: u32,
+    pub rate_sample_interval: u32,
+}
+
+#[repr(C)]
+struct CoalesceRaw {
+    cmd: u32,
+    c: Coalesce,
+}
+
+/// Driver identity as `ethtool -i` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DrvInfo {
+    pub driver: Option<String>,
+    pub version: Option<String>,
+    pub firmware_version: Option<String>,
+    pub bus_info: Option<String>,
+}
+
+/// The offloads engineers ask about first, from the legacy get ioctls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offloads {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tso: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gso: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lro: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_checksum: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tx_checksum: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scatter_gather: Option<bool>,
+}
+
+fn c_str(b: &[u8]) -> Option<String> {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    let s = String::from_utf8_lossy(&b[..end]).trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+/// A socket to ask the kernel about one interface.
+pub struct Ethtool {
+    sock: OwnedFd,
+    name: [u8; libc::IF_NAMESIZE],
+}
+
+impl Ethtool {
+    /// `None` when `name` cannot be an interface name or no socket opens.
+    pub fn new(name: &str) -> Option<Ethtool> {
+        if !super::net::valid_if_name(name) {
+            return None;
+        }
+        let mut n = [0u8; libc::IF_NAMESIZE];
+        n[..name.len()].copy_from_slice(name.as_bytes());
+        // SAFETY: plain socket(2) call; the result is checked before use.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: fd is a socket we just opened and own alone.
+        let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+        Some(Ethtool { sock, name: n })
+    }
+
+    /// SIOCETHTOOL with `cmd` pointing at a struct that starts with the
+    /// ethtool command word. Returns whether the driver answered.
+    ///
+    /// # Safety
+    /// `cmd` must point to a live, writable ethtool struct of the layout the
+    /// command in its first word expects, including any trailing array the
+    /// kernel will fill.
+    unsafe fn ioctl<T>(&self, cmd: *mut T) -> bool {
+        let mut ifr = IfReq {
+            name: self.name,
+            data: IfReqData {
+                ptr: cmd.cast::<libc::c_void>(),
+            },
+        };
+        // SAFETY: ifr is a valid ifreq naming our interface; the caller
+        // guarantees what ifr_data points to.
+        unsafe { libc::ioctl(self.sock.as_raw_fd(), SIOCETHTOOL as _, &mut ifr) == 0 }
+    }
+
+    pub fn mtu(&self) -> Option<u32> {
+        let mut ifr = IfReq {
+            name: self.name,
+            data: IfReqData { _size: [0; 24] },
+        };
+        // SAFETY: SIOCGIFMTU reads the name and writes ifr_mtu in the union.
+        let ok = unsafe { libc::ioctl(self.sock.as_raw_fd(), SIOCGIFMTU as _, &mut ifr) == 0 };
+        // SAFETY: the union was zeroed whole, and after a successful
+        // SIOCGIFMTU its int member is the one the kernel set.
+        let mtu = unsafe { ifr.data.int };
+        ok.then_some(mtu as u32)
+    }
+
+    pub fn drvinfo(&self) -> Option<DrvInfo> {
+        // SAFETY: DrvInfoRaw is plain old data; all-zero is valid.
+        let mut d: DrvInfoRaw = unsafe { std::mem::zeroed() };
+        d.cmd = ETHTOOL_GDRVINFO;
+        // SAFETY: d is a struct ethtool_drvinfo, as GDRVINFO expects.
+        if !unsafe { self.ioctl(&mut d) } {
+            return None;
+        }
+        Some(DrvInfo {
+            driver: c_str(&d.driver),
+            version: c_str(&d.version),
+            firmware_version: c_str(&d.fw_version),
+            bus_info: c_str(&d.bus_info),
+        })
+    }
+
+    fn value(&self, cmd: u32) -> Option<u32> {
+        let mut v = Value { cmd, data: 0 };
+        // SAFETY: every legacy get command used here takes struct ethtool_value.
+        unsafe { self.ioctl(&mut v) }.then_some(v.data)
+    }
+
+    pub fn offloads(&self) -> Offloads {
+        let on = |cmd| self.value(cmd).map(|v| v != 0);
+        Offloads {
+            tso: on(ETHTOOL_GTSO),
+            gso: on(ETHTOOL_GGSO),
+            gro: on(ETHTOOL_GGRO),
+            lro: self.value(ETHTOOL_GFLAGS).map(|f| f & ETH_FLAG_LRO != 0),
+            rx_checksum: on(ETHTOOL_GRXCSUM),
+            tx_checksum: on(ETHTOOL_GTXCSUM),
+            scatter_gather: on(ETHTOOL_GSG),
+        }
+    }
+
+    pub fn coalesce(&self) -> Option<Coalesce> {
+        let mut c = CoalesceRaw {
+            cmd: ETHTOOL_GCOALESCE,
+            c: Coalesce::default(),
+        };
+        // SAFETY: c is a struct ethtool_coalesce, as GCOALESCE expects.
+        unsafe { self.ioctl(&mut c) }.then_some(c.c)
+    }
+
+    /// Every netdev feature by its kernel name (as `ethtool -k` lists them)
+    /// and whether it is active.
+    pub fn features(&self) -> Option<BTreeMap<String, bool>> {
+        let mut info = SsetInfo {
+            cmd: ETHTOOL_GSSET_INFO,
+            reserved: 0,
+            sset_mask: 1 << ETH_SS_FEATURES,
+            data: [0],
+        };
+        // SAFETY: info is a struct ethtool_sset_info with room for the one
+        // count that the one bit in sset_mask asks for.
+        if !unsafe { self.ioctl(&mut info) } || info.sset_mask & (1 << ETH_SS_FEATURES) == 0 {
+            return None;
+        }
+        let n = info.data[0];
+        if n == 0 || n > MAX_FEATURES {
+            return None;
+        }
+        let n = n as usize;
+        // struct ethtool_gstrings: cmd, string_set, len, then n × 32 bytes.
+        // Held as u32 words so that the header is aligned.
+        let mut strings = vec![0u32; 3 + n * ETH_GSTRING_LEN / 4];
+        strings[..3].copy_from_slice(&[ETHTOOL_GSTRINGS, ETH_SS_FEATURES, n as u32]);
+        // SAFETY: strings holds a gstrings header and room for n strings.
+        if !unsafe { self.ioctl(strings.as_mut_ptr()) } || strings[2] as usize != n {
+            return None;
+        }
+        // struct ethtool_gfeatures: cmd, size (blocks), then per block
+        // available, requested, active, never_changed.
+        let blocks = n.div_ceil(32);
+        let mut feats = vec![0u32; 2 + 4 * blocks];
+        feats[..2].copy_from_slice(&[ETHTOOL_GFEATURES, blocks as u32]);
+        // SAFETY: feats holds a gfeatures header and `blocks` blocks.
+        if !unsafe { self.ioctl(feats.as_mut_ptr()) } {
+            return None;
+        }
+        let bytes: Vec<u8> = strings[3..].iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let mut out = BTreeMap::new();
+        for (i, name) in bytes.chunks_exact(ETH_GSTRING_LEN).enumerate() {
+            let Some(name) = c_str(name) else { continue };
+            let active = feats[2 + 4 * (i / 32) + 2] & (1 << (i % 32)) != 0;
+            out.insert(name, active);
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_follow_the_kernel_header() {
+        assert_eq!(size_of::<IfReq>(), 40);
+        assert_eq!(size_of::<DrvInfoRaw>(), 196);
+        assert_eq!(size_of::<CoalesceRaw>(), 92);
+        assert_eq!(size_of::<SsetInfo>(), 24);
+        assert_eq!(size_of::<Value>(), 8);
+    }
+
+    #[test]
+    fn loopback_answers_what_it_has() {
+        let e = Ethtool::new("lo").unwrap();
+        assert_eq!(e.mtu(), Some(65536));
+        // lo implements ethtool_ops only partly; whatever it answers must
+        // not be garbage, and what it lacks is None.
+        let f = e.features().expect("every netdev has feature strings");
+        assert!(f.len() > 20, "{f:?}");
+        assert!(f.contains_key("tx-scatter-gather"), "{f:?}");
+        let _ = e.offloads();
+        let _ = e.coalesce();
+        assert!(Ethtool::new("no-such-if0").unwrap().mtu().is_none());
+        assert!(Ethtool::new("no-such-if0").unwrap().drvinfo().is_none());
+        assert!(Ethtool::new("../x").is_none());
+    }
+}

@@ -1,0 +1,134 @@
+//! Process resource usage (getrusage(RUSAGE_SELF)) and its window deltas.
+//!
+//! The same fields and JSON names as `control::proto::Rusage`, which
+//! already travels in the `final` message, so the protocol can take this type
+//! in its place without changing the wire. Process CPU time is the check on
+//! /proc/stat: on virtual machines tick-based accounting undercounts, while
+//! user + system of the process comes from precise scheduler accounting.
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+/// Resource usage of this process, or its change over a window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rusage {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// High-water mark of the resident set, KiB (Linux reports KiB).
+    pub max_rss_kb: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+}
+
+impl Rusage {
+    /// Usage of this whole process (every thread, live or joined) so far.
+    pub fn read() -> io::Result<Rusage> {
+        // SAFETY: rusage is plain old data, so all-zero is a valid value,
+        // and getrusage writes only into the struct we pass it.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; RUSAGE_SELF needs no other argument.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        Ok(Rusage {
+            user_s: tv(ru.ru_utime),
+            system_s: tv(ru.ru_stime),
+            max_rss_kb: ru.ru_maxrss.max(0) as u64,
+            voluntary_switches: ru.ru_nvcsw.max(0) as u64,
+            involuntary_switches: ru.ru_nivcsw.max(0) as u64,
+        })
+    }
+
+    /// [`Rusage::read`], or zeros when the kernel refuses (it cannot for
+    /// RUSAGE_SELF): the signature `control::proto::Rusage` has, so that
+    /// type can become a re-export of this one.
+    pub fn process() -> Rusage {
+        Rusage::read().unwrap_or_default()
+    }
+
+    /// The change from `earlier` to `self`. Max RSS is a high-water mark,
+    /// not a counter, so the window carries the later mark.
+    pub fn since(&self, earlier: &Rusage) -> Rusage {
+        Rusage {
+            user_s: (self.user_s - earlier.user_s).max(0.0),
+            system_s: (self.system_s - earlier.system_s).max(0.0),
+            max_rss_kb: self.max_rss_kb,
+            voluntary_switches: self
+                .voluntary_switches
+                .saturating_sub(earlier.voluntary_switches),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(earlier.involuntary_switches),
+        }
+    }
+
+    /// User plus system seconds: the CPU time to set against /proc/stat.
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.system_s
+    }
+
+    /// This process's CPU time over a window as a utilisation of `ncpus`
+    /// CPUs (0–100), comparable with `CpuUsage::overall.util_percent`.
+    pub fn util_percent(&self, ncpus: usize, elapsed_s: f64) -> f64 {
+        if ncpus == 0 || elapsed_s <= 0.0 {
+            return 0.0;
+        }
+        100.0 * self.cpu_s() / (ncpus as f64 * elapsed_s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_delta() {
+        let a = Rusage {
+            user_s: 1.5,
+            system_s: 0.5,
+            max_rss_kb: 100,
+            voluntary_switches: 10,
+            involuntary_switches: 3,
+        };
+        let b = Rusage {
+            user_s: 3.0,
+            system_s: 1.5,
+            max_rss_kb: 120,
+            voluntary_switches: 25,
+            involuntary_switches: 3,
+        };
+        let d = b.since(&a);
+        assert_eq!(d.user_s, 1.5);
+        assert_eq!(d.system_s, 1.0);
+        assert_eq!(d.max_rss_kb, 120);
+        assert_eq!(d.voluntary_switches, 15);
+        assert_eq!(d.involuntary_switches, 0);
+        assert_eq!(d.cpu_s(), 2.5);
+        // 2.5 CPU-s in 2.5 s on 2 CPUs: half the machine.
+        assert_eq!(d.util_percent(2, 2.5), 50.0);
+        assert_eq!(d.util_percent(0, 2.5), 0.0);
+        // Readings in the wrong order never go negative.
+        assert_eq!(a.since(&b).user_s, 0.0);
+        assert_eq!(a.since(&b).voluntary_switches, 0);
+    }
+
+    #[test]
+    fn wire_names_match_the_protocol() {
+        let r = Rusage::default();
+        let ours = serde_json::to_value(r).unwrap();
+        let wire = serde_json::to_value(crate::control::proto::Rusage::default()).unwrap();
+        assert_eq!(ours, wire);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let a = Rusage::read().unwrap();
+        crate::sensors::spin(std::time::Duration::from_millis(20));
+        let b = Rusage::read().unwrap();
+        assert!(b.max_rss_kb > 0);
+        assert!(b.cpu_s() >= a.cpu_s());
+        assert!(b.since(&a).cpu_s() > 0.0);
+    }
+}

@@ -1,0 +1,387 @@
+//! Measurement depth on loopback: repeated runs with a confidence interval,
+//! latency percentiles and histograms, per-interval latency, CPU fields.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use thrum::stats::latency::LatencyHistogram;
+
+use crate::common::*;
+
+/// Two-sided Student-t quantiles at 99 %, by degrees of freedom 1..=9
+/// (printed tables), the ground truth for the interval the client reports.
+const T99: [f64; 9] = [
+    63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250,
+];
+
+#[test]
+fn iterations_stop_on_the_confidence_rule_and_report_it() {
+    let _g = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    let out = run_client(
+        &[
+            "run",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "-l",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--iterations",
+            "3,10",
+            "--confidence",
+            "99,5",
+            "--json",
+        ],
+        Duration::from_secs(60),
+    );
+    let doc = json(&out);
+    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    assert_schema(&doc);
+    let its = doc["iterations"].as_array().unwrap();
+    let c = &doc["confidence"];
+    let n = its.len();
+    assert!((3..=10).contains(&n), "{n} iterations");
+    assert_eq!(u(&c["iterations_run"]) as usize, n);
+    assert_eq!(u(&c["level"]), 99);
+    assert_eq!(f(&c["width_percent_requested"]), 5.0);
+
+    // The interval, recomputed from the iterations with a printed t table.
+    let xs: Vec<f64> = its.iter().map(|i| f(&i["figure"])).collect();
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let width = 200.0 * T99[n - 2] * sd / (n as f64).sqrt() / mean;
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-3 * b.abs().max(1e-9);
+    assert!(close(f(&c["mean"]), mean), "{c}");
+    assert!(
+        close(f(&c["width_percent_achieved"]), width),
+        "{c} vs {width}"
+    );
+    // The summary's figure of merit is that mean.
+    assert!(close(f(&doc["summary"]["transactions_per_s"]), mean));
+
+    // The stopping rule: stopped early only when the width was met, and a
+    // miss is loud.
+    let achieved = c["achieved"].as_bool().unwrap();
+    assert_eq!(achieved, width <= 5.0, "{c}");
+    if !achieved {
+        assert_eq!(n, 10, "gave up before the maximum: {c}");
+        let w = doc["summary"]["warnings"][0].as_str().unwrap();
+        assert!(w.contains("CONFIDENCE NOT ACHIEVED"), "{w}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("CONFIDENCE NOT ACHIEVED"));
+    }
+    // Latency is merged over every iteration.
+    let total: u64 = doc["summary"]["latency_ns"]["count"].as_u64().unwrap();
+    assert!(
+        total > u(&doc["summary"]["transactions"]),
+        "merged over runs"
+    );
+}
+
+#[test]
+fn iterations_print_in_human_output() {
+    let server = ServerProc::start(&[]);
+    let out = run_client(
+        &[
+            "run",
+            "udp_rr",
+            "-H",
+            &server.addr,
+            "-l",
+            "200ms",
+            "--warmup",
+            "0s",
+            "--rr-timeout",
+            "2s",
+            "--iterations",
+            "2,2",
+        ],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("iterations\n"), "{text}");
+    assert!(
+        text.contains("over 2 iteration(s); 99 % interval"),
+        "{text}"
+    );
+}
+
+/// The percentiles asked for, the serialized histogram, per-interval
+/// latency in JSON and in the samples CSV, and the text histogram.
+#[test]
+fn percentiles_histograms_and_interval_latency() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "run",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "-F",
+            "2",
+            "-l",
+            "1s",
+            "--warmup",
+            "200ms",
+            "-i",
+            "250ms",
+            "--percentiles",
+            "99.99,50",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let a = args(&["--json", "--samples", csv.to_str().unwrap()]);
+    let out = run_client(
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        Duration::from_secs(30),
+    );
+    let doc = json(&out);
+    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    assert_schema(&doc);
+    let lat = &doc["summary"]["latency_ns"];
+    let ps = lat["percentiles"].as_array().unwrap();
+    assert_eq!(f(&ps[0]["percentile"]), 99.99);
+    assert_eq!(f(&ps[1]["percentile"]), 50.0);
+    assert_eq!(u(&ps[1]["ns"]), u(&lat["p50"]));
+    assert!(u(&ps[0]["ns"]) >= u(&lat["p99_9"]) && u(&ps[0]["ns"]) <= u(&lat["max"]));
+
+    // The serialized histogram is the window's: same count, same percentiles.
+    let h = LatencyHistogram::from_base64(doc["summary"]["histogram"].as_str().unwrap()).unwrap();
+    let s = h.summary().unwrap();
+    assert_eq!(s.count, u(&lat["count"]));
+    assert_eq!(
+        (s.p50, s.p99, s.max),
+        (u(&lat["p50"]), u(&lat["p99"]), u(&lat["max"]))
+    );
+
+    // Per-interval latency: measure intervals only, adding up to the window.
+    let mut sum = 0;
+    for iv in doc["intervals"].as_array().unwrap() {
+        let l = &iv["latency_ns"];
+        if iv["phase"] == "measure" {
+            let c = u(&l["count"]);
+            // Each interval's transactions, within the flows straddling its edges.
+            let t = u(&iv["sum"]["local"]["transactions"]);
+            assert!(
+                c.abs_diff(t) <= 2 * 2,
+                "interval latency {c} vs transactions {t}"
+            );
+            assert!(u(&l["p50"]) <= u(&l["p99"]) && u(&l["p99"]) <= u(&l["max"]));
+            sum += c;
+        } else {
+            assert!(l.is_null(), "no latency outside the window: {iv}");
+        }
+    }
+    assert!(
+        sum.abs_diff(u(&lat["count"])) <= 2,
+        "{sum} vs {}",
+        lat["count"]
+    );
+
+    // The samples CSV carries the interval's percentiles on each flow's row.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (cnt, p9999) = (col("latency_count"), col("latency_p99.99_ns"));
+    let mut rows = 0;
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), header.len(), "{line}");
+        if cells[1] == "measure" {
+            assert!(cells[cnt].parse::<u64>().unwrap() > 0, "{line}");
+            assert!(cells[p9999].parse::<u64>().is_ok(), "{line}");
+            rows += 1;
+        }
+    }
+    assert!(rows >= 8, "2 flows x 4 measure intervals: {text}");
+
+    // --histogram: the text rows hold every latency of the window once.
+    let a = args(&["--histogram"]);
+    let out = run_client(
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("latency histogram"))
+        .skip(1)
+        .take_while(|l| l.contains(" .. "))
+        .collect();
+    assert!(!rows.is_empty(), "{text}");
+    let counted: u64 = rows
+        .iter()
+        .map(|r| r.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap())
+        .sum();
+    let transactions: u64 = text
+        .split("transactions/s")
+        .nth(1)
+        .and_then(|t| t.split('(').nth(1))
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no transaction count in {text}"));
+    assert!(
+        counted.abs_diff(transactions) <= 2,
+        "{counted} vs {transactions}\n{text}"
+    );
+}
+
+#[test]
+fn measurement_flags_are_checked() {
+    assert_rejected(&[
+        (
+            &["run", "tcp_rr", "--percentiles", "0"],
+            &["--percentiles", "greater than 0 and at most 100"],
+        ),
+        (
+            &["run", "tcp_rr", "--percentiles", "50,101"],
+            &["--percentiles", "at most 100"],
+        ),
+        (
+            &["run", "tcp_rr", "--percentiles", "p99"],
+            &["--percentiles", "(0, 100]"],
+        ),
+        (
+            &["run", "tcp_rr", "--iterations", "0,3"],
+            &["--iterations", "1 <= MIN <= MAX <= 30"],
+        ),
+        (
+            &["run", "tcp_rr", "--iterations", "5,3"],
+            &["--iterations", "1 <= MIN <= MAX <= 30"],
+        ),
+        (
+            &["run", "tcp_rr", "--iterations", "3,31"],
+            &["--iterations", "<= 30"],
+        ),
+        (
+            &["run", "tcp_rr", "--confidence", "90"],
+            &["--confidence", "95 or 99"],
+        ),
+        (
+            &["run", "tcp_rr", "--confidence", "99,0"],
+            &["--confidence", "(0, 100]"],
+        ),
+    ]);
+}
+
+/// A document's CPU block for one end is present and in range.
+pub fn assert_cpu_side(side: &Value, what: &str) {
+    let util = f(&side["cpu_util_percent"]);
+    assert!((0.0..=100.0).contains(&util), "{what}: util {util}");
+    let cpu = &side["cpu"];
+    let n = u(&cpu["cpus"]);
+    assert!(n >= 1 && u(&side["cpus"]) == n, "{what}: {cpu}");
+    let per = cpu["per_cpu"].as_array().unwrap();
+    assert_eq!(per.len() as u64, n, "{what}: {cpu}");
+    for c in per {
+        for k in [
+            "util_percent",
+            "user_percent",
+            "system_percent",
+            "softirq_percent",
+            "steal_percent",
+        ] {
+            let p = f(&c[k]);
+            assert!((0.0..=100.0).contains(&p), "{what}: per-CPU {k} {p}");
+        }
+    }
+    let busiest = f(&cpu["busiest_cpu_percent"]);
+    assert!(
+        per.iter().all(|c| f(&c["util_percent"]) <= busiest),
+        "{what}: {cpu}"
+    );
+    // Both sources of service demand, and the headline naming its source.
+    let (p, r) = (
+        f(&side["service_demand_proc_stat"]),
+        f(&side["service_demand_rusage"]),
+    );
+    assert!(p > 0.0 && r > 0.0, "{what}: {p} {r}");
+    let head = side
+        .get("service_demand_us_per_tran")
+        .or(side.get("service_demand_us_per_kb"))
+        .map(f)
+        .unwrap_or_else(|| panic!("{what}: no headline service demand"));
+    match side["service_demand_source"].as_str() {
+        Some("proc_stat") => assert_eq!(head, p),
+        Some("rusage") => assert_eq!(head, r),
+        other => panic!("{what}: source {other:?}"),
+    }
+    let ru = &side["rusage_window"];
+    assert!(f(&ru["user_s"]) + f(&ru["system_s"]) > 0.0, "{what}: {ru}");
+}
+
+/// CPU and service demand on both ends against a separate server on
+/// loopback, in JSON, human (-c -C) and key=value output.
+#[test]
+fn cpu_and_service_demand_on_both_ends() {
+    let server = ServerProc::start(&[]);
+    let base = ["-H", &server.addr, "-l", "1s", "--warmup", "200ms"];
+    let run = |test: &str, extra: &[&str]| {
+        let mut a = vec!["run", test];
+        a.extend(base);
+        a.extend(extra);
+        run_client(&a, Duration::from_secs(30))
+    };
+    for test in ["tcp_rr", "tcp_stream"] {
+        let out = run(test, &["--json"]);
+        let doc = json(&out);
+        assert!(out.status.success(), "{}", doc["summary"]["error"]);
+        assert_schema(&doc);
+        let s = &doc["summary"];
+        assert_cpu_side(&s["local"], "local");
+        assert_cpu_side(&s["remote"], "remote");
+        let key = if test == "tcp_stream" {
+            "service_demand_us_per_kb"
+        } else {
+            "service_demand_us_per_tran"
+        };
+        assert!(s["local"].get(key).is_some(), "{test}: {key}");
+        assert_eq!(s["interface"], "lo");
+        assert!(u(&s["local"]["tcp_retransmits"]) < 1000);
+        for end in ["local", "remote"] {
+            let p = &doc["provenance"][end];
+            assert_eq!(p["interface"]["name"], "lo", "{p}");
+            assert!(p["sysctls"]["net.core.rmem_max"].as_u64().is_some(), "{p}");
+            assert!(!p["thrum_version"].as_str().unwrap().is_empty());
+        }
+    }
+    let out = run("tcp_rr", &["-c", "-C", "-v"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for needle in [
+        "CPU local",
+        "CPU remote",
+        "service demand",
+        "us/Tr",
+        "# local",
+        "# remote",
+        "interface lo",
+    ] {
+        assert!(
+            text.contains(needle),
+            "human output lacks {needle:?}:\n{text}"
+        );
+    }
+    let out = run("tcp_rr", &["--keyval"]);
+    let kv = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "LOCAL_CPU_UTIL=",
+        "REMOTE_CPU_UTIL=",
+        "LOCAL_SD=",
+        "REMOTE_SD=",
+        "SD_UNITS=us/Tr",
+    ] {
+        assert!(kv.contains(needle), "keyval lacks {needle}:\n{kv}");
+    }
+}
