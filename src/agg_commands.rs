@@ -121,6 +121,23 @@ pub fn write_dir(dir: &Path, r: &AggResult, individual: bool) -> Result<()> {
     Ok(())
 }
 
+/// A 50 ms tcp_rr to every load generator before the ramp, so that a
+/// server that is down or refuses us is named at once instead of failing
+/// every stream sent its way for the length of the ramp.
+fn preflight(targets: &[Target]) -> Result<()> {
+    for t in targets {
+        let mut plan = TestPlan::new(TestKind::TcpRr);
+        plan.warmup_ns = 0;
+        plan.duration_ns = 50_000_000;
+        plan.interval_ns = 50_000_000;
+        let r = client::run(t, &plan, &mut Quiet);
+        if let Some(e) = r.summary.error {
+            bail!("load generator {}: {e}", t.label);
+        }
+    }
+    Ok(())
+}
+
 /// `thrum agg`.
 pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     args.check()?;
@@ -156,6 +173,7 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
         interval: args.interval,
         trim: std::time::Duration::from_secs(1),
     };
+    preflight(&targets)?;
     let search = match args.burst {
         BurstChoice::Auto if tests.contains(&AggTest::Tps) => {
             if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
@@ -231,18 +249,23 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     let kind: TestKind = args.test.parse()?;
     let (bursts, flows) = (args.burst.0.clone(), args.flows.0.clone());
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let mut sizes = args.rr_size.clone();
+    sizes.dedup();
     let mut plans = Vec::new();
-    for &b in &bursts {
-        for &f in &flows {
-            let mut p = TestPlan::new(kind);
-            p.burst = b;
-            p.flows = f;
-            p.threads = f.clamp(1, ncpu);
-            p.duration_ns = args.duration.as_nanos() as u64;
-            (p.request_bytes, p.response_bytes) = args.rr_size;
-            p.validate()
-                .with_context(|| format!("sweep cell burst {b}, flows {f}"))?;
-            plans.push(p);
+    for &rr in &sizes {
+        for &b in &bursts {
+            for &f in &flows {
+                let mut p = TestPlan::new(kind);
+                p.burst = b;
+                p.flows = f;
+                p.threads = f.clamp(1, ncpu);
+                p.duration_ns = args.duration.as_nanos() as u64;
+                (p.request_bytes, p.response_bytes) = rr;
+                p.validate().with_context(|| {
+                    format!("sweep cell -r {},{} burst {b}, flows {f}", rr.0, rr.1)
+                })?;
+                plans.push(p);
+            }
         }
     }
     let (target, _server) = match &args.host {
@@ -274,6 +297,8 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         let r = client::run(&target, p, &mut Quiet);
         let s = &r.summary;
         cells.push(Cell {
+            request_bytes: p.request_bytes,
+            response_bytes: p.response_bytes,
             burst: p.burst,
             flows: p.flows,
             transactions_per_s: s.transactions_per_s,
@@ -291,6 +316,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         schema: "thrum.sweep.v1".into(),
         test: kind.name().into(),
         server: target.label.clone(),
+        rr_sizes: sizes,
         bursts,
         flows,
         cells,

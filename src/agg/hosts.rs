@@ -3,8 +3,8 @@
 //! A hosts file is either one host per line (`#` starts a comment) or
 //! netperf's `remote_hosts` shell fragment (`REMOTE_HOSTS[0]=lg1`,
 //! `NUM_REMOTE_HOSTS=2`), which is read as data and never executed: only
-//! those two assignments are understood, and anything else in such a file is
-//! ignored.
+//! those two assignments are understood (also in lower case, and older
+//! scripts' `num_cli`), and anything else in such a file is ignored.
 
 use thiserror::Error;
 
@@ -47,7 +47,10 @@ pub fn parse_file(text: &str) -> Result<Vec<String>, HostsError> {
         .map(|(i, l)| (i + 1, l.split('#').next().unwrap_or("").trim()))
         .filter(|(_, l)| !l.is_empty())
         .collect();
-    let netperf_form = lines.iter().any(|(_, l)| l.starts_with("REMOTE_HOSTS["));
+    // Older netperf scripts spell it remote_hosts[i]; both are read.
+    let netperf_form = lines
+        .iter()
+        .any(|(_, l)| l.to_ascii_uppercase().starts_with("REMOTE_HOSTS["));
     let hosts = if netperf_form {
         let mut indexed: Vec<(usize, String)> = Vec::new();
         let mut count = None;
@@ -55,7 +58,7 @@ pub fn parse_file(text: &str) -> Result<Vec<String>, HostsError> {
             let Some((k, v)) = l.split_once('=') else {
                 continue;
             };
-            let k = k.trim();
+            let k = k.trim().to_ascii_uppercase();
             if let Some(idx) = k
                 .strip_prefix("REMOTE_HOSTS[")
                 .and_then(|x| x.strip_suffix(']'))
@@ -73,7 +76,7 @@ pub fn parse_file(text: &str) -> Result<Vec<String>, HostsError> {
                 }
                 indexed.retain(|(j, _)| *j != i);
                 indexed.push((i, h.to_string()));
-            } else if k == "NUM_REMOTE_HOSTS" {
+            } else if k == "NUM_REMOTE_HOSTS" || k == "NUM_CLI" {
                 count = Some(unquote(v).parse::<usize>().map_err(|_| HostsError::File {
                     line: n,
                     msg: format!("NUM_REMOTE_HOSTS '{}' is not a count", unquote(v)),
@@ -120,6 +123,10 @@ mod tests {
         let f = "# netperf\nREMOTE_HOSTS[1]=lg2\nREMOTE_HOSTS[0]=\"lg1\"\nREMOTE_HOSTS[2]=lg3\nNUM_REMOTE_HOSTS=2\necho $(rm -rf /)\n";
         assert_eq!(parse_file(f).unwrap(), vec!["lg1", "lg2"]);
         assert!(parse_file("REMOTE_HOSTS[x]=a\n").is_err());
+        assert_eq!(
+            parse_file("remote_hosts[0]=10.0.0.1\nremote_hosts[1]=10.0.0.2\nnum_cli=2\n").unwrap(),
+            vec!["10.0.0.1", "10.0.0.2"]
+        );
     }
 
     #[test]

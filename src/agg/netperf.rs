@@ -306,4 +306,34 @@ mod tests {
             Err(NetperfError::NoRamp(_))
         ));
     }
+
+    proptest::proptest! {
+        /// Whatever the form, every interim line is read back as written.
+        #[test]
+        fn every_form_reads_back(
+            rows in proptest::collection::vec((0.0f64..1e7, 0.001f64..10.0, 1e9f64..2e9, 0u8..3), 1..20)
+        ) {
+            let mut text = String::from("MIGRATED TCP REQUEST/RESPONSE TEST\n");
+            for (v, iv, e, form) in &rows {
+                text.push_str(&match form {
+                    0 => format!("Interim result: {v:.2} Trans/s over {iv:.3} seconds ending at {e:.3}\n"),
+                    1 => format!("{v:.2},Trans/s,{iv:.3},{e:.3}\n"),
+                    _ => format!(
+                        "NETPERF_INTERIM_RESULT[0]={v:.2}\nNETPERF_UNITS[0]=Trans/s\nNETPERF_INTERVAL[0]={iv:.3}\nNETPERF_ENDING[0]={e:.3}\n"
+                    ),
+                });
+            }
+            let (got, unit) = parse_out(&text);
+            proptest::prop_assert_eq!(unit.as_deref(), Some("Trans/s"));
+            let want: Vec<(String, String, String)> = rows
+                .iter()
+                .map(|(v, iv, e, _)| (format!("{v:.2}"), format!("{iv:.3}"), format!("{e:.3}")))
+                .collect();
+            let read: Vec<(String, String, String)> = got
+                .iter()
+                .map(|s| (format!("{:.2}", s.value), format!("{:.3}", s.interval_s), format!("{:.3}", s.end)))
+                .collect();
+            proptest::prop_assert_eq!(read, want);
+        }
+    }
 }

@@ -19,6 +19,8 @@ pub const PACKET_TOLERANCE: f64 = 0.05;
 /// One cell of the matrix.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
+    pub request_bytes: u64,
+    pub response_bytes: u64,
     pub burst: u32,
     pub flows: u32,
     pub transactions_per_s: Option<f64>,
@@ -61,14 +63,18 @@ pub struct Sweep {
     pub schema: String,
     pub test: String,
     pub server: String,
+    /// (request, response) bytes: one matrix each.
+    pub rr_sizes: Vec<(u64, u64)>,
     pub bursts: Vec<u32>,
     pub flows: Vec<u32>,
     pub cells: Vec<Cell>,
 }
 
 impl Sweep {
-    fn cell(&self, b: u32, f: u32) -> Option<&Cell> {
-        self.cells.iter().find(|c| c.burst == b && c.flows == f)
+    fn cell(&self, rr: (u64, u64), b: u32, f: u32) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| (c.request_bytes, c.response_bytes) == rr && c.burst == b && c.flows == f)
     }
 
     fn show(c: Option<&Cell>) -> String {
@@ -84,41 +90,46 @@ impl Sweep {
         }
     }
 
-    /// The matrix as a text table.
+    /// The matrices as text tables, one per request/response size.
     pub fn table(&self) -> String {
-        let mut s = format!(
-            "{} to {}: rows burst, columns flows, transactions/s\n",
-            self.test, self.server
-        );
-        s.push_str(&format!("{:>8}", "burst"));
-        for f in &self.flows {
-            s.push_str(&format!(" {:>12}", format!("{f} flows")));
-        }
-        s.push('\n');
-        for b in &self.bursts {
-            s.push_str(&format!("{b:>8}"));
+        let mut s = String::new();
+        for &rr in &self.rr_sizes {
+            s.push_str(&format!(
+                "{} to {}, request {} B, response {} B: rows burst, columns flows, transactions/s\n",
+                self.test, self.server, rr.0, rr.1
+            ));
+            s.push_str(&format!("{:>8}", "burst"));
             for f in &self.flows {
-                s.push_str(&format!(" {:>12}", Self::show(self.cell(*b, *f))));
+                s.push_str(&format!(" {:>12}", format!("{f} flows")));
             }
             s.push('\n');
+            for b in &self.bursts {
+                s.push_str(&format!("{b:>8}"));
+                for f in &self.flows {
+                    s.push_str(&format!(" {:>12}", Self::show(self.cell(rr, *b, *f))));
+                }
+                s.push('\n');
+            }
         }
         s
     }
 
-    /// The matrix as CSV: a header of flows, one row per burst.
+    /// The matrices as CSV: a header of flows, one row per size and burst.
     pub fn csv(&self) -> String {
-        let mut s = String::from("burst");
+        let mut s = String::from("request_bytes,response_bytes,burst");
         for f in &self.flows {
             s.push_str(&format!(",flows_{f}"));
         }
         s.push('\n');
-        for b in &self.bursts {
-            s.push_str(&b.to_string());
-            for f in &self.flows {
-                s.push(',');
-                s.push_str(&Self::show(self.cell(*b, *f)));
+        for &rr in &self.rr_sizes {
+            for b in &self.bursts {
+                s.push_str(&format!("{},{},{b}", rr.0, rr.1));
+                for f in &self.flows {
+                    s.push(',');
+                    s.push_str(&Self::show(self.cell(rr, *b, *f)));
+                }
+                s.push('\n');
             }
-            s.push('\n');
         }
         s
     }
@@ -178,6 +189,8 @@ mod tests {
     #[test]
     fn matrix_text_and_csv() {
         let cell = |burst, flows, t: Option<f64>, valid| Cell {
+            request_bytes: 1,
+            response_bytes: 1,
             burst,
             flows,
             transactions_per_s: t,
@@ -191,6 +204,7 @@ mod tests {
             schema: "thrum.sweep.v1".into(),
             test: "tcp_rr".into(),
             server: "lg".into(),
+            rr_sizes: vec![(1, 1)],
             bursts: vec![0, 4],
             flows: vec![1, 2],
             cells: vec![
@@ -200,7 +214,10 @@ mod tests {
                 cell(4, 2, Some(9000.0), true),
             ],
         };
-        assert_eq!(s.csv(), "burst,flows_1,flows_2\n0,1000,2000\n4,n/a,9000\n");
+        assert_eq!(
+            s.csv(),
+            "request_bytes,response_bytes,burst,flows_1,flows_2\n1,1,0,1000,2000\n1,1,4,n/a,9000\n"
+        );
         assert!(s.table().contains("       4          n/a         9000"));
     }
 }

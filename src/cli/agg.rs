@@ -61,7 +61,8 @@ pub fn target_for(host: &str) -> Result<Target> {
 }
 
 const MIN_STEP: Duration = Duration::from_secs(3);
-const MAX_STEP: Duration = Duration::from_secs(24 * 3600);
+// At most 11 steps (1024 streams): a stream of the first step runs 11 h, within a plan's 24 h.
+const MAX_STEP: Duration = Duration::from_secs(3600);
 const MAX_STREAMS: u32 = 1024;
 
 #[derive(Debug, Args)]
@@ -154,7 +155,7 @@ impl AggArgs {
     pub fn check(&self) -> Result<()> {
         if self.step < MIN_STEP || self.step > MAX_STEP {
             bail!(
-                "--step {:?} is out of range (accepted: 3s..=24h: a step loses 1 s at each end)",
+                "--step {:?} is out of range (accepted: 3s..=1h; a step loses 1 s at each end)",
                 self.step
             );
         }
@@ -204,9 +205,9 @@ pub struct SweepArgs {
     /// Flows, the matrix's columns (each flow on its own worker thread, up to this host's CPUs).
     #[arg(long, default_value = "1", value_parser = u32_list, value_name = "LIST")]
     pub flows: U32List,
-    /// Request and response sizes, REQ[,RESP].
-    #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]")]
-    pub rr_size: (u64, u64),
+    /// Request and response sizes, REQ[,RESP]; repeat the flag for one matrix per size.
+    #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]", action = clap::ArgAction::Append)]
+    pub rr_size: Vec<(u64, u64)>,
     /// Measurement window of each cell.
     #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
     pub duration: Duration,

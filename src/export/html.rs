@@ -78,6 +78,16 @@ fn test_section(o: &mut String, t: &TestAgg, svg: &str) {
         );
     }
     o.push_str("</tbody></table>\n");
+    if let Some(bs) = &t.burst_search {
+        o.push_str("<p>Burst search (transactions/s of one flow): ");
+        let tried: Vec<String> = bs
+            .tried
+            .iter()
+            .map(|(b, v)| format!("{b}: {v:.0}"))
+            .collect();
+        let _ = writeln!(o, "{}; chose {}.</p>", tried.join(", "), bs.burst);
+    }
+    // Failed streams are among the warnings (agg::run puts them there).
     if !t.warnings.is_empty() {
         o.push_str("<ul class=\"warnings\">");
         for w in &t.warnings {

@@ -115,6 +115,9 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("Average of peak interval is "), "{text}");
+    // The progress bar stays off when stderr is not a terminal.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("step 1/3") && !err.contains('\r'), "{err}");
     assert!(
         text.contains("Average of interval 2 (4 streams) is "),
         "{text}"
@@ -141,13 +144,30 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
             vec![s1.addr.as_str(), s2.addr.as_str(), &s1.addr, &s2.addr]
         );
         let csv = std::fs::read_to_string(out_dir.join(format!("{name}_streams.csv"))).unwrap();
-        for s in steps {
+        let started = |k: usize| f(&t["streams"][k]["started"]);
+        for (i, s) in steps.iter().enumerate() {
             assert_eq!(s["complete"], true, "{name}: {s}");
             let (a, b) = (f(&s["start"]), f(&s["end"]));
-            // The window: 1 s after the step's last stream started, 1 s before the next step.
+            // The window: 1 s after the step's last stream started (streams
+            // 0, 1, then 2 and 3), to 1 s before the next step (3 s steps).
+            let last_start = match i {
+                0 => started(0),
+                1 => started(1),
+                _ => started(2).max(started(3)),
+            };
             assert!(
-                b - a > 0.5 && b - a <= 1.0 + 1e-6,
+                (a - (last_start + 1.0)).abs() < 1e-6,
                 "{name}: window {a}..{b}"
+            );
+            assert!(
+                (b - (f(&s["started"]) + 2.0)).abs() < 1e-6,
+                "{name}: window {a}..{b}"
+            );
+            assert!(b > a, "{name}: window {a}..{b}");
+            let since_first = f(&s["started"]) - f(&steps[0]["started"]);
+            assert!(
+                (since_first - 3.0 * i as f64).abs() < 1e-6,
+                "{name}: steps 3 s apart"
             );
             let avg = f(&s["average"]);
             let by_hand = csv_window_average(&csv, a, b);
@@ -176,6 +196,7 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 2, "both charts inlined");
     assert_eq!(html.matches("<table>").count(), 2, "both tables");
+    assert!(html.contains("Burst search"), "tps shows its burst search");
     // `thrum report` re-analyses the saved results to the same figures.
     let again = run_client(
         &["report", out_dir.join("results.json").to_str().unwrap()],
@@ -347,7 +368,7 @@ fn find_burst_and_sweep_on_loopback() {
             "-H",
             &s.addr,
             "--burst",
-            "0,2",
+            "0,8",
             "--flows",
             "1,2",
             "-l",
@@ -364,13 +385,25 @@ fn find_burst_and_sweep_on_loopback() {
     assert!(text.contains("rows burst, columns flows"), "{text}");
     let csv = std::fs::read_to_string(csv).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
-    assert_eq!(rows[0], "burst,flows_1,flows_2");
+    assert_eq!(
+        rows[0],
+        "request_bytes,response_bytes,burst,flows_1,flows_2"
+    );
     assert_eq!(rows.len(), 3);
-    assert!(rows[2].starts_with("2,"));
+    // 1-byte tcp_rr with 9 in flight: TCP coalesces requests into segments,
+    // so the interface's packets are far fewer than transactions: n/a.
+    assert_eq!(rows[2], "1,1,8,n/a,n/a", "{text}");
     let doc = read_json(&json);
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 4);
     assert!(cells.iter().all(|c| f(&c["transactions_per_s"]) > 0.0));
+    for c in cells.iter().filter(|c| u(&c["burst"]) == 8) {
+        assert!(
+            f(&c["tx_packets_per_s"]) < 0.5 * f(&c["transactions_per_s"]),
+            "{c}"
+        );
+        assert_eq!(c["valid"], false);
+    }
 }
 
 #[test]
@@ -382,7 +415,7 @@ fn agg_commands_reject_bad_input() {
     assert_rejected(&[
         (
             &["agg", "--hosts", "127.0.0.1", "--step", "1s"],
-            &["--step", "3s..=24h"],
+            &["--step", "3s..=1h"],
         ),
         (
             &["agg", "--hosts", "127.0.0.1", "--tests", "pps"],
@@ -402,6 +435,11 @@ fn agg_commands_reject_bad_input() {
             &["--hosts-file line 1", "REMOTE_HOSTS[0..]"],
         ),
         (&["agg"], &["--hosts"]),
+        // A load generator that is not there is named before the ramp starts.
+        (
+            &["agg", "--hosts", "127.0.0.1:1", "--step", "3s"],
+            &["load generator 127.0.0.1:1", "cannot reach"],
+        ),
         (
             &["sweep", "tcp_rr", "--flows", "1,x"],
             &["--flows", "list of whole numbers"],

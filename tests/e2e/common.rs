@@ -286,8 +286,9 @@ pub fn assert_schema_named(doc: &Value, name: &str) {
 pub const SETUP_LIMIT: Duration = Duration::from_secs(10);
 
 /// Held for the whole of each shaped-link test (modules `netns` and
-/// `udp_loss`) and of the CPU-heavy `hostile` and `soak` tests, so they run
-/// one at a time. On two vCPUs the 1-byte tcp_rr
+/// `udp_loss`), of the CPU-heavy `hostile` and `soak` tests and of the
+/// `agg` ramps (whose streams flood every CPU), so they run one at a time.
+/// On two vCPUs the 1-byte tcp_rr
 /// test keeps both CPUs busy, and that delays tbf's dequeue timer: once the
 /// bucket is full (64 KB is 2.6 ms at 200 Mbit/s), late tokens are lost, and
 /// a concurrent bulk test read 0.92 of the rate instead of the 0.955 it reads
