@@ -288,7 +288,7 @@ tool_cmds() {
 	case "$tool" in
 	thrum | thrum_uring)
 		PORTS=($P_THRUM)
-		SRV=("$THRUM" server --port "$P_THRUM" --listen 127.0.0.1)
+		SRV=("$THRUM" server --port "$P_THRUM" --listen 127.0.0.1 --max-flows 10000)
 		# --warmup 0s: the peers measure from their first transaction, and
 		# the CPU figures assume no traffic outside the -l window.
 		local common=(-H "127.0.0.1:$P_THRUM" -l "${d}s" --warmup 0s)

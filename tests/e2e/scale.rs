@@ -18,7 +18,8 @@ fn ten_thousand_tcp_rr_flows_each_complete_their_share() {
     // Both CPUs flat out while it runs: not beside the tests that assume
     // the CPUs keep up.
     let _solo = one_at_a_time();
-    let server = ServerProc::start(&[]);
+    // A server takes 1024 flows per session unless told otherwise.
+    let server = ServerProc::start(&["--max-flows", "10000"]);
     let n = (FLOWS as u64 * PER_FLOW).to_string();
     let flows = FLOWS.to_string();
     let out = run_client(
@@ -46,9 +47,15 @@ fn ten_thousand_tcp_rr_flows_each_complete_their_share() {
         s["error"]
     );
     assert_schema(&doc);
-    assert_eq!(
-        s["warnings"].as_array().map(Vec::len),
-        Some(0),
+    // No warning from the session itself (file limits, the server, missing
+    // samples, undrained workers); warnings about the machine (busy CPUs,
+    // packets on lo) are expected with both CPUs flat out.
+    let session = ["limit", "server", "refused", "samples", "drained"];
+    assert!(
+        s["warnings"].as_array().is_some_and(|w| !w.iter().any(|w| {
+            let w = w.as_str().unwrap_or("");
+            session.iter().any(|k| w.contains(k))
+        })),
         "{}",
         s["warnings"]
     );
