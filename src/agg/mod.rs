@@ -7,10 +7,12 @@
 //! generator lists), `kinds` (which thrum plan each aggregate test runs),
 //! `model` (results.json and the analysis every source shares), `netperf`
 //! (netperf's demo-mode files), `run` (the ramp against live servers),
-//! `sweep` (the burst × flows matrix) and `progress` (the terminal bar).
+//! `sweep` (the burst × flows matrix), `cpu` (the system under test's CPU
+//! per step) and `progress` (the terminal bar).
 //! docs/agg.md explains the choices.
 
 pub mod burst;
+pub mod cpu;
 pub mod hosts;
 pub mod kinds;
 pub mod model;

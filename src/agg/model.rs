@@ -86,9 +86,16 @@ pub struct Step {
     pub minimum: Option<f64>,
     pub maximum: Option<f64>,
     pub complete: bool,
-    /// CPU utilisation (%) and service demand over the window: not measured yet, always null.
+    /// CPU utilisation (%, 0–100 of all CPUs) of the host running `thrum
+    /// agg` over the window, from /proc/stat; null for `thrum report` input
+    /// and when the window held fewer than two readings.
     pub cpu_util_percent: Option<f64>,
+    /// µs of CPU per transaction (Trans/s tests) or per KB (Mbit/s tests)
+    /// at the step's average, from `service_demand_source`.
     pub service_demand: Option<f64>,
+    /// `rusage` (this process's CPU time; on a virtual machine) or `proc_stat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_demand_source: Option<String>,
 }
 
 /// One stream: one flow on its own worker thread against one server.
@@ -174,6 +181,7 @@ pub fn analyse(
                 complete: stats.is_some(),
                 cpu_util_percent: None,
                 service_demand: None,
+                service_demand_source: None,
             }
         })
         .collect();

@@ -106,6 +106,7 @@ pub fn run_ramp(
     let ramp_end = t0 + cfg.step * n as u32;
     let (tx, rx) = mpsc::channel::<Update>();
     let mut handles = Vec::new();
+    let sampler = super::cpu::Sampler::start().ok();
     progress.begin(test.name(), test.unit(), n);
     for (i, st) in plan.iter().enumerate() {
         let at = t0 + cfg.step * i as u32;
@@ -140,6 +141,7 @@ pub fn run_ramp(
     drop(tx);
     pump(&rx, progress, ramp_end + Duration::from_secs(3600));
     progress.end();
+    let readings = sampler.map(|s| s.finish()).unwrap_or_default();
     let streams: Vec<StreamSeries> = handles
         .into_iter()
         .map(|(k, h)| match h.join() {
@@ -163,6 +165,25 @@ pub fn run_ramp(
         streams,
         Coverage::Required { slack_s: 0.05 },
     );
+    let hypervisor = crate::control::window::on_hypervisor();
+    for step in &mut t.steps {
+        if let Some(c) = super::cpu::step_cpu(
+            &readings,
+            (step.start, step.end),
+            step.average,
+            test.unit(),
+            hypervisor,
+        ) {
+            step.cpu_util_percent = Some(c.util_percent);
+            step.service_demand = c.service_demand;
+            step.service_demand_source = Some(c.source.to_string());
+        }
+    }
+    if readings.is_empty() {
+        t.warnings.push(
+            "no CPU readings (/proc/stat or getrusage unavailable): per-step CPU is null".into(),
+        );
+    }
     for s in &t.streams {
         if let Some(e) = &s.error {
             t.warnings

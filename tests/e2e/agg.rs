@@ -177,6 +177,18 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
                 "{name}: step average {avg} but the streams' samples give {by_hand}"
             );
             assert!(f(&s["minimum"]) <= avg + 1e-6 && avg <= f(&s["maximum"]) + 1e-6);
+            // The system under test's CPU over the window: in range, and a
+            // service demand from the named source.
+            let util = f(&s["cpu_util_percent"]);
+            assert!(util > 0.0 && util <= 100.0, "{name}: {s}");
+            assert!(f(&s["service_demand"]) > 0.0, "{name}: {s}");
+            assert!(
+                matches!(
+                    s["service_demand_source"].as_str(),
+                    Some("rusage" | "proc_stat")
+                ),
+                "{name}: {s}"
+            );
         }
         let peak = u(&t["peak_step"]) as usize;
         let best = steps.iter().map(|s| f(&s["average"])).fold(0.0, f64::max);
