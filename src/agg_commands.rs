@@ -144,7 +144,10 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     let hosts = args.host_list()?;
     let tests = args.test_list()?;
     let max_streams = args.max_streams(hosts.len())?;
-    let targets: Vec<Target> = hosts.iter().map(|h| target_for(h)).collect::<Result<_>>()?;
+    let targets: Vec<Target> = hosts
+        .iter()
+        .map(|h| target_for(h, args.psk_file.as_deref()))
+        .collect::<Result<_>>()?;
     let out = args.output.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!("thrum-agg-{}", date_stamp(run::unix_now() as u64)))
     });
@@ -224,7 +227,7 @@ pub fn find_burst(args: &FindBurstArgs) -> Result<ExitCode> {
             args.probe
         );
     }
-    let target = target_for(&args.host)?;
+    let target = target_for(&args.host, args.psk_file.as_deref())?;
     let s = run::find_burst(&target, args.probe, BURST_MIN_GAIN)?;
     if args.json {
         print(&format!("{}\n", serde_json::to_string_pretty(&s)?))?;
@@ -269,7 +272,10 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         }
     }
     let (target, _server) = match &args.host {
-        Some(h) => (target_for(h)?, None),
+        Some(h) => (target_for(h, args.psk_file.as_deref())?, None),
+        None if args.psk_file.is_some() => {
+            bail!("--psk-file needs -H: the embedded server asks for no key")
+        }
         None => {
             let s = EmbeddedServer::start().context("starting the embedded server")?;
             let t = Target {
@@ -296,6 +302,12 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         }
         let r = client::run(&target, p, &mut Quiet);
         let s = &r.summary;
+        if let Some(e) = &s.error {
+            if terminal {
+                eprintln!();
+            }
+            eprintln!("cell burst {}, flows {}: {e}", p.burst, p.flows);
+        }
         cells.push(Cell {
             request_bytes: p.request_bytes,
             response_bytes: p.response_bytes,

@@ -48,15 +48,18 @@ fn u32_list(s: &str) -> Result<U32List, String> {
     }
 }
 
-/// A resolved load generator.
-pub fn target_for(host: &str) -> Result<Target> {
+/// A resolved load generator, proving the key in `psk_file` when given.
+pub fn target_for(host: &str, psk_file: Option<&std::path::Path>) -> Result<Target> {
+    let psk = match psk_file {
+        Some(p) => Some(crate::control::auth::Psk::from_file(p)?),
+        None => None,
+    };
     Ok(Target {
         addr: resolve(host, false, false).with_context(|| format!("load generator '{host}'"))?,
         label: host.to_string(),
         bind: None,
         embedded: false,
-        // agg, find-burst and sweep do not take --psk-file yet.
-        psk: None,
+        psk,
     })
 }
 
@@ -67,6 +70,9 @@ const MAX_STREAMS: u32 = 1024;
 
 #[derive(Debug, Args)]
 pub struct AggArgs {
+    /// Prove this pre-shared key to the server(s) (HMAC-SHA256 challenge-response), as `thrum run --psk-file`.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
     /// Load generators running `thrum server`: HOST[:PORT],HOST[:PORT],...
     #[arg(
         long,
@@ -180,6 +186,9 @@ impl AggArgs {
 
 #[derive(Debug, Args)]
 pub struct FindBurstArgs {
+    /// Prove this pre-shared key to the server(s) (HMAC-SHA256 challenge-response), as `thrum run --psk-file`.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
     /// Server to probe (1-byte udp_rr, one flow).
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
     pub host: String,
@@ -193,6 +202,9 @@ pub struct FindBurstArgs {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
+    /// Prove this pre-shared key to the server(s) (HMAC-SHA256 challenge-response), as `thrum run --psk-file`.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
     /// tcp_rr, udp_rr (or any test; burst applies to tcp_rr and udp_rr only).
     #[arg(value_name = "TEST")]
     pub test: String,

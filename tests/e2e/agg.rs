@@ -519,3 +519,61 @@ fn agg_sync_runs_one_stream_to_each_server_in_turn() {
         );
     }
 }
+
+/// agg, find-burst and sweep prove a key to a server that asks for one, as
+/// `thrum run` does, and fail with the server's reason without it.
+#[test]
+fn aggregate_commands_take_the_pre_shared_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "a key of at least sixteen bytes\n").unwrap();
+    let key = key.to_str().unwrap();
+    let server = ServerProc::start(&["--psk-file", key]);
+    let sweep = |extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "--burst",
+            "0",
+            "--flows",
+            "1",
+            "-l",
+            "300ms",
+        ];
+        args.extend_from_slice(extra);
+        run_client(&args, Duration::from_secs(30))
+    };
+    let out = sweep(&["--psk-file", key]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = sweep(&[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "a keyless sweep must fail: {text}");
+    assert!(text.contains("pre-shared key"), "{text}");
+    let out = run_client(
+        &[
+            "find-burst",
+            "-H",
+            &server.addr,
+            "--probe",
+            "200ms",
+            "--psk-file",
+            key,
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
