@@ -359,6 +359,22 @@ pub const OTHER_BUSY_PERCENT: f64 = 10.0;
 /// Steal time, percent of the window, that gets a warning.
 pub const STEAL_WARN_PERCENT: f64 = 5.0;
 
+/// The service demand to headline and its source: process CPU time on a
+/// virtual machine, where tick-based /proc/stat misreads; /proc/stat
+/// elsewhere (netperf's); whichever exists when only one does.
+pub fn headline_demand(
+    proc_stat: Option<f64>,
+    rusage: Option<f64>,
+    hypervisor: bool,
+) -> (Option<f64>, Option<&'static str>) {
+    match (proc_stat, rusage) {
+        (Some(_), Some(r)) if hypervisor => (Some(r), Some("rusage")),
+        (Some(p), _) => (Some(p), Some("proc_stat")),
+        (None, Some(r)) => (Some(r), Some("rusage")),
+        (None, None) => (None, None),
+    }
+}
+
 /// What a side's CPU figures are computed from.
 pub struct CpuBasis<'a> {
     /// "local" or "remote", for warnings.
@@ -424,12 +440,7 @@ impl Side {
         };
         self.service_demand_proc_stat = proc_stat;
         self.service_demand_rusage = rusage;
-        let (headline, source) = match (proc_stat, rusage) {
-            (Some(_), Some(r)) if b.hypervisor => (Some(r), Some("rusage")),
-            (Some(p), _) => (Some(p), Some("proc_stat")),
-            (None, Some(r)) => (Some(r), Some("rusage")),
-            (None, None) => (None, None),
-        };
+        let (headline, source) = headline_demand(proc_stat, rusage, b.hypervisor);
         self.service_demand_source = source;
         if b.per_kb {
             self.service_demand_us_per_kb = headline;
@@ -547,6 +558,24 @@ pub struct Summary {
     pub warnings: Vec<String>,
     /// Why the test failed; null on success.
     pub error: Option<String>,
+}
+
+impl Summary {
+    /// How far the client's packets/s each way (tx, rx) part from
+    /// transactions/s, in percent, counting one packet per message each way
+    /// (two on `lo`, where a packet is counted leaving and arriving). None
+    /// without packet counts or transactions.
+    pub fn packets_off_percent(&self) -> Option<(f64, f64)> {
+        let tps = self.transactions_per_s.filter(|t| *t > 0.0)?;
+        let (tx, rx) = (self.tx_packets_per_s?, self.rx_packets_per_s?);
+        let per = if self.interface.as_deref() == Some("lo") {
+            2.0
+        } else {
+            1.0
+        };
+        let off = |pps: f64| 100.0 * (pps / per - tps) / tps;
+        Some((off(tx), off(rx)))
+    }
 }
 
 impl TestResult {

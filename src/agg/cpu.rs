@@ -69,7 +69,8 @@ pub struct StepCpu {
     pub util_percent: f64,
     /// µs of CPU per transaction (Trans/s tests) or per KB (Mbit/s tests).
     pub service_demand: Option<f64>,
-    pub source: &'static str,
+    /// Where `service_demand` came from; None without a rate.
+    pub source: Option<&'static str>,
 }
 
 /// The figures over `[a, b]` from `readings`, for a step whose aggregate
@@ -98,20 +99,9 @@ pub fn step_cpu(
         _ => v,
     });
     let cpu_s = last.rusage.since(&first.rusage).cpu_s();
-    let (service_demand, source) = match units_per_s {
-        Some(u) if hypervisor => (
-            Some(crate::sensors::service_demand_from_cpu_s(
-                cpu_s,
-                u * elapsed,
-            )),
-            "rusage",
-        ),
-        Some(u) => (
-            Some(crate::sensors::service_demand(util, usage.cpus, u)),
-            "proc_stat",
-        ),
-        None => (None, if hypervisor { "rusage" } else { "proc_stat" }),
-    };
+    let proc_stat = units_per_s.map(|u| crate::sensors::service_demand(util, usage.cpus, u));
+    let rusage = units_per_s.map(|u| crate::sensors::service_demand_from_cpu_s(cpu_s, u * elapsed));
+    let (service_demand, source) = crate::result::headline_demand(proc_stat, rusage, hypervisor);
     Some(StepCpu {
         util_percent: util,
         service_demand,
@@ -150,11 +140,11 @@ mod tests {
         assert_eq!(s.util_percent, 50.0);
         // 50 % of 1 CPU at 1000 trans/s: 500 µs per transaction.
         assert!((s.service_demand.unwrap() - 500.0).abs() < 1e-9);
-        assert_eq!(s.source, "proc_stat");
+        assert_eq!(s.source, Some("proc_stat"));
         // Process time: 1.0 CPU-s over 2 s at 1000/s = 500 µs/Tr too.
         let r = step_cpu(&rs, (0.9, 3.2), Some(1000.0), "Trans/s", true).unwrap();
         assert!((r.service_demand.unwrap() - 500.0).abs() < 1e-9);
-        assert_eq!(r.source, "rusage");
+        assert_eq!(r.source, Some("rusage"));
         // Mbit/s: per KB. 8.192 Mbit/s is 1000 KB/s.
         let k = step_cpu(&rs, (0.9, 3.2), Some(8.192), "Mbit/s", false).unwrap();
         assert!((k.service_demand.unwrap() - 500.0).abs() < 1e-6);

@@ -176,7 +176,7 @@ pub fn run_ramp(
         ) {
             step.cpu_util_percent = Some(c.util_percent);
             step.service_demand = c.service_demand;
-            step.service_demand_source = Some(c.source.to_string());
+            step.service_demand_source = c.source.map(str::to_string);
         }
     }
     if readings.is_empty() {

@@ -43,18 +43,9 @@ pub fn packets_match(plan: &TestPlan, s: &Summary) -> bool {
     if !one_byte_tcp_rr {
         return true;
     }
-    let Some(tps) = s.transactions_per_s.filter(|t| *t > 0.0) else {
-        return true;
-    };
-    let per = if s.interface.as_deref() == Some("lo") {
-        2.0
-    } else {
-        1.0
-    };
-    [s.tx_packets_per_s, s.rx_packets_per_s]
-        .into_iter()
-        .flatten()
-        .all(|p| ((p / per - tps) / tps).abs() <= PACKET_TOLERANCE)
+    s.packets_off_percent().is_none_or(|(tx, rx)| {
+        tx.abs() <= 100.0 * PACKET_TOLERANCE && rx.abs() <= 100.0 * PACKET_TOLERANCE
+    })
 }
 
 /// The whole sweep.

@@ -467,7 +467,7 @@ fn drive(
     let out = run.engine.take().expect("engine").join();
     g.latency = out.latency;
     g.interval_latency = out.interval_latency;
-    g.local_retransmits = super::server::tcp_retransmits(&out.flows);
+    g.local_retransmits = crate::engine::tcp_retransmits(&out.flows);
     g.local_rusage = Some(Rusage::read().unwrap_or_default().since(&rusage0));
     outcome?;
     if let Some(e) = out.error {
@@ -1049,9 +1049,6 @@ fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String>
     if !plan.test.is_rr() {
         return None;
     }
-    let tps = s.transactions_per_s.filter(|t| *t > 0.0)?;
-    let (tx, rx) = (s.local.tx_packets_per_s?, s.local.rx_packets_per_s?);
-    let iface = s.local.interface.as_deref()?;
     let mtu = g
         .local_provenance
         .as_ref()
@@ -1061,17 +1058,22 @@ fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String>
     if plan.request_bytes.max(plan.response_bytes) + SEGMENT_HEADERS > mtu {
         return None;
     }
-    let per = if iface == "lo" { 2.0 } else { 1.0 };
-    let off = |pps: f64| 100.0 * (pps / per - tps) / tps;
-    let (dt, dr) = (off(tx), off(rx));
-    (dt.abs() > 2.0 || dr.abs() > 2.0).then(|| {
+    let (dt, dr) = s.packets_off_percent()?;
+    let iface = s.interface.as_deref().unwrap_or("?");
+    (dt.abs() > PACKETS_WARN_PERCENT || dr.abs() > PACKETS_WARN_PERCENT).then(|| {
         format!(
-            "packets/s on {iface} ({tx:.0} tx, {rx:.0} rx{}) differ from transactions/s ({tps:.0}) by {dt:+.1} % / {dr:+.1} %: segments carried several requests or responses (TCP coalescing{}) or were retransmitted, so per-transaction figures are not per-packet ones (other traffic on {iface} counts too)",
-            if per == 2.0 { ", two per transaction on loopback" } else { "" },
+            "packets/s on {iface} ({:.0} tx, {:.0} rx{}) differ from transactions/s ({:.0}) by {dt:+.1} % / {dr:+.1} %: segments carried several requests or responses (TCP coalescing{}) or were retransmitted, so per-transaction figures are not per-packet ones (other traffic on {iface} counts too)",
+            s.tx_packets_per_s.unwrap_or(0.0),
+            s.rx_packets_per_s.unwrap_or(0.0),
+            if iface == "lo" { ", two per transaction on loopback" } else { "" },
+            s.transactions_per_s.unwrap_or(0.0),
             if plan.burst > 0 { ", --burst" } else { "" }
         )
     })
 }
+
+/// RR packets/s that part from transactions/s by more than this get a warning.
+const PACKETS_WARN_PERCENT: f64 = 2.0;
 
 /// netperf's -i/-I: how often to repeat a test and when to stop.
 #[derive(Clone, Copy, Debug)]

@@ -584,7 +584,7 @@ fn session(
         }
     }
     let refused = out.flows.iter().map(|f| f.refused()).sum::<u64>();
-    let tcp_retransmits = tcp_retransmits(&out.flows);
+    let tcp_retransmits = crate::engine::tcp_retransmits(&out.flows);
     let mut errors: Vec<String> = fd_warning.into_iter().collect();
     if let Some(e) = out.error {
         errors.push(e);
@@ -604,18 +604,6 @@ fn session(
     drop(out.flows);
     drop(listener);
     Ok(())
-}
-
-/// Retransmissions summed over the flows' long-lived TCP sockets (None when
-/// there are none, as in UDP and connection-rate tests).
-pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
-    let fds: Vec<_> = flows.iter().filter_map(|f| f.tcp_socket()).collect();
-    (!fds.is_empty()).then(|| {
-        fds.iter()
-            .filter_map(|&fd| crate::sensors::tcp_total_retrans(fd))
-            .map(u64::from)
-            .sum()
-    })
 }
 
 /// Connect each flow's UDP socket to the client's socket for that flow, on

@@ -286,6 +286,18 @@ impl Engine {
     }
 }
 
+/// Retransmissions summed over the flows' long-lived TCP sockets
+/// (TCP_INFO); None when there are none, as in UDP and connection-rate tests.
+pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
+    let fds: Vec<_> = flows.iter().filter_map(|f| f.tcp_socket()).collect();
+    (!fds.is_empty()).then(|| {
+        fds.iter()
+            .filter_map(|&fd| crate::sensors::tcp_total_retrans(fd))
+            .map(u64::from)
+            .sum()
+    })
+}
+
 /// Per-flow bookkeeping of the worker loop.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Status {
