@@ -454,6 +454,121 @@ def _work(v, kind, dur):
     return v * dur / 8 / 1e9 if kind == "stream" else v * dur / 1e6
 
 
+# --------------------------------------------------------------------------
+# targets: issue 7's targets, each read from this run's medians, so that the
+# verdicts are regenerated with the tables and never edited by hand.
+# --------------------------------------------------------------------------
+RR_PEERS = ("netperf", "neper", "sockperf", "qperf")
+
+
+def _medians(runs, row, dur):
+    """tool -> (median rate, median CPU per unit of work) over ok runs."""
+    kind = ROWS[row][0]
+    out = {}
+    for t in {r[1] for r in runs if r[0] == row}:
+        ok = [r for r in runs if r[0] == row and r[1] == t and r[3] == "ok"]
+        if ok:
+            out[t] = (statistics.median(float(r[4]) for r in ok),
+                      statistics.median((float(r[5]) + float(r[6]))
+                                        / _work(float(r[4]), kind, dur) for r in ok))
+    return out
+
+
+def _targets(w, runs, meta, dur):
+    rows = []  # (target, figures, ratios, verdict)
+
+    def fmt(v, row):
+        return _fmt_rate(v, ROWS[row][0])
+
+    def against(row, peers, need, what="rate"):
+        m = _medians(runs, row, dur)
+        if "thrum" not in m:
+            return None
+        have = [p for p in peers if p in m]
+        if not have:
+            return ("no peer ran", "—", "n/a")
+        i = 0 if what == "rate" else 1
+        if what == "rate":
+            ratios = {p: m["thrum"][0] / m[p][0] for p in have}
+        else:  # CPU: the peer's cost over thrum's, so above 1 is better too
+            ratios = {p: m[p][1] / m["thrum"][1] for p in have}
+        def fig(t):
+            return fmt(m[t][0], row) if i == 0 else f"{m[t][1]:.2f}"
+        figs = "; ".join(f"{t} {fig(t)}" for t in ("thrum", *have))
+        kind = ROWS[row][0]
+        if what == "cpu":
+            unit = {"stream": "CPU-s per GB", "udp_stream": "CPU-s per M datagrams"}.get(
+                kind, "CPU-s per M transactions")
+        else:
+            unit = {"stream": "Gbit/s", "udp_stream": "datagrams/s received"}.get(
+                kind, "transactions/s")
+        figs = f"{figs} ({unit})"
+        worst = min(ratios.values())
+        rat = ", ".join(f"{ratios[p]:.2f} ({p})" for p in have)
+        verdict = "yes" if worst >= need else f"missed by {100 * (need - worst) / need:.1f} %"
+        return (figs, rat, verdict)
+
+    def add(target, res):
+        if res is not None:
+            rows.append((target, *res))
+
+    for row, name in (("rr", "tcp_rr 1 flow, unpinned"), ("rr_pinned", "tcp_rr 1 flow, pinned"),
+                      ("udp_rr", "udp_rr 1 flow, unpinned"),
+                      ("udp_rr_pinned", "udp_rr 1 flow, pinned")):
+        add(f"{name}: ≥ 1.0× every peer", against(row, RR_PEERS, 1.0))
+        add(f"{name}: ≥ 0.95× the floor", against(row, ("floor",), 0.95))
+    for row, name in (("rr", "unpinned"), ("rr_pinned", "pinned")):
+        add(f"CPU per transaction, tcp_rr 1 flow {name}: ≤ 0.9× netperf (ratio netperf/thrum ≥ 1.11)",
+            against(row, ("netperf",), 1 / 0.9, "cpu"))
+    add("udp_rr aggregate: ≥ 1.1× neper and netperf", against("udp_rr_agg", ("neper", "netperf"), 1.1))
+    add("tcp_crr 1 flow: ≥ 1.0× neper and netperf", against("crr", ("neper", "netperf"), 1.0))
+    add("tcp_crr 16 flows: ≥ 1.0× neper", against("crr_agg", ("neper",), 1.0))
+    add("tcp_stream: ≥ 1.0× iperf3, netperf, neper", against("stream", ("iperf3", "netperf", "neper"), 1.0))
+    add("tcp_stream: CPU per GB ≤ every peer's (ratio peer/thrum ≥ 1)",
+        against("stream", ("iperf3", "netperf", "neper"), 1.0, "cpu"))
+    add("udp_stream 1472 B: ≥ 1.0× iperf3", against("udp_stream", ("iperf3",), 1.0))
+    for row, name in (("rr_agg", "tcp_rr 16 flows"), ("udp_rr_agg", "udp_rr aggregate")):
+        m = _medians(runs, row, dur)
+        if "thrum" in m and "thrum_uring" in m:
+            r = m["thrum_uring"][0] / m["thrum"][0]
+            c = m["thrum"][1] / m["thrum_uring"][1]
+            rows.append((f"io_uring vs epoll, {name}: ≥ 1.15× at equal CPU",
+                         f"uring {fmt(m['thrum_uring'][0], row)}; epoll {fmt(m['thrum'][0], row)}; "
+                         f"CPU per M: {m['thrum_uring'][1]:.2f} vs {m['thrum'][1]:.2f}",
+                         f"{r:.2f} rate, {c:.2f} CPU (epoll/uring)",
+                         "yes" if r >= 1.15 and c >= 0.95 else
+                         f"missed by {100 * (1.15 - r) / 1.15:.1f} %" if r < 1.15 else
+                         "rate yes, CPU higher"))
+    sc = [r for r in runs if r[0] == "scale" and r[1] == "thrum"]
+    if sc:
+        ok = [r for r in sc if r[3] == "ok"]
+        setups, rss = [], []
+        for r in ok:
+            mo = re.search(r"setup ([0-9.]+) s, RSS client ([0-9.]+) MB \+ server ([0-9.]+) MB", r[11])
+            if mo:
+                setups.append(float(mo.group(1)))
+                rss.append(float(mo.group(2)) + float(mo.group(3)))
+        good = len(ok) == len(sc) and setups and max(setups) <= 5 and max(rss) <= 256
+        rows.append(("10,000 tcp_rr flows: runs, set-up ≤ 5 s, client + server RSS ≤ 256 MB",
+                     f"{len(ok)}/{len(sc)} runs; set-up {min(setups, default=0):.3f}–"
+                     f"{max(setups, default=0):.3f} s; RSS ≤ {max(rss, default=0):.1f} MB",
+                     "—", "yes" if good else "missed"))
+    if not rows:
+        return
+    w("")
+    w("## Issue 7's targets, read from this run")
+    w("")
+    w("Computed by `compare_helper.py report` from the medians above (ratios are "
+      "thrum/peer for rates and peer/thrum for CPU, so above 1 favours thrum; "
+      "the verdict takes the worst ratio of the row). A miss smaller than the "
+      "row's min–max spread is within run-to-run noise; docs/performance.md has "
+      "the profiles behind each miss.")
+    w("")
+    w("| target | medians | ratio | met? |")
+    w("|---|---|---|---|")
+    for t, figs, rat, v in rows:
+        w(f"| {t} | {figs} | {rat} | {v} |")
+
 def cmd_report(argv):
     results_path, cmds_path, meta_path, out_path = argv
     # META: "key<TAB>value" lines written by compare.sh; "note" may repeat.
@@ -617,6 +732,7 @@ def cmd_report(argv):
             w("Set-up (all 10,000 flows connected and accepted) and peak RSS per run: "
               + "; ".join(r[11] for r in ok["thrum"]) + ". Target: set-up ≤ 5 s, "
               "client + server RSS ≤ 256 MB.")
+    _targets(w, runs, meta, dur)
     w("")
     w("## Pinned vs. unpinned")
     w("")

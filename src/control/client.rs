@@ -1061,13 +1061,24 @@ fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String>
     let (dt, dr) = s.packets_off_percent()?;
     let iface = s.interface.as_deref().unwrap_or("?");
     (dt.abs() > PACKETS_WARN_PERCENT || dr.abs() > PACKETS_WARN_PERCENT).then(|| {
+        let fewer = dt < -PACKETS_WARN_PERCENT || dr < -PACKETS_WARN_PERCENT;
+        let more = dt > PACKETS_WARN_PERCENT || dr > PACKETS_WARN_PERCENT;
+        let burst = if plan.burst > 0 { ", --burst" } else { "" };
+        let why = match (fewer, more) {
+            (true, false) => format!(
+                "segments carried several requests or responses (TCP coalescing{burst})"
+            ),
+            (false, _) => "packets that carried no message moved too (pure ACKs when a delayed ACK fired before the reply, retransmissions)".to_string(),
+            (true, true) => format!(
+                "segments carried several messages one way (TCP coalescing{burst}) and packets without one moved the other (pure ACKs, retransmissions)"
+            ),
+        };
         format!(
-            "packets/s on {iface} ({:.0} tx, {:.0} rx{}) differ from transactions/s ({:.0}) by {dt:+.1} % / {dr:+.1} %: segments carried several requests or responses (TCP coalescing{}) or were retransmitted, so per-transaction figures are not per-packet ones (other traffic on {iface} counts too)",
+            "packets/s on {iface} ({:.0} tx, {:.0} rx{}) differ from transactions/s ({:.0}) by {dt:+.1} % / {dr:+.1} %: {why}, so per-transaction figures are not per-packet ones (other traffic on {iface} counts too)",
             s.tx_packets_per_s.unwrap_or(0.0),
             s.rx_packets_per_s.unwrap_or(0.0),
             if iface == "lo" { ", two per transaction on loopback" } else { "" },
             s.transactions_per_s.unwrap_or(0.0),
-            if plan.burst > 0 { ", --burst" } else { "" }
         )
     })
 }

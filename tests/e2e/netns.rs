@@ -383,10 +383,10 @@ fn burst_tcp_rr_warns_of_coalescing() {
     );
     let warnings = s["warnings"].as_array().unwrap();
     assert!(
-        warnings.iter().any(|w| w
-            .as_str()
-            .unwrap()
-            .contains(&format!("packets/s on {VETH_A}"))),
+        warnings.iter().any(|w| {
+            let w = w.as_str().unwrap();
+            w.contains(&format!("packets/s on {VETH_A}")) && w.contains("TCP coalescing")
+        }),
         "{warnings:?}"
     );
 }
