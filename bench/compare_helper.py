@@ -480,7 +480,8 @@ def _targets(w, runs, meta, dur):
     def fmt(v, row):
         return _fmt_rate(v, ROWS[row][0])
 
-    def against(row, peers, need, what="rate"):
+    def against(row, peers, need, what="rate", context=()):
+        """Verdict on thrum against `peers`; `context` tools are shown, not judged."""
         m = _medians(runs, row, dur)
         if "thrum" not in m:
             return None
@@ -494,7 +495,8 @@ def _targets(w, runs, meta, dur):
             ratios = {p: m[p][1] / m["thrum"][1] for p in have}
         def fig(t):
             return fmt(m[t][0], row) if i == 0 else f"{m[t][1]:.2f}"
-        figs = "; ".join(f"{t} {fig(t)}" for t in ("thrum", *have))
+        shown = [t for t in context if t in m]
+        figs = "; ".join(f"{t} {fig(t)}" for t in ("thrum", *have, *shown))
         kind = ROWS[row][0]
         if what == "cpu":
             unit = {"stream": "CPU-s per GB", "udp_stream": "CPU-s per M datagrams"}.get(
@@ -519,7 +521,7 @@ def _targets(w, runs, meta, dur):
         add(f"{name}: ≥ 0.95× the floor", against(row, ("floor",), 0.95))
     for row, name in (("rr", "unpinned"), ("rr_pinned", "pinned")):
         add(f"CPU per transaction, tcp_rr 1 flow {name}: ≤ 0.9× netperf (ratio netperf/thrum ≥ 1.11)",
-            against(row, ("netperf",), 1 / 0.9, "cpu"))
+            against(row, ("netperf",), 1 / 0.9, "cpu", context=("floor",)))
     add("udp_rr aggregate: ≥ 1.1× neper and netperf", against("udp_rr_agg", ("neper", "netperf"), 1.1))
     add("tcp_crr 1 flow: ≥ 1.0× neper and netperf", against("crr", ("neper", "netperf"), 1.0))
     add("tcp_crr 16 flows: ≥ 1.0× neper", against("crr_agg", ("neper",), 1.0))
