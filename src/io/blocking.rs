@@ -88,6 +88,14 @@ impl Driver for Blocking {
         Ok(())
     }
 
+    fn register_blocking(&mut self, _fd: RawFd, token: u64) -> io::Result<()> {
+        if self.token.is_some() {
+            return Err(io::Error::other("the blocking driver serves one socket"));
+        }
+        self.token = Some(token);
+        Ok(())
+    }
+
     fn register_listener(&mut self, _fd: RawFd, _token: u64) -> io::Result<()> {
         Err(io::Error::other(
             "the blocking driver does not serve listeners",

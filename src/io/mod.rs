@@ -4,12 +4,13 @@
 //! the I/O itself on non-blocking (or, for the blocking driver, time-limited
 //! blocking) sockets. The engine owns one driver per worker thread.
 //!
-//! Two drivers exist, each earning its place:
+//! Three drivers exist, each earning its place:
 //! - [`epoll::Epoll`], edge-triggered, for any number of sockets per thread;
 //! - [`uring::Uring`] (`--driver uring`), io_uring multishot poll, for any
 //!   number of sockets per thread;
-//! - [`blocking::Blocking`], for a worker that owns exactly one long-lived
-//!   socket (the common single-flow case). It skips `epoll_wait` entirely: a
+//! - [`blocking::Blocking`], for a worker with exactly one flow, which owns
+//!   one socket at a time (the common single-flow case; tcp_crr opens one
+//!   after another). It skips `epoll_wait` entirely: a
 //!   request/response transaction then costs one `send` and one `recv`, as in
 //!   netperf, instead of three syscalls. The engine's watchdog interrupts a
 //!   blocked worker with a signal so it still sees phase changes and stop.
@@ -59,6 +60,11 @@ pub trait Driver: Send {
     /// Watch a listening socket shared with other workers (level-triggered,
     /// woken exclusively so one connection wakes one worker).
     fn register_listener(&mut self, fd: RawFd, token: u64) -> io::Result<()>;
+    /// Watch a socket that is already blocking, for the blocking driver
+    /// (which then skips making it so); other drivers register it as usual.
+    fn register_blocking(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.register(fd, token)
+    }
     /// Stop watching `fd` (closing it also does).
     fn deregister(&mut self, fd: RawFd) -> io::Result<()>;
     /// Wait up to `timeout_ms` (0: do not block) and append ready sockets to `out`.

@@ -1,15 +1,17 @@
 //! One connection per transaction: tcp_crr (connect, request, response, close)
 //! and tcp_cc (connect, close).
 //!
-//! The client opens each connection non-blocking, presents the session token
-//! (with the request, in one `send`), and times the whole cycle from `connect`
-//! to the response's last byte (crr) or to the server's close (cc). The server
+//! The client opens each connection (blocking when the worker runs the
+//! blocking driver, one flow; non-blocking otherwise), presents the session
+//! token (with the request, in one `send`), and times the whole cycle from
+//! `connect` to the response's last byte (crr) or to the server's close (cc). The server
 //! closes first, right after answering, and the client closes on reading EOF:
 //! TIME_WAIT then lands on the server, which does not run out of ephemeral
 //! ports the way a client opening thousands of connections per second would.
 //!
-//! On the server, each worker accepts from the session's shared listener and
-//! keeps a small table of connections in progress.
+//! On the server, each worker accepts from the session's shared listener,
+//! one connection per wake-up, answers at once when the request is already
+//! in, and keeps a small table of the connections still in progress.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -67,6 +69,9 @@ pub struct ConnectClient {
     quota: Option<u64>,
     done_in_measure: u64,
     quota_reported: bool,
+    /// The worker runs the blocking driver: connect, send and receive block
+    /// and need no readiness wait (set in `start`).
+    blocking: bool,
 }
 
 impl ConnectClient {
@@ -105,19 +110,31 @@ impl ConnectClient {
             quota,
             done_in_measure: 0,
             quota_reported: false,
+            blocking: false,
         }
     }
 
+    /// Open the next connection. Non-blocking, the connect is left in
+    /// progress and the request is tried at once: on loopback the handshake
+    /// has usually completed by the time `connect` returns (the SYN-ACK is
+    /// processed as the call releases the socket), so waiting for the
+    /// writable edge first would cost an `epoll_wait` per connection.
+    /// Blocking, `connect` returns with the connection made (or interrupted
+    /// by the watchdog, when it is finished in state Connecting).
     fn open(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
-        let s = tcp_socket(&self.peer, true)?;
+        let s = tcp_socket(&self.peer, !self.blocking)?;
         self.opts.apply_before_connect(&s)?;
         if let Some(b) = &self.bind {
             s.bind(b)?;
         }
         self.started = Instant::now();
+        let mut state = State::Sending;
         match s.connect(&self.addr) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(e) if self.blocking && e.raw_os_error() == Some(libc::EINTR) => {
+                state = State::Connecting;
+            }
             Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => {
                 return Err(io::Error::new(
                     e.kind(),
@@ -135,12 +152,50 @@ impl ConnectClient {
             }
         }
         self.generation = self.generation.wrapping_add(1) % KICK;
-        driver.register(s.as_raw_fd(), token(slot, self.generation))?;
+        if self.blocking {
+            driver.register_blocking(s.as_raw_fd(), token(slot, self.generation))?;
+        } else {
+            driver.register(s.as_raw_fd(), token(slot, self.generation))?;
+        }
+        if state == State::Sending {
+            self.opts.apply_connected(&s)?;
+        }
         self.sock = Some(s);
-        self.state = State::Connecting;
+        self.state = state;
         self.tx_off = 0;
         self.rx_got = 0;
         Ok(())
+    }
+
+    /// Close the connection (the server has closed first).
+    fn close(&mut self, driver: &mut dyn Driver) -> io::Result<()> {
+        if let Some(s) = self.sock.take()
+            && self.blocking
+        {
+            // Epoll forgets a closed socket by itself; the blocking driver
+            // holds one socket and must let go of it before the next.
+            driver.deregister(s.as_raw_fd())?;
+        }
+        self.state = State::Closed;
+        Ok(())
+    }
+
+    /// Blocking mode, a connect the watchdog interrupted: wait for it to
+    /// finish. False when interrupted again (the worker looks at its flags).
+    fn await_connect(&self) -> io::Result<bool> {
+        let fd = self.sock.as_ref().expect("connecting socket").as_raw_fd();
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let r = unsafe { libc::poll(&mut p, 1, -1) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return if would_block(&e) { Ok(false) } else { Err(e) };
+        }
+        Ok(true)
     }
 
     fn complete(&mut self, ctx: &mut FlowCtx<'_>) {
@@ -161,8 +216,9 @@ impl Flow for ConnectClient {
         true
     }
 
-    fn start(&mut self, _driver: &mut dyn Driver, _slot: usize) -> io::Result<()> {
+    fn start(&mut self, driver: &mut dyn Driver, _slot: usize) -> io::Result<()> {
         // The first connection opens on the engine's start kick.
+        self.blocking = driver.name() == "blocking";
         Ok(())
     }
 
@@ -187,13 +243,15 @@ impl Flow for ConnectClient {
                         return Ok(Progress::Parked);
                     }
                     self.open(ctx.driver, ctx.slot)?;
-                    return Ok(Progress::Idle);
                 }
                 State::Connecting => {
+                    if self.blocking && !self.await_connect()? {
+                        return Ok(Progress::Idle);
+                    }
                     let s = self.sock.as_ref().expect("connecting socket");
                     // Writable without an error is a completed connect: no
                     // SO_ERROR to fetch (one syscall per connection less).
-                    if ev.error
+                    if (ev.error || self.blocking)
                         && let Some(e) = s.take_error()?
                     {
                         return Err(io::Error::new(
@@ -211,8 +269,16 @@ impl Flow for ConnectClient {
                     let fd = self.sock.as_ref().expect("socket").as_raw_fd();
                     match send(fd, &self.hello[self.tx_off..]) {
                         Ok(n) => self.tx_off += n,
+                        // Still connecting (tried right after connect):
+                        // the writable edge brings us back.
                         Err(e) if would_block(&e) || e.raw_os_error() == Some(libc::ENOTCONN) => {
                             return Ok(Progress::Idle);
+                        }
+                        Err(e) if self.tx_off == 0 => {
+                            return Err(io::Error::new(
+                                e.kind(),
+                                format!("connecting to {}: {e}", self.peer),
+                            ));
                         }
                         Err(e) => return Err(e),
                     }
@@ -224,8 +290,11 @@ impl Flow for ConnectClient {
                             ConnectMode::Cc => State::WaitEof,
                         };
                         // The answer cannot be there yet: wait for its edge
-                        // instead of a recv that would return EAGAIN.
-                        return Ok(Progress::Idle);
+                        // instead of a recv that would return EAGAIN
+                        // (blocking, the recv is the wait).
+                        if !self.blocking {
+                            return Ok(Progress::Idle);
+                        }
                     }
                 }
                 State::Receiving | State::WaitEof => {
@@ -236,8 +305,7 @@ impl Flow for ConnectClient {
                                 return Err(super::early_eof("the server"));
                             }
                             // Server closed first: the cycle is over.
-                            self.sock = None;
-                            self.state = State::Closed;
+                            self.close(ctx.driver)?;
                             if self.mode == ConnectMode::Cc {
                                 self.complete(ctx);
                             }
@@ -267,7 +335,7 @@ impl Flow for ConnectClient {
     }
 
     fn blocking_ok(&self) -> bool {
-        false
+        true
     }
 }
 
@@ -280,6 +348,15 @@ struct Conn {
     /// When the token must be complete.
     deadline: Instant,
 }
+
+/// The server's score for reading a connection's request right after
+/// accepting it: up one per read that found data, down two per read that
+/// found none. At [`EAGER_ON`] and above it reads at once; below, it
+/// registers the connection with the driver first and tries the early read
+/// again every [`EAGER_PROBE`]th connection, to notice when it pays again.
+const EAGER_MAX: u8 = 16;
+const EAGER_ON: u8 = 8;
+const EAGER_PROBE: u32 = 16;
 
 /// Connections a server worker keeps in progress before it refuses more.
 const MAX_CONNS_PER_WORKER: usize = 65_536;
@@ -299,6 +376,9 @@ pub struct ConnectServer {
     refused: u64,
     /// The earliest token deadline of a connection still presenting it.
     sweep_at: Option<Instant>,
+    /// Whether to read a request right after accepting (see [`EAGER_ON`]).
+    eager: u8,
+    accepted: u32,
 }
 
 impl ConnectServer {
@@ -326,6 +406,8 @@ impl ConnectServer {
             buf: vec![0u8; (request.max(response) as usize).clamp(64, 256 << 10)],
             refused: 0,
             sweep_at: None,
+            eager: EAGER_ON,
+            accepted: 0,
         }
     }
 
@@ -350,7 +432,8 @@ impl ConnectServer {
         next.map_or(Progress::Idle, Progress::At)
     }
 
-    /// Accept what the listener has, up to the per-call budget.
+    /// Accept the next connection, passing over refused ones up to the
+    /// per-call budget.
     fn accept_some(&mut self, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         let mut wake = None;
         for _ in 0..OPS_PER_CALL * 4 {
@@ -375,8 +458,6 @@ impl ConnectServer {
                     continue;
                 }
             };
-            ctx.driver
-                .register(sock.as_raw_fd(), token(ctx.slot, idx as u32 + 1))?;
             let deadline = Instant::now() + TOKEN_TIMEOUT;
             self.conns[idx] = Some(Conn {
                 sock,
@@ -385,16 +466,37 @@ impl ConnectServer {
                 tx_left: 0,
                 deadline,
             });
-            // No read now: the client sends its token only after its
-            // connect completes, so it is rarely here yet, and the
-            // registration reports it if it is (one EAGAIN less).
-            // It has yet to present its token: a sweep is due by its deadline.
-            if self.sweep_at.is_none() {
-                self.sweep_at = Some(deadline);
-                wake = Some(deadline);
+            // Serve it at once when that tends to pay: the client sends its
+            // token with the request as soon as its connect returns, so with
+            // one flow it is usually here by now, and a connection answered
+            // this way never meets epoll. With many flows the client is often
+            // still busy with others, and the recv would find nothing.
+            self.accepted = self.accepted.wrapping_add(1);
+            if self.eager >= EAGER_ON || self.accepted % EAGER_PROBE == 0 {
+                self.serve(idx)?;
+                self.eager = match &self.conns[idx] {
+                    Some(c) if c.got == 0 => self.eager.saturating_sub(2),
+                    _ => (self.eager + 1).min(EAGER_MAX),
+                };
             }
+            if let Some(c) = &self.conns[idx] {
+                // Not finished: watch it (an edge-triggered registration
+                // reports data that came in the meantime).
+                ctx.driver
+                    .register(c.sock.as_raw_fd(), token(ctx.slot, idx as u32 + 1))?;
+                // It has yet to present its token: a sweep is due by its deadline.
+                if c.got < TOKEN_LEN && self.sweep_at.is_none() {
+                    self.sweep_at = Some(deadline);
+                    wake = Some(deadline);
+                }
+            }
+            // One connection per wake-up: the listener is level-triggered, so
+            // the driver reports it again while more are queued, in the same
+            // wait as the other sockets; accepting until EAGAIN would cost a
+            // failed accept4 per wake-up, nearly one per connection.
+            break;
         }
-        Ok(Progress::More)
+        Ok(wake.map_or(Progress::Idle, Progress::At))
     }
 
     fn expect(&self) -> usize {

@@ -183,7 +183,13 @@ fn every_test_one_flow_one_thread() {
     let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for t in TESTS {
-        run_and_check(&server, t, 1, 1);
+        let doc = run_and_check(&server, t, 1, 1);
+        if t == "tcp_crr" || t == "tcp_cc" {
+            // One flow opens its connections blocking, with no readiness
+            // wait; the server answers from its epoll workers.
+            assert_eq!(doc["environment"]["local_drivers"][0], "blocking", "{t}");
+            assert_eq!(doc["environment"]["remote_drivers"][0], "epoll", "{t}");
+        }
     }
 }
 
@@ -218,7 +224,7 @@ fn every_test_eight_flows_two_threads() {
 #[test]
 fn transaction_count_limit_is_exact() {
     let server = ServerProc::start(&[]);
-    for t in ["tcp_rr", "tcp_crr"] {
+    for (t, flows) in [("tcp_rr", "4"), ("tcp_crr", "4"), ("tcp_crr", "1")] {
         let out = run_client(
             &[
                 "run",
@@ -228,9 +234,9 @@ fn transaction_count_limit_is_exact() {
                 "-n",
                 "3001",
                 "-F",
-                "4",
+                flows,
                 "-T",
-                "2",
+                if flows == "1" { "1" } else { "2" },
                 "--json",
             ],
             Duration::from_secs(30),
