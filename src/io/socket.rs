@@ -200,6 +200,12 @@ pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
 /// callgrind (docs/performance.md). thrum never cancels threads.
 #[inline]
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    send_flags(fd, buf, 0)
+}
+
+/// [`send`] with more MSG_* flags (MSG_ZEROCOPY).
+#[inline]
+pub fn send_flags(fd: RawFd, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes; no address is passed.
     let n = unsafe {
         libc::syscall(
@@ -207,7 +213,7 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
             fd,
             buf.as_ptr(),
             buf.len(),
-            libc::MSG_NOSIGNAL,
+            libc::MSG_NOSIGNAL | flags,
             std::ptr::null::<libc::sockaddr>(),
             0 as libc::socklen_t,
         )
