@@ -526,7 +526,7 @@ fn udp_io(plan: &TestPlan) -> Option<String> {
     let batch = crate::io::mmsg::BATCH;
     match plan.test {
         TestKind::UdpStream => Some(format!(
-            "sendmmsg/recvmmsg, up to {batch} datagrams per call"
+            "sendmmsg/recvmmsg, up to {batch} datagrams per call; a receiver alone on its thread naps between batches while datagrams stream in (wake-up coalescing)"
         )),
         TestKind::UdpRr if plan.burst == 0 => {
             Some("send/recv, one datagram per call (one transaction in flight)".into())

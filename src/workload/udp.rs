@@ -196,28 +196,102 @@ impl SeqTracker {
     }
 }
 
+/// Wake-up coalescing of a udp_stream receiver that has its thread to
+/// itself (the blocking driver).
+///
+/// A receiver blocked in `recvmmsg` is woken by the sender for every few
+/// datagrams, and over loopback or veth the sender's CPU pays for each
+/// wake-up: the datagram is delivered inside its send call, softirq
+/// included, and waking the receiver on the other CPU takes an IPI (on a
+/// virtual machine, an exit). With an unpaced sender that CPU is the
+/// bottleneck, so a receiver that sleeps whenever its queue is empty slows
+/// the sender down (docs/performance.md: 30 to 50 % on this VM). Like
+/// interrupt moderation, the receiver therefore naps after a batch that
+/// found at least 2 but fewer than [`BATCH`] datagrams waiting, for the time
+/// the next batch takes to arrive at the rate just seen: never more than
+/// half of what the receive queue holds (SO_RCVBUF over a generous estimate
+/// of each datagram's memory, so the nap itself never overflows it) nor
+/// [`MAX_NAP`]. A batch of one datagram (a slow or paced sender) blocks in
+/// `recvmmsg` as before, so a quiet flow costs no timer wake-ups.
+#[derive(Debug)]
+pub struct Coalesce {
+    /// Datagrams to let accumulate per nap (at most a batch, at most half the queue).
+    target: u64,
+    last: Option<Instant>,
+}
+
+/// The longest nap between batches.
+pub const MAX_NAP: Duration = Duration::from_micros(200);
+/// Naps shorter than this are not worth a timer.
+const MIN_NAP: Duration = Duration::from_micros(5);
+
+impl Coalesce {
+    /// `rcvbuf`: the socket's SO_RCVBUF as the kernel reports it (the
+    /// accounting limit); `size`: the datagram size. None when the queue
+    /// holds too few datagrams of this size to nap safely.
+    pub fn new(rcvbuf: usize, size: usize) -> Option<Coalesce> {
+        // Each queued datagram costs its skb truesize: payload and headers
+        // rounded up to a slab, plus the sk_buff. Twice (payload + 540) is
+        // above it for every size (a 1472-byte datagram is charged about
+        // 2.3 KB on loopback; this counts 4 KB).
+        let per_datagram = 2 * (size as u64 + 540);
+        let target = (rcvbuf as u64 / per_datagram / 2).min(BATCH as u64);
+        (target >= 4).then_some(Coalesce { target, last: None })
+    }
+
+    /// A batch of `k` datagrams arrived, read at `now`: how long to nap.
+    pub fn after_batch(&mut self, k: usize, now: Instant) -> Option<Duration> {
+        let since = now - self.last.replace(now)?;
+        // target <= BATCH, so a full batch never naps.
+        if k < 2 || k as u64 >= self.target {
+            return None;
+        }
+        // k arrived over `since`: the target takes since * target / k.
+        let nap = since.mul_f64(self.target as f64 / k as f64).min(MAX_NAP);
+        (nap >= MIN_NAP).then_some(nap)
+    }
+}
+
 pub struct UdpStreamReceiver {
     sock: Socket,
     counters: CounterRef,
     flow_id: u32,
     batch: MsgBatch,
     tracker: SeqTracker,
+    coalesce: Option<Coalesce>,
 }
 
 impl UdpStreamReceiver {
     pub fn new(sock: Socket, counters: CounterRef, flow_id: u32, size: usize) -> UdpStreamReceiver {
+        let coalesce = sock
+            .recv_buffer_size()
+            .ok()
+            .and_then(|rcvbuf| Coalesce::new(rcvbuf, size.max(1)));
         UdpStreamReceiver {
             sock,
             counters,
             flow_id,
             batch: MsgBatch::new(BATCH, size.max(1)),
             tracker: SeqTracker::new(),
+            coalesce,
         }
     }
 }
 
+/// Timer slack of a napping receiver's thread: the default 50 µs would
+/// stretch a nap of tens of µs severalfold.
+const NAP_TIMER_SLACK_NS: libc::c_ulong = 1_000;
+
 impl Flow for UdpStreamReceiver {
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
+        if !driver.waits_in_io() {
+            // Under epoll other flows share the thread: a nap would stall them.
+            self.coalesce = None;
+        }
+        if self.coalesce.is_some() {
+            // SAFETY: plain prctl on the calling (worker) thread.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, NAP_TIMER_SLACK_NS) };
+        }
         driver.register(self.sock.as_raw_fd(), token(slot, 0))
     }
 
@@ -261,6 +335,12 @@ impl Flow for UdpStreamReceiver {
             }
             if dups > 0 {
                 self.counters.add_duplicates(dups);
+            }
+            if let Some(c) = &mut self.coalesce
+                && let Some(nap) = c.after_batch(k, Instant::now())
+            {
+                std::thread::sleep(nap);
+                continue;
             }
             if k < self.batch.capacity() && !ev.may_have_more {
                 return Ok(Progress::Idle);
@@ -671,6 +751,27 @@ impl Flow for UdpRrServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coalescing_naps_only_while_datagrams_stream_in() {
+        // 1472-byte datagrams in the default 212,992-byte queue: 26 per nap.
+        let mut c = Coalesce::new(212_992, 1472).expect("room to nap");
+        assert_eq!(c.target, 26);
+        let t0 = Instant::now();
+        let us = |n| t0 + Duration::from_micros(n);
+        // The first batch has no rate to go by.
+        assert_eq!(c.after_batch(5, us(0)), None);
+        // 13 datagrams in 20 µs: the next 26 take 40 µs.
+        assert_eq!(c.after_batch(13, us(20)), Some(Duration::from_micros(40)));
+        // One datagram (a slow sender), a full batch, or the target reached: no nap.
+        assert_eq!(c.after_batch(1, us(100)), None);
+        assert_eq!(c.after_batch(BATCH, us(110)), None);
+        assert_eq!(c.after_batch(26, us(120)), None);
+        // A slow trickle: never more than MAX_NAP.
+        assert_eq!(c.after_batch(2, us(10_120)), Some(MAX_NAP));
+        // Large datagrams: the queue holds too few to nap safely.
+        assert!(Coalesce::new(212_992, 65_507).is_none());
+    }
 
     #[test]
     fn sequence_accounting() {
