@@ -205,17 +205,20 @@ impl SeqTracker {
 /// included, and waking the receiver on the other CPU takes an IPI (on a
 /// virtual machine, an exit). With an unpaced sender that CPU is the
 /// bottleneck, so a receiver that sleeps whenever its queue is empty slows
-/// the sender down (docs/performance.md: 30 to 50 % on this VM). Like
-/// interrupt moderation, the receiver therefore naps after a batch that
-/// found at least 2 but fewer than [`BATCH`] datagrams waiting, for the time
-/// the next batch takes to arrive at the rate just seen: never more than
-/// half of what the receive queue holds (SO_RCVBUF over a generous estimate
-/// of each datagram's memory, so the nap itself never overflows it) nor
-/// [`MAX_NAP`]. A batch of one datagram (a slow or paced sender) blocks in
-/// `recvmmsg` as before, so a quiet flow costs no timer wake-ups.
+/// the sender down (docs/performance.md). Like interrupt moderation, the
+/// receiver therefore naps after a batch that found at least 2 datagrams
+/// waiting but fewer than its target, for the time the target takes to
+/// arrive at the rate just seen. The target is a quarter of what the receive
+/// queue holds (SO_RCVBUF over a generous estimate of each datagram's
+/// memory), at most a batch; a nap is at most [`MAX_NAP`]. The other three
+/// quarters are headroom for a receiver whose CPU is taken when its nap
+/// ends: with half, a paced sender's bursts overflowed the queue several
+/// times as often as without naps on this loaded machine. A batch of one
+/// datagram (a slow sender) blocks in `recvmmsg` as before, so a quiet flow
+/// costs no timer wake-ups.
 #[derive(Debug)]
 pub struct Coalesce {
-    /// Datagrams to let accumulate per nap (at most a batch, at most half the queue).
+    /// Datagrams to let accumulate per nap (at most a batch, at most a quarter of the queue).
     target: u64,
     last: Option<Instant>,
 }
@@ -235,7 +238,7 @@ impl Coalesce {
         // above it for every size (a 1472-byte datagram is charged about
         // 2.3 KB on loopback; this counts 4 KB).
         let per_datagram = 2 * (size as u64 + 540);
-        let target = (rcvbuf as u64 / per_datagram / 2).min(BATCH as u64);
+        let target = (rcvbuf as u64 / per_datagram / 4).min(BATCH as u64);
         (target >= 4).then_some(Coalesce { target, last: None })
     }
 
@@ -754,19 +757,19 @@ mod tests {
 
     #[test]
     fn coalescing_naps_only_while_datagrams_stream_in() {
-        // 1472-byte datagrams in the default 212,992-byte queue: 26 per nap.
+        // 1472-byte datagrams in the default 212,992-byte queue: 13 per nap.
         let mut c = Coalesce::new(212_992, 1472).expect("room to nap");
-        assert_eq!(c.target, 26);
+        assert_eq!(c.target, 13);
         let t0 = Instant::now();
         let us = |n| t0 + Duration::from_micros(n);
         // The first batch has no rate to go by.
         assert_eq!(c.after_batch(5, us(0)), None);
-        // 13 datagrams in 20 µs: the next 26 take 40 µs.
-        assert_eq!(c.after_batch(13, us(20)), Some(Duration::from_micros(40)));
+        // 5 datagrams in 20 µs: the next 13 take 52 µs.
+        assert_eq!(c.after_batch(5, us(20)), Some(Duration::from_micros(52)));
         // One datagram (a slow sender), a full batch, or the target reached: no nap.
         assert_eq!(c.after_batch(1, us(100)), None);
         assert_eq!(c.after_batch(BATCH, us(110)), None);
-        assert_eq!(c.after_batch(26, us(120)), None);
+        assert_eq!(c.after_batch(13, us(120)), None);
         // A slow trickle: never more than MAX_NAP.
         assert_eq!(c.after_batch(2, us(10_120)), Some(MAX_NAP));
         // Large datagrams: the queue holds too few to nap safely.
