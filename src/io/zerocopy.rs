@@ -250,8 +250,9 @@ impl ZeroCopySender {
 
 /// Sleep until `fd` reports POLLERR (a completion or a socket error) or
 /// `timeout` passes: the wait of a full ring under the blocking driver. An
-/// interrupting signal (the engine's watchdog) ends it early.
-pub fn wait_for_completion(fd: RawFd, timeout: std::time::Duration) -> io::Result<()> {
+/// interrupting signal (the engine's watchdog) ends it early. Returns the
+/// poll events (0 after a timeout or a signal).
+pub fn wait_for_completion(fd: RawFd, timeout: std::time::Duration) -> io::Result<i16> {
     // No events asked for: poll always reports POLLERR and POLLHUP.
     let mut p = libc::pollfd {
         fd,
@@ -265,8 +266,30 @@ pub fn wait_for_completion(fd: RawFd, timeout: std::time::Duration) -> io::Resul
         if e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
         }
+        return Ok(0);
     }
-    Ok(())
+    Ok(p.revents)
+}
+
+/// The socket's pending error (SO_ERROR), if any: what a POLLERR that
+/// brought no completion means.
+pub fn socket_error(fd: RawFd) -> io::Result<Option<io::Error>> {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: err and len outlive the call and len is err's size.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((err != 0).then(|| io::Error::from_raw_os_error(err)))
 }
 
 #[cfg(test)]

@@ -17,7 +17,9 @@ use socket2::Socket;
 
 use super::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, token};
 use crate::io::socket::{recv, send, shutdown_write, would_block};
-use crate::io::zerocopy::{ZcSend, ZeroCopyCounts, ZeroCopySender, wait_for_completion};
+use crate::io::zerocopy::{
+    ZcSend, ZeroCopyCounts, ZeroCopySender, socket_error, wait_for_completion,
+};
 use crate::io::{Driver, Event};
 
 /// How long a finished sender waits for its last MSG_ZEROCOPY completions.
@@ -104,9 +106,23 @@ fn send_zerocopy(
                     // EPOLLERR wakes the flow when a completion is queued.
                     return Ok(false);
                 }
-                wait_for_completion(fd, crate::io::blocking::POLL_TIMEOUT)?;
+                let events = wait_for_completion(fd, crate::io::blocking::POLL_TIMEOUT)?;
                 if zc.reap(fd)? == 0 {
-                    // A socket error or the watchdog: let the caller look.
+                    // POLLERR without a completion is a socket error, and
+                    // POLLHUP a closed connection; both would make the next
+                    // wait return at once, so they end the flow here.
+                    if events & libc::POLLERR != 0
+                        && let Some(e) = socket_error(fd)?
+                    {
+                        return Err(e);
+                    }
+                    if events & libc::POLLHUP != 0 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::BrokenPipe,
+                            "the connection closed with zero-copy sends in flight",
+                        ));
+                    }
+                    // A timeout or the watchdog: let the caller look.
                     return Ok(false);
                 }
             }
