@@ -172,6 +172,10 @@ pub struct TestPlan {
     /// and tcp_bidir; absent from an older peer's plan: off.
     #[serde(default)]
     pub zerocopy: bool,
+    /// udp_stream: UDP_SEGMENT (GSO) on the sender, UDP_GRO on the receiver;
+    /// absent from an older peer's plan: off.
+    #[serde(default)]
+    pub gso: bool,
     /// Readiness driver on both ends; absent from an older peer's plan: auto.
     #[serde(default)]
     pub driver: DriverChoice,
@@ -269,6 +273,7 @@ impl TestPlan {
             driver: DriverChoice::Auto,
             busy_poll_us: None,
             zerocopy: false,
+            gso: false,
             local: SocketOpts::default(),
             remote: SocketOpts::default(),
             percentiles: Vec::new(),
@@ -363,6 +368,20 @@ impl TestPlan {
             60_000_000_000,
         )?;
         check("--recv-size", self.recv_bytes, 1, MAX_IO_BYTES)?;
+        if self.gso {
+            if t != TestKind::UdpStream {
+                return Err(PlanError::NotApplicable {
+                    flag: "--gso",
+                    applies: "udp_stream",
+                    test: t,
+                });
+            }
+            if self.rate_bps.is_some() {
+                return Err(PlanError::Invalid(
+                    "--gso applies to unpaced udp_stream (accepted: without --rate)".into(),
+                ));
+            }
+        }
         if self.zerocopy
             && !matches!(
                 t,
@@ -507,11 +526,25 @@ mod tests {
                 }
             }
         }
-        // A plan from a peer that predates the option: off.
+        // A plan from a peer that predates the options: off.
         let mut v = serde_json::to_value(TestPlan::new(TestKind::TcpStream)).unwrap();
         v.as_object_mut().unwrap().remove("zerocopy");
+        v.as_object_mut().unwrap().remove("gso");
         let p: TestPlan = serde_json::from_value(v).unwrap();
-        assert!(!p.zerocopy);
+        assert!(!p.zerocopy && !p.gso);
+    }
+
+    #[test]
+    fn gso_is_for_unpaced_udp_stream() {
+        let mut p = TestPlan::new(TestKind::UdpStream);
+        p.gso = true;
+        assert_eq!(p.validate(), Ok(()));
+        p.rate_bps = Some(1_000_000);
+        assert!(p.validate().unwrap_err().to_string().contains("--gso"));
+        let mut p = TestPlan::new(TestKind::UdpRr);
+        p.gso = true;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--gso") && e.contains("udp_stream"), "{e}");
     }
 
     #[test]

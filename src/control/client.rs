@@ -338,13 +338,9 @@ fn drive(
                     check_mtu(plan, &sock, peer.is_ipv6(), g);
                 }
                 if plan.test == TestKind::UdpStream {
-                    Box::new(UdpStreamSender::new(
-                        sock,
-                        ctr,
-                        f,
-                        plan.send_bytes as usize,
-                        plan.rate_bps,
-                    ))
+                    let s =
+                        UdpStreamSender::new(sock, ctr, f, plan.send_bytes as usize, plan.rate_bps);
+                    Box::new(if plan.gso { s.with_gso()? } else { s })
                 } else {
                     Box::new(UdpRrClient::new(
                         sock,
@@ -525,6 +521,10 @@ fn drive(
 fn udp_io(plan: &TestPlan) -> Option<String> {
     let batch = crate::io::mmsg::BATCH;
     match plan.test {
+        TestKind::UdpStream if plan.gso => Some(format!(
+            "--gso: sendmmsg of up to {batch} messages of up to {} datagrams each (UDP_SEGMENT), recvmmsg with UDP_GRO, datagrams counted by segment size",
+            crate::workload::udp::gso_segments(plan.send_bytes as usize)
+        )),
         TestKind::UdpStream => Some(format!(
             "sendmmsg/recvmmsg, up to {batch} datagrams per call; a receiver alone on its thread naps between batches while datagrams stream in (wake-up coalescing)"
         )),

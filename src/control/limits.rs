@@ -138,6 +138,8 @@ pub fn memory_estimate(plan: &TestPlan) -> u64 {
             cap(plan.request_bytes) + cap(plan.response_bytes)
         }
         TestKind::TcpCrr | TestKind::TcpCc => 0,
+        // --gso: each buffer takes a whole coalesced message.
+        TestKind::UdpStream if plan.gso => BATCH as u64 * 65_535,
         TestKind::UdpStream => BATCH as u64 * plan.send_bytes,
         TestKind::UdpRr => {
             let batch = (BATCH as u64).min(in_flight);

@@ -633,12 +633,8 @@ fn udp_flows(
             .with_context(|| format!("connecting UDP flow {f} to the client"))?;
         let ctr = CounterRef::new(counters.clone(), f);
         flows.push(if plan.test == TestKind::UdpStream {
-            Box::new(UdpStreamReceiver::new(
-                sock,
-                ctr,
-                f as u32,
-                plan.send_bytes as usize,
-            ))
+            let r = UdpStreamReceiver::new(sock, ctr, f as u32, plan.send_bytes as usize);
+            Box::new(if plan.gso { r.with_gro()? } else { r })
         } else {
             Box::new(UdpRrServer::new(
                 sock,

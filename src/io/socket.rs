@@ -103,6 +103,30 @@ impl DataSocketOpts {
     }
 }
 
+/// setsockopt of one int; the error names `what` (the option and its flag).
+pub fn set_int_option(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+    what: &str,
+) -> io::Result<()> {
+    // SAFETY: the value outlives the call and its size is given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(ctx(io::Error::last_os_error(), what));
+    }
+    Ok(())
+}
+
 fn ctx(e: io::Error, what: &str) -> io::Error {
     io::Error::new(e.kind(), format!("setting {what}: {e}"))
 }

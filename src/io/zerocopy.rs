@@ -67,25 +67,8 @@ impl ZeroCopyCounts {
 
 /// Turn SO_ZEROCOPY on (Linux 4.14 for TCP).
 pub fn enable(fd: RawFd) -> io::Result<()> {
-    let one: libc::c_int = 1;
-    // SAFETY: the value outlives the call and its size is given.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            SO_ZEROCOPY,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(
-            e.kind(),
-            format!("setting SO_ZEROCOPY (--zerocopy; Linux 4.14 or later): {e}"),
-        ));
-    }
-    Ok(())
+    let what = "SO_ZEROCOPY (--zerocopy; Linux 4.14 or later)";
+    super::socket::set_int_option(fd, libc::SOL_SOCKET, SO_ZEROCOPY, 1, what)
 }
 
 /// What [`ZeroCopySender::send`] did.

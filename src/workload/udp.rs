@@ -53,10 +53,22 @@ pub struct UdpStreamSender {
     size: usize,
     seq: u64,
     batch: MsgBatch,
+    /// Datagrams per message: 1, or with `--gso` as many as one UDP_SEGMENT send carries.
+    segments: usize,
     /// Open-loop pacing in bytes of payload per second.
     rate: Option<f64>,
     started: Option<Instant>,
     paced_bytes: f64,
+}
+
+/// The most datagrams one UDP_SEGMENT send may carry (UDP_MAX_SEGMENTS).
+const GSO_MAX_SEGMENTS: usize = 64;
+/// The most payload one UDP_SEGMENT send may carry (one IPv4 datagram's).
+const GSO_MAX_BYTES: usize = 65_507;
+
+/// Datagrams of `size` bytes that one `--gso` send carries.
+pub fn gso_segments(size: usize) -> usize {
+    (GSO_MAX_BYTES / size.max(1)).clamp(1, GSO_MAX_SEGMENTS)
 }
 
 impl UdpStreamSender {
@@ -74,10 +86,22 @@ impl UdpStreamSender {
             size,
             seq: 0,
             batch: MsgBatch::new(BATCH, size),
+            segments: 1,
             rate: rate_bps.map(|r| r as f64 / 8.0),
             started: None,
             paced_bytes: 0.0,
         }
+    }
+}
+
+impl UdpStreamSender {
+    /// `--gso`: hand the kernel as many datagrams per message as UDP_SEGMENT
+    /// allows, each with its own header, split by the kernel.
+    pub fn with_gso(mut self) -> io::Result<UdpStreamSender> {
+        crate::io::mmsg::enable_gso(self.sock.as_raw_fd(), self.size)?;
+        self.segments = gso_segments(self.size);
+        self.batch = MsgBatch::new(BATCH, self.segments * self.size);
+        Ok(self)
     }
 }
 
@@ -96,7 +120,7 @@ impl Flow for UdpStreamSender {
             if let Some(rate) = self.rate {
                 let start = *self.started.get_or_insert_with(Instant::now);
                 let due = rate * start.elapsed().as_secs_f64() - self.paced_bytes;
-                let allowed = (due / self.size as f64).floor();
+                let allowed = (due / (self.size * self.segments) as f64).floor();
                 if allowed < 1.0 {
                     let wait = (self.size as f64 - due) / rate;
                     return Ok(Progress::At(
@@ -108,19 +132,34 @@ impl Flow for UdpStreamSender {
             if self.size >= STREAM_HEADER {
                 for i in 0..n {
                     let b = self.batch.buf_mut(i);
-                    b[..4].copy_from_slice(&self.flow_id.to_be_bytes());
-                    b[4..12].copy_from_slice(&(self.seq + i as u64).to_be_bytes());
+                    for (j, d) in b.chunks_exact_mut(self.size).enumerate() {
+                        let seq = self.seq + (i * self.segments + j) as u64;
+                        d[..4].copy_from_slice(&self.flow_id.to_be_bytes());
+                        d[4..12].copy_from_slice(&seq.to_be_bytes());
+                    }
                 }
             }
-            match self.batch.send(fd, n, self.size) {
+            match self.batch.send(fd, n, self.segments * self.size) {
                 Ok(k) => {
-                    let k = k as u64;
+                    let k = (k * self.segments) as u64;
                     self.seq += k;
                     self.paced_bytes += (k as usize * self.size) as f64;
                     self.counters.add_datagrams_sent(k);
                     self.counters.add_sent(k * self.size as u64);
                 }
                 Err(e) if would_block(&e) => return Ok(Progress::Idle),
+                Err(e)
+                    if self.segments > 1
+                        && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EMSGSIZE)) =>
+                {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "--gso: the kernel refused a UDP_SEGMENT send of {} datagrams of {} bytes (each must fit the path MTU): {e}",
+                            self.segments, self.size
+                        ),
+                    ));
+                }
                 Err(e) => return Err(refused(&e)),
             }
         }
@@ -264,6 +303,39 @@ pub struct UdpStreamReceiver {
     coalesce: Option<Coalesce>,
 }
 
+/// What one batch of received datagrams came to.
+#[derive(Default)]
+struct Tally {
+    fresh: u64,
+    bytes: u64,
+    lost: u64,
+    late: u64,
+    dups: u64,
+}
+
+impl Tally {
+    /// Count one datagram of flow `flow_id`.
+    fn datagram(&mut self, d: &[u8], flow_id: u32, tracker: &mut SeqTracker) {
+        if d.len() >= STREAM_HEADER {
+            let flow = u32::from_be_bytes(d[..4].try_into().expect("4 bytes"));
+            if flow != flow_id {
+                return;
+            }
+            let seq = u64::from_be_bytes(d[4..12].try_into().expect("8 bytes"));
+            match tracker.arrive(seq) {
+                Arrival::New { gap } => self.lost += gap,
+                Arrival::Late => self.late += 1,
+                Arrival::Duplicate => {
+                    self.dups += 1;
+                    return;
+                }
+            }
+        }
+        self.fresh += 1;
+        self.bytes += d.len() as u64;
+    }
+}
+
 impl UdpStreamReceiver {
     pub fn new(sock: Socket, counters: CounterRef, flow_id: u32, size: usize) -> UdpStreamReceiver {
         let coalesce = sock
@@ -284,6 +356,18 @@ impl UdpStreamReceiver {
 /// Timer slack of a napping receiver's thread: the default 50 µs would
 /// stretch a nap of tens of µs severalfold.
 const NAP_TIMER_SLACK_NS: libc::c_ulong = 1_000;
+
+impl UdpStreamReceiver {
+    /// `--gso`: take datagrams coalesced (UDP_GRO) and count them by the
+    /// segment size the kernel attaches.
+    pub fn with_gro(mut self) -> io::Result<UdpStreamReceiver> {
+        crate::io::mmsg::enable_gro(self.sock.as_raw_fd())?;
+        self.batch = MsgBatch::with_control(BATCH, 65_535);
+        // The naps are sized for single datagrams.
+        self.coalesce = None;
+        Ok(self)
+    }
+}
 
 impl Flow for UdpStreamReceiver {
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
@@ -306,28 +390,26 @@ impl Flow for UdpStreamReceiver {
                 Err(e) if would_block(&e) => return Ok(Progress::Idle),
                 Err(e) => return Err(refused(&e)),
             };
-            let (mut fresh, mut bytes, mut lost, mut late, mut dups) =
-                (0u64, 0u64, 0u64, 0u64, 0u64);
+            let mut t = Tally::default();
             for i in 0..k {
                 let d = self.batch.received(i);
-                if d.len() >= STREAM_HEADER {
-                    let flow = u32::from_be_bytes(d[..4].try_into().expect("4 bytes"));
-                    if flow != self.flow_id {
-                        continue;
-                    }
-                    let seq = u64::from_be_bytes(d[4..12].try_into().expect("8 bytes"));
-                    match self.tracker.arrive(seq) {
-                        Arrival::New { gap } => lost += gap,
-                        Arrival::Late => late += 1,
-                        Arrival::Duplicate => {
-                            dups += 1;
-                            continue;
+                match self.batch.gro_segment(i) {
+                    // Coalesced by UDP_GRO: datagrams of `seg` bytes back to back.
+                    Some(seg) => {
+                        for one in d.chunks(seg) {
+                            t.datagram(one, self.flow_id, &mut self.tracker);
                         }
                     }
+                    None => t.datagram(d, self.flow_id, &mut self.tracker),
                 }
-                fresh += 1;
-                bytes += d.len() as u64;
             }
+            let Tally {
+                fresh,
+                bytes,
+                lost,
+                late,
+                dups,
+            } = t;
             self.counters.add_datagrams_received(fresh);
             self.counters.add_received(bytes);
             if lost > 0 {
