@@ -207,6 +207,20 @@ pub struct RunArgs {
     /// the device queue before sleeping (NICs with NAPI only; not loopback or veth).
     #[arg(long, value_name = "USEC")]
     pub busy_poll: Option<u32>,
+    /// tcp_stream, tcp_maerts, tcp_bidir: send with MSG_ZEROCOPY (SO_ZEROCOPY)
+    /// on the sending end(s), from a ring of 16 buffers of --send-size that
+    /// are reused once the kernel reports their completion. Over loopback and
+    /// veth the kernel copies anyway on delivery, which makes sends slower, not
+    /// faster; the result counts the sends, completions and copies.
+    #[arg(long)]
+    pub zerocopy: bool,
+    /// udp_stream, unpaced: the sender hands the kernel up to 64 datagrams
+    /// per send (UDP_SEGMENT, GSO) and the receiver takes them coalesced
+    /// (UDP_GRO), counting datagrams by the segment size. Never the default:
+    /// it measures the kernel's GSO/GRO path, where datagrams are split and
+    /// merged in bulk, not one datagram per packet through the stack.
+    #[arg(long)]
+    pub gso: bool,
     /// Readiness driver of the worker threads, both ends: auto (blocking for a
     /// thread with one flow, epoll otherwise), epoll, or uring (io_uring; falls
     /// back to epoll where unavailable, and for tcp_crr/tcp_cc).
@@ -383,6 +397,8 @@ impl RunArgs {
         p.rate_bps = self.rate;
         p.rr_timeout_ns = ns(self.rr_timeout);
         p.busy_poll_us = self.busy_poll;
+        p.zerocopy = self.zerocopy;
+        p.gso = self.gso;
         p.driver = self.driver.parse().expect("clap checked the driver name");
         let side = |buf: Option<(u64, u64)>, pin: &Option<CpuList>| SocketOpts {
             send_buffer_bytes: buf.map(|b| b.0),

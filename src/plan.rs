@@ -168,6 +168,14 @@ pub struct TestPlan {
     /// SO_BUSY_POLL on data sockets, both ends, µs.
     #[serde(default)]
     pub busy_poll_us: Option<u32>,
+    /// MSG_ZEROCOPY sends on the sending end(s) of tcp_stream, tcp_maerts
+    /// and tcp_bidir; absent from an older peer's plan: off.
+    #[serde(default)]
+    pub zerocopy: bool,
+    /// udp_stream: UDP_SEGMENT (GSO) on the sender, UDP_GRO on the receiver;
+    /// absent from an older peer's plan: off.
+    #[serde(default)]
+    pub gso: bool,
     /// Readiness driver on both ends; absent from an older peer's plan: auto.
     #[serde(default)]
     pub driver: DriverChoice,
@@ -264,6 +272,8 @@ impl TestPlan {
             rr_timeout_ns: 50_000_000,
             driver: DriverChoice::Auto,
             busy_poll_us: None,
+            zerocopy: false,
+            gso: false,
             local: SocketOpts::default(),
             remote: SocketOpts::default(),
             percentiles: Vec::new(),
@@ -358,6 +368,32 @@ impl TestPlan {
             60_000_000_000,
         )?;
         check("--recv-size", self.recv_bytes, 1, MAX_IO_BYTES)?;
+        if self.gso {
+            if t != TestKind::UdpStream {
+                return Err(PlanError::NotApplicable {
+                    flag: "--gso",
+                    applies: "udp_stream",
+                    test: t,
+                });
+            }
+            if self.rate_bps.is_some() {
+                return Err(PlanError::Invalid(
+                    "--gso applies to unpaced udp_stream (accepted: without --rate)".into(),
+                ));
+            }
+        }
+        if self.zerocopy
+            && !matches!(
+                t,
+                TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
+            )
+        {
+            return Err(PlanError::NotApplicable {
+                flag: "--zerocopy",
+                applies: "tcp_stream, tcp_maerts and tcp_bidir",
+                test: t,
+            });
+        }
         if self.percentiles.len() > MAX_PERCENTILES {
             return Err(PlanError::Invalid(format!(
                 "--percentiles lists {} values (accepted: at most {MAX_PERCENTILES})",
@@ -471,6 +507,44 @@ mod tests {
         let q: Vec<u64> = (0..3).map(|f| p.flow_quota(f).unwrap()).collect();
         assert_eq!(q, vec![4, 3, 3]);
         assert_eq!(q.iter().sum::<u64>(), 10);
+    }
+
+    #[test]
+    fn zerocopy_is_for_tcp_bulk_tests_and_optional_on_the_wire() {
+        for t in TestKind::ALL {
+            let mut p = TestPlan::new(t);
+            p.zerocopy = true;
+            let bulk = matches!(
+                t,
+                TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
+            );
+            match p.validate() {
+                Ok(()) => assert!(bulk, "{t}"),
+                Err(e) => {
+                    assert!(!bulk, "{t}: {e}");
+                    assert!(e.to_string().contains("--zerocopy"), "{e}");
+                }
+            }
+        }
+        // A plan from a peer that predates the options: off.
+        let mut v = serde_json::to_value(TestPlan::new(TestKind::TcpStream)).unwrap();
+        v.as_object_mut().unwrap().remove("zerocopy");
+        v.as_object_mut().unwrap().remove("gso");
+        let p: TestPlan = serde_json::from_value(v).unwrap();
+        assert!(!p.zerocopy && !p.gso);
+    }
+
+    #[test]
+    fn gso_is_for_unpaced_udp_stream() {
+        let mut p = TestPlan::new(TestKind::UdpStream);
+        p.gso = true;
+        assert_eq!(p.validate(), Ok(()));
+        p.rate_bps = Some(1_000_000);
+        assert!(p.validate().unwrap_err().to_string().contains("--gso"));
+        let mut p = TestPlan::new(TestKind::UdpRr);
+        p.gso = true;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--gso") && e.contains("udp_stream"), "{e}");
     }
 
     #[test]

@@ -349,6 +349,10 @@ pub struct Side {
     pub rx_packets_per_s: Option<f64>,
     /// TCP retransmissions of this end's long-lived data connections (TCP_INFO).
     pub tcp_retransmits: Option<u64>,
+    /// `--zerocopy` senders: MSG_ZEROCOPY sends, their completions and how
+    /// many the kernel copied anyway, over the whole test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
 }
 
 /// Service demands from the two sources that differ by more than this

@@ -25,6 +25,7 @@ use super::window::{Meter, WindowStats, on_hypervisor};
 use crate::engine::{Engine, place};
 use crate::io::connect::connect_many;
 use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
+use crate::io::zerocopy::ZeroCopyCounts;
 use crate::plan::{TestKind, TestPlan};
 use crate::result::{
     Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
@@ -108,6 +109,8 @@ struct Gathered {
     remote_provenance: Option<Provenance>,
     local_retransmits: Option<u64>,
     remote_retransmits: Option<u64>,
+    local_zerocopy: Option<ZeroCopyCounts>,
+    remote_zerocopy: Option<ZeroCopyCounts>,
     /// The server runs on this host as a separate process.
     server_on_this_host: bool,
     setup_s: Option<f64>,
@@ -145,6 +148,8 @@ fn run_once(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Te
         remote_provenance: None,
         local_retransmits: None,
         remote_retransmits: None,
+        local_zerocopy: None,
+        remote_zerocopy: None,
         server_on_this_host: false,
         setup_s: None,
     };
@@ -333,13 +338,9 @@ fn drive(
                     check_mtu(plan, &sock, peer.is_ipv6(), g);
                 }
                 if plan.test == TestKind::UdpStream {
-                    Box::new(UdpStreamSender::new(
-                        sock,
-                        ctr,
-                        f,
-                        plan.send_bytes as usize,
-                        plan.rate_bps,
-                    ))
+                    let s =
+                        UdpStreamSender::new(sock, ctr, f, plan.send_bytes as usize, plan.rate_bps);
+                    Box::new(if plan.gso { s.with_gso()? } else { s })
                 } else {
                     Box::new(UdpRrClient::new(
                         sock,
@@ -387,7 +388,7 @@ fn drive(
                         plan.flow_quota(f),
                     ))
                 } else {
-                    Box::new(StreamFlow::new(
+                    let f = StreamFlow::new(
                         sock,
                         ctr,
                         sends,
@@ -395,7 +396,8 @@ fn drive(
                         plan.send_bytes as usize,
                         plan.recv_bytes as usize,
                         true,
-                    ))
+                    );
+                    Box::new(if plan.zerocopy { f.with_zerocopy()? } else { f })
                 }
             }
         };
@@ -468,6 +470,7 @@ fn drive(
     g.latency = out.latency;
     g.interval_latency = out.interval_latency;
     g.local_retransmits = crate::engine::tcp_retransmits(&out.flows);
+    g.local_zerocopy = crate::engine::zerocopy_counts(&out.flows);
     g.local_rusage = Some(Rusage::read().unwrap_or_default().since(&rusage0));
     outcome?;
     if let Some(e) = out.error {
@@ -492,6 +495,7 @@ fn drive(
         window,
         provenance,
         tcp_retransmits,
+        zerocopy,
     } = fin
     {
         g.remote_total = Some(Counts::sum(&counts));
@@ -499,6 +503,7 @@ fn drive(
         g.remote_window = window.map(|w| *w);
         g.remote_provenance = provenance.map(|p| *p);
         g.remote_retransmits = tcp_retransmits;
+        g.remote_zerocopy = zerocopy;
         for e in errors {
             g.warnings.push(format!("server: {e}"));
         }
@@ -516,8 +521,12 @@ fn drive(
 fn udp_io(plan: &TestPlan) -> Option<String> {
     let batch = crate::io::mmsg::BATCH;
     match plan.test {
+        TestKind::UdpStream if plan.gso => Some(format!(
+            "--gso: sendmmsg of up to {batch} messages of up to {} datagrams each (UDP_SEGMENT), recvmmsg with UDP_GRO, datagrams counted by segment size",
+            crate::workload::udp::gso_segments(plan.send_bytes as usize)
+        )),
         TestKind::UdpStream => Some(format!(
-            "sendmmsg/recvmmsg, up to {batch} datagrams per call"
+            "sendmmsg/recvmmsg, up to {batch} datagrams per call; a receiver alone on its thread naps between batches while datagrams stream in (wake-up coalescing)"
         )),
         TestKind::UdpRr if plan.burst == 0 => {
             Some("send/recv, one datagram per call (one transaction in flight)".into())
@@ -1026,6 +1035,11 @@ fn apply_windows(
     }
     s.local.tcp_retransmits = g.local_retransmits;
     s.remote.tcp_retransmits = g.remote_retransmits;
+    s.local.zerocopy = g.local_zerocopy;
+    s.remote.zerocopy = g.remote_zerocopy;
+    if plan.zerocopy {
+        warnings.extend(zerocopy_warnings(plan, g));
+    }
     s.interface = s.local.interface.clone();
     s.tx_packets_per_s = s.local.tx_packets_per_s;
     s.rx_packets_per_s = s.local.rx_packets_per_s;
@@ -1035,6 +1049,31 @@ fn apply_windows(
         }
         s.warnings.extend(warnings);
     }
+}
+
+/// Copied sends above this share of completions (percent) get a warning.
+const ZEROCOPY_COPIED_WARN_PERCENT: f64 = 50.0;
+
+/// `--zerocopy`: say when the kernel copied most sends anyway, and when a
+/// sending server did not report any (an older thrum ignores the option).
+fn zerocopy_warnings(plan: &TestPlan, g: &Gathered) -> Vec<String> {
+    let mut w = Vec::new();
+    let server_sends = matches!(plan.test, TestKind::TcpMaerts | TestKind::TcpBidir);
+    if server_sends && g.remote_zerocopy.is_none() {
+        w.push("--zerocopy: the server reported no zero-copy sends (a thrum server older than the option sends with copies)".to_string());
+    }
+    for (end, zc) in [("local", &g.local_zerocopy), ("remote", &g.remote_zerocopy)] {
+        if let Some(zc) = zc {
+            let pct = zc.copied_percent();
+            if pct > ZEROCOPY_COPIED_WARN_PERCENT {
+                w.push(format!(
+                    "--zerocopy: the kernel copied {pct:.0} % of {end} sends ({} of {} completed; loopback/veth deliver through a copy)",
+                    zc.copied, zc.completions
+                ));
+            }
+        }
+    }
+    w
 }
 
 /// Largest header overhead of one segment (IPv6 + TCP with timestamps).

@@ -122,15 +122,24 @@ pub fn total_duration_ns(plan: &TestPlan) -> u64 {
 /// plus socket buffers the spec sets explicitly (the kernel doubles them).
 pub fn memory_estimate(plan: &TestPlan) -> u64 {
     let in_flight = plan.burst as u64 + 1;
+    // --zerocopy senders keep a ring of send buffers.
+    let send_ring = if plan.zerocopy {
+        plan.send_bytes
+            .saturating_mul(crate::io::zerocopy::RING_SLOTS as u64)
+    } else {
+        plan.send_bytes
+    };
     let per_flow = match plan.test {
         TestKind::TcpStream => plan.recv_bytes,
-        TestKind::TcpMaerts => plan.send_bytes,
-        TestKind::TcpBidir => plan.send_bytes.saturating_add(plan.recv_bytes),
+        TestKind::TcpMaerts => send_ring,
+        TestKind::TcpBidir => send_ring.saturating_add(plan.recv_bytes),
         TestKind::TcpRr => {
             let cap = |m: u64| m.saturating_mul(in_flight).clamp(4096, RR_MAX_BUF);
             cap(plan.request_bytes) + cap(plan.response_bytes)
         }
         TestKind::TcpCrr | TestKind::TcpCc => 0,
+        // --gso: each buffer takes a whole coalesced message.
+        TestKind::UdpStream if plan.gso => BATCH as u64 * 65_535,
         TestKind::UdpStream => BATCH as u64 * plan.send_bytes,
         TestKind::UdpRr => {
             let batch = (BATCH as u64).min(in_flight);
@@ -190,6 +199,15 @@ mod tests {
         p.recv_bytes = 128 << 10;
         p.remote.recv_buffer_bytes = Some(8 << 20);
         assert!(l.check(&p).unwrap_err().contains("--max-session-memory"));
+    }
+
+    #[test]
+    fn zerocopy_senders_count_their_ring() {
+        let mut p = TestPlan::new(TestKind::TcpMaerts);
+        let plain = memory_estimate(&p);
+        p.zerocopy = true;
+        let ring = crate::io::zerocopy::RING_SLOTS as u64;
+        assert_eq!(memory_estimate(&p) - plain, (ring - 1) * p.send_bytes);
     }
 
     #[test]

@@ -124,6 +124,9 @@ pub enum Msg {
         /// TCP retransmissions of the server's long-lived data connections.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tcp_retransmits: Option<u64>,
+        /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
     },
     Error {
         message: String,

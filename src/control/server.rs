@@ -585,6 +585,7 @@ fn session(
     }
     let refused = out.flows.iter().map(|f| f.refused()).sum::<u64>();
     let tcp_retransmits = crate::engine::tcp_retransmits(&out.flows);
+    let zerocopy = crate::engine::zerocopy_counts(&out.flows);
     let mut errors: Vec<String> = fd_warning.into_iter().collect();
     if let Some(e) = out.error {
         errors.push(e);
@@ -599,6 +600,7 @@ fn session(
             window: meter.window().map(Box::new),
             provenance: Some(Box::new(provenance)),
             tcp_retransmits,
+            zerocopy,
         },
     )?;
     drop(out.flows);
@@ -631,12 +633,8 @@ fn udp_flows(
             .with_context(|| format!("connecting UDP flow {f} to the client"))?;
         let ctr = CounterRef::new(counters.clone(), f);
         flows.push(if plan.test == TestKind::UdpStream {
-            Box::new(UdpStreamReceiver::new(
-                sock,
-                ctr,
-                f as u32,
-                plan.send_bytes as usize,
-            ))
+            let r = UdpStreamReceiver::new(sock, ctr, f as u32, plan.send_bytes as usize);
+            Box::new(if plan.gso { r.with_gro()? } else { r })
         } else {
             Box::new(UdpRrServer::new(
                 sock,
@@ -757,33 +755,27 @@ fn accept_flows(
                 plan.response_bytes,
                 plan.burst,
             )),
-            TestKind::TcpStream => Box::new(StreamFlow::new(
-                sock,
-                ctr,
-                false,
-                true,
-                0,
-                plan.recv_bytes as usize,
-                false,
-            )),
-            TestKind::TcpMaerts => Box::new(StreamFlow::new(
-                sock,
-                ctr,
-                true,
-                false,
-                plan.send_bytes as usize,
-                0,
-                false,
-            )),
-            _ => Box::new(StreamFlow::new(
-                sock,
-                ctr,
-                true,
-                true,
-                plan.send_bytes as usize,
-                plan.recv_bytes as usize,
-                false,
-            )),
+            _ => {
+                let (sends, receives) = match plan.test {
+                    TestKind::TcpStream => (false, true),
+                    TestKind::TcpMaerts => (true, false),
+                    _ => (true, true),
+                };
+                let f = StreamFlow::new(
+                    sock,
+                    ctr,
+                    sends,
+                    receives,
+                    if sends { plan.send_bytes as usize } else { 0 },
+                    if receives {
+                        plan.recv_bytes as usize
+                    } else {
+                        0
+                    },
+                    false,
+                );
+                Box::new(if plan.zerocopy { f.with_zerocopy()? } else { f })
+            }
         };
         slots[id] = Some(flow);
         have += 1;

@@ -298,6 +298,17 @@ pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
     })
 }
 
+/// MSG_ZEROCOPY counts summed over the flows; None when no flow sent with it.
+pub fn zerocopy_counts(flows: &[Box<dyn Flow>]) -> Option<crate::io::zerocopy::ZeroCopyCounts> {
+    flows
+        .iter()
+        .filter_map(|f| f.zerocopy())
+        .reduce(|mut a, b| {
+            a += b;
+            a
+        })
+}
+
 /// Per-flow bookkeeping of the worker loop.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Status {

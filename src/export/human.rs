@@ -300,6 +300,18 @@ impl Exporter for Human {
                 _ => writeln!(out)?,
             }
         }
+        for (end, side) in [("client", &s.local), ("server", &s.remote)] {
+            if let Some(z) = &side.zerocopy {
+                writeln!(
+                    out,
+                    "  zerocopy {end:<13} {} sends, {} completed, {} copied by the kernel ({:.0} %)",
+                    z.sends,
+                    z.completions,
+                    z.copied,
+                    z.copied_percent()
+                )?;
+            }
+        }
         for w in &s.warnings {
             writeln!(out, "warning: {w}")?;
         }

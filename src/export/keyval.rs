@@ -105,6 +105,11 @@ impl Exporter for Keyval {
             if let Some(t) = side.tcp_retransmits {
                 writeln!(out, "{pre}_TRANSPORT_RETRANS={t}")?;
             }
+            if let Some(z) = &side.zerocopy {
+                writeln!(out, "{pre}_ZEROCOPY_SENDS={}", z.sends)?;
+                writeln!(out, "{pre}_ZEROCOPY_COMPLETIONS={}", z.completions)?;
+                writeln!(out, "{pre}_ZEROCOPY_COPIED={}", z.copied)?;
+            }
         }
         if r.test.is_stream() {
             writeln!(out, "SD_UNITS=us/KB")?;

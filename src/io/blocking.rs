@@ -126,4 +126,8 @@ impl Driver for Blocking {
     fn name(&self) -> &'static str {
         "blocking"
     }
+
+    fn waits_in_io(&self) -> bool {
+        true
+    }
 }

@@ -15,7 +15,16 @@ pub struct MsgBatch {
     bufs: Box<[u8]>,
     iovs: Box<[libc::iovec]>,
     hdrs: Box<[libc::mmsghdr]>,
+    /// Control-message space per header (u64-aligned), for UDP_GRO; empty without.
+    ctrl: Box<[[u64; CTRL_WORDS]]>,
 }
+
+/// Control space per datagram: one cmsg carrying an int (UDP_GRO's segment size).
+const CTRL_WORDS: usize = 4;
+
+// include/uapi/linux/udp.h.
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
 
 // The raw pointers point into the batch's own boxed buffers, which move with it.
 unsafe impl Send for MsgBatch {}
@@ -45,7 +54,43 @@ impl MsgBatch {
             bufs,
             iovs,
             hdrs,
+            ctrl: Box::new([]),
         }
+    }
+
+    /// Like [`MsgBatch::new`], with room for a control message per datagram
+    /// (the receiving side of [`enable_gro`]).
+    pub fn with_control(count: usize, size: usize) -> MsgBatch {
+        let mut b = MsgBatch::new(count, size);
+        b.ctrl = vec![[0u64; CTRL_WORDS]; count].into_boxed_slice();
+        for (h, c) in b.hdrs.iter_mut().zip(b.ctrl.iter_mut()) {
+            h.msg_hdr.msg_control = c.as_mut_ptr().cast();
+        }
+        b
+    }
+
+    /// The UDP_GRO segment size the kernel attached to datagram `i` as
+    /// received: it carries several datagrams of that size back to back
+    /// (the last may be shorter). None: one datagram.
+    pub fn gro_segment(&self, i: usize) -> Option<usize> {
+        if self.ctrl.is_empty() {
+            return None;
+        }
+        let msg = &self.hdrs[i].msg_hdr;
+        // SAFETY: the kernel filled the control buffer this header points at;
+        // the CMSG macros stay within msg_controllen.
+        let mut c = unsafe { libc::CMSG_FIRSTHDR(msg) };
+        while !c.is_null() {
+            let h = unsafe { &*c };
+            if h.cmsg_level == libc::SOL_UDP && h.cmsg_type == UDP_GRO {
+                // SAFETY: a UDP_GRO message carries one int.
+                let seg: libc::c_int =
+                    unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(c).cast()) };
+                return (seg > 0).then_some(seg as usize);
+            }
+            c = unsafe { libc::CMSG_NXTHDR(msg, c) };
+        }
+        None
     }
 
     pub fn capacity(&self) -> usize {
@@ -93,6 +138,12 @@ impl MsgBatch {
         for iov in self.iovs.iter_mut() {
             iov.iov_len = self.size;
         }
+        if !self.ctrl.is_empty() {
+            // The kernel overwrites msg_controllen with what it wrote.
+            for h in self.hdrs.iter_mut() {
+                h.msg_hdr.msg_controllen = CTRL_WORDS * 8;
+            }
+        }
         // EINTR is returned, not retried; raw syscall as in send above.
         // SAFETY: every header points at a valid iovec and buffer of `size` bytes.
         let r = unsafe {
@@ -110,6 +161,19 @@ impl MsgBatch {
         }
         Err(io::Error::last_os_error())
     }
+}
+
+/// UDP GSO (Linux 4.18): every send of more than `segment` bytes leaves as
+/// datagrams of `segment` bytes, split by the kernel (or the NIC).
+pub fn enable_gso(fd: RawFd, segment: usize) -> io::Result<()> {
+    let what = "UDP_SEGMENT (--gso)";
+    super::socket::set_int_option(fd, libc::SOL_UDP, UDP_SEGMENT, segment as libc::c_int, what)
+}
+
+/// UDP GRO (Linux 5.0): datagrams may arrive coalesced, with their segment
+/// size in a control message ([`MsgBatch::gro_segment`]).
+pub fn enable_gro(fd: RawFd) -> io::Result<()> {
+    super::socket::set_int_option(fd, libc::SOL_UDP, UDP_GRO, 1, "UDP_GRO (--gso)")
 }
 
 #[cfg(test)]

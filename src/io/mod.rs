@@ -22,6 +22,7 @@ pub mod fdlimit;
 pub mod mmsg;
 pub mod socket;
 pub mod uring;
+pub mod zerocopy;
 
 use std::io;
 use std::os::fd::RawFd;
@@ -71,6 +72,12 @@ pub trait Driver: Send {
     fn wait(&mut self, out: &mut Vec<Event>, timeout_ms: i32) -> io::Result<()>;
     /// Name reported in results.
     fn name(&self) -> &'static str;
+    /// Does the workload's own socket call do the waiting (the blocking
+    /// driver)? A flow that waits for something else than its socket being
+    /// readable or writable (MSG_ZEROCOPY completions) must then wait itself.
+    fn waits_in_io(&self) -> bool {
+        false
+    }
 }
 
 /// Which driver a worker uses; chosen per worker by the engine.

@@ -103,6 +103,30 @@ impl DataSocketOpts {
     }
 }
 
+/// setsockopt of one int; the error names `what` (the option and its flag).
+pub fn set_int_option(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+    what: &str,
+) -> io::Result<()> {
+    // SAFETY: the value outlives the call and its size is given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(ctx(io::Error::last_os_error(), what));
+    }
+    Ok(())
+}
+
 fn ctx(e: io::Error, what: &str) -> io::Error {
     io::Error::new(e.kind(), format!("setting {what}: {e}"))
 }
@@ -200,6 +224,12 @@ pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
 /// callgrind (docs/performance.md). thrum never cancels threads.
 #[inline]
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    send_flags(fd, buf, 0)
+}
+
+/// [`send`] with more MSG_* flags (MSG_ZEROCOPY).
+#[inline]
+pub fn send_flags(fd: RawFd, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes; no address is passed.
     let n = unsafe {
         libc::syscall(
@@ -207,7 +237,7 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
             fd,
             buf.as_ptr(),
             buf.len(),
-            libc::MSG_NOSIGNAL,
+            libc::MSG_NOSIGNAL | flags,
             std::ptr::null::<libc::sockaddr>(),
             0 as libc::socklen_t,
         )

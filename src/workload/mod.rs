@@ -140,6 +140,10 @@ pub trait Flow: Send {
     fn refused(&self) -> u64 {
         0
     }
+    /// MSG_ZEROCOPY sends and completions (`--zerocopy` senders only).
+    fn zerocopy(&self) -> Option<crate::io::zerocopy::ZeroCopyCounts> {
+        None
+    }
     /// The long-lived TCP socket, for TCP_INFO at the end (retransmissions).
     fn tcp_socket(&self) -> Option<std::os::fd::RawFd> {
         None

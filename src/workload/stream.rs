@@ -4,6 +4,11 @@
 //! byte count is the figure of merit (goodput). In the drain phase the flow
 //! stops sending, half-closes, and reads until EOF, so the receiver ends up
 //! with every byte the sender handed to the kernel.
+//!
+//! With `--zerocopy` the sender sends with MSG_ZEROCOPY from a ring of
+//! buffers ([`crate::io::zerocopy`]) and reaps completions when the socket
+//! reports an error (EPOLLERR) or the ring is full; before it reports done it
+//! waits (briefly) for the last completions, so the counts add up.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -12,7 +17,13 @@ use socket2::Socket;
 
 use super::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, token};
 use crate::io::socket::{recv, send, shutdown_write, would_block};
+use crate::io::zerocopy::{
+    ZcSend, ZeroCopyCounts, ZeroCopySender, socket_error, wait_for_completion,
+};
 use crate::io::{Driver, Event};
+
+/// How long a finished sender waits for its last MSG_ZEROCOPY completions.
+const ZEROCOPY_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub struct StreamFlow {
     sock: Socket,
@@ -25,6 +36,8 @@ pub struct StreamFlow {
     got_eof: bool,
     /// The client treats a peer's EOF before the drain as a failure.
     eof_before_drain_is_error: bool,
+    /// `--zerocopy`: sends come from this ring instead of `send_buf`.
+    zerocopy: Option<Box<ZeroCopySender>>,
 }
 
 impl StreamFlow {
@@ -52,8 +65,72 @@ impl StreamFlow {
             sent_fin: false,
             got_eof: false,
             eof_before_drain_is_error,
+            zerocopy: None,
         }
     }
+
+    /// Send with MSG_ZEROCOPY (a sending flow only): sets SO_ZEROCOPY and
+    /// replaces the send buffer by a ring of them.
+    pub fn with_zerocopy(mut self) -> io::Result<StreamFlow> {
+        if self.sends {
+            crate::io::zerocopy::enable(self.sock.as_raw_fd())?;
+            self.zerocopy = Some(Box::new(ZeroCopySender::new(self.send_buf.len())));
+            self.send_buf = Vec::new();
+        }
+        Ok(self)
+    }
+}
+
+/// Up to [`OPS_PER_CALL`] zero-copy sends; true when the budget ran out
+/// with work left. Completions are reaped when the driver reported an
+/// error (POLLERR: the error queue has something) or the ring is full;
+/// under the blocking driver a full ring sleeps in poll() until one comes.
+fn send_zerocopy(
+    zc: &mut ZeroCopySender,
+    fd: std::os::fd::RawFd,
+    counters: &CounterRef,
+    error_reported: bool,
+    blocking: bool,
+) -> io::Result<bool> {
+    if error_reported {
+        zc.reap(fd)?;
+    }
+    for _ in 0..OPS_PER_CALL {
+        match zc.send(fd) {
+            Ok(ZcSend::Sent(n)) => counters.add_sent(n as u64),
+            Ok(ZcSend::RingFull) => {
+                if zc.reap(fd)? > 0 {
+                    continue;
+                }
+                if !blocking {
+                    // EPOLLERR wakes the flow when a completion is queued.
+                    return Ok(false);
+                }
+                let events = wait_for_completion(fd, crate::io::blocking::POLL_TIMEOUT)?;
+                if zc.reap(fd)? == 0 {
+                    // POLLERR without a completion is a socket error, and
+                    // POLLHUP a closed connection; both would make the next
+                    // wait return at once, so they end the flow here.
+                    if events & libc::POLLERR != 0
+                        && let Some(e) = socket_error(fd)?
+                    {
+                        return Err(e);
+                    }
+                    if events & libc::POLLHUP != 0 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::BrokenPipe,
+                            "the connection closed with zero-copy sends in flight",
+                        ));
+                    }
+                    // A timeout or the watchdog: let the caller look.
+                    return Ok(false);
+                }
+            }
+            Err(e) if would_block(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
 }
 
 impl Flow for StreamFlow {
@@ -65,7 +142,7 @@ impl Flow for StreamFlow {
         driver.register(self.sock.as_raw_fd(), token(slot, 0))
     }
 
-    fn on_event(&mut self, _ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+    fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         let fd = self.sock.as_raw_fd();
         let draining = ctx.phase == crate::workload::Phase::Drain;
         let mut more = false;
@@ -106,7 +183,10 @@ impl Flow for StreamFlow {
         }
 
         if !self.sent_fin && self.sends {
-            {
+            if let Some(zc) = self.zerocopy.as_deref_mut() {
+                let blocking = ctx.driver.waits_in_io();
+                more |= send_zerocopy(zc, fd, &self.counters, ev.error, blocking)?;
+            } else {
                 let mut ops = 0;
                 loop {
                     if ops == OPS_PER_CALL {
@@ -123,13 +203,21 @@ impl Flow for StreamFlow {
             }
         }
 
-        Ok(if self.sent_fin && self.got_eof {
+        let done = self.sent_fin && self.got_eof;
+        if done && let Some(zc) = self.zerocopy.as_deref_mut() {
+            zc.settle(fd, ZEROCOPY_SETTLE)?;
+        }
+        Ok(if done {
             Progress::Done
         } else if more {
             Progress::More
         } else {
             Progress::Idle
         })
+    }
+
+    fn zerocopy(&self) -> Option<ZeroCopyCounts> {
+        self.zerocopy.as_ref().map(|z| z.counts())
     }
 
     fn blocking_ok(&self) -> bool {

@@ -53,10 +53,22 @@ pub struct UdpStreamSender {
     size: usize,
     seq: u64,
     batch: MsgBatch,
+    /// Datagrams per message: 1, or with `--gso` as many as one UDP_SEGMENT send carries.
+    segments: usize,
     /// Open-loop pacing in bytes of payload per second.
     rate: Option<f64>,
     started: Option<Instant>,
     paced_bytes: f64,
+}
+
+/// The most datagrams one UDP_SEGMENT send may carry (UDP_MAX_SEGMENTS).
+const GSO_MAX_SEGMENTS: usize = 64;
+/// The most payload one UDP_SEGMENT send may carry (one IPv4 datagram's).
+const GSO_MAX_BYTES: usize = 65_507;
+
+/// Datagrams of `size` bytes that one `--gso` send carries.
+pub fn gso_segments(size: usize) -> usize {
+    (GSO_MAX_BYTES / size.max(1)).clamp(1, GSO_MAX_SEGMENTS)
 }
 
 impl UdpStreamSender {
@@ -74,10 +86,22 @@ impl UdpStreamSender {
             size,
             seq: 0,
             batch: MsgBatch::new(BATCH, size),
+            segments: 1,
             rate: rate_bps.map(|r| r as f64 / 8.0),
             started: None,
             paced_bytes: 0.0,
         }
+    }
+}
+
+impl UdpStreamSender {
+    /// `--gso`: hand the kernel as many datagrams per message as UDP_SEGMENT
+    /// allows, each with its own header, split by the kernel.
+    pub fn with_gso(mut self) -> io::Result<UdpStreamSender> {
+        crate::io::mmsg::enable_gso(self.sock.as_raw_fd(), self.size)?;
+        self.segments = gso_segments(self.size);
+        self.batch = MsgBatch::new(BATCH, self.segments * self.size);
+        Ok(self)
     }
 }
 
@@ -96,7 +120,7 @@ impl Flow for UdpStreamSender {
             if let Some(rate) = self.rate {
                 let start = *self.started.get_or_insert_with(Instant::now);
                 let due = rate * start.elapsed().as_secs_f64() - self.paced_bytes;
-                let allowed = (due / self.size as f64).floor();
+                let allowed = (due / (self.size * self.segments) as f64).floor();
                 if allowed < 1.0 {
                     let wait = (self.size as f64 - due) / rate;
                     return Ok(Progress::At(
@@ -108,19 +132,34 @@ impl Flow for UdpStreamSender {
             if self.size >= STREAM_HEADER {
                 for i in 0..n {
                     let b = self.batch.buf_mut(i);
-                    b[..4].copy_from_slice(&self.flow_id.to_be_bytes());
-                    b[4..12].copy_from_slice(&(self.seq + i as u64).to_be_bytes());
+                    for (j, d) in b.chunks_exact_mut(self.size).enumerate() {
+                        let seq = self.seq + (i * self.segments + j) as u64;
+                        d[..4].copy_from_slice(&self.flow_id.to_be_bytes());
+                        d[4..12].copy_from_slice(&seq.to_be_bytes());
+                    }
                 }
             }
-            match self.batch.send(fd, n, self.size) {
+            match self.batch.send(fd, n, self.segments * self.size) {
                 Ok(k) => {
-                    let k = k as u64;
+                    let k = (k * self.segments) as u64;
                     self.seq += k;
                     self.paced_bytes += (k as usize * self.size) as f64;
                     self.counters.add_datagrams_sent(k);
                     self.counters.add_sent(k * self.size as u64);
                 }
                 Err(e) if would_block(&e) => return Ok(Progress::Idle),
+                Err(e)
+                    if self.segments > 1
+                        && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EMSGSIZE)) =>
+                {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "--gso: the kernel refused a UDP_SEGMENT send of {} datagrams of {} bytes (each must fit the path MTU): {e}",
+                            self.segments, self.size
+                        ),
+                    ));
+                }
                 Err(e) => return Err(refused(&e)),
             }
         }
@@ -196,28 +235,150 @@ impl SeqTracker {
     }
 }
 
+/// Wake-up coalescing of a udp_stream receiver that has its thread to
+/// itself (the blocking driver).
+///
+/// A receiver blocked in `recvmmsg` is woken by the sender for every few
+/// datagrams, and over loopback or veth the sender's CPU pays for each
+/// wake-up: the datagram is delivered inside its send call, softirq
+/// included, and waking the receiver on the other CPU takes an IPI (on a
+/// virtual machine, an exit). With an unpaced sender that CPU is the
+/// bottleneck, so a receiver that sleeps whenever its queue is empty slows
+/// the sender down (docs/performance.md). Like interrupt moderation, the
+/// receiver therefore naps after a batch that found at least 2 datagrams
+/// waiting but fewer than its target, for the time the target takes to
+/// arrive at the rate just seen. The target is a quarter of what the receive
+/// queue holds (SO_RCVBUF over a generous estimate of each datagram's
+/// memory), at most a batch; a nap is at most [`MAX_NAP`]. The other three
+/// quarters are headroom for a receiver whose CPU is taken when its nap
+/// ends: with half, a paced sender's bursts overflowed the queue several
+/// times as often as without naps on this loaded machine. A batch of one
+/// datagram (a slow sender) blocks in `recvmmsg` as before, so a quiet flow
+/// costs no timer wake-ups.
+#[derive(Debug)]
+pub struct Coalesce {
+    /// Datagrams to let accumulate per nap (at most a batch, at most a quarter of the queue).
+    target: u64,
+    last: Option<Instant>,
+}
+
+/// The longest nap between batches.
+pub const MAX_NAP: Duration = Duration::from_micros(200);
+/// Naps shorter than this are not worth a timer.
+const MIN_NAP: Duration = Duration::from_micros(5);
+
+impl Coalesce {
+    /// `rcvbuf`: the socket's SO_RCVBUF as the kernel reports it (the
+    /// accounting limit); `size`: the datagram size. None when the queue
+    /// holds too few datagrams of this size to nap safely.
+    pub fn new(rcvbuf: usize, size: usize) -> Option<Coalesce> {
+        // Each queued datagram costs its skb truesize: payload and headers
+        // rounded up to a slab, plus the sk_buff. Twice (payload + 540) is
+        // above it for every size (a 1472-byte datagram is charged about
+        // 2.3 KB on loopback; this counts 4 KB).
+        let per_datagram = 2 * (size as u64 + 540);
+        let target = (rcvbuf as u64 / per_datagram / 4).min(BATCH as u64);
+        (target >= 4).then_some(Coalesce { target, last: None })
+    }
+
+    /// A batch of `k` datagrams arrived, read at `now`: how long to nap.
+    pub fn after_batch(&mut self, k: usize, now: Instant) -> Option<Duration> {
+        let since = now - self.last.replace(now)?;
+        // target <= BATCH, so a full batch never naps.
+        if k < 2 || k as u64 >= self.target {
+            return None;
+        }
+        // k arrived over `since`: the target takes since * target / k.
+        let nap = since.mul_f64(self.target as f64 / k as f64).min(MAX_NAP);
+        (nap >= MIN_NAP).then_some(nap)
+    }
+}
+
 pub struct UdpStreamReceiver {
     sock: Socket,
     counters: CounterRef,
     flow_id: u32,
     batch: MsgBatch,
     tracker: SeqTracker,
+    coalesce: Option<Coalesce>,
+}
+
+/// What one batch of received datagrams came to.
+#[derive(Default)]
+struct Tally {
+    fresh: u64,
+    bytes: u64,
+    lost: u64,
+    late: u64,
+    dups: u64,
+}
+
+impl Tally {
+    /// Count one datagram of flow `flow_id`.
+    fn datagram(&mut self, d: &[u8], flow_id: u32, tracker: &mut SeqTracker) {
+        if d.len() >= STREAM_HEADER {
+            let flow = u32::from_be_bytes(d[..4].try_into().expect("4 bytes"));
+            if flow != flow_id {
+                return;
+            }
+            let seq = u64::from_be_bytes(d[4..12].try_into().expect("8 bytes"));
+            match tracker.arrive(seq) {
+                Arrival::New { gap } => self.lost += gap,
+                Arrival::Late => self.late += 1,
+                Arrival::Duplicate => {
+                    self.dups += 1;
+                    return;
+                }
+            }
+        }
+        self.fresh += 1;
+        self.bytes += d.len() as u64;
+    }
 }
 
 impl UdpStreamReceiver {
     pub fn new(sock: Socket, counters: CounterRef, flow_id: u32, size: usize) -> UdpStreamReceiver {
+        let coalesce = sock
+            .recv_buffer_size()
+            .ok()
+            .and_then(|rcvbuf| Coalesce::new(rcvbuf, size.max(1)));
         UdpStreamReceiver {
             sock,
             counters,
             flow_id,
             batch: MsgBatch::new(BATCH, size.max(1)),
             tracker: SeqTracker::new(),
+            coalesce,
         }
+    }
+}
+
+/// Timer slack of a napping receiver's thread: the default 50 µs would
+/// stretch a nap of tens of µs severalfold.
+const NAP_TIMER_SLACK_NS: libc::c_ulong = 1_000;
+
+impl UdpStreamReceiver {
+    /// `--gso`: take datagrams coalesced (UDP_GRO) and count them by the
+    /// segment size the kernel attaches.
+    pub fn with_gro(mut self) -> io::Result<UdpStreamReceiver> {
+        crate::io::mmsg::enable_gro(self.sock.as_raw_fd())?;
+        self.batch = MsgBatch::with_control(BATCH, 65_535);
+        // The naps are sized for single datagrams.
+        self.coalesce = None;
+        Ok(self)
     }
 }
 
 impl Flow for UdpStreamReceiver {
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
+        if !driver.waits_in_io() {
+            // Under epoll other flows share the thread: a nap would stall them.
+            self.coalesce = None;
+        }
+        if self.coalesce.is_some() {
+            // SAFETY: plain prctl on the calling (worker) thread.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, NAP_TIMER_SLACK_NS) };
+        }
         driver.register(self.sock.as_raw_fd(), token(slot, 0))
     }
 
@@ -229,28 +390,26 @@ impl Flow for UdpStreamReceiver {
                 Err(e) if would_block(&e) => return Ok(Progress::Idle),
                 Err(e) => return Err(refused(&e)),
             };
-            let (mut fresh, mut bytes, mut lost, mut late, mut dups) =
-                (0u64, 0u64, 0u64, 0u64, 0u64);
+            let mut t = Tally::default();
             for i in 0..k {
                 let d = self.batch.received(i);
-                if d.len() >= STREAM_HEADER {
-                    let flow = u32::from_be_bytes(d[..4].try_into().expect("4 bytes"));
-                    if flow != self.flow_id {
-                        continue;
-                    }
-                    let seq = u64::from_be_bytes(d[4..12].try_into().expect("8 bytes"));
-                    match self.tracker.arrive(seq) {
-                        Arrival::New { gap } => lost += gap,
-                        Arrival::Late => late += 1,
-                        Arrival::Duplicate => {
-                            dups += 1;
-                            continue;
+                match self.batch.gro_segment(i) {
+                    // Coalesced by UDP_GRO: datagrams of `seg` bytes back to back.
+                    Some(seg) => {
+                        for one in d.chunks(seg) {
+                            t.datagram(one, self.flow_id, &mut self.tracker);
                         }
                     }
+                    None => t.datagram(d, self.flow_id, &mut self.tracker),
                 }
-                fresh += 1;
-                bytes += d.len() as u64;
             }
+            let Tally {
+                fresh,
+                bytes,
+                lost,
+                late,
+                dups,
+            } = t;
             self.counters.add_datagrams_received(fresh);
             self.counters.add_received(bytes);
             if lost > 0 {
@@ -261,6 +420,12 @@ impl Flow for UdpStreamReceiver {
             }
             if dups > 0 {
                 self.counters.add_duplicates(dups);
+            }
+            if let Some(c) = &mut self.coalesce
+                && let Some(nap) = c.after_batch(k, Instant::now())
+            {
+                std::thread::sleep(nap);
+                continue;
             }
             if k < self.batch.capacity() && !ev.may_have_more {
                 return Ok(Progress::Idle);
@@ -671,6 +836,27 @@ impl Flow for UdpRrServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coalescing_naps_only_while_datagrams_stream_in() {
+        // 1472-byte datagrams in the default 212,992-byte queue: 13 per nap.
+        let mut c = Coalesce::new(212_992, 1472).expect("room to nap");
+        assert_eq!(c.target, 13);
+        let t0 = Instant::now();
+        let us = |n| t0 + Duration::from_micros(n);
+        // The first batch has no rate to go by.
+        assert_eq!(c.after_batch(5, us(0)), None);
+        // 5 datagrams in 20 µs: the next 13 take 52 µs.
+        assert_eq!(c.after_batch(5, us(20)), Some(Duration::from_micros(52)));
+        // One datagram (a slow sender), a full batch, or the target reached: no nap.
+        assert_eq!(c.after_batch(1, us(100)), None);
+        assert_eq!(c.after_batch(BATCH, us(110)), None);
+        assert_eq!(c.after_batch(13, us(120)), None);
+        // A slow trickle: never more than MAX_NAP.
+        assert_eq!(c.after_batch(2, us(10_120)), Some(MAX_NAP));
+        // Large datagrams: the queue holds too few to nap safely.
+        assert!(Coalesce::new(212_992, 65_507).is_none());
+    }
 
     #[test]
     fn sequence_accounting() {

@@ -220,6 +220,22 @@ fn bad_flags_name_the_flag_and_range() {
             &["--busy-poll", "1..=1000000"],
         ),
         (
+            &["run", "udp_stream", "--zerocopy"],
+            &["--zerocopy", "tcp_stream, tcp_maerts and tcp_bidir"],
+        ),
+        (
+            &["run", "tcp_stream", "--gso"],
+            &["--gso", "applies only to udp_stream"],
+        ),
+        (
+            &["run", "udp_stream", "--gso", "--rate", "1M"],
+            &["--gso", "without --rate"],
+        ),
+        (
+            &["run", "tcp_rr", "--zerocopy"],
+            &["--zerocopy", "tcp_stream, tcp_maerts and tcp_bidir"],
+        ),
+        (
             &["run", "tcp_rr", "--driver", "kqueue"],
             &["--driver", "uring"],
         ),

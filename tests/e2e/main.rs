@@ -15,3 +15,4 @@ mod soak;
 mod udp;
 mod udp_loss;
 mod uring;
+mod zerocopy;

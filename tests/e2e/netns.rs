@@ -230,6 +230,30 @@ fn tcp_maerts_matches_tbf_rate() {
     check_bulk(&doc, "tcp_maerts");
 }
 
+/// `--zerocopy` over the shaped veth, both directions: goodput still reads
+/// the tbf rate within the same tolerance, the byte totals agree, and the
+/// sending end reaped a completion for every send. veth delivers into a
+/// local socket, so the kernel usually copies; the count is printed.
+#[test]
+fn zerocopy_stream_and_maerts_match_tbf_rate() {
+    let _serial = one_at_a_time();
+    for (subnet, test, shaper, end) in [
+        (60, "tcp_stream", Shaper::A, "local"),
+        (61, "tcp_maerts", Shaper::B, "remote"),
+    ] {
+        let Some(link) = Link::new(subnet, shaper) else {
+            return;
+        };
+        let server = link.server();
+        let doc = link.client(&server, test, &["-l", "3s", "--zerocopy"]);
+        check_bulk(&doc, &format!("{test} --zerocopy"));
+        crate::zerocopy::assert_all_reaped(
+            &doc["summary"][end],
+            &format!("{test} --zerocopy over veth"),
+        );
+    }
+}
+
 /// With TCP_NODELAY and one 1-byte transaction in flight, every request is
 /// its own segment out of A and every response its own segment into A, so
 /// the client's transaction count is checked against what the kernel's

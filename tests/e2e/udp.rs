@@ -138,6 +138,34 @@ fn udp_stream_unpaced_loss_adds_up() {
     assert!(f(&doc["summary"]["throughput_bps"]) > 1e8);
 }
 
+/// `--gso`: the sender's UDP_SEGMENT sends and the receiver's UDP_GRO
+/// messages are counted datagram by datagram, each with its own sequence
+/// number, so sent = received + lost still holds exactly, under the
+/// blocking driver and with two flows on one epoll thread.
+#[test]
+fn udp_stream_gso_counts_every_datagram() {
+    let server = ServerProc::start(&[]);
+    for extra in [&[][..], &["-F", "2", "-T", "1"][..]] {
+        let args = [&["udp_stream", "--gso"][..], extra].concat();
+        let doc = run(&server, &args);
+        let what = format!("udp_stream --gso {extra:?}");
+        let sent = total(&doc, "local", "datagrams_sent");
+        let received = total(&doc, "remote", "datagrams_received");
+        assert!(received > 0, "{what}");
+        assert_eq!(sent, received + total(&doc, "remote", "lost"), "{what}");
+        assert_eq!(total(&doc, "remote", "duplicates"), 0, "{what}");
+        // 1472-byte datagrams: every byte received belongs to a counted datagram.
+        assert_eq!(
+            total(&doc, "remote", "bytes_received"),
+            received * 1472,
+            "{what}"
+        );
+        let io = doc["environment"]["udp_io"].as_str().unwrap();
+        assert!(io.contains("UDP_SEGMENT") && io.contains("UDP_GRO"), "{io}");
+        assert_eq!(doc["spec"]["gso"], true);
+    }
+}
+
 #[test]
 fn udp_rr_one_and_many_flows() {
     let _quiet = not_beside_floods();
