@@ -140,6 +140,12 @@ pub trait Flow: Send {
     fn refused(&self) -> u64 {
         0
     }
+    /// Can this flow take its data from a completion driver
+    /// ([`crate::io::Completions`]), and into what buffers? `count` is this
+    /// flow's share of the worker's ring. None: it does its own I/O.
+    fn recv_buffers(&self) -> Option<crate::io::RecvBuffers> {
+        None
+    }
     /// The long-lived TCP socket, for TCP_INFO at the end (retransmissions).
     fn tcp_socket(&self) -> Option<std::os::fd::RawFd> {
         None
