@@ -24,7 +24,10 @@ use std::time::Instant;
 
 use socket2::Socket;
 
-use super::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, early_eof, token};
+use super::{
+    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, early_eof, failed, queue_send,
+    start_on,
+};
 use crate::io::socket::{recv, send, shutdown_write, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
 
@@ -51,32 +54,6 @@ fn provided(msg: u64, in_flight: u64) -> RecvBuffers {
         size: buf_len(msg, in_flight).clamp(64, 16 << 10),
         count: in_flight as usize + 1,
     }
-}
-
-/// Start a flow's socket on its driver: a multishot receive under a
-/// completion driver (true), readiness otherwise (false).
-fn start_on(driver: &mut dyn Driver, fd: i32, slot: usize) -> io::Result<bool> {
-    match driver.completions() {
-        Some(c) => c.recv_multishot(fd, token(slot, 0)).map(|_| true),
-        None => driver.register(fd, token(slot, 0)).map(|_| false),
-    }
-}
-
-/// Queue `len` bytes of `buf` as the flow's one send in flight.
-fn queue_send(ctx: &mut FlowCtx<'_>, fd: i32, buf: &[u8], len: usize) -> io::Result<()> {
-    let c = ctx
-        .driver
-        .completions()
-        .ok_or_else(|| io::Error::other("the completion driver went away"))?;
-    // SAFETY: `buf` is the flow's send buffer, allocated once, never
-    // written after construction and dropped only after the driver (which
-    // waits for every pending request when it is dropped).
-    unsafe { c.send(fd, token(ctx.slot, 0), 0, buf.as_ptr(), len.min(buf.len())) }
-}
-
-/// The errno of a failed completion as an error.
-fn failed(res: i32) -> io::Error {
-    io::Error::from_raw_os_error(res.abs())
 }
 
 pub struct RrClient {
@@ -262,7 +239,7 @@ impl RrClient {
         }
         if !self.tx_busy && self.tx_pending > 0 {
             self.tx_started = Instant::now();
-            queue_send(ctx, fd, &self.send_buf, self.tx_pending as usize)?;
+            queue_send(ctx, fd, 0, &self.send_buf, self.tx_pending as usize)?;
             self.tx_busy = true;
         }
         if !self.tx_busy
@@ -399,7 +376,7 @@ impl RrServer {
             Completion::None => {}
         }
         if !self.tx_busy && self.tx_pending > 0 {
-            queue_send(ctx, fd, &self.send_buf, self.tx_pending as usize)?;
+            queue_send(ctx, fd, 0, &self.send_buf, self.tx_pending as usize)?;
             self.tx_busy = true;
         }
         if self.got_eof && !self.tx_busy {
