@@ -600,4 +600,50 @@ mod tests {
         u.wait(&mut evs, 20).unwrap();
         assert!(!evs.iter().any(|e| e.readable), "{evs:?}");
     }
+
+    /// A ring of two 4-byte buffers runs dry at once: the receive ends with
+    /// ENOBUFS and must be re-armed after the buffers come back, and the
+    /// bytes must arrive whole and in order over many completions. A send
+    /// queued with the ring must reach the peer.
+    #[test]
+    fn multishot_receive_survives_running_out_of_buffers() {
+        if let Err(why) = probe() {
+            eprintln!("SKIPPED: io_uring unavailable: {why}");
+            return;
+        }
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let mut u = Uring::new(Some(RecvBuffers { size: 4, count: 2 })).unwrap();
+        let c = u.completions().unwrap();
+        c.recv_multishot(b.as_raw_fd(), 3 << 32).unwrap();
+        let out: Vec<u8> = (0..200u8).collect();
+        // SAFETY: `out` outlives the driver's wait for the send below.
+        unsafe { c.send(b.as_raw_fd(), 3 << 32, 5, out.as_ptr(), out.len()) }.unwrap();
+        let sent: Vec<u8> = (0..=255u8).rev().collect();
+        a.write_all(&sent).unwrap();
+        let (mut got, mut evs, mut sent_back) = (Vec::new(), Vec::new(), None);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while (got.len() < sent.len() || sent_back.is_none()) && Instant::now() < deadline {
+            evs.clear();
+            u.wait(&mut evs, 100).unwrap();
+            for ev in &evs {
+                assert_eq!(ev.token >> 32, 3, "{ev:?}");
+                match ev.done {
+                    Completion::Received { buf, len } => {
+                        assert!(len <= 4, "{len}");
+                        got.extend_from_slice(u.received(buf, len));
+                    }
+                    Completion::Sent { tag, res } => sent_back = Some((tag, res)),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        assert_eq!(got, sent);
+        assert!(u.recv_armed(3));
+        assert_eq!(sent_back, Some((5, 200)));
+        let mut back = vec![0u8; 200];
+        std::io::Read::read_exact(&mut a, &mut back).unwrap();
+        assert_eq!(back, out);
+    }
 }

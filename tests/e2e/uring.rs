@@ -160,3 +160,127 @@ fn busy_poll_is_applied_on_both_ends() {
         assert!(u(&doc["summary"]["transactions"]) > 0, "{test}");
     }
 }
+
+/// Run `thrum run ARGS -H server -l 1s --json --driver uring` and return the
+/// result, failing on a non-zero exit.
+fn run_uring(server: &ServerProc, args: &[&str]) -> Value {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&[
+        "-H",
+        &server.addr,
+        "-l",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--json",
+    ]);
+    all.extend_from_slice(&URING);
+    let out = run_client(&all, Duration::from_secs(30));
+    let doc = json(&out);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        doc["summary"]["error"]
+    );
+    assert_schema(&doc);
+    doc
+}
+
+/// The completion path (multishot receive into provided buffers, sends
+/// queued with the ring) on many flows per thread, the aggregate rows of
+/// the benchmark: both ends run io_uring and count the same transactions;
+/// for udp_rr each transaction is one datagram each way and none is lost.
+#[test]
+fn aggregate_rr_runs_on_the_completion_path_and_adds_up() {
+    let _quiet = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    if !uring_available(&server) {
+        return;
+    }
+    for args in [
+        &["tcp_rr", "-F", "16", "-T", "2"][..],
+        &[
+            "udp_rr",
+            "-F",
+            "16",
+            "-T",
+            "2",
+            "-b",
+            "16",
+            "--rr-timeout",
+            "2s",
+        ][..],
+    ] {
+        let doc = run_uring(&server, args);
+        let total = |end: &str, f: &str| u(&doc["summary"][end]["total"][f]);
+        let what = args[0];
+        let done = total("local", "transactions");
+        assert!(done > 0, "{what}");
+        assert_eq!(done, total("remote", "transactions"), "{what}: both ends");
+        if what == "udp_rr" {
+            assert_eq!(total("local", "lost"), 0, "{what}: loopback loses nothing");
+            for end in ["local", "remote"] {
+                assert_eq!(total(end, "datagrams_sent"), done, "{what}: {end}");
+                assert_eq!(total(end, "datagrams_received"), done, "{what}: {end}");
+            }
+        }
+        for key in ["local_drivers", "remote_drivers"] {
+            assert_eq!(drivers(&doc, key), vec!["uring"; 2], "{what}: {key}");
+        }
+    }
+}
+
+/// Data neither lost nor duplicated on the completion path: with requests
+/// and responses of several kilobytes (TCP: split over many receive
+/// completions and partial sends) and with sequence-numbered datagrams
+/// (UDP: each response matched to its own request), every byte total is
+/// the transaction count times the message size, on both ends.
+#[test]
+fn completion_path_moves_exactly_the_bytes_of_its_transactions() {
+    let _quiet = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    if !uring_available(&server) {
+        return;
+    }
+    for (args, req, resp) in [
+        (
+            &["tcp_rr", "-F", "4", "-T", "2", "-b", "3", "-r", "3000,5000"][..],
+            3000,
+            5000,
+        ),
+        (
+            &["tcp_rr", "-F", "2", "-T", "1", "-r", "100000,70000"][..],
+            100_000,
+            70_000,
+        ),
+        (
+            &[
+                "udp_rr",
+                "-F",
+                "4",
+                "-T",
+                "2",
+                "-b",
+                "7",
+                "-r",
+                "100,1200",
+                "--rr-timeout",
+                "2s",
+            ][..],
+            100,
+            1200,
+        ),
+    ] {
+        let doc = run_uring(&server, args);
+        let total = |end: &str, f: &str| u(&doc["summary"][end]["total"][f]);
+        let what = format!("{args:?}");
+        let done = total("local", "transactions");
+        assert!(done > 0, "{what}");
+        assert_eq!(done, total("remote", "transactions"), "{what}");
+        assert_eq!(total("local", "bytes_sent"), done * req, "{what}");
+        assert_eq!(total("remote", "bytes_received"), done * req, "{what}");
+        assert_eq!(total("remote", "bytes_sent"), done * resp, "{what}");
+        assert_eq!(total("local", "bytes_received"), done * resp, "{what}");
+    }
+}
