@@ -562,15 +562,23 @@ mod tests {
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
 
-    #[test]
-    fn reports_readable_after_data_arrives_and_again_after_more() {
+    /// A connected loopback TCP pair, or None (said on stderr) without io_uring.
+    fn pair_if_uring() -> Option<(TcpStream, TcpStream)> {
         if let Err(why) = probe() {
             eprintln!("SKIPPED: io_uring unavailable: {why}");
-            return;
+            return None;
         }
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (b, _) = l.accept().unwrap();
+        Some((a, b))
+    }
+
+    #[test]
+    fn reports_readable_after_data_arrives_and_again_after_more() {
+        let Some((mut a, b)) = pair_if_uring() else {
+            return;
+        };
         b.set_nonblocking(true).unwrap();
         let mut u = Uring::new(None).unwrap();
         u.register(b.as_raw_fd(), 7).unwrap();
@@ -607,13 +615,9 @@ mod tests {
     /// queued with the ring must reach the peer.
     #[test]
     fn multishot_receive_survives_running_out_of_buffers() {
-        if let Err(why) = probe() {
-            eprintln!("SKIPPED: io_uring unavailable: {why}");
+        let Some((mut a, b)) = pair_if_uring() else {
             return;
-        }
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (b, _) = l.accept().unwrap();
+        };
         let mut u = Uring::new(Some(RecvBuffers { size: 4, count: 2 })).unwrap();
         let c = u.completions().unwrap();
         c.recv_multishot(b.as_raw_fd(), 3 << 32).unwrap();

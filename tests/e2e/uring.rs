@@ -2,11 +2,9 @@
 //! tests on epoll, which the result says) and its counts add up on both ends
 //! exactly as under epoll.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, json, not_beside_floods, run_client, run_short, u};
+use crate::common::{ServerProc, not_beside_floods, run_short, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -18,6 +16,13 @@ fn drivers(doc: &Value, key: &str) -> Vec<String> {
         .iter()
         .map(|d| d.as_str().expect("name").to_string())
         .collect()
+}
+
+/// Both ends' two workers ran io_uring.
+fn assert_uring_on_both_ends(doc: &Value, what: &str) {
+    for key in ["local_drivers", "remote_drivers"] {
+        assert_eq!(drivers(doc, key), vec!["uring"; 2], "{what}: {key}");
+    }
 }
 
 /// False (with a printed reason) where the kernel does not allow io_uring.
@@ -104,26 +109,7 @@ fn udp_tests_run_and_add_up_on_uring() {
             "2",
         ][..],
     ] {
-        let mut all = vec!["run"];
-        all.extend_from_slice(args);
-        all.extend_from_slice(&[
-            "-H",
-            &server.addr,
-            "-l",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--json",
-        ]);
-        all.extend_from_slice(&URING);
-        let out = run_client(&all, Duration::from_secs(30));
-        let doc = json(&out);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            doc["summary"]["error"]
-        );
-        assert_schema(&doc);
+        let doc = run_uring(&server, args);
         let total = |end: &str, f: &str| u(&doc["summary"][end]["total"][f]);
         let what = args[0];
         if what == "udp_rr" {
@@ -142,9 +128,7 @@ fn udp_tests_run_and_add_up_on_uring() {
                 "{what}: every datagram arrived"
             );
         }
-        for key in ["local_drivers", "remote_drivers"] {
-            assert_eq!(drivers(&doc, key), vec!["uring"; 2], "{what}: {key}");
-        }
+        assert_uring_on_both_ends(&doc, what);
     }
 }
 
@@ -161,30 +145,11 @@ fn busy_poll_is_applied_on_both_ends() {
     }
 }
 
-/// Run `thrum run ARGS -H server -l 1s --json --driver uring` and return the
-/// result, failing on a non-zero exit.
+/// `thrum run ARGS --driver uring` against `server`, failing on a non-zero exit.
 fn run_uring(server: &ServerProc, args: &[&str]) -> Value {
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&[
-        "-H",
-        &server.addr,
-        "-l",
-        "1s",
-        "--warmup",
-        "200ms",
-        "--json",
-    ]);
+    let mut all = args.to_vec();
     all.extend_from_slice(&URING);
-    let out = run_client(&all, Duration::from_secs(30));
-    let doc = json(&out);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        doc["summary"]["error"]
-    );
-    assert_schema(&doc);
-    doc
+    crate::udp::run(server, &all)
 }
 
 /// The completion path (multishot receive into provided buffers, sends
@@ -225,9 +190,7 @@ fn aggregate_rr_runs_on_the_completion_path_and_adds_up() {
                 assert_eq!(total(end, "datagrams_received"), done, "{what}: {end}");
             }
         }
-        for key in ["local_drivers", "remote_drivers"] {
-            assert_eq!(drivers(&doc, key), vec!["uring"; 2], "{what}: {key}");
-        }
+        assert_uring_on_both_ends(&doc, what);
     }
 }
 
