@@ -221,9 +221,10 @@ pub struct RunArgs {
     /// merged in bulk, not one datagram per packet through the stack.
     #[arg(long)]
     pub gso: bool,
-    /// Readiness driver of the worker threads, both ends: auto (blocking for a
-    /// thread with one flow, epoll otherwise), epoll, or uring (io_uring; falls
-    /// back to epoll where unavailable, and for tcp_crr/tcp_cc).
+    /// I/O driver of the worker threads, both ends: auto (blocking for a
+    /// thread with one flow, epoll otherwise), epoll, or uring (io_uring:
+    /// multishot receive and queued sends for tcp_rr/udp_rr, multishot poll for
+    /// the rest; falls back to epoll where unavailable, and for tcp_crr/tcp_cc).
     #[arg(long, default_value = "auto", value_parser = ["auto", "epoll", "uring"], value_name = "DRIVER")]
     pub driver: String,
     /// Pin local worker threads to these CPUs, round-robin (0,2-3).

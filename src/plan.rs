@@ -93,7 +93,7 @@ impl FromStr for TestKind {
     }
 }
 
-/// Which readiness driver the worker threads use (`--driver`).
+/// Which I/O driver the worker threads use (`--driver`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DriverChoice {
@@ -101,7 +101,8 @@ pub enum DriverChoice {
     #[default]
     Auto,
     Epoll,
-    /// io_uring where the kernel allows it, epoll otherwise.
+    /// io_uring where the kernel allows it (a completion driver for tcp_rr and
+    /// udp_rr, readiness for the rest), epoll otherwise.
     Uring,
 }
 

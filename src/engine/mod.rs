@@ -326,6 +326,23 @@ fn blocking_timeout(flows: &[Box<dyn Flow>]) -> std::time::Duration {
         .unwrap_or(crate::io::blocking::POLL_TIMEOUT)
 }
 
+/// The provided buffers of a completion driver for these flows: io_uring,
+/// and every flow able to take its data from it; None otherwise.
+fn recv_buffers(flows: &[Box<dyn Flow>], kind: DriverKind) -> Option<crate::io::RecvBuffers> {
+    if kind != DriverKind::Uring || flows.is_empty() {
+        return None;
+    }
+    let mut all = crate::io::RecvBuffers { size: 1, count: 0 };
+    for f in flows {
+        let b = f.recv_buffers()?;
+        all.size = all.size.max(b.size);
+        all.count += b.count;
+    }
+    // A power of two, as the kernel wants, and at most what it takes.
+    all.count = all.count.next_power_of_two().clamp(16, 32768);
+    Some(all)
+}
+
 fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind, me: usize) -> WorkerOutcome {
     let mut lat = LatencyRecorder::new(shared.epoch.clone(), shared.intervals.clone());
     let flows = worker_loop(shared, spec, kind, me, &mut lat);
@@ -354,7 +371,7 @@ fn worker_loop(
         fail(format!("worker: {e}"));
         return flows;
     }
-    let mut driver = match kind.create(blocking_timeout(&flows)) {
+    let mut driver = match kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind)) {
         Ok(d) => d,
         Err(e) => {
             fail(format!("creating the {} driver: {e}", kind.name()));

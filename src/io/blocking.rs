@@ -20,7 +20,7 @@ use std::os::fd::RawFd;
 use std::sync::Once;
 use std::time::Duration;
 
-use super::{Driver, Event};
+use super::{Completion, Driver, Event};
 
 /// How long a blocking call may wait before the worker checks its flags.
 pub const POLL_TIMEOUT: Duration = Duration::from_millis(50);
@@ -116,6 +116,7 @@ impl Driver for Blocking {
                 error: false,
                 // The flow's blocking recv is the wait: always make it.
                 may_have_more: true,
+                done: Completion::None,
             }),
             None if timeout_ms > 0 => std::thread::sleep(self.timeout),
             None => {}

@@ -9,7 +9,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use super::{Driver, Event};
+use super::{Completion, Driver, Event};
 
 pub struct Epoll {
     epfd: RawFd,
@@ -90,6 +90,7 @@ impl Driver for Epoll {
                 writable: bits & libc::EPOLLOUT != 0,
                 error: bits & (libc::EPOLLERR | libc::EPOLLHUP) != 0,
                 may_have_more: bits & (libc::EPOLLRDHUP | libc::EPOLLHUP) != 0,
+                done: Completion::None,
             });
         }
         Ok(())

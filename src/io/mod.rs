@@ -6,8 +6,11 @@
 //!
 //! Three drivers exist, each earning its place:
 //! - [`epoll::Epoll`], edge-triggered, for any number of sockets per thread;
-//! - [`uring::Uring`] (`--driver uring`), io_uring multishot poll, for any
-//!   number of sockets per thread;
+//! - [`uring::Uring`] (`--driver uring`), io_uring. For flows that can take
+//!   their data from it (tcp_rr, udp_rr) it is a completion driver (see
+//!   [`Completions`]): it receives with one multishot receive per socket into
+//!   buffers it provides, sends what flows queue, and reports what was done;
+//!   for the others it reports readiness from multishot poll requests;
 //! - [`blocking::Blocking`], for a worker with exactly one flow, which owns
 //!   one socket at a time (the common single-flow case; tcp_crr opens one
 //!   after another). It skips `epoll_wait` entirely: a
@@ -39,6 +42,26 @@ pub struct Event {
     /// (EPOLLRDHUP/EPOLLHUP), or the driver is not edge-triggered. False only
     /// where a short read proves the queue empty until the next edge.
     pub may_have_more: bool,
+    /// What a completion driver did for the flow; [`Completion::None`] for a
+    /// readiness report or a kick.
+    pub done: Completion,
+}
+
+/// The outcome of I/O a completion driver did for a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// Nothing: a readiness report or a kick.
+    None,
+    /// `len` bytes (for UDP: one datagram) arrived in provided buffer `buf`.
+    /// They are readable with [`Completions::received`] until the next wait,
+    /// when the buffer goes back to the kernel.
+    Received { buf: u16, len: u32 },
+    /// The peer closed its side (the receive returned 0); no receive is armed any more.
+    Eof,
+    /// The receive failed with this errno; no receive is armed any more.
+    RecvFailed(i32),
+    /// The send the flow queued with `tag` finished: bytes sent, or -errno.
+    Sent { tag: u32, res: i32 },
 }
 
 impl Event {
@@ -50,8 +73,45 @@ impl Event {
             writable: true,
             error: false,
             may_have_more: true,
+            done: Completion::None,
         }
     }
+}
+
+/// The completion seam: a driver that does a flow's receives and sends
+/// itself and reports their outcome as [`Event::done`]. A flow asks for it
+/// once, in [`crate::workload::Flow::start`], and uses it instead of its own
+/// `send`/`recv` when it is there.
+pub trait Completions {
+    /// Keep one receive armed on `fd` for good: every arrival is reported
+    /// as [`Completion::Received`] with `token`.
+    fn recv_multishot(&mut self, fd: RawFd, token: u64) -> io::Result<()>;
+    /// Queue a send of `len` bytes at `buf`; it goes to the kernel with the
+    /// next wait and is reported as [`Completion::Sent`] with `tag` (< 2^30)
+    /// and the token of the flow's slot (low bits 0).
+    ///
+    /// # Safety
+    /// `buf..buf+len` must stay valid and unchanged until that report, or
+    /// until the driver is dropped (which cancels and waits for every request).
+    unsafe fn send(
+        &mut self,
+        fd: RawFd,
+        token: u64,
+        tag: u32,
+        buf: *const u8,
+        len: usize,
+    ) -> io::Result<()>;
+    /// The bytes of a [`Completion::Received`] of the current wake-up.
+    fn received(&self, buf: u16, len: u32) -> &[u8];
+}
+
+/// The provided buffers a completion driver receives into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvBuffers {
+    /// Bytes per buffer: the most one receive completion carries.
+    pub size: usize,
+    /// Buffers in the ring (a power of two, at most 32768).
+    pub count: usize,
 }
 
 /// The event-loop seam: epoll today, io_uring later.
@@ -78,6 +138,10 @@ pub trait Driver: Send {
     fn waits_in_io(&self) -> bool {
         false
     }
+    /// The completion side, where this driver has one.
+    fn completions(&mut self) -> Option<&mut dyn Completions> {
+        None
+    }
 }
 
 /// Which driver a worker uses; chosen per worker by the engine.
@@ -97,12 +161,18 @@ impl DriverKind {
         }
     }
 
-    /// `blocking_timeout`: the longest one blocking call may wait (blocking driver only).
-    pub fn create(self, blocking_timeout: std::time::Duration) -> io::Result<Box<dyn Driver>> {
+    /// `blocking_timeout`: the longest one blocking call may wait (blocking
+    /// driver only). `recv_buffers`: make the io_uring driver a completion
+    /// driver receiving into these buffers.
+    pub fn create(
+        self,
+        blocking_timeout: std::time::Duration,
+        recv_buffers: Option<RecvBuffers>,
+    ) -> io::Result<Box<dyn Driver>> {
         Ok(match self {
             DriverKind::Epoll => Box::new(epoll::Epoll::new()?),
             DriverKind::Blocking => Box::new(blocking::Blocking::new(blocking_timeout)),
-            DriverKind::Uring => Box::new(uring::Uring::new()?),
+            DriverKind::Uring => Box::new(uring::Uring::new(recv_buffers)?),
         })
     }
 }

@@ -218,7 +218,7 @@ impl Flow for ConnectClient {
 
     fn start(&mut self, driver: &mut dyn Driver, _slot: usize) -> io::Result<()> {
         // The first connection opens on the engine's start kick.
-        self.blocking = driver.name() == "blocking";
+        self.blocking = driver.waits_in_io();
         Ok(())
     }
 

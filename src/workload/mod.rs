@@ -14,6 +14,7 @@ pub mod udp;
 
 use std::io;
 use std::ops::Deref;
+use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU32};
 
@@ -144,6 +145,12 @@ pub trait Flow: Send {
     fn zerocopy(&self) -> Option<crate::io::zerocopy::ZeroCopyCounts> {
         None
     }
+    /// Can this flow take its data from a completion driver
+    /// ([`crate::io::Completions`]), and into what buffers? `count` is this
+    /// flow's share of the worker's ring. None: it does its own I/O.
+    fn recv_buffers(&self) -> Option<crate::io::RecvBuffers> {
+        None
+    }
     /// The long-lived TCP socket, for TCP_INFO at the end (retransmissions).
     fn tcp_socket(&self) -> Option<std::os::fd::RawFd> {
         None
@@ -170,6 +177,49 @@ impl Deref for CounterRef {
     fn deref(&self) -> &FlowCounters {
         &self.block[self.idx]
     }
+}
+
+/// Start a flow's one socket on its driver: a multishot receive under a
+/// completion driver (true: the flow then leaves its I/O to the driver),
+/// readiness otherwise (false).
+pub(crate) fn start_on(driver: &mut dyn Driver, fd: RawFd, slot: usize) -> io::Result<bool> {
+    match driver.completions() {
+        Some(c) => c.recv_multishot(fd, token(slot, 0)).map(|_| true),
+        None => driver.register(fd, token(slot, 0)).map(|_| false),
+    }
+}
+
+/// Queue the first `len` bytes of `buf` as a send tagged `tag` with the
+/// completion driver. `buf` must be a buffer of the flow's that it neither
+/// writes nor frees until the send's [`crate::io::Completion::Sent`]:
+/// flows allocate such buffers once and are dropped only after their
+/// driver, which waits for every pending request when it is dropped.
+pub(crate) fn queue_send(
+    ctx: &mut FlowCtx<'_>,
+    fd: RawFd,
+    tag: u32,
+    buf: &[u8],
+    len: usize,
+) -> io::Result<()> {
+    let c = ctx
+        .driver
+        .completions()
+        .ok_or_else(|| io::Error::other("the completion driver went away"))?;
+    // SAFETY: see above; the flows that call this keep that promise.
+    unsafe {
+        c.send(
+            fd,
+            token(ctx.slot, 0),
+            tag,
+            buf.as_ptr(),
+            len.min(buf.len()),
+        )
+    }
+}
+
+/// The errno of a failed completion as an error.
+pub(crate) fn failed(res: i32) -> io::Error {
+    io::Error::from_raw_os_error(res.abs())
 }
 
 /// A peer that vanished before the drain began is an error on the client;

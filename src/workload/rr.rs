@@ -9,6 +9,12 @@
 //! syscall, never per byte.
 //!
 //! The server answers each complete request with one response and counts it.
+//!
+//! Under a completion driver (`--driver uring`) the same state machines take
+//! their bytes from [`Completion::Received`] events instead of `recv`, and
+//! hand their sends to the driver: one send per flow in flight at a time,
+//! from the flow's own buffer, which therefore stays untouched until its
+//! [`Completion::Sent`] comes back; a short send leaves the rest pending.
 
 use std::collections::VecDeque;
 use std::io;
@@ -18,9 +24,12 @@ use std::time::Instant;
 
 use socket2::Socket;
 
-use super::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, early_eof, token};
+use super::{
+    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, early_eof, failed, queue_send,
+    start_on,
+};
 use crate::io::socket::{recv, send, shutdown_write, would_block};
-use crate::io::{Driver, Event};
+use crate::io::{Completion, Driver, Event, RecvBuffers};
 
 /// Upper bound on one flow's I/O buffers; larger messages take several calls.
 const MAX_BUF: u64 = 256 << 10;
@@ -34,6 +43,17 @@ fn buf_len(msg: u64, in_flight: u64) -> usize {
 
 fn recv_buf_len(msg: u64, in_flight: u64) -> usize {
     buf_len(msg, in_flight).max(MIN_RECV_BUF as usize)
+}
+
+/// Provided buffers for one flow under a completion driver. A completion
+/// takes one buffer whatever it carries, so small buffers do (a short one
+/// only splits a large arrival over several completions), and one per
+/// message in flight, plus one, keeps the ring from running dry.
+fn provided(msg: u64, in_flight: u64) -> RecvBuffers {
+    RecvBuffers {
+        size: buf_len(msg, in_flight).clamp(64, 16 << 10),
+        count: in_flight as usize + 1,
+    }
 }
 
 pub struct RrClient {
@@ -59,6 +79,13 @@ pub struct RrClient {
     sent_fin: bool,
     send_buf: Vec<u8>,
     recv_buf: Vec<u8>,
+    in_flight: u64,
+    /// Under a completion driver: the driver does the I/O.
+    completion: bool,
+    /// A send is with the completion driver (and reads `send_buf`).
+    tx_busy: bool,
+    /// When that send was queued.
+    tx_started: Instant,
 }
 
 impl RrClient {
@@ -89,6 +116,10 @@ impl RrClient {
             sent_fin: false,
             send_buf: vec![0u8; buf_len(request, in_flight)],
             recv_buf: vec![0u8; recv_buf_len(response, in_flight)],
+            in_flight,
+            completion: false,
+            tx_busy: false,
+            tx_started: Instant::now(),
         }
     }
 
@@ -105,31 +136,118 @@ impl RrClient {
             // Stamp before the call: the request is handed to the kernel when send begins.
             let t = Instant::now();
             match send(fd, &self.send_buf[..n]) {
-                Ok(n) => {
-                    let n = n as u64;
-                    self.counters.add_sent(n);
-                    self.tx_pending -= n;
-                    let before = self.tx_partial;
-                    let done = (before + n) / self.request;
-                    self.tx_partial = (before + n) % self.request;
-                    for k in 0..done {
-                        // A request begun by an earlier send started then.
-                        let start = if k == 0 && before > 0 {
-                            self.partial_start
-                        } else {
-                            t
-                        };
-                        self.sent_at.push_back(start);
-                    }
-                    if self.tx_partial > 0 && (done > 0 || before == 0) {
-                        self.partial_start = t;
-                    }
-                }
+                Ok(n) => self.sent(n as u64, t),
                 Err(e) if would_block(&e) => break,
                 Err(e) => return Err(e),
             }
         }
         Ok(())
+    }
+
+    /// `n` request bytes, handed to the kernel at `t`, went out.
+    fn sent(&mut self, n: u64, t: Instant) {
+        self.counters.add_sent(n);
+        self.tx_pending -= n;
+        let before = self.tx_partial;
+        let done = (before + n) / self.request;
+        self.tx_partial = (before + n) % self.request;
+        for k in 0..done {
+            // A request begun by an earlier send started then.
+            let start = if k == 0 && before > 0 {
+                self.partial_start
+            } else {
+                t
+            };
+            self.sent_at.push_back(start);
+        }
+        if self.tx_partial > 0 && (done > 0 || before == 0) {
+            self.partial_start = t;
+        }
+    }
+
+    /// `n` response bytes arrived: complete transactions and issue new ones.
+    fn received(&mut self, n: u64, ctx: &mut FlowCtx<'_>) {
+        self.counters.add_received(n);
+        let total = self.rx_partial + n;
+        let completed = (total / self.response).min(self.outstanding);
+        self.rx_partial = total % self.response;
+        if completed == 0 {
+            return;
+        }
+        let now = Instant::now();
+        let phase = ctx.phase_now();
+        let measuring = phase == Phase::Measure;
+        for _ in 0..completed {
+            let t0 = self.sent_at.pop_front().unwrap_or(now);
+            if measuring {
+                ctx.hist.record(now.duration_since(t0).as_nanos() as u64);
+            }
+        }
+        self.counters.add_transactions(completed);
+        self.outstanding -= completed;
+        if measuring {
+            self.done_in_measure += completed;
+        }
+        for _ in 0..completed {
+            if !self.may_issue(phase) {
+                break;
+            }
+            self.outstanding += 1;
+            self.tx_pending += self.request;
+        }
+    }
+
+    /// Nothing in flight: report a met quota, half-close in the drain.
+    /// `Some(Parked)` when there is nothing to do until the next phase.
+    fn settle(&mut self, fd: i32, ctx: &mut FlowCtx<'_>) -> io::Result<Option<Progress>> {
+        if self.outstanding > 0 || self.tx_pending > 0 {
+            return Ok(None);
+        }
+        if let Some(q) = self.quota
+            && !self.quota_reported
+            && self.done_in_measure >= q
+        {
+            self.quota_reported = true;
+            ctx.quota_done.fetch_add(1, Relaxed);
+        }
+        if ctx.phase == Phase::Drain && !self.sent_fin {
+            shutdown_write(fd)?;
+            self.sent_fin = true;
+        }
+        // Quota done: nothing to do until the drain.
+        Ok((!self.sent_fin).then_some(Progress::Parked))
+    }
+
+    /// The completion driver's report: take it in, queue the next send.
+    fn on_completion(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        let fd = self.sock.as_raw_fd();
+        match ev.done {
+            Completion::Received { len, .. } => self.received(len as u64, ctx),
+            Completion::Sent { res, .. } => {
+                self.tx_busy = false;
+                if res < 0 {
+                    return Err(failed(res));
+                }
+                self.sent(res as u64, self.tx_started);
+            }
+            Completion::Eof if self.sent_fin && self.outstanding == 0 => {
+                return Ok(Progress::Done);
+            }
+            Completion::Eof => return Err(early_eof("the server")),
+            Completion::RecvFailed(e) => return Err(failed(e)),
+            Completion::None => {}
+        }
+        if !self.tx_busy && self.tx_pending > 0 {
+            self.tx_started = Instant::now();
+            queue_send(ctx, fd, 0, &self.send_buf, self.tx_pending as usize)?;
+            self.tx_busy = true;
+        }
+        if !self.tx_busy
+            && let Some(p) = self.settle(fd, ctx)?
+        {
+            return Ok(p);
+        }
+        Ok(Progress::Idle)
     }
 }
 
@@ -139,32 +257,26 @@ impl Flow for RrClient {
     }
 
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
-        driver.register(self.sock.as_raw_fd(), token(slot, 0))
+        self.completion = start_on(driver, self.sock.as_raw_fd(), slot)?;
+        Ok(())
+    }
+
+    fn recv_buffers(&self) -> Option<RecvBuffers> {
+        Some(provided(self.response, self.in_flight))
     }
 
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        if self.completion {
+            return self.on_completion(ev, ctx);
+        }
         let fd = self.sock.as_raw_fd();
         // A short read emptied the receive queue; under edge-triggered epoll the
         // next arrival wakes us, so a further recv would only return EAGAIN.
         let mut drained = false;
         for _ in 0..OPS_PER_CALL {
             self.flush(fd)?;
-            if self.outstanding == 0 && self.tx_pending == 0 {
-                if let Some(q) = self.quota
-                    && !self.quota_reported
-                    && self.done_in_measure >= q
-                {
-                    self.quota_reported = true;
-                    ctx.quota_done.fetch_add(1, Relaxed);
-                }
-                if ctx.phase == Phase::Drain && !self.sent_fin {
-                    shutdown_write(fd)?;
-                    self.sent_fin = true;
-                }
-                if !self.sent_fin {
-                    // Quota done: nothing to do until the drain.
-                    return Ok(Progress::Parked);
-                }
+            if let Some(p) = self.settle(fd, ctx)? {
+                return Ok(p);
             }
             if drained && !ev.may_have_more {
                 return Ok(Progress::Idle);
@@ -181,34 +293,7 @@ impl Flow for RrClient {
                 Err(e) => return Err(e),
             };
             drained = (n as usize) < self.recv_buf.len();
-            self.counters.add_received(n);
-            let total = self.rx_partial + n;
-            let completed = (total / self.response).min(self.outstanding);
-            self.rx_partial = total % self.response;
-            if completed == 0 {
-                continue;
-            }
-            let now = Instant::now();
-            let phase = ctx.phase_now();
-            let measuring = phase == Phase::Measure;
-            for _ in 0..completed {
-                let t0 = self.sent_at.pop_front().unwrap_or(now);
-                if measuring {
-                    ctx.hist.record(now.duration_since(t0).as_nanos() as u64);
-                }
-            }
-            self.counters.add_transactions(completed);
-            self.outstanding -= completed;
-            if measuring {
-                self.done_in_measure += completed;
-            }
-            for _ in 0..completed {
-                if !self.may_issue(phase) {
-                    break;
-                }
-                self.outstanding += 1;
-                self.tx_pending += self.request;
-            }
+            self.received(n, ctx);
         }
         Ok(Progress::More)
     }
@@ -228,6 +313,11 @@ pub struct RrServer {
     got_eof: bool,
     send_buf: Vec<u8>,
     recv_buf: Vec<u8>,
+    in_flight: u64,
+    /// Under a completion driver: the driver does the I/O.
+    completion: bool,
+    /// A send is with the completion driver (and reads `send_buf`).
+    tx_busy: bool,
 }
 
 impl RrServer {
@@ -249,7 +339,52 @@ impl RrServer {
             got_eof: false,
             send_buf: vec![0u8; buf_len(response, in_flight)],
             recv_buf: vec![0u8; recv_buf_len(request, in_flight)],
+            in_flight,
+            completion: false,
+            tx_busy: false,
         }
+    }
+
+    /// `n` request bytes arrived: answer every complete request.
+    fn received(&mut self, n: u64) {
+        self.counters.add_received(n);
+        let total = self.rx_partial + n;
+        let completed = total / self.request;
+        self.rx_partial = total % self.request;
+        if completed > 0 {
+            self.counters.add_transactions(completed);
+            self.tx_pending += completed * self.response;
+        }
+    }
+
+    /// The completion driver's report: take it in, queue the next send,
+    /// and once the client's EOF came and every response went, close.
+    fn on_completion(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        let fd = self.sock.as_raw_fd();
+        match ev.done {
+            Completion::Received { len, .. } => self.received(len as u64),
+            Completion::Sent { res, .. } => {
+                self.tx_busy = false;
+                if res < 0 {
+                    return Err(failed(res));
+                }
+                self.counters.add_sent(res as u64);
+                self.tx_pending -= res as u64;
+            }
+            Completion::Eof => self.got_eof = true,
+            Completion::RecvFailed(e) => return Err(failed(e)),
+            Completion::None => {}
+        }
+        if !self.tx_busy && self.tx_pending > 0 {
+            queue_send(ctx, fd, 0, &self.send_buf, self.tx_pending as usize)?;
+            self.tx_busy = true;
+        }
+        if self.got_eof && !self.tx_busy {
+            // Every request answered: close our side too.
+            shutdown_write(fd)?;
+            return Ok(Progress::Done);
+        }
+        Ok(Progress::Idle)
     }
 }
 
@@ -259,10 +394,18 @@ impl Flow for RrServer {
     }
 
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
-        driver.register(self.sock.as_raw_fd(), token(slot, 0))
+        self.completion = start_on(driver, self.sock.as_raw_fd(), slot)?;
+        Ok(())
     }
 
-    fn on_event(&mut self, ev: Event, _ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+    fn recv_buffers(&self) -> Option<RecvBuffers> {
+        Some(provided(self.request, self.in_flight))
+    }
+
+    fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        if self.completion {
+            return self.on_completion(ev, ctx);
+        }
         let fd = self.sock.as_raw_fd();
         let mut drained = false;
         for _ in 0..OPS_PER_CALL {
@@ -295,14 +438,7 @@ impl Flow for RrServer {
                 Err(e) => return Err(e),
             };
             drained = (n as usize) < self.recv_buf.len();
-            self.counters.add_received(n);
-            let total = self.rx_partial + n;
-            let completed = total / self.request;
-            self.rx_partial = total % self.request;
-            if completed > 0 {
-                self.counters.add_transactions(completed);
-                self.tx_pending += completed * self.response;
-            }
+            self.received(n);
         }
         Ok(Progress::More)
     }

@@ -13,6 +13,11 @@
 //! A transaction whose response has not come within `--rr-timeout` is lost
 //! and its slot reused at once: one lost datagram never stalls a flow
 //! (netperf's UDP_RR waits for its test timer, neper's udp_rr for good).
+//!
+//! Under a completion driver (`--driver uring`) the udp_rr ends take each
+//! datagram from a [`Completion::Received`] event and queue each send with
+//! the driver, from a slab of one buffer per datagram that may be in flight,
+//! each buffer untouched until its [`Completion::Sent`] returns it.
 
 use std::collections::VecDeque;
 use std::io;
@@ -22,10 +27,12 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
-use super::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, token};
+use super::{
+    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, failed, queue_send, start_on, token,
+};
 use crate::io::mmsg::{BATCH, MsgBatch};
 use crate::io::socket::{recv, send, would_block};
-use crate::io::{Driver, Event};
+use crate::io::{Completion, Driver, Event, RecvBuffers};
 
 /// Bytes of the udp_stream header: flow id (u32) and sequence number (u64), big-endian.
 pub const STREAM_HEADER: usize = 12;
@@ -444,6 +451,54 @@ struct Slot {
     sent: Instant,
 }
 
+/// Send buffers for a completion driver: one per datagram that may be in
+/// flight, each lent to the driver from its send until its completion.
+struct SendSlab {
+    size: usize,
+    bufs: Box<[u8]>,
+    /// Indices (the sends' tags) of the buffers not lent out.
+    free: Vec<u32>,
+}
+
+impl SendSlab {
+    fn new(count: usize, size: usize) -> SendSlab {
+        SendSlab {
+            size,
+            bufs: vec![0u8; count * size.max(1)].into_boxed_slice(),
+            free: (0..count as u32).rev().collect(),
+        }
+    }
+
+    fn buf_mut(&mut self, tag: u32) -> &mut [u8] {
+        &mut self.bufs[tag as usize * self.size.max(1)..][..self.size]
+    }
+
+    /// Queue a send of buffer `tag`, whose contents are ready.
+    fn send(&self, ctx: &mut FlowCtx<'_>, fd: i32, tag: u32) -> io::Result<()> {
+        let buf = &self.bufs[tag as usize * self.size.max(1)..][..self.size];
+        queue_send(ctx, fd, tag, buf, self.size)
+    }
+}
+
+/// The sequence number a datagram carries, under the seq rule.
+fn seq_of(d: &[u8]) -> Option<u64> {
+    d.get(..RR_SEQ)
+        .map(|s| u64::from_be_bytes(s.try_into().expect("8 bytes")))
+}
+
+/// A multishot receive ends on a zero-length datagram (it reads as EOF);
+/// thrum never sends one, so a peer that did is not a thrum peer.
+fn empty_datagram() -> io::Error {
+    io::Error::other("a zero-length datagram ended the receive")
+}
+
+/// The first bytes of a received datagram (its sequence number, if any).
+fn head_of(ctx: &mut FlowCtx<'_>, buf: u16, len: u32) -> Option<u64> {
+    ctx.driver
+        .completions()
+        .and_then(|c| seq_of(c.received(buf, len)))
+}
+
 pub struct UdpRrClient {
     sock: Socket,
     counters: CounterRef,
@@ -466,6 +521,9 @@ pub struct UdpRrClient {
     quota: Option<u64>,
     done_in_measure: u64,
     quota_reported: bool,
+    in_flight: usize,
+    /// Under a completion driver: its send buffers (the driver does the I/O).
+    slab: Option<SendSlab>,
 }
 
 impl UdpRrClient {
@@ -500,6 +558,8 @@ impl UdpRrClient {
             quota,
             done_in_measure: 0,
             quota_reported: false,
+            in_flight,
+            slab: None,
         }
     }
 
@@ -552,15 +612,7 @@ impl UdpRrClient {
                 Err(e) => return Err(refused(&e)),
             };
             for _ in 0..k {
-                if self.seq_mode {
-                    self.slots.push(Slot {
-                        seq: self.next_seq,
-                        sent: t,
-                    });
-                } else {
-                    self.fifo.push_back(t);
-                }
-                self.next_seq += 1;
+                self.issued(t);
             }
             self.to_send -= k;
             self.counters.add_datagrams_sent(k as u64);
@@ -608,6 +660,168 @@ impl UdpRrClient {
             .max(now + self.timeout / 4);
     }
 
+    /// The response with sequence number `seq` (FIFO mode: None) arrived
+    /// at `now`: Some(true) if it completed its transaction, Some(false) if
+    /// it came after the timeout (lost), None if it matches nothing in flight
+    /// (its transaction was already declared lost).
+    fn take_response(
+        &mut self,
+        seq: Option<u64>,
+        now: Instant,
+        measuring: bool,
+        ctx: &mut FlowCtx<'_>,
+    ) -> Option<bool> {
+        let started = match seq {
+            // A response to a transaction already declared lost matches nothing.
+            Some(seq) => {
+                let p = self.slots.iter().position(|s| s.seq == seq)?;
+                self.slots.swap_remove(p).sent
+            }
+            None => self.fifo.pop_front()?,
+        };
+        let latency = now.duration_since(started);
+        if latency >= self.timeout {
+            // Too late: lost, even though it came before the next expiry scan.
+            return Some(false);
+        }
+        if measuring {
+            ctx.hist.record(latency.as_nanos() as u64);
+        }
+        Some(true)
+    }
+
+    /// Count `datagrams` received, of which `completed` completed their
+    /// transactions and `late` came too late, and issue as many new requests.
+    fn account(
+        &mut self,
+        datagrams: u64,
+        completed: u64,
+        late: u64,
+        bytes: u64,
+        measuring: bool,
+        phase: Phase,
+    ) {
+        if late > 0 {
+            self.counters.add_lost(late);
+        }
+        self.counters.add_datagrams_received(datagrams);
+        self.counters.add_received(bytes);
+        self.counters.add_transactions(completed);
+        if measuring {
+            self.done_in_measure += completed;
+        }
+        for _ in 0..completed + late {
+            if self.may_issue(phase) {
+                self.to_send += 1;
+            }
+        }
+    }
+
+    /// Nothing in flight: done in the drain, parked once the quota is met.
+    fn settle(&mut self, phase: Phase, ctx: &mut FlowCtx<'_>) -> Option<Progress> {
+        if self.outstanding() > 0 || self.to_send > 0 {
+            return None;
+        }
+        if phase == Phase::Drain {
+            return Some(Progress::Done);
+        }
+        let q = self.quota?;
+        if self.done_in_measure < q {
+            return None;
+        }
+        if !self.quota_reported {
+            self.quota_reported = true;
+            ctx.quota_done.fetch_add(1, Relaxed);
+        }
+        Some(Progress::Parked)
+    }
+
+    /// The completion driver's report: take it in, expire, send what is due.
+    fn on_completion(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        let fd = self.sock.as_raw_fd();
+        let phase = ctx.phase_now();
+        match ev.done {
+            Completion::Received { buf, len } => {
+                let seq = if self.seq_mode {
+                    head_of(ctx, buf, len)
+                } else {
+                    None
+                };
+                let now = Instant::now();
+                let measuring = phase == Phase::Measure;
+                let outcome = if self.seq_mode && seq.is_none() {
+                    None
+                } else {
+                    self.take_response(seq, now, measuring, ctx)
+                };
+                let (done, late) = match outcome {
+                    Some(true) => (1, 0),
+                    Some(false) => (0, 1),
+                    None => (0, 0),
+                };
+                self.account(1, done, late, done * self.response as u64, measuring, phase);
+                self.expire(now, phase);
+            }
+            Completion::Sent { tag, res } => {
+                if let Some(slab) = self.slab.as_mut() {
+                    slab.free.push(tag);
+                }
+                if res == -libc::ECONNREFUSED {
+                    return Err(refused(&failed(res)));
+                }
+                // A datagram the kernel would not queue (ENOBUFS) counts as
+                // sent and is lost: its transaction expires.
+                self.counters.add_datagrams_sent(1);
+                self.counters.add_sent(self.request as u64);
+            }
+            Completion::RecvFailed(e) => return Err(refused(&failed(e))),
+            Completion::Eof => return Err(empty_datagram()),
+            Completion::None => self.expire(Instant::now(), phase),
+        }
+        self.queue_requests(fd, ctx)?;
+        if let Some(p) = self.settle(phase, ctx) {
+            return Ok(p);
+        }
+        Ok(self.wake_at())
+    }
+
+    /// Completion driver: queue every due request that has a free buffer.
+    fn queue_requests(&mut self, fd: i32, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
+        let t = Instant::now();
+        while self.to_send > 0 {
+            let seq = self.next_seq;
+            let Some(slab) = self.slab.as_mut() else {
+                return Ok(());
+            };
+            let Some(tag) = slab.free.pop() else {
+                break;
+            };
+            if self.seq_mode {
+                slab.buf_mut(tag)[..RR_SEQ].copy_from_slice(&seq.to_be_bytes());
+            }
+            if let Err(e) = slab.send(ctx, fd, tag) {
+                slab.free.push(tag);
+                return Err(e);
+            }
+            self.issued(t);
+            self.to_send -= 1;
+        }
+        Ok(())
+    }
+
+    /// The next request went to the kernel at `t`: it is in flight.
+    fn issued(&mut self, t: Instant) {
+        if self.seq_mode {
+            self.slots.push(Slot {
+                seq: self.next_seq,
+                sent: t,
+            });
+        } else {
+            self.fifo.push_back(t);
+        }
+        self.next_seq += 1;
+    }
+
     fn wake_at(&self) -> Progress {
         match self.oldest() {
             Some(_) => Progress::At(self.next_expiry_check),
@@ -618,10 +832,24 @@ impl UdpRrClient {
 
 impl Flow for UdpRrClient {
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
-        driver.register(self.sock.as_raw_fd(), token(slot, 0))
+        if start_on(driver, self.sock.as_raw_fd(), slot)? {
+            self.slab = Some(SendSlab::new(self.in_flight, self.request));
+        }
+        Ok(())
+    }
+
+    fn recv_buffers(&self) -> Option<RecvBuffers> {
+        Some(RecvBuffers {
+            // One byte more than a response, as in readiness mode.
+            size: self.response + 1,
+            count: self.in_flight + 1,
+        })
     }
 
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        if self.slab.is_some() {
+            return self.on_completion(ev, ctx);
+        }
         let fd = self.sock.as_raw_fd();
         let mut drained = false;
         for _ in 0..OPS_PER_CALL {
@@ -629,19 +857,8 @@ impl Flow for UdpRrClient {
             self.flush(fd)?;
             self.expire(Instant::now(), phase);
             self.flush(fd)?;
-            if self.outstanding() == 0 && self.to_send == 0 {
-                if phase == Phase::Drain {
-                    return Ok(Progress::Done);
-                }
-                if let Some(q) = self.quota
-                    && self.done_in_measure >= q
-                {
-                    if !self.quota_reported {
-                        self.quota_reported = true;
-                        ctx.quota_done.fetch_add(1, Relaxed);
-                    }
-                    return Ok(Progress::Parked);
-                }
+            if let Some(p) = self.settle(phase, ctx) {
+                return Ok(p);
             }
             if drained && !ev.may_have_more {
                 return Ok(self.wake_at());
@@ -671,53 +888,29 @@ impl Flow for UdpRrClient {
             let mut late = 0u64;
             let mut bytes = 0u64;
             for i in 0..k {
-                let started = if self.seq_mode {
+                let seq = if self.seq_mode {
                     let d: &[u8] = if self.single {
                         &self.rx.buf_mut(0)[..RR_SEQ]
                     } else {
                         self.rx.received(i)
                     };
-                    if d.len() < RR_SEQ {
-                        continue;
-                    }
-                    let seq = u64::from_be_bytes(d[..RR_SEQ].try_into().expect("8 bytes"));
-                    // A response to a transaction already declared lost matches nothing.
-                    match self.slots.iter().position(|s| s.seq == seq) {
-                        Some(p) => self.slots.swap_remove(p).sent,
+                    match seq_of(d) {
+                        Some(s) => Some(s),
                         None => continue,
                     }
                 } else {
-                    match self.fifo.pop_front() {
-                        Some(t) => t,
-                        None => continue,
-                    }
+                    None
                 };
-                let latency = now.duration_since(started);
-                if latency >= self.timeout {
-                    // Too late: lost, even though it came before the next expiry scan.
-                    late += 1;
-                    continue;
-                }
-                if measuring {
-                    ctx.hist.record(latency.as_nanos() as u64);
-                }
-                completed += 1;
-                bytes += self.response as u64;
-            }
-            if late > 0 {
-                self.counters.add_lost(late);
-            }
-            self.counters.add_datagrams_received(k as u64);
-            self.counters.add_received(bytes);
-            self.counters.add_transactions(completed);
-            if measuring {
-                self.done_in_measure += completed;
-            }
-            for _ in 0..completed + late {
-                if self.may_issue(phase) {
-                    self.to_send += 1;
+                match self.take_response(seq, now, measuring, ctx) {
+                    Some(true) => {
+                        completed += 1;
+                        bytes += self.response as u64;
+                    }
+                    Some(false) => late += 1,
+                    None => {}
                 }
             }
+            self.account(k as u64, completed, late, bytes, measuring, phase);
         }
         Ok(Progress::More)
     }
@@ -740,6 +933,11 @@ pub struct UdpRrServer {
     single: bool,
     rx: MsgBatch,
     tx: MsgBatch,
+    in_flight: usize,
+    /// Bytes a request buffer holds (one more than a request).
+    rx_size: usize,
+    /// Under a completion driver: its send buffers (the driver does the I/O).
+    slab: Option<SendSlab>,
 }
 
 impl UdpRrServer {
@@ -759,16 +957,79 @@ impl UdpRrServer {
             single: burst == 0,
             rx: MsgBatch::new(batch, request as usize + 1),
             tx: MsgBatch::new(batch, response as usize),
+            in_flight: burst as usize + 1,
+            rx_size: request as usize + 1,
+            slab: None,
         }
+    }
+
+    /// The completion driver's report: answer a request, count a response.
+    fn on_completion(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        let fd = self.sock.as_raw_fd();
+        let Some(slab) = self.slab.as_mut() else {
+            return Ok(Progress::Idle);
+        };
+        match ev.done {
+            Completion::Received { buf, len } => {
+                self.counters.add_datagrams_received(1);
+                self.counters.add_received(len as u64);
+                let seq = if self.seq_mode {
+                    head_of(ctx, buf, len)
+                } else {
+                    None
+                };
+                // No free buffer: every one is with a send the socket had no
+                // room for yet. The response is a datagram lost here.
+                if let Some(tag) = slab.free.pop() {
+                    if let Some(s) = seq {
+                        slab.buf_mut(tag)[..RR_SEQ].copy_from_slice(&s.to_be_bytes());
+                    }
+                    if let Err(e) = slab.send(ctx, fd, tag) {
+                        slab.free.push(tag);
+                        return Err(e);
+                    }
+                }
+            }
+            Completion::Sent { tag, res } => {
+                slab.free.push(tag);
+                if res == -libc::ECONNREFUSED {
+                    return Err(refused(&failed(res)));
+                }
+                if res >= 0 {
+                    self.counters.add_transactions(1);
+                    self.counters.add_datagrams_sent(1);
+                    self.counters.add_sent(res as u64);
+                }
+            }
+            Completion::RecvFailed(e) => return Err(refused(&failed(e))),
+            Completion::Eof => return Err(empty_datagram()),
+            Completion::None => {}
+        }
+        Ok(Progress::Idle)
     }
 }
 
 impl Flow for UdpRrServer {
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
-        driver.register(self.sock.as_raw_fd(), token(slot, 0))
+        if start_on(driver, self.sock.as_raw_fd(), slot)? {
+            // Responses go out as soon as requests come: a buffer stays lent
+            // only while the socket has no room, so twice the window will do.
+            self.slab = Some(SendSlab::new(2 * self.in_flight + 2, self.response));
+        }
+        Ok(())
     }
 
-    fn on_event(&mut self, ev: Event, _ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+    fn recv_buffers(&self) -> Option<RecvBuffers> {
+        Some(RecvBuffers {
+            size: self.rx_size,
+            count: self.in_flight + 1,
+        })
+    }
+
+    fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        if self.slab.is_some() {
+            return self.on_completion(ev, ctx);
+        }
         let fd = self.sock.as_raw_fd();
         for _ in 0..OPS_PER_CALL {
             let (k, got) = if self.single {

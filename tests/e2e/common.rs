@@ -360,3 +360,24 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     );
     out
 }
+
+/// Did this `--driver uring` run get io_uring on every worker of both ends
+/// (`workers` per end)? False, with a printed reason, where the kernel
+/// refused it (the test then skips); a silent fallback fails.
+pub fn ran_on_uring(doc: &serde_json::Value, workers: usize) -> bool {
+    if doc["summary"]["warnings"]
+        .to_string()
+        .contains("io_uring is unavailable")
+    {
+        eprintln!("SKIPPED: io_uring unavailable");
+        return false;
+    }
+    for key in ["local_drivers", "remote_drivers"] {
+        assert_eq!(
+            doc["environment"][key],
+            serde_json::json!(vec!["uring"; workers]),
+            "{key}"
+        );
+    }
+    true
+}

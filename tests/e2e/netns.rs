@@ -382,6 +382,51 @@ fn udp_rr_packet_rates_match_transactions_on_both_ends() {
     }
 }
 
+/// The same referee for the io_uring completion path on many flows:
+/// udp_rr `-F 16 -T 2 -b 16 --driver uring` still moves exactly one
+/// datagram each way per transaction on both ends, so no receive completion
+/// was lost or counted twice and no send went out twice.
+#[test]
+fn uring_udp_rr_packet_rates_match_transactions_on_both_ends() {
+    let _serial = one_at_a_time();
+    let Some(link) = Link::new(50, Shaper::None) else {
+        return;
+    };
+    let server = link.server();
+    let doc = link.client(
+        &server,
+        "udp_rr",
+        &[
+            "-F",
+            "16",
+            "-T",
+            "2",
+            "-b",
+            "16",
+            "--driver",
+            "uring",
+            "-l",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--rr-timeout",
+            "2s",
+        ],
+    );
+    let s = &doc["summary"];
+    if !crate::common::ran_on_uring(&doc, 2) {
+        return;
+    }
+    let tps = f(&s["transactions_per_s"]);
+    assert!(tps > 1000.0, "{tps}");
+    assert_eq!(
+        u(&s["local"]["total"]["transactions"]),
+        u(&s["remote"]["total"]["transactions"])
+    );
+    assert_packets_match(&s["local"], VETH_A, tps, "client");
+    assert_packets_match(&s["remote"], VETH_B, tps, "server");
+}
+
 /// With 33 requests in flight and Nagle on, TCP packs several requests
 /// into one segment: packets/s falls below transactions/s and thrum must
 /// say so rather than let the figures pass as per-packet ones.

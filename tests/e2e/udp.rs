@@ -11,7 +11,8 @@ use crate::common::{
     ServerProc, assert_rejected, assert_schema, f, json, not_beside_floods, run_client, u,
 };
 
-fn run(server: &ServerProc, args: &[&str]) -> Value {
+/// `thrum run ARGS -H server -l 1s --json`, failing on a non-zero exit.
+pub fn run(server: &ServerProc, args: &[&str]) -> Value {
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     all.extend_from_slice(&[

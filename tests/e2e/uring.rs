@@ -2,11 +2,9 @@
 //! tests on epoll, which the result says) and its counts add up on both ends
 //! exactly as under epoll.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, json, not_beside_floods, run_client, run_short, u};
+use crate::common::{ServerProc, not_beside_floods, run_short, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -18,6 +16,13 @@ fn drivers(doc: &Value, key: &str) -> Vec<String> {
         .iter()
         .map(|d| d.as_str().expect("name").to_string())
         .collect()
+}
+
+/// Both ends' two workers ran io_uring.
+fn assert_uring_on_both_ends(doc: &Value, what: &str) {
+    for key in ["local_drivers", "remote_drivers"] {
+        assert_eq!(drivers(doc, key), vec!["uring"; 2], "{what}: {key}");
+    }
 }
 
 /// False (with a printed reason) where the kernel does not allow io_uring.
@@ -104,26 +109,7 @@ fn udp_tests_run_and_add_up_on_uring() {
             "2",
         ][..],
     ] {
-        let mut all = vec!["run"];
-        all.extend_from_slice(args);
-        all.extend_from_slice(&[
-            "-H",
-            &server.addr,
-            "-l",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--json",
-        ]);
-        all.extend_from_slice(&URING);
-        let out = run_client(&all, Duration::from_secs(30));
-        let doc = json(&out);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            doc["summary"]["error"]
-        );
-        assert_schema(&doc);
+        let doc = run_uring(&server, args);
         let total = |end: &str, f: &str| u(&doc["summary"][end]["total"][f]);
         let what = args[0];
         if what == "udp_rr" {
@@ -142,9 +128,7 @@ fn udp_tests_run_and_add_up_on_uring() {
                 "{what}: every datagram arrived"
             );
         }
-        for key in ["local_drivers", "remote_drivers"] {
-            assert_eq!(drivers(&doc, key), vec!["uring"; 2], "{what}: {key}");
-        }
+        assert_uring_on_both_ends(&doc, what);
     }
 }
 
@@ -158,5 +142,108 @@ fn busy_poll_is_applied_on_both_ends() {
         let doc = run_short(&server, test, &["--busy-poll", "50", "--rr-timeout", "2s"]);
         assert_eq!(doc["spec"]["busy_poll_us"], 50, "{test}");
         assert!(u(&doc["summary"]["transactions"]) > 0, "{test}");
+    }
+}
+
+/// `thrum run ARGS --driver uring` against `server`, failing on a non-zero exit.
+fn run_uring(server: &ServerProc, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&URING);
+    crate::udp::run(server, &all)
+}
+
+/// The completion path (multishot receive into provided buffers, sends
+/// queued with the ring) on many flows per thread, the aggregate rows of
+/// the benchmark: both ends run io_uring and count the same transactions;
+/// for udp_rr each transaction is one datagram each way and none is lost.
+#[test]
+fn aggregate_rr_runs_on_the_completion_path_and_adds_up() {
+    let _quiet = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    if !uring_available(&server) {
+        return;
+    }
+    for args in [
+        &["tcp_rr", "-F", "16", "-T", "2"][..],
+        &[
+            "udp_rr",
+            "-F",
+            "16",
+            "-T",
+            "2",
+            "-b",
+            "16",
+            "--rr-timeout",
+            "2s",
+        ][..],
+    ] {
+        let doc = run_uring(&server, args);
+        let total = |end: &str, f: &str| u(&doc["summary"][end]["total"][f]);
+        let what = args[0];
+        let done = total("local", "transactions");
+        assert!(done > 0, "{what}");
+        assert_eq!(done, total("remote", "transactions"), "{what}: both ends");
+        if what == "udp_rr" {
+            assert_eq!(total("local", "lost"), 0, "{what}: loopback loses nothing");
+            for end in ["local", "remote"] {
+                assert_eq!(total(end, "datagrams_sent"), done, "{what}: {end}");
+                assert_eq!(total(end, "datagrams_received"), done, "{what}: {end}");
+            }
+        }
+        assert_uring_on_both_ends(&doc, what);
+    }
+}
+
+/// Data neither lost nor duplicated on the completion path: with requests
+/// and responses of several kilobytes (TCP: split over many receive
+/// completions and partial sends) and with sequence-numbered datagrams
+/// (UDP: each response matched to its own request), every byte total is
+/// the transaction count times the message size, on both ends.
+#[test]
+fn completion_path_moves_exactly_the_bytes_of_its_transactions() {
+    let _quiet = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    if !uring_available(&server) {
+        return;
+    }
+    for (args, req, resp) in [
+        (
+            &["tcp_rr", "-F", "4", "-T", "2", "-b", "3", "-r", "3000,5000"][..],
+            3000,
+            5000,
+        ),
+        (
+            &["tcp_rr", "-F", "2", "-T", "1", "-r", "100000,70000"][..],
+            100_000,
+            70_000,
+        ),
+        (
+            &[
+                "udp_rr",
+                "-F",
+                "4",
+                "-T",
+                "2",
+                "-b",
+                "7",
+                "-r",
+                "100,1200",
+                "--rr-timeout",
+                "2s",
+            ][..],
+            100,
+            1200,
+        ),
+    ] {
+        let doc = run_uring(&server, args);
+        let total = |end: &str, f: &str| u(&doc["summary"][end]["total"][f]);
+        let what = format!("{args:?}");
+        let done = total("local", "transactions");
+        assert!(done > 0, "{what}");
+        assert_eq!(done, total("remote", "transactions"), "{what}");
+        assert_eq!(total("local", "bytes_sent"), done * req, "{what}");
+        assert_eq!(total("remote", "bytes_received"), done * req, "{what}");
+        assert_eq!(total("remote", "bytes_sent"), done * resp, "{what}");
+        assert_eq!(total("local", "bytes_received"), done * resp, "{what}");
     }
 }
