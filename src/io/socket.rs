@@ -294,6 +294,28 @@ pub fn would_block(e: &io::Error) -> bool {
     )
 }
 
+/// Wait up to `timeout_ms` (-1: no limit) for `events` on one socket and
+/// return what poll reports (POLLERR and POLLHUP always count). An
+/// interrupting signal (the engine's watchdog) ends the wait with 0, as a
+/// timeout does.
+pub fn poll_one(fd: RawFd, events: i16, timeout_ms: i32) -> io::Result<i16> {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    if unsafe { libc::poll(&mut p, 1, timeout_ms) } < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(0)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(p.revents)
+}
+
 /// Pin the calling thread to one CPU.
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_SET bounds are checked by the plan (< 4096 > CPU_SETSIZE is caught below).

@@ -237,21 +237,7 @@ impl ZeroCopySender {
 /// poll events (0 after a timeout or a signal).
 pub fn wait_for_completion(fd: RawFd, timeout: std::time::Duration) -> io::Result<i16> {
     // No events asked for: poll always reports POLLERR and POLLHUP.
-    let mut p = libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let rc = unsafe { libc::poll(&mut p, 1, timeout.as_millis().max(1) as libc::c_int) };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-        return Ok(0);
-    }
-    Ok(p.revents)
+    super::socket::poll_one(fd, 0, timeout.as_millis().max(1) as libc::c_int)
 }
 
 /// The socket's pending error (SO_ERROR), if any: what a POLLERR that

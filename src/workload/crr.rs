@@ -23,7 +23,7 @@ use socket2::{SockAddr, Socket};
 
 use super::{CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Phase, Progress, sub_token, token};
 use crate::io::socket::{
-    DataSocketOpts, accept_nonblocking, recv, same_host, send, tcp_socket, would_block,
+    DataSocketOpts, accept_nonblocking, poll_one, recv, same_host, send, tcp_socket, would_block,
 };
 use crate::io::{Driver, Event};
 
@@ -184,18 +184,7 @@ impl ConnectClient {
     /// finish. False when interrupted again (the worker looks at its flags).
     fn await_connect(&self) -> io::Result<bool> {
         let fd = self.sock.as_ref().expect("connecting socket").as_raw_fd();
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        let r = unsafe { libc::poll(&mut p, 1, -1) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return if would_block(&e) { Ok(false) } else { Err(e) };
-        }
-        Ok(true)
+        Ok(poll_one(fd, libc::POLLOUT, -1)? != 0)
     }
 
     fn complete(&mut self, ctx: &mut FlowCtx<'_>) {
