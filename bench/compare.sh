@@ -28,8 +28,11 @@ usage: bench/compare.sh [options]
                   (UDP), scale (10,000 tcp_rr flows, thrum only); "tcp",
                   "udp" and "scale" stand for their groups (default: all)
   --tools LIST    comma-separated subset of:
-                  thrum,thrum_uring,floor,netperf,neper,sockperf,qperf,iperf3
-                  (thrum_uring: thrum --driver uring, in the aggregate rows)
+                  thrum,thrum_uring,thrum_rst,floor,netperf,neper,sockperf,
+                  qperf,iperf3
+                  (thrum_uring: thrum --driver uring, in the tcp_rr and
+                  udp_rr aggregate rows; thrum_rst: thrum --close rst, in
+                  the tcp_crr rows, where it is compared with neper)
                   (floor: bench/floor, the minimal blocking reference, built
                   with cargo from its own manifest)
   --quiet-wait S  before each run, wait up to S s (default 20) for the rest
@@ -56,7 +59,7 @@ TCP_ROWS="rr rr_pinned rr_agg crr crr_agg stream"
 UDP_ROWS="udp_rr udp_rr_pinned udp_rr_agg udp_stream"
 SCALE_ROWS="scale"
 ROWS="tcp,udp,scale"
-TOOLS="thrum,thrum_uring,floor,netperf,neper,sockperf,qperf,iperf3"
+TOOLS="thrum,thrum_uring,thrum_rst,floor,netperf,neper,sockperf,qperf,iperf3"
 KEEP=0
 QUIET_WAIT=20
 # Busy CPUs, outside the benchmark, below which the machine counts as quiet.
@@ -97,7 +100,7 @@ done
 ROWS="${rows[*]}"
 for t in ${TOOLS//,/ }; do
 	case "$t" in
-	thrum | thrum_uring | floor | netperf | neper | sockperf | qperf | iperf3) ;;
+	thrum | thrum_uring | thrum_rst | floor | netperf | neper | sockperf | qperf | iperf3) ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done
@@ -179,6 +182,7 @@ check_peer() { # name binaries...
 if ((!NO_THRUM)); then
 	HAVE[thrum]=1
 	want_tool thrum_uring && HAVE[thrum_uring]=1
+	want_tool thrum_rst && HAVE[thrum_rst]=1
 fi
 check_peer netperf netperf netserver
 # neper has one binary per test: require only those of the selected rows.
@@ -205,8 +209,10 @@ tools_for_row() { # prints the tools that take part in a row, thrum first
 	# Only thrum, neper and netperf (with burst) run many RR flows at once.
 	udp_rr_agg) cands="thrum thrum_uring netperf neper" ;;
 	# netperf runs one flow per process: not in the 16-flow TCP rows.
-	rr_agg | crr_agg) cands="thrum thrum_uring neper" ;;
-	crr) cands="thrum netperf neper" ;;
+	rr_agg) cands="thrum thrum_uring neper" ;;
+	# neper closes with a reset by default: thrum_rst is its like.
+	crr_agg) cands="thrum thrum_rst neper" ;;
+	crr) cands="thrum thrum_rst netperf neper" ;;
 	scale) cands="thrum" ;;
 	*) cands="thrum floor netperf neper sockperf qperf" ;;
 	esac
@@ -286,13 +292,14 @@ tool_cmds() {
 	local tool="$1" row="$2" d="$DURATION"
 	SELF_EXIT=0
 	case "$tool" in
-	thrum | thrum_uring)
+	thrum | thrum_uring | thrum_rst)
 		PORTS=($P_THRUM)
 		SRV=("$THRUM" server --port "$P_THRUM" --listen 127.0.0.1 --max-flows 10000)
 		# --warmup 0s: the peers measure from their first transaction, and
 		# the CPU figures assume no traffic outside the -l window.
 		local common=(-H "127.0.0.1:$P_THRUM" -l "${d}s" --warmup 0s)
 		[[ "$tool" == thrum_uring ]] && common+=(--driver uring)
+		[[ "$tool" == thrum_rst ]] && common+=(--close rst)
 		case "$row" in
 		stream)
 			# 64 KiB sends and receives, as every stream tool here uses.
@@ -593,9 +600,9 @@ note	sockperf: ping-pong needs a 14-byte message at least (its header), so `-m 1
 note	qperf: tcp_lat is a ping-pong; it reports `latency` = half the round trip and `msg_rate` = messages in both directions per second, so round trips/s = msg_rate / 2 = 1e9 / (2 x latency in ns). The script uses the client's received-message count over its run time (`loc_recv_msgs / loc_real_time`), which is the same number (check: latency 39652 ns, msg_rate 25220/s, 25219 round trips in 2 s = 12,610/s). qperf cannot bind its server to one address; it listens on all, the client connects to 127.0.0.1.
 note	iperf3: `-l 64K`, 64 KiB writes and reads like the others (default 128 KiB); rate = `end.sum_received.bits_per_second` from `--json`. The server runs with `-1` (one test, then exit).
 note	thrum: tcp_rr `-r 1,1`; tcp_stream `-m 64K -M 64K` (64 KiB sends and receives like the peers; its defaults are 128K). Receive size matters on loopback: in spot checks 64 KiB reads gave neper about 25 Gbit/s against about 19 with 128 KiB, so every tool gets the same sizes. `--warmup 0s`: thrum by default sends 1 s of traffic before its measured window, the peers measure from their first transaction; without warm-up every tool is measured the same way, and no tool's CPU covers traffic outside its window. Its server is a separate `thrum server` process, like the peers' servers.
-note	tcp_crr rows (crr, crr_agg): one connection per transaction (connect, 1-byte request, 1-byte response, close), rate = connections/s. thrum `tcp_crr -r 1,1` (the server closes first, so TIME_WAIT lands on the server; every connection also carries the 16-byte session token); netperf `TCP_CRR -- -r 1,1` (1 flow only: netperf runs one flow per process, so it is not in the 16-flow row); neper-tcp_crr `-Q 1 -R 1`, `-F 16 -T 2` on both ends in the 16-flow row, `throughput=`.
+note	tcp_crr rows (crr, crr_agg): one connection per transaction (connect, 1-byte request, 1-byte response, close), rate = connections/s. The tools end a connection in two ways, and each is compared with its like. Graceful (FIN both ways, 10 segments per connection on loopback): thrum `tcp_crr -r 1,1` (`--close fin`, the default: the server closes first, so TIME_WAIT lands on the server) and netperf `TCP_CRR -- -r 1,1` (1 flow only: netperf runs one flow per process, so it is not in the 16-flow row). Reset (SO_LINGER 0, no TIME_WAIT): neper-tcp_crr `-Q 1 -R 1` (its default; `-F 16 -T 2` on both ends in the 16-flow row, `throughput=`; 8 segments per connection) and thrum_rst, thrum `tcp_crr -r 1,1 --close rst` (9 segments: the server still sends its FIN). So neper's thrum/peer column is thrum_rst over neper, and thrum_rst's own column is "—". Measured before this split (2026-11-22, 3 s, 16 flows): neper with `--time-wait` (graceful, TIME_WAIT on its client) ran 13,980 connections/s against 22,474 with its default reset. Every thrum connection also carries the 16-byte session token.
 note	rr_agg: tcp_rr with 16 flows on 2 threads, one transaction in flight per flow: thrum `-F 16 -T 2`, neper-tcp_rr `-F 16 -T 2` on both ends.
-note	thrum_uring: thrum with `--driver uring` in the aggregate rows (tcp_rr and udp_rr: io_uring completion driver, multishot receive into provided buffers and sends queued with the ring; tcp_crr: see below; docs/design.md); its "thrum/peer" is thrum's default driver (epoll at 16 flows) over io_uring, so below 1 means io_uring was faster. tcp_crr and tcp_cc run epoll under `--driver uring` (the result warns), so in crr_agg it measures epoll again.
+note	thrum_uring: thrum with `--driver uring` in the tcp_rr and udp_rr aggregate rows (io_uring completion driver, multishot receive into provided buffers and sends queued with the ring; docs/design.md); its "thrum/peer" is thrum's default driver (epoll at 16 flows) over io_uring, so below 1 means io_uring was faster. tcp_crr and tcp_cc run epoll under `--driver uring` (the result warns), so it is not in the tcp_crr rows.
 note	scale: `thrum run tcp_rr -F 10000 -T 2` against a separate `thrum server` (10,000 sockets per process; the embedded server would need 20,000 in one). No peer runs 10,000 flows this way; the figures are thrum's `summary.setup_s` (first data socket to the server's `started`) and both processes' peak RSS (`max_rss_kb`).
 note	floor: bench/floor (`thrum-floor`), this repository's minimal reference, not a peer: one blocking thread per end, no event loop, timers or statistics, the clock read every 64 transactions. tcp_rr: 1-byte write and read per transaction on a TCP_NODELAY socket; udp_rr: the same on connected UDP sockets (the server connects to its first peer); tcp_stream: 64 KiB writes and reads, rate = bytes the server read over the client's send window. Its thrum/peer column is thrum as a ratio of the floor (target: at least 0.95 for the RR rows).
 note	iperf 2 (2.1.8) is installed but not compared: its `--bounceback` RR mode is paced in bursts rather than saturating and rejects 1-byte messages, and its stream mode adds nothing to iperf3.

@@ -193,9 +193,11 @@ ROWS = {
     "rr_agg": ("rr", "tcp_rr aggregate, 16 flows on 2 threads, 1-byte request/response, "
                      "unpinned (thrum_uring: thrum --driver uring)"),
     "crr": ("rr", "tcp_crr, 1 flow: connect, 1-byte request/response, close; "
-                  "connections/s, unpinned"),
+                  "connections/s, unpinned (thrum and netperf close gracefully; "
+                  "thrum_rst: thrum --close rst, and neper reset)"),
     "crr_agg": ("rr", "tcp_crr aggregate, 16 flows on 2 threads; connections/s, unpinned "
-                      "(thrum_uring: thrum --driver uring, which runs epoll for tcp_crr)"),
+                      "(thrum closes gracefully; thrum_rst: thrum --close rst, and neper "
+                      "reset)"),
     "scale": ("rr", "tcp_rr, 10,000 flows on 2 threads, 1-byte request/response (thrum "
                     "only): set-up time and memory"),
     "stream": ("stream", "tcp_stream, 1 flow, client to server"),
@@ -208,6 +210,9 @@ ROWS = {
     "udp_stream": ("udp_stream", "udp_stream, 1 flow, 1472-byte datagrams, unpaced, "
                                  "client to server"),
 }
+# A peer compared with a thrum variant instead of plain thrum: neper's
+# tcp_crr resets its connections, as thrum does with --close rst.
+LIKE = {("crr", "neper"): "thrum_rst", ("crr_agg", "neper"): "thrum_rst"}
 UDP_DGRAM = 1472          # udp_stream datagram size (-m / -l / -B)
 AGG_BURST = 16            # udp_rr_agg: -b, so burst + 1 transactions in flight
 AGG_NETPERF_PROCS = 2     # udp_rr_agg: parallel netperf processes
@@ -383,7 +388,7 @@ def parse_udp_stream(tool, cli):
 def parse(tool, row, d):
     cli = _read(d, "cli.out")
     kind = ROWS[row][0]
-    if tool == "thrum_uring":
+    if tool in ("thrum_uring", "thrum_rst"):
         tool = "thrum"
     if row == "scale":
         # The figures of this row are set-up time and memory; the rate is
@@ -480,11 +485,13 @@ def _targets(w, runs, meta, dur):
     def fmt(v, row):
         return _fmt_rate(v, ROWS[row][0])
 
-    def against(row, peers, need, what="rate", context=()):
-        """Verdict on thrum against `peers`; `context` tools are shown, not judged."""
+    def against(row, peers, need, what="rate", context=(), me="thrum"):
+        """Verdict on thrum (or its variant `me`) against `peers`; `context`
+        tools are shown, not judged."""
         m = _medians(runs, row, dur)
-        if "thrum" not in m:
+        if me not in m:
             return None
+        m = dict(m, thrum=m[me])
         have = [p for p in peers if p in m]
         if not have:
             return ("no peer ran", "—", "n/a")
@@ -496,7 +503,8 @@ def _targets(w, runs, meta, dur):
         def fig(t):
             return fmt(m[t][0], row) if i == 0 else f"{m[t][1]:.2f}"
         shown = [t for t in context if t in m]
-        figs = "; ".join(f"{t} {fig(t)}" for t in ("thrum", *have, *shown))
+        figs = "; ".join(f"{me if t == 'thrum' else t} {fig(t)}"
+                         for t in ("thrum", *have, *shown))
         kind = ROWS[row][0]
         if what == "cpu":
             unit = {"stream": "CPU-s per GB", "udp_stream": "CPU-s per M datagrams"}.get(
@@ -523,8 +531,11 @@ def _targets(w, runs, meta, dur):
         add(f"CPU per transaction, tcp_rr 1 flow {name}: ≤ 0.9× netperf (ratio netperf/thrum ≥ 1.11)",
             against(row, ("netperf",), 1 / 0.9, "cpu", context=("floor",)))
     add("udp_rr aggregate: ≥ 1.1× neper and netperf", against("udp_rr_agg", ("neper", "netperf"), 1.1))
-    add("tcp_crr 1 flow: ≥ 1.0× neper and netperf", against("crr", ("neper", "netperf"), 1.0))
-    add("tcp_crr 16 flows: ≥ 1.0× neper", against("crr_agg", ("neper",), 1.0))
+    add("tcp_crr 1 flow, graceful close: ≥ 1.0× netperf", against("crr", ("netperf",), 1.0))
+    add("tcp_crr 1 flow, reset close: ≥ 1.0× neper",
+        against("crr", ("neper",), 1.0, me="thrum_rst"))
+    add("tcp_crr 16 flows, reset close: ≥ 1.0× neper",
+        against("crr_agg", ("neper",), 1.0, me="thrum_rst"))
     add("tcp_stream: ≥ 1.0× iperf3, netperf, neper", against("stream", ("iperf3", "netperf", "neper"), 1.0))
     add("tcp_stream: CPU per GB ≤ every peer's (ratio peer/thrum ≥ 1)",
         against("stream", ("iperf3", "netperf", "neper"), 1.0, "cpu"))
@@ -701,10 +712,11 @@ def cmd_report(argv):
                 cpu_per.append((c + sv) / work)
                 cli_per.append(c / work)
                 srv_per.append(sv / work)
-            if t == "thrum":
+            base = LIKE.get((row, t), "thrum")
+            if t in ("thrum", "thrum_rst"):
                 ratio = "—"
-            elif med.get("thrum"):
-                ratio = f"{med['thrum'] / med[t]:.2f}"
+            elif med.get(base):
+                ratio = f"{med[base] / med[t]:.2f}"
             else:
                 ratio = "n/a"
             cells = [t, _fmt_rate(med[t], kind),
@@ -719,8 +731,8 @@ def cmd_report(argv):
                 cells.append("n/a" if "-" in losses
                              else f"{statistics.median(float(x) for x in losses):.2f}")
                 cells.append(f"{statistics.median(kdrops):,.0f}")
-            cpu_ratio = ("—" if t == "thrum" else
-                         f"{cpu_med['thrum'] / cpu_med[t]:.2f}" if cpu_med.get("thrum") else "n/a")
+            cpu_ratio = ("—" if t in ("thrum", "thrum_rst") else
+                         f"{cpu_med[base] / cpu_med[t]:.2f}" if cpu_med.get(base) else "n/a")
             cells += [f"{statistics.median(cpu_per):.2f} ({statistics.median(cli_per):.2f} + "
                       f"{statistics.median(srv_per):.2f})", cpu_ratio,
                       f"{statistics.median(float(r[8]) for r in ok[t]):.2f}",

@@ -227,6 +227,14 @@ pub struct RunArgs {
     /// the rest; falls back to epoll where unavailable, and for tcp_crr/tcp_cc).
     #[arg(long, default_value = "auto", value_parser = ["auto", "epoll", "uring"], value_name = "DRIVER")]
     pub driver: String,
+    /// tcp_crr, tcp_cc: how the client ends each connection. fin: the server
+    /// closes first once it has answered and the client closes on its FIN
+    /// (graceful; TIME_WAIT on the server, as netperf's TCP_CRR). rst: the
+    /// client aborts with SO_LINGER 0 (a reset) as soon as it has the
+    /// response (crr) or the server's FIN (cc): no TIME_WAIT on either end,
+    /// two packets fewer per connection (neper tcp_crr's default).
+    #[arg(long, default_value = "fin", value_parser = ["fin", "rst"], value_name = "MODE")]
+    pub close: String,
     /// Pin local worker threads to these CPUs, round-robin (0,2-3).
     #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
     pub cpu_pin: Option<CpuList>,
@@ -401,6 +409,7 @@ impl RunArgs {
         p.zerocopy = self.zerocopy;
         p.gso = self.gso;
         p.driver = self.driver.parse().expect("clap checked the driver name");
+        p.close = self.close.parse().expect("clap checked the close mode");
         let side = |buf: Option<(u64, u64)>, pin: &Option<CpuList>| SocketOpts {
             send_buffer_bytes: buf.map(|b| b.0),
             recv_buffer_bytes: buf.map(|b| b.1),

@@ -118,6 +118,33 @@ impl FromStr for DriverChoice {
     }
 }
 
+/// How a tcp_crr/tcp_cc client ends each connection (`--close`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CloseMode {
+    /// The server closes first after answering, the client closes on its
+    /// FIN: a graceful close, TIME_WAIT on the server (netperf's TCP_CRR).
+    #[default]
+    Fin,
+    /// The client aborts (SO_LINGER 0: a reset) once it has the response
+    /// (crr) or the server's FIN (cc): no TIME_WAIT on either end (neper's
+    /// tcp_crr default).
+    Rst,
+}
+
+impl FromStr for CloseMode {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fin" => Ok(CloseMode::Fin),
+            "rst" => Ok(CloseMode::Rst),
+            _ => Err(PlanError::Invalid(format!(
+                "--close {s} is not a close mode (accepted: fin, rst)"
+            ))),
+        }
+    }
+}
+
 /// Socket options applied to one end's data sockets.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SocketOpts {
@@ -180,6 +207,10 @@ pub struct TestPlan {
     /// Readiness driver on both ends; absent from an older peer's plan: auto.
     #[serde(default)]
     pub driver: DriverChoice,
+    /// tcp_crr/tcp_cc: how the client ends each connection; absent from an
+    /// older peer's plan: fin.
+    #[serde(default)]
+    pub close: CloseMode,
     pub local: SocketOpts,
     pub remote: SocketOpts,
     /// Latency percentiles to report besides the fixed p50/p90/p99/p99.9 (0 < p <= 100).
@@ -272,6 +303,7 @@ impl TestPlan {
             rate_bps: None,
             rr_timeout_ns: 50_000_000,
             driver: DriverChoice::Auto,
+            close: CloseMode::Fin,
             busy_poll_us: None,
             zerocopy: false,
             gso: false,
@@ -395,6 +427,13 @@ impl TestPlan {
                 test: t,
             });
         }
+        if self.close == CloseMode::Rst && !matches!(t, TestKind::TcpCrr | TestKind::TcpCc) {
+            return Err(PlanError::NotApplicable {
+                flag: "--close rst",
+                applies: "tcp_crr and tcp_cc",
+                test: t,
+            });
+        }
         if self.percentiles.len() > MAX_PERCENTILES {
             return Err(PlanError::Invalid(format!(
                 "--percentiles lists {} values (accepted: at most {MAX_PERCENTILES})",
@@ -508,6 +547,37 @@ mod tests {
         let q: Vec<u64> = (0..3).map(|f| p.flow_quota(f).unwrap()).collect();
         assert_eq!(q, vec![4, 3, 3]);
         assert_eq!(q.iter().sum::<u64>(), 10);
+    }
+
+    #[test]
+    fn close_rst_is_for_connection_tests_and_fin_by_default() {
+        for t in TestKind::ALL {
+            let mut p = TestPlan::new(t);
+            assert_eq!(p.close, CloseMode::Fin);
+            p.close = CloseMode::Rst;
+            let conn = matches!(t, TestKind::TcpCrr | TestKind::TcpCc);
+            match p.validate() {
+                Ok(()) => assert!(conn, "{t}"),
+                Err(e) => {
+                    assert!(!conn, "{t}: {e}");
+                    assert!(e.to_string().contains("--close rst"), "{e}");
+                    assert!(e.to_string().contains("tcp_crr and tcp_cc"), "{e}");
+                }
+            }
+        }
+        assert!(
+            "syn"
+                .parse::<CloseMode>()
+                .unwrap_err()
+                .to_string()
+                .contains("accepted: fin, rst")
+        );
+        // A plan from a peer that predates the option: fin.
+        let mut v = serde_json::to_value(TestPlan::new(TestKind::TcpCrr)).unwrap();
+        assert_eq!(v["close"], "fin");
+        v.as_object_mut().unwrap().remove("close");
+        let p: TestPlan = serde_json::from_value(v).unwrap();
+        assert_eq!(p.close, CloseMode::Fin);
     }
 
     #[test]

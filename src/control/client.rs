@@ -369,6 +369,7 @@ fn drive(
                     plan.request_bytes,
                     plan.response_bytes,
                     plan.flow_quota(f),
+                    plan.close,
                 ))
             }
             _ => {

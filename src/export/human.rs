@@ -126,6 +126,9 @@ impl Exporter for Human {
             if p.burst > 0 {
                 write!(out, ", burst {}", p.burst)?;
             }
+            if p.close == crate::plan::CloseMode::Rst {
+                write!(out, ", client resets (--close rst)")?;
+            }
             writeln!(out)?;
         }
         writeln!(

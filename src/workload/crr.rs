@@ -8,6 +8,9 @@
 //! closes first, right after answering, and the client closes on reading EOF:
 //! TIME_WAIT then lands on the server, which does not run out of ephemeral
 //! ports the way a client opening thousands of connections per second would.
+//! With `--close rst` the client instead aborts (SO_LINGER 0) as soon as it
+//! has the response (crr) or the server's FIN (cc): its reset also ends the
+//! server's half-closed socket, so no TIME_WAIT is left anywhere.
 //!
 //! On the server, each worker accepts from the session's shared listener,
 //! one connection per wake-up, answers at once when the request is already
@@ -26,6 +29,7 @@ use crate::io::socket::{
     DataSocketOpts, accept_nonblocking, poll_one, recv, same_host, send, tcp_socket, would_block,
 };
 use crate::io::{Driver, Event};
+use crate::plan::CloseMode;
 
 /// Bytes of the session token every data connection presents first.
 pub const TOKEN_LEN: usize = 16;
@@ -72,6 +76,8 @@ pub struct ConnectClient {
     /// The worker runs the blocking driver: connect, send and receive block
     /// and need no readiness wait (set in `start`).
     blocking: bool,
+    /// `--close rst`: SO_LINGER 0, close without waiting for the server's FIN.
+    rst: bool,
 }
 
 impl ConnectClient {
@@ -86,6 +92,7 @@ impl ConnectClient {
         request: u64,
         response: u64,
         quota: Option<u64>,
+        close: CloseMode,
     ) -> ConnectClient {
         let mut hello = session_token.to_vec();
         if mode == ConnectMode::Crr {
@@ -111,6 +118,7 @@ impl ConnectClient {
             done_in_measure: 0,
             quota_reported: false,
             blocking: false,
+            rst: close == CloseMode::Rst,
         }
     }
 
@@ -124,6 +132,10 @@ impl ConnectClient {
     fn open(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
         let s = tcp_socket(&self.peer, !self.blocking)?;
         self.opts.apply_before_connect(&s)?;
+        if self.rst {
+            s.set_linger(Some(std::time::Duration::ZERO))
+                .map_err(|e| io::Error::new(e.kind(), format!("SO_LINGER 0 (--close rst): {e}")))?;
+        }
         if let Some(b) = &self.bind {
             s.bind(b)?;
         }
@@ -167,7 +179,7 @@ impl ConnectClient {
         Ok(())
     }
 
-    /// Close the connection (the server has closed first).
+    /// Close the connection (the server has closed first, or `--close rst`).
     fn close(&mut self, driver: &mut dyn Driver) -> io::Result<()> {
         if let Some(s) = self.sock.take()
             && self.blocking
@@ -309,9 +321,15 @@ impl Flow for ConnectClient {
                             self.rx_got += n as u64;
                             if self.rx_got >= self.response {
                                 self.complete(ctx);
-                                // Read on: the server closes right after
-                                // answering, so its FIN is nearly always here.
-                                self.state = State::WaitEof;
+                                if self.rst {
+                                    // Abort now: the reset ends the server's
+                                    // socket too, FIN or no FIN yet.
+                                    self.close(ctx.driver)?;
+                                } else {
+                                    // Read on: the server closes right after
+                                    // answering, so its FIN is nearly always here.
+                                    self.state = State::WaitEof;
+                                }
                             }
                         }
                         Err(e) if would_block(&e) => return Ok(Progress::Idle),

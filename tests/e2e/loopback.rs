@@ -224,23 +224,34 @@ fn every_test_eight_flows_two_threads() {
 #[test]
 fn transaction_count_limit_is_exact() {
     let server = ServerProc::start(&[]);
-    for (t, flows) in [("tcp_rr", "4"), ("tcp_crr", "4"), ("tcp_crr", "1")] {
-        let out = run_client(
-            &[
-                "run",
-                t,
-                "-H",
-                &server.addr,
-                "-n",
-                "3001",
-                "-F",
-                flows,
-                "-T",
-                if flows == "1" { "1" } else { "2" },
-                "--json",
-            ],
-            Duration::from_secs(30),
-        );
+    for (t, flows, close) in [
+        ("tcp_rr", "4", "fin"),
+        ("tcp_crr", "4", "fin"),
+        ("tcp_crr", "1", "fin"),
+        ("tcp_crr", "4", "rst"),
+        ("tcp_crr", "1", "rst"),
+        ("tcp_cc", "1", "rst"),
+    ] {
+        let close_flag: &[&str] = if close == "rst" {
+            &["--close", "rst"]
+        } else {
+            &[]
+        };
+        let args = [
+            "run",
+            t,
+            "-H",
+            &server.addr,
+            "-n",
+            "3001",
+            "-F",
+            flows,
+            "-T",
+            if flows == "1" { "1" } else { "2" },
+            "--json",
+        ];
+        let out = run_client(&[&args[..], close_flag].concat(), Duration::from_secs(30));
+        let t = &format!("{t} -F {flows} --close {close}");
         let doc = json(&out);
         assert!(out.status.success(), "{t}: {}", doc["summary"]["error"]);
         let s = &doc["summary"];
