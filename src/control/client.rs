@@ -330,8 +330,11 @@ fn drive(
                 let port = *udp_ports
                     .get(f as usize)
                     .context("the server sent fewer UDP ports than flows")?;
-                let peer = SocketAddr::new(server_ip, port);
-                let sock = udp_connected(&peer, target.bind, &opts)
+                // An IPv4 server reached as ::ffff:a.b.c.d gets an IPv4
+                // socket: see the server's session() on mapped addresses.
+                let peer = SocketAddr::new(server_ip.to_canonical(), port);
+                let bind = target.bind.map(|b| b.to_canonical());
+                let sock = udp_connected(&peer, bind, &opts)
                     .with_context(|| format!("opening UDP socket {f} to {peer}"))?;
                 my_udp_ports.push(local_port(&sock)?);
                 if f == 0 {

@@ -349,6 +349,12 @@ fn session(
     state: &mut SessionState,
     ticket: &mut Ticket,
 ) -> Result<()> {
+    // An IPv4 client of a dual-stack server shows as ::ffff:a.b.c.d. Its data
+    // sockets are opened as IPv4 ones: a UDP socket of the IPv6 family sends
+    // to a mapped address through udpv6_sendmsg, which hands udp_sendmsg an
+    // explicit destination, so every datagram pays a route lookup instead of
+    // the connected socket's cached route.
+    let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
     ctrl.set_nodelay(true)?;
     ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
 
@@ -398,7 +404,7 @@ fn session(
     // Said in the final report, where the client lists the server's errors.
     let fd_warning = crate::io::fdlimit::ensure(plan.flows as u64).err();
     let opts = DataSocketOpts::from_plan(&plan, &plan.local);
-    let local_ip = ctrl.local_addr()?.ip();
+    let local_ip = ctrl.local_addr()?.ip().to_canonical();
     // TCP tests get a data listener; UDP tests one socket per flow.
     let mut udp_socks = Vec::new();
     let mut cursor = 0;

@@ -349,3 +349,47 @@ fn udp_sockets_take_their_ports_from_data_ports() {
         "{e}"
     );
 }
+
+/// An IPv4 client of a server listening on `::` (dual-stack) shows there as
+/// ::ffff:127.0.0.1. The server must open that session's UDP sockets as
+/// IPv4 ones: an IPv6 socket sending to a mapped address goes through
+/// udpv6_sendmsg, which gives every datagram a route lookup instead of the
+/// connected socket's cached route. Checked with `ss` while the test runs.
+#[test]
+fn an_ipv4_client_of_a_dual_stack_server_gets_ipv4_udp_sockets() {
+    let server =
+        ServerProc::start_with(std::process::Command::new(crate::common::bin()), "::", &[]);
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    let v4 = format!("127.0.0.1:{port}");
+    let client = std::process::Command::new(crate::common::bin())
+        .args([
+            "run", "udp_rr", "-H", &v4, "-F", "2", "-l", "2s", "--warmup", "0s", "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn thrum run");
+    std::thread::sleep(Duration::from_millis(1000));
+    let ss = std::process::Command::new("ss")
+        .args(["-Huanp"])
+        .output()
+        .expect("ss");
+    let out = client.wait_with_output().expect("thrum run");
+    let doc = json(&out);
+    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    let pid = format!("pid={},", server.pid());
+    let text = String::from_utf8_lossy(&ss.stdout);
+    let mine: Vec<&str> = text.lines().filter(|l| l.contains(&pid)).collect();
+    assert_eq!(
+        mine.len(),
+        2,
+        "the server's two UDP data sockets in:\n{text}"
+    );
+    for l in mine {
+        let local = l.split_whitespace().nth(3).unwrap();
+        assert!(
+            local.starts_with("127.0.0.1:"),
+            "an IPv6 socket for an IPv4 client: {l}"
+        );
+    }
+}
