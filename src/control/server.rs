@@ -497,6 +497,7 @@ fn session(
                     plan.request_bytes,
                     plan.response_bytes,
                     CounterRef::new(counters.clone(), w),
+                    plan.flows == 1,
                 )) as Box<dyn Flow>
             })
             .collect();

@@ -338,6 +338,16 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 
 /// Accept one connection as a non-blocking, close-on-exec socket (one syscall).
 pub fn accept_nonblocking(listener: RawFd) -> io::Result<(Socket, SocketAddr)> {
+    accept_inner(listener, true)
+}
+
+/// [`accept_nonblocking`] that returns EINTR instead of retrying: on a
+/// blocking listener the watchdog's signal must end the wait.
+pub fn accept_interruptible(listener: RawFd) -> io::Result<(Socket, SocketAddr)> {
+    accept_inner(listener, false)
+}
+
+fn accept_inner(listener: RawFd, retry_eintr: bool) -> io::Result<(Socket, SocketAddr)> {
     use std::os::fd::FromRawFd;
     // SAFETY: storage is large enough for any address; len is in/out.
     unsafe {
@@ -354,7 +364,7 @@ pub fn accept_nonblocking(listener: RawFd) -> io::Result<(Socket, SocketAddr)> {
                 break fd;
             }
             let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
+            if e.kind() != io::ErrorKind::Interrupted || !retry_eintr {
                 return Err(e);
             }
         };

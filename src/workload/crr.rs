@@ -14,7 +14,11 @@
 //!
 //! On the server, each worker accepts from the session's shared listener,
 //! one connection per wake-up, answers at once when the request is already
-//! in, and keeps a small table of the connections still in progress.
+//! in, and keeps a small table of the connections still in progress. A
+//! session of one flow has one server worker, which runs the blocking driver
+//! like the client: it blocks in `accept` (netserver's calls: accept, recv,
+//! send, close) and polls only while some connection has yet to present its
+//! request.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -25,8 +29,10 @@ use std::time::Instant;
 use socket2::{SockAddr, Socket};
 
 use super::{CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Phase, Progress, sub_token, token};
+use crate::io::blocking::POLL_TIMEOUT;
 use crate::io::socket::{
-    DataSocketOpts, accept_nonblocking, poll_one, recv, same_host, send, tcp_socket, would_block,
+    DataSocketOpts, accept_interruptible, accept_nonblocking, poll_one, recv, same_host, send,
+    set_nonblocking, tcp_socket, would_block,
 };
 use crate::io::{Driver, Event};
 use crate::plan::CloseMode;
@@ -386,6 +392,17 @@ pub struct ConnectServer {
     /// Whether to read a request right after accepting (see [`EAGER_ON`]).
     eager: u8,
     accepted: u32,
+    /// Connections in the table (an answered one leaves it at once).
+    open: usize,
+    /// The session has one flow, so this is the listener's only worker and
+    /// may run the blocking driver.
+    single: bool,
+    /// Running the blocking driver (set in `start`): the listener blocks.
+    blocking: bool,
+    /// The blocking mode's poll set (listener first) and the table slot of
+    /// each connection in it, kept to be reused.
+    pollfds: Vec<libc::pollfd>,
+    poll_slots: Vec<usize>,
 }
 
 impl ConnectServer {
@@ -399,6 +416,7 @@ impl ConnectServer {
         request: u64,
         response: u64,
         counters: CounterRef,
+        single: bool,
     ) -> ConnectServer {
         ConnectServer {
             mode,
@@ -415,7 +433,121 @@ impl ConnectServer {
             sweep_at: None,
             eager: EAGER_ON,
             accepted: 0,
+            open: 0,
+            single,
+            blocking: false,
+            pollfds: Vec::new(),
+            poll_slots: Vec::new(),
         }
+    }
+
+    /// Take an accepted connection into the table; None when it is refused
+    /// (wrong peer, table full).
+    fn admit(&mut self, sock: Socket, peer: SocketAddr) -> Option<usize> {
+        if !same_host(peer.ip(), self.allowed_peer) {
+            self.refused += 1;
+            return None;
+        }
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None if self.conns.len() < MAX_CONNS_PER_WORKER => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+            None => {
+                self.refused += 1;
+                return None;
+            }
+        };
+        self.conns[idx] = Some(Conn {
+            sock,
+            got: 0,
+            token: [0; TOKEN_LEN],
+            tx_left: 0,
+            deadline: Instant::now() + TOKEN_TIMEOUT,
+        });
+        self.open += 1;
+        Some(idx)
+    }
+
+    /// The blocking driver: with no connection pending, block in `accept`
+    /// (the watchdog's signal ends it so the worker sees its flags) and
+    /// answer at once.
+    fn on_blocking(&mut self) -> io::Result<Progress> {
+        if self.open > 0 {
+            return self.poll_pending();
+        }
+        self.accept_and_serve()?;
+        Ok(Progress::Idle)
+    }
+
+    /// Blocking mode: accept one connection (or be interrupted) and answer
+    /// it if its request is in.
+    fn accept_and_serve(&mut self) -> io::Result<()> {
+        match accept_interruptible(self.listener) {
+            Ok((sock, peer)) => {
+                if let Some(idx) = self.admit(sock, peer) {
+                    self.serve(idx)?;
+                }
+                Ok(())
+            }
+            Err(e) if would_block(&e) || e.raw_os_error() == Some(libc::ECONNABORTED) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The blocking driver's slow path: some connection has yet to present
+    /// its token or request. Wait for them and the listener together, so
+    /// that a silent connection holds up no other, and close the overdue.
+    fn poll_pending(&mut self) -> io::Result<Progress> {
+        let now = Instant::now();
+        let mut wait = POLL_TIMEOUT;
+        self.pollfds.clear();
+        self.poll_slots.clear();
+        self.pollfds.push(libc::pollfd {
+            fd: self.listener,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        for (idx, c) in self.conns.iter().enumerate() {
+            let Some(c) = c else { continue };
+            wait = wait.min(c.deadline.saturating_duration_since(now));
+            self.pollfds.push(libc::pollfd {
+                fd: c.sock.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            self.poll_slots.push(idx);
+        }
+        let ms = wait.as_micros().div_ceil(1000) as i32;
+        // SAFETY: pollfds is a valid array of its length for the call.
+        let n = unsafe {
+            libc::poll(
+                self.pollfds.as_mut_ptr(),
+                self.pollfds.len() as libc::nfds_t,
+                ms,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if would_block(&e) {
+                Ok(Progress::Idle)
+            } else {
+                Err(e)
+            };
+        }
+        for k in 1..self.pollfds.len() {
+            if self.pollfds[k].revents != 0 {
+                self.serve(self.poll_slots[k - 1])?;
+            }
+        }
+        if self.pollfds[0].revents != 0 {
+            // Readable, and this worker is the listener's only one: the
+            // accept does not block.
+            self.accept_and_serve()?;
+        }
+        self.sweep();
+        Ok(Progress::Idle)
     }
 
     /// Close the connections whose token is overdue; wake again for the next deadline.
@@ -450,29 +582,9 @@ impl ConnectServer {
                 Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
                 Err(e) => return Err(e),
             };
-            if !same_host(peer.ip(), self.allowed_peer) {
-                self.refused += 1;
+            let Some(idx) = self.admit(sock, peer) else {
                 continue;
-            }
-            let idx = match self.free.pop() {
-                Some(i) => i,
-                None if self.conns.len() < MAX_CONNS_PER_WORKER => {
-                    self.conns.push(None);
-                    self.conns.len() - 1
-                }
-                None => {
-                    self.refused += 1;
-                    continue;
-                }
             };
-            let deadline = Instant::now() + TOKEN_TIMEOUT;
-            self.conns[idx] = Some(Conn {
-                sock,
-                got: 0,
-                token: [0; TOKEN_LEN],
-                tx_left: 0,
-                deadline,
-            });
             // Serve it at once when that tends to pay: the client sends its
             // token with the request as soon as its connect returns, so with
             // one flow it is usually here by now, and a connection answered
@@ -493,8 +605,8 @@ impl ConnectServer {
                     .register(c.sock.as_raw_fd(), token(ctx.slot, idx as u32 + 1))?;
                 // It has yet to present its token: a sweep is due by its deadline.
                 if c.got < TOKEN_LEN && self.sweep_at.is_none() {
-                    self.sweep_at = Some(deadline);
-                    wake = Some(deadline);
+                    self.sweep_at = Some(c.deadline);
+                    wake = Some(c.deadline);
                 }
             }
             // One connection per wake-up: the listener is level-triggered, so
@@ -517,6 +629,7 @@ impl ConnectServer {
     fn close(&mut self, idx: usize) {
         self.conns[idx] = None;
         self.free.push(idx);
+        self.open -= 1;
     }
 
     /// Advance one connection; returns when it waits or has closed.
@@ -588,10 +701,19 @@ impl Flow for ConnectServer {
     }
 
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
+        if driver.waits_in_io() {
+            // One flow, so one worker: this listener's only one.
+            set_nonblocking(self.listener, false)?;
+            self.blocking = true;
+            return driver.register_blocking(self.listener, token(slot, 0));
+        }
         driver.register_listener(self.listener, token(slot, 0))
     }
 
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        if self.blocking {
+            return self.on_blocking();
+        }
         match sub_token(ev.token) {
             // A kick: a token deadline came, the phase changed, or the last
             // accept batch used its budget. Sweep, then go on accepting.
@@ -623,6 +745,6 @@ impl Flow for ConnectServer {
     }
 
     fn blocking_ok(&self) -> bool {
-        false
+        self.single
     }
 }
