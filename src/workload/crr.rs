@@ -511,10 +511,18 @@ impl ConnectServer {
         });
         for (idx, c) in self.conns.iter().enumerate() {
             let Some(c) = c else { continue };
-            wait = wait.min(c.deadline.saturating_duration_since(now));
+            // Only a connection still owing its token has a deadline.
+            if c.got < TOKEN_LEN {
+                wait = wait.min(c.deadline.saturating_duration_since(now));
+            }
             self.pollfds.push(libc::pollfd {
                 fd: c.sock.as_raw_fd(),
-                events: libc::POLLIN,
+                // A response larger than the socket buffer waits for room.
+                events: if c.tx_left > 0 {
+                    libc::POLLOUT
+                } else {
+                    libc::POLLIN
+                },
                 revents: 0,
             });
             self.poll_slots.push(idx);

@@ -492,3 +492,44 @@ fn json_stream_lines_match_the_result() {
         kept.len()
     );
 }
+
+/// One-flow tcp_crr with messages larger than a socket buffer: the server's
+/// blocking worker must wait for room to send a response (and for the rest
+/// of a request) beside its listener, and every byte must arrive.
+#[test]
+fn one_flow_crr_moves_messages_larger_than_socket_buffers() {
+    let server = ServerProc::start(&[]);
+    for r in ["100,8M", "1M,1"] {
+        let out = run_client(
+            &[
+                "run",
+                "tcp_crr",
+                "-H",
+                &server.addr,
+                "-n",
+                "20",
+                "-r",
+                r,
+                "--json",
+            ],
+            Duration::from_secs(60),
+        );
+        let doc = json(&out);
+        assert!(out.status.success(), "-r {r}: {}", doc["summary"]["error"]);
+        assert_eq!(
+            doc["environment"]["remote_drivers"],
+            serde_json::json!(["blocking"])
+        );
+        let s = &doc["summary"];
+        let (req, resp) = (
+            u(&doc["spec"]["request_bytes"]),
+            u(&doc["spec"]["response_bytes"]),
+        );
+        assert_eq!(u(&s["transactions"]), 20, "-r {r}");
+        for (end, sent, got) in [("local", req, resp), ("remote", resp, req)] {
+            let t = &s[end]["total"];
+            assert_eq!(u(&t["bytes_sent"]), 20 * sent, "-r {r}: {end} sent");
+            assert_eq!(u(&t["bytes_received"]), 20 * got, "-r {r}: {end} received");
+        }
+    }
+}
