@@ -6,7 +6,10 @@
 //! belongs to the oldest entry, and every in-flight transaction is timed on
 //! its own. Several requests that are due together go out in one `send`, and
 //! one `recv` may complete several responses: the clock is read once per
-//! syscall, never per byte.
+//! syscall, never per byte, and requests sent straight after the response
+//! that made them due take that response's reading (in a ping-pong, one
+//! reading per transaction: the latency then includes the few dozen ns of
+//! user-space work between the two).
 //!
 //! The server answers each complete request with one response and counts it.
 //!
@@ -130,11 +133,14 @@ impl RrClient {
                 .is_none_or(|q| self.done_in_measure + self.outstanding < q)
     }
 
-    fn flush(&mut self, fd: i32) -> io::Result<()> {
+    /// Hand pending request bytes to the kernel. `fresh`: a clock reading
+    /// taken just before (the arrival of the response that made these
+    /// requests due), which stamps the first send instead of a new reading.
+    fn flush(&mut self, fd: i32, mut fresh: Option<Instant>) -> io::Result<()> {
         while self.tx_pending > 0 {
             let n = (self.tx_pending as usize).min(self.send_buf.len());
             // Stamp before the call: the request is handed to the kernel when send begins.
-            let t = Instant::now();
+            let t = fresh.take().unwrap_or_else(Instant::now);
             match send(fd, &self.send_buf[..n]) {
                 Ok(n) => self.sent(n as u64, t),
                 Err(e) if would_block(&e) => break,
@@ -166,13 +172,14 @@ impl RrClient {
     }
 
     /// `n` response bytes arrived: complete transactions and issue new ones.
-    fn received(&mut self, n: u64, ctx: &mut FlowCtx<'_>) {
+    /// Returns the clock reading it took, if it completed any.
+    fn received(&mut self, n: u64, ctx: &mut FlowCtx<'_>) -> Option<Instant> {
         self.counters.add_received(n);
         let total = self.rx_partial + n;
         let completed = (total / self.response).min(self.outstanding);
         self.rx_partial = total % self.response;
         if completed == 0 {
-            return;
+            return None;
         }
         let now = Instant::now();
         let phase = ctx.phase_now();
@@ -195,6 +202,7 @@ impl RrClient {
             self.outstanding += 1;
             self.tx_pending += self.request;
         }
+        Some(now)
     }
 
     /// Nothing in flight: report a met quota, half-close in the drain.
@@ -222,7 +230,9 @@ impl RrClient {
     fn on_completion(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         let fd = self.sock.as_raw_fd();
         match ev.done {
-            Completion::Received { len, .. } => self.received(len as u64, ctx),
+            Completion::Received { len, .. } => {
+                self.received(len as u64, ctx);
+            }
             Completion::Sent { res, .. } => {
                 self.tx_busy = false;
                 if res < 0 {
@@ -273,8 +283,12 @@ impl Flow for RrClient {
         // A short read emptied the receive queue; under edge-triggered epoll the
         // next arrival wakes us, so a further recv would only return EAGAIN.
         let mut drained = false;
+        // The clock reading of the last completion, which stamps the requests
+        // it makes due: in a ping-pong, one reading per transaction, not two.
+        // It lives for one pass of the loop; a later call reads the clock anew.
+        let mut fresh = None;
         for _ in 0..OPS_PER_CALL {
-            self.flush(fd)?;
+            self.flush(fd, fresh.take())?;
             if let Some(p) = self.settle(fd, ctx)? {
                 return Ok(p);
             }
@@ -293,7 +307,7 @@ impl Flow for RrClient {
                 Err(e) => return Err(e),
             };
             drained = (n as usize) < self.recv_buf.len();
-            self.received(n, ctx);
+            fresh = self.received(n, ctx);
         }
         Ok(Progress::More)
     }

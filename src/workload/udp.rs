@@ -588,10 +588,12 @@ impl UdpRrClient {
     }
 
     /// Hand due requests to the kernel.
-    fn flush(&mut self, fd: i32) -> io::Result<()> {
+    /// Hand due requests to the kernel. `fresh`: a clock reading taken just
+    /// before, which stamps the first call instead of a new reading.
+    fn flush(&mut self, fd: i32, mut fresh: Option<Instant>) -> io::Result<()> {
         while self.to_send > 0 {
             let n = self.to_send.min(self.tx.capacity());
-            let t = Instant::now();
+            let t = fresh.take().unwrap_or_else(Instant::now);
             let res = if self.single {
                 if self.seq_mode {
                     self.tx.buf_mut(0)[..RR_SEQ].copy_from_slice(&self.next_seq.to_be_bytes());
@@ -852,11 +854,17 @@ impl Flow for UdpRrClient {
         }
         let fd = self.sock.as_raw_fd();
         let mut drained = false;
+        // The clock reading taken when the last responses arrived: it stamps
+        // the requests they made due and is the expiry check's "now", so a
+        // ping-pong reads the clock once per transaction. It lives for one
+        // pass of the loop; a later call reads the clock anew.
+        let mut fresh = None;
         for _ in 0..OPS_PER_CALL {
             let phase = ctx.phase_now();
-            self.flush(fd)?;
-            self.expire(Instant::now(), phase);
-            self.flush(fd)?;
+            let now = fresh.take().unwrap_or_else(Instant::now);
+            self.flush(fd, Some(now))?;
+            self.expire(now, phase);
+            self.flush(fd, None)?;
             if let Some(p) = self.settle(phase, ctx) {
                 return Ok(p);
             }
@@ -911,6 +919,7 @@ impl Flow for UdpRrClient {
                 }
             }
             self.account(k as u64, completed, late, bytes, measuring, phase);
+            fresh = Some(now);
         }
         Ok(Progress::More)
     }
