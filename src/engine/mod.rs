@@ -386,6 +386,17 @@ fn worker_loop(
         }
     }
 
+    // One long-lived socket and nothing else: a private descriptor table
+    // spares each send and receive the file reference a shared table costs
+    // (io::socket::private_fd_table). Not for flows that open sockets as
+    // they go, whose descriptors must stay visible to the process. Only an
+    // optimisation: where it is refused, the worker runs as before.
+    if let Some(fd) = driver.sole_socket()
+        && !flows.iter().any(|f| f.closes_sockets())
+    {
+        let _ = crate::io::socket::private_fd_table(fd);
+    }
+
     let mut status = vec![Status::Active; n];
     let mut queued = vec![true; n];
     let mut ready: Vec<usize> = (0..n).collect();

@@ -65,6 +65,7 @@ pub unsafe fn interrupt(thread: libc::pthread_t) {
 
 pub struct Blocking {
     token: Option<u64>,
+    fd: Option<RawFd>,
     timeout: Duration,
 }
 
@@ -73,6 +74,7 @@ impl Blocking {
     pub fn new(timeout: Duration) -> Blocking {
         Blocking {
             token: None,
+            fd: None,
             timeout: timeout.clamp(Duration::from_millis(1), POLL_TIMEOUT),
         }
     }
@@ -85,14 +87,16 @@ impl Driver for Blocking {
         }
         super::socket::set_nonblocking(fd, false)?;
         self.token = Some(token);
+        self.fd = Some(fd);
         Ok(())
     }
 
-    fn register_blocking(&mut self, _fd: RawFd, token: u64) -> io::Result<()> {
+    fn register_blocking(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
         if self.token.is_some() {
             return Err(io::Error::other("the blocking driver serves one socket"));
         }
         self.token = Some(token);
+        self.fd = Some(fd);
         Ok(())
     }
 
@@ -104,6 +108,7 @@ impl Driver for Blocking {
 
     fn deregister(&mut self, _fd: RawFd) -> io::Result<()> {
         self.token = None;
+        self.fd = None;
         Ok(())
     }
 
@@ -130,5 +135,9 @@ impl Driver for Blocking {
 
     fn waits_in_io(&self) -> bool {
         true
+    }
+
+    fn sole_socket(&self) -> Option<RawFd> {
+        self.fd
     }
 }

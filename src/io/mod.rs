@@ -142,6 +142,11 @@ pub trait Driver: Send {
     fn completions(&mut self) -> Option<&mut dyn Completions> {
         None
     }
+    /// The one socket this driver serves, if it serves exactly one and
+    /// holds no descriptor of its own (the blocking driver).
+    fn sole_socket(&self) -> Option<RawFd> {
+        None
+    }
 }
 
 /// Which driver a worker uses; chosen per worker by the engine.

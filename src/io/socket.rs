@@ -443,6 +443,55 @@ pub fn path_mtu(s: &Socket, ipv6: bool) -> Option<u32> {
     (rc == 0 && v > 0).then_some(v as u32)
 }
 
+/// Give the calling thread a private copy of the process's descriptor table,
+/// holding only `keep` and stdio (0, 1, 2).
+///
+/// In a process with more than one thread sharing its table, every syscall
+/// on a descriptor takes a reference on the file (`fdget`) and drops it after
+/// (`fput`): two atomic operations per call that a thread with a table of its
+/// own is spared. The blocking driver's worker makes two such calls per
+/// transaction and touches no other descriptor, so it takes a private table.
+///
+/// The copy is trimmed at once: a descriptor left in it would keep that file
+/// open after the rest of the process closed it (another session's socket on
+/// a server, for one). Descriptors the thread opens afterwards exist only in
+/// its own table, so the caller must not hand any of them to another thread;
+/// `keep` stays open in both tables, and is closed for good when both have
+/// closed it (the thread's copy goes at its exit).
+///
+/// Refused (`Unsupported`) before anything changes where the kernel lacks
+/// `close_range` (Linux < 5.9).
+pub fn private_fd_table(keep: RawFd) -> io::Result<()> {
+    // Probe: closing a range with no open descriptor succeeds where
+    // close_range exists and changes nothing.
+    if close_range(u32::MAX, u32::MAX).is_err() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "close_range is not available",
+        ));
+    }
+    // SAFETY: CLONE_FILES alone affects the calling thread's table only.
+    if unsafe { libc::unshare(libc::CLONE_FILES) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let keep = u32::try_from(keep).map_err(|_| io::Error::other("negative descriptor"))?;
+    if keep > 3 {
+        close_range(3, keep - 1)?;
+    }
+    close_range(keep.max(2) + 1, u32::MAX)
+}
+
+/// close_range(2) over `first..=last`, no flags.
+fn close_range(first: u32, last: u32) -> io::Result<()> {
+    // SAFETY: closes descriptors of this thread's table; callers pass only
+    // ranges they own (a private table, or a range with nothing open).
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The local port of a bound socket.
 pub fn local_port(s: &Socket) -> io::Result<u16> {
     s.local_addr()?
@@ -489,5 +538,53 @@ mod tests {
         assert_eq!(busy_poll_of(&tcp), 50);
         assert_eq!(busy_poll_of(&udp_bound(addr, &opts).unwrap()), 50);
         assert_eq!(busy_poll_of(&tcp_socket(&addr, true).unwrap()), 0);
+    }
+
+    fn is_open(fd: RawFd) -> bool {
+        // SAFETY: F_GETFD only reads the descriptor's flags.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+    }
+
+    #[test]
+    fn a_private_fd_table_keeps_one_descriptor_and_holds_no_other_file() {
+        let mut a = [0; 2];
+        let mut b = [0; 2];
+        // SAFETY: both arrays have room for two descriptors.
+        unsafe {
+            assert_eq!(libc::pipe2(a.as_mut_ptr(), libc::O_CLOEXEC), 0);
+            assert_eq!(libc::pipe2(b.as_mut_ptr(), libc::O_CLOEXEC), 0);
+        }
+        let keep = a[1];
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            private_fd_table(keep).unwrap();
+            let seen = (is_open(keep), is_open(a[0]), is_open(b[0]), is_open(b[1]));
+            done_tx.send(seen).unwrap();
+            // Stay alive (holding the private table) while the main thread checks.
+            go_rx.recv().unwrap();
+            // SAFETY: writes one byte from a valid buffer.
+            unsafe { libc::write(keep, b"x".as_ptr().cast(), 1) }
+        });
+        assert_eq!(done_rx.recv().unwrap(), (true, false, false, false));
+        // The process's own table is untouched.
+        assert!(is_open(a[0]) && is_open(a[1]) && is_open(b[0]) && is_open(b[1]));
+        // The thread holds no reference to b's write end: closing it here
+        // ends the pipe, though the thread is still alive.
+        // SAFETY: b[1] is ours to close; the read buffer is valid.
+        unsafe {
+            libc::close(b[1]);
+            let mut c = [0u8; 1];
+            assert_eq!(libc::read(b[0], c.as_mut_ptr().cast(), 1), 0);
+        }
+        go_tx.send(()).unwrap();
+        // The kept descriptor still works in the thread's table.
+        assert_eq!(t.join().unwrap(), 1);
+        // SAFETY: closing our remaining descriptors.
+        unsafe {
+            libc::close(a[0]);
+            libc::close(a[1]);
+            libc::close(b[0]);
+        }
     }
 }
