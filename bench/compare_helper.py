@@ -468,29 +468,42 @@ def _work(v, kind, dur):
 RR_PEERS = ("netperf", "neper", "sockperf", "qperf")
 
 
+def _values(runs, row, dur, tool, what):
+    """The tool's ok runs of `row`: their rates, or their CPU per unit of work
+    when `what` is "cpu"."""
+    kind = ROWS[row][0]
+    ok = [r for r in runs if r[0] == row and r[1] == tool and r[3] == "ok"]
+    if what == "rate":
+        return [float(r[4]) for r in ok]
+    return [(float(r[5]) + float(r[6])) / _work(float(r[4]), kind, dur) for r in ok]
+
+
 def _medians(runs, row, dur):
     """tool -> (median rate, median CPU per unit of work) over ok runs."""
-    kind = ROWS[row][0]
     out = {}
     for t in {r[1] for r in runs if r[0] == row}:
-        ok = [r for r in runs if r[0] == row and r[1] == t and r[3] == "ok"]
-        if ok:
-            out[t] = (statistics.median(float(r[4]) for r in ok),
-                      statistics.median((float(r[5]) + float(r[6]))
-                                        / _work(float(r[4]), kind, dur) for r in ok))
+        rates = _values(runs, row, dur, t, "rate")
+        if rates:
+            out[t] = (statistics.median(rates),
+                      statistics.median(_values(runs, row, dur, t, "cpu")))
     return out
 
 
 def _spread(runs, row, dur, tool, what):
-    """(min, max) over the tool's ok runs of the rate, or of the CPU per unit
-    of work when `what` is "cpu"."""
-    kind = ROWS[row][0]
-    ok = [r for r in runs if r[0] == row and r[1] == tool and r[3] == "ok"]
-    if what == "rate":
-        vals = [float(r[4]) for r in ok]
-    else:
-        vals = [(float(r[5]) + float(r[6])) / _work(float(r[4]), kind, dur) for r in ok]
+    """(min, max) of `_values`, or None when the tool has no ok run."""
+    vals = _values(runs, row, dur, tool, what)
     return (min(vals), max(vals)) if vals else None
+
+
+# The docs/performance.md section with the profile behind a miss, per row.
+PROFILE_DOC = {
+    "rr": "Run-to-run spread", "udp_rr": "Run-to-run spread",
+    "rr_pinned": "Pinned single-flow RR", "udp_rr_pinned": "Pinned single-flow RR",
+    "udp_rr_agg": "Kernel profile: udp_rr aggregate",
+    "crr": "tcp_crr: syscalls per connection", "crr_agg": "tcp_crr: syscalls per connection",
+    "stream": "tcp_stream on loopback", "stream_split": "tcp_stream on loopback",
+    "udp_stream": "udp_stream 1472 B",
+}
 
 
 def _targets(w, runs, meta, dur):
@@ -499,7 +512,7 @@ def _targets(w, runs, meta, dur):
     def fmt(v, row):
         return _fmt_rate(v, ROWS[row][0])
 
-    def against(row, peers, need, what="rate", context=(), me="thrum", doc=None):
+    def against(row, peers, need, what="rate", context=(), me="thrum"):
         """Verdict on thrum (or its variant `me`) against `peers`; `context`
         tools are shown, not judged. A miss says whether the runs of thrum
         and of the peer it missed against overlap (a miss inside the row's
@@ -543,8 +556,8 @@ def _targets(w, runs, meta, dur):
                         f"({me} {f(a[0])}–{f(a[1])}, {p} {f(b[0])}–{f(b[1])})")
         if what == "cpu" and "floor" in m and p in m:
             verdict += f"; the floor's ratio is {m[p][1] / m['floor'][1]:.2f}"
-        if doc:
-            verdict += f"; profile: docs/performance.md, {doc}"
+        if row in PROFILE_DOC:
+            verdict += f"; profile: docs/performance.md, “{PROFILE_DOC[row]}”"
         return (figs, rat, verdict)
 
     def add(target, res):
@@ -554,32 +567,26 @@ def _targets(w, runs, meta, dur):
     for row, name in (("rr", "tcp_rr 1 flow, unpinned"), ("rr_pinned", "tcp_rr 1 flow, pinned"),
                       ("udp_rr", "udp_rr 1 flow, unpinned"),
                       ("udp_rr_pinned", "udp_rr 1 flow, pinned")):
-        doc = "“Pinned single-flow RR”" if "pinned" in row else "“Run-to-run spread”"
-        add(f"{name}: ≥ 1.0× every peer", against(row, RR_PEERS, 1.0, doc=doc))
-        add(f"{name}: ≥ 0.95× the floor", against(row, ("floor",), 0.95, doc=doc))
+        add(f"{name}: ≥ 1.0× every peer", against(row, RR_PEERS, 1.0))
+        add(f"{name}: ≥ 0.95× the floor", against(row, ("floor",), 0.95))
     for row, name in (("rr", "unpinned"), ("rr_pinned", "pinned")):
         add(f"CPU per transaction, tcp_rr 1 flow {name}: ≤ 0.9× netperf (ratio netperf/thrum ≥ 1.11)",
-            against(row, ("netperf",), 1 / 0.9, "cpu", context=("floor",),
-                    doc="“Pinned single-flow RR”" if row == "rr_pinned" else "“Run-to-run spread”"))
-    add("udp_rr aggregate: ≥ 1.1× neper and netperf", against("udp_rr_agg", ("neper", "netperf"), 1.1,
-                                                            doc="“Kernel profile: udp_rr aggregate”"))
-    add("tcp_crr 1 flow, graceful close: ≥ 1.0× netperf", against("crr", ("netperf",), 1.0,
-                                                                    doc="“tcp_crr: syscalls per connection”"))
+            against(row, ("netperf",), 1 / 0.9, "cpu", context=("floor",)))
+    add("udp_rr aggregate: ≥ 1.1× neper and netperf", against("udp_rr_agg", ("neper", "netperf"), 1.1))
+    add("tcp_crr 1 flow, graceful close: ≥ 1.0× netperf", against("crr", ("netperf",), 1.0))
     add("tcp_crr 1 flow, reset close: ≥ 1.0× neper",
-        against("crr", ("neper",), 1.0, me="thrum_rst", doc="“tcp_crr: syscalls per connection”"))
+        against("crr", ("neper",), 1.0, me="thrum_rst"))
     add("tcp_crr 16 flows, reset close: ≥ 1.0× neper",
-        against("crr_agg", ("neper",), 1.0, me="thrum_rst",
-                doc="“tcp_crr: syscalls per connection”"))
+        against("crr_agg", ("neper",), 1.0, me="thrum_rst"))
     # The split-CPU row, when it ran: unpinned, loopback tcp_stream swings
     # ±25 % with where the scheduler puts the two ends (docs/performance.md).
     srow = "stream_split" if _medians(runs, "stream_split", dur) else "stream"
     where = ", client on CPU 0, server on CPU 1" if srow == "stream_split" else ", unpinned"
     add(f"tcp_stream{where}: ≥ 1.0× iperf3, netperf, neper",
-        against(srow, ("iperf3", "netperf", "neper"), 1.0, doc="“tcp_stream on loopback”"))
+        against(srow, ("iperf3", "netperf", "neper"), 1.0))
     add(f"tcp_stream{where}: CPU per GB ≤ every peer's (ratio peer/thrum ≥ 1)",
-        against(srow, ("iperf3", "netperf", "neper"), 1.0, "cpu", doc="“tcp_stream on loopback”"))
-    add("udp_stream 1472 B: ≥ 1.0× iperf3", against("udp_stream", ("iperf3",), 1.0,
-                                                                 doc="“udp_stream 1472 B”"))
+        against(srow, ("iperf3", "netperf", "neper"), 1.0, "cpu"))
+    add("udp_stream 1472 B: ≥ 1.0× iperf3", against("udp_stream", ("iperf3",), 1.0))
     for row, name in (("rr_agg", "tcp_rr 16 flows"), ("udp_rr_agg", "udp_rr aggregate")):
         m = _medians(runs, row, dur)
         if "thrum" in m and "thrum_uring" in m:
