@@ -25,16 +25,27 @@ use crate::io::blocking::interrupt;
 pub struct WatchSlot {
     /// Held by the watchdog while it signals, and by the worker when it
     /// leaves, so a signal never goes to a thread that has ended.
-    thread: Mutex<Option<libc::pthread_t>>,
+    thread: Mutex<Option<ThreadId>>,
     loops: AtomicU64,
 }
+
+/// A worker's pthread handle. glibc's `pthread_t` is an integer, musl's a
+/// pointer, which is neither `Send` nor `Sync`; the handle is only ever
+/// passed back to `pthread_kill` while its thread runs (see `thread` above),
+/// never dereferenced here, so moving it across threads is sound on both.
+#[derive(Clone, Copy)]
+struct ThreadId(libc::pthread_t);
+
+// SAFETY: an opaque handle used only as an argument to pthread_kill, under
+// the slot's lock, while the thread it names is alive.
+unsafe impl Send for ThreadId {}
 
 impl WatchSlot {
     /// The calling thread runs the blocking driver from now on.
     pub fn enter(&self) {
         // SAFETY: pthread_self has no preconditions.
         let me = unsafe { libc::pthread_self() };
-        *self.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(me);
+        *self.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(ThreadId(me));
     }
 
     /// The calling thread is about to end.
@@ -63,7 +74,7 @@ pub fn start(shared: Arc<Shared>, blocking_timeout: Duration) -> std::io::Result
                     let now = slot.loops.load(Relaxed);
                     if stopping || now == *seen {
                         let t = slot.thread.lock().unwrap_or_else(|p| p.into_inner());
-                        if let Some(t) = *t {
+                        if let Some(ThreadId(t)) = *t {
                             // SAFETY: the slot holds the thread only while it
                             // runs; it clears it under this lock before ending.
                             unsafe { interrupt(t) };

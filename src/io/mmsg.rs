@@ -141,7 +141,8 @@ impl MsgBatch {
         if !self.ctrl.is_empty() {
             // The kernel overwrites msg_controllen with what it wrote.
             for h in self.hdrs.iter_mut() {
-                h.msg_hdr.msg_controllen = CTRL_WORDS * 8;
+                // `as _`: size_t on glibc, socklen_t (u32) on musl.
+                h.msg_hdr.msg_controllen = (CTRL_WORDS * 8) as _;
             }
         }
         // EINTR is returned, not retried; raw syscall as in send above.
