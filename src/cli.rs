@@ -124,7 +124,7 @@ pub struct OutputArgs {
     /// Write the result as netperf-style KEY=value lines.
     #[arg(long)]
     pub keyval: bool,
-    /// Write the result to FILE instead of standard output (atomically: temp file, then rename).
+    /// Write the result to FILE instead of standard output ('-' is standard output). A regular file is replaced atomically through an exclusively created temp file; a FIFO or device is written directly.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Write per-interval, per-flow samples as CSV to FILE, a row at a time as they arrive; the finished file replaces it atomically at the end.

@@ -118,7 +118,13 @@ fn write_outputs(
     out: &OutputArgs,
     human: &export::human::Human,
 ) -> Result<()> {
-    if let Some(path) = &out.samples {
+    // A stream (stdout, a FIFO) got its rows live; only a file is replaced
+    // by the whole CSV at the end.
+    if let Some(path) = out
+        .samples
+        .as_ref()
+        .filter(|p| export::Target::of(p) == export::Target::File)
+    {
         export::write_atomic(path, &export::render(&export::csv::Csv, result))
             .with_context(|| format!("writing --samples {}", path.display()))?;
     }

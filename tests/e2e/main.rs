@@ -9,6 +9,7 @@ mod hostile;
 mod loopback;
 mod measure;
 mod netns;
+mod outputs;
 mod scale;
 mod sensors;
 mod soak;
