@@ -6,6 +6,7 @@ mod agg;
 mod common;
 mod failures;
 mod hostile;
+mod limits;
 mod loopback;
 mod measure;
 mod netns;

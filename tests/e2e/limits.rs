@@ -1,0 +1,269 @@
+//! Limits that hold against a client that follows the protocol just well
+//! enough (issue 22): sessions end at their stated bound, control frames
+//! after the spec are sized to the session, UDP flow sockets drop what was
+//! queued before `start`, silent data connections cost the real flows no
+//! time, and every dropped connection is counted as refused.
+
+use std::io::Write;
+use std::net::{TcpStream, UdpSocket};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use thrum::control::proto::{Msg, encode};
+use thrum::plan::{TestKind, TestPlan};
+use thrum::workload::Phase;
+use thrum::workload::crr::TOKEN_LEN;
+
+use crate::common::{ServerProc, u};
+use crate::hostile::{connect, connect_from, error_then_close, hello, next_frame};
+
+/// Hello and spec on a server without a key; returns the control
+/// connection and the `accepted` frame.
+fn open_session(addr: &str, plan: TestPlan) -> (TcpStream, Value) {
+    let mut s = connect(addr);
+    s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    s.write_all(&hello()).unwrap();
+    assert_eq!(next_frame(&mut s).unwrap()["type"], "hello");
+    s.write_all(&encode(&Msg::Spec {
+        plan: Box::new(plan),
+    }))
+    .unwrap();
+    let acc = next_frame(&mut s).expect("accepted");
+    assert_eq!(acc["type"], "accepted", "{acc}");
+    (s, acc)
+}
+
+fn short_plan(test: TestKind) -> TestPlan {
+    let mut p = TestPlan::new(test);
+    p.warmup_ns = 0;
+    p.duration_ns = 1_000_000_000;
+    p.interval_ns = 200_000_000;
+    p
+}
+
+/// The session token of an `accepted` frame, as the data connections send it.
+fn token(acc: &Value) -> [u8; TOKEN_LEN] {
+    thrum::control::auth::from_hex(acc["token"].as_str().unwrap()).unwrap()
+}
+
+/// A UDP socket on 127.0.0.1 for the client's end of a flow.
+fn udp_end() -> (UdpSocket, u16) {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = s.local_addr().unwrap().port();
+    (s, port)
+}
+
+fn tick(s: &mut TcpStream, seq: u32) {
+    s.write_all(&encode(&Msg::Tick {
+        seq,
+        phase: Phase::Measure,
+    }))
+    .unwrap();
+}
+
+/// Tick until the server ends the session; its error and when it came.
+fn tick_until_ended(s: &mut TcpStream, every: Duration, give_up: Duration) -> (String, Duration) {
+    let t0 = Instant::now();
+    s.set_read_timeout(Some(every)).unwrap();
+    let mut seq = 0;
+    while t0.elapsed() < give_up {
+        // A write fails once the server has closed and reset.
+        if s.write_all(&encode(&Msg::Tick {
+            seq,
+            phase: Phase::Measure,
+        }))
+        .is_err()
+        {
+            break;
+        }
+        seq += 1;
+        // Read what came (samples, or the error and EOF).
+        loop {
+            match next_frame(s) {
+                Some(f) if f["type"] == "error" => {
+                    return (f["message"].as_str().unwrap().to_string(), t0.elapsed());
+                }
+                Some(_) => continue,
+                None => break,
+            }
+        }
+    }
+    (String::new(), t0.elapsed())
+}
+
+/// A client that asks for a 1 s test and then keeps ticking is ended at
+/// the stated length + one interval + the drain allowance (15 s), with an
+/// error naming --max-duration; a count-limited run (-n) is ended at the
+/// server's --max-duration plus the same allowance.
+#[test]
+fn a_session_ends_at_its_stated_bound_whatever_the_client_sends() {
+    let server = ServerProc::start(&["--max-duration", "3s"]);
+    let runs: Vec<_> = [None, Some(1_000_000_000u64)]
+        .into_iter()
+        .map(|transactions| {
+            let addr = server.addr.clone();
+            thread::spawn(move || {
+                let mut plan = short_plan(TestKind::UdpRr);
+                plan.transactions = transactions;
+                let stated = if transactions.is_some() { 3.0 } else { 1.0 };
+                let (mut s, _) = open_session(&addr, plan);
+                let (_sock, port) = udp_end();
+                s.write_all(&encode(&Msg::Start {
+                    udp_ports: vec![port],
+                }))
+                .unwrap();
+                assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
+                let bound = stated + 0.2 + 15.0;
+                let (err, lasted) = tick_until_ended(
+                    &mut s,
+                    Duration::from_millis(200),
+                    Duration::from_secs_f64(bound + 20.0),
+                );
+                (stated, bound, err, lasted)
+            })
+        })
+        .collect();
+    for r in runs {
+        let (stated, bound, err, lasted) = r.join().unwrap();
+        assert!(
+            err.contains("--max-duration"),
+            "stated {stated} s: the session was not ended with an error naming the limit \
+             within {:.1} s (got {err:?} after {lasted:?})",
+            bound + 20.0
+        );
+        // Never before the bound; after it by no more than a tick's read
+        // time and a loaded machine's scheduling.
+        assert!(
+            lasted.as_secs_f64() >= bound - 0.5,
+            "ended after {lasted:?}, before its bound of {bound} s: {err}"
+        );
+        assert!(
+            lasted.as_secs_f64() < bound + 10.0,
+            "ended after {lasted:?}, well past its bound of {bound} s"
+        );
+    }
+}
+
+/// After the spec a session's control frames are sized to what it needs (a
+/// `start` or `finish` with one entry per flow): a 2 MiB frame on a
+/// one-flow session is refused on its length prefix, before any of it is
+/// read or allocated.
+#[test]
+fn control_frames_after_the_spec_are_sized_to_the_session() {
+    let server = ServerProc::start(&[]);
+    let (mut s, _) = open_session(&server.addr, short_plan(TestKind::UdpRr));
+    s.write_all(&(2u32 << 20).to_be_bytes()).unwrap();
+    let err = error_then_close(&mut s).unwrap_or_default();
+    assert!(
+        err.contains("over the limit"),
+        "a 2 MiB frame after the spec was not refused: {err:?}"
+    );
+    // The same during the test: a `finish` of a million counts.
+    let (mut s, _) = open_session(&server.addr, short_plan(TestKind::UdpStream));
+    let (_sock, port) = udp_end();
+    s.write_all(&encode(&Msg::Start {
+        udp_ports: vec![port],
+    }))
+    .unwrap();
+    assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
+    s.write_all(&encode(&Msg::Finish {
+        datagrams_sent: vec![0; 1_000_000],
+    }))
+    .unwrap_or(());
+    let err = error_then_close(&mut s).unwrap_or_default();
+    assert!(
+        err.contains("over the limit"),
+        "a finish of a million counts was not refused: {err:?}"
+    );
+}
+
+/// Read frames until the final report.
+fn final_report(s: &mut TcpStream) -> Value {
+    loop {
+        let f = next_frame(s).expect("the final report");
+        match f["type"].as_str() {
+            Some("final") => return f,
+            Some("error") => panic!("session failed: {f}"),
+            _ => {}
+        }
+    }
+}
+
+/// Datagrams anyone sent to a UDP flow's port between `accepted` and
+/// `start` are dropped, not counted as the flow's, and counted as refused.
+#[test]
+fn udp_datagrams_queued_before_start_are_refused() {
+    let server = ServerProc::start(&[]);
+    let (mut s, acc) = open_session(&server.addr, short_plan(TestKind::UdpStream));
+    let server_port = u(&acc["udp_ports"][0]) as u16;
+    let foreign = UdpSocket::bind("127.0.0.2:0").unwrap();
+    // 64-byte datagrams that look like udp_stream ones with high sequence
+    // numbers: counted, they would make the receiver see a huge gap.
+    let mut d = [0u8; 64];
+    d[4..12].copy_from_slice(&(1u64 << 40).to_be_bytes());
+    for _ in 0..200 {
+        let _ = foreign.send_to(&d, ("127.0.0.1", server_port));
+    }
+    thread::sleep(Duration::from_millis(100));
+    let (_sock, port) = udp_end();
+    s.write_all(&encode(&Msg::Start {
+        udp_ports: vec![port],
+    }))
+    .unwrap();
+    assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
+    tick(&mut s, 0);
+    s.write_all(&encode(&Msg::Finish {
+        datagrams_sent: vec![0],
+    }))
+    .unwrap();
+    let f = final_report(&mut s);
+    let c = &f["counts"][0];
+    assert_eq!(
+        u(&c["datagrams_received"]),
+        0,
+        "foreign datagrams counted: {f}"
+    );
+    assert_eq!(u(&c["lost"]), 0, "{f}");
+    let refused = u(&f["refused"]);
+    assert!(
+        (1..=200).contains(&refused),
+        "the queued datagrams were not counted as refused: {f}"
+    );
+}
+
+/// Silent data connections from the client's own address, one with a wrong
+/// token and one from another address do not hold up the real flow (before,
+/// tokens were read one connection at a time, 2 s each, within a 5 s
+/// window), and all of them are counted in `final.refused`.
+#[test]
+fn silent_data_connections_neither_delay_nor_go_uncounted() {
+    let server = ServerProc::start(&[]);
+    let (mut s, acc) = open_session(&server.addr, short_plan(TestKind::TcpStream));
+    let data = format!("127.0.0.1:{}", u(&acc["data_port"]));
+    let silent: Vec<TcpStream> = (0..3).map(|_| connect(&data)).collect();
+    let mut wrong = connect(&data);
+    wrong.write_all(&[0u8; TOKEN_LEN + 4]).unwrap();
+    let foreign = connect_from(&data, "127.0.0.2:0");
+    let mut real = connect(&data);
+    real.write_all(&token(&acc)).unwrap();
+    real.write_all(&0u32.to_be_bytes()).unwrap();
+    s.write_all(&encode(&Msg::Start { udp_ports: vec![] }))
+        .unwrap();
+    let started = next_frame(&mut s).unwrap();
+    assert_eq!(started["type"], "started", "{started}");
+    real.write_all(&[7u8; 1000]).unwrap();
+    tick(&mut s, 0);
+    real.shutdown(std::net::Shutdown::Write).unwrap();
+    s.write_all(&encode(&Msg::Finish {
+        datagrams_sent: vec![],
+    }))
+    .unwrap();
+    let f = final_report(&mut s);
+    assert_eq!(
+        u(&f["refused"]),
+        5,
+        "3 silent, 1 wrong token, 1 foreign: {f}"
+    );
+    drop((silent, foreign));
+}
