@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 
 use crate::control::auth::Psk;
 use crate::control::limits::{
-    DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY,
+    DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY, DEFAULT_MAX_THREADS,
 };
 use crate::control::log::LogFormat;
 use crate::control::server::ServerConfig;
@@ -74,6 +74,12 @@ pub struct HardeningArgs {
     /// Buffer memory one session may make the server allocate (1M..=1T; K/M/G = 2^10..).
     #[arg(long, default_value = "1G", value_parser = memory, value_name = "SIZE")]
     pub max_session_memory: u64,
+    /// Memory all sessions together may make the server allocate: their buffers and threads (1M..=1T; default half of the machine's memory).
+    #[arg(long, value_parser = memory, value_name = "SIZE")]
+    pub max_memory: Option<u64>,
+    /// Threads all sessions together may make the server run, a worker per --threads and one per session (2..=1000000).
+    #[arg(long, default_value_t = DEFAULT_MAX_THREADS, value_parser = clap::value_parser!(u64).range(2..=1_000_000), value_name = "N")]
+    pub max_threads: u64,
     /// Format of the per-session log lines on stderr.
     #[arg(long, value_enum, default_value_t = LogFormatArg::Text, value_name = "FORMAT")]
     pub log_format: LogFormatArg,
@@ -85,6 +91,10 @@ impl HardeningArgs {
         cfg.limits.max_flows = self.max_flows;
         cfg.limits.max_duration_ns = self.max_duration.as_nanos() as u64;
         cfg.limits.max_session_memory_bytes = self.max_session_memory;
+        if let Some(m) = self.max_memory {
+            cfg.limits.max_memory_bytes = m;
+        }
+        cfg.limits.max_threads = self.max_threads;
         cfg.log_format = match self.log_format {
             LogFormatArg::Text => LogFormat::Text,
             LogFormatArg::Json => LogFormat::Json,

@@ -17,10 +17,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use subtle::ConstantTimeEq;
 
-use super::admission::{Admission, Ticket};
+use super::admission::{Admission, Reservation, Ticket};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
-use super::limits::SessionLimits;
+use super::limits::{SessionLimits, memory_estimate, session_threads};
 use super::log::{LogFormat, Outcome, SessionLine, server_event};
 use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, write_msg};
 use super::window::Meter;
@@ -150,7 +150,7 @@ impl Server {
         listener.set_nonblocking(true)?;
         Ok(Server {
             listener,
-            admission: Admission::new(config.limits.max_sessions),
+            admission: Admission::new(config.limits.max_sessions, Reservation::this_process()),
             config: Arc::new(config),
             shutdown: Arc::new(AtomicBool::new(false)),
         })
@@ -291,6 +291,8 @@ impl EmbeddedServer {
         cfg.limits.max_flows = limits::MAX_FLOWS;
         cfg.limits.max_duration_ns = u64::MAX;
         cfg.limits.max_session_memory_bytes = u64::MAX;
+        cfg.limits.max_memory_bytes = u64::MAX;
+        cfg.limits.max_threads = u64::MAX;
         Server::bind(cfg)?.spawn()
     }
 }
@@ -443,6 +445,17 @@ fn session(
     }
     if let Err(e) = config.limits.check(&plan) {
         return Err(refuse(&mut ctrl, format!("spec refused: {e}")));
+    }
+    let want = Reservation {
+        bytes: memory_estimate(&plan),
+        threads: session_threads(&plan),
+    };
+    let max = Reservation {
+        bytes: config.limits.max_memory_bytes,
+        threads: config.limits.max_threads,
+    };
+    if let Err(e) = ticket.reserve(want, max) {
+        return Err(refuse(&mut ctrl, e));
     }
     ticket.handshake_done();
     let plan = plan.for_server();

@@ -267,3 +267,96 @@ fn silent_data_connections_neither_delay_nor_go_uncounted() {
     );
     drop((silent, foreign));
 }
+
+/// Threads of a process, from /proc.
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count())
+}
+
+/// 64 hostile sessions at once, each asking for 64 tcp_crr worker threads
+/// (about 41 MiB each by the estimate, within --max-session-memory): the
+/// server admits what fits its --max-memory of 256 MiB, its own memory
+/// included, refuses the rest naming the flag, stays under the limit while
+/// they are held, and returns to its descriptors and threads once they
+/// vanish.
+#[test]
+fn many_sessions_together_stay_under_max_memory() {
+    const MAX_MB: u64 = 256;
+    let server = ServerProc::start(&["--max-memory", "256M"]);
+    let (fds0, threads0) = (server.open_fds(), threads_of(server.pid()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let clients: Vec<_> = (0..64)
+        .map(|i| {
+            let (addr, tx) = (server.addr.clone(), tx.clone());
+            thread::spawn(move || {
+                // Four source addresses: one address may hold only 16
+                // handshakes at once.
+                let mut s = connect_from(&addr, &format!("127.0.0.{}:0", 1 + i % 4));
+                s.write_all(&hello()).unwrap();
+                assert_eq!(next_frame(&mut s).unwrap()["type"], "hello");
+                let mut plan = short_plan(TestKind::TcpCrr);
+                (plan.flows, plan.threads) = (64, 64);
+                plan.duration_ns = 20_000_000_000;
+                s.write_all(&encode(&Msg::Spec {
+                    plan: Box::new(plan),
+                }))
+                .unwrap();
+                let reply = next_frame(&mut s).unwrap();
+                if reply["type"] == "accepted" {
+                    s.write_all(&encode(&Msg::Start { udp_ports: vec![] }))
+                        .unwrap();
+                    assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
+                    tx.send(Ok(())).unwrap();
+                } else {
+                    let e = reply["message"].as_str().unwrap_or_default().to_string();
+                    tx.send(Err(e)).unwrap();
+                }
+                s
+            })
+        })
+        .collect();
+    drop(tx);
+    let replies: Vec<Result<(), String>> = rx.iter().collect();
+    let admitted = replies.iter().filter(|r| r.is_ok()).count();
+    let rss_mb = server.rss_kb() >> 10;
+    let threads = threads_of(server.pid());
+    let conns: Vec<TcpStream> = clients.into_iter().map(|h| h.join().unwrap()).collect();
+    for r in &replies {
+        if let Err(e) = r {
+            assert!(
+                e.contains("--max-memory"),
+                "refused for another reason: {e}"
+            );
+        }
+    }
+    assert!(
+        (1..64).contains(&admitted),
+        "{admitted} of 64 sessions admitted: the limit should admit some and refuse the rest"
+    );
+    assert!(
+        threads >= admitted * 64,
+        "{admitted} sessions admitted but the server runs {threads} threads"
+    );
+    assert!(
+        rss_mb < MAX_MB,
+        "the server holds {rss_mb} MiB with {admitted} sessions, over --max-memory {MAX_MB}M"
+    );
+    // The clients vanish: every session ends, its threads and sockets go.
+    drop(conns);
+    let t0 = Instant::now();
+    while (server.open_fds() > fds0 || threads_of(server.pid()) > threads0)
+        && t0.elapsed() < Duration::from_secs(10)
+    {
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        server.open_fds() <= fds0 && threads_of(server.pid()) <= threads0,
+        "after 10 s the server still has {} descriptors (was {fds0}) and {} threads (was {threads0})",
+        server.open_fds(),
+        threads_of(server.pid())
+    );
+    eprintln!(
+        "admitted {admitted} of 64, server RSS {rss_mb} MiB with {threads} threads; back to baseline in {:?}",
+        t0.elapsed()
+    );
+}
