@@ -17,6 +17,7 @@ pub mod plan;
 pub mod result;
 pub mod sensors;
 pub mod stats;
+pub mod text;
 pub mod units;
 pub mod workload;
 

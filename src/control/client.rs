@@ -33,6 +33,7 @@ use crate::result::{
 use crate::sensors::Provenance;
 use crate::stats::counters::{Counts, FlowCounters};
 use crate::stats::latency::{LatencyHistogram, LatencySummary};
+use crate::text;
 use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
 use crate::workload::rr::RrClient;
 use crate::workload::stream::StreamFlow;
@@ -122,6 +123,17 @@ fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// The longest a test can take by its plan: warm-up, measurement (for a
+/// count-limited run, an hour), cool-down and a minute for the rest.
+fn plan_wall_s(plan: &TestPlan) -> f64 {
+    let measure = if plan.transactions.is_some() {
+        3600e9
+    } else {
+        plan.duration_ns as f64
+    };
+    (plan.warmup_ns as f64 + measure + plan.cooldown_ns as f64) / 1e9 + 60.0
+}
+
 /// Run one test. Never fails: errors land in `summary.error`.
 pub fn run(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> TestResult {
     let mut r = run_once(target, plan, observer);
@@ -162,7 +174,7 @@ fn run_once(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Te
 fn expect_reply(ctrl: &mut TcpStream, want: &'static str, server: &str) -> Result<Msg> {
     // The whole reply within the timeout: a server trickling bytes cannot hold us.
     match read_msg_within(ctrl, MAX_FRAME, REPLY_TIMEOUT) {
-        Ok(Msg::Error { message }) => bail!("server {server} refused: {message}"),
+        Ok(Msg::Error { message }) => bail!("server {server} refused: {}", text::message(&message)),
         Ok(m) if m.kind() == want => Ok(m),
         Ok(m) => bail!(
             "server {server} sent '{}' where '{want}' was expected",
@@ -265,11 +277,12 @@ fn drive(
     };
     if protocol != PROTOCOL_VERSION {
         bail!(
-            "protocol version mismatch: this client speaks v{PROTOCOL_VERSION}, the server at {label} ({software}) speaks v{protocol}"
+            "protocol version mismatch: this client speaks v{PROTOCOL_VERSION}, the server at {label} ({}) speaks v{protocol}",
+            text::echo(&software)
         );
     }
     authenticate(&mut ctrl, target, nonce.as_deref())?;
-    g.env.server_software = Some(software);
+    g.env.server_software = Some(text::echo(&software));
     g.env.udp_io = udp_io(plan);
 
     write_msg(
@@ -418,7 +431,7 @@ fn drive(
         unreachable!()
     };
     g.setup_s = Some(setup_t0.elapsed().as_secs_f64());
-    g.env.remote_drivers = drivers;
+    g.env.remote_drivers = drivers.iter().map(|d| text::echo(d)).collect();
 
     let workers = place(flows, plan.threads as usize, &plan.local.cpu_pin);
 
@@ -503,17 +516,28 @@ fn drive(
     } = fin
     {
         g.remote_total = Some(Counts::sum(&counts));
-        g.remote_rusage = Some(rusage);
-        g.remote_window = window.map(|w| *w);
+        // A server's figures are its word: one no machine can produce
+        // (a resident set of exabytes, more CPU time than the test had)
+        // is left out and said, not printed as a measurement.
+        let bound = Rusage::bound_for(plan_wall_s(plan));
+        match rusage.implausible(&bound) {
+            None => g.remote_rusage = Some(rusage),
+            Some(why) => g
+                .warnings
+                .push(format!("server reported {why}; its usage is left out")),
+        }
+        g.remote_window = window
+            .map(|w| *w)
+            .filter(|w| w.rusage.and_then(|r| r.implausible(&bound)).is_none());
         g.remote_provenance = provenance.map(|p| *p);
         g.remote_retransmits = tcp_retransmits;
         g.remote_zerocopy = zerocopy;
         for e in errors {
-            g.warnings.push(format!("server: {e}"));
+            g.warnings.push(format!("server: {}", text::message(&e)));
         }
         if refused > 0 {
             g.warnings.push(format!(
-                "server refused {refused} data connection(s) (wrong peer or token)"
+                "server refused {refused} data connection(s) or datagram(s) (another address, a wrong or missing token, or sent before the test)"
             ));
         }
     }
@@ -707,7 +731,13 @@ impl Running {
                     self.final_msg = Some(m);
                     return Ok(());
                 }
-                Ok(Msg::Error { message }) => bail!("server {} reported: {message}", self.label),
+                Ok(Msg::Error { message }) => {
+                    bail!(
+                        "server {} reported: {}",
+                        self.label,
+                        text::message(&message)
+                    )
+                }
                 Ok(m) => bail!(
                     "server {} sent an unexpected '{}' message",
                     self.label,

@@ -415,7 +415,8 @@ fn session(
         return Err(refuse(
             &mut ctrl,
             format!(
-                "protocol version mismatch: the server speaks v{PROTOCOL_VERSION}, the client ({software}) speaks v{protocol}"
+                "protocol version mismatch: the server speaks v{PROTOCOL_VERSION}, the client ({}) speaks v{protocol}",
+                crate::text::echo(&software)
             ),
         ));
     }

@@ -360,3 +360,178 @@ fn many_sessions_together_stay_under_max_memory() {
         t0.elapsed()
     );
 }
+
+/// A frame of raw JSON text, as a client that is not thrum may send.
+fn raw_frame(json: &str) -> Vec<u8> {
+    let mut f = (json.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(json.as_bytes());
+    f
+}
+
+/// Strings a client sends before and after authentication (the hello's
+/// `software`, an unknown value in the spec that the decoder quotes) reach
+/// the server's log escaped and cut: no forged line, no terminal escape or
+/// NUL, no line longer than a few kilobytes, one JSON object per line.
+#[test]
+fn client_strings_cannot_forge_or_flood_the_server_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = format!(
+        "evil\nthrum server: session 10.9.9.9:1 tcp_rr: ok after 1.0 s\x1b[2J\0{}",
+        "A".repeat(60_000)
+    );
+    for format in ["json", "text"] {
+        let log = dir.path().join(format!("{format}.log"));
+        let server = ServerProc::start_logged(&["--log-format", format], &log);
+        // A hello of another protocol version: the refusal quotes `software`.
+        let mut s = connect(&server.addr);
+        let hello = serde_json::json!({"type": "hello", "protocol": 999, "software": evil});
+        s.write_all(&raw_frame(&hello.to_string())).unwrap();
+        error_then_close(&mut s);
+        // A spec naming a test that does not exist: the decoder quotes it.
+        let mut s = connect(&server.addr);
+        s.write_all(&crate::hostile::hello()).unwrap();
+        next_frame(&mut s).unwrap();
+        let spec = serde_json::json!({"type": "spec", "plan": {"test": evil}});
+        s.write_all(&raw_frame(&spec.to_string())).unwrap();
+        error_then_close(&mut s);
+        // Both sessions are logged once they have ended.
+        let t0 = Instant::now();
+        while std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            < 2
+            && t0.elapsed() < Duration::from_secs(10)
+        {
+            thread::sleep(Duration::from_millis(50));
+        }
+        drop(server);
+        let text = std::fs::read(&log).unwrap();
+        let text = String::from_utf8(text).expect("the log is UTF-8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines.len(),
+            2,
+            "{format}: two sessions, two lines: {text:?}"
+        );
+        for l in &lines {
+            assert!(l.len() < 4096, "{format}: a {}-byte line", l.len());
+            assert!(
+                !l.chars().any(char::is_control),
+                "{format}: a control character in {l:?}"
+            );
+            assert!(
+                l.contains("evil"),
+                "{format}: the value is still quoted: {l}"
+            );
+            if format == "json" {
+                let v: Value = serde_json::from_str(l).expect("one JSON object per line");
+                assert_eq!(v["outcome"], "refused", "{v}");
+            } else {
+                assert!(l.starts_with("thrum server: session 127.0.0.1:"), "{l}");
+            }
+        }
+    }
+}
+
+/// A hostile server on loopback that follows the protocol well enough for
+/// a one-flow udp_rr run and fills every string it sends with terminal
+/// escapes and forged lines, and its usage with an impossible figure.
+fn hostile_server() -> (String, thread::JoinHandle<()>) {
+    use thrum::control::proto::{read_msg, write_msg};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let evil = "\x1b[2J\x1b[H\nthrum: all good\0".to_string();
+    let h = thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let started = Instant::now();
+        while let Ok(m) = read_msg(&mut c) {
+            let reply = match m {
+                Msg::Hello { .. } => Msg::Hello {
+                    protocol: thrum::control::proto::PROTOCOL_VERSION,
+                    software: evil.clone(),
+                    limits: None,
+                    nonce: None,
+                },
+                Msg::Spec { .. } => Msg::Accepted {
+                    data_port: 0,
+                    token: "00".repeat(TOKEN_LEN),
+                    udp_ports: vec![udp.local_addr().unwrap().port()],
+                },
+                Msg::Start { .. } => Msg::Started {
+                    threads: 1,
+                    drivers: vec![evil.clone()],
+                },
+                Msg::Tick { seq, .. } => Msg::Sample {
+                    seq,
+                    elapsed_ns: started.elapsed().as_nanos() as u64,
+                    unix_ns: 0,
+                    counts: vec![Default::default()],
+                },
+                Msg::Finish { .. } => Msg::Final {
+                    counts: vec![Default::default()],
+                    rusage: thrum::sensors::Rusage {
+                        max_rss_kb: u64::MAX,
+                        ..Default::default()
+                    },
+                    errors: vec![evil.clone()],
+                    refused: 0,
+                    window: None,
+                    provenance: None,
+                    tcp_retransmits: None,
+                    zerocopy: None,
+                },
+                _ => break,
+            };
+            if write_msg(&mut c, &reply).is_err() {
+                break;
+            }
+        }
+    });
+    (addr, h)
+}
+
+/// The client prints nothing from a hostile server raw: its software name,
+/// drivers and errors come out escaped in every output, and a usage no
+/// machine can have is left out with a warning that says so.
+#[test]
+fn a_hostile_servers_strings_and_numbers_are_not_printed_raw() {
+    for json in [false, true] {
+        let (addr, h) = hostile_server();
+        let mut cmd = std::process::Command::new(crate::common::bin());
+        cmd.args([
+            "run", "udp_rr", "-H", &addr, "-l", "1s", "--warmup", "0s", "-v",
+        ]);
+        if json {
+            cmd.arg("--json");
+        }
+        let o = cmd.output().unwrap();
+        h.join().unwrap();
+        let all = [o.stdout.as_slice(), o.stderr.as_slice()].concat();
+        let text = String::from_utf8_lossy(&all);
+        assert!(
+            !all.contains(&0x1b) && !all.contains(&0),
+            "json={json}: an escape or NUL from the server reached the output: {text}"
+        );
+        assert!(
+            !text.lines().any(|l| l.starts_with("thrum: all good")),
+            "json={json}: a forged line: {text}"
+        );
+        assert!(
+            text.contains("impossible max_rss_kb"),
+            "json={json}: {text}"
+        );
+        if json {
+            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert!(
+                v["environment"]["server_software"]
+                    .as_str()
+                    .unwrap()
+                    .contains("\\u{1b}"),
+                "{v}"
+            );
+        }
+    }
+}
