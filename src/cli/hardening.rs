@@ -86,8 +86,10 @@ pub struct HardeningArgs {
 }
 
 impl HardeningArgs {
-    /// Fill the server's configuration; reads the key file.
-    pub fn apply(&self, cfg: &mut ServerConfig) -> Result<()> {
+    /// Fill the server's configuration; reads the key file. Returns what
+    /// the operator should hear about it (a key others can read, or one
+    /// reached through a link someone could swap).
+    pub fn apply(&self, cfg: &mut ServerConfig) -> Result<Vec<String>> {
         cfg.limits.max_flows = self.max_flows;
         cfg.limits.max_duration_ns = self.max_duration.as_nanos() as u64;
         cfg.limits.max_session_memory_bytes = self.max_session_memory;
@@ -103,8 +105,35 @@ impl HardeningArgs {
             Some(p) => Some(Psk::from_file(p)?),
             None => None,
         };
-        Ok(())
+        Ok(self
+            .psk_file
+            .as_deref()
+            .map(key_file_warnings)
+            .unwrap_or_default())
     }
+}
+
+/// What is unsafe about the key file at `path`: readable or writable by
+/// group or others, or reached through a symbolic link.
+fn key_file_warnings(path: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut w = Vec::new();
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        w.push(format!(
+            "--psk-file {} is a symbolic link: whoever can change the link chooses the key",
+            path.display()
+        ));
+    }
+    if let Ok(m) = std::fs::metadata(path) {
+        let mode = m.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            w.push(format!(
+                "--psk-file {} has mode {mode:03o}: others can read the key (chmod 600)",
+                path.display()
+            ));
+        }
+    }
+    w
 }
 
 // The defaults above are spelled twice (as strings for clap); keep them equal.

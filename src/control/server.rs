@@ -128,6 +128,7 @@ pub struct Server {
     listener: TcpListener,
     config: Arc<ServerConfig>,
     shutdown: Arc<AtomicBool>,
+    hangup: Arc<AtomicBool>,
     admission: Arc<Admission>,
 }
 
@@ -153,6 +154,7 @@ impl Server {
             admission: Admission::new(config.limits.max_sessions, Reservation::this_process()),
             config: Arc::new(config),
             shutdown: Arc::new(AtomicBool::new(false)),
+            hangup: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -165,6 +167,11 @@ impl Server {
         self.shutdown.clone()
     }
 
+    /// Set this when SIGHUP arrives: the server logs it and keeps serving.
+    pub fn hangup_flag(&self) -> Arc<AtomicBool> {
+        self.hangup.clone()
+    }
+
     /// Serve until the shutdown flag is set (or after one session with `once`).
     pub fn serve(self) -> Result<()> {
         let mut sessions: Vec<JoinHandle<()>> = Vec::new();
@@ -175,6 +182,12 @@ impl Server {
                 break;
             }
             sessions.retain(|h| !h.is_finished());
+            if self.hangup.swap(false, Relaxed) && self.config.log {
+                server_event(
+                    self.config.log_format,
+                    "SIGHUP received and ignored: the server keeps serving (the key file is read at start-up; restart to change it)",
+                );
+            }
             let mut pfd = libc::pollfd {
                 fd,
                 events: libc::POLLIN,

@@ -535,3 +535,39 @@ fn a_hostile_servers_strings_and_numbers_are_not_printed_raw() {
         }
     }
 }
+
+/// SIGHUP (the terminal the server was started from closing) does not end
+/// the server: it is logged and the server goes on serving. A key file
+/// others can read, or one reached through a link, is warned about.
+#[test]
+fn sighup_is_logged_and_survived_and_a_loose_key_file_is_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("psk");
+    std::fs::write(&key, "a key of at least sixteen bytes").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let link = dir.path().join("psk-link");
+    std::os::unix::fs::symlink(&key, &link).unwrap();
+    let log = dir.path().join("log");
+    let mut server = ServerProc::start_logged(&["--psk-file", link.to_str().unwrap()], &log);
+    // SAFETY: a signal to our own child.
+    assert_eq!(unsafe { libc::kill(server.pid() as i32, libc::SIGHUP) }, 0);
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&log).unwrap().contains("SIGHUP")
+        && t0.elapsed() < Duration::from_secs(10)
+    {
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "SIGHUP ended the server"
+    );
+    // Still serving: a hello is answered.
+    let mut s = connect(&server.addr);
+    s.write_all(&hello()).unwrap();
+    assert_eq!(next_frame(&mut s).unwrap()["type"], "hello");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("SIGHUP received and ignored"), "{text}");
+    assert!(text.contains("is a symbolic link"), "{text}");
+    assert!(text.contains("has mode 644"), "{text}");
+}
