@@ -428,13 +428,13 @@ impl RunArgs {
 
     /// The repetition asked for with --iterations and/or --confidence
     /// (netperf's defaults fill the other: 3,10 and 99,5).
-    pub fn repeat(&self) -> Option<crate::control::client::Repeat> {
+    pub fn repeat(&self) -> Option<crate::control::repeat::Repeat> {
         if self.iterations.is_none() && self.confidence.is_none() {
             return None;
         }
         let (min, max) = self.iterations.unwrap_or((3, 10));
         let (level, width_percent) = self.confidence.unwrap_or((99, 5.0));
-        Some(crate::control::client::Repeat {
+        Some(crate::control::repeat::Repeat {
             min,
             max,
             level,

@@ -21,6 +21,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
 use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
+use super::repeat::Repeat;
 use super::window::{Meter, WindowStats, on_hypervisor};
 use crate::engine::{Engine, place};
 use crate::io::connect::connect_many;
@@ -1159,22 +1160,8 @@ fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String>
 /// RR packets/s that part from transactions/s by more than this get a warning.
 const PACKETS_WARN_PERCENT: f64 = 2.0;
 
-/// netperf's -i/-I: how often to repeat a test and when to stop.
-#[derive(Clone, Copy, Debug)]
-pub struct Repeat {
-    pub min: u32,
-    pub max: u32,
-    /// 95 or 99.
-    pub level: u32,
-    /// The whole interval in percent of the mean.
-    pub width_percent: f64,
-}
-
-/// Run the whole test again and again until the confidence interval of the
-/// mean figure of merit (and of CPU utilisation) is within the width, or
-/// `max` runs. The result is the last run's, with `iterations` and
-/// `confidence` filled, the summary's figures of merit replaced by their mean
-/// over the runs, and the latency merged over every run (docs/json.md).
+/// Run the whole test again and again as [`super::repeat::repeat`] decides
+/// (netperf's -i/-I), each run a fresh session with the server.
 pub fn run_repeated(
     target: &Target,
     plan: &TestPlan,
@@ -1182,130 +1169,10 @@ pub fn run_repeated(
     observer: &mut dyn Observer,
     on_iteration: &mut dyn FnMut(&crate::result::Iteration),
 ) -> TestResult {
-    use crate::result::{Confidence, Iteration};
-    use crate::stats::confidence::{Rule, mean_interval};
-    let rule = Rule {
-        min: rep.min,
-        max: rep.max,
-        level: rep.level as f64 / 100.0,
-        width_percent: rep.width_percent,
-    };
-    let mut iterations: Vec<Iteration> = Vec::new();
-    let mut summaries: Vec<Summary> = Vec::new();
-    let mut latency = LatencyHistogram::new();
-    let mut last;
-    loop {
-        let r = run_once(target, plan, observer);
-        let it = Iteration::of(iterations.len() as u32 + 1, &r);
-        on_iteration(&it);
-        iterations.push(it);
-        if let Some(h) = r
-            .summary
-            .histogram
-            .as_deref()
-            .and_then(|h| LatencyHistogram::from_base64(h).ok())
-        {
-            latency.merge(&h);
-        }
-        let failed = r.summary.error.is_some();
-        if !failed {
-            summaries.push(r.summary.clone());
-        }
-        last = r;
-        if failed || rule.done(&slices(&series(&iterations))) {
-            break;
-        }
-    }
-    let figs: Vec<f64> = iterations
-        .iter()
-        .filter(|i| i.error.is_none())
-        .map(|i| i.figure)
-        .collect();
-    let level = rule.level;
-    let width = |xs: Option<Vec<f64>>| {
-        xs.and_then(|v| mean_interval(&v, level))
-            .map(|m| m.width_percent)
-    };
-    let fig_ci = mean_interval(&figs, level);
-    let all = |f: fn(&Iteration) -> Option<f64>| -> Option<Vec<f64>> {
-        iterations.iter().map(f).collect()
-    };
-    let achieved = rule.achieved(&slices(&series(&iterations))) && last.summary.error.is_none();
-    let conf = Confidence {
-        level: rep.level,
-        width_percent_requested: rep.width_percent,
-        width_percent_achieved: fig_ci.map(|m| m.width_percent),
-        achieved,
-        iterations_min: rep.min,
-        iterations_max: rep.max,
-        iterations_run: iterations.len() as u32,
-        mean: mean(&figs).unwrap_or(0.0),
-        stddev: fig_ci.map(|m| m.stddev),
-        half_width: fig_ci.map(|m| m.half_width),
-        local_cpu_width_percent_achieved: width(all(|i| i.local_cpu_util_percent)),
-        remote_cpu_width_percent_achieved: width(all(|i| i.remote_cpu_util_percent)),
-    };
-    if !achieved && last.summary.error.is_none() {
-        last.summary.warnings.insert(
-            0,
-            format!(
-                "CONFIDENCE NOT ACHIEVED: after {} iteration(s) the {} % interval of the mean is {} wide, {} % was asked for; the figures are less certain than requested",
-                iterations.len(),
-                rep.level,
-                conf.width_percent_achieved
-                    .map_or("undefined".to_string(), |w| format!("{w:.2} %")),
-                rep.width_percent
-            ),
-        );
-    }
-    // The figures of merit become means over the successful runs.
-    let avg = |f: fn(&Summary) -> Option<f64>| -> Option<f64> {
-        let v: Option<Vec<f64>> = summaries.iter().map(f).collect();
-        v.and_then(|v| mean(&v))
-    };
-    if last.summary.error.is_none() {
-        let s = &mut last.summary;
-        s.throughput_bps = avg(|s| s.throughput_bps);
-        s.throughput_bps_c2s = avg(|s| s.throughput_bps_c2s);
-        s.throughput_bps_s2c = avg(|s| s.throughput_bps_s2c);
-        s.throughput_bps_sent = avg(|s| s.throughput_bps_sent);
-        s.transactions_per_s = avg(|s| s.transactions_per_s);
-        s.local.cpu_util_percent = avg(|s| s.local.cpu_util_percent);
-        s.remote.cpu_util_percent = avg(|s| s.remote.cpu_util_percent);
-        if latency.count() > 0 {
-            s.latency_ns = latency.summary_with(&plan.percentiles);
-            s.histogram = Some(latency.to_base64());
-        }
-    }
-    last.iterations = iterations;
-    last.confidence = Some(conf);
-    last
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-/// The series the stopping rule judges: the figure, and CPU utilisation
-/// where every run measured it.
-fn series(its: &[crate::result::Iteration]) -> Vec<Vec<f64>> {
-    let mut v = vec![
-        its.iter()
-            .filter(|i| i.error.is_none())
-            .map(|i| i.figure)
-            .collect::<Vec<f64>>(),
-    ];
-    for f in [
-        |i: &crate::result::Iteration| i.local_cpu_util_percent,
-        |i: &crate::result::Iteration| i.remote_cpu_util_percent,
-    ] {
-        if let Some(x) = its.iter().map(f).collect::<Option<Vec<f64>>>() {
-            v.push(x);
-        }
-    }
-    v
-}
-
-fn slices(v: &[Vec<f64>]) -> Vec<&[f64]> {
-    v.iter().map(|x| x.as_slice()).collect()
+    super::repeat::repeat(
+        plan,
+        rep,
+        &mut || run_once(target, plan, observer),
+        on_iteration,
+    )
 }

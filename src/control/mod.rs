@@ -10,5 +10,6 @@ pub mod deadline;
 pub mod limits;
 pub mod log;
 pub mod proto;
+pub mod repeat;
 pub mod server;
 pub mod window;
