@@ -4,6 +4,7 @@
 //! `client` drives one test against one server and gathers the result.
 
 pub mod admission;
+pub(crate) mod analysis;
 pub mod auth;
 pub mod client;
 pub mod deadline;
