@@ -203,7 +203,7 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
         if test == AggTest::Tps {
             t.burst_search = search.clone();
         }
-        failed |= t.streams.iter().any(|s| s.error.is_some()) || t.peak_step.is_none();
+        failed |= model::failed(&t);
         print(&model::summary_text(&t, args.output.intervals))?;
         result.tests.push(t);
         // After every test, so a later failure keeps what was gathered.
@@ -442,7 +442,12 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
         write_dir(dir, &r, args.output.individual)?;
         print(&format!("results in {}\n", dir.display()))?;
     }
-    Ok(ExitCode::SUCCESS)
+    // The run's verdict: a report of a failed run fails as `agg` did.
+    Ok(if r.tests.iter().any(model::failed) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 #[cfg(test)]

@@ -124,7 +124,7 @@ pub struct OutputArgs {
     /// Write the result as netperf-style KEY=value lines.
     #[arg(long)]
     pub keyval: bool,
-    /// Write the result to FILE instead of standard output (atomically: temp file, then rename).
+    /// Write the result to FILE instead of standard output ('-' is standard output). A regular file is replaced atomically through an exclusively created temp file; a FIFO or device is written directly.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Write per-interval, per-flow samples as CSV to FILE, a row at a time as they arrive; the finished file replaces it atomically at the end.
@@ -428,13 +428,13 @@ impl RunArgs {
 
     /// The repetition asked for with --iterations and/or --confidence
     /// (netperf's defaults fill the other: 3,10 and 99,5).
-    pub fn repeat(&self) -> Option<crate::control::client::Repeat> {
+    pub fn repeat(&self) -> Option<crate::control::repeat::Repeat> {
         if self.iterations.is_none() && self.confidence.is_none() {
             return None;
         }
         let (min, max) = self.iterations.unwrap_or((3, 10));
         let (level, width_percent) = self.confidence.unwrap_or((99, 5.0));
-        Some(crate::control::client::Repeat {
+        Some(crate::control::repeat::Repeat {
             min,
             max,
             level,

@@ -17,6 +17,7 @@ pub mod plan;
 pub mod result;
 pub mod sensors;
 pub mod stats;
+pub mod text;
 pub mod units;
 pub mod workload;
 
@@ -118,7 +119,13 @@ fn write_outputs(
     out: &OutputArgs,
     human: &export::human::Human,
 ) -> Result<()> {
-    if let Some(path) = &out.samples {
+    // A stream (stdout, a FIFO) got its rows live; only a file is replaced
+    // by the whole CSV at the end.
+    if let Some(path) = out
+        .samples
+        .as_ref()
+        .filter(|p| export::Target::of(p) == export::Target::File)
+    {
         export::write_atomic(path, &export::render(&export::csv::Csv, result))
             .with_context(|| format!("writing --samples {}", path.display()))?;
     }
@@ -199,7 +206,9 @@ fn serve(args: &ServerArgs) -> Result<ExitCode> {
     cfg.data_ports = args.data_ports;
     cfg.once = args.once;
     cfg.limits.max_sessions = args.max_sessions;
-    args.hardening.apply(&mut cfg)?;
+    for warning in args.hardening.apply(&mut cfg)? {
+        control::log::server_event(cfg.log_format, &format!("warning: {warning}"));
+    }
     cfg.log = !args.quiet;
     let log_format = cfg.log_format;
     let server = Server::bind(cfg)?;
@@ -207,6 +216,9 @@ fn serve(args: &ServerArgs) -> Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, flag.clone()).context("installing signal handlers")?;
     }
+    // Closing the terminal the server was started from must not end it.
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, server.hangup_flag())
+        .context("installing signal handlers")?;
     let addr = server.local_addr()?;
     println!(
         "thrum server listening on {addr} (protocol v{})",

@@ -185,6 +185,13 @@ pub fn analyse(
             }
         })
         .collect();
+    // Why streams failed, from the record itself, so that a reanalysis
+    // (thrum report) says it as the run did.
+    for s in &streams {
+        if let Some(e) = &s.error {
+            warnings.push(format!("stream {} to {}: {e}", s.index, s.server));
+        }
+    }
     let peak_step = steps
         .iter()
         .filter_map(|s| s.average.map(|a| (s.index, a)))
@@ -227,7 +234,31 @@ pub fn reanalyse(t: &TestAgg, coverage: Coverage) -> TestAgg {
     );
     out.burst = t.burst;
     out.burst_search = t.burst_search.clone();
+    // CPU was measured while the test ran and is not in the samples: carry
+    // each step's over. Service demand is CPU per unit at the step's
+    // average, so it follows the average if the reanalysis moved it.
+    for (new, old) in out.steps.iter_mut().zip(&t.steps) {
+        new.cpu_util_percent = old.cpu_util_percent;
+        new.service_demand_source = old.service_demand_source.clone();
+        new.service_demand = match (old.service_demand, old.average, new.average) {
+            (Some(sd), Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some(sd * a / b),
+            _ => None,
+        };
+    }
+    // Warnings the run made that the samples cannot remake (no CPU
+    // readings) stay; the ones analyse makes are made again.
+    for w in &t.warnings {
+        if !out.warnings.contains(w) && !w.starts_with("step ") {
+            out.warnings.push(w.clone());
+        }
+    }
     out
+}
+
+/// Whether a run of this test failed as `thrum agg` counts it: a stream
+/// ended in an error, or no step was complete. `thrum report` exits the same.
+pub fn failed(t: &TestAgg) -> bool {
+    t.streams.iter().any(|s| s.error.is_some()) || t.peak_step.is_none()
 }
 
 /// The stdout summary in post_proc.py's words: the peak step, and with `all_steps` every step.
@@ -349,5 +380,53 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Average of interval 1 (2 streams) is n/a"));
+    }
+
+    /// What `thrum report` must not lose from a saved thrum run: each step's
+    /// CPU and service demand (measured while it ran, not in the samples)
+    /// and why streams failed; and a failed run is a failed report.
+    #[test]
+    fn reanalysis_keeps_cpu_and_stream_errors() {
+        let spans = [StepSpan {
+            streams: 2,
+            first_stream: 0,
+            started: 0.0,
+            window: (1.0, 3.0),
+        }];
+        let mut broken = stream(1, 0.0, 1.5, 50.0);
+        broken.error = Some("server 127.0.0.1:1 has not answered for 3s".into());
+        let streams = vec![stream(0, 0.0, 4.0, 100.0), broken];
+        let mut t = analyse(
+            "tps",
+            "Trans/s",
+            (0.0, 4.0),
+            &spans,
+            streams,
+            Coverage::Required { slack_s: 0.05 },
+        );
+        assert!(failed(&t));
+        let why = "stream 1 to lg: server 127.0.0.1:1 has not answered for 3s";
+        assert!(t.warnings.iter().any(|w| w == why), "{:?}", t.warnings);
+        t.steps[0].cpu_util_percent = Some(77.9);
+        t.steps[0].service_demand = Some(0.27);
+        t.steps[0].service_demand_source = Some("rusage".into());
+        t.warnings.push("no CPU readings (...)".into());
+        let r = reanalyse(&t, Coverage::Required { slack_s: 0.05 });
+        assert_eq!(r.steps[0].cpu_util_percent, Some(77.9));
+        assert_eq!(r.steps[0].service_demand_source.as_deref(), Some("rusage"));
+        assert_eq!(
+            r.steps[0].service_demand,
+            t.steps[0]
+                .service_demand
+                .filter(|_| r.steps[0].average.is_some())
+        );
+        assert_eq!(
+            r.warnings.iter().filter(|w| *w == why).count(),
+            1,
+            "{:?}",
+            r.warnings
+        );
+        assert!(r.warnings.iter().any(|w| w.starts_with("no CPU readings")));
+        assert!(failed(&r));
     }
 }

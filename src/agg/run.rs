@@ -184,12 +184,6 @@ pub fn run_ramp(
             "no CPU readings (/proc/stat or getrusage unavailable): per-step CPU is null".into(),
         );
     }
-    for s in &t.streams {
-        if let Some(e) = &s.error {
-            t.warnings
-                .push(format!("stream {} to {}: {e}", s.index, s.server));
-        }
-    }
     if test.uses_burst() {
         t.burst = Some(burst);
     }

@@ -72,12 +72,17 @@ impl Sweep {
         match c {
             Some(c) if c.error.is_some() => "error".into(),
             Some(c) if !c.valid => "n/a".into(),
-            Some(c) => match (c.transactions_per_s, c.throughput_bps) {
-                (Some(t), _) => format!("{t:.0}"),
-                (None, Some(b)) => format!("{:.2}M", b / 1e6),
-                _ => "-".into(),
-            },
+            Some(c) => Self::rate(c),
             None => "-".into(),
+        }
+    }
+
+    /// A cell's measured rate: transactions/s, or Mbit/s with an M.
+    fn rate(c: &Cell) -> String {
+        match (c.transactions_per_s, c.throughput_bps) {
+            (Some(t), _) => format!("{t:.0}"),
+            (None, Some(b)) => format!("{:.2}M", b / 1e6),
+            _ => "-".into(),
         }
     }
 
@@ -106,18 +111,26 @@ impl Sweep {
     }
 
     /// The matrices as CSV: a header of flows, one row per size and burst.
+    /// Each flows column holds the measured rate whether or not the cell
+    /// passed the packet rule, and the `_valid` column after it says which:
+    /// `true`, `false` (packets and transactions parted: n/a in the table)
+    /// or `error` (the run failed; no rate).
     pub fn csv(&self) -> String {
         let mut s = String::from("request_bytes,response_bytes,burst");
         for f in &self.flows {
-            s.push_str(&format!(",flows_{f}"));
+            s.push_str(&format!(",flows_{f},flows_{f}_valid"));
         }
         s.push('\n');
         for &rr in &self.rr_sizes {
             for b in &self.bursts {
                 s.push_str(&format!("{},{},{b}", rr.0, rr.1));
                 for f in &self.flows {
-                    s.push(',');
-                    s.push_str(&Self::show(self.cell(rr, *b, *f)));
+                    let (rate, valid) = match self.cell(rr, *b, *f) {
+                        Some(c) if c.error.is_some() => (String::new(), "error".to_string()),
+                        Some(c) => (Self::rate(c), c.valid.to_string()),
+                        None => (String::new(), String::new()),
+                    };
+                    s.push_str(&format!(",{rate},{valid}"));
                 }
                 s.push('\n');
             }
@@ -207,7 +220,8 @@ mod tests {
         };
         assert_eq!(
             s.csv(),
-            "request_bytes,response_bytes,burst,flows_1,flows_2\n1,1,0,1000,2000\n1,1,4,n/a,9000\n"
+            "request_bytes,response_bytes,burst,flows_1,flows_1_valid,flows_2,flows_2_valid\n\
+             1,1,0,1000,true,2000,true\n1,1,4,5000,false,9000,true\n"
         );
         assert!(s.table().contains("       4          n/a         9000"));
     }

@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 
 use crate::control::auth::Psk;
 use crate::control::limits::{
-    DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY,
+    DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY, DEFAULT_MAX_THREADS,
 };
 use crate::control::log::LogFormat;
 use crate::control::server::ServerConfig;
@@ -74,17 +74,29 @@ pub struct HardeningArgs {
     /// Buffer memory one session may make the server allocate (1M..=1T; K/M/G = 2^10..).
     #[arg(long, default_value = "1G", value_parser = memory, value_name = "SIZE")]
     pub max_session_memory: u64,
+    /// Memory all sessions together may make the server allocate: their buffers and threads (1M..=1T; default half of the machine's memory).
+    #[arg(long, value_parser = memory, value_name = "SIZE")]
+    pub max_memory: Option<u64>,
+    /// Threads all sessions together may make the server run, a worker per --threads and one per session (2..=1000000).
+    #[arg(long, default_value_t = DEFAULT_MAX_THREADS, value_parser = clap::value_parser!(u64).range(2..=1_000_000), value_name = "N")]
+    pub max_threads: u64,
     /// Format of the per-session log lines on stderr.
     #[arg(long, value_enum, default_value_t = LogFormatArg::Text, value_name = "FORMAT")]
     pub log_format: LogFormatArg,
 }
 
 impl HardeningArgs {
-    /// Fill the server's configuration; reads the key file.
-    pub fn apply(&self, cfg: &mut ServerConfig) -> Result<()> {
+    /// Fill the server's configuration; reads the key file. Returns what
+    /// the operator should hear about it (a key others can read, or one
+    /// reached through a link someone could swap).
+    pub fn apply(&self, cfg: &mut ServerConfig) -> Result<Vec<String>> {
         cfg.limits.max_flows = self.max_flows;
         cfg.limits.max_duration_ns = self.max_duration.as_nanos() as u64;
         cfg.limits.max_session_memory_bytes = self.max_session_memory;
+        if let Some(m) = self.max_memory {
+            cfg.limits.max_memory_bytes = m;
+        }
+        cfg.limits.max_threads = self.max_threads;
         cfg.log_format = match self.log_format {
             LogFormatArg::Text => LogFormat::Text,
             LogFormatArg::Json => LogFormat::Json,
@@ -93,8 +105,35 @@ impl HardeningArgs {
             Some(p) => Some(Psk::from_file(p)?),
             None => None,
         };
-        Ok(())
+        Ok(self
+            .psk_file
+            .as_deref()
+            .map(key_file_warnings)
+            .unwrap_or_default())
     }
+}
+
+/// What is unsafe about the key file at `path`: readable or writable by
+/// group or others, or reached through a symbolic link.
+fn key_file_warnings(path: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut w = Vec::new();
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        w.push(format!(
+            "--psk-file {} is a symbolic link: whoever can change the link chooses the key",
+            path.display()
+        ));
+    }
+    if let Ok(m) = std::fs::metadata(path) {
+        let mode = m.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            w.push(format!(
+                "--psk-file {} has mode {mode:03o}: others can read the key (chmod 600)",
+                path.display()
+            ));
+        }
+    }
+    w
 }
 
 // The defaults above are spelled twice (as strings for clap); keep them equal.

@@ -10,7 +10,6 @@
 //! [`run`] always returns a [`TestResult`]: on failure it carries the error
 //! and every sample gathered so far.
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -18,21 +17,20 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 
+use super::analysis::{Gathered, LocalSample, RemoteSample, assemble, interval};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
 use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
-use super::window::{Meter, WindowStats, on_hypervisor};
+use super::repeat::Repeat;
+use super::window::{Meter, on_hypervisor};
 use crate::engine::{Engine, place};
 use crate::io::connect::connect_many;
 use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
-use crate::io::zerocopy::ZeroCopyCounts;
 use crate::plan::{TestKind, TestPlan};
-use crate::result::{
-    Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
-};
+use crate::result::{Environment, Interval, TestResult};
 use crate::sensors::Provenance;
 use crate::stats::counters::{Counts, FlowCounters};
-use crate::stats::latency::{LatencyHistogram, LatencySummary};
+use crate::text;
 use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
 use crate::workload::rr::RrClient;
 use crate::workload::stream::StreamFlow;
@@ -77,49 +75,21 @@ pub trait Observer {
 pub struct Quiet;
 impl Observer for Quiet {}
 
-struct LocalSample {
-    at: Duration,
-    unix_s: f64,
-    counts: Vec<Counts>,
-    /// The phase of the interval that ends at this sample.
-    phase: Phase,
-}
-
-struct RemoteSample {
-    elapsed_ns: u64,
-    counts: Vec<Counts>,
-}
-
-/// Everything gathered so far, whatever happens.
-struct Gathered {
-    local: Vec<LocalSample>,
-    remote: Vec<Option<RemoteSample>>,
-    latency: LatencyHistogram,
-    interval_latency: BTreeMap<u32, LatencySummary>,
-    local_total: Option<Counts>,
-    remote_total: Option<Counts>,
-    local_rusage: Option<Rusage>,
-    remote_rusage: Option<Rusage>,
-    env: Environment,
-    server_address: Option<String>,
-    warnings: Vec<String>,
-    local_window: Option<WindowStats>,
-    remote_window: Option<WindowStats>,
-    local_provenance: Option<Provenance>,
-    remote_provenance: Option<Provenance>,
-    local_retransmits: Option<u64>,
-    remote_retransmits: Option<u64>,
-    local_zerocopy: Option<ZeroCopyCounts>,
-    remote_zerocopy: Option<ZeroCopyCounts>,
-    /// The server runs on this host as a separate process.
-    server_on_this_host: bool,
-    setup_s: Option<f64>,
-}
-
 fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The longest a test can take by its plan: warm-up, measurement (for a
+/// count-limited run, an hour), cool-down and a minute for the rest.
+fn plan_wall_s(plan: &TestPlan) -> f64 {
+    let measure = if plan.transactions.is_some() {
+        3600e9
+    } else {
+        plan.duration_ns as f64
+    };
+    (plan.warmup_ns as f64 + measure + plan.cooldown_ns as f64) / 1e9 + 60.0
 }
 
 /// Run one test. Never fails: errors land in `summary.error`.
@@ -130,39 +100,27 @@ pub fn run(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> Tes
 }
 
 fn run_once(target: &Target, plan: &TestPlan, observer: &mut dyn Observer) -> TestResult {
-    let mut g = Gathered {
-        local: Vec::new(),
-        remote: Vec::new(),
-        latency: LatencyHistogram::new(),
-        interval_latency: BTreeMap::new(),
-        local_total: None,
-        remote_total: None,
-        local_rusage: None,
-        remote_rusage: None,
-        env: Environment::gather(),
-        server_address: None,
-        warnings: Vec::new(),
-        local_window: None,
-        remote_window: None,
-        local_provenance: None,
-        remote_provenance: None,
-        local_retransmits: None,
-        remote_retransmits: None,
-        local_zerocopy: None,
-        remote_zerocopy: None,
-        server_on_this_host: false,
-        setup_s: None,
-    };
+    let mut g = Gathered::new(
+        Environment::gather(),
+        if target.embedded {
+            "embedded".into()
+        } else {
+            target.label.clone()
+        },
+        target.embedded,
+        target.bind.map(|b| b.to_string()),
+        on_hypervisor(),
+    );
     let error = drive(target, plan, &mut g, observer)
         .err()
         .map(|e| format!("{e:#}"));
-    assemble(target, plan, g, error)
+    assemble(plan, g, error)
 }
 
 fn expect_reply(ctrl: &mut TcpStream, want: &'static str, server: &str) -> Result<Msg> {
     // The whole reply within the timeout: a server trickling bytes cannot hold us.
     match read_msg_within(ctrl, MAX_FRAME, REPLY_TIMEOUT) {
-        Ok(Msg::Error { message }) => bail!("server {server} refused: {message}"),
+        Ok(Msg::Error { message }) => bail!("server {server} refused: {}", text::message(&message)),
         Ok(m) if m.kind() == want => Ok(m),
         Ok(m) => bail!(
             "server {server} sent '{}' where '{want}' was expected",
@@ -265,11 +223,12 @@ fn drive(
     };
     if protocol != PROTOCOL_VERSION {
         bail!(
-            "protocol version mismatch: this client speaks v{PROTOCOL_VERSION}, the server at {label} ({software}) speaks v{protocol}"
+            "protocol version mismatch: this client speaks v{PROTOCOL_VERSION}, the server at {label} ({}) speaks v{protocol}",
+            text::echo(&software)
         );
     }
     authenticate(&mut ctrl, target, nonce.as_deref())?;
-    g.env.server_software = Some(software);
+    g.env.server_software = Some(text::echo(&software));
     g.env.udp_io = udp_io(plan);
 
     write_msg(
@@ -418,7 +377,7 @@ fn drive(
         unreachable!()
     };
     g.setup_s = Some(setup_t0.elapsed().as_secs_f64());
-    g.env.remote_drivers = drivers;
+    g.env.remote_drivers = drivers.iter().map(|d| text::echo(d)).collect();
 
     let workers = place(flows, plan.threads as usize, &plan.local.cpu_pin);
 
@@ -503,17 +462,28 @@ fn drive(
     } = fin
     {
         g.remote_total = Some(Counts::sum(&counts));
-        g.remote_rusage = Some(rusage);
-        g.remote_window = window.map(|w| *w);
+        // A server's figures are its word: one no machine can produce
+        // (a resident set of exabytes, more CPU time than the test had)
+        // is left out and said, not printed as a measurement.
+        let bound = Rusage::bound_for(plan_wall_s(plan));
+        match rusage.implausible(&bound) {
+            None => g.remote_rusage = Some(rusage),
+            Some(why) => g
+                .warnings
+                .push(format!("server reported {why}; its usage is left out")),
+        }
+        g.remote_window = window
+            .map(|w| *w)
+            .filter(|w| w.rusage.and_then(|r| r.implausible(&bound)).is_none());
         g.remote_provenance = provenance.map(|p| *p);
         g.remote_retransmits = tcp_retransmits;
         g.remote_zerocopy = zerocopy;
         for e in errors {
-            g.warnings.push(format!("server: {e}"));
+            g.warnings.push(format!("server: {}", text::message(&e)));
         }
         if refused > 0 {
             g.warnings.push(format!(
-                "server refused {refused} data connection(s) (wrong peer or token)"
+                "server refused {refused} data connection(s) or datagram(s) (another address, a wrong or missing token, or sent before the test)"
             ));
         }
     }
@@ -707,7 +677,13 @@ impl Running {
                     self.final_msg = Some(m);
                     return Ok(());
                 }
-                Ok(Msg::Error { message }) => bail!("server {} reported: {message}", self.label),
+                Ok(Msg::Error { message }) => {
+                    bail!(
+                        "server {} reported: {}",
+                        self.label,
+                        text::message(&message)
+                    )
+                }
                 Ok(m) => bail!(
                     "server {} sent an unexpected '{}' message",
                     self.label,
@@ -820,331 +796,8 @@ impl Drop for Running {
 }
 
 /// Interval `k` (between samples k-1 and k).
-fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
-    let a = &g.local[k - 1];
-    let b = &g.local[k];
-    let local: Vec<Counts> = b
-        .counts
-        .iter()
-        .zip(&a.counts)
-        .map(|(x, y)| *x - *y)
-        .collect();
-    let (remote, remote_s) = match (
-        g.remote.get(k - 1).and_then(|x| x.as_ref()),
-        g.remote.get(k).and_then(|x| x.as_ref()),
-    ) {
-        (Some(ra), Some(rb)) => (
-            rb.counts
-                .iter()
-                .zip(&ra.counts)
-                .map(|(x, y)| *x - *y)
-                .collect(),
-            rb.elapsed_ns.saturating_sub(ra.elapsed_ns) as f64 / 1e9,
-        ),
-        _ => (Vec::new(), 0.0),
-    };
-    let local_s = (b.at - a.at).as_secs_f64();
-    let sum = Figures::compute(
-        plan.test,
-        Counts::sum(&local),
-        Counts::sum(&remote),
-        local_s,
-        remote_s,
-    );
-    Interval {
-        index: (k - 1) as u32,
-        phase: b.phase,
-        start_s: a.at.as_secs_f64(),
-        end_s: b.at.as_secs_f64(),
-        unix_end_s: b.unix_s,
-        local,
-        remote,
-        sum,
-        latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
-    }
-}
-
-fn assemble(
-    target: &Target,
-    plan: &TestPlan,
-    mut g: Gathered,
-    error: Option<String>,
-) -> TestResult {
-    let intervals: Vec<Interval> = (1..g.local.len()).map(|k| interval(plan, &g, k)).collect();
-    let measure: Vec<&Interval> = intervals
-        .iter()
-        .filter(|i| i.phase == Phase::Measure)
-        .collect();
-    // fold from +0.0: an empty f64 sum is -0.0.
-    let local_s: f64 = measure.iter().fold(0.0, |a, i| a + (i.end_s - i.start_s));
-    let local_w = Counts::sum(measure.iter().map(|i| &i.sum.local));
-    let remote_w = Counts::sum(measure.iter().map(|i| &i.sum.remote));
-    // The server's window on its own clock, when all its samples arrived.
-    let remote_complete = measure.iter().all(|i| !i.remote.is_empty());
-    let remote_s: f64 = if remote_complete {
-        let idx: Vec<usize> = measure.iter().map(|i| i.index as usize).collect();
-        idx.iter()
-            .map(|&k| {
-                let a = g.remote[k].as_ref().map_or(0, |r| r.elapsed_ns);
-                let b = g.remote[k + 1].as_ref().map_or(0, |r| r.elapsed_ns);
-                b.saturating_sub(a) as f64 / 1e9
-            })
-            .fold(0.0, |a, x| a + x)
-    } else {
-        0.0
-    };
-    let mut warnings = std::mem::take(&mut g.warnings);
-    if !measure.is_empty() && !remote_complete && error.is_none() {
-        warnings
-            .push("some server samples did not arrive; server-side figures are incomplete".into());
-    }
-    // A window of zero length (e.g. the server's samples never came) has no rate.
-    let bps = |bytes: u64, secs: f64| (secs > 0.0).then(|| bytes as f64 * 8.0 / secs);
-    let fig = Figures::compute(plan.test, local_w, remote_w, local_s, remote_s);
-    if let (Some(rate), Some(sent)) = (plan.rate_bps, bps(local_w.bytes_sent, local_s)) {
-        let wanted = rate as f64 * plan.flows as f64;
-        if sent < 0.95 * wanted && error.is_none() {
-            warnings.push(format!(
-                "--rate asked for {} in all, the senders reached {} ({:.0} %)",
-                crate::units::BitsPerSec(wanted),
-                crate::units::BitsPerSec(sent),
-                100.0 * sent / wanted
-            ));
-        }
-    }
-    let latency = g.latency.summary_with(&plan.percentiles);
-    let is_stream = plan.test.is_stream();
-    let stability = Stability::of(plan.test, &measure, plan.transactions.is_some());
-    if error.is_none() {
-        warnings.extend(stability.warnings);
-    }
-    let sent_bps = match plan.test {
-        TestKind::TcpStream | TestKind::UdpStream => bps(local_w.bytes_sent, local_s),
-        TestKind::TcpMaerts => bps(remote_w.bytes_sent, remote_s),
-        TestKind::TcpBidir => bps(local_w.bytes_sent, local_s)
-            .zip(bps(remote_w.bytes_sent, remote_s))
-            .map(|(a, b)| a + b),
-        _ => None,
-    };
-    let mut summary = Summary {
-        duration_s: local_s,
-        throughput_bps: fig.throughput_bps,
-        throughput_bps_c2s: fig.throughput_bps_c2s,
-        throughput_bps_s2c: fig.throughput_bps_s2c,
-        throughput_bps_sent: if measure.is_empty() { None } else { sent_bps },
-        transactions_per_s: fig.transactions_per_s,
-        transactions: (!is_stream).then_some(local_w.transactions),
-        histogram: (!is_stream && latency.is_some()).then(|| g.latency.to_base64()),
-        latency_ns: if is_stream { None } else { latency },
-        stability_cv: stability.cv,
-        trend_percent: stability.trend_percent,
-        interface: None,
-        tx_packets_per_s: None,
-        rx_packets_per_s: None,
-        datagrams_sent: (plan.test == TestKind::UdpStream).then_some(local_w.datagrams_sent),
-        datagrams_received: (plan.test == TestKind::UdpStream)
-            .then_some(remote_w.datagrams_received),
-        lost: match plan.test {
-            TestKind::UdpStream => Some(remote_w.lost.saturating_sub(remote_w.reordered)),
-            TestKind::UdpRr => Some(local_w.lost),
-            _ => None,
-        },
-        reordered: (plan.test == TestKind::UdpStream).then_some(remote_w.reordered),
-        duplicates: (plan.test == TestKind::UdpStream).then_some(remote_w.duplicates),
-        local: Side::new(
-            local_w,
-            local_s,
-            g.local_total.unwrap_or_default(),
-            g.local_rusage,
-        ),
-        remote: Side::new(
-            remote_w,
-            remote_s,
-            g.remote_total.unwrap_or_default(),
-            g.remote_rusage,
-        ),
-        setup_s: g.setup_s,
-        warnings,
-        error,
-    };
-    apply_windows(plan, target.embedded, &fig, &g, &mut summary);
-    TestResult {
-        schema: SCHEMA,
-        test: plan.test,
-        spec: Spec {
-            plan: plan.clone(),
-            server: if target.embedded {
-                "embedded".into()
-            } else {
-                target.label.clone()
-            },
-            server_address: g.server_address,
-            embedded_server: target.embedded,
-            bind: target.bind.map(|b| b.to_string()),
-        },
-        environment: g.env,
-        provenance: crate::result::Provenances {
-            local: g.local_provenance,
-            remote: g.remote_provenance,
-        },
-        intervals,
-        summary,
-        iterations: Vec::new(),
-        confidence: None,
-    }
-}
-
-/// CPU, service demand, packet counters and retransmissions of both ends
-/// from their window readings, and the warnings they call for.
-fn apply_windows(
-    plan: &TestPlan,
-    target_embedded: bool,
-    fig: &Figures,
-    g: &Gathered,
-    s: &mut Summary,
-) {
-    let per_kb = plan.test.is_stream();
-    let units_per_s = if per_kb {
-        fig.throughput_bps.unwrap_or(0.0) / 8.0
-    } else {
-        fig.transactions_per_s.unwrap_or(0.0)
-    };
-    let cpu_s =
-        |w: &Option<WindowStats>| w.as_ref().and_then(|w| w.rusage).map_or(0.0, |r| r.cpu_s());
-    let hypervisor = on_hypervisor();
-    let embedded = target_embedded;
-    let mut warnings = Vec::new();
-    for (end, side, window, other) in [
-        ("local", &mut s.local, &g.local_window, &g.remote_window),
-        ("remote", &mut s.remote, &g.remote_window, &g.local_window),
-    ] {
-        if let Some(w) = window {
-            side.apply_window(
-                &crate::result::CpuBasis {
-                    end,
-                    window: w,
-                    units_per_s,
-                    per_kb,
-                    other_thrum_cpu_s: if g.server_on_this_host {
-                        cpu_s(other)
-                    } else {
-                        0.0
-                    },
-                    hypervisor,
-                    warn: end == "local" || !(g.server_on_this_host || embedded),
-                },
-                &mut warnings,
-            );
-        }
-    }
-    s.local.tcp_retransmits = g.local_retransmits;
-    s.remote.tcp_retransmits = g.remote_retransmits;
-    s.local.zerocopy = g.local_zerocopy;
-    s.remote.zerocopy = g.remote_zerocopy;
-    if plan.zerocopy {
-        warnings.extend(zerocopy_warnings(plan, g));
-    }
-    s.interface = s.local.interface.clone();
-    s.tx_packets_per_s = s.local.tx_packets_per_s;
-    s.rx_packets_per_s = s.local.rx_packets_per_s;
-    if s.error.is_none() {
-        if let Some(w) = packets_warning(plan, s, g) {
-            warnings.push(w);
-        }
-        s.warnings.extend(warnings);
-    }
-}
-
-/// Copied sends above this share of completions (percent) get a warning.
-const ZEROCOPY_COPIED_WARN_PERCENT: f64 = 50.0;
-
-/// `--zerocopy`: say when the kernel copied most sends anyway, and when a
-/// sending server did not report any (an older thrum ignores the option).
-fn zerocopy_warnings(plan: &TestPlan, g: &Gathered) -> Vec<String> {
-    let mut w = Vec::new();
-    let server_sends = matches!(plan.test, TestKind::TcpMaerts | TestKind::TcpBidir);
-    if server_sends && g.remote_zerocopy.is_none() {
-        w.push("--zerocopy: the server reported no zero-copy sends (a thrum server older than the option sends with copies)".to_string());
-    }
-    for (end, zc) in [("local", &g.local_zerocopy), ("remote", &g.remote_zerocopy)] {
-        if let Some(zc) = zc {
-            let pct = zc.copied_percent();
-            if pct > ZEROCOPY_COPIED_WARN_PERCENT {
-                w.push(format!(
-                    "--zerocopy: the kernel copied {pct:.0} % of {end} sends ({} of {} completed; loopback/veth deliver through a copy)",
-                    zc.copied, zc.completions
-                ));
-            }
-        }
-    }
-    w
-}
-
-/// Largest header overhead of one segment (IPv6 + TCP with timestamps).
-const SEGMENT_HEADERS: u64 = 40 + 32;
-
-/// RR tests whose requests and responses each fit one segment should move
-/// one packet per message each way (two on loopback, where each packet is
-/// counted leaving and arriving); when packets/s and transactions/s part by
-/// more than 2 %, segments carried several messages (TCP coalescing, --burst)
-/// or were retransmitted.
-fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String> {
-    if !plan.test.is_rr() {
-        return None;
-    }
-    let mtu = g
-        .local_provenance
-        .as_ref()
-        .and_then(|p| p.interface.as_ref())
-        .and_then(|i| i.mtu)
-        .unwrap_or(1500) as u64;
-    if plan.request_bytes.max(plan.response_bytes) + SEGMENT_HEADERS > mtu {
-        return None;
-    }
-    let (dt, dr) = s.packets_off_percent()?;
-    let iface = s.interface.as_deref().unwrap_or("?");
-    (dt.abs() > PACKETS_WARN_PERCENT || dr.abs() > PACKETS_WARN_PERCENT).then(|| {
-        let fewer = dt < -PACKETS_WARN_PERCENT || dr < -PACKETS_WARN_PERCENT;
-        let more = dt > PACKETS_WARN_PERCENT || dr > PACKETS_WARN_PERCENT;
-        let burst = if plan.burst > 0 { ", --burst" } else { "" };
-        let why = match (fewer, more) {
-            (true, false) => format!(
-                "segments carried several requests or responses (TCP coalescing{burst})"
-            ),
-            (false, _) => "packets that carried no message moved too (pure ACKs when a delayed ACK fired before the reply, retransmissions)".to_string(),
-            (true, true) => format!(
-                "segments carried several messages one way (TCP coalescing{burst}) and packets without one moved the other (pure ACKs, retransmissions)"
-            ),
-        };
-        format!(
-            "packets/s on {iface} ({:.0} tx, {:.0} rx{}) differ from transactions/s ({:.0}) by {dt:+.1} % / {dr:+.1} %: {why}, so per-transaction figures are not per-packet ones (other traffic on {iface} counts too)",
-            s.tx_packets_per_s.unwrap_or(0.0),
-            s.rx_packets_per_s.unwrap_or(0.0),
-            if iface == "lo" { ", two per transaction on loopback" } else { "" },
-            s.transactions_per_s.unwrap_or(0.0),
-        )
-    })
-}
-
-/// RR packets/s that part from transactions/s by more than this get a warning.
-const PACKETS_WARN_PERCENT: f64 = 2.0;
-
-/// netperf's -i/-I: how often to repeat a test and when to stop.
-#[derive(Clone, Copy, Debug)]
-pub struct Repeat {
-    pub min: u32,
-    pub max: u32,
-    /// 95 or 99.
-    pub level: u32,
-    /// The whole interval in percent of the mean.
-    pub width_percent: f64,
-}
-
-/// Run the whole test again and again until the confidence interval of the
-/// mean figure of merit (and of CPU utilisation) is within the width, or
-/// `max` runs. The result is the last run's, with `iterations` and
-/// `confidence` filled, the summary's figures of merit replaced by their mean
-/// over the runs, and the latency merged over every run (docs/json.md).
+/// Run the whole test again and again as [`super::repeat::repeat`] decides
+/// (netperf's -i/-I), each run a fresh session with the server.
 pub fn run_repeated(
     target: &Target,
     plan: &TestPlan,
@@ -1152,130 +805,10 @@ pub fn run_repeated(
     observer: &mut dyn Observer,
     on_iteration: &mut dyn FnMut(&crate::result::Iteration),
 ) -> TestResult {
-    use crate::result::{Confidence, Iteration};
-    use crate::stats::confidence::{Rule, mean_interval};
-    let rule = Rule {
-        min: rep.min,
-        max: rep.max,
-        level: rep.level as f64 / 100.0,
-        width_percent: rep.width_percent,
-    };
-    let mut iterations: Vec<Iteration> = Vec::new();
-    let mut summaries: Vec<Summary> = Vec::new();
-    let mut latency = LatencyHistogram::new();
-    let mut last;
-    loop {
-        let r = run_once(target, plan, observer);
-        let it = Iteration::of(iterations.len() as u32 + 1, &r);
-        on_iteration(&it);
-        iterations.push(it);
-        if let Some(h) = r
-            .summary
-            .histogram
-            .as_deref()
-            .and_then(|h| LatencyHistogram::from_base64(h).ok())
-        {
-            latency.merge(&h);
-        }
-        let failed = r.summary.error.is_some();
-        if !failed {
-            summaries.push(r.summary.clone());
-        }
-        last = r;
-        if failed || rule.done(&slices(&series(&iterations))) {
-            break;
-        }
-    }
-    let figs: Vec<f64> = iterations
-        .iter()
-        .filter(|i| i.error.is_none())
-        .map(|i| i.figure)
-        .collect();
-    let level = rule.level;
-    let width = |xs: Option<Vec<f64>>| {
-        xs.and_then(|v| mean_interval(&v, level))
-            .map(|m| m.width_percent)
-    };
-    let fig_ci = mean_interval(&figs, level);
-    let all = |f: fn(&Iteration) -> Option<f64>| -> Option<Vec<f64>> {
-        iterations.iter().map(f).collect()
-    };
-    let achieved = rule.achieved(&slices(&series(&iterations))) && last.summary.error.is_none();
-    let conf = Confidence {
-        level: rep.level,
-        width_percent_requested: rep.width_percent,
-        width_percent_achieved: fig_ci.map(|m| m.width_percent),
-        achieved,
-        iterations_min: rep.min,
-        iterations_max: rep.max,
-        iterations_run: iterations.len() as u32,
-        mean: mean(&figs).unwrap_or(0.0),
-        stddev: fig_ci.map(|m| m.stddev),
-        half_width: fig_ci.map(|m| m.half_width),
-        local_cpu_width_percent_achieved: width(all(|i| i.local_cpu_util_percent)),
-        remote_cpu_width_percent_achieved: width(all(|i| i.remote_cpu_util_percent)),
-    };
-    if !achieved && last.summary.error.is_none() {
-        last.summary.warnings.insert(
-            0,
-            format!(
-                "CONFIDENCE NOT ACHIEVED: after {} iteration(s) the {} % interval of the mean is {} wide, {} % was asked for; the figures are less certain than requested",
-                iterations.len(),
-                rep.level,
-                conf.width_percent_achieved
-                    .map_or("undefined".to_string(), |w| format!("{w:.2} %")),
-                rep.width_percent
-            ),
-        );
-    }
-    // The figures of merit become means over the successful runs.
-    let avg = |f: fn(&Summary) -> Option<f64>| -> Option<f64> {
-        let v: Option<Vec<f64>> = summaries.iter().map(f).collect();
-        v.and_then(|v| mean(&v))
-    };
-    if last.summary.error.is_none() {
-        let s = &mut last.summary;
-        s.throughput_bps = avg(|s| s.throughput_bps);
-        s.throughput_bps_c2s = avg(|s| s.throughput_bps_c2s);
-        s.throughput_bps_s2c = avg(|s| s.throughput_bps_s2c);
-        s.throughput_bps_sent = avg(|s| s.throughput_bps_sent);
-        s.transactions_per_s = avg(|s| s.transactions_per_s);
-        s.local.cpu_util_percent = avg(|s| s.local.cpu_util_percent);
-        s.remote.cpu_util_percent = avg(|s| s.remote.cpu_util_percent);
-        if latency.count() > 0 {
-            s.latency_ns = latency.summary_with(&plan.percentiles);
-            s.histogram = Some(latency.to_base64());
-        }
-    }
-    last.iterations = iterations;
-    last.confidence = Some(conf);
-    last
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-/// The series the stopping rule judges: the figure, and CPU utilisation
-/// where every run measured it.
-fn series(its: &[crate::result::Iteration]) -> Vec<Vec<f64>> {
-    let mut v = vec![
-        its.iter()
-            .filter(|i| i.error.is_none())
-            .map(|i| i.figure)
-            .collect::<Vec<f64>>(),
-    ];
-    for f in [
-        |i: &crate::result::Iteration| i.local_cpu_util_percent,
-        |i: &crate::result::Iteration| i.remote_cpu_util_percent,
-    ] {
-        if let Some(x) = its.iter().map(f).collect::<Option<Vec<f64>>>() {
-            v.push(x);
-        }
-    }
-    v
-}
-
-fn slices(v: &[Vec<f64>]) -> Vec<&[f64]> {
-    v.iter().map(|x| x.as_slice()).collect()
+    super::repeat::repeat(
+        plan,
+        rep,
+        &mut || run_once(target, plan, observer),
+        on_iteration,
+    )
 }

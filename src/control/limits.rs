@@ -2,7 +2,8 @@
 //!
 //! The plan's own validation bounds every field to what thrum can run at
 //! all (`plan::limits`); these are the tighter bounds a server operator sets
-//! (`--max-flows`, `--max-duration`, `--max-session-memory`), stated in the
+//! (`--max-flows`, `--max-duration`, `--max-session-memory`, and for all
+//! sessions together `--max-memory` and `--max-threads`), stated in the
 //! server's hello so a client can see them, and checked again here because a
 //! client need not be thrum. A refused spec names the limit and its value.
 
@@ -16,6 +17,32 @@ pub const DEFAULT_MAX_SESSIONS: u32 = 64;
 pub const DEFAULT_MAX_FLOWS: u32 = 1024;
 pub const DEFAULT_MAX_DURATION_NS: u64 = 3600 * 1_000_000_000;
 pub const DEFAULT_MAX_SESSION_MEMORY: u64 = 1 << 30;
+/// `--max-threads`: enough for four sessions of 1,024 worker threads.
+pub const DEFAULT_MAX_THREADS: u64 = 4200;
+
+/// Resident memory of one session thread: the stack pages it touches and
+/// its share of malloc's per-thread arenas. Measured with tcp_crr sessions
+/// of 64 and 256 one-flow threads: 563 and 568 KiB per thread over the idle
+/// server (debug and release alike: it is stacks and arenas, not code).
+pub const PER_THREAD_BYTES: u64 = 640 << 10;
+
+/// `--max-memory` by default: half of the machine's memory (MemTotal), or
+/// 1 GiB where /proc/meminfo cannot be read.
+pub fn default_max_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(1 << 30, |kb| kb * 1024 / 2)
+}
+
+/// Threads a session runs: its workers and its own control thread.
+pub fn session_threads(plan: &TestPlan) -> u64 {
+    plan.threads as u64 + 1
+}
 
 /// Bookkeeping per flow besides its buffers (the flow, its counters' cache
 /// line, its socket's entry in the driver): a generous round figure.
@@ -33,6 +60,10 @@ pub struct SessionLimits {
     /// Warm-up + measurement + cool-down, ns.
     pub max_duration_ns: u64,
     pub max_session_memory_bytes: u64,
+    /// All sessions' [`memory_estimate`]s together.
+    pub max_memory_bytes: u64,
+    /// All sessions' [`session_threads`] together.
+    pub max_threads: u64,
 }
 
 impl Default for SessionLimits {
@@ -42,6 +73,8 @@ impl Default for SessionLimits {
             max_flows: DEFAULT_MAX_FLOWS,
             max_duration_ns: DEFAULT_MAX_DURATION_NS,
             max_session_memory_bytes: DEFAULT_MAX_SESSION_MEMORY,
+            max_memory_bytes: default_max_memory(),
+            max_threads: DEFAULT_MAX_THREADS,
         }
     }
 }
@@ -57,6 +90,8 @@ impl SessionLimits {
             max_io_bytes: limits::MAX_IO_BYTES,
             max_socket_buffer_bytes: limits::MAX_BUFFER_BYTES,
             max_session_memory_bytes: self.max_session_memory_bytes,
+            max_memory_bytes: self.max_memory_bytes,
+            max_threads: self.max_threads,
         }
     }
 
@@ -94,7 +129,7 @@ impl SessionLimits {
         let mem = memory_estimate(plan);
         if mem > self.max_session_memory_bytes {
             return Err(format!(
-                "the test needs about {} MiB of buffers on the server, over its limit of {} MiB per session (--max-session-memory); use fewer flows or smaller sizes",
+                "the test needs about {} MiB of buffers and threads on the server, over its limit of {} MiB per session (--max-session-memory); use fewer flows, threads or smaller sizes",
                 mem.div_ceil(1 << 20),
                 self.max_session_memory_bytes >> 20
             ));
@@ -119,7 +154,8 @@ pub fn total_duration_ns(plan: &TestPlan) -> u64 {
 
 /// The memory a session makes the server allocate for its flows, an upper
 /// bound: user-space buffers per flow (or per worker for connection tests),
-/// plus socket buffers the spec sets explicitly (the kernel doubles them).
+/// socket buffers the spec sets explicitly (the kernel doubles them), and
+/// [`PER_THREAD_BYTES`] for each of its [`session_threads`].
 pub fn memory_estimate(plan: &TestPlan) -> u64 {
     let in_flight = plan.burst as u64 + 1;
     // --zerocopy senders keep a ring of send buffers.
@@ -168,6 +204,7 @@ pub fn memory_estimate(plan: &TestPlan) -> u64 {
                 .saturating_add(sock),
         )
         .saturating_add((plan.threads as u64).saturating_mul(per_worker))
+        .saturating_add(session_threads(plan).saturating_mul(PER_THREAD_BYTES))
 }
 
 #[cfg(test)]
@@ -181,6 +218,7 @@ mod tests {
             max_flows: 8,
             max_duration_ns: 10_000_000_000,
             max_session_memory_bytes: 64 << 20,
+            ..SessionLimits::default()
         };
         let mut p = TestPlan::new(TestKind::TcpStream);
         p.warmup_ns = 0;
@@ -208,6 +246,25 @@ mod tests {
         p.zerocopy = true;
         let ring = crate::io::zerocopy::RING_SLOTS as u64;
         assert_eq!(memory_estimate(&p) - plain, (ring - 1) * p.send_bytes);
+    }
+
+    /// The case the estimate missed: 1,024 tcp_crr flows on 1,024 threads
+    /// hold about 570 MiB of thread stacks and arenas, not 4 MiB.
+    #[test]
+    fn threads_count_in_the_estimate() {
+        let mut p = TestPlan::new(TestKind::TcpCrr);
+        p.flows = 1024;
+        p.threads = 1024;
+        assert!(
+            memory_estimate(&p) > (1024 * 563) << 10,
+            "{}",
+            memory_estimate(&p)
+        );
+        let l = SessionLimits {
+            max_session_memory_bytes: 8 << 20,
+            ..SessionLimits::default()
+        };
+        assert!(l.check(&p).unwrap_err().contains("--max-session-memory"));
     }
 
     #[test]

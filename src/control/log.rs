@@ -3,7 +3,11 @@
 //!
 //! A line names the peer, the test (when the session got that far), the
 //! outcome and how long the session lasted. Messages come from errors the
-//! server itself formats; none carries key material.
+//! server itself formats; none carries key material. They may quote what a
+//! client sent (a serde error names an unknown value), so every message is
+//! escaped and cut to [`crate::text::MESSAGE_CHARS`] before it is written:
+//! a client can neither forge a line nor write a terminal escape, and the
+//! JSON format stays one object per line.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -41,7 +45,7 @@ pub struct SessionLine<'a> {
     pub test: Option<&'a str>,
     pub outcome: Outcome,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<&'a str>,
+    pub error: Option<String>,
     pub duration_s: f64,
 }
 
@@ -60,7 +64,7 @@ impl<'a> SessionLine<'a> {
             peer: peer.to_string(),
             test,
             outcome,
-            error,
+            error: error.map(crate::text::message),
             duration_s: lasted.as_secs_f64(),
         }
     }
@@ -80,7 +84,7 @@ impl<'a> SessionLine<'a> {
                     s += &format!(" {t}");
                 }
                 s += &format!(": {outcome} after {:.1} s", self.duration_s);
-                if let Some(e) = self.error {
+                if let Some(e) = &self.error {
                     s += &format!(": {e}");
                 }
                 s
@@ -99,6 +103,7 @@ impl<'a> SessionLine<'a> {
 /// A line about the server itself, not a session (it stopped, accept failed),
 /// in the same format as the session lines.
 pub fn server_event(format: LogFormat, event: &str) {
+    let event = crate::text::message(event);
     let line = match format {
         LogFormat::Text => format!("thrum server: {event}\n"),
         LogFormat::Json => {
@@ -138,5 +143,29 @@ mod tests {
         assert_eq!(j["test"], "tcp_rr");
         assert_eq!(j["outcome"], "refused");
         assert_eq!(j["error"], "authentication failed");
+    }
+
+    /// What a client can put in an error (an unknown value quoted by serde,
+    /// its software name) cannot forge a line, write an escape or a NUL,
+    /// or make a line longer than a message may be.
+    #[test]
+    fn client_text_cannot_forge_or_flood_a_line() {
+        let peer: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let forged = format!(
+            "x\nthrum server: session 10.0.0.1:1 tcp_rr: ok after 1.0 s\x1b[2J\0{}",
+            "y".repeat(1 << 20)
+        );
+        let l = SessionLine::new(peer, None, Outcome::Refused, Some(&forged), Duration::ZERO);
+        for format in [LogFormat::Text, LogFormat::Json] {
+            let line = l.render(format);
+            assert!(!line.contains('\n') && !line.contains('\x1b') && !line.contains('\0'));
+            assert!(
+                line.len() < 2 * crate::text::MESSAGE_CHARS,
+                "{} bytes",
+                line.len()
+            );
+        }
+        let j: serde_json::Value = serde_json::from_str(&l.render(LogFormat::Json)).unwrap();
+        assert!(j["error"].as_str().unwrap().starts_with("x\\nthrum server"));
     }
 }

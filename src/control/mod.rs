@@ -4,11 +4,13 @@
 //! `client` drives one test against one server and gathers the result.
 
 pub mod admission;
+pub(crate) mod analysis;
 pub mod auth;
 pub mod client;
 pub mod deadline;
 pub mod limits;
 pub mod log;
 pub mod proto;
+pub mod repeat;
 pub mod server;
 pub mod window;

@@ -41,6 +41,12 @@ pub struct ServerLimits {
     /// The most buffer memory one session may make the server allocate.
     #[serde(default)]
     pub max_session_memory_bytes: u64,
+    /// The most memory all sessions together may make it allocate.
+    #[serde(default)]
+    pub max_memory_bytes: u64,
+    /// The most threads all sessions together may make it run.
+    #[serde(default)]
+    pub max_threads: u64,
 }
 
 /// Process resource usage of one end (the same wire names as always).

@@ -17,12 +17,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use subtle::ConstantTimeEq;
 
-use super::admission::{Admission, Ticket};
+use super::admission::{Admission, Reservation, Ticket};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
-use super::limits::SessionLimits;
+use super::limits::{SessionLimits, memory_estimate, session_threads};
 use super::log::{LogFormat, Outcome, SessionLine, server_event};
-use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, write_msg};
+use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, write_msg};
 use super::window::Meter;
 use crate::engine::{Engine, place};
 use crate::io::socket::{
@@ -53,6 +53,33 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 pub const PRE_SPEC_FRAME: usize = 64 << 10;
 /// The spec frame (a plan is well under a kilobyte).
 pub const SPEC_FRAME: usize = 1 << 20;
+/// How long a session may run past the length its spec states: the last
+/// interval's tick, the client's drain (`client::DRAIN_TIMEOUT`, 5 s), the
+/// final report, and slack for a loaded machine. The same slack as the
+/// control idle timeout.
+pub const DRAIN_ALLOWANCE: Duration = Duration::from_secs(15);
+
+/// The largest control frame a session needs after its spec: `start` names
+/// one UDP port per flow and `finish` one datagram count per flow (at most
+/// 20 digits and a comma each); ticks are tiny. Anything larger is refused
+/// before it is allocated.
+pub fn after_spec_frame(flows: u32) -> usize {
+    4096 + 24 * flows as usize
+}
+
+/// When a running session must end whatever its client sends: its stated
+/// length (warm-up + duration + cool-down; for a count-limited `-n` run, the
+/// server's `--max-duration`), one interval, and [`DRAIN_ALLOWANCE`].
+pub fn session_bound(plan: &TestPlan, limits: &SessionLimits) -> Duration {
+    let stated = if plan.transactions.is_some() {
+        limits.max_duration_ns
+    } else {
+        super::limits::total_duration_ns(plan)
+    };
+    Duration::from_nanos(stated)
+        .saturating_add(Duration::from_nanos(plan.interval_ns))
+        .saturating_add(DRAIN_ALLOWANCE)
+}
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -101,6 +128,7 @@ pub struct Server {
     listener: TcpListener,
     config: Arc<ServerConfig>,
     shutdown: Arc<AtomicBool>,
+    hangup: Arc<AtomicBool>,
     admission: Arc<Admission>,
 }
 
@@ -123,9 +151,10 @@ impl Server {
         listener.set_nonblocking(true)?;
         Ok(Server {
             listener,
-            admission: Admission::new(config.limits.max_sessions),
+            admission: Admission::new(config.limits.max_sessions, Reservation::this_process()),
             config: Arc::new(config),
             shutdown: Arc::new(AtomicBool::new(false)),
+            hangup: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -138,6 +167,11 @@ impl Server {
         self.shutdown.clone()
     }
 
+    /// Set this when SIGHUP arrives: the server logs it and keeps serving.
+    pub fn hangup_flag(&self) -> Arc<AtomicBool> {
+        self.hangup.clone()
+    }
+
     /// Serve until the shutdown flag is set (or after one session with `once`).
     pub fn serve(self) -> Result<()> {
         let mut sessions: Vec<JoinHandle<()>> = Vec::new();
@@ -148,6 +182,12 @@ impl Server {
                 break;
             }
             sessions.retain(|h| !h.is_finished());
+            if self.hangup.swap(false, Relaxed) && self.config.log {
+                server_event(
+                    self.config.log_format,
+                    "SIGHUP received and ignored: the server keeps serving (the key file is read at start-up; restart to change it)",
+                );
+            }
             let mut pfd = libc::pollfd {
                 fd,
                 events: libc::POLLIN,
@@ -264,6 +304,8 @@ impl EmbeddedServer {
         cfg.limits.max_flows = limits::MAX_FLOWS;
         cfg.limits.max_duration_ns = u64::MAX;
         cfg.limits.max_session_memory_bytes = u64::MAX;
+        cfg.limits.max_memory_bytes = u64::MAX;
+        cfg.limits.max_threads = u64::MAX;
         Server::bind(cfg)?.spawn()
     }
 }
@@ -281,6 +323,24 @@ fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Why a session was ended at its bound, naming the limit.
+fn overran(plan: &TestPlan, limits: &SessionLimits, bound: Duration) -> String {
+    let allowance = bound.as_secs_f64() - super::limits::total_duration_ns(plan) as f64 / 1e9;
+    if plan.transactions.is_some() {
+        format!(
+            "session ended after {:.1} s: a count-limited (-n) run may last this server's --max-duration of {} s plus {allowance:.1} s for the drain",
+            bound.as_secs_f64(),
+            limits.max_duration_ns as f64 / 1e9
+        )
+    } else {
+        format!(
+            "session ended after {:.1} s: its spec states {} s (warm-up + duration + cool-down), and a session may outlast that by {allowance:.1} s for the drain (--max-duration bounds the stated length)",
+            bound.as_secs_f64(),
+            super::limits::total_duration_ns(plan) as f64 / 1e9
+        )
+    }
 }
 
 fn refuse(ctrl: &mut TcpStream, message: String) -> anyhow::Error {
@@ -368,7 +428,8 @@ fn session(
         return Err(refuse(
             &mut ctrl,
             format!(
-                "protocol version mismatch: the server speaks v{PROTOCOL_VERSION}, the client ({software}) speaks v{protocol}"
+                "protocol version mismatch: the server speaks v{PROTOCOL_VERSION}, the client ({}) speaks v{protocol}",
+                crate::text::echo(&software)
             ),
         ));
     }
@@ -399,8 +460,20 @@ fn session(
     if let Err(e) = config.limits.check(&plan) {
         return Err(refuse(&mut ctrl, format!("spec refused: {e}")));
     }
+    let want = Reservation {
+        bytes: memory_estimate(&plan),
+        threads: session_threads(&plan),
+    };
+    let max = Reservation {
+        bytes: config.limits.max_memory_bytes,
+        threads: config.limits.max_threads,
+    };
+    if let Err(e) = ticket.reserve(want, max) {
+        return Err(refuse(&mut ctrl, e));
+    }
     ticket.handshake_done();
     let plan = plan.for_server();
+    let frame = after_spec_frame(plan.flows);
     // Said in the final report, where the client lists the server's errors.
     let fd_warning = crate::io::fdlimit::ensure(plan.flows as u64).err();
     let opts = DataSocketOpts::from_plan(&plan, &plan.local);
@@ -467,13 +540,13 @@ fn session(
     };
     let Msg::Start {
         udp_ports: client_ports,
-    } = read_expect(&mut ctrl, "start", MAX_FRAME, START_TIMEOUT)?
+    } = read_expect(&mut ctrl, "start", frame, START_TIMEOUT)?
     else {
         unreachable!()
     };
 
     let threads = plan.threads as usize;
-    let (counters, flows): SessionFlows = if plan.test.is_udp() {
+    let (counters, flows, setup_refused): SessionFlows = if plan.test.is_udp() {
         match udp_flows(udp_socks, &client_ports, &plan, peer.ip()) {
             Ok(x) => x,
             Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
@@ -501,7 +574,7 @@ fn session(
                 )) as Box<dyn Flow>
             })
             .collect();
-        (counters, flows)
+        (counters, flows, 0)
     } else {
         let accepted = accepting
             .take()
@@ -534,10 +607,17 @@ fn session(
 
     // Ticks come at least once per interval; allow generous slack for the drain.
     let idle = Duration::from_nanos(plan.interval_ns) + Duration::from_secs(15);
+    let bound = session_bound(&plan, &config.limits);
+    let end_by = t0.checked_add(bound);
     let mut phase_now = Phase::Warmup;
     let result = (|| -> Result<Vec<u64>> {
         loop {
-            match read_msg_within(&ctrl, MAX_FRAME, idle) {
+            let left = end_by.map(|e| e.saturating_duration_since(Instant::now()));
+            if left.is_some_and(|l| l.is_zero()) {
+                return Err(refuse(&mut ctrl, overran(&plan, &config.limits, bound)));
+            }
+            let wait = left.map_or(idle, |l| l.min(idle));
+            match read_msg_within(&ctrl, frame, wait) {
                 Ok(Msg::Tick { seq, phase }) => {
                     engine.set_phase(phase);
                     meter.on_tick(phase_now, phase);
@@ -558,6 +638,9 @@ fn session(
                         &mut ctrl,
                         format!("unexpected '{}' during a test", m.kind()),
                     ));
+                }
+                Err(FrameError::Timeout) if wait < idle => {
+                    return Err(refuse(&mut ctrl, overran(&plan, &config.limits, bound)));
                 }
                 Err(FrameError::Timeout) => bail!("client went silent for {idle:?}; session ended"),
                 Err(FrameError::Closed) => bail!("client disconnected mid-test"),
@@ -590,7 +673,7 @@ fn session(
             c.lost = sent.saturating_sub(c.datagrams_received);
         }
     }
-    let refused = out.flows.iter().map(|f| f.refused()).sum::<u64>();
+    let refused = setup_refused + out.flows.iter().map(|f| f.refused()).sum::<u64>();
     let tcp_retransmits = crate::engine::tcp_retransmits(&out.flows);
     let zerocopy = crate::engine::zerocopy_counts(&out.flows);
     let mut errors: Vec<String> = fd_warning.into_iter().collect();
@@ -632,12 +715,16 @@ fn udp_flows(
     }
     let counters: Arc<[FlowCounters]> = (0..socks.len()).map(|_| FlowCounters::default()).collect();
     let mut flows: Vec<Box<dyn Flow>> = Vec::with_capacity(socks.len());
+    let mut refused = 0;
     for (f, (sock, &port)) in socks.into_iter().zip(client_ports).enumerate() {
         if port == 0 {
             bail!("the client named UDP port 0 for flow {f}");
         }
         sock.connect(&SocketAddr::new(peer, port).into())
             .with_context(|| format!("connecting UDP flow {f} to the client"))?;
+        // connect() filters what arrives from now on; what anyone sent to
+        // the port since it was bound at `accepted` is still queued.
+        refused += drain_queued(&sock);
         let ctr = CounterRef::new(counters.clone(), f);
         flows.push(if plan.test == TestKind::UdpStream {
             let r = UdpStreamReceiver::new(sock, ctr, f as u32, plan.send_bytes as usize);
@@ -652,11 +739,38 @@ fn udp_flows(
             ))
         });
     }
-    Ok((counters, flows))
+    Ok((counters, flows, refused))
 }
 
-/// A session's counter block and the flows that count into it.
-type SessionFlows = (Arc<[FlowCounters]>, Vec<Box<dyn Flow>>);
+/// Discard every datagram queued on `sock`; how many there were.
+fn drain_queued(sock: &socket2::Socket) -> u64 {
+    let mut n = 0;
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: a one-byte buffer we own; MSG_TRUNC discards the rest of
+        // the datagram.
+        let r = unsafe {
+            libc::recv(
+                sock.as_raw_fd(),
+                (&raw mut byte).cast(),
+                1,
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+            )
+        };
+        if r < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return n;
+        }
+        n += 1;
+    }
+}
+
+/// A session's counter block, the flows that count into it, and how many
+/// connections or datagrams were refused while setting them up (a foreign
+/// address, a wrong or missing token, datagrams queued before `start`).
+type SessionFlows = (Arc<[FlowCounters]>, Vec<Box<dyn Flow>>, u64);
 
 /// Bind with `bind` on an ephemeral port, or, with --data-ports, on the first
 /// free port of the range at or after `*cursor` (which then moves past it).
@@ -679,27 +793,23 @@ fn bind_data_port<T>(
     bail!("no free port left for {what} in --data-ports {lo}-{hi}")
 }
 
-/// Fill `buf` from `sock` within `limit` in all, however slowly bytes come.
-fn read_within(sock: &socket2::Socket, buf: &mut [u8], limit: Duration) -> io::Result<()> {
-    let deadline = Instant::now() + limit;
-    let mut got = 0;
-    while got < buf.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        sock.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
-        match (&*sock).read(&mut buf[got..]) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+/// A data connection that has yet to present its token and flow id.
+struct Pending {
+    sock: socket2::Socket,
+    hello: [u8; TOKEN_LEN + 4],
+    got: usize,
+    deadline: Instant,
+    /// It has sent its token and id, or closed, or failed.
+    done: bool,
 }
 
-/// Accept the session's long-lived data connections; each presents the token and its flow id.
+/// Accept the session's long-lived data connections; each presents the
+/// token and its flow id within [`TOKEN_TIMEOUT`] of its own accept. Tokens
+/// are read from every pending connection at once (one poll over the
+/// listener and all of them), so silent connections cost the real flows no
+/// time. Every connection dropped (a foreign address, a wrong or missing
+/// token, a bad or repeated flow id, still silent when the last flow is in)
+/// is counted as refused.
 fn accept_flows(
     listener: &socket2::Socket,
     plan: &TestPlan,
@@ -711,6 +821,12 @@ fn accept_flows(
     let counters: Arc<[FlowCounters]> = (0..n).map(|_| FlowCounters::default()).collect();
     let mut slots: Vec<Option<Box<dyn Flow>>> = (0..n).map(|_| None).collect();
     let mut have = 0;
+    let mut refused = 0u64;
+    // Connections still owing their token, bounded so that a flood costs
+    // at most this many descriptors; more are refused at once.
+    let max_pending = n.max(64) * 2;
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut pfds: Vec<libc::pollfd> = Vec::new();
     // 10,000 flows take a while to connect even in parallel: 1 ms per flow more.
     let limit = ACCEPT_TIMEOUT + Duration::from_millis(n as u64);
     let deadline = Instant::now() + limit;
@@ -720,78 +836,146 @@ fn accept_flows(
         if now >= deadline {
             bail!("only {have} of {n} data connections arrived within {limit:?}");
         }
-        let (sock, addr) = match listener.accept() {
-            Ok(x) => x,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let mut pfd = libc::pollfd {
-                    fd: listener.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut pfd, 1, 50) };
+        let before = pending.len();
+        pending.retain(|p| p.deadline > now);
+        refused += (before - pending.len()) as u64;
+        let next = pending
+            .iter()
+            .map(|p| p.deadline)
+            .fold(deadline, Instant::min);
+        let wait_ms = next.saturating_duration_since(now).as_millis().clamp(1, 50) as i32;
+        pfds.clear();
+        pfds.push(libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        pfds.extend(pending.iter().map(|p| libc::pollfd {
+            fd: p.sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        // SAFETY: `pfds` is a valid array of pollfds of that length.
+        unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, wait_ms) };
+        // Read from those that are ready; one that has said all it will
+        // (its token and id, EOF or an error) is done.
+        for (p, pfd) in pending.iter_mut().zip(&pfds[1..]) {
+            if pfd.revents == 0 {
                 continue;
             }
-            Err(e) => return Err(e).context("accepting data connections"),
-        };
-        let from = addr.as_socket().map(|a| a.ip());
-        if !from.is_some_and(|ip| same_host(ip, peer)) {
-            continue;
-        }
-        sock.set_nonblocking(false)?;
-        let mut hello = [0u8; TOKEN_LEN + 4];
-        if read_within(&sock, &mut hello, TOKEN_TIMEOUT).is_err()
-            || !bool::from(hello[..TOKEN_LEN].ct_eq(token))
-        {
-            // Dropped here: closed.
-            continue;
-        }
-        let id = u32::from_be_bytes(hello[TOKEN_LEN..].try_into().expect("4 bytes")) as usize;
-        if id >= n || slots[id].is_some() {
-            continue;
-        }
-        sock.set_read_timeout(None)?;
-        opts.apply_connected(&sock)?;
-        sock.set_nonblocking(true)?;
-        let ctr = CounterRef::new(counters.clone(), id);
-        let flow: Box<dyn Flow> = match plan.test {
-            TestKind::TcpRr => Box::new(RrServer::new(
-                sock,
-                ctr,
-                plan.request_bytes,
-                plan.response_bytes,
-                plan.burst,
-            )),
-            _ => {
-                let (sends, receives) = match plan.test {
-                    TestKind::TcpStream => (false, true),
-                    TestKind::TcpMaerts => (true, false),
-                    _ => (true, true),
-                };
-                let f = StreamFlow::new(
-                    sock,
-                    ctr,
-                    sends,
-                    receives,
-                    if sends { plan.send_bytes as usize } else { 0 },
-                    if receives {
-                        plan.recv_bytes as usize
-                    } else {
-                        0
-                    },
-                    false,
-                );
-                Box::new(if plan.zerocopy { f.with_zerocopy()? } else { f })
+            match (&p.sock).read(&mut p.hello[p.got..]) {
+                Ok(0) => p.done = true,
+                Ok(got) => {
+                    p.got += got;
+                    p.done = p.got == p.hello.len();
+                }
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => p.done = true,
             }
-        };
-        slots[id] = Some(flow);
-        have += 1;
+        }
+        let mut i = 0;
+        while i < pending.len() {
+            if !pending[i].done {
+                i += 1;
+                continue;
+            }
+            let p = pending.swap_remove(i);
+            let id = u32::from_be_bytes(p.hello[TOKEN_LEN..].try_into().expect("4 bytes")) as usize;
+            if p.got < p.hello.len()
+                || !bool::from(p.hello[..TOKEN_LEN].ct_eq(token))
+                || id >= n
+                || slots[id].is_some()
+            {
+                refused += 1;
+                continue;
+            }
+            slots[id] = Some(data_flow(
+                p.sock,
+                plan,
+                opts,
+                CounterRef::new(counters.clone(), id),
+            )?);
+            have += 1;
+        }
+        // Then take every connection waiting in the backlog.
+        loop {
+            let (sock, addr) = match listener.accept() {
+                Ok(x) => x,
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::Interrupted =>
+                {
+                    break;
+                }
+                Err(e) => return Err(e).context("accepting data connections"),
+            };
+            let from = addr.as_socket().map(|a| a.ip());
+            if !from.is_some_and(|ip| same_host(ip, peer)) || pending.len() >= max_pending {
+                refused += 1;
+                continue;
+            }
+            sock.set_nonblocking(true)?;
+            pending.push(Pending {
+                sock,
+                hello: [0; TOKEN_LEN + 4],
+                got: 0,
+                deadline: Instant::now() + TOKEN_TIMEOUT,
+                done: false,
+            });
+        }
     }
+    // Every flow is in: what has not presented its token by now never will
+    // be used.
+    refused += pending.len() as u64;
     Ok((
         counters,
         slots
             .into_iter()
             .map(|s| s.expect("every slot filled"))
             .collect(),
+        refused,
     ))
+}
+
+/// The server's flow on an accepted long-lived data connection.
+fn data_flow(
+    sock: socket2::Socket,
+    plan: &TestPlan,
+    opts: &DataSocketOpts,
+    ctr: CounterRef,
+) -> Result<Box<dyn Flow>> {
+    opts.apply_connected(&sock)?;
+    sock.set_nonblocking(true)?;
+    Ok(match plan.test {
+        TestKind::TcpRr => Box::new(RrServer::new(
+            sock,
+            ctr,
+            plan.request_bytes,
+            plan.response_bytes,
+            plan.burst,
+        )),
+        _ => {
+            let (sends, receives) = match plan.test {
+                TestKind::TcpStream => (false, true),
+                TestKind::TcpMaerts => (true, false),
+                _ => (true, true),
+            };
+            let f = StreamFlow::new(
+                sock,
+                ctr,
+                sends,
+                receives,
+                if sends { plan.send_bytes as usize } else { 0 },
+                if receives {
+                    plan.recv_bytes as usize
+                } else {
+                    0
+                },
+                false,
+            );
+            Box::new(if plan.zerocopy { f.with_zerocopy()? } else { f })
+        }
+    })
 }

@@ -94,8 +94,9 @@ impl Exporter for Human {
             ] {
                 if let Some(prov) = prov {
                     writeln!(out, "# {end}")?;
+                    // The remote end's strings are its word: escaped.
                     for line in crate::sensors::human_lines(prov) {
-                        writeln!(out, "#   {line}")?;
+                        writeln!(out, "#   {}", crate::text::message(&line))?;
                     }
                 }
             }

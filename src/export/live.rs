@@ -54,14 +54,13 @@ impl Live {
         json_stream: bool,
         samples: Option<&Path>,
     ) -> io::Result<Live> {
-        let csv = match samples {
-            Some(p) => {
-                let mut f = File::create(p)?;
-                f.write_all(format!("{}\n", csv::header(percentiles)).as_bytes())?;
-                Some(f)
-            }
+        let mut csv = match samples {
+            Some(p) => super::open_live(p)?,
             None => None,
         };
+        if let Some(f) = &mut csv {
+            f.write_all(format!("{}\n", csv::header(percentiles)).as_bytes())?;
+        }
         Ok(Live {
             test,
             percentiles: percentiles.to_vec(),

@@ -60,7 +60,7 @@ impl DataSocketOpts {
         }
         if let Some(cc) = &self.congestion {
             s.set_tcp_congestion(cc.as_bytes())
-                .map_err(|e| ctx(e, &format!("TCP_CONGESTION {cc} (is the module loaded and allowed in net.ipv4.tcp_allowed_congestion_control?)")))?;
+                .map_err(|e| ctx(e, &format!("TCP_CONGESTION {} (is the module loaded and allowed in net.ipv4.tcp_allowed_congestion_control?)", crate::text::echo(cc))))?;
         }
         Ok(())
     }

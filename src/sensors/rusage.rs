@@ -64,6 +64,41 @@ impl Rusage {
         }
     }
 
+    /// The most a process can report over `wall_s` seconds: CPU time on a
+    /// machine of 65,536 CPUs, 64 TiB resident, and a context switch per
+    /// microsecond on each CPU.
+    pub fn bound_for(wall_s: f64) -> Rusage {
+        let cpu_s = wall_s * 65_536.0;
+        Rusage {
+            user_s: cpu_s,
+            system_s: cpu_s,
+            max_rss_kb: 1 << 36,
+            voluntary_switches: (cpu_s * 1e6) as u64,
+            involuntary_switches: (cpu_s * 1e6) as u64,
+        }
+    }
+
+    /// Which field of a peer's report is impossible against `bound`
+    /// (negative, not a number, or over it), to say so instead of printing it.
+    pub fn implausible(&self, bound: &Rusage) -> Option<String> {
+        let secs = |v: f64, max: f64| !(0.0..=max).contains(&v);
+        if secs(self.user_s, bound.user_s) {
+            return Some(format!("an impossible user_s ({})", self.user_s));
+        }
+        if secs(self.system_s, bound.system_s) {
+            return Some(format!("an impossible system_s ({})", self.system_s));
+        }
+        if self.max_rss_kb > bound.max_rss_kb {
+            return Some(format!("an impossible max_rss_kb ({})", self.max_rss_kb));
+        }
+        if self.voluntary_switches > bound.voluntary_switches
+            || self.involuntary_switches > bound.involuntary_switches
+        {
+            return Some("an impossible count of context switches".into());
+        }
+        None
+    }
+
     /// User plus system seconds: the CPU time to set against /proc/stat.
     pub fn cpu_s(&self) -> f64 {
         self.user_s + self.system_s
@@ -130,5 +165,26 @@ mod tests {
         assert!(b.max_rss_kb > 0);
         assert!(b.cpu_s() >= a.cpu_s());
         assert!(b.since(&a).cpu_s() > 0.0);
+    }
+
+    #[test]
+    fn impossible_figures_are_named() {
+        let bound = Rusage::bound_for(10.0);
+        assert_eq!(Rusage::process().implausible(&bound), None);
+        let rss = Rusage {
+            max_rss_kb: u64::MAX,
+            ..Rusage::default()
+        };
+        assert!(rss.implausible(&bound).unwrap().contains("max_rss_kb"));
+        for user_s in [f64::NAN, -1.0, 1e12] {
+            let r = Rusage {
+                user_s,
+                ..Rusage::default()
+            };
+            assert!(
+                r.implausible(&bound).unwrap().contains("user_s"),
+                "{user_s}"
+            );
+        }
     }
 }

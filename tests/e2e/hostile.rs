@@ -29,14 +29,14 @@ const MAX_MEMORY: &str = "64M";
 /// 6.6 MiB in four runs; a leak of 16 KiB per connection would add 8 MiB.
 const RSS_SLACK_KB: u64 = 6 << 10;
 
-fn connect(addr: &str) -> TcpStream {
+pub(crate) fn connect(addr: &str) -> TcpStream {
     let s = TcpStream::connect(addr).expect("connect to the server");
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     s
 }
 
 /// The next frame, or None when the server closed the connection.
-fn next_frame(s: &mut TcpStream) -> Option<Value> {
+pub(crate) fn next_frame(s: &mut TcpStream) -> Option<Value> {
     let mut len = [0u8; 4];
     s.read_exact(&mut len).ok()?;
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
@@ -45,7 +45,7 @@ fn next_frame(s: &mut TcpStream) -> Option<Value> {
 }
 
 /// Read until the server closes; the error message it sent on the way, if any.
-fn error_then_close(s: &mut TcpStream) -> Option<String> {
+pub(crate) fn error_then_close(s: &mut TcpStream) -> Option<String> {
     let mut message = None;
     while let Some(f) = next_frame(s) {
         if f["type"] == "error" {
@@ -69,7 +69,7 @@ fn closed_by_server(s: &mut TcpStream) -> bool {
     }
 }
 
-fn hello() -> Vec<u8> {
+pub(crate) fn hello() -> Vec<u8> {
     encode(&Msg::Hello {
         protocol: PROTOCOL_VERSION,
         software: "hostile".into(),
@@ -321,7 +321,7 @@ fn getrandom_fill(buf: &mut [u8]) {
 
 /// A connection from another loopback address (127.0.0.2), so that the
 /// server tells its connections apart from the legitimate clients' by address.
-fn connect_from(addr: &str, from: &str) -> TcpStream {
+pub(crate) fn connect_from(addr: &str, from: &str) -> TcpStream {
     let to: std::net::SocketAddr = addr.parse().unwrap();
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     s.bind(&from.parse::<std::net::SocketAddr>().unwrap().into())

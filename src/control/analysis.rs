@@ -1,0 +1,537 @@
+//! The analysis of one run: the raw record both ends' samples and totals
+//! make ([`Gathered`]) turned into a [`TestResult`].
+//!
+//! Gathering talks to the network (`client`); this is a pure function of
+//! what was gathered, with no socket, clock or file, so it is tested on
+//! recorded inputs. Intervals are differences of consecutive cumulative
+//! samples, the summary is the sum of the measurement phase's intervals,
+//! and the warnings say where the figures cannot be taken at face value.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::proto::Rusage;
+use super::window::WindowStats;
+use crate::io::zerocopy::ZeroCopyCounts;
+use crate::plan::{TestKind, TestPlan};
+use crate::result::{
+    Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
+};
+use crate::sensors::Provenance;
+use crate::stats::counters::Counts;
+use crate::stats::latency::{LatencyHistogram, LatencySummary};
+use crate::workload::Phase;
+
+pub(crate) struct LocalSample {
+    pub(crate) at: Duration,
+    pub(crate) unix_s: f64,
+    pub(crate) counts: Vec<Counts>,
+    /// The phase of the interval that ends at this sample.
+    pub(crate) phase: Phase,
+}
+
+pub(crate) struct RemoteSample {
+    pub(crate) elapsed_ns: u64,
+    pub(crate) counts: Vec<Counts>,
+}
+
+/// Everything gathered so far, whatever happens: the raw record of one run.
+pub(crate) struct Gathered {
+    pub(crate) local: Vec<LocalSample>,
+    pub(crate) remote: Vec<Option<RemoteSample>>,
+    pub(crate) latency: LatencyHistogram,
+    pub(crate) interval_latency: BTreeMap<u32, LatencySummary>,
+    pub(crate) local_total: Option<Counts>,
+    pub(crate) remote_total: Option<Counts>,
+    pub(crate) local_rusage: Option<Rusage>,
+    pub(crate) remote_rusage: Option<Rusage>,
+    pub(crate) env: Environment,
+    pub(crate) server_address: Option<String>,
+    pub(crate) warnings: Vec<String>,
+    pub(crate) local_window: Option<WindowStats>,
+    pub(crate) remote_window: Option<WindowStats>,
+    pub(crate) local_provenance: Option<Provenance>,
+    pub(crate) remote_provenance: Option<Provenance>,
+    pub(crate) local_retransmits: Option<u64>,
+    pub(crate) remote_retransmits: Option<u64>,
+    pub(crate) local_zerocopy: Option<ZeroCopyCounts>,
+    pub(crate) remote_zerocopy: Option<ZeroCopyCounts>,
+    /// The server runs on this host as a separate process.
+    pub(crate) server_on_this_host: bool,
+    pub(crate) setup_s: Option<f64>,
+    /// The server as the user named it (`host:port`), or `embedded`.
+    pub(crate) server_label: String,
+    pub(crate) embedded: bool,
+    /// The local address data sockets were bound to (`--bind`).
+    pub(crate) bind: Option<String>,
+    /// This host is a virtual machine: CPU readings are judged by rusage.
+    pub(crate) hypervisor: bool,
+}
+
+impl Gathered {
+    /// An empty record for a run against `server_label`.
+    pub(crate) fn new(
+        env: Environment,
+        server_label: String,
+        embedded: bool,
+        bind: Option<String>,
+        hypervisor: bool,
+    ) -> Gathered {
+        Gathered {
+            local: Vec::new(),
+            remote: Vec::new(),
+            latency: LatencyHistogram::new(),
+            interval_latency: BTreeMap::new(),
+            local_total: None,
+            remote_total: None,
+            local_rusage: None,
+            remote_rusage: None,
+            env,
+            server_address: None,
+            warnings: Vec::new(),
+            local_window: None,
+            remote_window: None,
+            local_provenance: None,
+            remote_provenance: None,
+            local_retransmits: None,
+            remote_retransmits: None,
+            local_zerocopy: None,
+            remote_zerocopy: None,
+            server_on_this_host: false,
+            setup_s: None,
+            server_label,
+            embedded,
+            bind,
+            hypervisor,
+        }
+    }
+}
+
+/// The interval that ends at local sample `k`, both ends' counts of it.
+pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
+    let a = &g.local[k - 1];
+    let b = &g.local[k];
+    let local: Vec<Counts> = b
+        .counts
+        .iter()
+        .zip(&a.counts)
+        .map(|(x, y)| *x - *y)
+        .collect();
+    let (remote, remote_s) = match (
+        g.remote.get(k - 1).and_then(|x| x.as_ref()),
+        g.remote.get(k).and_then(|x| x.as_ref()),
+    ) {
+        (Some(ra), Some(rb)) => (
+            rb.counts
+                .iter()
+                .zip(&ra.counts)
+                .map(|(x, y)| *x - *y)
+                .collect(),
+            rb.elapsed_ns.saturating_sub(ra.elapsed_ns) as f64 / 1e9,
+        ),
+        _ => (Vec::new(), 0.0),
+    };
+    let local_s = (b.at - a.at).as_secs_f64();
+    let sum = Figures::compute(
+        plan.test,
+        Counts::sum(&local),
+        Counts::sum(&remote),
+        local_s,
+        remote_s,
+    );
+    Interval {
+        index: (k - 1) as u32,
+        phase: b.phase,
+        start_s: a.at.as_secs_f64(),
+        end_s: b.at.as_secs_f64(),
+        unix_end_s: b.unix_s,
+        local,
+        remote,
+        sum,
+        latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
+    }
+}
+
+/// The result of a run from its record; `error` is why it ended early.
+pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) -> TestResult {
+    let intervals: Vec<Interval> = (1..g.local.len()).map(|k| interval(plan, &g, k)).collect();
+    let measure: Vec<&Interval> = intervals
+        .iter()
+        .filter(|i| i.phase == Phase::Measure)
+        .collect();
+    // fold from +0.0: an empty f64 sum is -0.0.
+    let local_s: f64 = measure.iter().fold(0.0, |a, i| a + (i.end_s - i.start_s));
+    let local_w = Counts::sum(measure.iter().map(|i| &i.sum.local));
+    let remote_w = Counts::sum(measure.iter().map(|i| &i.sum.remote));
+    // The server's window on its own clock, when all its samples arrived.
+    let remote_complete = measure.iter().all(|i| !i.remote.is_empty());
+    let remote_s: f64 = if remote_complete {
+        let idx: Vec<usize> = measure.iter().map(|i| i.index as usize).collect();
+        idx.iter()
+            .map(|&k| {
+                let a = g.remote[k].as_ref().map_or(0, |r| r.elapsed_ns);
+                let b = g.remote[k + 1].as_ref().map_or(0, |r| r.elapsed_ns);
+                b.saturating_sub(a) as f64 / 1e9
+            })
+            .fold(0.0, |a, x| a + x)
+    } else {
+        0.0
+    };
+    let mut warnings = std::mem::take(&mut g.warnings);
+    if !measure.is_empty() && !remote_complete && error.is_none() {
+        warnings
+            .push("some server samples did not arrive; server-side figures are incomplete".into());
+    }
+    // A window of zero length (e.g. the server's samples never came) has no rate.
+    let bps = |bytes: u64, secs: f64| (secs > 0.0).then(|| bytes as f64 * 8.0 / secs);
+    let fig = Figures::compute(plan.test, local_w, remote_w, local_s, remote_s);
+    if let (Some(rate), Some(sent)) = (plan.rate_bps, bps(local_w.bytes_sent, local_s)) {
+        let wanted = rate as f64 * plan.flows as f64;
+        if sent < 0.95 * wanted && error.is_none() {
+            warnings.push(format!(
+                "--rate asked for {} in all, the senders reached {} ({:.0} %)",
+                crate::units::BitsPerSec(wanted),
+                crate::units::BitsPerSec(sent),
+                100.0 * sent / wanted
+            ));
+        }
+    }
+    let latency = g.latency.summary_with(&plan.percentiles);
+    let is_stream = plan.test.is_stream();
+    let stability = Stability::of(plan.test, &measure, plan.transactions.is_some());
+    if error.is_none() {
+        warnings.extend(stability.warnings);
+    }
+    let sent_bps = match plan.test {
+        TestKind::TcpStream | TestKind::UdpStream => bps(local_w.bytes_sent, local_s),
+        TestKind::TcpMaerts => bps(remote_w.bytes_sent, remote_s),
+        TestKind::TcpBidir => bps(local_w.bytes_sent, local_s)
+            .zip(bps(remote_w.bytes_sent, remote_s))
+            .map(|(a, b)| a + b),
+        _ => None,
+    };
+    let mut summary = Summary {
+        duration_s: local_s,
+        throughput_bps: fig.throughput_bps,
+        throughput_bps_c2s: fig.throughput_bps_c2s,
+        throughput_bps_s2c: fig.throughput_bps_s2c,
+        throughput_bps_sent: if measure.is_empty() { None } else { sent_bps },
+        transactions_per_s: fig.transactions_per_s,
+        transactions: (!is_stream).then_some(local_w.transactions),
+        histogram: (!is_stream && latency.is_some()).then(|| g.latency.to_base64()),
+        latency_ns: if is_stream { None } else { latency },
+        stability_cv: stability.cv,
+        trend_percent: stability.trend_percent,
+        interface: None,
+        tx_packets_per_s: None,
+        rx_packets_per_s: None,
+        datagrams_sent: (plan.test == TestKind::UdpStream).then_some(local_w.datagrams_sent),
+        datagrams_received: (plan.test == TestKind::UdpStream)
+            .then_some(remote_w.datagrams_received),
+        lost: match plan.test {
+            TestKind::UdpStream => Some(remote_w.lost.saturating_sub(remote_w.reordered)),
+            TestKind::UdpRr => Some(local_w.lost),
+            _ => None,
+        },
+        reordered: (plan.test == TestKind::UdpStream).then_some(remote_w.reordered),
+        duplicates: (plan.test == TestKind::UdpStream).then_some(remote_w.duplicates),
+        local: Side::new(
+            local_w,
+            local_s,
+            g.local_total.unwrap_or_default(),
+            g.local_rusage,
+        ),
+        remote: Side::new(
+            remote_w,
+            remote_s,
+            g.remote_total.unwrap_or_default(),
+            g.remote_rusage,
+        ),
+        setup_s: g.setup_s,
+        warnings,
+        error,
+    };
+    apply_windows(plan, &fig, &g, &mut summary);
+    TestResult {
+        schema: SCHEMA,
+        test: plan.test,
+        spec: Spec {
+            plan: plan.clone(),
+            server: g.server_label,
+            server_address: g.server_address,
+            embedded_server: g.embedded,
+            bind: g.bind,
+        },
+        environment: g.env,
+        provenance: crate::result::Provenances {
+            local: g.local_provenance,
+            remote: g.remote_provenance,
+        },
+        intervals,
+        summary,
+        iterations: Vec::new(),
+        confidence: None,
+    }
+}
+
+/// CPU, service demand, packet counters and retransmissions of both ends
+/// from their window readings, and the warnings they call for.
+fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mut Summary) {
+    let per_kb = plan.test.is_stream();
+    let units_per_s = if per_kb {
+        fig.throughput_bps.unwrap_or(0.0) / 8.0
+    } else {
+        fig.transactions_per_s.unwrap_or(0.0)
+    };
+    let cpu_s =
+        |w: &Option<WindowStats>| w.as_ref().and_then(|w| w.rusage).map_or(0.0, |r| r.cpu_s());
+    let hypervisor = g.hypervisor;
+    let embedded = g.embedded;
+    let mut warnings = Vec::new();
+    for (end, side, window, other) in [
+        ("local", &mut s.local, &g.local_window, &g.remote_window),
+        ("remote", &mut s.remote, &g.remote_window, &g.local_window),
+    ] {
+        if let Some(w) = window {
+            side.apply_window(
+                &crate::result::CpuBasis {
+                    end,
+                    window: w,
+                    units_per_s,
+                    per_kb,
+                    other_thrum_cpu_s: if g.server_on_this_host {
+                        cpu_s(other)
+                    } else {
+                        0.0
+                    },
+                    hypervisor,
+                    warn: end == "local" || !(g.server_on_this_host || embedded),
+                },
+                &mut warnings,
+            );
+        }
+    }
+    s.local.tcp_retransmits = g.local_retransmits;
+    s.remote.tcp_retransmits = g.remote_retransmits;
+    s.local.zerocopy = g.local_zerocopy;
+    s.remote.zerocopy = g.remote_zerocopy;
+    if plan.zerocopy {
+        warnings.extend(zerocopy_warnings(plan, g));
+    }
+    s.interface = s.local.interface.clone();
+    s.tx_packets_per_s = s.local.tx_packets_per_s;
+    s.rx_packets_per_s = s.local.rx_packets_per_s;
+    if s.error.is_none() {
+        if let Some(w) = packets_warning(plan, s, g) {
+            warnings.push(w);
+        }
+        s.warnings.extend(warnings);
+    }
+}
+
+/// Copied sends above this share of completions (percent) get a warning.
+const ZEROCOPY_COPIED_WARN_PERCENT: f64 = 50.0;
+
+/// `--zerocopy`: say when the kernel copied most sends anyway, and when a
+/// sending server did not report any (an older thrum ignores the option).
+fn zerocopy_warnings(plan: &TestPlan, g: &Gathered) -> Vec<String> {
+    let mut w = Vec::new();
+    let server_sends = matches!(plan.test, TestKind::TcpMaerts | TestKind::TcpBidir);
+    if server_sends && g.remote_zerocopy.is_none() {
+        w.push("--zerocopy: the server reported no zero-copy sends (a thrum server older than the option sends with copies)".to_string());
+    }
+    for (end, zc) in [("local", &g.local_zerocopy), ("remote", &g.remote_zerocopy)] {
+        if let Some(zc) = zc {
+            let pct = zc.copied_percent();
+            if pct > ZEROCOPY_COPIED_WARN_PERCENT {
+                w.push(format!(
+                    "--zerocopy: the kernel copied {pct:.0} % of {end} sends ({} of {} completed; loopback/veth deliver through a copy)",
+                    zc.copied, zc.completions
+                ));
+            }
+        }
+    }
+    w
+}
+
+/// Largest header overhead of one segment (IPv6 + TCP with timestamps).
+const SEGMENT_HEADERS: u64 = 40 + 32;
+
+/// RR tests whose requests and responses each fit one segment should move
+/// one packet per message each way (two on loopback, where each packet is
+/// counted leaving and arriving); when packets/s and transactions/s part by
+/// more than 2 %, segments carried several messages (TCP coalescing, --burst)
+/// or were retransmitted.
+fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String> {
+    if !plan.test.is_rr() {
+        return None;
+    }
+    let mtu = g
+        .local_provenance
+        .as_ref()
+        .and_then(|p| p.interface.as_ref())
+        .and_then(|i| i.mtu)
+        .unwrap_or(1500) as u64;
+    if plan.request_bytes.max(plan.response_bytes) + SEGMENT_HEADERS > mtu {
+        return None;
+    }
+    let (dt, dr) = s.packets_off_percent()?;
+    let iface = s.interface.as_deref().unwrap_or("?");
+    (dt.abs() > PACKETS_WARN_PERCENT || dr.abs() > PACKETS_WARN_PERCENT).then(|| {
+        let fewer = dt < -PACKETS_WARN_PERCENT || dr < -PACKETS_WARN_PERCENT;
+        let more = dt > PACKETS_WARN_PERCENT || dr > PACKETS_WARN_PERCENT;
+        let burst = if plan.burst > 0 { ", --burst" } else { "" };
+        let why = match (fewer, more) {
+            (true, false) => format!(
+                "segments carried several requests or responses (TCP coalescing{burst})"
+            ),
+            (false, _) => "packets that carried no message moved too (pure ACKs when a delayed ACK fired before the reply, retransmissions)".to_string(),
+            (true, true) => format!(
+                "segments carried several messages one way (TCP coalescing{burst}) and packets without one moved the other (pure ACKs, retransmissions)"
+            ),
+        };
+        format!(
+            "packets/s on {iface} ({:.0} tx, {:.0} rx{}) differ from transactions/s ({:.0}) by {dt:+.1} % / {dr:+.1} %: {why}, so per-transaction figures are not per-packet ones (other traffic on {iface} counts too)",
+            s.tx_packets_per_s.unwrap_or(0.0),
+            s.rx_packets_per_s.unwrap_or(0.0),
+            if iface == "lo" { ", two per transaction on loopback" } else { "" },
+            s.transactions_per_s.unwrap_or(0.0),
+        )
+    })
+}
+
+/// RR packets/s that part from transactions/s by more than this get a warning.
+const PACKETS_WARN_PERCENT: f64 = 2.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(bytes_sent: u64, bytes_received: u64, transactions: u64) -> Counts {
+        Counts {
+            bytes_sent,
+            bytes_received,
+            transactions,
+            ..Counts::default()
+        }
+    }
+
+    /// A record of a 1 s warm-up and 2 s measurement: one flow, samples
+    /// every second on both ends; `client(k)` and `server(k)` are the
+    /// cumulative counts at sample k, `None` a server sample that never came.
+    fn record(client: impl Fn(u64) -> Counts, server: impl Fn(u64) -> Option<Counts>) -> Gathered {
+        let mut g = Gathered::new(
+            Environment::default(),
+            "lg:12880".into(),
+            false,
+            None,
+            false,
+        );
+        let phases = [Phase::Warmup, Phase::Warmup, Phase::Measure, Phase::Measure];
+        for (k, phase) in phases.into_iter().enumerate() {
+            g.local.push(LocalSample {
+                at: Duration::from_secs(k as u64),
+                unix_s: 1_800_000_000.0 + k as f64,
+                counts: vec![client(k as u64)],
+                phase,
+            });
+            g.remote.push(server(k as u64).map(|c| RemoteSample {
+                elapsed_ns: k as u64 * 1_000_000_000,
+                counts: vec![c],
+            }));
+        }
+        g
+    }
+
+    #[test]
+    fn a_stream_run_sums_its_measured_intervals_and_totals_add_up() {
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.warmup_ns = 1_000_000_000;
+        plan.duration_ns = 2_000_000_000;
+        // 100 MB/s sent and received, steady.
+        let mb = 100_000_000;
+        let g = record(|k| counts(k * mb, 0, 0), |k| Some(counts(0, k * mb, 0)));
+        let r = assemble(&plan, g, None);
+        assert_eq!(r.intervals.len(), 3);
+        assert_eq!(r.intervals[0].phase, Phase::Warmup);
+        let s = &r.summary;
+        assert_eq!(s.duration_s, 2.0);
+        assert_eq!(s.throughput_bps, Some(8.0 * mb as f64));
+        assert_eq!(s.local.bytes_sent, 2 * mb);
+        assert_eq!(s.remote.bytes_received, 2 * mb);
+        // The intervals add up to the whole run, warm-up included.
+        let sent: u64 = r.intervals.iter().map(|i| i.sum.local.bytes_sent).sum();
+        assert_eq!(sent, 3 * mb);
+        assert_eq!(r.spec.server, "lg:12880");
+        assert!(s.latency_ns.is_none() && s.transactions.is_none());
+        assert!(s.error.is_none());
+        assert!(
+            !s.warnings.iter().any(|w| w.contains("did not arrive")),
+            "{:?}",
+            s.warnings
+        );
+    }
+
+    #[test]
+    fn a_missing_server_sample_leaves_its_side_incomplete_and_says_so() {
+        let plan = TestPlan::new(TestKind::TcpStream);
+        let mb = 100_000_000;
+        let g = record(
+            |k| counts(k * mb, 0, 0),
+            |k| (k != 3).then(|| counts(0, k * mb, 0)),
+        );
+        let r = assemble(&plan, g, None);
+        assert!(r.intervals[2].remote.is_empty());
+        assert_eq!(r.summary.remote.window_s, 0.0);
+        assert!(
+            r.summary
+                .warnings
+                .iter()
+                .any(|w| w.contains("some server samples did not arrive")),
+            "{:?}",
+            r.summary.warnings
+        );
+    }
+
+    #[test]
+    fn an_rr_run_reports_rate_latency_and_its_histogram() {
+        let plan = TestPlan::new(TestKind::TcpRr);
+        let mut g = record(
+            |k| counts(k * 10_000, k * 10_000, k * 10_000),
+            |k| Some(counts(k * 10_000, k * 10_000, k * 10_000)),
+        );
+        for ns in [40_000, 50_000, 60_000] {
+            g.latency.record(ns);
+        }
+        let r = assemble(&plan, g, None);
+        let s = &r.summary;
+        assert_eq!(s.transactions_per_s, Some(10_000.0));
+        assert_eq!(s.transactions, Some(20_000));
+        let lat = s.latency_ns.as_ref().expect("latency");
+        assert!((40_000..=60_000).contains(&lat.p50), "{lat:?}");
+        let h = LatencyHistogram::from_base64(s.histogram.as_deref().unwrap()).unwrap();
+        assert_eq!(h.count(), 3);
+    }
+
+    /// A run that ended early keeps what was gathered and says why, without
+    /// the warnings a finished run's figures would call for.
+    #[test]
+    fn an_error_keeps_the_intervals_and_silences_figure_warnings() {
+        let plan = TestPlan::new(TestKind::TcpStream);
+        let g = record(
+            |k| counts(k * 1000, 0, 0),
+            |k| (k < 2).then(|| counts(0, k * 1000, 0)),
+        );
+        let r = assemble(&plan, g, Some("server gone".into()));
+        assert_eq!(r.summary.error.as_deref(), Some("server gone"));
+        assert_eq!(r.intervals.len(), 3);
+        assert!(
+            !r.summary
+                .warnings
+                .iter()
+                .any(|w| w.contains("did not arrive")),
+            "{:?}",
+            r.summary.warnings
+        );
+    }
+}
