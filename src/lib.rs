@@ -19,6 +19,7 @@ pub mod sensors;
 pub mod stats;
 pub mod text;
 pub mod units;
+pub mod warning;
 pub mod workload;
 
 use std::io::{IsTerminal, Write};

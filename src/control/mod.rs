@@ -13,4 +13,5 @@ pub mod log;
 pub mod proto;
 pub mod repeat;
 pub mod server;
+pub(crate) mod timeline;
 pub mod window;

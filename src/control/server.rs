@@ -22,19 +22,20 @@ use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
 use super::limits::{SessionLimits, memory_estimate, session_threads};
 use super::log::{LogFormat, Outcome, SessionLine, server_event};
-use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, write_msg};
+use super::proto::{
+    Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
+    Message, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
+};
 use super::window::Meter;
 use crate::engine::{Engine, place};
 use crate::io::socket::{
     DataSocketOpts, listen, local_port, same_host, set_nonblocking, udp_bound,
 };
-use crate::plan::{TestKind, TestPlan, limits};
+use crate::plan::{TestPlan, limits};
 use crate::sensors::Provenance;
 use crate::stats::counters::FlowCounters;
-use crate::workload::crr::{ConnectMode, ConnectServer, TOKEN_LEN};
-use crate::workload::rr::RrServer;
-use crate::workload::stream::StreamFlow;
-use crate::workload::udp::{UdpRrServer, UdpStreamReceiver};
+use crate::workload::crr::TOKEN_LEN;
+use crate::workload::kinds::{Endpoint, Loss, TestDesc, Transport};
 use crate::workload::{CounterRef, Flow, Phase};
 
 /// Default control port (netperf uses 12865, neper 12866, iperf3 5201).
@@ -220,9 +221,9 @@ impl Server {
                     let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
                     let _ = write_msg(
                         &mut s,
-                        &Msg::Error {
+                        &ServerMsg::from(ErrorMsg {
                             message: message.clone(),
-                        },
+                        }),
                     );
                     self.config.emit(SessionLine::new(
                         peer,
@@ -346,36 +347,35 @@ fn overran(plan: &TestPlan, limits: &SessionLimits, bound: Duration) -> String {
 fn refuse(ctrl: &mut TcpStream, message: String) -> anyhow::Error {
     let _ = write_msg(
         ctrl,
-        &Msg::Error {
+        &ServerMsg::from(ErrorMsg {
             message: message.clone(),
-        },
+        }),
     );
     anyhow!(message)
 }
 
-/// Read the message `want` (of at most `max` bytes) within `limit`; anything
-/// else ends the session with an error message to the client.
-fn read_expect(
+/// Read the client's message of type `T` (a frame of at most `max` bytes)
+/// within `limit`; anything else ends the session with an error message to
+/// the client.
+fn read_expect<T: Message<ClientMsg>>(
     ctrl: &mut TcpStream,
-    want: &'static str,
     max: usize,
     limit: Duration,
-) -> Result<Msg> {
-    match read_msg_within(ctrl, max, limit) {
-        Ok(m) if m.kind() == want => Ok(m),
-        Ok(Msg::Spec { .. }) if want == "auth" => Err(refuse(
+) -> Result<T> {
+    let want = T::KIND;
+    match read_msg_within::<ClientMsg>(ctrl, max, limit) {
+        Ok(ClientMsg::Spec(_)) if want == Auth::KIND => Err(refuse(
             ctrl,
             "authentication required: this server needs a pre-shared key (--psk-file)".into(),
         )),
-        Ok(m) => Err(refuse(
-            ctrl,
-            format!("expected '{want}', got '{}'", m.kind()),
-        )),
+        Ok(m) => {
+            T::take(m).map_err(|m| refuse(ctrl, format!("expected '{want}', got '{}'", m.kind())))
+        }
         Err(FrameError::Timeout) => Err(refuse(
             ctrl,
             format!("timed out waiting for '{want}' ({limit:?})"),
         )),
-        Err(FrameError::Closed) if want == "auth" => Err(anyhow!(
+        Err(FrameError::Closed) if want == Auth::KIND => Err(anyhow!(
             "authentication failed: the client closed the connection without answering the challenge (no --psk-file?)"
         )),
         Err(e @ FrameError::Malformed(_)) | Err(e @ FrameError::TooLarge(..)) => {
@@ -387,9 +387,7 @@ fn read_expect(
 
 /// The challenge-response, when the server has a key.
 fn authenticate(ctrl: &mut TcpStream, psk: &Psk, nonce: &[u8; NONCE_LEN]) -> Result<()> {
-    let Msg::Auth { answer } = read_expect(ctrl, "auth", PRE_SPEC_FRAME, HELLO_TIMEOUT)? else {
-        unreachable!()
-    };
+    let Auth { answer } = read_expect(ctrl, PRE_SPEC_FRAME, HELLO_TIMEOUT)?;
     let answer = auth::from_hex::<{ auth::MAC_LEN }>(&answer).unwrap_or([0; auth::MAC_LEN]);
     if !psk.verify(nonce, &answer) {
         return Err(refuse(
@@ -397,7 +395,7 @@ fn authenticate(ctrl: &mut TcpStream, psk: &Psk, nonce: &[u8; NONCE_LEN]) -> Res
             "authentication failed: wrong pre-shared key (--psk-file)".into(),
         ));
     }
-    write_msg(ctrl, &Msg::AuthOk)?;
+    write_msg(ctrl, &ServerMsg::from(AuthOk {}))?;
     Ok(())
 }
 
@@ -418,20 +416,9 @@ fn session(
     ctrl.set_nodelay(true)?;
     ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
 
-    let Msg::Hello {
-        protocol, software, ..
-    } = read_expect(&mut ctrl, "hello", PRE_SPEC_FRAME, HELLO_TIMEOUT)?
-    else {
-        unreachable!()
-    };
-    if protocol != PROTOCOL_VERSION {
-        return Err(refuse(
-            &mut ctrl,
-            format!(
-                "protocol version mismatch: the server speaks v{PROTOCOL_VERSION}, the client ({}) speaks v{protocol}",
-                crate::text::echo(&software)
-            ),
-        ));
+    let hello: Hello = read_expect(&mut ctrl, PRE_SPEC_FRAME, HELLO_TIMEOUT)?;
+    if let Some(m) = hello.mismatch("server", "the client") {
+        return Err(refuse(&mut ctrl, m));
     }
     let nonce = match &config.psk {
         Some(_) => Some(auth::nonce()?),
@@ -439,20 +426,17 @@ fn session(
     };
     write_msg(
         &mut ctrl,
-        &Msg::Hello {
-            protocol: PROTOCOL_VERSION,
-            software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
+        &ServerMsg::from(Hello {
             limits: Some(config.limits.stated()),
             nonce: nonce.as_ref().map(|n| auth::to_hex(n)),
-        },
+            ..Hello::ours()
+        }),
     )?;
     if let (Some(psk), Some(nonce)) = (&config.psk, &nonce) {
         authenticate(&mut ctrl, psk, nonce)?;
     }
 
-    let Msg::Spec { plan } = read_expect(&mut ctrl, "spec", SPEC_FRAME, HELLO_TIMEOUT)? else {
-        unreachable!()
-    };
+    let Spec { plan } = read_expect(&mut ctrl, SPEC_FRAME, HELLO_TIMEOUT)?;
     state.test = Some(plan.test.name());
     if let Err(e) = plan.validate() {
         return Err(refuse(&mut ctrl, format!("invalid spec: {e}")));
@@ -473,6 +457,7 @@ fn session(
     }
     ticket.handshake_done();
     let plan = plan.for_server();
+    let test: &TestDesc = plan.test.desc();
     let frame = after_spec_frame(plan.flows);
     // Said in the final report, where the client lists the server's errors.
     let fd_warning = crate::io::fdlimit::ensure(plan.flows as u64).err();
@@ -518,11 +503,11 @@ fn session(
     let hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
     write_msg(
         &mut ctrl,
-        &Msg::Accepted {
+        &ServerMsg::from(Accepted {
             data_port,
             token: hex,
             udp_ports,
-        },
+        }),
     )?;
 
     // Long-lived TCP flows are accepted while the client connects them: it
@@ -538,12 +523,9 @@ fn session(
         }
         _ => None,
     };
-    let Msg::Start {
+    let Start {
         udp_ports: client_ports,
-    } = read_expect(&mut ctrl, "start", frame, START_TIMEOUT)?
-    else {
-        unreachable!()
-    };
+    } = read_expect(&mut ctrl, frame, START_TIMEOUT)?;
 
     let threads = plan.threads as usize;
     let (counters, flows, setup_refused): SessionFlows = if plan.test.is_udp() {
@@ -554,26 +536,19 @@ fn session(
     } else if plan.test.is_connect() {
         let listener = listener.as_ref().expect("tcp tests have a listener");
         set_nonblocking(listener.as_raw_fd(), true)?;
+        // One flow per worker, each accepting on the session's listener.
         let counters: Arc<[FlowCounters]> = (0..threads).map(|_| FlowCounters::default()).collect();
-        let mode = if plan.test == TestKind::TcpCrr {
-            ConnectMode::Crr
-        } else {
-            ConnectMode::Cc
-        };
         let flows = (0..threads)
             .map(|w| {
-                Box::new(ConnectServer::new(
-                    mode,
-                    listener.as_raw_fd(),
-                    peer.ip(),
+                let at = Endpoint::Listener {
+                    fd: listener.as_raw_fd(),
+                    peer: peer.ip(),
                     token,
-                    plan.request_bytes,
-                    plan.response_bytes,
-                    CounterRef::new(counters.clone(), w),
-                    plan.flows == 1,
-                )) as Box<dyn Flow>
+                    single: plan.flows == 1,
+                };
+                test.server_flow(&plan, w as u32, CounterRef::new(counters.clone(), w), at)
             })
-            .collect();
+            .collect::<io::Result<Vec<_>>>()?;
         (counters, flows, 0)
     } else {
         let accepted = accepting
@@ -594,15 +569,15 @@ fn session(
     let workers = place(flows, threads, &plan.local.cpu_pin);
     let mut meter = Meter::new(peer.ip());
     let provenance = Provenance::gather(meter.interface());
-    let rusage0 = Rusage::read().unwrap_or_default();
+    let rusage0 = Rusage::process();
     let engine = Engine::start(counters, workers, Phase::Warmup, plan.driver, &[])?;
     let t0 = Instant::now();
     write_msg(
         &mut ctrl,
-        &Msg::Started {
+        &ServerMsg::from(Started {
             threads: plan.threads,
             drivers: engine.drivers().iter().map(|d| d.to_string()).collect(),
-        },
+        }),
     )?;
 
     // Ticks come at least once per interval; allow generous slack for the drain.
@@ -617,22 +592,22 @@ fn session(
                 return Err(refuse(&mut ctrl, overran(&plan, &config.limits, bound)));
             }
             let wait = left.map_or(idle, |l| l.min(idle));
-            match read_msg_within(&ctrl, frame, wait) {
-                Ok(Msg::Tick { seq, phase }) => {
+            match read_msg_within::<ClientMsg>(&ctrl, frame, wait) {
+                Ok(ClientMsg::Tick(Tick { seq, phase })) => {
                     engine.set_phase(phase);
                     meter.on_tick(phase_now, phase);
                     phase_now = phase;
                     write_msg(
                         &mut ctrl,
-                        &Msg::Sample {
+                        &ServerMsg::from(Sample {
                             seq,
                             elapsed_ns: t0.elapsed().as_nanos() as u64,
                             unix_ns: unix_ns(),
                             counts: engine.snapshot(),
-                        },
+                        }),
                     )?;
                 }
-                Ok(Msg::Finish { datagrams_sent }) => return Ok(datagrams_sent),
+                Ok(ClientMsg::Finish(Finish { datagrams_sent })) => return Ok(datagrams_sent),
                 Ok(m) => {
                     return Err(refuse(
                         &mut ctrl,
@@ -659,14 +634,14 @@ fn session(
     // The client has drained; our long-lived TCP flows finish on its EOF.
     // UDP and connection-test flows have no EOF to wait for: they stop now.
     engine.set_phase(Phase::Drain);
-    let waits_for_eof = !plan.test.is_connect() && !plan.test.is_udp();
+    let waits_for_eof = test.transport == Transport::Tcp;
     let deadline = Instant::now() + Duration::from_secs(2);
     while waits_for_eof && engine.running() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
     let out = engine.join();
     let mut counts = out.counts;
-    if plan.test == TestKind::UdpStream && client_sent.len() == counts.len() {
+    if test.loss == Loss::Datagrams && client_sent.len() == counts.len() {
         // The exact loss: what the client sent that never arrived, including
         // losses at the tail that no later datagram revealed.
         for (c, sent) in counts.iter_mut().zip(&client_sent) {
@@ -682,16 +657,16 @@ fn session(
     }
     write_msg(
         &mut ctrl,
-        &Msg::Final {
+        &ServerMsg::from(Final {
             counts,
-            rusage: Rusage::read().unwrap_or_default().since(&rusage0),
+            rusage: Rusage::process().since(&rusage0),
             errors,
             refused,
             window: meter.window().map(Box::new),
             provenance: Some(Box::new(provenance)),
             tcp_retransmits,
             zerocopy,
-        },
+        }),
     )?;
     drop(out.flows);
     drop(listener);
@@ -726,18 +701,11 @@ fn udp_flows(
         // the port since it was bound at `accepted` is still queued.
         refused += drain_queued(&sock);
         let ctr = CounterRef::new(counters.clone(), f);
-        flows.push(if plan.test == TestKind::UdpStream {
-            let r = UdpStreamReceiver::new(sock, ctr, f as u32, plan.send_bytes as usize);
-            Box::new(if plan.gso { r.with_gro()? } else { r })
-        } else {
-            Box::new(UdpRrServer::new(
-                sock,
-                ctr,
-                plan.request_bytes,
-                plan.response_bytes,
-                plan.burst,
-            ))
-        });
+        flows.push(
+            plan.test
+                .desc()
+                .server_flow(plan, f as u32, ctr, Endpoint::Socket(sock))?,
+        );
     }
     Ok((counters, flows, refused))
 }
@@ -896,6 +864,7 @@ fn accept_flows(
                 plan,
                 opts,
                 CounterRef::new(counters.clone(), id),
+                id,
             )?);
             have += 1;
         }
@@ -945,37 +914,12 @@ fn data_flow(
     plan: &TestPlan,
     opts: &DataSocketOpts,
     ctr: CounterRef,
+    id: usize,
 ) -> Result<Box<dyn Flow>> {
     opts.apply_connected(&sock)?;
     sock.set_nonblocking(true)?;
-    Ok(match plan.test {
-        TestKind::TcpRr => Box::new(RrServer::new(
-            sock,
-            ctr,
-            plan.request_bytes,
-            plan.response_bytes,
-            plan.burst,
-        )),
-        _ => {
-            let (sends, receives) = match plan.test {
-                TestKind::TcpStream => (false, true),
-                TestKind::TcpMaerts => (true, false),
-                _ => (true, true),
-            };
-            let f = StreamFlow::new(
-                sock,
-                ctr,
-                sends,
-                receives,
-                if sends { plan.send_bytes as usize } else { 0 },
-                if receives {
-                    plan.recv_bytes as usize
-                } else {
-                    0
-                },
-                false,
-            );
-            Box::new(if plan.zerocopy { f.with_zerocopy()? } else { f })
-        }
-    })
+    Ok(plan
+        .test
+        .desc()
+        .server_flow(plan, id as u32, ctr, Endpoint::Socket(sock))?)
 }

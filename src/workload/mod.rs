@@ -8,6 +8,7 @@
 //! and transactions one end sent equal what the other end received, exactly.
 
 pub mod crr;
+pub mod kinds;
 pub mod rr;
 pub mod stream;
 pub mod udp;
