@@ -167,15 +167,8 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     let remote_w = Counts::sum(measure.iter().map(|i| &i.sum.remote));
     // The server's window on its own clock, when all its samples arrived.
     let remote_complete = measure.iter().all(|i| !i.remote.is_empty());
-    let remote_s: f64 = if remote_complete {
-        let idx: Vec<usize> = measure.iter().map(|i| i.index as usize).collect();
-        idx.iter()
-            .map(|&k| {
-                let a = g.remote[k].as_ref().map_or(0, |r| r.elapsed_ns);
-                let b = g.remote[k + 1].as_ref().map_or(0, |r| r.elapsed_ns);
-                b.saturating_sub(a) as f64 / 1e9
-            })
-            .fold(0.0, |a, x| a + x)
+    let remote_s = if remote_complete {
+        remote_window_s(&g, &measure)
     } else {
         0.0
     };
@@ -209,18 +202,9 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     if error.is_none() {
         warnings.extend(stability.warnings);
     }
-    // What the senders handed to the kernel, each direction at its sender.
     let test = plan.test.desc();
-    let sent_bps = if is_stream {
-        let c2s = test.client_sends.then(|| bps(local_w.bytes_sent, local_s));
-        let s2c = test
-            .client_receives
-            .then(|| bps(remote_w.bytes_sent, remote_s));
-        match (c2s, s2c) {
-            (Some(a), Some(b)) => a.zip(b).map(|(a, b)| a + b),
-            (Some(x), None) | (None, Some(x)) => x,
-            (None, None) => None,
-        }
+    let sent_bps = if is_stream && !measure.is_empty() {
+        sent_bps(test, &local_w, local_s, &remote_w, remote_s)
     } else {
         None
     };
@@ -230,7 +214,7 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         throughput_bps: fig.throughput_bps,
         throughput_bps_c2s: fig.throughput_bps_c2s,
         throughput_bps_s2c: fig.throughput_bps_s2c,
-        throughput_bps_sent: if measure.is_empty() { None } else { sent_bps },
+        throughput_bps_sent: sent_bps,
         transactions_per_s: fig.transactions_per_s,
         transactions: (!is_stream).then_some(local_w.transactions),
         histogram: (!is_stream && latency.is_some()).then(|| g.latency.to_base64()),
@@ -285,6 +269,43 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         summary,
         iterations: Vec::new(),
         confidence: None,
+    }
+}
+
+/// The server's measurement window on its own clock: the sum of its
+/// measure intervals, between its samples.
+fn remote_window_s(g: &Gathered, measure: &[&Interval]) -> f64 {
+    measure
+        .iter()
+        .map(|i| {
+            let k = i.index as usize;
+            let a = g.remote[k].as_ref().map_or(0, |r| r.elapsed_ns);
+            let b = g.remote[k + 1].as_ref().map_or(0, |r| r.elapsed_ns);
+            b.saturating_sub(a) as f64 / 1e9
+        })
+        // fold from +0.0: an empty f64 sum is -0.0.
+        .fold(0.0, |a, x| a + x)
+}
+
+/// What the senders handed to the kernel (bits/s), each direction counted
+/// at its sender, summed over the directions the test's flows carry.
+fn sent_bps(
+    test: &crate::workload::kinds::TestDesc,
+    local: &Counts,
+    local_s: f64,
+    remote: &Counts,
+    remote_s: f64,
+) -> Option<f64> {
+    // A window of zero length (e.g. the server's samples never came) has no rate.
+    let bps = |bytes: u64, secs: f64| (secs > 0.0).then(|| bytes as f64 * 8.0 / secs);
+    let c2s = test.client_sends.then(|| bps(local.bytes_sent, local_s));
+    let s2c = test
+        .client_receives
+        .then(|| bps(remote.bytes_sent, remote_s));
+    match (c2s, s2c) {
+        (Some(a), Some(b)) => a.zip(b).map(|(a, b)| a + b),
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => None,
     }
 }
 

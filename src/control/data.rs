@@ -172,24 +172,7 @@ pub(crate) fn accept_flows(
         }));
         // SAFETY: `pfds` is a valid array of pollfds of that length.
         unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, wait_ms) };
-        // Read from those that are ready; one that has said all it will
-        // (its token and id, EOF or an error) is done.
-        for (p, pfd) in pending.iter_mut().zip(&pfds[1..]) {
-            if pfd.revents == 0 {
-                continue;
-            }
-            match (&p.sock).read(&mut p.hello[p.got..]) {
-                Ok(0) => p.done = true,
-                Ok(got) => {
-                    p.got += got;
-                    p.done = p.got == p.hello.len();
-                }
-                Err(e)
-                    if e.kind() == io::ErrorKind::WouldBlock
-                        || e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => p.done = true,
-            }
-        }
+        read_hellos(&mut pending, &pfds[1..]);
         let mut i = 0;
         while i < pending.len() {
             if !pending[i].done {
@@ -253,6 +236,28 @@ pub(crate) fn accept_flows(
             .collect(),
         refused,
     ))
+}
+
+/// Read from the pending connections that `pfds` (theirs, in order) say
+/// are ready; one that has said all it will (its token and id, EOF or an
+/// error) is done.
+fn read_hellos(pending: &mut [Pending], pfds: &[libc::pollfd]) {
+    for (p, pfd) in pending.iter_mut().zip(pfds) {
+        if pfd.revents == 0 {
+            continue;
+        }
+        match (&p.sock).read(&mut p.hello[p.got..]) {
+            Ok(0) => p.done = true,
+            Ok(got) => {
+                p.got += got;
+                p.done = p.got == p.hello.len();
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => p.done = true,
+        }
+    }
 }
 
 /// The server's flow on an accepted long-lived data connection.
