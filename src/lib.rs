@@ -11,6 +11,7 @@
 
 pub mod agg;
 pub mod cli;
+pub mod clock;
 pub mod cmd;
 pub mod control;
 pub mod engine;
@@ -20,6 +21,7 @@ pub mod plan;
 pub mod result;
 pub mod sensors;
 pub mod stats;
+pub mod term;
 pub mod text;
 pub mod units;
 pub mod workload;

@@ -43,7 +43,7 @@ impl Sampler {
                 loop {
                     if let (Ok(cpu), Ok(rusage)) = (CpuSnapshot::read(), Rusage::read()) {
                         v.push(Reading {
-                            unix_s: super::run::unix_now(),
+                            unix_s: crate::clock::unix_now(),
                             cpu,
                             rusage,
                         });

@@ -2,53 +2,42 @@
 //! or an embedded one, with a live progress line on a terminal, live
 //! samples or JSON lines while it runs, and the result in the chosen format.
 
-use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::out::target_or_embedded;
+use super::out::{print, target_or_embedded};
 use crate::cli::{Format, OutputArgs, RunArgs};
 use crate::control;
 use crate::control::client::Observer;
 use crate::export::{self, Exporter};
 use crate::plan::TestKind;
 use crate::result::{Interval, TestResult};
+use crate::term::StatusLine;
 use crate::units::BitsPerSec;
 
-/// A one-line progress report on stderr, only when stderr is a terminal.
-struct Progress {
-    on: bool,
+/// The live figure of the test on the progress line.
+struct RunProgress {
+    line: StatusLine,
     test: TestKind,
 }
 
-impl Observer for Progress {
+impl Observer for RunProgress {
     fn on_interval(&mut self, iv: &Interval) {
-        if !self.on {
+        if !self.line.on() {
             return;
         }
         let v = match iv.sum.throughput_bps {
             Some(t) => BitsPerSec(t).to_string(),
             None => format!("{:.0} trans/s", iv.sum.transactions_per_s.unwrap_or(0.0)),
         };
-        let mut e = std::io::stderr().lock();
-        let _ = write!(
-            e,
-            "\r\x1b[2K{} {:>7.1}s {:<8} {}",
+        self.line.draw(&format!(
+            "{} {:>7.1}s {:<8} {}",
             self.test,
             iv.end_s,
             iv.phase.name(),
             v
-        );
-        let _ = e.flush();
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        if self.on {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
+        ));
     }
 }
 
@@ -84,13 +73,7 @@ fn write_outputs(
     match &out.output {
         Some(path) => export::write_atomic(path, &bytes)
             .with_context(|| format!("writing --output {}", path.display()))?,
-        None => {
-            let mut so = std::io::stdout().lock();
-            match so.write_all(&bytes).and_then(|_| so.flush()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                r => r.context("writing to standard output")?,
-            }
-        }
+        None => print(&bytes)?,
     }
     Ok(())
 }
@@ -99,8 +82,8 @@ fn write_outputs(
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
     let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
-    let mut progress = Progress {
-        on: std::io::stderr().is_terminal(),
+    let mut progress = RunProgress {
+        line: StatusLine::stderr(),
         test: plan.test,
     };
     let mut live = export::live::Live::new(
@@ -114,15 +97,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         let mut observer = export::live::Both(&mut progress, &mut live);
         match args.repeat() {
             Some(rep) => {
-                let terminal = std::io::stderr().is_terminal();
+                let above = StatusLine::stderr();
                 control::client::run_repeated(&target, &plan, rep, &mut observer, &mut |it| {
-                    if terminal {
-                        eprintln!(
-                            "\r\x1b[2Kiteration {}: {}",
-                            it.index,
-                            export::human::figure(it.figure, it.unit)
-                        );
-                    }
+                    above.keep(&format!(
+                        "iteration {}: {}",
+                        it.index,
+                        export::human::figure(it.figure, it.unit)
+                    ));
                 })
             }
             None => control::client::run(&target, &plan, &mut observer),

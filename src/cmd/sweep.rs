@@ -12,6 +12,7 @@ use crate::control::client::{self, Quiet, Target};
 use crate::control::server::EmbeddedServer;
 use crate::export::write_atomic;
 use crate::plan::{TestKind, TestPlan};
+use crate::term::StatusLine;
 
 /// `thrum sweep`.
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
@@ -54,22 +55,20 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
             (t, Some(s))
         }
     };
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let status = StatusLine::stderr();
     let mut cells = Vec::new();
     for (i, p) in plans.iter().enumerate() {
-        if terminal {
-            eprint!(
-                "\r\x1b[2Kcell {}/{}: burst {}, flows {}",
-                i + 1,
-                plans.len(),
-                p.burst,
-                p.flows
-            );
-        }
+        status.draw(&format!(
+            "cell {}/{}: burst {}, flows {}",
+            i + 1,
+            plans.len(),
+            p.burst,
+            p.flows
+        ));
         let r = client::run(&target, p, &mut Quiet);
         let s = &r.summary;
         if let Some(e) = &s.error {
-            if terminal {
+            if status.on() {
                 eprintln!();
             }
             eprintln!("cell burst {}, flows {}: {e}", p.burst, p.flows);
@@ -87,9 +86,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
             error: s.error.clone(),
         });
     }
-    if terminal {
-        eprint!("\r\x1b[2K");
-    }
+    status.clear();
     let sw = Sweep {
         schema: "thrum.sweep.v1".into(),
         test: kind.name().into(),
