@@ -6,8 +6,8 @@
 //! into a plan) → `export` (formats, charts) → `agg` (the aggregate method)
 //! → `control` (protocol, client and server sessions, analysis) → `result`
 //! → `engine` (worker threads) → `workload` (flow state machines) → `io`
-//! (drivers, sockets) → `plan`, `sensors`, `stats`, `text`, `units`. One
-//! import still runs up: `result` reads `control::window`'s window type.
+//! (drivers, sockets) → `plan`, `sensors`, `stats`, `text`, `units`,
+//! `clock` and `term`.
 
 pub mod agg;
 pub mod cli;

@@ -8,12 +8,12 @@
 use serde::Serialize;
 
 use crate::control::proto::Rusage;
-use crate::control::window::WindowStats;
+use crate::plan::Phase;
 use crate::plan::{TestKind, TestPlan};
 use crate::sensors::CpuUsage;
+use crate::sensors::window::WindowStats;
 use crate::stats::counters::Counts;
 use crate::stats::latency::LatencySummary;
-use crate::workload::Phase;
 
 pub const SCHEMA: &str = "thrum.result.v1";
 

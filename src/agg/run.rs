@@ -160,7 +160,7 @@ pub fn run_ramp(
         streams,
         Coverage::Required { slack_s: 0.05 },
     );
-    let hypervisor = crate::control::window::on_hypervisor();
+    let hypervisor = crate::sensors::window::on_hypervisor();
     for step in &mut t.steps {
         if let Some(c) = super::cpu::step_cpu(
             &readings,

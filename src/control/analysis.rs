@@ -11,16 +11,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::proto::Rusage;
-use super::window::WindowStats;
 use crate::io::zerocopy::ZeroCopyCounts;
+use crate::plan::Phase;
 use crate::plan::{TestKind, TestPlan};
 use crate::result::{
     Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
 };
 use crate::sensors::Provenance;
+use crate::sensors::window::WindowStats;
 use crate::stats::counters::Counts;
 use crate::stats::latency::{LatencyHistogram, LatencySummary};
-use crate::workload::Phase;
 
 pub(crate) struct LocalSample {
     pub(crate) at: Duration,

@@ -22,20 +22,21 @@ use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
 use super::proto::{FrameError, MAX_FRAME, Msg, PROTOCOL_VERSION, Rusage, read_msg, write_msg};
 use super::repeat::Repeat;
-use super::window::{Meter, on_hypervisor};
 use crate::engine::{Engine, place};
 use crate::io::connect::connect_many;
 use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
+use crate::plan::Phase;
 use crate::plan::{TestKind, TestPlan};
 use crate::result::{Environment, Interval, TestResult};
 use crate::sensors::Provenance;
+use crate::sensors::window::{Meter, on_hypervisor};
 use crate::stats::counters::{Counts, FlowCounters};
 use crate::text;
 use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
 use crate::workload::rr::RrClient;
 use crate::workload::stream::StreamFlow;
 use crate::workload::udp::{UdpRrClient, UdpStreamSender};
-use crate::workload::{CounterRef, Flow, Phase};
+use crate::workload::{CounterRef, Flow};
 
 /// How long connecting to a server may take before it counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);

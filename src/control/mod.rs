@@ -13,4 +13,6 @@ pub mod log;
 pub mod proto;
 pub mod repeat;
 pub mod server;
-pub mod window;
+/// The window moved to [`crate::sensors::window`]; `proto`'s message types
+/// still name it by this path until the protocol rewrite of issue 15.
+pub(crate) use crate::sensors::window;

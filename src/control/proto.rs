@@ -15,9 +15,9 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::plan::Phase;
 use crate::plan::TestPlan;
 use crate::stats::counters::Counts;
-use crate::workload::Phase;
 
 /// The protocol version this build speaks.
 pub const PROTOCOL_VERSION: u32 = 1;

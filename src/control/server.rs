@@ -23,19 +23,20 @@ use super::deadline::read_msg_within;
 use super::limits::{SessionLimits, memory_estimate, session_threads};
 use super::log::{LogFormat, Outcome, SessionLine, server_event};
 use super::proto::{FrameError, Msg, PROTOCOL_VERSION, Rusage, write_msg};
-use super::window::Meter;
 use crate::engine::{Engine, place};
 use crate::io::socket::{
     DataSocketOpts, listen, local_port, same_host, set_nonblocking, udp_bound,
 };
+use crate::plan::Phase;
 use crate::plan::{TestKind, TestPlan, limits};
 use crate::sensors::Provenance;
+use crate::sensors::window::Meter;
 use crate::stats::counters::FlowCounters;
 use crate::workload::crr::{ConnectMode, ConnectServer, TOKEN_LEN};
 use crate::workload::rr::RrServer;
 use crate::workload::stream::StreamFlow;
 use crate::workload::udp::{UdpRrServer, UdpStreamReceiver};
-use crate::workload::{CounterRef, Flow, Phase};
+use crate::workload::{CounterRef, Flow};
 
 /// Default control port (netperf uses 12865, neper 12866, iperf3 5201).
 pub const DEFAULT_PORT: u16 = 12880;

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use socket2::{SockAddr, Socket};
 
-use super::{CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Phase, Progress, sub_token, token};
+use super::{CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Progress, sub_token, token};
 use crate::io::blocking::POLL_TIMEOUT;
 use crate::io::socket::{
     DataSocketOpts, accept_interruptible, accept_nonblocking, poll_one, recv, same_host, send,
@@ -36,6 +36,7 @@ use crate::io::socket::{
 };
 use crate::io::{Driver, Event};
 use crate::plan::CloseMode;
+use crate::plan::Phase;
 
 /// Bytes of the session token every data connection presents first.
 pub const TOKEN_LEN: usize = 16;

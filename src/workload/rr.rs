@@ -28,11 +28,11 @@ use std::time::Instant;
 use socket2::Socket;
 
 use super::{
-    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, early_eof, failed, queue_send,
-    start_on,
+    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, failed, queue_send, start_on,
 };
 use crate::io::socket::{recv, send, shutdown_write, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
+use crate::plan::Phase;
 
 /// Upper bound on one flow's I/O buffers; larger messages take several calls.
 const MAX_BUF: u64 = 256 << 10;

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sensors::{CpuSnapshot, CpuUsage, IfCounters, Rusage, route_interface};
-use crate::workload::Phase;
+use super::{CpuSnapshot, CpuUsage, IfCounters, Rusage, route_interface};
+use crate::plan::Phase;
 
 /// One edge of the window.
 struct Edge {
