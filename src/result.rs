@@ -7,11 +7,10 @@
 
 use serde::Serialize;
 
-use crate::control::proto::Rusage;
 use crate::plan::Phase;
 use crate::plan::{TestKind, TestPlan};
-use crate::sensors::CpuUsage;
 use crate::sensors::window::WindowStats;
+use crate::sensors::{CpuUsage, Rusage};
 use crate::stats::counters::Counts;
 use crate::stats::latency::LatencySummary;
 
