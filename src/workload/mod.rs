@@ -8,6 +8,8 @@
 //! and transactions one end sent equal what the other end received, exactly.
 
 pub mod crr;
+#[cfg(test)]
+pub(crate) mod harness;
 pub mod rr;
 pub mod stream;
 pub mod udp;
