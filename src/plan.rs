@@ -199,6 +199,39 @@ pub struct TestPlan {
     pub percentiles: Vec<f64>,
 }
 
+/// The phases of a test (docs/design.md, "Phases, and the drain"). Only
+/// `Measure` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Phase {
+    Warmup = 0,
+    Measure = 1,
+    Cooldown = 2,
+    /// Stop generating, half-close, read until EOF.
+    Drain = 3,
+}
+
+impl Phase {
+    pub fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::Warmup,
+            1 => Phase::Measure,
+            2 => Phase::Cooldown,
+            _ => Phase::Drain,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Measure => "measure",
+            Phase::Cooldown => "cooldown",
+            Phase::Drain => "drain",
+        }
+    }
+}
+
 /// The hard limits of a plan; the server states its own in its hello.
 pub mod limits {
     pub const MAX_FLOWS: u32 = 100_000;

@@ -7,14 +7,13 @@
 
 use serde::Serialize;
 
-use crate::control::proto::Rusage;
-use crate::control::window::WindowStats;
+use crate::plan::Phase;
 use crate::plan::{TestKind, TestPlan};
-use crate::sensors::CpuUsage;
+use crate::sensors::window::WindowStats;
+use crate::sensors::{CpuUsage, Rusage};
 use crate::stats::counters::Counts;
 use crate::stats::latency::LatencySummary;
 use crate::warning::{Code, Warning, Warnings};
-use crate::workload::Phase;
 use crate::workload::kinds::Merit;
 
 pub const SCHEMA: &str = "thrum.result.v1";

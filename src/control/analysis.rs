@@ -11,17 +11,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::proto::Rusage;
-use super::window::WindowStats;
 use crate::io::zerocopy::ZeroCopyCounts;
-use crate::plan::TestPlan;
+use crate::plan::{Phase, TestPlan};
 use crate::result::{
     Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
 };
 use crate::sensors::Provenance;
+use crate::sensors::window::WindowStats;
 use crate::stats::counters::Counts;
 use crate::stats::latency::{LatencyHistogram, LatencySummary};
 use crate::warning::{Code, Warning, Warnings};
-use crate::workload::Phase;
 use crate::workload::kinds::Loss;
 
 pub(crate) struct LocalSample {

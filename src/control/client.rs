@@ -25,13 +25,13 @@ use super::proto::{
 };
 use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader};
-use super::window::{Meter, on_hypervisor};
 use crate::engine::{Engine, place};
 use crate::io::connect::connect_many;
 use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
 use crate::plan::TestPlan;
 use crate::result::{Environment, Interval, TestResult};
 use crate::sensors::Provenance;
+use crate::sensors::window::{Meter, on_hypervisor};
 use crate::stats::counters::{Counts, FlowCounters};
 use crate::text;
 use crate::warning::{Code, Warning};

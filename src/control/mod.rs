@@ -16,4 +16,3 @@ pub mod repeat;
 pub mod server;
 mod session;
 pub(crate) mod timeline;
-pub mod window;

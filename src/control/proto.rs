@@ -15,9 +15,9 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::plan::Phase;
 use crate::plan::TestPlan;
 use crate::stats::counters::Counts;
-use crate::workload::Phase;
 
 /// The protocol version this build speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -251,7 +251,7 @@ pub struct Final {
     pub refused: u64,
     /// The server's readings over its measurement window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<Box<super::window::WindowStats>>,
+    pub window: Option<Box<crate::sensors::window::WindowStats>>,
     /// Where the server ran: versions, kernel, interface, sysctls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Box<crate::sensors::Provenance>>,

@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 
@@ -27,21 +27,16 @@ use super::server::{
     HELLO_TIMEOUT, PRE_SPEC_FRAME, SPEC_FRAME, START_TIMEOUT, ServerConfig, SessionState,
     after_spec_frame, session_bound,
 };
-use super::window::Meter;
 use crate::engine::{Engine, place};
 use crate::io::socket::{DataSocketOpts, listen, local_port, set_nonblocking, udp_bound};
+use crate::plan::Phase;
 use crate::plan::TestPlan;
 use crate::sensors::Provenance;
+use crate::sensors::window::Meter;
 use crate::stats::counters::FlowCounters;
+use crate::workload::CounterRef;
 use crate::workload::crr::TOKEN_LEN;
 use crate::workload::kinds::{Endpoint, Loss, TestDesc, Transport};
-use crate::workload::{CounterRef, Phase};
-
-fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
 
 /// Why a session was ended at its bound, naming the limit.
 fn overran(plan: &TestPlan, limits: &SessionLimits, bound: Duration) -> String {
@@ -436,7 +431,7 @@ fn answer_ticks(
                     &ServerMsg::from(Sample {
                         seq,
                         elapsed_ns: t0.elapsed().as_nanos() as u64,
-                        unix_ns: unix_ns(),
+                        unix_ns: crate::clock::unix_now_ns(),
                         counts: engine.snapshot(),
                     }),
                 )?;

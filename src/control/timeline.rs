@@ -19,13 +19,13 @@ use anyhow::{Context, Result, anyhow, bail};
 use super::analysis::{Gathered, LocalSample, RemoteSample, interval};
 use super::client::Observer;
 use super::proto::{ClientMsg, Final, FrameError, ServerMsg, Tick, write_msg};
-use super::window::Meter;
 use crate::engine::Engine;
+use crate::plan::Phase;
 use crate::plan::TestPlan;
+use crate::sensors::window::Meter;
 use crate::stats::counters::Counts;
 use crate::text;
 use crate::warning::{Code, Warning};
-use crate::workload::Phase;
 
 /// How long the ends may take to drain after the last phase.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -82,12 +82,6 @@ pub fn spawn_reader(ctrl: &TcpStream) -> Result<mpsc::Receiver<Result<ServerMsg,
     Ok(rx)
 }
 
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// A test between `start` and the server's final report.
 pub(crate) struct Running {
     pub meter: Meter,
@@ -133,7 +127,7 @@ impl Running {
         self.seq += 1;
         g.local.push(LocalSample {
             at,
-            unix_s: unix_now(),
+            unix_s: crate::clock::unix_now(),
             counts,
             phase: ending,
         });

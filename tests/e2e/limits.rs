@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use thrum::control::proto::{self, ClientMsg, encode};
+use thrum::plan::Phase;
 use thrum::plan::{TestKind, TestPlan};
-use thrum::workload::Phase;
 use thrum::workload::crr::TOKEN_LEN;
 
 use crate::common::{ServerProc, u};
