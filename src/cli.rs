@@ -197,9 +197,23 @@ pub struct RunArgs {
     /// SO_MAX_PACING_RATE per flow, in bits/s (100M = 10^8 bit/s).
     #[arg(long, value_parser = rate, value_name = "RATE")]
     pub pacing_rate: Option<u64>,
-    /// udp_stream: send each flow's datagrams open-loop at RATE bits/s of payload (as iperf3 -b); default: as fast as possible.
+    /// Open loop. udp_stream: send each flow's datagrams at RATE bits/s of
+    /// payload (as iperf3 -b). tcp_rr, udp_rr, tcp_crr, tcp_cc: offer RATE
+    /// transactions/s in all (10k = 10,000/s), spread over the flows, on a
+    /// schedule the responses do not slow; latency then runs from each
+    /// transaction's intended start (no coordinated omission). Default:
+    /// as fast as possible (closed loop).
     #[arg(long, value_parser = rate, value_name = "RATE")]
     pub rate: Option<u64>,
+    /// With --rate on a request/response test: `fixed` spacing, or `poisson`
+    /// arrivals of the same mean rate.
+    #[arg(long, default_value = "fixed", value_parser = ["fixed", "poisson"], value_name = "fixed|poisson")]
+    pub arrivals: String,
+    /// With --rate on a request/response test: the most transactions in
+    /// flight per flow; when full, the schedule keeps running and the owed
+    /// requests go out as slots free.
+    #[arg(long, default_value_t = crate::plan::DEFAULT_MAX_INFLIGHT, value_name = "N")]
+    pub max_inflight: u32,
     /// udp_rr: a transaction without a response after this is lost and its slot reused.
     #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
     pub rr_timeout: Duration,
@@ -403,7 +417,18 @@ impl RunArgs {
         p.congestion = self.cc.clone();
         p.mss = self.mss;
         p.pacing_rate_bps = self.pacing_rate;
-        p.rate_bps = self.rate;
+        // One flag, the test's own unit: payload bits/s for udp_stream,
+        // transactions/s for the request/response tests.
+        if matches!(
+            p.test,
+            TestKind::TcpRr | TestKind::UdpRr | TestKind::TcpCrr | TestKind::TcpCc
+        ) {
+            p.offered_per_s = self.rate;
+        } else {
+            p.rate_bps = self.rate;
+        }
+        p.arrivals = self.arrivals.parse()?;
+        p.max_inflight = self.max_inflight;
         p.rr_timeout_ns = ns(self.rr_timeout);
         p.busy_poll_us = self.busy_poll;
         p.zerocopy = self.zerocopy;

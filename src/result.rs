@@ -159,6 +159,9 @@ pub struct Interval {
     /// Latency of the transactions that completed in this interval (RR tests, measure phase).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// Open loop (--rate): their service time, from the actual send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_latency_ns: Option<LatencySummary>,
 }
 
 impl Interval {
@@ -166,6 +169,14 @@ impl Interval {
     pub fn headline(&self) -> Option<f64> {
         self.sum.throughput_bps.or(self.sum.transactions_per_s)
     }
+}
+
+/// The open-loop generator's lateness behind its schedule, ns.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct GeneratorLag {
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
 }
 
 /// How steady the figure of merit was over the measurement window.
@@ -525,8 +536,26 @@ pub struct Summary {
     pub transactions_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
+    /// Response time: from the request's send (closed loop), or from its
+    /// intended start (open loop, --rate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// Open loop (--rate): transactions/s offered by the schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<f64>,
+    /// Open loop: transactions/s completed in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub achieved_per_s: Option<f64>,
+    /// Open loop: requests sent more than one schedule gap after their
+    /// intended start, in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late: Option<u64>,
+    /// Open loop: service time, from each request's actual send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_latency_ns: Option<LatencySummary>,
+    /// Open loop: how far behind its schedule the generator sent requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_lag_ns: Option<GeneratorLag>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
@@ -636,6 +665,7 @@ mod tests {
                     remote: Vec::new(),
                     sum,
                     latency_ns: None,
+                    service_latency_ns: None,
                 }
             })
             .collect()

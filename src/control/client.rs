@@ -318,6 +318,9 @@ impl<'a> Session<'a> {
         let out = run.engine.take().expect("engine").join();
         self.g.latency = out.latency;
         self.g.interval_latency = out.interval_latency;
+        self.g.service_latency = out.service_latency;
+        self.g.service_interval_latency = out.service_interval_latency;
+        self.g.generator_lag = out.generator_lag;
         self.g.local_retransmits = crate::engine::tcp_retransmits(&out.flows);
         self.g.local_zerocopy = crate::engine::zerocopy_counts(&out.flows);
         self.g.local_rusage = Some(Rusage::process().since(&rusage0));

@@ -10,6 +10,7 @@ mod limits;
 mod loopback;
 mod measure;
 mod netns;
+mod open_loop;
 mod outputs;
 mod scale;
 mod sensors;
