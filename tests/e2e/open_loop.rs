@@ -12,6 +12,9 @@ use crate::common::{
     ServerProc, assert_rejected, assert_schema, f, json, not_beside_floods, run_client, u,
 };
 
+/// The tests that run open-loop so far.
+const OPEN_LOOP_TESTS: &[&str] = &["tcp_rr"];
+
 /// `thrum run TEST -H server ... --json` that must succeed.
 fn run(server: &ServerProc, test: &str, extra: &[&str]) -> Value {
     let mut args = vec!["run", test, "-H", &server.addr, "--json"];
@@ -71,7 +74,7 @@ fn stalled_run(test: &str, open: bool) -> Value {
 #[test]
 fn a_stall_is_charged_to_every_transaction_due_in_it() {
     let _quiet = not_beside_floods();
-    for test in ["tcp_rr"] {
+    for &test in OPEN_LOOP_TESTS {
         let open = stalled_run(test, true);
         let s = &open["summary"];
         let p99 = u(&s["latency_ns"]["p99"]);
