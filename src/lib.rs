@@ -26,6 +26,7 @@ pub mod stats;
 pub mod term;
 pub mod text;
 pub mod units;
+pub mod warning;
 pub mod workload;
 
 use std::process::ExitCode;

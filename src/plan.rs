@@ -53,27 +53,8 @@ impl TestKind {
         }
     }
 
-    /// Bulk tests report bits/s; the others report transactions/s.
-    pub fn is_stream(self) -> bool {
-        matches!(
-            self,
-            TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir | TestKind::UdpStream
-        )
-    }
-
-    pub fn is_udp(self) -> bool {
-        matches!(self, TestKind::UdpStream | TestKind::UdpRr)
-    }
-
-    /// Request/response tests, where `--burst` applies.
-    pub fn is_rr(self) -> bool {
-        matches!(self, TestKind::TcpRr | TestKind::UdpRr)
-    }
-
-    /// Tests that open one connection per transaction instead of long-lived flows.
-    pub fn is_connect(self) -> bool {
-        matches!(self, TestKind::TcpCrr | TestKind::TcpCc)
-    }
+    // What a test is (its transport, who sends, its figure of merit, its
+    // flows) is its row in `workload::kinds`: `TestKind::desc()`.
 }
 
 impl fmt::Display for TestKind {
@@ -372,8 +353,14 @@ impl TestPlan {
             MIN_INTERVAL_NS,
             MAX_DURATION_NS,
         )?;
+        // Which options apply to which tests is the plan's own rule, written
+        // beside the message that names them (the tests' rows sit above the
+        // plan, in `workload::kinds`).
         if let Some(n) = self.transactions {
-            if t.is_stream() {
+            if !matches!(
+                t,
+                TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc | TestKind::UdpRr
+            ) {
                 return Err(PlanError::NotApplicable {
                     flag: "--transactions",
                     applies: "tcp_rr, tcp_crr, tcp_cc and udp_rr",
@@ -396,7 +383,7 @@ impl TestPlan {
                 )));
             }
         }
-        if self.burst > 0 && !t.is_rr() {
+        if self.burst > 0 && !matches!(t, TestKind::TcpRr | TestKind::UdpRr) {
             return Err(PlanError::NotApplicable {
                 flag: "--burst",
                 applies: "tcp_rr and udp_rr",
@@ -404,7 +391,7 @@ impl TestPlan {
             });
         }
         check("--burst", self.burst as u64, 0, MAX_BURST as u64)?;
-        let max_rr = if t.is_udp() {
+        let max_rr = if matches!(t, TestKind::UdpRr) {
             MAX_DATAGRAM_BYTES
         } else {
             MAX_RR_BYTES

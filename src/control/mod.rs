@@ -7,12 +7,12 @@ pub mod admission;
 pub(crate) mod analysis;
 pub mod auth;
 pub mod client;
+mod data;
 pub mod deadline;
 pub mod limits;
 pub mod log;
 pub mod proto;
 pub mod repeat;
 pub mod server;
-/// The window moved to [`crate::sensors::window`]; `proto`'s message types
-/// still name it by this path until the protocol rewrite of issue 15.
-pub(crate) use crate::sensors::window;
+mod session;
+pub(crate) mod timeline;

@@ -10,6 +10,7 @@
 pub mod crr;
 #[cfg(test)]
 pub(crate) mod harness;
+pub mod kinds;
 pub mod rr;
 pub mod stream;
 pub mod udp;
