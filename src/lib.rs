@@ -7,7 +7,8 @@
 //! `agg` (the aggregate method) → `control` (protocol, client and server
 //! sessions, analysis) → `result` → `engine` (worker threads) → `workload`
 //! (flow state machines) → `io` (drivers, sockets) → `sensors`, `stats`
-//! (counters, histograms) → `plan`, `text`, `clock`, `term` → `units`.
+//! (counters, histograms) → `plan`, `text`, `clock`, `term`,
+//! `warning` → `units`.
 
 pub mod agg;
 pub mod cli;
