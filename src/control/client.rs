@@ -29,7 +29,7 @@ use crate::engine::{Engine, place};
 use crate::io::connect::connect_many;
 use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
 use crate::plan::TestPlan;
-use crate::result::{Environment, Interval, TestResult};
+use crate::result::{Environment, TestResult};
 use crate::sensors::Provenance;
 use crate::sensors::window::{Meter, on_hypervisor};
 use crate::stats::counters::{Counts, FlowCounters};
@@ -39,7 +39,7 @@ use crate::workload::crr::TOKEN_LEN;
 use crate::workload::kinds::{Endpoint, Loss, TestDesc, Transport};
 use crate::workload::{CounterRef, Flow};
 
-pub use super::timeline::{DRAIN_TIMEOUT, SAMPLE_TIMEOUT};
+pub use super::timeline::{DRAIN_TIMEOUT, Observer, Quiet, SAMPLE_TIMEOUT};
 
 /// How long connecting to a server may take before it counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -57,17 +57,6 @@ pub struct Target {
     /// Prove this key to the server (`--psk-file`); the server must ask for it.
     pub psk: Option<Psk>,
 }
-
-/// Told about each interval as it completes, that is when the server's sample
-/// for its end has arrived (progress lines, streaming output). An interval
-/// whose server sample never arrives is only in the final result.
-pub trait Observer {
-    fn on_interval(&mut self, _iv: &Interval) {}
-}
-
-/// An observer that ignores everything.
-pub struct Quiet;
-impl Observer for Quiet {}
 
 /// The longest a test can take by its plan: warm-up, measurement (for a
 /// count-limited run, an hour), cool-down and a minute for the rest.

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::analysis::{Gathered, LocalSample, RemoteSample, interval};
-use super::client::Observer;
 use super::proto::{ClientMsg, Final, FrameError, ServerMsg, Tick, write_msg};
 use crate::engine::Engine;
 use crate::plan::Phase;
 use crate::plan::TestPlan;
+use crate::result::Interval;
 use crate::sensors::window::Meter;
 use crate::stats::counters::Counts;
 use crate::text;
@@ -37,6 +37,17 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 /// one interval plus this of the fault, instead of waiting on TCP's
 /// retransmission timers for minutes.
 pub const SAMPLE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Told about each interval as it completes, that is when the server's sample
+/// for its end has arrived (progress lines, streaming output). An interval
+/// whose server sample never arrives is only in the final result.
+pub trait Observer {
+    fn on_interval(&mut self, _iv: &Interval) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+impl Observer for Quiet {}
 
 /// The phases in order, with their lengths (None: until the transaction quota is met).
 pub fn schedule(plan: &TestPlan) -> Vec<(Phase, Option<Duration>)> {
