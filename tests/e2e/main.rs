@@ -13,6 +13,7 @@ mod netns;
 mod outputs;
 mod scale;
 mod sensors;
+mod ship;
 mod soak;
 mod udp;
 mod udp_loss;

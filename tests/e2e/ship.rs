@@ -1,0 +1,327 @@
+//! What ships: the `cargo xtask dist` tarball (a static binary that runs
+//! `thrum suite` with an empty environment as an unprivileged user, as in
+//! the `FROM scratch` image; man pages that render; completions that load in
+//! bash and offer the tests and drivers), the systemd unit
+//! (`systemd-analyze verify`), the .deb (installs, works, removes) and the
+//! Kubernetes manifests (validated against the schemas offline).
+//!
+//! The release build takes minutes, so these tests do not run it: CI runs
+//! `cargo xtask dist` and `cargo xtask deb` once and hands the outputs over
+//! in `THRUM_DIST` (the tarball) and `THRUM_DEB` (the package). Where one is
+//! not given, or a tool or root is missing, a test prints why and returns,
+//! unless `THRUM_E2E_SHIP=required` is set (as .ci/run does as root), which
+//! turns every such skip into a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::common::{SETUP_LIMIT, bin, run_cmd};
+
+/// Skip with a printed reason, or fail where CI requires these checks.
+fn skip(why: &str) {
+    if std::env::var("THRUM_E2E_SHIP").as_deref() == Ok("required") {
+        panic!("{why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn has(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Run a command that must succeed; returns stdout and stderr.
+fn ok(cmd: &mut Command, limit: Duration) -> (String, String) {
+    let shown = format!("{cmd:?}");
+    let out = run_cmd(cmd, limit);
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{shown} failed:\n{o}\n{e}");
+    (o, e)
+}
+
+/// The tarball from `THRUM_DIST`, unpacked into `dir`; returns its top folder.
+fn unpacked(dir: &Path) -> Option<PathBuf> {
+    let Ok(tarball) = std::env::var("THRUM_DIST") else {
+        skip("THRUM_DIST is not set: run `cargo xtask dist` and set it to the tarball's path");
+        return None;
+    };
+    ok(
+        Command::new("tar")
+            .arg("-xzf")
+            .arg(&tarball)
+            .arg("-C")
+            .arg(dir),
+        SETUP_LIMIT,
+    );
+    let name = Path::new(&tarball)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".tar.gz"))
+        .expect("THRUM_DIST names a .tar.gz");
+    Some(dir.join(name))
+}
+
+#[test]
+fn dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(top) = unpacked(tmp.path()) else {
+        return;
+    };
+    for f in [
+        "thrum",
+        "README.md",
+        "man/thrum.1",
+        "man/thrum-server.1",
+        "completions/thrum.bash",
+        "completions/_thrum",
+        "completions/thrum.fish",
+        "systemd/thrum-server.service",
+    ] {
+        assert!(top.join(f).is_file(), "the tarball lacks {f}");
+    }
+    let thrum = top.join("thrum");
+
+    // Static: no interpreter and no shared library to find at run time, so
+    // it starts on any Linux (and in an image with nothing else in it).
+    let (headers, _) = ok(
+        Command::new("readelf").args(["-lW"]).arg(&thrum),
+        SETUP_LIMIT,
+    );
+    assert!(
+        !headers.contains("INTERP"),
+        "dynamically linked:\n{headers}"
+    );
+    let (dynamic, _) = ok(
+        Command::new("readelf").args(["-dW"]).arg(&thrum),
+        SETUP_LIMIT,
+    );
+    assert!(!dynamic.contains("(NEEDED)"), "needs libraries:\n{dynamic}");
+    let (sections, _) = ok(
+        Command::new("readelf").args(["-SW"]).arg(&thrum),
+        SETUP_LIMIT,
+    );
+    assert!(!sections.contains(".debug_info"), "not stripped");
+    assert!(
+        sections.contains(".gnu_debuglink"),
+        "no link to its debug file"
+    );
+
+    let (version, _) = ok(Command::new(&thrum).arg("--version"), SETUP_LIMIT);
+    assert!(
+        version.starts_with(&format!("thrum {} (commit ", env!("CARGO_PKG_VERSION")))
+            && version.contains(", built 20")
+            && version.contains("-linux-musl)"),
+        "--version: {version}"
+    );
+
+    // As the container runs it: no environment at all, and not root.
+    let mut suite = if is_root() && has("setpriv") {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&thrum);
+        c
+    } else {
+        eprintln!("not root or no setpriv: `thrum suite` runs as this user");
+        Command::new(&thrum)
+    };
+    suite
+        .env_clear()
+        .current_dir("/")
+        .args(["suite", "-l", "200ms", "--json"]);
+    let (out, _) = ok(&mut suite, Duration::from_secs(120));
+    let docs: serde_json::Value = serde_json::from_str(&out).expect("suite --json is JSON");
+    let docs = docs.as_array().expect("an array of results");
+    assert_eq!(docs.len(), 8, "every test ran");
+    for d in docs {
+        assert_eq!(d["summary"]["error"], serde_json::Value::Null, "{d}");
+    }
+}
+
+#[test]
+fn man_pages_render_and_completions_offer_tests_and_drivers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(top) = unpacked(tmp.path()) else {
+        return;
+    };
+    if !has("man") || !has("bash") {
+        skip("man or bash not found (apt-get install man-db bash)");
+        return;
+    }
+    let mut pages = 0;
+    for page in std::fs::read_dir(top.join("man")).unwrap() {
+        let page = page.unwrap().path();
+        let (text, warnings) = ok(
+            Command::new("man").args(["-l", "-P", "cat"]).arg(&page),
+            SETUP_LIMIT,
+        );
+        assert!(warnings.trim().is_empty(), "{page:?}: {warnings}");
+        assert!(
+            text.contains("NAME") && text.contains("SYNOPSIS"),
+            "{page:?}"
+        );
+        pages += 1;
+    }
+    // thrum(1) and one per subcommand.
+    assert_eq!(pages, 8, "man pages");
+
+    // What bash offers after `thrum run ` and after `--driver `.
+    let script = format!(
+        "source {}; complete -p thrum || exit 9
+         COMP_WORDS=(thrum run ''); COMP_CWORD=2; _thrum thrum '' run; echo \"RUN: ${{COMPREPLY[*]}}\"
+         COMP_WORDS=(thrum run tcp_rr --driver ''); COMP_CWORD=4; _thrum thrum '' --driver; echo \"DRIVER: ${{COMPREPLY[*]}}\"
+         COMP_WORDS=(thrum sweep ''); COMP_CWORD=2; _thrum thrum '' sweep; echo \"SWEEP: ${{COMPREPLY[*]}}\"",
+        top.join("completions/thrum.bash").display()
+    );
+    let (out, _) = ok(Command::new("bash").args(["-c", &script]), SETUP_LIMIT);
+    let line = |k: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .unwrap_or_else(|| panic!("no {k} in {out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    for t in [
+        "tcp_stream",
+        "tcp_maerts",
+        "tcp_bidir",
+        "tcp_rr",
+        "tcp_crr",
+        "tcp_cc",
+        "udp_stream",
+        "udp_rr",
+    ] {
+        assert!(
+            line("RUN: ").contains(&t),
+            "`thrum run` completes {t}: {out}"
+        );
+        assert!(
+            line("SWEEP: ").contains(&t),
+            "`thrum sweep` completes {t}: {out}"
+        );
+    }
+    assert_eq!(line("DRIVER: "), ["auto", "epoll", "uring"]);
+}
+
+/// The unit with ExecStart pointing at `thrum` (verify checks the program exists).
+fn unit_for(thrum: &str, dir: &Path) -> PathBuf {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/packaging/systemd/thrum-server.service"
+    ))
+    .unwrap();
+    assert!(unit.contains("ExecStart=/usr/bin/thrum server "));
+    let path = dir.join("thrum-server.service");
+    std::fs::write(&path, unit.replace("/usr/bin/thrum", thrum)).unwrap();
+    path
+}
+
+#[test]
+fn systemd_unit_verifies() {
+    if !has("systemd-analyze") {
+        skip("systemd-analyze not found (apt-get install systemd)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let unit = unit_for(bin(), tmp.path());
+    // verify exits 0 on unknown keys and only warns: any word on stderr fails.
+    // Man pages are checked where the .deb installs them (below).
+    let (_, warnings) = ok(
+        Command::new("systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(&unit),
+        Duration::from_secs(30),
+    );
+    assert!(warnings.trim().is_empty(), "{warnings}");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    for line in [
+        "LoadCredential=psk:/etc/thrum/psk",
+        "--psk-file %d/psk",
+        "--data-ports ",
+        "DynamicUser=yes",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "CapabilityBoundingSet=\n",
+    ] {
+        assert!(text.contains(line), "the unit lacks {line:?}");
+    }
+    let nofile: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("LimitNOFILE="))
+        .expect("LimitNOFILE")
+        .parse()
+        .unwrap();
+    assert!(
+        nofile > 100_000,
+        "100,000 flows need more than {nofile} files"
+    );
+}
+
+#[test]
+fn deb_installs_works_and_removes() {
+    let Ok(deb) = std::env::var("THRUM_DEB") else {
+        skip("THRUM_DEB is not set: run `cargo xtask deb` and set it to the package's path");
+        return;
+    };
+    if !is_root() || !has("dpkg") || !has("man") {
+        skip("installing a .deb needs root, dpkg and man-db");
+        return;
+    }
+    let limit = Duration::from_secs(120);
+    let installed = || {
+        Command::new("dpkg-query")
+            .args(["-W", "-f=${Status}", "thrum"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("installed"))
+    };
+    assert!(!installed(), "thrum is already installed: not touching it");
+    ok(Command::new("dpkg").arg("-i").arg(&deb), limit);
+    // Remove it even when a check below fails.
+    struct Remove;
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = Command::new("dpkg").args(["-r", "thrum"]).status();
+        }
+    }
+    let remove = Remove;
+
+    let (version, _) = ok(Command::new("/usr/bin/thrum").arg("--version"), SETUP_LIMIT);
+    assert!(version.starts_with("thrum "), "{version}");
+    let (page, _) = ok(Command::new("man").args(["-w", "thrum"]), SETUP_LIMIT);
+    assert!(page.contains("/usr/share/man/man1/thrum.1"), "{page}");
+    let unit = Path::new("/lib/systemd/system/thrum-server.service");
+    assert!(unit.is_file(), "the unit is installed");
+    // Installed, not enabled: nothing links it into a target.
+    assert!(
+        !Path::new("/etc/systemd/system/multi-user.target.wants/thrum-server.service").exists()
+    );
+    if has("systemd-analyze") {
+        // In place, with its real ExecStart and its man page.
+        let (_, warnings) = ok(
+            Command::new("systemd-analyze").arg("verify").arg(unit),
+            Duration::from_secs(30),
+        );
+        assert!(warnings.trim().is_empty(), "{warnings}");
+    }
+
+    drop(remove);
+    assert!(!installed(), "dpkg -r left thrum installed");
+    for gone in [
+        "/usr/bin/thrum",
+        "/usr/share/man/man1/thrum.1.gz",
+        "/lib/systemd/system/thrum-server.service",
+        "/usr/share/bash-completion/completions/thrum",
+    ] {
+        assert!(!Path::new(gone).exists(), "dpkg -r left {gone}");
+    }
+}
