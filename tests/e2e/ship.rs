@@ -325,3 +325,56 @@ fn deb_installs_works_and_removes() {
         assert!(!Path::new(gone).exists(), "dpkg -r left {gone}");
     }
 }
+
+/// The image recipe: `FROM scratch` with only the static binary, started as
+/// an unprivileged user by number. No container engine runs on the test
+/// machines, so the image itself is not built here; what it runs is checked
+/// above (`dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged`:
+/// the same binary, an empty environment, uid 65534).
+#[test]
+fn container_recipe_is_the_static_binary_as_nobody() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let recipe = std::fs::read_to_string(format!("{root}/Dockerfile")).unwrap();
+    let lines: Vec<&str> = recipe
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let with = |k: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(k))
+            .map(str::trim)
+            .collect()
+    };
+    assert_eq!(
+        with("FROM "),
+        ["scratch"],
+        "one stage, nothing under the binary"
+    );
+    assert_eq!(
+        with("ARG THRUM_DIST="),
+        [format!(
+            "target/dist/thrum-{}-x86_64-unknown-linux-musl",
+            env!("CARGO_PKG_VERSION")
+        )],
+        "the default build argument names this version's `cargo xtask dist` tree"
+    );
+    assert_eq!(with("COPY "), ["${THRUM_DIST}/thrum /usr/bin/thrum"]);
+    let user = with("USER ");
+    let uid: u32 = user[0]
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .expect("a numeric USER");
+    assert!(uid != 0, "runs as root");
+    assert_eq!(with("ENTRYPOINT "), [r#"["/usr/bin/thrum"]"#]);
+    assert_eq!(with("CMD "), [r#"["server"]"#]);
+    // The build context lets the binary through.
+    let ignore = std::fs::read_to_string(format!("{root}/.dockerignore")).unwrap();
+    assert!(
+        ignore.lines().any(|l| l == "!target/dist/*/thrum"),
+        "{ignore}"
+    );
+}
