@@ -6,8 +6,9 @@
 //! Kubernetes manifests (validated against the schemas offline).
 //!
 //! The release build takes minutes, so these tests do not run it: CI runs
-//! `cargo xtask dist` and `cargo xtask deb` once and hands the outputs over
-//! in `THRUM_DIST` (the tarball) and `THRUM_DEB` (the package). Where one is
+//! `cargo xtask dist` (for x86_64 and aarch64) and `cargo xtask deb` once
+//! and hands the outputs over in `THRUM_DIST` and `THRUM_DIST_AARCH64` (the
+//! tarballs) and `THRUM_DEB` (the package). Where one is
 //! not given, or a tool or root is missing, a test prints why and returns,
 //! unless `THRUM_E2E_SHIP=required` is set (as .ci/run does as root), which
 //! turns every such skip into a failure.
@@ -50,10 +51,13 @@ fn ok(cmd: &mut Command, limit: Duration) -> (String, String) {
     (o, e)
 }
 
-/// The tarball from `THRUM_DIST`, unpacked into `dir`; returns its top folder.
-fn unpacked(dir: &Path) -> Option<PathBuf> {
-    let Ok(tarball) = std::env::var("THRUM_DIST") else {
-        skip("THRUM_DIST is not set: run `cargo xtask dist` and set it to the tarball's path");
+/// The tarball named by environment variable `var`, unpacked into `dir`;
+/// returns its top folder.
+fn unpacked(var: &str, dir: &Path) -> Option<PathBuf> {
+    let Ok(tarball) = std::env::var(var) else {
+        skip(&format!(
+            "{var} is not set: run `cargo xtask dist` (see .ci/run) and set it to the tarball's path"
+        ));
         return None;
     };
     ok(
@@ -68,14 +72,17 @@ fn unpacked(dir: &Path) -> Option<PathBuf> {
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(|n| n.strip_suffix(".tar.gz"))
-        .expect("THRUM_DIST names a .tar.gz");
+        .expect("a .tar.gz");
     Some(dir.join(name))
 }
 
-#[test]
-fn dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged() {
+/// The tarball's layout, a static stripped binary that names itself, and
+/// `thrum suite` run by it with an empty environment as uid 65534 (as the
+/// `FROM scratch` image runs it), through `emulator` for another
+/// architecture.
+fn check_dist(var: &str, target: &str, emulator: Option<&str>) {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(top) = unpacked(tmp.path()) else {
+    let Some(top) = unpacked(var, tmp.path()) else {
         return;
     };
     for f in [
@@ -117,29 +124,40 @@ fn dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged() {
         "no link to its debug file"
     );
 
-    let (version, _) = ok(Command::new(&thrum).arg("--version"), SETUP_LIMIT);
+    let command = |args: &[&str]| {
+        let mut c = match emulator {
+            Some(e) => {
+                let mut c = Command::new(e);
+                c.arg(&thrum);
+                c
+            }
+            None => Command::new(&thrum),
+        };
+        c.args(args);
+        c
+    };
+    let (version, _) = ok(&mut command(&["--version"]), SETUP_LIMIT);
     assert!(
         version.starts_with(&format!("thrum {} (commit ", env!("CARGO_PKG_VERSION")))
             && version.contains(", built 20")
-            && version.contains("-linux-musl)"),
+            && version.contains(&format!(", {target})")),
         "--version: {version}"
     );
 
     // As the container runs it: no environment at all, and not root.
-    let mut suite = if is_root() && has("setpriv") {
+    let mut suite = command(&["suite", "-l", "200ms", "--json"]);
+    if is_root() && has("setpriv") {
+        let (program, args) = (suite.get_program().to_owned(), suite.get_args());
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&thrum);
-        c
+            .arg(program)
+            .args(args);
+        suite = c;
     } else {
         eprintln!("not root or no setpriv: `thrum suite` runs as this user");
-        Command::new(&thrum)
-    };
-    suite
-        .env_clear()
-        .current_dir("/")
-        .args(["suite", "-l", "200ms", "--json"]);
-    let (out, _) = ok(&mut suite, Duration::from_secs(120));
+    }
+    suite.env_clear().current_dir("/");
+    let (out, _) = ok(&mut suite, Duration::from_secs(180));
     let docs: serde_json::Value = serde_json::from_str(&out).expect("suite --json is JSON");
     let docs = docs.as_array().expect("an array of results");
     assert_eq!(docs.len(), 8, "every test ran");
@@ -149,9 +167,28 @@ fn dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged() {
 }
 
 #[test]
+fn dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged() {
+    check_dist("THRUM_DIST", "x86_64-unknown-linux-musl", None);
+}
+
+/// The aarch64 build, run by qemu's user-mode emulator.
+#[test]
+fn dist_aarch64_runs_suite_under_qemu() {
+    if std::env::var("THRUM_DIST_AARCH64").is_ok() && !has("qemu-aarch64-static") {
+        skip("qemu-aarch64-static not found (apt-get install qemu-user-static)");
+        return;
+    }
+    check_dist(
+        "THRUM_DIST_AARCH64",
+        "aarch64-unknown-linux-musl",
+        Some("qemu-aarch64-static"),
+    );
+}
+
+#[test]
 fn man_pages_render_and_completions_offer_tests_and_drivers() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(top) = unpacked(tmp.path()) else {
+    let Some(top) = unpacked("THRUM_DIST", tmp.path()) else {
         return;
     };
     if !has("man") || !has("bash") {
@@ -290,7 +327,7 @@ fn deb_installs_works_and_removes() {
     struct Remove;
     impl Drop for Remove {
         fn drop(&mut self) {
-            let _ = Command::new("dpkg").args(["-r", "thrum"]).status();
+            let _ = Command::new("dpkg").args(["-r", "thrum"]).output();
         }
     }
     let remove = Remove;

@@ -107,11 +107,12 @@ fn dist(target: &str) -> Result<Dist> {
     // by name (.gnu_debuglink), so gdb and perf find it when it is placed
     // next to the binary or under /usr/lib/debug.
     let debug = out.join(format!("{name}.debug"));
-    run(Command::new("objcopy")
+    let objcopy = objcopy()?;
+    run(Command::new(&objcopy)
         .arg("--only-keep-debug")
         .arg(&built)
         .arg(&debug))?;
-    run(Command::new("objcopy")
+    run(Command::new(&objcopy)
         .arg("--strip-all")
         .arg(format!("--add-gnu-debuglink={}", debug.display()))
         .arg(&built)
@@ -146,6 +147,20 @@ fn dist(target: &str) -> Result<Dist> {
         tarball,
         debug,
     })
+}
+
+/// The toolchain's own objcopy (LLVM's, which reads every target's ELF;
+/// the system's binutils often knows only the host's), else the system's.
+fn objcopy() -> Result<PathBuf> {
+    let out = Command::new("rustc")
+        .args(["--print", "target-libdir"])
+        .output()
+        .context("cannot run rustc")?;
+    let libdir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let ours = libdir.parent().map(|d| d.join("bin/rust-objcopy"));
+    Ok(ours
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("objcopy")))
 }
 
 /// LICENSE, LICENSE-MIT, LICENSE-APACHE, ... in the root: shipped when present.
