@@ -498,3 +498,27 @@ fn k8s_manifests_validate_against_the_schemas() {
         "{job}"
     );
 }
+
+/// `thrum --version` of any build (this debug one too) names the version,
+/// the commit, the build date and the target.
+#[test]
+fn version_names_commit_date_and_target() {
+    let (out, _) = ok(Command::new(bin()).arg("--version"), SETUP_LIMIT);
+    let rest = out
+        .trim()
+        .strip_prefix(&format!("thrum {} (commit ", env!("CARGO_PKG_VERSION")))
+        .unwrap_or_else(|| panic!("{out}"));
+    let (commit, rest) = rest.split_once(", built ").expect("a build date");
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{out}"
+    );
+    let (date, target) = rest.split_once(", ").expect("a target");
+    let d: Vec<&str> = date.split('-').collect();
+    assert!(
+        d.len() == 3 && d[0].len() == 4 && d.iter().all(|p| p.parse::<u32>().is_ok()),
+        "{out}"
+    );
+    assert!(target.ends_with(")") && target.contains("-linux-"), "{out}");
+}
