@@ -53,27 +53,8 @@ impl TestKind {
         }
     }
 
-    /// Bulk tests report bits/s; the others report transactions/s.
-    pub fn is_stream(self) -> bool {
-        matches!(
-            self,
-            TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir | TestKind::UdpStream
-        )
-    }
-
-    pub fn is_udp(self) -> bool {
-        matches!(self, TestKind::UdpStream | TestKind::UdpRr)
-    }
-
-    /// Request/response tests, where `--burst` applies.
-    pub fn is_rr(self) -> bool {
-        matches!(self, TestKind::TcpRr | TestKind::UdpRr)
-    }
-
-    /// Tests that open one connection per transaction instead of long-lived flows.
-    pub fn is_connect(self) -> bool {
-        matches!(self, TestKind::TcpCrr | TestKind::TcpCc)
-    }
+    // What a test is (its transport, who sends, its figure of merit, its
+    // flows) is its row in `workload::kinds`: `TestKind::desc()`.
 }
 
 impl fmt::Display for TestKind {
@@ -218,6 +199,39 @@ pub struct TestPlan {
     pub percentiles: Vec<f64>,
 }
 
+/// The phases of a test (docs/design.md, "Phases, and the drain"). Only
+/// `Measure` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Phase {
+    Warmup = 0,
+    Measure = 1,
+    Cooldown = 2,
+    /// Stop generating, half-close, read until EOF.
+    Drain = 3,
+}
+
+impl Phase {
+    pub fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::Warmup,
+            1 => Phase::Measure,
+            2 => Phase::Cooldown,
+            _ => Phase::Drain,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Measure => "measure",
+            Phase::Cooldown => "cooldown",
+            Phase::Drain => "drain",
+        }
+    }
+}
+
 /// The hard limits of a plan; the server states its own in its hello.
 pub mod limits {
     pub const MAX_FLOWS: u32 = 100_000;
@@ -339,8 +353,14 @@ impl TestPlan {
             MIN_INTERVAL_NS,
             MAX_DURATION_NS,
         )?;
+        // Which options apply to which tests is the plan's own rule, written
+        // beside the message that names them (the tests' rows sit above the
+        // plan, in `workload::kinds`).
         if let Some(n) = self.transactions {
-            if t.is_stream() {
+            if !matches!(
+                t,
+                TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc | TestKind::UdpRr
+            ) {
                 return Err(PlanError::NotApplicable {
                     flag: "--transactions",
                     applies: "tcp_rr, tcp_crr, tcp_cc and udp_rr",
@@ -363,7 +383,7 @@ impl TestPlan {
                 )));
             }
         }
-        if self.burst > 0 && !t.is_rr() {
+        if self.burst > 0 && !matches!(t, TestKind::TcpRr | TestKind::UdpRr) {
             return Err(PlanError::NotApplicable {
                 flag: "--burst",
                 applies: "tcp_rr and udp_rr",
@@ -371,7 +391,7 @@ impl TestPlan {
             });
         }
         check("--burst", self.burst as u64, 0, MAX_BURST as u64)?;
-        let max_rr = if t.is_udp() {
+        let max_rr = if matches!(t, TestKind::UdpRr) {
             MAX_DATAGRAM_BYTES
         } else {
             MAX_RR_BYTES

@@ -1,11 +1,13 @@
 //! A one-line progress bar for the ramp on stderr: step i of n, streams
-//! running, the current aggregate. Silent when stderr is not a terminal.
+//! running, the current aggregate. Drawn on the one progress line
+//! ([`StatusLine`]), so silent when stderr is not a terminal.
 
-use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+use crate::term::StatusLine;
+
 pub struct RampProgress {
-    on: bool,
+    status: StatusLine,
     test: &'static str,
     unit: &'static str,
     steps: usize,
@@ -19,12 +21,12 @@ pub struct RampProgress {
 impl RampProgress {
     /// A bar that draws only when stderr is a terminal.
     pub fn new() -> RampProgress {
-        RampProgress::with(std::io::stderr().is_terminal())
+        RampProgress::with(StatusLine::stderr())
     }
 
-    pub fn with(on: bool) -> RampProgress {
+    pub fn with(line: StatusLine) -> RampProgress {
         RampProgress {
-            on,
+            status: line,
             test: "",
             unit: "",
             steps: 0,
@@ -77,7 +79,7 @@ impl RampProgress {
     }
 
     fn draw(&mut self, force: bool) {
-        if !self.on {
+        if !self.status.on() {
             return;
         }
         let now = Instant::now();
@@ -89,15 +91,11 @@ impl RampProgress {
             return;
         }
         self.drawn = Some(now);
-        let mut e = std::io::stderr().lock();
-        let _ = write!(e, "\r\x1b[2K{}", self.line());
-        let _ = e.flush();
+        self.status.draw(&self.line());
     }
 
     pub fn end(&mut self) {
-        if self.on {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
+        self.status.clear();
     }
 }
 
@@ -113,7 +111,7 @@ mod tests {
 
     #[test]
     fn the_bar_shows_step_streams_and_aggregate() {
-        let mut p = RampProgress::with(false);
+        let mut p = RampProgress::with(StatusLine::with(false));
         p.begin("tps", "Trans/s", 3);
         assert!(p.line().ends_with(" 0.0 Trans/s"), "{}", p.line());
         p.step(1, 2);

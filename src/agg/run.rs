@@ -10,7 +10,7 @@
 //! window, and that step's figures are left out rather than added up short.
 
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::burst::{self, BurstSearch};
 use super::kinds::AggTest;
@@ -18,6 +18,7 @@ use super::model::{self, Coverage, StepSpan, StreamSeries, TestAgg};
 use super::progress::RampProgress;
 use super::ramp;
 use super::series::{self, Sample};
+use crate::clock::unix_now;
 use crate::control::client::{self, Observer, Target};
 use crate::plan::TestPlan;
 use crate::result::{Interval, TestResult};
@@ -31,12 +32,6 @@ pub struct RampConfig {
     pub interval: Duration,
     /// Trimmed from each end of a step's window (1 s).
     pub trim: Duration,
-}
-
-pub fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// An interim figure of one stream, for the progress bar.
@@ -165,7 +160,7 @@ pub fn run_ramp(
         streams,
         Coverage::Required { slack_s: 0.05 },
     );
-    let hypervisor = crate::control::window::on_hypervisor();
+    let hypervisor = crate::sensors::window::on_hypervisor();
     for step in &mut t.steps {
         if let Some(c) = super::cpu::step_cpu(
             &readings,

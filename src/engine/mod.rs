@@ -27,10 +27,10 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crate::io::{DriverKind, Event};
-use crate::plan::{DriverChoice, TestPlan};
+use crate::plan::{DriverChoice, Phase, TestPlan};
 use crate::stats::counters::{Counts, FlowCounters};
 use crate::stats::latency::{IntervalTable, LatencyHistogram, LatencyRecorder, LatencySummary};
-use crate::workload::{Flow, FlowCtx, KICK, Phase, Progress, token};
+use crate::workload::{Flow, FlowCtx, KICK, Progress, token};
 
 mod watchdog;
 use watchdog::WatchSlot;

@@ -113,9 +113,9 @@ impl Observer for Both<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Phase;
     use crate::result::Figures;
     use crate::stats::counters::Counts;
-    use crate::workload::Phase;
 
     #[test]
     fn csv_rows_land_as_intervals_complete() {

@@ -114,7 +114,9 @@ pub struct RecvBuffers {
     pub count: usize,
 }
 
-/// The event-loop seam: epoll today, io_uring later.
+/// The event-loop seam between the workloads and the kernel: epoll,
+/// io_uring and the blocking driver each implement it (see the module doc),
+/// and a flow is written once against it.
 pub trait Driver: Send {
     /// Watch a connected socket for both directions, edge-triggered.
     fn register(&mut self, fd: RawFd, token: u64) -> io::Result<()>;

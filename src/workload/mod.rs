@@ -8,6 +8,9 @@
 //! and transactions one end sent equal what the other end received, exactly.
 
 pub mod crr;
+#[cfg(test)]
+pub(crate) mod harness;
+pub mod kinds;
 pub mod rr;
 pub mod stream;
 pub mod udp;
@@ -18,9 +21,8 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU32};
 
-use serde::{Deserialize, Serialize};
-
 use crate::io::{Driver, Event};
+use crate::plan::Phase;
 use crate::stats::counters::FlowCounters;
 use crate::stats::latency::LatencyRecorder;
 
@@ -39,38 +41,6 @@ pub const KICK: u32 = u32::MAX;
 /// The flow's own part of a token.
 pub fn sub_token(token: u64) -> u32 {
     token as u32
-}
-
-/// The phases of a test (shared/DESIGN.md §2). Only `Measure` counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(u8)]
-pub enum Phase {
-    Warmup = 0,
-    Measure = 1,
-    Cooldown = 2,
-    /// Stop generating, half-close, read until EOF.
-    Drain = 3,
-}
-
-impl Phase {
-    pub fn from_u8(v: u8) -> Phase {
-        match v {
-            0 => Phase::Warmup,
-            1 => Phase::Measure,
-            2 => Phase::Cooldown,
-            _ => Phase::Drain,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Warmup => "warmup",
-            Phase::Measure => "measure",
-            Phase::Cooldown => "cooldown",
-            Phase::Drain => "drain",
-        }
-    }
 }
 
 /// What a flow reports after handling a wake-up.

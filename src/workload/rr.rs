@@ -28,11 +28,11 @@ use std::time::Instant;
 use socket2::Socket;
 
 use super::{
-    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, early_eof, failed, queue_send,
-    start_on,
+    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, failed, queue_send, start_on,
 };
 use crate::io::socket::{recv, send, shutdown_write, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
+use crate::plan::Phase;
 
 /// Upper bound on one flow's I/O buffers; larger messages take several calls.
 const MAX_BUF: u64 = 256 << 10;
@@ -459,5 +459,181 @@ impl Flow for RrServer {
 
     fn blocking_ok(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::Shutdown;
+
+    use super::*;
+    use crate::workload::harness::{Harness, Status, read_exactly, read_to_eof, tcp_pair};
+
+    /// A client and a server flow over loopback, measured until `at_least`
+    /// transactions, then drained: both ends count the same transactions
+    /// and each other's bytes, the latencies are the measured transactions,
+    /// and the drain completes at most the `burst + 1` then in flight.
+    fn client_and_server(request: u64, response: u64, burst: u32, at_least: u64) {
+        let (a, b) = tcp_pair();
+        let b = socket2::Socket::from(b);
+        b.set_nonblocking(true).unwrap();
+        let mut h = Harness::new(2);
+        let (cc, sc) = (h.counter(0), h.counter(1));
+        h.add(RrClient::new(a, cc, request, response, burst, None));
+        h.add(RrServer::new(b, sc, request, response, burst));
+        h.run_until("measured transactions", |h| {
+            h.counts(0).transactions >= at_least
+        });
+        let measured = h.counts(0).transactions;
+        h.set_phase(Phase::Drain);
+        h.run_until("both ends done", |h| {
+            h.status(0) == &Status::Done && h.status(1) == &Status::Done
+        });
+        let (c, s) = (h.counts(0), h.counts(1));
+        assert_eq!(c.transactions, s.transactions, "{c:?} {s:?}");
+        assert!(
+            c.transactions - measured <= burst as u64 + 1,
+            "the drain completed {} more, with {} in flight",
+            c.transactions - measured,
+            burst + 1
+        );
+        assert_eq!(c.bytes_sent, c.transactions * request);
+        assert_eq!(s.bytes_received, c.bytes_sent);
+        assert_eq!(s.bytes_sent, s.transactions * response);
+        assert_eq!(c.bytes_received, s.bytes_sent);
+        assert_eq!(h.latencies(), measured);
+    }
+
+    #[test]
+    fn a_ping_pong_counts_every_transaction_at_both_ends() {
+        client_and_server(100, 300, 0, 200);
+    }
+
+    #[test]
+    fn a_burst_counts_every_transaction_at_both_ends() {
+        // Messages larger than the flows' buffers take several calls each.
+        client_and_server(300 << 10, 70_000, 7, 40);
+        client_and_server(1, 1, 15, 2000);
+    }
+
+    #[test]
+    fn a_burst_keeps_burst_plus_one_in_flight() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrClient::new(sock, c, 100, 50, 3, None));
+        h.settle();
+        // burst 3: four requests out, and no more until a response comes.
+        assert_eq!(h.counts(0).bytes_sent, 400);
+        read_exactly(&mut peer, 400);
+        peer.write_all(&[0; 50]).unwrap();
+        h.run_until("the first response", |h| h.counts(0).transactions == 1);
+        h.settle();
+        assert_eq!(h.counts(0).bytes_sent, 500);
+        // Half a response completes nothing.
+        peer.write_all(&[0; 25]).unwrap();
+        h.run_until("half a response", |h| h.counts(0).bytes_received == 75);
+        h.settle();
+        assert_eq!(h.counts(0).transactions, 1);
+        assert_eq!(h.counts(0).bytes_sent, 500);
+        // Its other half and two more: three done, three more issued.
+        peer.write_all(&[0; 125]).unwrap();
+        h.run_until("three responses", |h| h.counts(0).transactions == 4);
+        h.settle();
+        assert_eq!(h.counts(0).bytes_sent, 800);
+        read_exactly(&mut peer, 400);
+    }
+
+    #[test]
+    fn a_quota_below_the_burst_issues_only_the_quota() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrClient::new(sock, c, 10, 10, 7, Some(3)));
+        h.settle();
+        assert_eq!(h.counts(0).bytes_sent, 30);
+        read_exactly(&mut peer, 30);
+        peer.write_all(&[0; 30]).unwrap();
+        h.run_until("the quota", |h| h.status(0) == &Status::Parked);
+        assert_eq!(h.counts(0).transactions, 3);
+        assert_eq!(h.counts(0).bytes_sent, 30);
+        assert_eq!(h.quota_done(), 1);
+    }
+
+    #[test]
+    fn the_drain_waits_for_the_responses_then_half_closes() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrClient::new(sock, c, 100, 50, 1, None));
+        h.settle();
+        read_exactly(&mut peer, 200);
+        h.set_phase(Phase::Drain);
+        h.settle();
+        // Two still in flight: no new request, and no FIN before their answers.
+        assert_eq!(h.counts(0).bytes_sent, 200);
+        assert_eq!(h.status(0), &Status::Active);
+        peer.set_nonblocking(true).unwrap();
+        let mut one = [0u8; 1];
+        let r = std::io::Read::read(&mut peer, &mut one);
+        assert!(
+            r.as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+            "{r:?}"
+        );
+        peer.set_nonblocking(false).unwrap();
+        peer.write_all(&[0; 100]).unwrap();
+        h.run_until("the last responses", |h| h.counts(0).transactions == 2);
+        h.settle();
+        // Then the client's FIN, and nothing before it.
+        assert_eq!(read_to_eof(&mut peer), 0);
+        // The client ends on the server's EOF.
+        assert_eq!(h.status(0), &Status::Active);
+        peer.shutdown(Shutdown::Write).unwrap();
+        h.run_until("the client done", |h| h.status(0) != &Status::Active);
+        assert_eq!(h.status(0), &Status::Done);
+        assert_eq!(h.counts(0).bytes_sent, 200);
+    }
+
+    #[test]
+    fn a_server_that_closes_before_the_drain_is_an_error() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrClient::new(sock, c, 100, 50, 0, None));
+        h.settle();
+        read_exactly(&mut peer, 100);
+        peer.shutdown(Shutdown::Write).unwrap();
+        h.run_until("the client's error", |h| h.status(0) != &Status::Active);
+        match h.status(0) {
+            Status::Failed(e) => assert!(e.contains("before the test ended"), "{e}"),
+            s => panic!("{s:?}"),
+        }
+    }
+
+    #[test]
+    fn the_server_answers_every_whole_request_then_closes_on_eof() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrServer::new(sock, c, 100, 40, 0));
+        // Three and a half requests, split inside the second and the third.
+        peer.write_all(&[0; 150]).unwrap();
+        h.run_until("a request and a half", |h| {
+            h.counts(0).bytes_received == 150
+        });
+        peer.write_all(&[0; 150]).unwrap();
+        h.run_until("three requests", |h| h.counts(0).bytes_received == 300);
+        peer.write_all(&[0; 50]).unwrap();
+        peer.shutdown(Shutdown::Write).unwrap();
+        h.run_until("the server done", |h| h.status(0) != &Status::Active);
+        assert_eq!(h.status(0), &Status::Done);
+        let s = h.counts(0);
+        assert_eq!(
+            (s.transactions, s.bytes_received, s.bytes_sent),
+            (3, 350, 120)
+        );
+        assert_eq!(read_to_eof(&mut peer), 120);
     }
 }
