@@ -51,6 +51,35 @@ pub enum Command {
     Report(ReportArgs),
 }
 
+/// A test's name as written: checked later by [`TestKind`]'s parser, which
+/// also takes netperf's spellings (`TCP_RR`). It names the eight tests as
+/// possible values only so that shell completions (clap_complete) offer them.
+#[derive(Clone, Copy, Debug)]
+pub struct TestName;
+
+impl clap::builder::TypedValueParser for TestName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            TestKind::ALL
+                .into_iter()
+                .map(|k| clap::builder::PossibleValue::new(k.name())),
+        ))
+    }
+}
+
 fn size(s: &str) -> Result<u64, String> {
     parse_size(s).map(|b| b.0).map_err(|e| e.to_string())
 }
@@ -150,7 +179,7 @@ impl OutputArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream or udp_rr (netperf's TCP_RR etc. also accepted).
-    #[arg(value_name = "TEST")]
+    #[arg(value_name = "TEST", value_parser = TestName, hide_possible_values = true)]
     pub test: String,
     /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]

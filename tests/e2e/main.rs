@@ -14,6 +14,7 @@ mod open_loop;
 mod outputs;
 mod scale;
 mod sensors;
+mod ship;
 mod soak;
 mod udp;
 mod udp_loss;
