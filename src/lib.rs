@@ -162,7 +162,7 @@ fn run_test(args: &RunArgs) -> Result<ExitCode> {
         args.out.samples.as_deref(),
     )
     .with_context(|| "opening --samples for writing")?;
-    let result = {
+    let mut result = {
         let mut observer = export::live::Both(&mut progress, &mut live);
         match args.repeat() {
             Some(rep) => {
@@ -180,6 +180,7 @@ fn run_test(args: &RunArgs) -> Result<ExitCode> {
             None => control::client::run(&target, &plan, &mut observer),
         }
     };
+    result.note_socket_buffers();
     drop(progress);
     if let Some(e) = &live.error {
         eprintln!("warning: writing samples while the test ran: {e}");

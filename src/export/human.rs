@@ -75,6 +75,23 @@ fn cpu_lines(out: &mut dyn Write, end: &str, side: &Side, stream: bool) -> io::R
     Ok(())
 }
 
+/// One end's SO_SNDBUF and SO_RCVBUF: as set, and as asked when it was.
+fn buffer_line(side: &Side, opts: &crate::plan::SocketOpts, udp: bool) -> String {
+    let one = |set: Option<u64>, asked: Option<u64>| match (set, asked) {
+        (Some(set), Some(asked)) => format!("{set} B (asked {asked} B)"),
+        (Some(set), None) if udp => format!("{set} B (kernel default)"),
+        (Some(set), None) => format!("{set} B at start (kernel default, autotuned)"),
+        (None, Some(asked)) => format!("asked {asked} B (the server does not report what it set)"),
+        (None, None) => "kernel default (not reported)".to_string(),
+    };
+    let b = side.socket_buffers.as_ref();
+    format!(
+        "send {}, receive {}",
+        one(b.map(|b| b.send_bytes), opts.send_buffer_bytes),
+        one(b.map(|b| b.recv_bytes), opts.recv_buffer_bytes)
+    )
+}
+
 fn headline(f: &Figures) -> String {
     if let Some(t) = f.throughput_bps {
         BitsPerSec(t).to_string()
@@ -247,6 +264,22 @@ impl Exporter for Human {
             (&s.interface, s.tx_packets_per_s, s.rx_packets_per_s)
         {
             writeln!(out, "  packets/s on {i:<10} {tx:.1} tx, {rx:.1} rx")?;
+        }
+        let p = &r.spec.plan;
+        let asked = |o: &crate::plan::SocketOpts| {
+            o.send_buffer_bytes.is_some() || o.recv_buffer_bytes.is_some()
+        };
+        if self.verbose || asked(&p.local) || asked(&p.remote) {
+            for (end, side, opts) in [
+                ("local", &s.local, &p.local),
+                ("remote", &s.remote, &p.remote),
+            ] {
+                writeln!(
+                    out,
+                    "  socket buffers {end:<7} {}",
+                    buffer_line(side, opts, r.test.is_udp())
+                )?;
+            }
         }
         for (end, side, on) in [
             ("local", &s.local, self.local_cpu),

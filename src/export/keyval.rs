@@ -105,6 +105,20 @@ impl Exporter for Keyval {
             if let Some(t) = side.tcp_retransmits {
                 writeln!(out, "{pre}_TRANSPORT_RETRANS={t}")?;
             }
+            // netperf omni's names: LSS/LSR (local send/receive socket
+            // size), RSS/RSR (remote); _REQ is what was asked.
+            let e = &pre[..1];
+            let opts = if pre == "LOCAL" { &p.local } else { &p.remote };
+            if let Some(b) = &side.socket_buffers {
+                writeln!(out, "{e}SS_SIZE={}", b.send_bytes)?;
+                writeln!(out, "{e}SR_SIZE={}", b.recv_bytes)?;
+            }
+            if let Some(v) = opts.send_buffer_bytes {
+                writeln!(out, "{e}SS_SIZE_REQ={v}")?;
+            }
+            if let Some(v) = opts.recv_buffer_bytes {
+                writeln!(out, "{e}SR_SIZE_REQ={v}")?;
+            }
             if let Some(z) = &side.zerocopy {
                 writeln!(out, "{pre}_ZEROCOPY_SENDS={}", z.sends)?;
                 writeln!(out, "{pre}_ZEROCOPY_COMPLETIONS={}", z.completions)?;

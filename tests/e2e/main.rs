@@ -3,6 +3,7 @@
 //! conventions ask; the modules group the tests by what they check.
 
 mod agg;
+mod buffers;
 mod common;
 mod failures;
 mod hostile;
