@@ -1,0 +1,103 @@
+//! What the commands share: the target (or an embedded server), writing
+//! to standard output where a closed pipe is not an error, and the
+//! aggregate's output directory that both `agg` and `report` write.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::agg::model::{AggResult, TestAgg};
+use crate::control::client::Target;
+use crate::control::server::EmbeddedServer;
+use crate::export::{chart, html, write_atomic};
+
+/// Start an embedded server unless a target was given.
+pub fn target_or_embedded(
+    target: Option<Target>,
+    bind: Option<std::net::IpAddr>,
+) -> Result<(Target, Option<EmbeddedServer>)> {
+    if let Some(t) = target {
+        return Ok((t, None));
+    }
+    let server = EmbeddedServer::start().context("starting the embedded server")?;
+    let t = Target {
+        addr: server.addr,
+        label: server.addr.to_string(),
+        bind,
+        embedded: true,
+        psk: None,
+    };
+    Ok((t, Some(server)))
+}
+
+/// Write `text` to standard output; a reader that went away (`| head`) is
+/// not an error.
+pub fn print(text: &str) -> Result<()> {
+    let mut so = std::io::stdout().lock();
+    match so.write_all(text.as_bytes()).and_then(|_| so.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to standard output"),
+    }
+}
+
+/// One row per sample per stream.
+pub fn streams_csv(t: &TestAgg) -> String {
+    let mut s = String::from("stream,server,start_unix_s,end_unix_s,interval_s,value,unit\n");
+    for st in &t.streams {
+        for x in &st.samples {
+            s.push_str(&format!(
+                "{},{},{:.6},{:.6},{:.6},{},{}\n",
+                st.index,
+                st.server,
+                x.start(),
+                x.end,
+                x.interval_s,
+                x.value,
+                t.unit
+            ));
+        }
+    }
+    s
+}
+
+/// File-name form of a test name.
+fn file_part(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Write results.json, TEST_streams.csv, TEST_overall.svg, report.html (and per-stream SVGs).
+pub fn write_dir(dir: &Path, r: &AggResult, individual: bool) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("--out: creating {}", dir.display()))?;
+    let w = |name: String, bytes: &[u8]| {
+        let p = dir.join(&name);
+        write_atomic(&p, bytes).with_context(|| format!("writing {}", p.display()))
+    };
+    w("results.json".into(), &serde_json::to_vec_pretty(r)?)?;
+    let mut svgs = Vec::new();
+    for t in &r.tests {
+        let f = file_part(&t.name);
+        w(format!("{f}_streams.csv"), streams_csv(t).as_bytes())?;
+        let svg = chart::overall_svg(t);
+        w(format!("{f}_overall.svg"), svg.as_bytes())?;
+        svgs.push(svg);
+        if individual {
+            for (i, s) in t.streams.iter().enumerate() {
+                w(
+                    format!("{f}_stream_{}.svg", s.index),
+                    chart::stream_svg(t, i).as_bytes(),
+                )?;
+            }
+        }
+    }
+    w("report.html".into(), html::report(r, &svgs).as_bytes())?;
+    Ok(())
+}

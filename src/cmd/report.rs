@@ -1,0 +1,114 @@
+//! `thrum report PATH`: the analysis of a saved aggregate run again, from
+//! its results.json or from netperf's demo-mode logs, with the same
+//! summary and, with `--out`, the same output directory as `thrum agg`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+
+use super::out::{print, write_dir};
+use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
+use crate::agg::netperf;
+use crate::cli::ReportArgs;
+
+/// Load what `thrum report PATH` names.
+pub fn load(path: &Path) -> Result<AggResult> {
+    let is_log = |p: &Path| {
+        p.extension().is_some_and(|e| e == "log")
+            && p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("netperf_"))
+    };
+    if path.is_dir() {
+        let json = path.join("results.json");
+        if json.is_file() {
+            return load(&json);
+        }
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| is_log(p))
+            .collect();
+        logs.sort();
+        if logs.is_empty() {
+            bail!(
+                "{}: no results.json and no netperf_TEST.log in this directory",
+                path.display()
+            );
+        }
+        return from_logs(&logs);
+    }
+    if is_log(path) {
+        return from_logs(&[path.to_path_buf()]);
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let saved: AggResult = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a results.json of schema {} (nor a netperf_TEST.log)",
+            path.display(),
+            model::SCHEMA
+        )
+    })?;
+    if saved.schema != model::SCHEMA {
+        bail!(
+            "{}: schema '{}' (accepted: {})",
+            path.display(),
+            saved.schema,
+            model::SCHEMA
+        );
+    }
+    let coverage = if saved.source == "thrum agg" {
+        Coverage::Required { slack_s: 0.05 }
+    } else {
+        Coverage::Assumed
+    };
+    let tests = saved
+        .tests
+        .iter()
+        .map(|t| model::reanalyse(t, coverage))
+        .collect();
+    Ok(AggResult { tests, ..saved })
+}
+
+fn from_logs(logs: &[PathBuf]) -> Result<AggResult> {
+    let tests: Vec<TestAgg> = logs
+        .iter()
+        .map(|l| netperf::read(l))
+        .collect::<Result<_, _>>()?;
+    Ok(AggResult {
+        schema: model::SCHEMA.into(),
+        source: "netperf demo-mode logs".into(),
+        spec: AggSpec {
+            tests: tests.iter().map(|t| t.name.clone()).collect(),
+            max_streams: tests
+                .iter()
+                .filter_map(|t| t.steps.last().map(|s| s.streams))
+                .max()
+                .unwrap_or(0),
+            trim_s: 1.0,
+            burst: String::new(),
+            ..AggSpec::default()
+        },
+        provenance: serde_json::json!({ "files": logs }),
+        tests,
+    })
+}
+
+/// `thrum report`.
+pub fn report(args: &ReportArgs) -> Result<ExitCode> {
+    let r = load(&args.path)?;
+    for t in &r.tests {
+        print(&model::summary_text(t, args.output.intervals))?;
+    }
+    if let Some(dir) = &args.output.out {
+        write_dir(dir, &r, args.output.individual)?;
+        print(&format!("results in {}\n", dir.display()))?;
+    }
+    // The run's verdict: a report of a failed run fails as `agg` did.
+    Ok(if r.tests.iter().any(model::failed) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,151 @@
+//! `thrum run TEST`: one test (or `--iterations` of it) against a server
+//! or an embedded one, with a live progress line on a terminal, live
+//! samples or JSON lines while it runs, and the result in the chosen format.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::out::target_or_embedded;
+use crate::cli::{Format, OutputArgs, RunArgs};
+use crate::control;
+use crate::control::client::Observer;
+use crate::export::{self, Exporter};
+use crate::plan::TestKind;
+use crate::result::{Interval, TestResult};
+use crate::units::BitsPerSec;
+
+/// A one-line progress report on stderr, only when stderr is a terminal.
+struct Progress {
+    on: bool,
+    test: TestKind,
+}
+
+impl Observer for Progress {
+    fn on_interval(&mut self, iv: &Interval) {
+        if !self.on {
+            return;
+        }
+        let v = match iv.sum.throughput_bps {
+            Some(t) => BitsPerSec(t).to_string(),
+            None => format!("{:.0} trans/s", iv.sum.transactions_per_s.unwrap_or(0.0)),
+        };
+        let mut e = std::io::stderr().lock();
+        let _ = write!(
+            e,
+            "\r\x1b[2K{} {:>7.1}s {:<8} {}",
+            self.test,
+            iv.end_s,
+            iv.phase.name(),
+            v
+        );
+        let _ = e.flush();
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if self.on {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+fn exporter(f: Format, human: &export::human::Human) -> Box<dyn Exporter> {
+    match f {
+        Format::Human => Box::new(human.clone()),
+        Format::Json => Box::new(export::json::Json),
+        Format::Keyval => Box::new(export::keyval::Keyval),
+    }
+}
+
+/// Write every requested output; called on success and on failure alike.
+fn write_outputs(
+    result: &TestResult,
+    out: &OutputArgs,
+    human: &export::human::Human,
+) -> Result<()> {
+    // A stream (stdout, a FIFO) got its rows live; only a file is replaced
+    // by the whole CSV at the end.
+    if let Some(path) = out
+        .samples
+        .as_ref()
+        .filter(|p| export::Target::of(p) == export::Target::File)
+    {
+        export::write_atomic(path, &export::render(&export::csv::Csv, result))
+            .with_context(|| format!("writing --samples {}", path.display()))?;
+    }
+    let bytes = if out.json_stream {
+        export::live::StreamLine::Result { result }.to_line()
+    } else {
+        export::render(exporter(out.format(), human).as_ref(), result)
+    };
+    match &out.output {
+        Some(path) => export::write_atomic(path, &bytes)
+            .with_context(|| format!("writing --output {}", path.display()))?,
+        None => {
+            let mut so = std::io::stdout().lock();
+            match so.write_all(&bytes).and_then(|_| so.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.context("writing to standard output")?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `thrum run`.
+pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    let plan = args.to_plan()?;
+    let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
+    let mut progress = Progress {
+        on: std::io::stderr().is_terminal(),
+        test: plan.test,
+    };
+    let mut live = export::live::Live::new(
+        plan.test,
+        &plan.percentiles,
+        args.out.json_stream,
+        args.out.samples.as_deref(),
+    )
+    .with_context(|| "opening --samples for writing")?;
+    let mut result = {
+        let mut observer = export::live::Both(&mut progress, &mut live);
+        match args.repeat() {
+            Some(rep) => {
+                let terminal = std::io::stderr().is_terminal();
+                control::client::run_repeated(&target, &plan, rep, &mut observer, &mut |it| {
+                    if terminal {
+                        eprintln!(
+                            "\r\x1b[2Kiteration {}: {}",
+                            it.index,
+                            export::human::figure(it.figure, it.unit)
+                        );
+                    }
+                })
+            }
+            None => control::client::run(&target, &plan, &mut observer),
+        }
+    };
+    result.note_socket_buffers();
+    drop(progress);
+    if let Some(e) = &live.error {
+        eprintln!("warning: writing samples while the test ran: {e}");
+    }
+    if let Some(c) = &result.confidence
+        && !c.achieved
+        && result.summary.error.is_none()
+    {
+        // Loud on the terminal too, whatever the output format.
+        eprintln!("warning: {}", result.summary.warnings[0]);
+    }
+    write_outputs(&result, &args.out, &args.human_options())?;
+    if let Some(e) = &result.summary.error {
+        if args.out.format() != Format::Human || args.out.output.is_some() || args.out.json_stream {
+            eprintln!("Error: {e}");
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,80 @@
+//! `thrum suite`: every test once against an embedded server, as a table
+//! or as JSON.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::out::target_or_embedded;
+use crate::cli::SuiteArgs;
+use crate::control;
+use crate::control::client::Quiet;
+use crate::plan::{TestKind, TestPlan};
+use crate::result::TestResult;
+use crate::units::{self, BitsPerSec};
+
+/// `thrum suite`.
+pub fn suite(args: &SuiteArgs) -> Result<ExitCode> {
+    let (target, _server) = target_or_embedded(None, None)?;
+    let mut results = Vec::new();
+    let terminal = std::io::stderr().is_terminal();
+    for test in TestKind::ALL {
+        let mut plan = TestPlan::new(test);
+        plan.duration_ns = args.duration.as_nanos() as u64;
+        plan.flows = args.flows;
+        plan.threads = args.threads;
+        plan.validate()?;
+        if terminal {
+            eprint!("\rrunning {test} ...");
+        }
+        let r = control::client::run(&target, &plan, &mut Quiet);
+        results.push(r);
+    }
+    if terminal {
+        eprint!("\r\x1b[2K");
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        print_suite_table(&results);
+    }
+    Ok(if results.iter().all(|r| r.ok()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn print_suite_table(results: &[TestResult]) {
+    println!(
+        "{:<11} {:>5} {:>18} {:>12} {:>12} {:>12}",
+        "test", "flows", "result", "p50", "p99", "CPU s (c+s)"
+    );
+    for r in results {
+        let s = &r.summary;
+        let head = match s.throughput_bps {
+            Some(t) => BitsPerSec(t).to_string(),
+            None => format!("{:.0} trans/s", s.transactions_per_s.unwrap_or(0.0)),
+        };
+        let (p50, p99) = s
+            .latency_ns
+            .as_ref()
+            .map(|l| (units::fmt_ns(l.p50 as f64), units::fmt_ns(l.p99 as f64)))
+            .unwrap_or_default();
+        let cpu = s.local.rusage.map_or(0.0, |u| u.user_s + u.system_s);
+        println!(
+            "{:<11} {:>5} {:>18} {:>12} {:>12} {:>12.2}",
+            r.test.name(),
+            r.spec.plan.flows,
+            head,
+            p50,
+            p99,
+            cpu
+        );
+        if let Some(e) = &s.error {
+            println!("  error: {e}");
+        }
+    }
+    println!("(loopback, embedded server in this process: CPU is the whole process, both ends)");
+}
