@@ -155,7 +155,7 @@ pub struct RunArgs {
     /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
     pub host: Option<String>,
-    /// Length of the measurement window (10s, 500ms, 2m).
+    /// Length of the measurement window (10s, 500ms, 2m, 1h30m).
     #[arg(short = 'l', long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
     pub duration: Duration,
     /// Measure this many transactions instead of a duration (tcp_rr, tcp_crr, tcp_cc, udp_rr).
@@ -475,6 +475,57 @@ impl RunArgs {
     }
 }
 
+/// What a user of netperf or iperf3 meant by a flag thrum does not have,
+/// said after clap's error. Hints, not aliases: `-P` or `-R` meaning
+/// something here would make a typo run the wrong test.
+pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<String> {
+    use clap::error::ErrorKind::{InvalidSubcommand, UnknownArgument};
+    if !matches!(kind, UnknownArgument | InvalidSubcommand) {
+        return None;
+    }
+    let run = args.iter().position(|a| a == "run")?;
+    let rest = &args[run + 1..];
+    let value_after = |flag: &str| {
+        rest.iter().enumerate().find_map(|(i, a)| {
+            if a == flag {
+                rest.get(i + 1).cloned()
+            } else {
+                a.strip_prefix(flag)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| v.trim_start_matches('=').to_string())
+            }
+        })
+    };
+    let has = |flag: &str| rest.iter().any(|a| a == flag);
+    if let Some(test) = value_after("-t") {
+        let test = crate::text::echo(&test);
+        return Some(format!(
+            "the test is positional, not -t (netperf's): thrum run {test}"
+        ));
+    }
+    if let Some(n) = value_after("-P") {
+        let n = crate::text::echo(&n);
+        return Some(format!(
+            "parallel streams are flows here: -F {n} (iperf3's -P)"
+        ));
+    }
+    if has("-R") {
+        return Some(
+            "iperf3's -R (the server sends) is its own test here: thrum run tcp_maerts".into(),
+        );
+    }
+    if has("-J") {
+        return Some("JSON output is --json here (iperf3's -J)".into());
+    }
+    if let Some(p) = value_after("-p") {
+        let p = crate::text::echo(&p);
+        return Some(format!(
+            "the server's port goes with its host: -H HOST:{p} ([ADDRESS]:{p} for IPv6)"
+        ));
+    }
+    None
+}
+
 /// Split `host`, `host:port`, `[v6]:port` or a bare IPv6 address.
 pub fn split_host_port(s: &str) -> Result<(String, u16)> {
     if let Some(rest) = s.strip_prefix('[') {
@@ -491,6 +542,12 @@ pub fn split_host_port(s: &str) -> Result<(String, u16)> {
         return Ok((h.to_string(), port));
     }
     if s.matches(':').count() > 1 {
+        if s.parse::<std::net::Ipv6Addr>().is_err() {
+            bail!(
+                "-H: '{}' is not an IPv6 address; an IPv6 address with a port is written [ADDRESS]:PORT, as [::1]:{DEFAULT_PORT}",
+                crate::text::echo(s)
+            );
+        }
         return Ok((s.to_string(), DEFAULT_PORT));
     }
     match s.split_once(':') {
@@ -501,6 +558,22 @@ pub fn split_host_port(s: &str) -> Result<(String, u16)> {
         )),
         None => Ok((s.to_string(), DEFAULT_PORT)),
     }
+}
+
+/// A bare IPv6 address whose last group could be a port (`fe80::1:5201`):
+/// it is read as an address on the default port, so when the run fails
+/// the user is told how to write a port.
+pub fn ipv6_port_hint(host: &str) -> Option<String> {
+    if host.starts_with('[') || host.matches(':').count() < 2 {
+        return None;
+    }
+    let (addr, last) = host.rsplit_once(':')?;
+    let addr = addr.strip_suffix(':').unwrap_or(addr);
+    let port: u16 = last.parse().ok().filter(|p| *p > 0)?;
+    addr.parse::<std::net::Ipv6Addr>().ok()?;
+    Some(format!(
+        "-H {host} was read as the IPv6 address {host} on port {DEFAULT_PORT}; for port {port} of {addr} write -H [{addr}]:{port}"
+    ))
 }
 
 pub fn resolve(host: &str, v4: bool, v6: bool) -> Result<SocketAddr> {
@@ -592,6 +665,16 @@ mod tests {
             ("::1".into(), DEFAULT_PORT)
         );
         assert!(split_host_port("a:x").is_err());
+        let e = split_host_port("::1:99999").unwrap_err().to_string();
+        assert!(e.contains("[ADDRESS]:PORT"), "{e}");
+        assert!(
+            ipv6_port_hint("fe80::1:5201")
+                .unwrap()
+                .contains("[fe80::1]:5201")
+        );
+        assert!(ipv6_port_hint("::1:5201").unwrap().contains("[::1]:5201"));
+        assert_eq!(ipv6_port_hint("[::1]:5201"), None);
+        assert_eq!(ipv6_port_hint("host:5201"), None);
     }
 
     #[test]

@@ -143,7 +143,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     write_outputs(&result, &args.out, &args.human_options())?;
     if let Some(e) = &result.summary.error {
         if args.out.format() != Format::Human || args.out.output.is_some() || args.out.json_stream {
-            eprintln!("Error: {e}");
+            eprintln!("error: {e}");
+        }
+        if let Some(tip) = args.host.as_deref().and_then(crate::cli::ipv6_port_hint) {
+            eprintln!("  tip: {tip}");
         }
         return Ok(ExitCode::FAILURE);
     }

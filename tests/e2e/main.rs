@@ -15,6 +15,7 @@ mod outputs;
 mod scale;
 mod sensors;
 mod soak;
+mod teach;
 mod udp;
 mod udp_loss;
 mod uring;
