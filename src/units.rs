@@ -263,6 +263,80 @@ pub fn fmt_ns(ns: f64) -> String {
     }
 }
 
+/// A unix time as local wall-clock time (the TZ environment variable and
+/// /etc/localtime, through localtime_r): `2026-11-25 01:05:03.250 CET`
+/// with `date`, `01:05:03.250` without.
+pub fn fmt_local_time(unix_s: f64, date: bool) -> String {
+    let secs = unix_s.floor();
+    let millis = (((unix_s - secs) * 1000.0).round() as u32).min(999);
+    let t = secs as libc::time_t;
+    unsafe extern "C" {
+        fn tzset();
+    }
+    // SAFETY: tzset takes no arguments; it reads TZ, which localtime_r
+    // alone need not (POSIX), so a TZ set for this run is honoured.
+    unsafe { tzset() };
+    // SAFETY: zeroed is a valid tm; localtime_r writes only into it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return format!("unix {unix_s:.3}");
+    }
+    let time = format!(
+        "{:02}:{:02}:{:02}.{millis:03}",
+        tm.tm_hour, tm.tm_min, tm.tm_sec
+    );
+    if !date {
+        return time;
+    }
+    let zone = if tm.tm_zone.is_null() {
+        String::new()
+    } else {
+        // SAFETY: tm_zone points at a NUL-terminated name libc keeps.
+        let z = unsafe { std::ffi::CStr::from_ptr(tm.tm_zone) };
+        format!(" {}", z.to_string_lossy())
+    };
+    format!(
+        "{:04}-{:02}-{:02} {time}{zone}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday
+    )
+}
+
+/// A value with an SI prefix for axes and cells: `950`, `180 k`, `1.2 M`,
+/// `3.4 G` (three significant figures at most).
+pub fn fmt_si(v: f64) -> String {
+    let a = v.abs();
+    let (div, prefix) = if a >= 1e12 {
+        (1e12, " T")
+    } else if a >= 1e9 {
+        (1e9, " G")
+    } else if a >= 1e6 {
+        (1e6, " M")
+    } else if a >= 1e3 {
+        (1e3, " k")
+    } else {
+        (1.0, "")
+    };
+    let x = v / div;
+    let digits = if x.abs() >= 100.0 || x == x.trunc() {
+        0
+    } else if x.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{x:.digits$}");
+    // 1.50 k reads as 1.5 k.
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    format!("{text}{prefix}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +408,28 @@ mod tests {
         for bad in ["30m1h", "1s1s", "1m30", "1h 30m", "1h-30m", "1hm", "5.5.5"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn si_prefixes_for_axes() {
+        assert_eq!(fmt_si(0.0), "0");
+        assert_eq!(fmt_si(950.0), "950");
+        assert_eq!(fmt_si(180_000.0), "180 k");
+        assert_eq!(fmt_si(1_200_000.0), "1.2 M");
+        assert_eq!(fmt_si(1_250_000.0), "1.25 M");
+        assert_eq!(fmt_si(12_500_000_000.0), "12.5 G");
+        assert_eq!(fmt_si(0.5), "0.5");
+    }
+
+    #[test]
+    fn local_time_follows_tz() {
+        // SAFETY: tests in this module do not read the environment concurrently.
+        unsafe { std::env::set_var("TZ", "UTC") };
+        assert_eq!(fmt_local_time(1008.25, false), "00:16:48.250");
+        assert_eq!(
+            fmt_local_time(1_795_000_000.0, true),
+            "2026-11-18 11:06:40.000 UTC"
+        );
     }
 
     #[test]

@@ -241,7 +241,9 @@ pub fn reanalyse(t: &TestAgg, coverage: Coverage) -> TestAgg {
         new.cpu_util_percent = old.cpu_util_percent;
         new.service_demand_source = old.service_demand_source.clone();
         new.service_demand = match (old.service_demand, old.average, new.average) {
-            (Some(sd), Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some(sd * a / b),
+            // a / b first: exactly 1 when the average did not move, so the
+            // figure comes back bit for bit.
+            (Some(sd), Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some(sd * (a / b)),
             _ => None,
         };
     }
@@ -266,11 +268,15 @@ pub fn summary_text(t: &TestAgg, all_steps: bool) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let line = |s: &mut String, what: &str, of: &str, v: Option<f64>, st: &Step| {
+        // Local wall-clock time, which a reader can match to other logs;
+        // the unix seconds after it for scripts.
         let _ = writeln!(
             s,
-            "{what} of {of} is {} {} from {:.3} to {:.3}",
+            "{what} of {of} is {} {} from {} to {} (unix {:.3} to {:.3})",
             v.map_or("n/a".to_string(), |v| format!("{v:.3}")),
             t.unit,
+            crate::units::fmt_local_time(st.start, true),
+            crate::units::fmt_local_time(st.end, false),
             st.start,
             st.end
         );
@@ -376,7 +382,8 @@ mod tests {
         assert_eq!(t.warnings.len(), 1);
         let text = summary_text(&t, true);
         assert!(
-            text.contains("Average of peak interval is 100.000 Trans/s from 1.000 to 4.000"),
+            text.contains("Average of peak interval is 100.000 Trans/s from ")
+                && text.contains(" (unix 1.000 to 4.000)"),
             "{text}"
         );
         assert!(text.contains("Average of interval 1 (2 streams) is n/a"));

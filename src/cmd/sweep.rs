@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::out::print;
-use crate::agg::sweep::{self, Cell, Sweep};
+use crate::agg::sweep::{Cell, Sweep};
 use crate::cli::{SweepArgs, target_for};
 use crate::control::client::{self, Quiet, Target};
 use crate::control::server::EmbeddedServer;
@@ -74,18 +74,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
             }
             eprintln!("cell burst {}, flows {}: {e}", p.burst, p.flows);
         }
-        cells.push(Cell {
-            request_bytes: p.request_bytes,
-            response_bytes: p.response_bytes,
-            burst: p.burst,
-            flows: p.flows,
-            transactions_per_s: s.transactions_per_s,
-            throughput_bps: s.throughput_bps,
-            tx_packets_per_s: s.tx_packets_per_s,
-            rx_packets_per_s: s.rx_packets_per_s,
-            valid: sweep::packets_match(p, s),
-            error: s.error.clone(),
-        });
+        cells.push(Cell::of(p, s));
     }
     if terminal {
         eprint!("\r\x1b[2K");

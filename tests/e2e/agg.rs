@@ -222,6 +222,18 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
     assert_eq!(html.matches("<svg").count(), 2, "both charts inlined");
     assert_eq!(html.matches("<table>").count(), 2, "both tables");
     assert!(html.contains("Burst search"), "tps shows its burst search");
+    // The page says where and by what it was made, as results.json does.
+    for key in ["thrum version", "command line", "kernel", "date", "hosts"] {
+        assert!(
+            html.contains(&format!("<th>{key}</th>")),
+            "report.html lacks {key}"
+        );
+    }
+    let kernel = doc["provenance"]["kernel"].as_str().unwrap();
+    assert!(
+        html.contains(kernel),
+        "report.html lacks the kernel {kernel}"
+    );
     // `thrum report` re-analyses the saved results to the same figures,
     // CPU utilisation and service demand of every step included.
     let re_dir = tempfile::tempdir().unwrap();
@@ -253,29 +265,30 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
 #[test]
 fn report_reads_netperf_demo_files() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run_client(
-        &[
+    // The windows print as local time: UTC here, so the figures are fixed.
+    let out = run_cmd(
+        Command::new(crate::common::bin()).env("TZ", "UTC").args([
             "report",
             FIXTURES,
             "--intervals",
             "--individual",
             "--out",
             dir.path().to_str().unwrap(),
-        ],
+        ]),
         Duration::from_secs(20),
     );
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
     for want in [
-        "Average of peak interval is 263.333 Trans/s from 1008.000 to 1011.000",
-        "Minimum of peak interval is 230.000 Trans/s from 1008.000 to 1011.000",
-        "Maximum of peak interval is 290.000 Trans/s from 1008.000 to 1011.000",
-        "Average of interval 0 (1 streams) is 140.000 Trans/s from 1002.000 to 1005.000",
-        "Minimum of interval 0 (1 streams) is 130.000 Trans/s from 1002.000 to 1005.000",
-        "Maximum of interval 0 (1 streams) is 150.000 Trans/s from 1002.000 to 1005.000",
-        "Average of peak interval is 2500.000 10^6bits/s from 2002.000 to 2006.000",
-        "Minimum of peak interval is 2000.000 10^6bits/s from 2002.000 to 2006.000",
-        "Maximum of peak interval is 3000.000 10^6bits/s from 2002.000 to 2006.000",
+        "Average of peak interval is 263.333 Trans/s from 1970-01-01 00:16:48.000 UTC to 00:16:51.000 (unix 1008.000 to 1011.000)",
+        "Minimum of peak interval is 230.000 Trans/s from 1970-01-01 00:16:48.000 UTC to 00:16:51.000 (unix 1008.000 to 1011.000)",
+        "Maximum of peak interval is 290.000 Trans/s from 1970-01-01 00:16:48.000 UTC to 00:16:51.000 (unix 1008.000 to 1011.000)",
+        "Average of interval 0 (1 streams) is 140.000 Trans/s from 1970-01-01 00:16:42.000 UTC to 00:16:45.000 (unix 1002.000 to 1005.000)",
+        "Minimum of interval 0 (1 streams) is 130.000 Trans/s from 1970-01-01 00:16:42.000 UTC to 00:16:45.000 (unix 1002.000 to 1005.000)",
+        "Maximum of interval 0 (1 streams) is 150.000 Trans/s from 1970-01-01 00:16:42.000 UTC to 00:16:45.000 (unix 1002.000 to 1005.000)",
+        "Average of peak interval is 2500.000 10^6bits/s from 1970-01-01 00:33:22.000 UTC to 00:33:26.000 (unix 2002.000 to 2006.000)",
+        "Minimum of peak interval is 2000.000 10^6bits/s from 1970-01-01 00:33:22.000 UTC to 00:33:26.000 (unix 2002.000 to 2006.000)",
+        "Maximum of peak interval is 3000.000 10^6bits/s from 1970-01-01 00:33:22.000 UTC to 00:33:26.000 (unix 2002.000 to 2006.000)",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
@@ -424,6 +437,15 @@ fn find_burst_and_sweep_on_loopback() {
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("rows burst, columns flows"), "{text}");
+    // Every n/a cell says why, in the packets per transaction measured.
+    let nas = text.matches("n/a [").count();
+    assert!(nas >= 2, "the burst-8 cells are n/a with a note: {text}");
+    assert_eq!(
+        text.matches(": n/a: ").count(),
+        nas,
+        "one note per n/a cell: {text}"
+    );
+    assert!(text.contains("packets per transaction sent"), "{text}");
     let csv = std::fs::read_to_string(csv).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(
@@ -449,6 +471,21 @@ fn find_burst_and_sweep_on_loopback() {
             "{c}"
         );
         assert_eq!(c["valid"], false, "{c}");
+        let ppt = &c["packets_per_transaction"];
+        assert!(f(&ppt[0]) > 0.0 && f(&ppt[1]) > 0.0, "{c}");
+    }
+    // Each cell carries both ends' CPU and service demand beside its rate.
+    for c in cells {
+        for key in [
+            "local_cpu_util_percent",
+            "remote_cpu_util_percent",
+            "local_service_demand",
+            "remote_service_demand",
+        ] {
+            let v = f(&c[key]);
+            assert!(v > 0.0, "{key}: {c}");
+        }
+        assert!(f(&c["local_cpu_util_percent"]) <= 100.0, "{c}");
     }
     // The CSV keeps each measured rate and says in its own column that it
     // failed the packet rule.

@@ -12,6 +12,7 @@ mod loopback;
 mod measure;
 mod netns;
 mod outputs;
+mod reports;
 mod scale;
 mod sensors;
 mod soak;
