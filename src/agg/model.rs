@@ -107,6 +107,47 @@ pub struct StreamSeries {
     pub started: Option<f64>,
     pub error: Option<String>,
     pub samples: Vec<Sample>,
+    /// The stream's own final figures over its whole session, as each
+    /// netperf process's .out file ends with them; absent when the session
+    /// measured nothing (or a netperf file ends without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<StreamSummary>,
+}
+
+/// One stream's final result: its session's measurement window (from its
+/// start to the end of the last step it ran in, not a step's window).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StreamSummary {
+    /// Length of its measurement window, seconds.
+    pub duration_s: Option<f64>,
+    /// Its rate over the window, in the test's unit.
+    pub value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput_bps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactions_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
+    /// This end's (the load generator's client side's) bytes over the window.
+    pub bytes_sent: Option<u64>,
+    pub bytes_received: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<crate::stats::latency::LatencySummary>,
+    /// Each end's CPU utilisation (% of all CPUs) and service demand (µs
+    /// per transaction or per KB), as `thrum run` reports them.
+    pub local_cpu_util_percent: Option<f64>,
+    pub remote_cpu_util_percent: Option<f64>,
+    pub local_service_demand: Option<f64>,
+    pub remote_service_demand: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_tcp_retransmits: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_tcp_retransmits: Option<u64>,
+    /// netperf's own final `KEY=value` lines (omni output selectors), as
+    /// its .out file gives them.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub netperf: std::collections::BTreeMap<String, String>,
 }
 
 /// A step as its source knows it: streams running, when the step began and its measurement window.
@@ -332,6 +373,7 @@ mod tests {
             started: Some(from),
             error: None,
             samples,
+            summary: None,
         }
     }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::burst::{self, BurstSearch};
 use super::kinds::AggTest;
-use super::model::{self, Coverage, StepSpan, StreamSeries, TestAgg};
+use super::model::{self, Coverage, StepSpan, StreamSeries, StreamSummary, TestAgg};
 use super::progress::RampProgress;
 use super::ramp;
 use super::series::{self, Sample};
@@ -79,12 +79,36 @@ pub fn stream_series(
             value: test.value(plan, iv),
         })
         .collect();
+    let s = &r.summary;
+    let sd = |side: &crate::result::Side| {
+        side.service_demand_us_per_tran
+            .or(side.service_demand_us_per_kb)
+    };
+    // A session that failed before its window measured nothing of its own.
+    let summary = (s.duration_s > 0.0).then(|| StreamSummary {
+        duration_s: Some(s.duration_s),
+        value: Some(test.value_of(plan, s.transactions_per_s, s.throughput_bps)),
+        throughput_bps: s.throughput_bps,
+        transactions_per_s: s.transactions_per_s,
+        transactions: s.transactions,
+        bytes_sent: Some(s.local.bytes_sent),
+        bytes_received: Some(s.local.bytes_received),
+        latency_ns: s.latency_ns.clone(),
+        local_cpu_util_percent: s.local.cpu_util_percent,
+        remote_cpu_util_percent: s.remote.cpu_util_percent,
+        local_service_demand: sd(&s.local),
+        remote_service_demand: sd(&s.remote),
+        local_tcp_retransmits: s.local.tcp_retransmits,
+        remote_tcp_retransmits: s.remote.tcp_retransmits,
+        netperf: Default::default(),
+    });
     StreamSeries {
         index,
         server: server.to_string(),
         started: samples.first().map(Sample::start),
         error: r.summary.error.clone(),
         samples,
+        summary,
     }
 }
 
@@ -152,6 +176,7 @@ pub fn run_ramp(
                 started: None,
                 error: Some("stream thread panicked".into()),
                 samples: Vec::new(),
+                summary: None,
             },
         })
         .collect();
@@ -263,6 +288,7 @@ mod tests {
             started: Some(started),
             error: None,
             samples: Vec::new(),
+            summary: None,
         };
         // Steps of 10 s from 1000: streams 1 and 2 start late in steps 1 and 2.
         let streams = [mk(0, 1000.1), mk(1, 1010.3), mk(2, 1020.2), mk(3, 1020.7)];

@@ -156,6 +156,14 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
             servers,
             vec![s1.addr.as_str(), s2.addr.as_str(), &s1.addr, &s2.addr]
         );
+        // Each stream's own final result, as netperf's .out files end with one.
+        for st in t["streams"].as_array().unwrap() {
+            let sum = &st["summary"];
+            assert!(f(&sum["duration_s"]) > 0.0, "{name}: {sum}");
+            assert!(f(&sum["value"]) > 0.0, "{name}: {sum}");
+            assert!(f(&sum["local_cpu_util_percent"]) > 0.0, "{name}: {sum}");
+            assert!(u(&sum["bytes_sent"]) > 0, "{name}: {sum}");
+        }
         let csv = std::fs::read_to_string(out_dir.join(format!("{name}_streams.csv"))).unwrap();
         let started = |k: usize| f(&t["streams"][k]["started"]);
         for (i, s) in steps.iter().enumerate() {
@@ -301,6 +309,16 @@ fn report_reads_netperf_demo_files() {
         .find(|t| t["name"] == "tps")
         .unwrap();
     assert_eq!(u(&tps["peak_step"]), 1);
+    // The outbound stream's file ends with netperf's own final result.
+    let outbound = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "outbound")
+        .unwrap();
+    let sum = &outbound["streams"][0]["summary"];
+    assert_eq!(f(&sum["value"]), 2500.0, "{sum}");
+    assert_eq!(sum["netperf"]["THROUGHPUT"], "2500.00", "{sum}");
     // Second 8 (1008..1009): stream 0's 190 plus stream 1's 40.
     assert_eq!(f(&tps["per_second"][8]), 230.0);
     assert_chart(
