@@ -16,7 +16,7 @@ use crate::plan::{SocketOpts, TestKind, TestPlan};
 use crate::units::{parse_duration, parse_rate, parse_size};
 
 mod agg;
-pub use agg::{AggArgs, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
+pub use agg::{AggArgs, AggOutput, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
 pub mod hardening;
 
 #[derive(Debug, Parser)]
@@ -133,6 +133,15 @@ pub struct OutputArgs {
     /// Write JSON Lines to standard output as the test runs: one line per interval as it completes, then the whole result as the last line.
     #[arg(long, conflicts_with_all = ["json", "keyval", "output"])]
     pub json_stream: bool,
+    /// Also write the result as JSON to FILE, beside the output on the terminal (repeatable; hyperfine's habit).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Vec<PathBuf>,
+    /// Also write the per-interval, per-flow samples as CSV to FILE (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Vec<PathBuf>,
+    /// Also write the result as netperf-style KEY=value lines to FILE (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub export_keyval: Vec<PathBuf>,
 }
 
 impl OutputArgs {
@@ -516,6 +525,12 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
     }
     if has("-J") {
         return Some("JSON output is --json here (iperf3's -J)".into());
+    }
+    if let Some(f) = value_after("--json").filter(|v| !v.starts_with('-')) {
+        let f = crate::text::echo(&f);
+        return Some(format!(
+            "--json is a switch (JSON on standard output); for a file beside the terminal output: --export-json {f}"
+        ));
     }
     if let Some(p) = value_after("-p") {
         let p = crate::text::echo(&p);

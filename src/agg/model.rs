@@ -304,7 +304,9 @@ pub fn failed(t: &TestAgg) -> bool {
     t.streams.iter().any(|s| s.error.is_some()) || t.peak_step.is_none()
 }
 
-/// The stdout summary in post_proc.py's words: the peak step, and with `all_steps` every step.
+/// The stdout summary in post_proc.py's words: the peak step, and with
+/// `all_steps` every step. The test's warnings are the command's to say,
+/// on stderr.
 pub fn summary_text(t: &TestAgg, all_steps: bool) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -345,9 +347,6 @@ pub fn summary_text(t: &TestAgg, all_steps: bool) -> String {
             line(&mut s, "Minimum", &of, st.minimum, st);
             line(&mut s, "Maximum", &of, st.maximum, st);
         }
-    }
-    for w in &t.warnings {
-        let _ = writeln!(s, "warning: {w}");
     }
     s
 }

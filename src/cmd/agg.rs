@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::find_burst::BURST_MIN_GAIN;
-use super::out::{print, write_dir};
+use super::out::{finish, say_test, write_dir};
 use crate::agg::kinds::AggTest;
 use crate::agg::model::{self, AggResult, AggSpec};
 use crate::agg::progress::RampProgress;
@@ -131,12 +131,12 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
             t.burst_search = search.clone();
         }
         failed |= model::failed(&t);
-        print(&model::summary_text(&t, args.output.intervals))?;
+        say_test(&t, &args.output)?;
         result.tests.push(t);
         // After every test, so a later failure keeps what was gathered.
         write_dir(&out, &result, args.output.individual)?;
     }
-    print(&format!("results in {}\n", out.display()))?;
+    finish(&result, &args.output, Some(&out))?;
     Ok(if failed {
         ExitCode::FAILURE
     } else {

@@ -65,6 +65,7 @@ fn write_outputs(
     result: &TestResult,
     out: &OutputArgs,
     human: &export::human::Human,
+    main: bool,
 ) -> Result<()> {
     // A stream (stdout, a FIFO) got its rows live; only a file is replaced
     // by the whole CSV at the end.
@@ -81,6 +82,25 @@ fn write_outputs(
     } else {
         export::render(exporter(out.format(), human).as_ref(), result)
     };
+    // hyperfine's --export-*: files beside what the terminal shows.
+    let exports: [(&[std::path::PathBuf], &dyn Exporter, &str); 3] = [
+        (&out.export_json, &export::json::Json, "--export-json"),
+        (&out.export_csv, &export::csv::Csv, "--export-csv"),
+        (
+            &out.export_keyval,
+            &export::keyval::Keyval,
+            "--export-keyval",
+        ),
+    ];
+    for (paths, exporter, flag) in exports {
+        for path in paths {
+            export::write_atomic(path, &export::render(exporter, result))
+                .with_context(|| format!("writing {flag} {}", path.display()))?;
+        }
+    }
+    if !main {
+        return Ok(());
+    }
     match &out.output {
         Some(path) => export::write_atomic(path, &bytes)
             .with_context(|| format!("writing --output {}", path.display()))?,
@@ -130,25 +150,55 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     };
     result.note_socket_buffers();
     drop(progress);
+    // Results to standard output (or -o); everything else to stderr.
+    // A human table of a run that measured nothing would be zeros.
+    let measured = !result.intervals.is_empty() || result.summary.error.is_none();
+    let main = measured || args.out.format() != Format::Human || args.out.json_stream;
+    write_outputs(&result, &args.out, &args.human_options(), main)?;
+    let mut err = std::io::stderr().lock();
     if let Some(e) = &live.error {
-        eprintln!("warning: writing samples while the test ran: {e}");
+        let _ = writeln!(err, "warning: writing samples while the test ran: {e}");
     }
-    if let Some(c) = &result.confidence
+    // JSON and key=value carry every warning; the human output says on
+    // stderr those a reader asked for (see `shown`).
+    if args.out.format() == Format::Human && !args.out.json_stream {
+        let detail = args.local_cpu || args.remote_cpu || args.cpu || args.verbose;
+        for w in result
+            .summary
+            .warnings
+            .iter()
+            .filter(|w| detail || shown(w))
+        {
+            let _ = writeln!(err, "warning: {w}");
+        }
+    } else if let Some(c) = &result.confidence
         && !c.achieved
         && result.summary.error.is_none()
     {
         // Loud on the terminal too, whatever the output format.
-        eprintln!("warning: {}", result.summary.warnings[0]);
+        let _ = writeln!(err, "warning: {}", result.summary.warnings[0]);
     }
-    write_outputs(&result, &args.out, &args.human_options())?;
     if let Some(e) = &result.summary.error {
-        if args.out.format() != Format::Human || args.out.output.is_some() || args.out.json_stream {
-            eprintln!("error: {e}");
-        }
+        let _ = writeln!(err, "error: {e}");
         if let Some(tip) = args.host.as_deref().and_then(crate::cli::ipv6_port_hint) {
-            eprintln!("  tip: {tip}");
+            let _ = writeln!(err, "  tip: {tip}");
         }
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the human output says a warning without -c, -C, --cpu or -v:
+/// how the CPU was read (the two sources of service demand disagree, other
+/// work on the host) and packets that are not one per message qualify the
+/// CPU and per-transaction figures, which a default run does not show;
+/// JSON and key=value keep them all.
+// Matched on text until warnings carry codes (issue 15, item 4).
+fn shown(w: &str) -> bool {
+    const DETAIL: [&str; 3] = [
+        " service demand: /proc/stat gives ",
+        " host: CPUs were busy beyond thrum's own use",
+        "packets/s on ",
+    ];
+    !DETAIL.iter().any(|d| w.contains(d))
 }

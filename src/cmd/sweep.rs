@@ -88,14 +88,18 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         flows,
         cells,
     };
-    print(&sw.table())?;
-    if let Some(p) = &args.csv {
-        write_atomic(p, sw.csv().as_bytes())
-            .with_context(|| format!("writing --csv {}", p.display()))?;
+    if args.json {
+        print(&format!("{}\n", serde_json::to_string_pretty(&sw)?))?;
+    } else {
+        print(&sw.table())?;
     }
-    if let Some(p) = &args.json {
+    for p in &args.export_csv {
+        write_atomic(p, sw.csv().as_bytes())
+            .with_context(|| format!("writing --export-csv {}", p.display()))?;
+    }
+    for p in &args.export_json {
         write_atomic(p, &serde_json::to_vec_pretty(&sw)?)
-            .with_context(|| format!("writing --json {}", p.display()))?;
+            .with_context(|| format!("writing --export-json {}", p.display()))?;
     }
     Ok(if sw.cells.iter().any(|c| c.error.is_some()) {
         ExitCode::FAILURE

@@ -1,5 +1,6 @@
 //! The human table: per-interval sums, then the summary with units, like
-//! netperf's and iperf3's.
+//! netperf's and iperf3's. Results only: warnings and errors are the
+//! command's to say on stderr.
 
 use std::io::{self, Write};
 
@@ -349,12 +350,8 @@ impl Exporter for Human {
                 )?;
             }
         }
-        for w in &s.warnings {
-            writeln!(out, "warning: {w}")?;
-        }
-        if let Some(e) = &s.error {
-            writeln!(out, "error: {e}")?;
-        }
+        // Warnings and the error go to stderr (the command says them), so
+        // that standard output holds results only.
         Ok(())
     }
 }

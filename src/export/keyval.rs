@@ -144,6 +144,9 @@ impl Exporter for Keyval {
         if let Some(e) = &s.error {
             writeln!(out, "ERROR={}", e.replace('\n', " "))?;
         }
+        // Every warning, on one line as key=value wants: joined by " | ".
+        let warnings: Vec<String> = s.warnings.iter().map(|w| w.replace('\n', " ")).collect();
+        writeln!(out, "WARNINGS={}", warnings.join(" | "))?;
         Ok(())
     }
 }

@@ -447,7 +447,7 @@ fn find_burst_and_sweep_on_loopback() {
             "300ms",
             "--csv",
             csv.to_str().unwrap(),
-            "--json",
+            "--export-json",
             json.to_str().unwrap(),
         ],
         Duration::from_secs(60),
@@ -716,14 +716,17 @@ fn report_keeps_why_streams_failed_and_fails_as_agg_did() {
         !out.status.success(),
         "agg with a dead host succeeded: {text}"
     );
+    // Why, as a warning: on stderr, with the results alone on stdout.
     let why = format!("stream 1 to {}", s2.addr);
-    let line = text
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let line = err
         .lines()
         .find(|l| l.contains(&why))
-        .unwrap_or_else(|| panic!("agg does not say why stream 1 failed: {text}"));
+        .unwrap_or_else(|| panic!("agg does not say why stream 1 failed: {err}"));
+    assert!(!text.contains(&why), "a warning on stdout: {text}");
     let re_dir = tempfile::tempdir().unwrap();
     let again = report_again(&out_dir, re_dir.path());
-    let re_text = stdout(&again);
+    let re_text = String::from_utf8_lossy(&again.stderr).into_owned();
     assert_eq!(again.status.code(), out.status.code(), "{re_text}");
     assert!(re_text.contains(line), "report lost {line:?}: {re_text}");
     let html = std::fs::read_to_string(re_dir.path().join("report.html")).unwrap();

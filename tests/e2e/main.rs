@@ -16,6 +16,7 @@ mod reports;
 mod scale;
 mod sensors;
 mod soak;
+mod stdio;
 mod teach;
 mod udp;
 mod udp_loss;
