@@ -132,9 +132,16 @@ pub fn run_ramp(
     let mut handles = Vec::new();
     let sampler = super::cpu::Sampler::start().ok();
     progress.begin(test.name(), test.unit(), n);
+    // Steps begun; a stop request (Ctrl-C) begins no more, and the ramp
+    // keeps the steps its streams completed.
+    let mut begun = 0;
     for (i, st) in plan.iter().enumerate() {
         let at = t0 + cfg.step * i as u32;
         pump(&rx, progress, at);
+        if crate::control::stop::requested() {
+            break;
+        }
+        begun = i + 1;
         progress.step(i, st.running.len() as u32);
         for k in st.added.clone() {
             let target = cfg.targets[ramp::server_of(k, cfg.targets.len())].clone();
@@ -180,8 +187,8 @@ pub fn run_ramp(
             },
         })
         .collect();
-    let spans = spans(&plan, &streams, u0, step_s, cfg.trim.as_secs_f64());
-    let ramp_end_unix = u0 + step_s * n as f64;
+    let spans = spans(&plan[..begun], &streams, u0, step_s, cfg.trim.as_secs_f64());
+    let ramp_end_unix = u0 + step_s * begun as f64;
     let mut t = model::analyse(
         test.name(),
         test.unit(),
@@ -208,6 +215,12 @@ pub fn run_ramp(
         t.warnings.push(
             "no CPU readings (/proc/stat or getrusage unavailable): per-step CPU is null".into(),
         );
+    }
+    if begun < n {
+        t.warnings.push(format!(
+            "{}: stopped after {begun} of {n} step(s); the steps its streams completed are kept",
+            crate::control::stop::INTERRUPTED
+        ));
     }
     if test.uses_burst() {
         t.burst = Some(burst);
@@ -260,18 +273,21 @@ pub fn spans(
         .collect()
 }
 
-/// Forward interim figures to the progress bar until `until`, or until every stream has ended.
+/// Forward interim figures to the progress bar until `until`, until every
+/// stream has ended, or until a stop is asked for (looked at every 100 ms).
 /// (The stream threads send at most one figure per interval: no busy loop.)
 fn pump(rx: &mpsc::Receiver<Update>, progress: &mut RampProgress, until: Instant) {
+    const LOOK: Duration = Duration::from_millis(100);
     loop {
         let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if left.is_zero() || crate::control::stop::requested() {
             return;
         }
-        match rx.recv_timeout(left) {
+        match rx.recv_timeout(left.min(LOOK)) {
             Ok(u) => progress.update(u.stream, u.value),
-            // Disconnected only once the ramp's sender is dropped and every stream ended.
-            Err(_) => return,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Only once the ramp's sender is dropped and every stream ended.
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
     }
 }

@@ -68,6 +68,7 @@ fn preflight(targets: &[Target]) -> Result<()> {
 /// `thrum agg`.
 pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     args.check()?;
+    crate::control::stop::on_signals().context("installing signal handlers")?;
     let hosts = args.host_list()?;
     let tests = args.test_list()?;
     let max_streams = args.max_streams(hosts.len())?;
@@ -135,8 +136,15 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
         result.tests.push(t);
         // After every test, so a later failure keeps what was gathered.
         write_dir(&out, &result, args.output.individual)?;
+        if crate::control::stop::requested() {
+            break;
+        }
     }
     finish(&result, &args.output, Some(&out))?;
+    if crate::control::stop::requested() {
+        eprintln!("error: {}", crate::control::stop::INTERRUPTED);
+        return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));
+    }
     Ok(if failed {
         ExitCode::FAILURE
     } else {

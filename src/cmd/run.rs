@@ -118,6 +118,7 @@ fn write_outputs(
 /// `thrum run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
+    control::stop::on_signals().context("installing signal handlers")?;
     let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
     let mut progress = Progress {
         on: std::io::stderr().is_terminal(),
@@ -149,6 +150,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         }
     };
     result.note_socket_buffers();
+    let interrupted = control::stop::requested();
+    if interrupted {
+        // What was measured stands; the run did not end as planned.
+        result.summary.error = Some(match result.summary.error.take() {
+            Some(e) if e != control::stop::INTERRUPTED => {
+                format!("{}: {e}", control::stop::INTERRUPTED)
+            }
+            _ => control::stop::INTERRUPTED.to_string(),
+        });
+    }
     drop(progress);
     // Results to standard output (or -o); everything else to stderr.
     // A human table of a run that measured nothing would be zeros.
@@ -182,6 +193,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         let _ = writeln!(err, "error: {e}");
         if let Some(tip) = args.host.as_deref().and_then(crate::cli::ipv6_port_hint) {
             let _ = writeln!(err, "  tip: {tip}");
+        }
+        if interrupted {
+            return Ok(ExitCode::from(control::stop::EXIT_INTERRUPTED));
         }
         return Ok(ExitCode::FAILURE);
     }

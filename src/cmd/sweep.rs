@@ -56,7 +56,12 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     };
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut cells = Vec::new();
+    crate::control::stop::on_signals().context("installing signal handlers")?;
     for (i, p) in plans.iter().enumerate() {
+        // Ctrl-C: the cells measured so far are the sweep ("-" for the rest).
+        if crate::control::stop::requested() {
+            break;
+        }
         if terminal {
             eprint!(
                 "\r\x1b[2Kcell {}/{}: burst {}, flows {}",
@@ -100,6 +105,10 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     for p in &args.export_json {
         write_atomic(p, &serde_json::to_vec_pretty(&sw)?)
             .with_context(|| format!("writing --export-json {}", p.display()))?;
+    }
+    if crate::control::stop::requested() {
+        eprintln!("error: {}", crate::control::stop::INTERRUPTED);
+        return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));
     }
     Ok(if sw.cells.iter().any(|c| c.error.is_some()) {
         ExitCode::FAILURE

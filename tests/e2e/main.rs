@@ -7,6 +7,7 @@ mod buffers;
 mod common;
 mod failures;
 mod hostile;
+mod interrupt;
 mod limits;
 mod loopback;
 mod measure;
