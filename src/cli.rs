@@ -458,6 +458,7 @@ impl RunArgs {
             local_cpu: self.local_cpu || self.cpu,
             remote_cpu: self.remote_cpu || self.cpu,
             verbose: self.verbose,
+            rows_shown: false,
         }
     }
 

@@ -131,7 +131,7 @@ pub fn run_ramp(
     let (tx, rx) = mpsc::channel::<Update>();
     let mut handles = Vec::new();
     let sampler = super::cpu::Sampler::start().ok();
-    progress.begin(test.name(), test.unit(), n);
+    progress.begin(test.name(), test.unit(), n, cfg.step);
     // Steps begun; a stop request (Ctrl-C) begins no more, and the ramp
     // keeps the steps its streams completed.
     let mut begun = 0;
@@ -285,7 +285,7 @@ fn pump(rx: &mpsc::Receiver<Update>, progress: &mut RampProgress, until: Instant
         }
         match rx.recv_timeout(left.min(LOOK)) {
             Ok(u) => progress.update(u.stream, u.value),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => progress.tick(),
             // Only once the ramp's sender is dropped and every stream ended.
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }

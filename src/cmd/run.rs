@@ -1,6 +1,7 @@
 //! `thrum run TEST`: one test (or `--iterations` of it) against a server
-//! or an embedded one, with a live progress line on a terminal, live
-//! samples or JSON lines while it runs, and the result in the chosen format.
+//! or an embedded one, with a progress line on a terminal, each interval's
+//! row as it completes (human output), live samples or JSON lines while it
+//! runs, and the result in the chosen format.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -8,47 +9,45 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::out::target_or_embedded;
+use super::progress::Ticker;
 use crate::cli::{Format, OutputArgs, RunArgs};
 use crate::control;
 use crate::control::client::Observer;
 use crate::export::{self, Exporter};
-use crate::plan::TestKind;
 use crate::result::{Interval, TestResult};
 use crate::units::BitsPerSec;
 
-/// A one-line progress report on stderr, only when stderr is a terminal.
-struct Progress {
-    on: bool,
-    test: TestKind,
+/// What the terminal shows while the test runs: the progress line on
+/// stderr, and in the human output each interval's row on stdout as it
+/// completes (iperf3's habit), the summary after.
+struct Watch<'a> {
+    ticker: &'a Ticker,
+    /// Print rows live: the human output goes to stdout.
+    rows: bool,
+    /// The head line, printed before the first row.
+    head: Option<String>,
+    printed: usize,
 }
 
-impl Observer for Progress {
+impl Observer for Watch<'_> {
     fn on_interval(&mut self, iv: &Interval) {
-        if !self.on {
+        let figure = match iv.sum.throughput_bps {
+            Some(t) => BitsPerSec(t).to_string(),
+            None => format!(
+                "{} trans/s",
+                crate::units::fmt_si(iv.sum.transactions_per_s.unwrap_or(0.0))
+            ),
+        };
+        self.ticker.set(format!("{:<8} {figure}", iv.phase.name()));
+        if !self.rows {
             return;
         }
-        let v = match iv.sum.throughput_bps {
-            Some(t) => BitsPerSec(t).to_string(),
-            None => format!("{:.0} trans/s", iv.sum.transactions_per_s.unwrap_or(0.0)),
-        };
-        let mut e = std::io::stderr().lock();
-        let _ = write!(
-            e,
-            "\r\x1b[2K{} {:>7.1}s {:<8} {}",
-            self.test,
-            iv.end_s,
-            iv.phase.name(),
-            v
-        );
-        let _ = e.flush();
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        if self.on {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
+        let mut text = self.head.take().unwrap_or_default().into_bytes();
+        let _ = export::human::row(&mut text, iv);
+        self.printed += 1;
+        self.ticker.above(|| {
+            let _ = super::out::print(&String::from_utf8_lossy(&text));
+        });
     }
 }
 
@@ -120,9 +119,33 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
     control::stop::on_signals().context("installing signal handlers")?;
     let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
-    let mut progress = Progress {
-        on: std::io::stderr().is_terminal(),
-        test: plan.test,
+    let total = plan.transactions.is_none().then(|| {
+        std::time::Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.cooldown_ns)
+    });
+    let repeat = args.repeat();
+    let ticker = Ticker::start(
+        std::io::stderr().is_terminal(),
+        plan.test.name(),
+        total.filter(|_| repeat.is_none()),
+    );
+    // Rows live only for one run of the human output on stdout; the rows
+    // of --iterations would interleave runs.
+    let rows = args.out.format() == Format::Human
+        && args.out.output.is_none()
+        && !args.out.json_stream
+        && repeat.is_none();
+    let mut head = Vec::new();
+    let server = if target.embedded {
+        "embedded"
+    } else {
+        target.label.as_str()
+    };
+    export::human::head(&mut head, plan.test, server, &plan)?;
+    let mut watch = Watch {
+        ticker: &ticker,
+        rows,
+        head: Some(String::from_utf8_lossy(&head).into_owned()),
+        printed: 0,
     };
     let mut live = export::live::Live::new(
         plan.test,
@@ -132,23 +155,34 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     )
     .with_context(|| "opening --samples for writing")?;
     let mut result = {
-        let mut observer = export::live::Both(&mut progress, &mut live);
-        match args.repeat() {
+        let mut observer = export::live::Both(&mut watch, &mut live);
+        match repeat {
             Some(rep) => {
-                let terminal = std::io::stderr().is_terminal();
                 control::client::run_repeated(&target, &plan, rep, &mut observer, &mut |it| {
-                    if terminal {
+                    ticker.above(|| {
                         eprintln!(
-                            "\r\x1b[2Kiteration {}: {}",
+                            "iteration {}: {}",
                             it.index,
                             export::human::figure(it.figure, it.unit)
-                        );
-                    }
+                        )
+                    });
                 })
             }
             None => control::client::run(&target, &plan, &mut observer),
         }
     };
+    let (printed, rows_shown) = (watch.printed, rows && watch.head.is_none());
+    drop(watch);
+    drop(ticker);
+    // Rows whose figures came after the run's last report (a late server
+    // sample), before the summary.
+    if rows_shown {
+        let mut late = Vec::new();
+        for iv in result.intervals.iter().skip(printed) {
+            export::human::row(&mut late, iv)?;
+        }
+        super::out::print(&String::from_utf8_lossy(&late))?;
+    }
     result.note_socket_buffers();
     let interrupted = control::stop::requested();
     if interrupted {
@@ -160,12 +194,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             _ => control::stop::INTERRUPTED.to_string(),
         });
     }
-    drop(progress);
     // Results to standard output (or -o); everything else to stderr.
     // A human table of a run that measured nothing would be zeros.
     let measured = !result.intervals.is_empty() || result.summary.error.is_none();
     let main = measured || args.out.format() != Format::Human || args.out.json_stream;
-    write_outputs(&result, &args.out, &args.human_options(), main)?;
+    let mut human = args.human_options();
+    human.rows_shown = rows_shown;
+    write_outputs(&result, &args.out, &human, main)?;
     let mut err = std::io::stderr().lock();
     if let Some(e) = &live.error {
         let _ = writeln!(err, "warning: writing samples while the test ran: {e}");

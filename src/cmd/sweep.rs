@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::out::print;
+use super::progress::Ticker;
 use crate::agg::sweep::{Cell, Sweep};
 use crate::cli::{SweepArgs, target_for};
 use crate::control::client::{self, Quiet, Target};
@@ -54,36 +55,35 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
             (t, Some(s))
         }
     };
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut cells = Vec::new();
     crate::control::stop::on_signals().context("installing signal handlers")?;
+    // Each cell runs its warm-up and window, plus set-up the line cannot know.
+    let per_cell: u64 = plans.iter().map(|p| p.warmup_ns + p.duration_ns).sum();
+    let ticker = Ticker::start(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        "sweep",
+        Some(std::time::Duration::from_nanos(per_cell)),
+    );
+    let mut cells = Vec::new();
     for (i, p) in plans.iter().enumerate() {
         // Ctrl-C: the cells measured so far are the sweep ("-" for the rest).
         if crate::control::stop::requested() {
             break;
         }
-        if terminal {
-            eprint!(
-                "\r\x1b[2Kcell {}/{}: burst {}, flows {}",
-                i + 1,
-                plans.len(),
-                p.burst,
-                p.flows
-            );
-        }
+        ticker.set(format!(
+            "cell {}/{}: burst {}, {} flow(s)",
+            i + 1,
+            plans.len(),
+            p.burst,
+            p.flows
+        ));
         let r = client::run(&target, p, &mut Quiet);
         let s = &r.summary;
         if let Some(e) = &s.error {
-            if terminal {
-                eprintln!();
-            }
-            eprintln!("cell burst {}, flows {}: {e}", p.burst, p.flows);
+            ticker.above(|| eprintln!("cell burst {}, flows {}: {e}", p.burst, p.flows));
         }
         cells.push(Cell::of(p, s));
     }
-    if terminal {
-        eprint!("\r\x1b[2K");
-    }
+    drop(ticker);
     let sw = Sweep {
         schema: "thrum.sweep.v1".into(),
         test: kind.name().into(),

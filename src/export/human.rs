@@ -18,6 +18,9 @@ pub struct Human {
     pub remote_cpu: bool,
     /// --verbose: provenance first.
     pub verbose: bool,
+    /// The head and the interval rows were printed live, as each interval
+    /// completed (iperf3's habit): the summary alone remains.
+    pub rows_shown: bool,
 }
 
 /// A figure of merit with its unit, for people.
@@ -101,6 +104,65 @@ fn headline(f: &Figures) -> String {
     }
 }
 
+/// The test line and the interval columns' header: printed before the
+/// first interval when the rows come live, or with the whole table.
+pub fn head(
+    out: &mut dyn Write,
+    test: crate::plan::TestKind,
+    server: &str,
+    p: &crate::plan::TestPlan,
+) -> io::Result<()> {
+    write!(
+        out,
+        "{} to {}: {} flow(s) on {} thread(s)",
+        test, server, p.flows, p.threads
+    )?;
+    if test == crate::plan::TestKind::UdpStream {
+        match p.rate_bps {
+            Some(rate) => writeln!(
+                out,
+                ", datagrams of {} B at {} per flow",
+                p.send_bytes,
+                crate::units::BitsPerSec(rate as f64)
+            )?,
+            None => writeln!(out, ", datagrams of {} B, unpaced", p.send_bytes)?,
+        }
+    } else if test.is_stream() {
+        writeln!(out, ", send {} B, recv {} B", p.send_bytes, p.recv_bytes)?;
+    } else {
+        write!(
+            out,
+            ", request {} B, response {} B",
+            p.request_bytes, p.response_bytes
+        )?;
+        if p.burst > 0 {
+            write!(out, ", burst {}", p.burst)?;
+        }
+        if p.close == crate::plan::CloseMode::Rst {
+            write!(out, ", client resets (--close rst)")?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "{:>8} {:>8}  {:<9} {:>22}",
+        "start_s", "end_s", "phase", "result"
+    )?;
+    Ok(())
+}
+
+/// One interval's row.
+pub fn row(out: &mut dyn Write, iv: &crate::result::Interval) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:>8.2} {:>8.2}  {:<9} {:>22}",
+        iv.start_s,
+        iv.end_s,
+        iv.phase.name(),
+        headline(&iv.sum)
+    )
+}
+
 impl Exporter for Human {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         let p = &r.spec.plan;
@@ -119,51 +181,11 @@ impl Exporter for Human {
                 }
             }
         }
-        write!(
-            out,
-            "{} to {}: {} flow(s) on {} thread(s)",
-            r.test, r.spec.server, p.flows, p.threads
-        )?;
-        if r.test == crate::plan::TestKind::UdpStream {
-            match p.rate_bps {
-                Some(rate) => writeln!(
-                    out,
-                    ", datagrams of {} B at {} per flow",
-                    p.send_bytes,
-                    crate::units::BitsPerSec(rate as f64)
-                )?,
-                None => writeln!(out, ", datagrams of {} B, unpaced", p.send_bytes)?,
+        if !self.rows_shown {
+            head(out, r.test, &r.spec.server, p)?;
+            for iv in &r.intervals {
+                row(out, iv)?;
             }
-        } else if r.test.is_stream() {
-            writeln!(out, ", send {} B, recv {} B", p.send_bytes, p.recv_bytes)?;
-        } else {
-            write!(
-                out,
-                ", request {} B, response {} B",
-                p.request_bytes, p.response_bytes
-            )?;
-            if p.burst > 0 {
-                write!(out, ", burst {}", p.burst)?;
-            }
-            if p.close == crate::plan::CloseMode::Rst {
-                write!(out, ", client resets (--close rst)")?;
-            }
-            writeln!(out)?;
-        }
-        writeln!(
-            out,
-            "{:>8} {:>8}  {:<9} {:>22}",
-            "start_s", "end_s", "phase", "result"
-        )?;
-        for iv in &r.intervals {
-            writeln!(
-                out,
-                "{:>8.2} {:>8.2}  {:<9} {:>22}",
-                iv.start_s,
-                iv.end_s,
-                iv.phase.name(),
-                headline(&iv.sum)
-            )?;
         }
         writeln!(out, "-- summary over {:.2} s measured --", s.duration_s)?;
         if let Some(t) = s.throughput_bps {

@@ -9,6 +9,7 @@ mod failures;
 mod hostile;
 mod interrupt;
 mod limits;
+mod live;
 mod loopback;
 mod measure;
 mod netns;
