@@ -108,11 +108,21 @@ pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// `--output-fields` as one flag value (a newtype, so clap does not take it for repeated values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldList(pub Vec<String>);
+
+fn field_list(s: &str) -> Result<FieldList, String> {
+    crate::export::fields::parse_list(s).map(FieldList)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
     Json,
     Keyval,
+    /// `--csv`: one CSV line of the output fields.
+    Csv,
 }
 
 /// Where and how results are written.
@@ -121,9 +131,15 @@ pub struct OutputArgs {
     /// Write the result as one JSON document (schema thrum.result.v1).
     #[arg(long, conflicts_with = "keyval")]
     pub json: bool,
-    /// Write the result as netperf-style KEY=value lines.
-    #[arg(long)]
+    /// Write the result as netperf-style KEY=value lines (only the --output-fields, when given).
+    #[arg(long, conflicts_with = "csv")]
     pub keyval: bool,
+    /// Write the --output-fields (default THROUGHPUT,THROUGHPUT_UNITS) as one CSV line under a header of their names (netperf's -o).
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// netperf's omni output selectors (-o/-O/-k): the fields, by netperf's names and thrum's own (THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P99_LATENCY,LOCAL_CPU_UTIL,REMOTE_SD, …), that --csv, --keyval or, alone, one human line shows.
+    #[arg(long, value_parser = field_list, value_name = "LIST", conflicts_with = "json")]
+    pub output_fields: Option<FieldList>,
     /// Write the result to FILE instead of standard output ('-' is standard output). A regular file is replaced atomically through an exclusively created temp file; a FIFO or device is written directly.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -150,6 +166,8 @@ impl OutputArgs {
             Format::Json
         } else if self.keyval {
             Format::Keyval
+        } else if self.csv {
+            Format::Csv
         } else {
             Format::Human
         }

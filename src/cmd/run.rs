@@ -51,11 +51,25 @@ impl Observer for Watch<'_> {
     }
 }
 
-fn exporter(f: Format, human: &export::human::Human) -> Box<dyn Exporter> {
-    match f {
-        Format::Human => Box::new(human.clone()),
-        Format::Json => Box::new(export::json::Json),
-        Format::Keyval => Box::new(export::keyval::Keyval),
+/// netperf's default for `-o` without a list.
+const DEFAULT_FIELDS: [&str; 2] = ["THROUGHPUT", "THROUGHPUT_UNITS"];
+
+fn exporter(out: &OutputArgs, human: &export::human::Human) -> Box<dyn Exporter> {
+    use export::fields::{Fields, Style};
+    let fields = |style| -> Box<dyn Exporter> {
+        let names = match &out.output_fields {
+            Some(f) => f.0.clone(),
+            None => DEFAULT_FIELDS.map(str::to_string).to_vec(),
+        };
+        Box::new(Fields { names, style })
+    };
+    match (out.format(), out.output_fields.is_some()) {
+        (Format::Human, false) => Box::new(human.clone()),
+        (Format::Human, true) => fields(Style::Human),
+        (Format::Json, _) => Box::new(export::json::Json),
+        (Format::Keyval, false) => Box::new(export::keyval::Keyval),
+        (Format::Keyval, true) => fields(Style::Keyval),
+        (Format::Csv, _) => fields(Style::Csv),
     }
 }
 
@@ -79,7 +93,7 @@ fn write_outputs(
     let bytes = if out.json_stream {
         export::live::StreamLine::Result { result }.to_line()
     } else {
-        export::render(exporter(out.format(), human).as_ref(), result)
+        export::render(exporter(out, human).as_ref(), result)
     };
     // hyperfine's --export-*: files beside what the terminal shows.
     let exports: [(&[std::path::PathBuf], &dyn Exporter, &str); 3] = [
@@ -131,6 +145,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // Rows live only for one run of the human output on stdout; the rows
     // of --iterations would interleave runs.
     let rows = args.out.format() == Format::Human
+        && args.out.output_fields.is_none()
         && args.out.output.is_none()
         && !args.out.json_stream
         && repeat.is_none();

@@ -38,6 +38,8 @@ impl Exporter for Keyval {
             // netperf reports latency in microseconds.
             writeln!(out, "MIN_LATENCY={:.3}", l.min as f64 / 1e3)?;
             writeln!(out, "MEAN_LATENCY={:.3}", l.mean / 1e3)?;
+            // netperf's name for the mean round trip.
+            writeln!(out, "RT_LATENCY={:.3}", l.mean / 1e3)?;
             writeln!(out, "STDDEV_LATENCY={:.3}", l.stddev / 1e3)?;
             writeln!(out, "P50_LATENCY={:.3}", l.p50 as f64 / 1e3)?;
             writeln!(out, "P90_LATENCY={:.3}", l.p90 as f64 / 1e3)?;

@@ -6,6 +6,7 @@ mod agg;
 mod buffers;
 mod common;
 mod failures;
+mod fields;
 mod hostile;
 mod interrupt;
 mod limits;
