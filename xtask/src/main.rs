@@ -1,11 +1,12 @@
 //! Release tooling for thrum, run as `cargo xtask COMMAND` (the alias is in
 //! .cargo/config.toml): a workspace member, so that shipping needs nothing
-//! beyond cargo and the binutils, tar and dpkg-deb every Debian has.
+//! beyond the Rust toolchain and the tar, gzip and dpkg-deb every Debian has.
 //!
 //! - `dist`: the static musl binary (profile `release-lto`: release with
-//!   whole-program LTO; a profile named `dist` would share target/dist), stripped with its debug info kept beside it, and the tarball
+//!   whole-program LTO; a profile named `dist` would share target/dist),
+//!   stripped with its debug info kept beside it, and the tarball
 //!   `target/dist/thrum-VERSION-TARGET.tar.gz` holding it with the man pages,
-//!   completions, systemd unit, README and LICENSE files.
+//!   completions, systemd unit, README and LICENSE files (when there are any).
 //! - `deb`: the same files as a Debian package, built with `dpkg-deb` from the
 //!   tree `dist` stages (no cargo-deb to compile in CI); the unit is installed,
 //!   not enabled.
