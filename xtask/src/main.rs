@@ -227,9 +227,38 @@ fn completions(dir: &Path) -> Result<()> {
         let mut cmd = cli();
         let mut buf = Vec::new();
         clap_complete::generate(shell, &mut cmd, "thrum", &mut buf);
+        if shell == Shell::Fish {
+            buf.extend(fish_positional_values(&cmd).into_bytes());
+        }
         fs::write(dir.join(file), buf)?;
     }
     Ok(())
+}
+
+/// clap_complete's fish script offers the values of flags but not of
+/// positional arguments (bash's and zsh's do): add a line per subcommand
+/// whose positional has possible values, so `thrum run <TAB>` lists the
+/// tests in fish too.
+fn fish_positional_values(cmd: &clap::Command) -> String {
+    let mut out = String::new();
+    for sub in cmd.get_subcommands() {
+        for arg in sub.get_positionals() {
+            let values: Vec<String> = arg
+                .get_possible_values()
+                .iter()
+                .filter(|v| !v.is_hide_set())
+                .map(|v| v.get_name().to_string())
+                .collect();
+            if !values.is_empty() {
+                out += &format!(
+                    "complete -c thrum -n \"__fish_thrum_using_subcommand {}\" -f -a \"{}\"\n",
+                    sub.get_name(),
+                    values.join(" ")
+                );
+            }
+        }
+    }
+    out
 }
 
 /// Debian's name for the target's architecture.
