@@ -197,6 +197,53 @@ pub struct TestPlan {
     /// Latency percentiles to report besides the fixed p50/p90/p99/p99.9 (0 < p <= 100).
     #[serde(default)]
     pub percentiles: Vec<f64>,
+    /// Open loop (tcp_rr, udp_rr, tcp_crr, tcp_cc): transactions per second
+    /// offered in all, spread evenly over the flows, whatever the responses
+    /// do; None: closed loop. The schedule is the client's alone, so a
+    /// server that ignores the field serves it unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<u64>,
+    /// Open loop: how the schedule spaces a flow's transactions.
+    #[serde(default)]
+    pub arrivals: Arrivals,
+    /// Open loop: the most transactions in flight per flow. When it is
+    /// full the schedule keeps running; the requests it owes go out as
+    /// slots free, their response time still counted from their intended
+    /// start.
+    #[serde(default = "default_max_inflight")]
+    pub max_inflight: u32,
+}
+
+/// The default `--max-inflight`: generous, so that a stall is charged to
+/// every transaction that should have started in it.
+pub const DEFAULT_MAX_INFLIGHT: u32 = 1024;
+
+fn default_max_inflight() -> u32 {
+    DEFAULT_MAX_INFLIGHT
+}
+
+/// How an open-loop schedule spaces a flow's transactions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Evenly, one every flows/R seconds.
+    #[default]
+    Fixed,
+    /// A Poisson process of the same mean rate (exponential gaps).
+    Poisson,
+}
+
+impl FromStr for Arrivals {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Arrivals, PlanError> {
+        match s {
+            "fixed" => Ok(Arrivals::Fixed),
+            "poisson" => Ok(Arrivals::Poisson),
+            _ => Err(PlanError::Invalid(format!(
+                "--arrivals {s} is not known (accepted: fixed, poisson)"
+            ))),
+        }
+    }
 }
 
 /// The phases of a test (docs/design.md, "Phases, and the drain"). Only
@@ -236,6 +283,10 @@ impl Phase {
 pub mod limits {
     pub const MAX_FLOWS: u32 = 100_000;
     pub const MAX_THREADS: u32 = 1024;
+    /// The highest `--rate` for request/response tests, transactions/s in all.
+    pub const MAX_OFFERED_PER_S: u64 = 100_000_000;
+    /// The largest `--max-inflight`.
+    pub const MAX_INFLIGHT: u32 = 1 << 16;
     pub const MAX_BURST: u32 = 4096;
     /// --busy-poll: a second of spinning per receive is already absurd.
     pub const MAX_BUSY_POLL_US: u32 = 1_000_000;
@@ -254,7 +305,8 @@ pub mod limits {
 #[derive(Debug, Error, PartialEq)]
 pub enum PlanError {
     #[error(
-        "unknown test '{0}' (accepted: tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, or netperf's upper-case names)"
+        "unknown test '{0}' (accepted: {names}, or netperf's upper-case names as TCP_RR)",
+        names = TestKind::ALL.map(TestKind::name).join(", ")
     )]
     UnknownTest(String),
     #[error("unknown --driver '{0}' (accepted: auto, epoll, uring)")]
@@ -265,6 +317,14 @@ pub enum PlanError {
         value: u64,
         min: u64,
         max: u64,
+    },
+    /// A limit in the units the flag is typed in (durations, rates).
+    #[error("{flag} {value} is out of range (accepted: {min}..={max})")]
+    OutOfRangeIn {
+        flag: &'static str,
+        value: String,
+        min: String,
+        max: String,
     },
     #[error("{flag} applies only to {applies}, not to {test}")]
     NotApplicable {
@@ -283,6 +343,34 @@ fn check(flag: &'static str, value: u64, min: u64, max: u64) -> Result<(), PlanE
             value,
             min,
             max,
+        });
+    }
+    Ok(())
+}
+
+/// [`check`] of a duration, said in the units it is typed in.
+fn check_ns(flag: &'static str, ns: u64, min: u64, max: u64) -> Result<(), PlanError> {
+    check_in(flag, ns, min, max, crate::units::fmt_duration_ns)
+}
+
+/// [`check`] of a rate in bit/s, said in the units it is typed in.
+fn check_bps(flag: &'static str, bps: u64, min: u64, max: u64) -> Result<(), PlanError> {
+    check_in(flag, bps, min, max, crate::units::fmt_rate_bps)
+}
+
+fn check_in(
+    flag: &'static str,
+    value: u64,
+    min: u64,
+    max: u64,
+    fmt: fn(u64) -> String,
+) -> Result<(), PlanError> {
+    if value < min || value > max {
+        return Err(PlanError::OutOfRangeIn {
+            flag,
+            value: fmt(value),
+            min: fmt(min),
+            max: fmt(max),
         });
     }
     Ok(())
@@ -316,6 +404,9 @@ impl TestPlan {
             pacing_rate_bps: None,
             rate_bps: None,
             rr_timeout_ns: 50_000_000,
+            offered_per_s: None,
+            arrivals: Arrivals::Fixed,
+            max_inflight: DEFAULT_MAX_INFLIGHT,
             driver: DriverChoice::Auto,
             close: CloseMode::Fin,
             busy_poll_us: None,
@@ -339,16 +430,16 @@ impl TestPlan {
                 self.threads, self.flows
             )));
         }
-        check(
-            "--duration (ns)",
+        check_ns(
+            "--duration",
             self.duration_ns,
             MIN_DURATION_NS,
             MAX_DURATION_NS,
         )?;
-        check("--warmup (ns)", self.warmup_ns, 0, MAX_DURATION_NS)?;
-        check("--cooldown (ns)", self.cooldown_ns, 0, MAX_DURATION_NS)?;
-        check(
-            "--interval (ns)",
+        check_ns("--warmup", self.warmup_ns, 0, MAX_DURATION_NS)?;
+        check_ns("--cooldown", self.cooldown_ns, 0, MAX_DURATION_NS)?;
+        check_ns(
+            "--interval",
             self.interval_ns,
             MIN_INTERVAL_NS,
             MAX_DURATION_NS,
@@ -412,10 +503,10 @@ impl TestPlan {
                     test: t,
                 });
             }
-            check("--rate (bit/s)", r, 8, 1_000_000_000_000)?;
+            check_bps("--rate", r, 8, 1_000_000_000_000)?;
         }
-        check(
-            "--rr-timeout (ns)",
+        check_ns(
+            "--rr-timeout",
             self.rr_timeout_ns,
             1_000_000,
             60_000_000_000,
@@ -454,6 +545,7 @@ impl TestPlan {
                 test: t,
             });
         }
+        self.validate_open_loop()?;
         if self.percentiles.len() > MAX_PERCENTILES {
             return Err(PlanError::Invalid(format!(
                 "--percentiles lists {} values (accepted: at most {MAX_PERCENTILES})",
@@ -492,7 +584,7 @@ impl TestPlan {
             )));
         }
         if let Some(r) = self.pacing_rate_bps {
-            check("--pacing-rate (bit/s)", r, 8, u64::MAX / 2)?;
+            check_bps("--pacing-rate", r, 8, u64::MAX / 2)?;
         }
         if let Some(us) = self.busy_poll_us {
             check(
@@ -515,6 +607,47 @@ impl TestPlan {
                 check(flag, c as u64, 0, 4095)?;
             }
         }
+        Ok(())
+    }
+
+    /// `--rate` for the request/response tests, and the options that go with it.
+    fn validate_open_loop(&self) -> Result<(), PlanError> {
+        let t = self.test;
+        let Some(r) = self.offered_per_s else {
+            if self.arrivals != Arrivals::Fixed {
+                return Err(PlanError::Invalid(
+                    "--arrivals applies with --rate (open loop); without it the test is closed-loop".into(),
+                ));
+            }
+            if self.max_inflight != DEFAULT_MAX_INFLIGHT {
+                return Err(PlanError::Invalid(
+                    "--max-inflight applies with --rate (open loop); closed-loop tests keep --burst + 1 in flight".into(),
+                ));
+            }
+            return Ok(());
+        };
+        if !matches!(
+            t,
+            TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc | TestKind::UdpRr
+        ) {
+            return Err(PlanError::NotApplicable {
+                flag: "--rate (transactions/s)",
+                applies: "tcp_rr, udp_rr, tcp_crr and tcp_cc",
+                test: t,
+            });
+        }
+        check("--rate (transactions/s)", r, 1, limits::MAX_OFFERED_PER_S)?;
+        if self.burst > 0 {
+            return Err(PlanError::Invalid(
+                "--burst and --rate do not combine: with --rate the schedule decides how many transactions are in flight (bound them with --max-inflight)".into(),
+            ));
+        }
+        check(
+            "--max-inflight",
+            self.max_inflight as u64,
+            1,
+            limits::MAX_INFLIGHT as u64,
+        )?;
         Ok(())
     }
 
@@ -543,7 +676,25 @@ mod tests {
         assert_eq!("tcp_rr".parse::<TestKind>(), Ok(TestKind::TcpRr));
         assert_eq!("TCP_RR".parse::<TestKind>(), Ok(TestKind::TcpRr));
         assert_eq!("TCP_MAERTS".parse::<TestKind>(), Ok(TestKind::TcpMaerts));
-        assert!("tcp_foo".parse::<TestKind>().is_err());
+        let e = "tcp_foo".parse::<TestKind>().unwrap_err().to_string();
+        for t in TestKind::ALL {
+            assert!(e.contains(t.name()), "{e} lacks {t}");
+        }
+    }
+
+    #[test]
+    fn limits_are_said_in_the_units_they_are_typed_in() {
+        let mut p = TestPlan::new(TestKind::TcpRr);
+        p.duration_ns = 500_000;
+        let e = p.validate().unwrap_err().to_string();
+        assert_eq!(e, "--duration 500us is out of range (accepted: 1ms..=24h)");
+        let mut p = TestPlan::new(TestKind::UdpStream);
+        p.rate_bps = Some(4);
+        let e = p.validate().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--rate 4 bit/s is out of range (accepted: 8 bit/s..=1T bit/s)"
+        );
     }
 
     #[test]

@@ -159,6 +159,9 @@ pub struct Interval {
     /// Latency of the transactions that completed in this interval (RR tests, measure phase).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// Open loop (--rate): their service time, from the actual send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_latency_ns: Option<LatencySummary>,
 }
 
 impl Interval {
@@ -166,6 +169,14 @@ impl Interval {
     pub fn headline(&self) -> Option<f64> {
         self.sum.throughput_bps.or(self.sum.transactions_per_s)
     }
+}
+
+/// The open-loop generator's lateness behind its schedule, ns.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct GeneratorLag {
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
 }
 
 /// How steady the figure of merit was over the measurement window.
@@ -353,6 +364,10 @@ pub struct Side {
     /// many the kernel copied anyway, over the whole test.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
+    /// SO_SNDBUF/SO_RCVBUF asked for and as the kernel set them (read back
+    /// with getsockopt); absent where the end did not report them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
 }
 
 /// Service demands from the two sources that differ by more than this
@@ -525,8 +540,26 @@ pub struct Summary {
     pub transactions_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
+    /// Response time: from the request's send (closed loop), or from its
+    /// intended start (open loop, --rate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// Open loop (--rate): transactions/s offered by the schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<f64>,
+    /// Open loop: transactions/s completed in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub achieved_per_s: Option<f64>,
+    /// Open loop: requests sent more than one schedule gap after their
+    /// intended start, in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late: Option<u64>,
+    /// Open loop: service time, from each request's actual send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_latency_ns: Option<LatencySummary>,
+    /// Open loop: how far behind its schedule the generator sent requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_lag_ns: Option<GeneratorLag>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
@@ -585,6 +618,29 @@ impl Summary {
 }
 
 impl TestResult {
+    /// Record this end's socket buffers as the kernel sets them, and the
+    /// server's when it is embedded (same kernel, same network namespace:
+    /// its sockets get what a socket here gets). A separate server's
+    /// figures come in its final report.
+    pub fn note_socket_buffers(&mut self) {
+        use crate::io::socket::SocketBuffers;
+        let plan = &self.spec.plan;
+        let ipv6 = self
+            .spec
+            .server_address
+            .as_deref()
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            .is_some_and(|a| a.is_ipv6());
+        if self.summary.local.socket_buffers.is_none() {
+            self.summary.local.socket_buffers = SocketBuffers::as_set(plan, &plan.local, ipv6).ok();
+        }
+        if self.spec.embedded_server && self.summary.remote.socket_buffers.is_none() {
+            let server = plan.for_server();
+            self.summary.remote.socket_buffers =
+                SocketBuffers::as_set(&server, &server.local, ipv6).ok();
+        }
+    }
+
     pub fn ok(&self) -> bool {
         self.summary.error.is_none()
     }
@@ -636,6 +692,7 @@ mod tests {
                     remote: Vec::new(),
                     sum,
                     latency_ns: None,
+                    service_latency_ns: None,
                 }
             })
             .collect()

@@ -122,6 +122,12 @@ pub struct AggOutput {
     /// Print every step's average, minimum and maximum, not only the peak's.
     #[arg(long)]
     pub intervals: bool,
+    /// Print the result (results.json's document) as JSON on standard output instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the result as JSON to FILE (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Vec<PathBuf>,
 }
 
 impl AggArgs {
@@ -228,12 +234,15 @@ pub struct SweepArgs {
     /// Measurement window of each cell.
     #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
     pub duration: Duration,
-    /// Also write the matrix as CSV to FILE.
+    /// Print every cell as JSON on standard output instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the matrix as CSV to FILE (repeatable; --csv is the old name).
+    #[arg(long, alias = "csv", value_name = "FILE")]
+    pub export_csv: Vec<PathBuf>,
+    /// Also write every cell as JSON to FILE (repeatable).
     #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Also write every cell as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    pub export_json: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

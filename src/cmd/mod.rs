@@ -8,6 +8,7 @@
 pub mod agg;
 pub mod find_burst;
 pub mod out;
+pub mod progress;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use super::out::{print, write_dir};
+use super::out::{finish, say_test, write_dir};
 use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::netperf;
 use crate::cli::ReportArgs;
@@ -99,12 +99,12 @@ fn from_logs(logs: &[PathBuf]) -> Result<AggResult> {
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     let r = load(&args.path)?;
     for t in &r.tests {
-        print(&model::summary_text(t, args.output.intervals))?;
+        say_test(t, &args.output)?;
     }
     if let Some(dir) = &args.output.out {
         write_dir(dir, &r, args.output.individual)?;
-        print(&format!("results in {}\n", dir.display()))?;
     }
+    finish(&r, &args.output, args.output.out.as_deref())?;
     // The run's verdict: a report of a failed run fails as `agg` did.
     Ok(if r.tests.iter().any(model::failed) {
         ExitCode::FAILURE

@@ -14,7 +14,8 @@ use super::proto::Rusage;
 use crate::io::zerocopy::ZeroCopyCounts;
 use crate::plan::{Phase, TestPlan};
 use crate::result::{
-    Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
+    Environment, Figures, GeneratorLag, Interval, SCHEMA, Side, Spec, Stability, Summary,
+    TestResult,
 };
 use crate::sensors::Provenance;
 use crate::sensors::window::WindowStats;
@@ -42,6 +43,11 @@ pub(crate) struct Gathered {
     pub(crate) remote: Vec<Option<RemoteSample>>,
     pub(crate) latency: LatencyHistogram,
     pub(crate) interval_latency: BTreeMap<u32, LatencySummary>,
+    /// Open loop: service time, whole run and per interval, and the
+    /// generator's lag behind its schedule.
+    pub(crate) service_latency: LatencyHistogram,
+    pub(crate) service_interval_latency: BTreeMap<u32, LatencySummary>,
+    pub(crate) generator_lag: LatencyHistogram,
     pub(crate) local_total: Option<Counts>,
     pub(crate) remote_total: Option<Counts>,
     pub(crate) local_rusage: Option<Rusage>,
@@ -83,6 +89,9 @@ impl Gathered {
             remote: Vec::new(),
             latency: LatencyHistogram::new(),
             interval_latency: BTreeMap::new(),
+            service_latency: LatencyHistogram::new(),
+            service_interval_latency: BTreeMap::new(),
+            generator_lag: LatencyHistogram::new(),
             local_total: None,
             remote_total: None,
             local_rusage: None,
@@ -150,6 +159,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         remote,
         sum,
         latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
+        service_latency_ns: g.service_interval_latency.get(&((k - 1) as u32)).cloned(),
     }
 }
 
@@ -218,6 +228,20 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         transactions: (!is_stream).then_some(local_w.transactions),
         histogram: (!is_stream && latency.is_some()).then(|| g.latency.to_base64()),
         latency_ns: if is_stream { None } else { latency },
+        offered_per_s: plan.offered_per_s.map(|r| r as f64),
+        achieved_per_s: plan.offered_per_s.and(fig.transactions_per_s),
+        late: plan.offered_per_s.map(|_| local_w.late),
+        service_latency_ns: plan
+            .offered_per_s
+            .and_then(|_| g.service_latency.summary_with(&plan.percentiles)),
+        generator_lag_ns: plan
+            .offered_per_s
+            .and_then(|_| g.generator_lag.summary())
+            .map(|s| GeneratorLag {
+                p50: s.p50,
+                p99: s.p99,
+                max: s.max,
+            }),
         stability_cv: stability.cv,
         trend_percent: stability.trend_percent,
         interface: None,

@@ -29,7 +29,7 @@ use crate::engine::{Engine, place};
 use crate::io::connect::connect_many;
 use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
 use crate::plan::TestPlan;
-use crate::result::{Environment, Interval, TestResult};
+use crate::result::{Environment, TestResult};
 use crate::sensors::Provenance;
 use crate::sensors::window::{Meter, on_hypervisor};
 use crate::stats::counters::{Counts, FlowCounters};
@@ -39,7 +39,7 @@ use crate::workload::crr::TOKEN_LEN;
 use crate::workload::kinds::{Endpoint, Loss, TestDesc, Transport};
 use crate::workload::{CounterRef, Flow};
 
-pub use super::timeline::{DRAIN_TIMEOUT, SAMPLE_TIMEOUT};
+pub use super::timeline::{DRAIN_TIMEOUT, Observer, Quiet, SAMPLE_TIMEOUT};
 
 /// How long connecting to a server may take before it counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -57,17 +57,6 @@ pub struct Target {
     /// Prove this key to the server (`--psk-file`); the server must ask for it.
     pub psk: Option<Psk>,
 }
-
-/// Told about each interval as it completes, that is when the server's sample
-/// for its end has arrived (progress lines, streaming output). An interval
-/// whose server sample never arrives is only in the final result.
-pub trait Observer {
-    fn on_interval(&mut self, _iv: &Interval) {}
-}
-
-/// An observer that ignores everything.
-pub struct Quiet;
-impl Observer for Quiet {}
 
 /// The longest a test can take by its plan: warm-up, measurement (for a
 /// count-limited run, an hour), cool-down and a minute for the rest.
@@ -318,6 +307,9 @@ impl<'a> Session<'a> {
         let out = run.engine.take().expect("engine").join();
         self.g.latency = out.latency;
         self.g.interval_latency = out.interval_latency;
+        self.g.service_latency = out.service_latency;
+        self.g.service_interval_latency = out.service_interval_latency;
+        self.g.generator_lag = out.generator_lag;
         self.g.local_retransmits = crate::engine::tcp_retransmits(&out.flows);
         self.g.local_zerocopy = crate::engine::zerocopy_counts(&out.flows);
         self.g.local_rusage = Some(Rusage::process().since(&rusage0));
@@ -478,105 +470,7 @@ impl<'a> Session<'a> {
 }
 
 /// The client's session against a real embedded server, and against a fake
-/// server on loopback that answers out of turn.
+/// server on loopback that answers out of turn (kept in their own file).
 #[cfg(test)]
-mod tests {
-    use std::net::TcpListener;
-
-    use super::*;
-    use crate::control::proto::{Error as ErrorMsg, read_msg};
-    use crate::control::server::EmbeddedServer;
-    use crate::plan::TestKind;
-    use crate::warning::Code;
-
-    fn target(addr: SocketAddr) -> Target {
-        Target {
-            addr,
-            label: addr.to_string(),
-            bind: None,
-            embedded: false,
-            psk: None,
-        }
-    }
-
-    fn short(test: TestKind) -> TestPlan {
-        let mut p = TestPlan::new(test);
-        p.warmup_ns = 0;
-        p.duration_ns = 500_000_000;
-        p.interval_ns = 250_000_000;
-        p
-    }
-
-    /// A server that says hello, then answers the spec with `answer`.
-    fn fake_server(answer: ServerMsg) -> SocketAddr {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        std::thread::spawn(move || {
-            let (mut c, _) = l.accept().unwrap();
-            let _hello: ClientMsg = read_msg(&mut c).unwrap();
-            write_msg(&mut c, &ServerMsg::from(Hello::ours())).unwrap();
-            let _spec: ClientMsg = read_msg(&mut c).unwrap();
-            write_msg(&mut c, &answer).unwrap();
-            // Hold the connection until the client has read the answer.
-            let _ = read_msg::<ClientMsg>(&mut c);
-        });
-        addr
-    }
-
-    #[test]
-    fn a_session_counts_the_same_transactions_at_both_ends() {
-        let server = EmbeddedServer::start().unwrap();
-        let r = run(&target(server.addr), &short(TestKind::TcpRr), &mut Quiet);
-        let s = &r.summary;
-        assert!(s.error.is_none(), "{:?}", s.error);
-        assert!(s.local.total.transactions > 0);
-        assert_eq!(s.local.total.transactions, s.remote.total.transactions);
-        // Two intervals of the measure phase, each with both ends' counts.
-        assert_eq!(r.intervals.len(), 2, "{:?}", r.intervals.len());
-        assert!(r.intervals.iter().all(|i| !i.remote.is_empty()));
-    }
-
-    #[test]
-    fn a_reply_of_the_wrong_kind_is_named() {
-        let addr = fake_server(
-            Started {
-                threads: 1,
-                drivers: vec![],
-            }
-            .into(),
-        );
-        let r = run(&target(addr), &short(TestKind::TcpRr), &mut Quiet);
-        let e = r.summary.error.unwrap();
-        assert!(
-            e.contains("sent 'started' where 'accepted' was expected"),
-            "{e}"
-        );
-        assert!(r.intervals.is_empty());
-    }
-
-    #[test]
-    fn a_refusal_carries_the_servers_words_escaped() {
-        let addr = fake_server(
-            ErrorMsg {
-                message: "no\x1b[2J".into(),
-            }
-            .into(),
-        );
-        let r = run(&target(addr), &short(TestKind::TcpRr), &mut Quiet);
-        let e = r.summary.error.unwrap();
-        assert!(e.contains("refused: no") && !e.contains('\x1b'), "{e}");
-    }
-
-    #[test]
-    fn an_unreachable_server_is_an_error_not_a_panic() {
-        // A port nobody listens on: bind one, then close it.
-        let addr = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let r = run(&target(addr), &short(TestKind::TcpStream), &mut Quiet);
-        let e = r.summary.error.unwrap();
-        assert!(e.contains("cannot reach the thrum server"), "{e}");
-        assert!(!r.summary.warnings.has(Code::ServerSamplesMissing));
-    }
-}
+#[path = "client_tests.rs"]
+mod tests;

@@ -12,13 +12,18 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use subtle::ConstantTimeEq;
 
-use super::server::{ACCEPT_TIMEOUT, TOKEN_TIMEOUT};
 use crate::io::socket::{DataSocketOpts, same_host, set_nonblocking};
 use crate::plan::TestPlan;
 use crate::stats::counters::FlowCounters;
 use crate::workload::crr::TOKEN_LEN;
 use crate::workload::kinds::Endpoint;
 use crate::workload::{CounterRef, Flow};
+
+/// A data connection must present its token within this.
+pub const TOKEN_TIMEOUT: Duration = crate::workload::crr::TOKEN_TIMEOUT;
+/// All data connections of a session must arrive within this (plus 1 ms per
+/// flow) after `accepted`.
+pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connect each flow's UDP socket to the client's socket for that flow, on
 /// the control peer's address only, and build the server's UDP flows.

@@ -18,99 +18,20 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 
 use super::admission::{Admission, Reservation};
-use super::auth::Psk;
-use super::limits::SessionLimits;
-use super::log::{LogFormat, Outcome, SessionLine, server_event};
+use super::log::{Outcome, SessionLine, server_event};
 use super::proto::{Error as ErrorMsg, ServerMsg, write_msg};
 use super::session::session;
 use crate::io::socket::{DataSocketOpts, listen};
-use crate::plan::{TestPlan, limits};
+use crate::plan::limits;
 
 /// Default control port (netperf uses 12865, neper 12866, iperf3 5201).
 pub const DEFAULT_PORT: u16 = 12880;
-/// A client must say hello within this.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-/// A data connection must present its token within this.
-pub const TOKEN_TIMEOUT: Duration = crate::workload::crr::TOKEN_TIMEOUT;
-/// All data connections of a session must arrive within this (plus 1 ms per
-/// flow) after `accepted`.
-pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
-/// The client must send `start` within this after `accepted`.
-pub const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// Frames a client may send before its spec is accepted (hello, auth):
-/// small, so that a connection that has proved nothing costs little memory.
-pub const PRE_SPEC_FRAME: usize = 64 << 10;
-/// The spec frame (a plan is well under a kilobyte).
-pub const SPEC_FRAME: usize = 1 << 20;
-/// How long a session may run past the length its spec states: the last
-/// interval's tick, the client's drain (`client::DRAIN_TIMEOUT`, 5 s), the
-/// final report, and slack for a loaded machine. The same slack as the
-/// control idle timeout.
-pub const DRAIN_ALLOWANCE: Duration = Duration::from_secs(15);
-
-/// The largest control frame a session needs after its spec: `start` names
-/// one UDP port per flow and `finish` one datagram count per flow (at most
-/// 20 digits and a comma each); ticks are tiny. Anything larger is refused
-/// before it is allocated.
-pub fn after_spec_frame(flows: u32) -> usize {
-    4096 + 24 * flows as usize
-}
-
-/// When a running session must end whatever its client sends: its stated
-/// length (warm-up + duration + cool-down; for a count-limited `-n` run, the
-/// server's `--max-duration`), one interval, and [`DRAIN_ALLOWANCE`].
-pub fn session_bound(plan: &TestPlan, limits: &SessionLimits) -> Duration {
-    let stated = if plan.transactions.is_some() {
-        limits.max_duration_ns
-    } else {
-        super::limits::total_duration_ns(plan)
-    };
-    Duration::from_nanos(stated)
-        .saturating_add(Duration::from_nanos(plan.interval_ns))
-        .saturating_add(DRAIN_ALLOWANCE)
-}
-
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    pub listen: SocketAddr,
-    /// Data listeners bind a port from this range (inclusive) instead of an ephemeral one.
-    pub data_ports: Option<(u16, u16)>,
-    /// Serve one test, then exit.
-    pub once: bool,
-    pub limits: SessionLimits,
-    /// Clients must prove this key (HMAC challenge-response) when set.
-    pub psk: Option<Psk>,
-    /// Log one line per session to stderr.
-    pub log: bool,
-    pub log_format: LogFormat,
-}
-
-impl ServerConfig {
-    pub fn new(listen: SocketAddr) -> ServerConfig {
-        ServerConfig {
-            listen,
-            data_ports: None,
-            once: false,
-            limits: SessionLimits::default(),
-            psk: None,
-            log: true,
-            log_format: LogFormat::Text,
-        }
-    }
-
-    pub(crate) fn emit(&self, line: SessionLine<'_>) {
-        if self.log {
-            line.emit(self.log_format);
-        }
-    }
-}
-
-/// What a session got to, for its log line.
-#[derive(Default)]
-pub(crate) struct SessionState {
-    pub(crate) test: Option<&'static str>,
-    pub(crate) started: bool,
-}
+pub use super::data::{ACCEPT_TIMEOUT, TOKEN_TIMEOUT};
+use super::session::SessionState;
+pub use super::session::{
+    DRAIN_ALLOWANCE, HELLO_TIMEOUT, PRE_SPEC_FRAME, SPEC_FRAME, START_TIMEOUT, ServerConfig,
+    after_spec_frame, session_bound,
+};
 
 /// A bound server, not yet serving.
 pub struct Server {
@@ -305,5 +226,166 @@ impl Drop for EmbeddedServer {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+/// The server's session over loopback, driven by a test client that speaks
+/// the typed messages: a whole tcp_stream session to its final report, and
+/// the refusals a step gives.
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    use super::EmbeddedServer;
+    use crate::control::proto::{
+        ClientMsg, Finish, Hello, Sample, ServerMsg, Spec, Start, Tick, encode, read_msg,
+    };
+    use crate::plan::{Phase, TestKind, TestPlan};
+    use crate::workload::crr::TOKEN_LEN;
+
+    fn connect(server: &EmbeddedServer) -> TcpStream {
+        let s = TcpStream::connect(server.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    fn send(s: &mut TcpStream, m: impl Into<ClientMsg>) {
+        s.write_all(&encode(&m.into())).unwrap();
+    }
+
+    fn reply(s: &mut TcpStream) -> ServerMsg {
+        read_msg::<ServerMsg>(s).unwrap()
+    }
+
+    fn error_of(m: ServerMsg) -> String {
+        match m {
+            ServerMsg::Error(e) => e.message,
+            other => panic!("expected an error, got '{}'", other.kind()),
+        }
+    }
+
+    #[test]
+    fn a_tcp_stream_session_runs_to_its_final_report() {
+        let server = EmbeddedServer::start().unwrap();
+        let mut c = connect(&server);
+        send(&mut c, Hello::ours());
+        let ServerMsg::Hello(h) = reply(&mut c) else {
+            panic!("no hello")
+        };
+        assert!(h.limits.is_some() && h.nonce.is_none());
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.warmup_ns = 0;
+        plan.duration_ns = 1_000_000_000;
+        send(
+            &mut c,
+            Spec {
+                plan: Box::new(plan),
+            },
+        );
+        let ServerMsg::Accepted(acc) = reply(&mut c) else {
+            panic!("not accepted")
+        };
+        // The one data connection presents the token and flow id 0.
+        let mut data = TcpStream::connect((server.addr.ip(), acc.data_port)).unwrap();
+        let mut hello = (0..TOKEN_LEN)
+            .map(|i| u8::from_str_radix(&acc.token[2 * i..2 * i + 2], 16).unwrap())
+            .collect::<Vec<u8>>();
+        hello.extend_from_slice(&0u32.to_be_bytes());
+        data.write_all(&hello).unwrap();
+        send(&mut c, Start { udp_ports: vec![] });
+        assert!(matches!(reply(&mut c), ServerMsg::Started(_)));
+        send(
+            &mut c,
+            Tick {
+                seq: 0,
+                phase: Phase::Measure,
+            },
+        );
+        assert!(matches!(
+            reply(&mut c),
+            ServerMsg::Sample(Sample { seq: 0, .. })
+        ));
+        data.write_all(&[7u8; 100_000]).unwrap();
+        // Our half-close is the drain the server waits for.
+        data.shutdown(std::net::Shutdown::Write).unwrap();
+        send(
+            &mut c,
+            Tick {
+                seq: 1,
+                phase: Phase::Drain,
+            },
+        );
+        assert!(matches!(
+            reply(&mut c),
+            ServerMsg::Sample(Sample { seq: 1, .. })
+        ));
+        send(
+            &mut c,
+            Finish {
+                datagrams_sent: vec![],
+            },
+        );
+        let ServerMsg::Final(f) = reply(&mut c) else {
+            panic!("no final report")
+        };
+        let total: u64 = f.counts.iter().map(|c| c.bytes_received).sum();
+        assert_eq!(total, 100_000, "the server counted every byte sent");
+        assert_eq!(f.refused, 0);
+        assert!(f.errors.is_empty(), "{:?}", f.errors);
+    }
+
+    #[test]
+    fn a_message_out_of_turn_is_refused_by_name() {
+        let server = EmbeddedServer::start().unwrap();
+        let mut c = connect(&server);
+        send(&mut c, Hello::ours());
+        assert!(matches!(reply(&mut c), ServerMsg::Hello(_)));
+        send(
+            &mut c,
+            Tick {
+                seq: 0,
+                phase: Phase::Measure,
+            },
+        );
+        assert_eq!(error_of(reply(&mut c)), "expected 'spec', got 'tick'");
+    }
+
+    #[test]
+    fn another_protocol_version_is_refused_naming_both() {
+        let server = EmbeddedServer::start().unwrap();
+        let mut c = connect(&server);
+        send(
+            &mut c,
+            Hello {
+                protocol: 99,
+                ..Hello::ours()
+            },
+        );
+        let e = error_of(reply(&mut c));
+        assert!(e.contains("speaks v1") && e.contains("speaks v99"), "{e}");
+    }
+
+    #[test]
+    fn a_spec_outside_the_plan_rules_is_refused() {
+        let server = EmbeddedServer::start().unwrap();
+        let mut c = connect(&server);
+        send(&mut c, Hello::ours());
+        assert!(matches!(reply(&mut c), ServerMsg::Hello(_)));
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.burst = 4;
+        send(
+            &mut c,
+            Spec {
+                plan: Box::new(plan),
+            },
+        );
+        let e = error_of(reply(&mut c));
+        assert!(
+            e.starts_with("invalid spec:") && e.contains("--burst"),
+            "{e}"
+        );
     }
 }

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::analysis::{Gathered, LocalSample, RemoteSample, interval};
-use super::client::Observer;
 use super::proto::{ClientMsg, Final, FrameError, ServerMsg, Tick, write_msg};
 use crate::engine::Engine;
 use crate::plan::Phase;
 use crate::plan::TestPlan;
+use crate::result::Interval;
 use crate::sensors::window::Meter;
 use crate::stats::counters::Counts;
 use crate::text;
@@ -37,6 +37,17 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 /// one interval plus this of the fault, instead of waiting on TCP's
 /// retransmission timers for minutes.
 pub const SAMPLE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Told about each interval as it completes, that is when the server's sample
+/// for its end has arrived (progress lines, streaming output). An interval
+/// whose server sample never arrives is only in the final result.
+pub trait Observer {
+    fn on_interval(&mut self, _iv: &Interval) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+impl Observer for Quiet {}
 
 /// The phases in order, with their lengths (None: until the transaction quota is met).
 pub fn schedule(plan: &TestPlan) -> Vec<(Phase, Option<Duration>)> {
@@ -250,13 +261,19 @@ impl Running {
             Duration::from_millis(20)
         };
         self.tick(phases[0].0, phases[0].0, g, plan, observer)?;
-        for (k, &(phase, len)) in phases.iter().enumerate() {
+        'phases: for (k, &(phase, len)) in phases.iter().enumerate() {
             let next_phase = phases.get(k + 1).map_or(Phase::Drain, |p| p.0);
             let start = self.t0.elapsed();
             let end = len.map(|l| start + l);
             let mut next_tick = start + interval;
             loop {
                 let now = self.t0.elapsed();
+                // Ctrl-C or SIGTERM (`control::stop`): end the interval
+                // here and drain, so what was measured is kept.
+                if super::stop::requested() {
+                    self.tick(phase, Phase::Drain, g, plan, observer)?;
+                    break 'phases;
+                }
                 let quota_met =
                     len.is_none() && self.engine().quota_done() as u64 >= plan.flows as u64;
                 if quota_met || end.is_some_and(|e| now >= e) {

@@ -4,7 +4,9 @@
 //! complete step's average over its measurement window (dark grey segment),
 //! each step's start (red vertical mark, labelled with the streams then
 //! running) and the end of the ramp (blue mark), in the manner of post_proc.py's rrdtool graphs. Per-stream
-//! charts use the same axes so they can be laid side by side.
+//! charts use the same axes so they can be laid side by side. The title
+//! names the test, the load generators and the date; values carry SI
+//! prefixes (180 k, 1.2 M, 2.5 Gbit/s) on a light grid.
 
 use plotters::prelude::*;
 
@@ -17,16 +19,65 @@ pub const STEP_MARK: RGBColor = RGBColor(255, 0, 0);
 pub const STEP_AVERAGE: RGBColor = RGBColor(64, 64, 64);
 pub const RAMP_END: RGBColor = RGBColor(0, 0, 160);
 
+/// The grid: light enough that the data reads first.
+pub const GRID_BOLD: RGBColor = RGBColor(215, 215, 215);
+pub const GRID_LIGHT: RGBColor = RGBColor(242, 242, 242);
+
 const SIZE: (u32, u32) = (1000, 480);
+
+/// A value of `unit` for an axis tick: SI prefix, bits for the megabit
+/// units (`2.5 Gbit/s`), transactions bare (`180 k`), any other unit as is.
+fn tick(v: f64, unit: &str) -> String {
+    match unit {
+        "Mbit/s" | "10^6bits/s" => {
+            let si = crate::units::fmt_si(v * 1e6);
+            let sep = if si.ends_with(|c: char| c.is_ascii_digit()) {
+                " "
+            } else {
+                ""
+            };
+            format!("{si}{sep}bit/s")
+        }
+        "Trans/s" => crate::units::fmt_si(v),
+        _ => format!("{v:.1}"),
+    }
+}
+
+/// The y axis's title for a test's unit.
+fn y_desc(unit: &str) -> String {
+    match unit {
+        "Mbit/s" | "10^6bits/s" => "aggregate (throughput, bit/s)".into(),
+        "Trans/s" => "aggregate (transactions/s)".into(),
+        u => format!("aggregate ({u})"),
+    }
+}
+
+/// test, load generators, date: what a chart lifted out of its page needs.
+fn title(t: &TestAgg, what: &str) -> String {
+    let mut hosts: Vec<&str> = t.streams.iter().map(|s| s.server.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let hosts = match hosts.len() {
+        0 => String::new(),
+        1..=3 => format!(" to {}", hosts.join(", ")),
+        n => format!(" to {n} hosts"),
+    };
+    format!(
+        "{}{hosts}: {what}, {}",
+        t.name,
+        crate::units::fmt_local_time(t.start, true)
+            .rsplit_once('.')
+            .map_or(String::new(), |(a, b)| {
+                // Seconds are enough in a title; keep the zone.
+                let zone = b.split_once(' ').map_or("", |z| z.1);
+                format!("{a} {zone}").trim_end().to_string()
+            })
+    )
+}
 
 /// The overall chart of one test.
 pub fn overall_svg(t: &TestAgg) -> String {
-    draw(
-        t,
-        &format!("{}: per-second aggregate", t.name),
-        &t.per_second,
-        true,
-    )
+    draw(t, &title(t, "per-second aggregate"), &t.per_second, true)
 }
 
 /// The chart of one stream of a test, on the overall chart's time axis.
@@ -36,7 +87,7 @@ pub fn stream_svg(t: &TestAgg, stream: usize) -> String {
     let per_second = series::per_second(&samples, t.start, t.end);
     draw(
         t,
-        &format!("{}: stream {} to {}", t.name, s.index, s.server),
+        &title(t, &format!("stream {} to {}", s.index, s.server)),
         &per_second,
         false,
     )
@@ -79,10 +130,14 @@ fn try_draw(
         .x_label_area_size(45)
         .y_label_area_size(90)
         .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    let y_label = |v: &f64| tick(*v, &t.unit);
     chart
         .configure_mesh()
         .x_desc("time since the ramp started (s)")
-        .y_desc(format!("aggregate ({})", t.unit))
+        .y_desc(y_desc(&t.unit))
+        .y_label_formatter(&y_label)
+        .bold_line_style(GRID_BOLD)
+        .light_line_style(GRID_LIGHT)
         .draw()?;
     // Each second's value at the middle of its second.
     let line = per_second
@@ -122,12 +177,17 @@ fn try_draw(
         ("sans-serif", 12).into_font().color(&RAMP_END),
     )))?;
     if averages {
-        let peak = t
-            .peak_step
-            .and_then(|i| t.steps[i].average)
-            .map_or("no complete step".to_string(), |a| {
-                format!("step averages (peak {a:.1} {})", t.unit)
-            });
+        let peak = t.peak_step.and_then(|i| t.steps[i].average).map_or(
+            "no complete step".to_string(),
+            |a| {
+                let peak = match t.unit.as_str() {
+                    "Trans/s" => format!("{} trans/s", crate::units::fmt_si(a)),
+                    u if tick(a, u).ends_with("bit/s") => tick(a, u),
+                    u => format!("{a:.1} {u}"),
+                };
+                format!("step averages (peak {peak})")
+            },
+        );
         chart
             .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
             .label(peak)

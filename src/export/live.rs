@@ -132,6 +132,7 @@ mod tests {
             remote: vec![Counts::default(); 2],
             sum: Figures::default(),
             latency_ns: None,
+            service_latency_ns: None,
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

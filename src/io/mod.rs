@@ -130,8 +130,11 @@ pub trait Driver: Send {
     }
     /// Stop watching `fd` (closing it also does).
     fn deregister(&mut self, fd: RawFd) -> io::Result<()>;
-    /// Wait up to `timeout_ms` (0: do not block) and append ready sockets to `out`.
-    fn wait(&mut self, out: &mut Vec<Event>, timeout_ms: i32) -> io::Result<()>;
+    /// Wait up to `timeout` (zero: do not block) and append ready sockets
+    /// to `out`. Drivers keep the timeout to the microsecond where the
+    /// kernel can (epoll_pwait2, io_uring's timespec): an open-loop
+    /// schedule's next send is its deadline.
+    fn wait(&mut self, out: &mut Vec<Event>, timeout: std::time::Duration) -> io::Result<()>;
     /// Name reported in results.
     fn name(&self) -> &'static str;
     /// Does the workload's own socket call do the waiting (the blocking

@@ -23,10 +23,8 @@ pub struct Rusage {
 
 impl Rusage {
     /// Usage of this whole process (every thread, live or joined) so far,
-    /// or the kernel's refusal. It cannot refuse RUSAGE_SELF with a valid
-    /// buffer, so callers take [`Rusage::process`]; this stays public only
-    /// until the two control ends switch to it.
-    pub fn read() -> io::Result<Rusage> {
+    /// or the kernel's refusal; callers take [`Rusage::process`].
+    fn read() -> io::Result<Rusage> {
         // SAFETY: rusage is plain old data, so all-zero is a valid value,
         // and getrusage writes only into the struct we pass it.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -44,9 +42,9 @@ impl Rusage {
         })
     }
 
-    /// Usage of this whole process so far: [`Rusage::read`], or zeros if
-    /// the kernel ever refused (getrusage(2) fails for RUSAGE_SELF only on
-    /// a bad buffer, which Rust rules out).
+    /// Usage of this whole process (every thread, live or joined) so far,
+    /// or zeros if the kernel ever refused (getrusage(2) fails for
+    /// RUSAGE_SELF only on a bad buffer, which Rust rules out).
     pub fn process() -> Rusage {
         Rusage::read().unwrap_or_default()
     }

@@ -18,7 +18,7 @@ use crate::io::epoll::Epoll;
 use crate::io::{Driver, Event};
 use crate::plan::Phase;
 use crate::stats::counters::{Counts, FlowCounters};
-use crate::stats::latency::{IntervalTable, LatencyRecorder};
+use crate::stats::latency::{IntervalTable, LatencyRecorder, OpenLoopRecorder};
 
 /// How long [`Harness::run_until`] waits for its condition before it fails
 /// the test instead of hanging it. Loopback work of milliseconds; the
@@ -42,6 +42,7 @@ pub struct Harness {
     phase: AtomicU8,
     quota_done: AtomicU32,
     lat: LatencyRecorder,
+    pub open: OpenLoopRecorder,
     /// Flows to kick in the next round.
     ready: Vec<usize>,
     wake: Vec<Option<Instant>>,
@@ -60,6 +61,13 @@ impl Harness {
             phase: AtomicU8::new(Phase::Measure as u8),
             quota_done: AtomicU32::new(0),
             lat: LatencyRecorder::new(Arc::new(AtomicU32::new(0)), table),
+            open: OpenLoopRecorder {
+                service: LatencyRecorder::new(
+                    Arc::new(AtomicU32::new(0)),
+                    Arc::new(Mutex::new(IntervalTable::new(1, &[]))),
+                ),
+                lag: crate::stats::latency::LatencyHistogram::new(),
+            },
             ready: Vec::new(),
             wake: Vec::new(),
         }
@@ -128,7 +136,11 @@ impl Harness {
                 self.kick(i);
             }
         }
-        let timeout = if self.ready.is_empty() { 10 } else { 0 };
+        let timeout = if self.ready.is_empty() {
+            Duration::from_millis(10)
+        } else {
+            Duration::ZERO
+        };
         let mut events = Vec::new();
         self.driver.wait(&mut events, timeout).expect("epoll_wait");
         let kicks: Vec<Event> = std::mem::take(&mut self.ready)
@@ -144,6 +156,7 @@ impl Harness {
             let mut ctx = FlowCtx {
                 phase,
                 hist: &mut self.lat,
+                open: &mut self.open,
                 driver: &mut self.driver,
                 quota_done: &self.quota_done,
                 slot: i,

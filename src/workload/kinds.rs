@@ -17,6 +17,7 @@ use socket2::Socket;
 
 use super::crr::{ConnectClient, ConnectMode, ConnectServer, TOKEN_LEN};
 use super::rr::{RrClient, RrServer};
+use super::schedule::Schedule;
 use super::stream::StreamFlow;
 use super::udp::{UdpRrClient, UdpRrServer, UdpStreamReceiver, UdpStreamSender, gso_segments};
 use super::{CounterRef, Flow};
@@ -369,14 +370,18 @@ fn stream(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
 fn rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
-    Ok(Box::new(RrClient::new(
+    let f = RrClient::new(
         sock,
         a.counters,
         p.request_bytes,
         p.response_bytes,
         p.burst,
         p.flow_quota(a.flow),
-    )))
+    );
+    Ok(Box::new(match Schedule::of(p, a.flow) {
+        Some(s) => f.open_loop(s),
+        None => f,
+    }))
 }
 
 fn rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {

@@ -12,6 +12,7 @@ pub mod crr;
 pub(crate) mod harness;
 pub mod kinds;
 pub mod rr;
+pub mod schedule;
 pub mod stream;
 pub mod udp;
 
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicU8, AtomicU32};
 use crate::io::{Driver, Event};
 use crate::plan::Phase;
 use crate::stats::counters::FlowCounters;
-use crate::stats::latency::LatencyRecorder;
+use crate::stats::latency::{LatencyRecorder, OpenLoopRecorder};
 
 /// How many data syscalls a flow may make per wake-up before yielding, so one
 /// busy flow neither starves the others on its thread nor hides a phase change.
@@ -62,6 +63,8 @@ pub enum Progress {
 pub struct FlowCtx<'a> {
     pub phase: Phase,
     pub hist: &'a mut LatencyRecorder,
+    /// Open-loop flows: service time and the generator's lag.
+    pub open: &'a mut OpenLoopRecorder,
     pub driver: &'a mut dyn Driver,
     /// Flows that finished their transaction quota (count-limited runs).
     pub quota_done: &'a AtomicU32,
