@@ -51,6 +51,35 @@ pub enum Command {
     Report(ReportArgs),
 }
 
+/// A test's name as written: checked later by [`TestKind`]'s parser, which
+/// also takes netperf's spellings (`TCP_RR`). It names the eight tests as
+/// possible values only so that shell completions (clap_complete) offer them.
+#[derive(Clone, Copy, Debug)]
+pub struct TestName;
+
+impl clap::builder::TypedValueParser for TestName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            TestKind::ALL
+                .into_iter()
+                .map(|k| clap::builder::PossibleValue::new(k.name())),
+        ))
+    }
+}
+
 fn size(s: &str) -> Result<u64, String> {
     parse_size(s).map(|b| b.0).map_err(|e| e.to_string())
 }
@@ -177,7 +206,7 @@ impl OutputArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream or udp_rr (netperf's TCP_RR etc. also accepted).
-    #[arg(value_name = "TEST")]
+    #[arg(value_name = "TEST", value_parser = TestName, hide_possible_values = true)]
     pub test: String,
     /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
@@ -224,9 +253,23 @@ pub struct RunArgs {
     /// SO_MAX_PACING_RATE per flow, in bits/s (100M = 10^8 bit/s).
     #[arg(long, value_parser = rate, value_name = "RATE")]
     pub pacing_rate: Option<u64>,
-    /// udp_stream: send each flow's datagrams open-loop at RATE bits/s of payload (as iperf3 -b); default: as fast as possible.
+    /// Open loop. udp_stream: send each flow's datagrams at RATE bits/s of
+    /// payload (as iperf3 -b). tcp_rr, udp_rr, tcp_crr, tcp_cc: offer RATE
+    /// transactions/s in all (10k = 10,000/s), spread over the flows, on a
+    /// schedule the responses do not slow; latency then runs from each
+    /// transaction's intended start (no coordinated omission). Default:
+    /// as fast as possible (closed loop).
     #[arg(long, value_parser = rate, value_name = "RATE")]
     pub rate: Option<u64>,
+    /// With --rate on a request/response test: `fixed` spacing, or `poisson`
+    /// arrivals of the same mean rate.
+    #[arg(long, default_value = "fixed", value_parser = ["fixed", "poisson"], value_name = "fixed|poisson")]
+    pub arrivals: String,
+    /// With --rate on a request/response test: the most transactions in
+    /// flight per flow; when full, the schedule keeps running and the owed
+    /// requests go out as slots free.
+    #[arg(long, default_value_t = crate::plan::DEFAULT_MAX_INFLIGHT, value_name = "N")]
+    pub max_inflight: u32,
     /// udp_rr: a transaction without a response after this is lost and its slot reused.
     #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
     pub rr_timeout: Duration,
@@ -430,7 +473,18 @@ impl RunArgs {
         p.congestion = self.cc.clone();
         p.mss = self.mss;
         p.pacing_rate_bps = self.pacing_rate;
-        p.rate_bps = self.rate;
+        // One flag, the test's own unit: payload bits/s for udp_stream,
+        // transactions/s for the request/response tests.
+        if matches!(
+            p.test,
+            TestKind::TcpRr | TestKind::UdpRr | TestKind::TcpCrr | TestKind::TcpCc
+        ) {
+            p.offered_per_s = self.rate;
+        } else {
+            p.rate_bps = self.rate;
+        }
+        p.arrivals = self.arrivals.parse()?;
+        p.max_inflight = self.max_inflight;
         p.rr_timeout_ns = ns(self.rr_timeout);
         p.busy_poll_us = self.busy_poll;
         p.zerocopy = self.zerocopy;

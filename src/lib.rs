@@ -2,26 +2,32 @@
 //!
 //! The library holds everything; `main.rs` only parses arguments and maps
 //! errors to an exit code. Layers, top to bottom; every import points down
-//! this list: `cmd` (one file per command) → `cli` (clap's types, checked
-//! into a plan) → `export` (formats, charts) → `agg` (the aggregate method)
-//! → `control` (protocol, client and server sessions, analysis) → `result`
-//! → `engine` (worker threads) → `workload` (flow state machines) → `io`
-//! (drivers, sockets) → `plan`, `sensors`, `stats`, `text`, `units`. One
-//! import still runs up: `result` reads `control::window`'s window type.
+//! this list, and `layers.rs` checks it: `cmd` (one file per command) →
+//! `cli` (clap's types, checked into a plan) → `export` (formats, charts) →
+//! `agg` (the aggregate method) → `control` (protocol, client and server
+//! sessions, analysis) → `result` → `engine` (worker threads) → `workload`
+//! (flow state machines) → `io` (drivers, sockets) → `sensors`, `stats`
+//! (counters, histograms) → `plan`, `text`, `clock`, `term`,
+//! `warning` → `units`.
 
 pub mod agg;
 pub mod cli;
+pub mod clock;
 pub mod cmd;
 pub mod control;
 pub mod engine;
 pub mod export;
 pub mod io;
+#[cfg(test)]
+mod layers;
 pub mod plan;
 pub mod result;
 pub mod sensors;
 pub mod stats;
+pub mod term;
 pub mod text;
 pub mod units;
+pub mod warning;
 pub mod workload;
 
 use std::process::ExitCode;

@@ -3,10 +3,27 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
+
+/// `thrum --version`: what was built, from which commit, when and for what
+/// (set by build.rs), so that a report from a fleet names its binary.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("THRUM_COMMIT"),
+    ", built ",
+    env!("THRUM_BUILD_DATE"),
+    ", ",
+    env!("THRUM_TARGET"),
+    ")"
+);
 
 fn main() -> ExitCode {
-    let cli = match thrum::cli::Cli::try_parse() {
+    let parsed = thrum::cli::Cli::command()
+        .version(VERSION)
+        .try_get_matches()
+        .and_then(|m| thrum::cli::Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let args: Vec<String> = std::env::args().collect();

@@ -53,27 +53,8 @@ impl TestKind {
         }
     }
 
-    /// Bulk tests report bits/s; the others report transactions/s.
-    pub fn is_stream(self) -> bool {
-        matches!(
-            self,
-            TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir | TestKind::UdpStream
-        )
-    }
-
-    pub fn is_udp(self) -> bool {
-        matches!(self, TestKind::UdpStream | TestKind::UdpRr)
-    }
-
-    /// Request/response tests, where `--burst` applies.
-    pub fn is_rr(self) -> bool {
-        matches!(self, TestKind::TcpRr | TestKind::UdpRr)
-    }
-
-    /// Tests that open one connection per transaction instead of long-lived flows.
-    pub fn is_connect(self) -> bool {
-        matches!(self, TestKind::TcpCrr | TestKind::TcpCc)
-    }
+    // What a test is (its transport, who sends, its figure of merit, its
+    // flows) is its row in `workload::kinds`: `TestKind::desc()`.
 }
 
 impl fmt::Display for TestKind {
@@ -216,12 +197,96 @@ pub struct TestPlan {
     /// Latency percentiles to report besides the fixed p50/p90/p99/p99.9 (0 < p <= 100).
     #[serde(default)]
     pub percentiles: Vec<f64>,
+    /// Open loop (tcp_rr, udp_rr, tcp_crr, tcp_cc): transactions per second
+    /// offered in all, spread evenly over the flows, whatever the responses
+    /// do; None: closed loop. The schedule is the client's alone, so a
+    /// server that ignores the field serves it unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<u64>,
+    /// Open loop: how the schedule spaces a flow's transactions.
+    #[serde(default)]
+    pub arrivals: Arrivals,
+    /// Open loop: the most transactions in flight per flow. When it is
+    /// full the schedule keeps running; the requests it owes go out as
+    /// slots free, their response time still counted from their intended
+    /// start.
+    #[serde(default = "default_max_inflight")]
+    pub max_inflight: u32,
+}
+
+/// The default `--max-inflight`: generous, so that a stall is charged to
+/// every transaction that should have started in it.
+pub const DEFAULT_MAX_INFLIGHT: u32 = 1024;
+
+fn default_max_inflight() -> u32 {
+    DEFAULT_MAX_INFLIGHT
+}
+
+/// How an open-loop schedule spaces a flow's transactions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Evenly, one every flows/R seconds.
+    #[default]
+    Fixed,
+    /// A Poisson process of the same mean rate (exponential gaps).
+    Poisson,
+}
+
+impl FromStr for Arrivals {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Arrivals, PlanError> {
+        match s {
+            "fixed" => Ok(Arrivals::Fixed),
+            "poisson" => Ok(Arrivals::Poisson),
+            _ => Err(PlanError::Invalid(format!(
+                "--arrivals {s} is not known (accepted: fixed, poisson)"
+            ))),
+        }
+    }
+}
+
+/// The phases of a test (docs/design.md, "Phases, and the drain"). Only
+/// `Measure` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Phase {
+    Warmup = 0,
+    Measure = 1,
+    Cooldown = 2,
+    /// Stop generating, half-close, read until EOF.
+    Drain = 3,
+}
+
+impl Phase {
+    pub fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::Warmup,
+            1 => Phase::Measure,
+            2 => Phase::Cooldown,
+            _ => Phase::Drain,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Measure => "measure",
+            Phase::Cooldown => "cooldown",
+            Phase::Drain => "drain",
+        }
+    }
 }
 
 /// The hard limits of a plan; the server states its own in its hello.
 pub mod limits {
     pub const MAX_FLOWS: u32 = 100_000;
     pub const MAX_THREADS: u32 = 1024;
+    /// The highest `--rate` for request/response tests, transactions/s in all.
+    pub const MAX_OFFERED_PER_S: u64 = 100_000_000;
+    /// The largest `--max-inflight`.
+    pub const MAX_INFLIGHT: u32 = 1 << 16;
     pub const MAX_BURST: u32 = 4096;
     /// --busy-poll: a second of spinning per receive is already absurd.
     pub const MAX_BUSY_POLL_US: u32 = 1_000_000;
@@ -339,6 +404,9 @@ impl TestPlan {
             pacing_rate_bps: None,
             rate_bps: None,
             rr_timeout_ns: 50_000_000,
+            offered_per_s: None,
+            arrivals: Arrivals::Fixed,
+            max_inflight: DEFAULT_MAX_INFLIGHT,
             driver: DriverChoice::Auto,
             close: CloseMode::Fin,
             busy_poll_us: None,
@@ -376,8 +444,14 @@ impl TestPlan {
             MIN_INTERVAL_NS,
             MAX_DURATION_NS,
         )?;
+        // Which options apply to which tests is the plan's own rule, written
+        // beside the message that names them (the tests' rows sit above the
+        // plan, in `workload::kinds`).
         if let Some(n) = self.transactions {
-            if t.is_stream() {
+            if !matches!(
+                t,
+                TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc | TestKind::UdpRr
+            ) {
                 return Err(PlanError::NotApplicable {
                     flag: "--transactions",
                     applies: "tcp_rr, tcp_crr, tcp_cc and udp_rr",
@@ -400,7 +474,7 @@ impl TestPlan {
                 )));
             }
         }
-        if self.burst > 0 && !t.is_rr() {
+        if self.burst > 0 && !matches!(t, TestKind::TcpRr | TestKind::UdpRr) {
             return Err(PlanError::NotApplicable {
                 flag: "--burst",
                 applies: "tcp_rr and udp_rr",
@@ -408,7 +482,7 @@ impl TestPlan {
             });
         }
         check("--burst", self.burst as u64, 0, MAX_BURST as u64)?;
-        let max_rr = if t.is_udp() {
+        let max_rr = if matches!(t, TestKind::UdpRr) {
             MAX_DATAGRAM_BYTES
         } else {
             MAX_RR_BYTES
@@ -471,6 +545,7 @@ impl TestPlan {
                 test: t,
             });
         }
+        self.validate_open_loop()?;
         if self.percentiles.len() > MAX_PERCENTILES {
             return Err(PlanError::Invalid(format!(
                 "--percentiles lists {} values (accepted: at most {MAX_PERCENTILES})",
@@ -532,6 +607,47 @@ impl TestPlan {
                 check(flag, c as u64, 0, 4095)?;
             }
         }
+        Ok(())
+    }
+
+    /// `--rate` for the request/response tests, and the options that go with it.
+    fn validate_open_loop(&self) -> Result<(), PlanError> {
+        let t = self.test;
+        let Some(r) = self.offered_per_s else {
+            if self.arrivals != Arrivals::Fixed {
+                return Err(PlanError::Invalid(
+                    "--arrivals applies with --rate (open loop); without it the test is closed-loop".into(),
+                ));
+            }
+            if self.max_inflight != DEFAULT_MAX_INFLIGHT {
+                return Err(PlanError::Invalid(
+                    "--max-inflight applies with --rate (open loop); closed-loop tests keep --burst + 1 in flight".into(),
+                ));
+            }
+            return Ok(());
+        };
+        if !matches!(
+            t,
+            TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc | TestKind::UdpRr
+        ) {
+            return Err(PlanError::NotApplicable {
+                flag: "--rate (transactions/s)",
+                applies: "tcp_rr, udp_rr, tcp_crr and tcp_cc",
+                test: t,
+            });
+        }
+        check("--rate (transactions/s)", r, 1, limits::MAX_OFFERED_PER_S)?;
+        if self.burst > 0 {
+            return Err(PlanError::Invalid(
+                "--burst and --rate do not combine: with --rate the schedule decides how many transactions are in flight (bound them with --max-inflight)".into(),
+            ));
+        }
+        check(
+            "--max-inflight",
+            self.max_inflight as u64,
+            1,
+            limits::MAX_INFLIGHT as u64,
+        )?;
         Ok(())
     }
 

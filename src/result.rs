@@ -7,13 +7,14 @@
 
 use serde::Serialize;
 
-use crate::control::proto::Rusage;
-use crate::control::window::WindowStats;
+use crate::plan::Phase;
 use crate::plan::{TestKind, TestPlan};
-use crate::sensors::CpuUsage;
+use crate::sensors::window::WindowStats;
+use crate::sensors::{CpuUsage, Rusage};
 use crate::stats::counters::Counts;
 use crate::stats::latency::LatencySummary;
-use crate::workload::Phase;
+use crate::warning::{Code, Warning, Warnings};
+use crate::workload::kinds::Merit;
 
 pub const SCHEMA: &str = "thrum.result.v1";
 
@@ -158,6 +159,9 @@ pub struct Interval {
     /// Latency of the transactions that completed in this interval (RR tests, measure phase).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// Open loop (--rate): their service time, from the actual send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_latency_ns: Option<LatencySummary>,
 }
 
 impl Interval {
@@ -167,6 +171,14 @@ impl Interval {
     }
 }
 
+/// The open-loop generator's lateness behind its schedule, ns.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct GeneratorLag {
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
 /// How steady the figure of merit was over the measurement window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Stability {
@@ -174,7 +186,7 @@ pub struct Stability {
     pub cv: Option<f64>,
     /// Change of the mean of the last third of the intervals against the first third, in percent.
     pub trend_percent: Option<f64>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// A trend beyond this (in percent, either way) gets a warning.
@@ -184,10 +196,9 @@ impl Stability {
     /// Judge the measure-phase intervals. Intervals whose figure needs the
     /// server's sample and lack it are left out.
     pub fn of(test: TestKind, measure: &[&Interval], quota_limited: bool) -> Stability {
-        let needs_remote = matches!(
-            test,
-            TestKind::TcpStream | TestKind::UdpStream | TestKind::TcpBidir
-        );
+        // A figure of bytes the client sends is counted by the server.
+        let d = test.desc();
+        let needs_remote = d.merit == Merit::Throughput && d.client_sends;
         let xs: Vec<f64> = measure
             .iter()
             .filter(|i| !needs_remote || !i.remote.is_empty())
@@ -208,9 +219,9 @@ impl Stability {
                 let t = 100.0 * (last - first) / first;
                 st.trend_percent = Some(t);
                 if t.abs() > TREND_WARN_PERCENT {
-                    st.warnings.push(format!(
+                    st.warnings.push(Warning::new(Code::Trend, format!(
                         "the figure trends {t:+.1} % from the first third of the window to the last: the system did not reach a steady state (longer --warmup or --duration?)"
-                    ));
+                    )));
                 }
             }
         }
@@ -231,11 +242,11 @@ impl Stability {
                     .map(|i| i.index)
                     .collect();
                 if let (Some(a), Some(b)) = (stalled.first(), stalled.last()) {
-                    st.warnings.push(format!(
+                    st.warnings.push(Warning::new(Code::FlowStalled, format!(
                         "flow {f} moved nothing in {} of {} measure intervals while other flows did (intervals {a}..={b})",
                         stalled.len(),
                         measure.len()
-                    ));
+                    )));
                 }
             }
         }
@@ -274,24 +285,24 @@ impl Figures {
             remote,
             ..Figures::default()
         };
-        match test {
-            TestKind::TcpStream => {
-                f.throughput_bps = Some(rate(remote.bytes_received * 8, remote_s))
+        // Bytes count where they are received: the server's receive counts
+        // carry the client's sending direction, ours the server's.
+        let d = test.desc();
+        match d.merit {
+            Merit::Throughput => {
+                let c2s = d
+                    .client_sends
+                    .then(|| rate(remote.bytes_received * 8, remote_s));
+                let s2c = d
+                    .client_receives
+                    .then(|| rate(local.bytes_received * 8, local_s));
+                if d.client_sends && d.client_receives {
+                    f.throughput_bps_c2s = c2s;
+                    f.throughput_bps_s2c = s2c;
+                }
+                f.throughput_bps = Some(c2s.unwrap_or(0.0) + s2c.unwrap_or(0.0));
             }
-            TestKind::TcpMaerts => f.throughput_bps = Some(rate(local.bytes_received * 8, local_s)),
-            TestKind::UdpStream => {
-                f.throughput_bps = Some(rate(remote.bytes_received * 8, remote_s))
-            }
-            TestKind::TcpBidir => {
-                let c2s = rate(remote.bytes_received * 8, remote_s);
-                let s2c = rate(local.bytes_received * 8, local_s);
-                f.throughput_bps_c2s = Some(c2s);
-                f.throughput_bps_s2c = Some(s2c);
-                f.throughput_bps = Some(c2s + s2c);
-            }
-            TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc | TestKind::UdpRr => {
-                f.transactions_per_s = Some(rate(local.transactions, local_s))
-            }
+            Merit::Transactions => f.transactions_per_s = Some(rate(local.transactions, local_s)),
         }
         f
     }
@@ -405,7 +416,7 @@ pub struct CpuBasis<'a> {
 
 impl Side {
     /// Fill the CPU, service demand and packet fields from the window's readings.
-    pub fn apply_window(&mut self, b: &CpuBasis, all_warnings: &mut Vec<String>) {
+    pub fn apply_window(&mut self, b: &CpuBasis, all_warnings: &mut Vec<Warning>) {
         let mut ignored = Vec::new();
         let warnings = if b.warn { all_warnings } else { &mut ignored };
         let w = b.window;
@@ -431,10 +442,10 @@ impl Side {
             self.cpu_util_percent = Some(c.overall.util_percent);
             self.cpus = Some(c.cpus);
             if c.overall.steal_percent > STEAL_WARN_PERCENT {
-                warnings.push(format!(
+                warnings.push(Warning::new(Code::CpuStolen, format!(
                     "{} host: the hypervisor stole {:.1} % of CPU time in the window; CPU figures and rates suffer",
                     b.end, c.overall.steal_percent
-                ));
+                )));
             }
         }
         let (proc_stat, rusage) = if units > 0.0 && w.elapsed_s > 0.0 {
@@ -462,7 +473,7 @@ impl Side {
         if let (Some(p), Some(r)) = (proc_stat, rusage) {
             let lo = p.min(r);
             if lo > 0.0 && 100.0 * (p - r).abs() / lo > DEMAND_DISAGREE_PERCENT {
-                warnings.push(format!(
+                warnings.push(Warning::new(Code::ServiceDemandDisagrees, format!(
                     "{} service demand: /proc/stat gives {p:.3} {unit}, thrum's own CPU time {r:.3} {unit}, {:.0} % apart; the headline uses {}{}",
                     b.end,
                     100.0 * (p - r).abs() / lo,
@@ -472,7 +483,7 @@ impl Side {
                     } else {
                         ""
                     }
-                ));
+                )));
             }
         }
         // Busy time that thrum did not spend: other processes skew service demand.
@@ -481,13 +492,13 @@ impl Side {
             let busy_s = c.overall.util_percent / 100.0 * machine_s;
             let other_s = busy_s - r.cpu_s() - b.other_thrum_cpu_s;
             if machine_s > 0.0 && 100.0 * other_s / machine_s > OTHER_BUSY_PERCENT {
-                warnings.push(format!(
+                warnings.push(Warning::new(Code::CpuBusyElsewhere, format!(
                     "{} host: CPUs were busy beyond thrum's own use in the window ({:.2} CPU-s of {:.2}, {:.0} % of the machine): other processes or interrupt work skew service demand",
                     b.end,
                     other_s,
                     machine_s,
                     100.0 * other_s / machine_s
-                ));
+                )));
             }
         }
     }
@@ -533,8 +544,26 @@ pub struct Summary {
     pub transactions_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
+    /// Response time: from the request's send (closed loop), or from its
+    /// intended start (open loop, --rate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// Open loop (--rate): transactions/s offered by the schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<f64>,
+    /// Open loop: transactions/s completed in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub achieved_per_s: Option<f64>,
+    /// Open loop: requests sent more than one schedule gap after their
+    /// intended start, in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late: Option<u64>,
+    /// Open loop: service time, from each request's actual send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_latency_ns: Option<LatencySummary>,
+    /// Open loop: how far behind its schedule the generator sent requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_lag_ns: Option<GeneratorLag>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
@@ -567,7 +596,9 @@ pub struct Summary {
     /// every flow connected, presented and accepted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub setup_s: Option<f64>,
-    pub warnings: Vec<String>,
+    /// `warnings` (sentences) and `diagnostics` (`{code, message}`).
+    #[serde(flatten)]
+    pub warnings: Warnings,
     /// Why the test failed; null on success.
     pub error: Option<String>,
 }
@@ -665,6 +696,7 @@ mod tests {
                     remote: Vec::new(),
                     sum,
                     latency_ns: None,
+                    service_latency_ns: None,
                 }
             })
             .collect()
@@ -705,14 +737,17 @@ mod tests {
             &[100, 0],
         ]);
         assert!(
-            st.warnings
-                .iter()
-                .any(|w| w.contains("flow 1 moved nothing in 3 of 6")),
+            st.warnings.iter().any(|w| w.code == Code::FlowStalled
+                && w.message.contains("flow 1 moved nothing in 3 of 6")),
             "{:?}",
             st.warnings
         );
         assert!((st.trend_percent.unwrap() + 50.0).abs() < 1e-9);
-        assert!(st.warnings.iter().any(|w| w.contains("trends -50.0 %")));
+        assert!(
+            st.warnings
+                .iter()
+                .any(|w| w.code == Code::Trend && w.message.contains("trends -50.0 %"))
+        );
         assert!(st.cv.unwrap() > 0.2);
     }
 

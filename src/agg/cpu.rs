@@ -41,11 +41,11 @@ impl Sampler {
             .spawn(move || {
                 let mut v = Vec::new();
                 loop {
-                    if let (Ok(cpu), Ok(rusage)) = (CpuSnapshot::read(), Rusage::read()) {
+                    if let Ok(cpu) = CpuSnapshot::read() {
                         v.push(Reading {
-                            unix_s: super::run::unix_now(),
+                            unix_s: crate::clock::unix_now(),
                             cpu,
-                            rusage,
+                            rusage: Rusage::process(),
                         });
                     }
                     if flag.load(Relaxed) {

@@ -1,12 +1,13 @@
 //! A one-line progress bar for the ramp on stderr: step i of n, elapsed
-//! and total time, streams running, the current aggregate. Silent when
-//! stderr is not a terminal.
+//! and total time, streams running, the current aggregate. Drawn on the one
+//! progress line ([`StatusLine`]), so silent when stderr is not a terminal.
 
-use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+use crate::term::StatusLine;
+
 pub struct RampProgress {
-    on: bool,
+    status: StatusLine,
     test: &'static str,
     unit: &'static str,
     steps: usize,
@@ -23,12 +24,12 @@ pub struct RampProgress {
 impl RampProgress {
     /// A bar that draws only when stderr is a terminal.
     pub fn new() -> RampProgress {
-        RampProgress::with(std::io::stderr().is_terminal())
+        RampProgress::with(StatusLine::stderr())
     }
 
-    pub fn with(on: bool) -> RampProgress {
+    pub fn with(line: StatusLine) -> RampProgress {
         RampProgress {
-            on,
+            status: line,
             test: "",
             unit: "",
             steps: 0,
@@ -97,7 +98,7 @@ impl RampProgress {
     }
 
     fn draw(&mut self, force: bool) {
-        if !self.on {
+        if !self.status.on() {
             return;
         }
         let now = Instant::now();
@@ -109,15 +110,11 @@ impl RampProgress {
             return;
         }
         self.drawn = Some(now);
-        let mut e = std::io::stderr().lock();
-        let _ = write!(e, "\r\x1b[2K{}", self.line());
-        let _ = e.flush();
+        self.status.draw(&self.line());
     }
 
     pub fn end(&mut self) {
-        if self.on {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
+        self.status.clear();
     }
 }
 
@@ -133,7 +130,7 @@ mod tests {
 
     #[test]
     fn the_bar_shows_step_streams_and_aggregate() {
-        let mut p = RampProgress::with(false);
+        let mut p = RampProgress::with(StatusLine::with(false));
         p.begin("tps", "Trans/s", 3, Duration::from_secs(60));
         assert!(p.line().ends_with(" 0.0 Trans/s"), "{}", p.line());
         p.step(1, 2);

@@ -10,7 +10,7 @@
 //! window, and that step's figures are left out rather than added up short.
 
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::burst::{self, BurstSearch};
 use super::kinds::AggTest;
@@ -18,6 +18,7 @@ use super::model::{self, Coverage, StepSpan, StreamSeries, StreamSummary, TestAg
 use super::progress::RampProgress;
 use super::ramp;
 use super::series::{self, Sample};
+use crate::clock::unix_now;
 use crate::control::client::{self, Observer, Target};
 use crate::plan::TestPlan;
 use crate::result::{Interval, TestResult};
@@ -31,12 +32,6 @@ pub struct RampConfig {
     pub interval: Duration,
     /// Trimmed from each end of a step's window (1 s).
     pub trim: Duration,
-}
-
-pub fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// An interim figure of one stream, for the progress bar.
@@ -170,6 +165,8 @@ pub fn run_ramp(
         }
     }
     drop(tx);
+    // When the stop request came, if it did: the first sighting here.
+    let stopped = crate::control::stop::requested().then(Instant::now);
     pump(&rx, progress, ramp_end + Duration::from_secs(3600));
     progress.end();
     let readings = sampler.map(|s| s.finish()).unwrap_or_default();
@@ -187,8 +184,17 @@ pub fn run_ramp(
             },
         })
         .collect();
-    let spans = spans(&plan[..begun], &streams, u0, step_s, cfg.trim.as_secs_f64());
-    let ramp_end_unix = u0 + step_s * begun as f64;
+    // A stop request (Ctrl-C) also ends the running streams at once
+    // (`client` drains on it): the step they were in is cut short, so only
+    // the steps that ended before the request are kept.
+    let kept = if crate::control::stop::requested() {
+        let whole = (stopped.unwrap_or_else(Instant::now) - t0).as_secs_f64() / step_s;
+        (whole.floor() as usize).min(begun)
+    } else {
+        begun
+    };
+    let spans = spans(&plan[..kept], &streams, u0, step_s, cfg.trim.as_secs_f64());
+    let ramp_end_unix = u0 + step_s * kept as f64;
     let mut t = model::analyse(
         test.name(),
         test.unit(),
@@ -197,7 +203,7 @@ pub fn run_ramp(
         streams,
         Coverage::Required { slack_s: 0.05 },
     );
-    let hypervisor = crate::control::window::on_hypervisor();
+    let hypervisor = crate::sensors::window::on_hypervisor();
     for step in &mut t.steps {
         if let Some(c) = super::cpu::step_cpu(
             &readings,
@@ -216,9 +222,9 @@ pub fn run_ramp(
             "no CPU readings (/proc/stat or getrusage unavailable): per-step CPU is null".into(),
         );
     }
-    if begun < n {
+    if kept < n {
         t.warnings.push(format!(
-            "{}: stopped after {begun} of {n} step(s); the steps its streams completed are kept",
+            "{}: stopped after {kept} of {n} step(s); the steps its streams completed are kept",
             crate::control::stop::INTERRUPTED
         ));
     }

@@ -15,34 +15,15 @@ use crate::agg::model::{self, AggResult, AggSpec};
 use crate::agg::progress::RampProgress;
 use crate::agg::run::{self, RampConfig};
 use crate::cli::{AggArgs, BurstChoice, target_for};
+use crate::clock::{self, date_stamp};
 use crate::control::client::{self, Quiet, Target};
 use crate::plan::{TestKind, TestPlan};
 use crate::result::Environment;
+use crate::term::StatusLine;
 
 /// bidir's burst under `--burst auto`: runemomniaggdemo.sh's `-b 12`, whose
 /// 13 transactions of 64K in flight fit the 1M socket buffers.
 const BIDIR_AUTO_BURST: u32 = 12;
-
-/// `YYYYmmdd-HHMMSS` (UTC) of a unix time, for the default output directory.
-pub fn date_stamp(unix_s: u64) -> String {
-    let (days, secs) = ((unix_s / 86_400) as i64, unix_s % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
 
 fn provenance() -> serde_json::Value {
     serde_json::to_value(Environment::gather()).unwrap_or_default()
@@ -77,7 +58,10 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
         .map(|h| target_for(h, args.psk_file.as_deref()))
         .collect::<Result<_>>()?;
     let out = args.output.out.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("thrum-agg-{}", date_stamp(run::unix_now() as u64)))
+        PathBuf::from(format!(
+            "thrum-agg-{}",
+            date_stamp(clock::unix_now() as u64)
+        ))
     });
     let mut result = AggResult {
         schema: model::SCHEMA.into(),
@@ -107,9 +91,11 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     preflight(&targets)?;
     let search = match args.burst {
         BurstChoice::Auto if tests.contains(&AggTest::Tps) => {
-            if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                eprint!("\rfinding the burst against {} ...", targets[0].label);
-            }
+            let status = StatusLine::stderr();
+            status.draw(&format!(
+                "finding the burst against {} ...",
+                targets[0].label
+            ));
             let s = run::find_burst(&targets[0], args.burst_probe, BURST_MIN_GAIN)
                 .context("--burst auto: the burst search failed")?;
             Some(s)
@@ -150,16 +136,4 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn date_stamps() {
-        assert_eq!(date_stamp(0), "19700101-000000");
-        assert_eq!(date_stamp(1_795_000_000), "20261118-110640");
-        assert_eq!(date_stamp(951_782_400), "20000229-000000");
-    }
 }

@@ -33,9 +33,9 @@ pub fn target_or_embedded(
 
 /// Write `text` to standard output; a reader that went away (`| head`) is
 /// not an error.
-pub fn print(text: &str) -> Result<()> {
+pub fn print(text: &(impl AsRef<[u8]> + ?Sized)) -> Result<()> {
     let mut so = std::io::stdout().lock();
-    match so.write_all(text.as_bytes()).and_then(|_| so.flush()) {
+    match so.write_all(text.as_ref()).and_then(|_| so.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("writing to standard output"),
     }

@@ -5,6 +5,8 @@
 //! which clears the line first, so the two never mix on one terminal.
 
 use std::io::Write;
+
+use crate::term::{clear_line as clear, draw_line};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -50,16 +52,9 @@ pub struct Ticker {
     thread: Option<JoinHandle<()>>,
 }
 
+/// Draw on the one progress line (the ticker runs only on a terminal).
 fn draw(s: &State) {
-    let mut e = std::io::stderr().lock();
-    let _ = write!(e, "\r\x1b[2K{}", s.line());
-    let _ = e.flush();
-}
-
-fn clear() {
-    let mut e = std::io::stderr().lock();
-    let _ = write!(e, "\r\x1b[2K");
-    let _ = e.flush();
+    draw_line(&s.line());
 }
 
 impl Ticker {

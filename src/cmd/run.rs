@@ -16,6 +16,7 @@ use crate::control::client::Observer;
 use crate::export::{self, Exporter};
 use crate::result::{Interval, TestResult};
 use crate::units::BitsPerSec;
+use crate::warning::{Code, Warning};
 
 /// What the terminal shows while the test runs: the progress line on
 /// stderr, and in the human output each interval's row on stdout as it
@@ -46,7 +47,7 @@ impl Observer for Watch<'_> {
         let _ = export::human::row(&mut text, iv);
         self.printed += 1;
         self.ticker.above(|| {
-            let _ = super::out::print(&String::from_utf8_lossy(&text));
+            let _ = super::out::print(&text);
         });
     }
 }
@@ -196,7 +197,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         for iv in result.intervals.iter().skip(printed) {
             export::human::row(&mut late, iv)?;
         }
-        super::out::print(&String::from_utf8_lossy(&late))?;
+        super::out::print(&late)?;
     }
     result.note_socket_buffers();
     let interrupted = control::stop::requested();
@@ -257,12 +258,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 /// work on the host) and packets that are not one per message qualify the
 /// CPU and per-transaction figures, which a default run does not show;
 /// JSON and key=value keep them all.
-// Matched on text until warnings carry codes (issue 15, item 4).
-fn shown(w: &str) -> bool {
-    const DETAIL: [&str; 3] = [
-        " service demand: /proc/stat gives ",
-        " host: CPUs were busy beyond thrum's own use",
-        "packets/s on ",
-    ];
-    !DETAIL.iter().any(|d| w.contains(d))
+fn shown(w: &Warning) -> bool {
+    !matches!(
+        w.code,
+        Code::ServiceDemandDisagrees | Code::CpuBusyElsewhere | Code::PacketsPartFromTransactions
+    )
 }

@@ -1,7 +1,6 @@
 //! `thrum suite`: every test once against an embedded server, as a table
 //! or as JSON.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -12,28 +11,25 @@ use crate::control;
 use crate::control::client::Quiet;
 use crate::plan::{TestKind, TestPlan};
 use crate::result::TestResult;
+use crate::term::StatusLine;
 use crate::units::{self, BitsPerSec};
 
 /// `thrum suite`.
 pub fn suite(args: &SuiteArgs) -> Result<ExitCode> {
     let (target, _server) = target_or_embedded(None, None)?;
     let mut results = Vec::new();
-    let terminal = std::io::stderr().is_terminal();
+    let status = StatusLine::stderr();
     for test in TestKind::ALL {
         let mut plan = TestPlan::new(test);
         plan.duration_ns = args.duration.as_nanos() as u64;
         plan.flows = args.flows;
         plan.threads = args.threads;
         plan.validate()?;
-        if terminal {
-            eprint!("\rrunning {test} ...");
-        }
+        status.draw(&format!("running {test} ..."));
         let r = control::client::run(&target, &plan, &mut Quiet);
         results.push(r);
     }
-    if terminal {
-        eprint!("\r\x1b[2K");
-    }
+    status.clear();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {

@@ -11,18 +11,20 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::proto::Rusage;
-use super::window::WindowStats;
 use crate::io::socket::SocketBuffers;
 use crate::io::zerocopy::ZeroCopyCounts;
-use crate::plan::{TestKind, TestPlan};
+use crate::plan::{Phase, TestPlan};
 use crate::result::{
-    Environment, Figures, Interval, SCHEMA, Side, Spec, Stability, Summary, TestResult,
+    Environment, Figures, GeneratorLag, Interval, SCHEMA, Side, Spec, Stability, Summary,
+    TestResult,
 };
 use crate::sensors::Provenance;
+use crate::sensors::window::WindowStats;
 use crate::stats::calltime::SendRecvTimes;
 use crate::stats::counters::Counts;
 use crate::stats::latency::{LatencyHistogram, LatencySummary};
-use crate::workload::Phase;
+use crate::warning::{Code, Warning, Warnings};
+use crate::workload::kinds::Loss;
 
 pub(crate) struct LocalSample {
     pub(crate) at: Duration,
@@ -43,13 +45,18 @@ pub(crate) struct Gathered {
     pub(crate) remote: Vec<Option<RemoteSample>>,
     pub(crate) latency: LatencyHistogram,
     pub(crate) interval_latency: BTreeMap<u32, LatencySummary>,
+    /// Open loop: service time, whole run and per interval, and the
+    /// generator's lag behind its schedule.
+    pub(crate) service_latency: LatencyHistogram,
+    pub(crate) service_interval_latency: BTreeMap<u32, LatencySummary>,
+    pub(crate) generator_lag: LatencyHistogram,
     pub(crate) local_total: Option<Counts>,
     pub(crate) remote_total: Option<Counts>,
     pub(crate) local_rusage: Option<Rusage>,
     pub(crate) remote_rusage: Option<Rusage>,
     pub(crate) env: Environment,
     pub(crate) server_address: Option<String>,
-    pub(crate) warnings: Vec<String>,
+    pub(crate) warnings: Vec<Warning>,
     pub(crate) local_window: Option<WindowStats>,
     pub(crate) remote_window: Option<WindowStats>,
     pub(crate) local_provenance: Option<Provenance>,
@@ -91,6 +98,9 @@ impl Gathered {
             remote: Vec::new(),
             latency: LatencyHistogram::new(),
             interval_latency: BTreeMap::new(),
+            service_latency: LatencyHistogram::new(),
+            service_interval_latency: BTreeMap::new(),
+            generator_lag: LatencyHistogram::new(),
             local_total: None,
             remote_total: None,
             local_rusage: None,
@@ -162,6 +172,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         remote,
         sum,
         latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
+        service_latency_ns: g.service_interval_latency.get(&((k - 1) as u32)).cloned(),
     }
 }
 
@@ -178,22 +189,17 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     let remote_w = Counts::sum(measure.iter().map(|i| &i.sum.remote));
     // The server's window on its own clock, when all its samples arrived.
     let remote_complete = measure.iter().all(|i| !i.remote.is_empty());
-    let remote_s: f64 = if remote_complete {
-        let idx: Vec<usize> = measure.iter().map(|i| i.index as usize).collect();
-        idx.iter()
-            .map(|&k| {
-                let a = g.remote[k].as_ref().map_or(0, |r| r.elapsed_ns);
-                let b = g.remote[k + 1].as_ref().map_or(0, |r| r.elapsed_ns);
-                b.saturating_sub(a) as f64 / 1e9
-            })
-            .fold(0.0, |a, x| a + x)
+    let remote_s = if remote_complete {
+        remote_window_s(&g, &measure)
     } else {
         0.0
     };
     let mut warnings = std::mem::take(&mut g.warnings);
     if !measure.is_empty() && !remote_complete && error.is_none() {
-        warnings
-            .push("some server samples did not arrive; server-side figures are incomplete".into());
+        warnings.push(Warning::new(
+            Code::ServerSamplesMissing,
+            "some server samples did not arrive; server-side figures are incomplete",
+        ));
     }
     // A window of zero length (e.g. the server's samples never came) has no rate.
     let bps = |bytes: u64, secs: f64| (secs > 0.0).then(|| bytes as f64 * 8.0 / secs);
@@ -201,11 +207,14 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     if let (Some(rate), Some(sent)) = (plan.rate_bps, bps(local_w.bytes_sent, local_s)) {
         let wanted = rate as f64 * plan.flows as f64;
         if sent < 0.95 * wanted && error.is_none() {
-            warnings.push(format!(
-                "--rate asked for {} in all, the senders reached {} ({:.0} %)",
-                crate::units::BitsPerSec(wanted),
-                crate::units::BitsPerSec(sent),
-                100.0 * sent / wanted
+            warnings.push(Warning::new(
+                Code::RateNotReached,
+                format!(
+                    "--rate asked for {} in all, the senders reached {} ({:.0} %)",
+                    crate::units::BitsPerSec(wanted),
+                    crate::units::BitsPerSec(sent),
+                    100.0 * sent / wanted
+                ),
             ));
         }
     }
@@ -215,39 +224,51 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     if error.is_none() {
         warnings.extend(stability.warnings);
     }
-    let sent_bps = match plan.test {
-        TestKind::TcpStream | TestKind::UdpStream => bps(local_w.bytes_sent, local_s),
-        TestKind::TcpMaerts => bps(remote_w.bytes_sent, remote_s),
-        TestKind::TcpBidir => bps(local_w.bytes_sent, local_s)
-            .zip(bps(remote_w.bytes_sent, remote_s))
-            .map(|(a, b)| a + b),
-        _ => None,
+    let test = plan.test.desc();
+    let sent_bps = if is_stream && !measure.is_empty() {
+        sent_bps(test, &local_w, local_s, &remote_w, remote_s)
+    } else {
+        None
     };
+    let datagrams = test.loss == Loss::Datagrams;
     let mut summary = Summary {
         duration_s: local_s,
         throughput_bps: fig.throughput_bps,
         throughput_bps_c2s: fig.throughput_bps_c2s,
         throughput_bps_s2c: fig.throughput_bps_s2c,
-        throughput_bps_sent: if measure.is_empty() { None } else { sent_bps },
+        throughput_bps_sent: sent_bps,
         transactions_per_s: fig.transactions_per_s,
         transactions: (!is_stream).then_some(local_w.transactions),
         histogram: (!is_stream && latency.is_some()).then(|| g.latency.to_base64()),
         latency_ns: if is_stream { None } else { latency },
+        offered_per_s: plan.offered_per_s.map(|r| r as f64),
+        achieved_per_s: plan.offered_per_s.and(fig.transactions_per_s),
+        late: plan.offered_per_s.map(|_| local_w.late),
+        service_latency_ns: plan
+            .offered_per_s
+            .and_then(|_| g.service_latency.summary_with(&plan.percentiles)),
+        generator_lag_ns: plan
+            .offered_per_s
+            .and_then(|_| g.generator_lag.summary())
+            .map(|s| GeneratorLag {
+                p50: s.p50,
+                p99: s.p99,
+                max: s.max,
+            }),
         stability_cv: stability.cv,
         trend_percent: stability.trend_percent,
         interface: None,
         tx_packets_per_s: None,
         rx_packets_per_s: None,
-        datagrams_sent: (plan.test == TestKind::UdpStream).then_some(local_w.datagrams_sent),
-        datagrams_received: (plan.test == TestKind::UdpStream)
-            .then_some(remote_w.datagrams_received),
-        lost: match plan.test {
-            TestKind::UdpStream => Some(remote_w.lost.saturating_sub(remote_w.reordered)),
-            TestKind::UdpRr => Some(local_w.lost),
-            _ => None,
+        datagrams_sent: datagrams.then_some(local_w.datagrams_sent),
+        datagrams_received: datagrams.then_some(remote_w.datagrams_received),
+        lost: match test.loss {
+            Loss::Datagrams => Some(remote_w.lost.saturating_sub(remote_w.reordered)),
+            Loss::Transactions => Some(local_w.lost),
+            Loss::None => None,
         },
-        reordered: (plan.test == TestKind::UdpStream).then_some(remote_w.reordered),
-        duplicates: (plan.test == TestKind::UdpStream).then_some(remote_w.duplicates),
+        reordered: datagrams.then_some(remote_w.reordered),
+        duplicates: datagrams.then_some(remote_w.duplicates),
         local: Side::new(
             local_w,
             local_s,
@@ -261,7 +282,7 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
             g.remote_rusage,
         ),
         setup_s: g.setup_s,
-        warnings,
+        warnings: Warnings(warnings),
         error,
     };
     apply_windows(plan, &fig, &g, &mut summary);
@@ -284,6 +305,43 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         summary,
         iterations: Vec::new(),
         confidence: None,
+    }
+}
+
+/// The server's measurement window on its own clock: the sum of its
+/// measure intervals, between its samples.
+fn remote_window_s(g: &Gathered, measure: &[&Interval]) -> f64 {
+    measure
+        .iter()
+        .map(|i| {
+            let k = i.index as usize;
+            let a = g.remote[k].as_ref().map_or(0, |r| r.elapsed_ns);
+            let b = g.remote[k + 1].as_ref().map_or(0, |r| r.elapsed_ns);
+            b.saturating_sub(a) as f64 / 1e9
+        })
+        // fold from +0.0: an empty f64 sum is -0.0.
+        .fold(0.0, |a, x| a + x)
+}
+
+/// What the senders handed to the kernel (bits/s), each direction counted
+/// at its sender, summed over the directions the test's flows carry.
+fn sent_bps(
+    test: &crate::workload::kinds::TestDesc,
+    local: &Counts,
+    local_s: f64,
+    remote: &Counts,
+    remote_s: f64,
+) -> Option<f64> {
+    // A window of zero length (e.g. the server's samples never came) has no rate.
+    let bps = |bytes: u64, secs: f64| (secs > 0.0).then(|| bytes as f64 * 8.0 / secs);
+    let c2s = test.client_sends.then(|| bps(local.bytes_sent, local_s));
+    let s2c = test
+        .client_receives
+        .then(|| bps(remote.bytes_sent, remote_s));
+    match (c2s, s2c) {
+        (Some(a), Some(b)) => a.zip(b).map(|(a, b)| a + b),
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => None,
     }
 }
 
@@ -351,20 +409,20 @@ const ZEROCOPY_COPIED_WARN_PERCENT: f64 = 50.0;
 
 /// `--zerocopy`: say when the kernel copied most sends anyway, and when a
 /// sending server did not report any (an older thrum ignores the option).
-fn zerocopy_warnings(plan: &TestPlan, g: &Gathered) -> Vec<String> {
+fn zerocopy_warnings(plan: &TestPlan, g: &Gathered) -> Vec<Warning> {
     let mut w = Vec::new();
-    let server_sends = matches!(plan.test, TestKind::TcpMaerts | TestKind::TcpBidir);
+    let server_sends = plan.test.desc().server_sends();
     if server_sends && g.remote_zerocopy.is_none() {
-        w.push("--zerocopy: the server reported no zero-copy sends (a thrum server older than the option sends with copies)".to_string());
+        w.push(Warning::new(Code::ZerocopyNotReported, "--zerocopy: the server reported no zero-copy sends (a thrum server older than the option sends with copies)"));
     }
     for (end, zc) in [("local", &g.local_zerocopy), ("remote", &g.remote_zerocopy)] {
         if let Some(zc) = zc {
             let pct = zc.copied_percent();
             if pct > ZEROCOPY_COPIED_WARN_PERCENT {
-                w.push(format!(
+                w.push(Warning::new(Code::ZerocopyCopied, format!(
                     "--zerocopy: the kernel copied {pct:.0} % of {end} sends ({} of {} completed; loopback/veth deliver through a copy)",
                     zc.copied, zc.completions
-                ));
+                )));
             }
         }
     }
@@ -379,7 +437,7 @@ const SEGMENT_HEADERS: u64 = 40 + 32;
 /// counted leaving and arriving); when packets/s and transactions/s part by
 /// more than 2 %, segments carried several messages (TCP coalescing, --burst)
 /// or were retransmitted.
-fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String> {
+fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<Warning> {
     if !plan.test.is_rr() {
         return None;
     }
@@ -407,13 +465,13 @@ fn packets_warning(plan: &TestPlan, s: &Summary, g: &Gathered) -> Option<String>
                 "segments carried several messages one way (TCP coalescing{burst}) and packets without one moved the other (pure ACKs, retransmissions)"
             ),
         };
-        format!(
+        Warning::new(Code::PacketsPartFromTransactions, format!(
             "packets/s on {iface} ({:.0} tx, {:.0} rx{}) differ from transactions/s ({:.0}) by {dt:+.1} % / {dr:+.1} %: {why}, so per-transaction figures are not per-packet ones (other traffic on {iface} counts too)",
             s.tx_packets_per_s.unwrap_or(0.0),
             s.rx_packets_per_s.unwrap_or(0.0),
             if iface == "lo" { ", two per transaction on loopback" } else { "" },
             s.transactions_per_s.unwrap_or(0.0),
-        )
+        ))
     })
 }
 
@@ -423,6 +481,7 @@ const PACKETS_WARN_PERCENT: f64 = 2.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::TestKind;
 
     fn counts(bytes_sent: u64, bytes_received: u64, transactions: u64) -> Counts {
         Counts {
@@ -501,7 +560,7 @@ mod tests {
         assert!(s.latency_ns.is_none() && s.transactions.is_none());
         assert!(s.error.is_none());
         assert!(
-            !s.warnings.iter().any(|w| w.contains("did not arrive")),
+            !s.warnings.has(Code::ServerSamplesMissing),
             "{:?}",
             s.warnings
         );
@@ -519,10 +578,7 @@ mod tests {
         assert!(r.intervals[2].remote.is_empty());
         assert_eq!(r.summary.remote.window_s, 0.0);
         assert!(
-            r.summary
-                .warnings
-                .iter()
-                .any(|w| w.contains("some server samples did not arrive")),
+            r.summary.warnings.has(Code::ServerSamplesMissing),
             "{:?}",
             r.summary.warnings
         );
@@ -561,10 +617,7 @@ mod tests {
         assert_eq!(r.summary.error.as_deref(), Some("server gone"));
         assert_eq!(r.intervals.len(), 3);
         assert!(
-            !r.summary
-                .warnings
-                .iter()
-                .any(|w| w.contains("did not arrive")),
+            !r.summary.warnings.has(Code::ServerSamplesMissing),
             "{:?}",
             r.summary.warnings
         );

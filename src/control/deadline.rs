@@ -11,7 +11,7 @@ use std::io::{self, Read};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use super::proto::{FrameError, Msg, read_msg_limited};
+use super::proto::{FrameError, Wire, read_msg_limited};
 
 /// Reads from `stream` until `deadline`, then fails with `TimedOut`.
 pub struct Within<'a> {
@@ -43,7 +43,11 @@ impl Read for Within<'_> {
 }
 
 /// Read one message of at most `max` bytes, all of it within `limit`.
-pub fn read_msg_within(stream: &TcpStream, max: usize, limit: Duration) -> Result<Msg, FrameError> {
+pub fn read_msg_within<M: Wire>(
+    stream: &TcpStream,
+    max: usize,
+    limit: Duration,
+) -> Result<M, FrameError> {
     read_msg_limited(&mut Within::new(stream, limit), max)
 }
 
@@ -74,7 +78,11 @@ mod tests {
             }
             done2.store(true, std::sync::atomic::Ordering::SeqCst);
         });
-        let r = read_msg_within(&s, 1024, Duration::from_millis(700));
+        let r = read_msg_within::<crate::control::proto::ClientMsg>(
+            &s,
+            1024,
+            Duration::from_millis(700),
+        );
         assert!(matches!(r, Err(FrameError::Timeout)), "{r:?}");
         // The deadline ended the read while bytes were still trickling in.
         assert!(!done.load(std::sync::atomic::Ordering::SeqCst));

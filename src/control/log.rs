@@ -11,7 +11,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -58,9 +58,7 @@ impl<'a> SessionLine<'a> {
         lasted: Duration,
     ) -> SessionLine<'a> {
         SessionLine {
-            unix_s: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            unix_s: crate::clock::unix_now(),
             peer: peer.to_string(),
             test,
             outcome,
@@ -107,9 +105,7 @@ pub fn server_event(format: LogFormat, event: &str) {
     let line = match format {
         LogFormat::Text => format!("thrum server: {event}\n"),
         LogFormat::Json => {
-            let unix_s = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64());
+            let unix_s = crate::clock::unix_now();
             format!(
                 "{}\n",
                 serde_json::json!({"unix_s": unix_s, "event": event})

@@ -15,9 +15,9 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::plan::Phase;
 use crate::plan::TestPlan;
 use crate::stats::counters::Counts;
-use crate::workload::Phase;
 
 /// The protocol version this build speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -52,111 +52,227 @@ pub struct ServerLimits {
 /// Process resource usage of one end (the same wire names as always).
 pub use crate::sensors::Rusage;
 
-/// Every control message.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-// Unknown fields are ignored on purpose: a newer peer's hello must still
-// parse, so that the answer is "version mismatch", not "malformed".
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Msg {
-    Hello {
-        protocol: u32,
-        software: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        limits: Option<ServerLimits>,
-        /// Server only: the authentication challenge (hex), present when the
-        /// server requires a pre-shared key.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        nonce: Option<String>,
-    },
-    /// The client's answer to the hello's nonce: HMAC-SHA256, hex.
-    Auth {
-        answer: String,
-    },
-    /// The server accepted the answer.
-    AuthOk,
-    Spec {
-        plan: Box<TestPlan>,
-    },
-    Accepted {
-        data_port: u16,
-        /// The session token, hex.
-        token: String,
-        /// UDP tests: the server's socket port of each flow.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        udp_ports: Vec<u16>,
-    },
-    Start {
-        /// UDP tests: the client's socket port of each flow; the server
-        /// connects its sockets to them, so it receives from and sends to
-        /// nothing else.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        udp_ports: Vec<u16>,
-    },
-    Started {
-        threads: u32,
-        drivers: Vec<String>,
-    },
-    /// Sample now, then enter `phase`.
-    Tick {
-        seq: u32,
-        phase: Phase,
-    },
-    Sample {
-        seq: u32,
-        /// Server's monotonic time since it started its workers.
-        elapsed_ns: u64,
-        unix_ns: u64,
-        counts: Vec<Counts>,
-    },
-    /// The client's workers have drained; stop and report.
-    Finish {
-        /// udp_stream: datagrams each flow sent in all, so the server's final
-        /// loss is the exact sent - received.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        datagrams_sent: Vec<u64>,
-    },
-    Final {
-        counts: Vec<Counts>,
-        rusage: Rusage,
-        errors: Vec<String>,
-        /// Data connections refused (wrong peer or token) during the session.
-        refused: u64,
-        /// The server's readings over its measurement window.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        window: Option<Box<super::window::WindowStats>>,
-        /// Where the server ran: versions, kernel, interface, sysctls.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        provenance: Option<Box<crate::sensors::Provenance>>,
-        /// TCP retransmissions of the server's long-lived data connections.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tcp_retransmits: Option<u64>,
-        /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
-    },
-    Error {
-        message: String,
-    },
+/// A message of one direction: its wire name, and how to take it out of
+/// that direction's enum (for [`expect`]-style reads).
+pub trait Message<M>: Sized {
+    /// The wire name (`"type"`).
+    const KIND: &'static str;
+    /// This message, or the one that came instead.
+    fn take(m: M) -> Result<Self, M>;
 }
 
-impl Msg {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Msg::Hello { .. } => "hello",
-            Msg::Auth { .. } => "auth",
-            Msg::AuthOk => "auth_ok",
-            Msg::Spec { .. } => "spec",
-            Msg::Accepted { .. } => "accepted",
-            Msg::Start { .. } => "start",
-            Msg::Started { .. } => "started",
-            Msg::Tick { .. } => "tick",
-            Msg::Sample { .. } => "sample",
-            Msg::Finish { .. } => "finish",
-            Msg::Final { .. } => "final",
-            Msg::Error { .. } => "error",
+/// Declares one direction's enum: a newtype variant per message struct,
+/// tagged on the wire by `"type"` as protocol v1 always was, plus
+/// [`Message`] and `From` for each struct.
+macro_rules! direction {
+    ($(#[$meta:meta])* $dir:ident { $($variant:ident = $kind:literal),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        // Unknown fields are ignored on purpose: a newer peer's hello must
+        // still parse, so that the answer is "version mismatch", not
+        // "malformed".
+        #[serde(tag = "type", rename_all = "snake_case")]
+        pub enum $dir {
+            $($variant($variant)),*
         }
+
+        impl $dir {
+            /// The wire name of this message.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $($dir::$variant(_) => $kind),*
+                }
+            }
+        }
+
+        $(
+            impl From<$variant> for $dir {
+                fn from(m: $variant) -> $dir {
+                    $dir::$variant(m)
+                }
+            }
+
+            impl Message<$dir> for $variant {
+                const KIND: &'static str = $kind;
+                fn take(m: $dir) -> Result<$variant, $dir> {
+                    match m {
+                        $dir::$variant(x) => Ok(x),
+                        #[allow(unreachable_patterns)]
+                        other => Err(other),
+                    }
+                }
+            }
+        )*
+    };
+}
+
+direction! {
+    /// What a client sends: hello → (auth) → spec → start → ticks → finish.
+    ClientMsg {
+        Hello = "hello",
+        Auth = "auth",
+        Spec = "spec",
+        Start = "start",
+        Tick = "tick",
+        Finish = "finish",
     }
 }
+
+direction! {
+    /// What a server sends: hello → (auth_ok) → accepted → started →
+    /// samples → final; `error` at any point ends the session.
+    ServerMsg {
+        Hello = "hello",
+        AuthOk = "auth_ok",
+        Accepted = "accepted",
+        Started = "started",
+        Sample = "sample",
+        Final = "final",
+        Error = "error",
+    }
+}
+
+/// Both ends open with it: versions, and from the server its limits and,
+/// when it requires a key, the challenge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    pub software: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ServerLimits>,
+    /// Server only: the authentication challenge (hex), present when the
+    /// server requires a pre-shared key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+}
+
+impl Hello {
+    /// This build's hello; a server adds its limits and nonce.
+    pub fn ours() -> Hello {
+        Hello {
+            protocol: PROTOCOL_VERSION,
+            software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
+            limits: None,
+            nonce: None,
+        }
+    }
+
+    /// The one version check, for both ends: `None` when the peer speaks
+    /// ours, else the message that names both versions (`we` is "client"
+    /// or "server", `peer` how to name the other end).
+    pub fn mismatch(&self, we: &str, peer: &str) -> Option<String> {
+        (self.protocol != PROTOCOL_VERSION).then(|| {
+            format!(
+                "protocol version mismatch: this {we} speaks v{PROTOCOL_VERSION}, {peer} ({}) speaks v{}",
+                crate::text::echo(&self.software),
+                self.protocol
+            )
+        })
+    }
+}
+
+/// The client's answer to the hello's nonce: HMAC-SHA256, hex.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Auth {
+    pub answer: String,
+}
+
+/// The server accepted the answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuthOk {}
+
+/// The test to run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    pub plan: Box<TestPlan>,
+}
+
+/// The server took the spec: where to connect, and the session token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Accepted {
+    pub data_port: u16,
+    /// The session token, hex.
+    pub token: String,
+    /// UDP tests: the server's socket port of each flow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp_ports: Vec<u16>,
+}
+
+/// Every data flow is up: start the workers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Start {
+    /// UDP tests: the client's socket port of each flow; the server
+    /// connects its sockets to them, so it receives from and sends to
+    /// nothing else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp_ports: Vec<u16>,
+}
+
+/// The server's workers run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Started {
+    pub threads: u32,
+    pub drivers: Vec<String>,
+}
+
+/// Sample now, then enter `phase`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tick {
+    pub seq: u32,
+    pub phase: Phase,
+}
+
+/// The server's counters at a tick.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub seq: u32,
+    /// Server's monotonic time since it started its workers.
+    pub elapsed_ns: u64,
+    pub unix_ns: u64,
+    pub counts: Vec<Counts>,
+}
+
+/// The client's workers have drained; stop and report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finish {
+    /// udp_stream: datagrams each flow sent in all, so the server's final
+    /// loss is the exact sent - received.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datagrams_sent: Vec<u64>,
+}
+
+/// The server's final report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Final {
+    pub counts: Vec<Counts>,
+    pub rusage: Rusage,
+    pub errors: Vec<String>,
+    /// Data connections refused (wrong peer or token) during the session.
+    pub refused: u64,
+    /// The server's readings over its measurement window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Box<crate::sensors::window::WindowStats>>,
+    /// Where the server ran: versions, kernel, interface, sysctls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Box<crate::sensors::Provenance>>,
+    /// TCP retransmissions of the server's long-lived data connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_retransmits: Option<u64>,
+    /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
+}
+
+/// The server ends the session, and says why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Error {
+    pub message: String,
+}
+
+/// Either direction's enum, for the codec.
+pub trait Wire: Serialize + serde::de::DeserializeOwned {}
+impl Wire for ClientMsg {}
+impl Wire for ServerMsg {}
 
 #[derive(Debug, Error)]
 pub enum FrameError {
@@ -184,7 +300,7 @@ impl From<io::Error> for FrameError {
 }
 
 /// Encode one message as a frame.
-pub fn encode(msg: &Msg) -> Vec<u8> {
+pub fn encode<M: Wire>(msg: &M) -> Vec<u8> {
     let body = serde_json::to_vec(msg).expect("control messages always serialise");
     let mut out = Vec::with_capacity(4 + body.len());
     out.extend_from_slice(&(body.len() as u32).to_be_bytes());
@@ -192,18 +308,18 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
     out
 }
 
-pub fn write_msg(w: &mut impl Write, msg: &Msg) -> Result<(), FrameError> {
+pub fn write_msg<M: Wire>(w: &mut impl Write, msg: &M) -> Result<(), FrameError> {
     w.write_all(&encode(msg))?;
     w.flush()?;
     Ok(())
 }
 
 /// Decode one frame's body.
-pub fn decode(body: &[u8]) -> Result<Msg, FrameError> {
+pub fn decode<M: Wire>(body: &[u8]) -> Result<M, FrameError> {
     serde_json::from_slice(body).map_err(|e| FrameError::Malformed(e.to_string()))
 }
 
-pub fn read_msg(r: &mut impl Read) -> Result<Msg, FrameError> {
+pub fn read_msg<M: Wire>(r: &mut impl Read) -> Result<M, FrameError> {
     read_msg_limited(r, MAX_FRAME)
 }
 
@@ -211,7 +327,7 @@ pub fn read_msg(r: &mut impl Read) -> Result<Msg, FrameError> {
 /// [`MAX_FRAME`]): the server reads a not yet authenticated client's frames
 /// with a small limit, so a connection that has proved nothing cannot make
 /// it allocate much.
-pub fn read_msg_limited(r: &mut impl Read, max: usize) -> Result<Msg, FrameError> {
+pub fn read_msg_limited<M: Wire>(r: &mut impl Read, max: usize) -> Result<M, FrameError> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len) as u64;
@@ -224,7 +340,7 @@ pub fn read_msg_limited(r: &mut impl Read, max: usize) -> Result<Msg, FrameError
 }
 
 /// Decode every complete frame at the front of `buf` (for tests and fuzzing).
-pub fn decode_stream(mut buf: &[u8]) -> Vec<Result<Msg, FrameError>> {
+pub fn decode_stream<M: Wire>(mut buf: &[u8]) -> Vec<Result<M, FrameError>> {
     let mut out = Vec::new();
     while buf.len() >= 4 {
         let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as u64;
@@ -247,61 +363,147 @@ mod tests {
     use crate::plan::{TestKind, TestPlan};
     use proptest::prelude::*;
 
-    fn samples() -> Vec<Msg> {
+    fn client_samples() -> Vec<ClientMsg> {
         vec![
-            Msg::Hello {
+            Hello {
                 protocol: 1,
                 software: "thrum 0.1.0".into(),
                 limits: None,
                 nonce: Some("00ff".into()),
-            },
-            Msg::Auth {
+            }
+            .into(),
+            Auth {
                 answer: "ab".repeat(32),
-            },
-            Msg::Spec {
+            }
+            .into(),
+            Spec {
                 plan: Box::new(TestPlan::new(TestKind::TcpRr)),
-            },
-            Msg::Tick {
+            }
+            .into(),
+            Tick {
                 seq: 3,
                 phase: Phase::Measure,
-            },
-            Msg::Sample {
+            }
+            .into(),
+            Finish {
+                datagrams_sent: vec![3],
+            }
+            .into(),
+        ]
+    }
+
+    fn server_samples() -> Vec<ServerMsg> {
+        vec![
+            Hello::ours().into(),
+            AuthOk {}.into(),
+            Sample {
                 seq: 3,
                 elapsed_ns: 5,
                 unix_ns: 6,
                 counts: vec![Counts::default()],
-            },
-            Msg::Finish {
-                datagrams_sent: vec![3],
-            },
+            }
+            .into(),
+            Error {
+                message: "no".into(),
+            }
+            .into(),
         ]
+    }
+
+    /// Every sample message of both directions, framed.
+    fn samples() -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = client_samples().iter().map(encode).collect();
+        v.extend(server_samples().iter().map(encode));
+        v
     }
 
     #[test]
     fn round_trip() {
-        for m in samples() {
+        for m in client_samples() {
             let f = encode(&m);
-            assert_eq!(read_msg(&mut &f[..]).unwrap(), m);
+            assert_eq!(read_msg::<ClientMsg>(&mut &f[..]).unwrap(), m);
         }
+        for m in server_samples() {
+            let f = encode(&m);
+            assert_eq!(read_msg::<ServerMsg>(&mut &f[..]).unwrap(), m);
+        }
+    }
+
+    /// The wire format of protocol v1 is kept: a tagged object per message,
+    /// `auth_ok` with no fields.
+    #[test]
+    fn the_wire_format_is_protocol_v1() {
+        let tick = encode(&ClientMsg::from(Tick {
+            seq: 7,
+            phase: Phase::Measure,
+        }));
+        assert_eq!(&tick[4..], br#"{"type":"tick","seq":7,"phase":"measure"}"#);
+        let ok = encode(&ServerMsg::from(AuthOk {}));
+        assert_eq!(&ok[4..], br#"{"type":"auth_ok"}"#);
+        let err = encode(&ServerMsg::from(Error {
+            message: "x".into(),
+        }));
+        assert_eq!(&err[4..], br#"{"type":"error","message":"x"}"#);
+    }
+
+    /// A message of the other direction is refused by the decoder, not
+    /// matched by name and then found impossible.
+    #[test]
+    fn a_message_of_the_wrong_direction_does_not_decode() {
+        let sample = encode(&server_samples()[2]);
+        assert!(read_msg::<ClientMsg>(&mut &sample[..]).is_err());
+        let tick = encode(&client_samples()[3]);
+        assert!(read_msg::<ServerMsg>(&mut &tick[..]).is_err());
+        // Hello goes both ways.
+        let hello = encode(&ClientMsg::from(Hello::ours()));
+        assert!(read_msg::<ServerMsg>(&mut &hello[..]).is_ok());
+    }
+
+    #[test]
+    fn take_gives_the_message_or_hands_back_what_came() {
+        let m: ServerMsg = AuthOk {}.into();
+        assert_eq!(
+            <AuthOk as Message<ServerMsg>>::take(m.clone()),
+            Ok(AuthOk {})
+        );
+        assert_eq!(<Started as Message<ServerMsg>>::take(m.clone()), Err(m));
+        assert_eq!(<Started as Message<ServerMsg>>::KIND, "started");
+    }
+
+    #[test]
+    fn one_version_check_names_both_versions() {
+        assert_eq!(Hello::ours().mismatch("client", "the server"), None);
+        let mut h = Hello::ours();
+        h.protocol = 9;
+        h.software = "thrum 9\x1b[31m".into();
+        let m = h.mismatch("client", "the server at x").unwrap();
+        assert!(m.contains("speaks v1") && m.contains("speaks v9"), "{m}");
     }
 
     #[test]
     fn huge_length_is_refused_before_allocating() {
         let f = [0xff, 0xff, 0xff, 0xff, b'{'];
         assert!(matches!(
-            read_msg(&mut &f[..]),
+            read_msg::<ClientMsg>(&mut &f[..]),
             Err(FrameError::TooLarge(4294967295, _))
         ));
     }
 
     #[test]
     fn unknown_types_are_errors_unknown_fields_are_not() {
-        assert!(decode(br#"{"type":"launch"}"#).is_err());
-        assert!(decode(br#"{"type":"tick","seq":1}"#).is_err());
+        assert!(decode::<ClientMsg>(br#"{"type":"launch"}"#).is_err());
+        assert!(decode::<ClientMsg>(br#"{"type":"tick","seq":1}"#).is_err());
         let v2 = br#"{"type":"hello","protocol":2,"software":"thrum 9","new_field":[1]}"#;
-        assert!(matches!(decode(v2), Ok(Msg::Hello { protocol: 2, .. })));
         assert!(matches!(
-            read_msg(&mut &b"\0\0"[..]),
+            decode::<ServerMsg>(v2),
+            Ok(ServerMsg::Hello(Hello { protocol: 2, .. }))
+        ));
+        assert!(matches!(
+            decode::<ClientMsg>(v2),
+            Ok(ClientMsg::Hello(Hello { protocol: 2, .. }))
+        ));
+        assert!(matches!(
+            read_msg::<ClientMsg>(&mut &b"\0\0"[..]),
             Err(FrameError::Closed)
         ));
     }
@@ -317,8 +519,8 @@ mod tests {
     /// Message types and field names the decoder knows, so that generated
     /// frames reach deep into it instead of failing at the first byte.
     const KINDS: &[&str] = &[
-        "hello", "auth", "spec", "accepted", "start", "started", "tick", "sample", "finish",
-        "final", "error", "launch",
+        "hello", "auth", "auth_ok", "spec", "accepted", "start", "started", "tick", "sample",
+        "finish", "final", "error", "launch",
     ];
     const FIELDS: &[&str] = &[
         "protocol",
@@ -369,9 +571,11 @@ mod tests {
     }
 
     fn feed(f: &[u8]) {
-        let _ = decode_stream(f);
-        let _ = read_msg(&mut &f[..]);
-        let _ = read_msg_limited(&mut &f[..], 64);
+        let _ = decode_stream::<ClientMsg>(f);
+        let _ = decode_stream::<ServerMsg>(f);
+        let _ = read_msg::<ClientMsg>(&mut &f[..]);
+        let _ = read_msg::<ServerMsg>(&mut &f[..]);
+        let _ = read_msg_limited::<ClientMsg>(&mut &f[..], 64);
     }
 
     /// A JSON value of some depth, for generated field values.
@@ -410,7 +614,7 @@ mod tests {
         ) {
             let samples = samples();
             for (which, ops) in muts {
-                let mut f = encode(&samples[which % samples.len()]);
+                let mut f = samples[which % samples.len()].clone();
                 for (op, pos, byte) in ops {
                     mutate(&mut f, op, pos, byte);
                 }

@@ -9,6 +9,7 @@ use crate::plan::TestPlan;
 use crate::result::{Confidence, Iteration, Summary, TestResult};
 use crate::stats::confidence::{Rule, mean_interval};
 use crate::stats::latency::LatencyHistogram;
+use crate::warning::{Code, Warning};
 
 /// netperf's -i/-I: how often to repeat a test and when to stop.
 #[derive(Clone, Copy, Debug)]
@@ -98,14 +99,14 @@ pub fn repeat(
     if !achieved && last.summary.error.is_none() {
         last.summary.warnings.insert(
             0,
-            format!(
+            Warning::new(Code::ConfidenceNotReached, format!(
                 "CONFIDENCE NOT ACHIEVED: after {} iteration(s) the {} % interval of the mean is {} wide, {} % was asked for; the figures are less certain than requested",
                 iterations.len(),
                 rep.level,
                 conf.width_percent_achieved
                     .map_or("undefined".to_string(), |w| format!("{w:.2} %")),
                 rep.width_percent
-            ),
+            )),
         );
     }
     // The figures of merit become means over the successful runs.
@@ -274,7 +275,12 @@ mod tests {
             r.summary.transactions_per_s,
             Some((3.0 * 100.0 + 2.0 * 5000.0) / 5.0)
         );
-        assert!(r.summary.warnings[0].starts_with("CONFIDENCE NOT ACHIEVED"));
+        assert_eq!(r.summary.warnings[0].code, Code::ConfidenceNotReached);
+        assert!(
+            r.summary.warnings[0]
+                .message
+                .starts_with("CONFIDENCE NOT ACHIEVED")
+        );
     }
 
     /// A failed run ends the loop; its error is the result's.

@@ -27,13 +27,19 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crate::io::{DriverKind, Event};
-use crate::plan::{DriverChoice, TestPlan};
+use crate::plan::{DriverChoice, Phase, TestPlan};
 use crate::stats::counters::{Counts, FlowCounters};
-use crate::stats::latency::{IntervalTable, LatencyHistogram, LatencyRecorder, LatencySummary};
-use crate::workload::{Flow, FlowCtx, KICK, Phase, Progress, token};
+use crate::stats::latency::{
+    IntervalTable, LatencyHistogram, LatencyRecorder, LatencySummary, OpenLoopRecorder,
+};
+use crate::workload::{Flow, FlowCtx, KICK, Progress, token};
 
 mod watchdog;
 use watchdog::WatchSlot;
+
+/// The longest a worker waits with nothing ready and no flow's moment
+/// due: its checks of the phase and the stop flag run this often.
+const IDLE_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What one worker thread runs.
 pub struct WorkerSpec {
@@ -54,6 +60,8 @@ struct Shared {
     /// The interval the session is in (its tick count).
     epoch: Arc<AtomicU32>,
     intervals: Arc<Mutex<IntervalTable>>,
+    /// Open loop: service time per interval.
+    service_intervals: Arc<Mutex<IntervalTable>>,
 }
 
 impl Shared {
@@ -76,6 +84,8 @@ pub struct Engine {
 
 struct WorkerOutcome {
     hist: LatencyHistogram,
+    service: LatencyHistogram,
+    lag: LatencyHistogram,
     flows: Vec<Box<dyn Flow>>,
 }
 
@@ -84,6 +94,12 @@ pub struct EngineOutcome {
     pub latency: LatencyHistogram,
     /// Latency summary of each interval (by interval index) that recorded any.
     pub interval_latency: BTreeMap<u32, LatencySummary>,
+    /// Open loop: time from each request's actual send to its response
+    /// (`latency` then runs from the intended start), whole run and per interval.
+    pub service_latency: LatencyHistogram,
+    pub service_interval_latency: BTreeMap<u32, LatencySummary>,
+    /// Open loop: how far behind its schedule the generator sent each request.
+    pub generator_lag: LatencyHistogram,
     /// The flows, sockets still open: the session closes them once the peer has finished.
     pub flows: Vec<Box<dyn Flow>>,
     pub drivers: Vec<&'static str>,
@@ -162,6 +178,7 @@ impl Engine {
             watch: (0..workers.len()).map(|_| WatchSlot::default()).collect(),
             epoch: Arc::new(AtomicU32::new(0)),
             intervals: Arc::new(Mutex::new(IntervalTable::new(workers.len(), percentiles))),
+            service_intervals: Arc::new(Mutex::new(IntervalTable::new(workers.len(), percentiles))),
         });
         if workers
             .iter()
@@ -249,11 +266,15 @@ impl Engine {
     pub fn join(self) -> EngineOutcome {
         self.stop();
         let mut latency = LatencyHistogram::new();
+        let mut service_latency = LatencyHistogram::new();
+        let mut generator_lag = LatencyHistogram::new();
         let mut flows = Vec::new();
         for h in self.handles {
             match h.join() {
                 Ok(out) => {
                     latency.merge(&out.hist);
+                    service_latency.merge(&out.service);
+                    generator_lag.merge(&out.lag);
                     flows.extend(out.flows);
                 }
                 Err(_) => self.shared.fail("a worker thread panicked".into()),
@@ -275,9 +296,18 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take_done();
+        let service_interval_latency = self
+            .shared
+            .service_intervals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take_done();
         EngineOutcome {
             latency,
             interval_latency,
+            service_latency,
+            service_interval_latency,
+            generator_lag,
             flows,
             drivers: self.drivers,
             error,
@@ -358,9 +388,15 @@ fn recv_buffers(flows: &[Box<dyn Flow>], kind: DriverKind) -> Option<crate::io::
 
 fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind, me: usize) -> WorkerOutcome {
     let mut lat = LatencyRecorder::new(shared.epoch.clone(), shared.intervals.clone());
-    let flows = worker_loop(shared, spec, kind, me, &mut lat);
+    let mut open = OpenLoopRecorder {
+        service: LatencyRecorder::new(shared.epoch.clone(), shared.service_intervals.clone()),
+        lag: LatencyHistogram::new(),
+    };
+    let flows = worker_loop(shared, spec, kind, me, &mut lat, &mut open);
     WorkerOutcome {
         hist: lat.finish(),
+        service: open.service.finish(),
+        lag: open.lag,
         flows,
     }
 }
@@ -371,6 +407,7 @@ fn worker_loop(
     kind: DriverKind,
     me: usize,
     lat: &mut LatencyRecorder,
+    open: &mut OpenLoopRecorder,
 ) -> Vec<Box<dyn Flow>> {
     let WorkerSpec {
         mut flows,
@@ -384,6 +421,11 @@ fn worker_loop(
         fail(format!("worker: {e}"));
         return flows;
     }
+    // Timed wake-ups to the microsecond: the default timer slack (50 µs)
+    // would make an open-loop schedule's every send that late. Only a
+    // request of this thread's; refused, the thread keeps the default.
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong) };
     let mut driver = match kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind)) {
         Ok(d) => d,
         Err(e) => {
@@ -450,7 +492,11 @@ fn worker_loop(
             continue;
         }
         events.clear();
-        let mut timeout = if ready.is_empty() { 100 } else { 0 };
+        let mut timeout = if ready.is_empty() {
+            IDLE_WAIT
+        } else {
+            std::time::Duration::ZERO
+        };
         if let Some(w) = next_wake {
             let now = Instant::now();
             if w <= now {
@@ -466,10 +512,10 @@ fn worker_loop(
                         next_wake = Some(next_wake.map_or(t, |x: Instant| x.min(t)));
                     }
                 }
-                timeout = 0;
-            } else if timeout > 0 {
-                // Round up: epoll counts whole milliseconds.
-                timeout = timeout.min((w - now).as_micros().div_ceil(1000) as i32);
+                timeout = std::time::Duration::ZERO;
+            } else {
+                // To the moment: the driver keeps sub-millisecond timeouts.
+                timeout = timeout.min(w - now);
             }
         }
         if let Err(e) = driver.wait(&mut events, timeout) {
@@ -480,6 +526,7 @@ fn worker_loop(
         let mut ctx = FlowCtx {
             phase,
             hist: &mut *lat,
+            open: &mut *open,
             driver: driver.as_mut(),
             quota_done: &shared.quota_done,
             slot: 0,

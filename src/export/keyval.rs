@@ -147,7 +147,11 @@ impl Exporter for Keyval {
             writeln!(out, "ERROR={}", e.replace('\n', " "))?;
         }
         // Every warning, on one line as key=value wants: joined by " | ".
-        let warnings: Vec<String> = s.warnings.iter().map(|w| w.replace('\n', " ")).collect();
+        let warnings: Vec<String> = s
+            .warnings
+            .iter()
+            .map(|w| w.message.replace('\n', " "))
+            .collect();
         writeln!(out, "WARNINGS={}", warnings.join(" | "))?;
         Ok(())
     }

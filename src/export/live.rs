@@ -113,9 +113,9 @@ impl Observer for Both<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Phase;
     use crate::result::Figures;
     use crate::stats::counters::Counts;
-    use crate::workload::Phase;
 
     #[test]
     fn csv_rows_land_as_intervals_complete() {
@@ -132,6 +132,7 @@ mod tests {
             remote: vec![Counts::default(); 2],
             sum: Figures::default(),
             latency_ns: None,
+            service_latency_ns: None,
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

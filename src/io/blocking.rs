@@ -112,7 +112,7 @@ impl Driver for Blocking {
         Ok(())
     }
 
-    fn wait(&mut self, out: &mut Vec<Event>, timeout_ms: i32) -> io::Result<()> {
+    fn wait(&mut self, out: &mut Vec<Event>, timeout: std::time::Duration) -> io::Result<()> {
         match self.token {
             Some(token) => out.push(Event {
                 token,
@@ -123,7 +123,7 @@ impl Driver for Blocking {
                 may_have_more: true,
                 done: Completion::None,
             }),
-            None if timeout_ms > 0 => std::thread::sleep(self.timeout),
+            None if !timeout.is_zero() => std::thread::sleep(self.timeout),
             None => {}
         }
         Ok(())

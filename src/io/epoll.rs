@@ -19,7 +19,47 @@ pub struct Epoll {
 // The epoll fd is owned by exactly one worker thread at a time.
 unsafe impl Send for Epoll {}
 
+/// epoll_pwait2 (Linux 5.11): 1 where the kernel has it, 2 where it
+/// answered ENOSYS, 0 before the first try.
+static PWAIT2: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
 impl Epoll {
+    /// epoll_wait with a timeout to the nanosecond where the kernel takes
+    /// one (epoll_pwait2), else rounded up to whole milliseconds: an early
+    /// wake-up would make a paced sender spin, a late one only delays it.
+    fn epoll_wait(&mut self, timeout: std::time::Duration) -> i32 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (ptr, len) = (self.buf.as_mut_ptr(), self.buf.len() as i32);
+        let sub_ms = timeout.subsec_nanos() % 1_000_000 != 0;
+        if sub_ms && PWAIT2.load(Relaxed) != 2 {
+            let ts = libc::timespec {
+                tv_sec: timeout.as_secs() as libc::time_t,
+                tv_nsec: timeout.subsec_nanos() as _,
+            };
+            // SAFETY: buf has len() initialised entries the kernel may
+            // overwrite; ts lives across the call; no signal mask.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_epoll_pwait2,
+                    self.epfd,
+                    ptr,
+                    len,
+                    &ts as *const libc::timespec,
+                    std::ptr::null::<libc::sigset_t>(),
+                    0usize,
+                )
+            } as i32;
+            if n >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+                PWAIT2.store(1, Relaxed);
+                return n;
+            }
+            PWAIT2.store(2, Relaxed);
+        }
+        let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        // SAFETY: buf has len() initialised entries the kernel may overwrite.
+        unsafe { libc::epoll_wait(self.epfd, ptr, len, ms) }
+    }
+
     pub fn new() -> io::Result<Epoll> {
         // SAFETY: plain syscall; the result is checked.
         let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -65,16 +105,8 @@ impl Driver for Epoll {
         self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
     }
 
-    fn wait(&mut self, out: &mut Vec<Event>, timeout_ms: i32) -> io::Result<()> {
-        // SAFETY: buf has len() initialised entries the kernel may overwrite.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.epfd,
-                self.buf.as_mut_ptr(),
-                self.buf.len() as i32,
-                timeout_ms,
-            )
-        };
+    fn wait(&mut self, out: &mut Vec<Event>, timeout: std::time::Duration) -> io::Result<()> {
+        let n = self.epoll_wait(timeout);
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {

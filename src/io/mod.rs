@@ -114,7 +114,9 @@ pub struct RecvBuffers {
     pub count: usize,
 }
 
-/// The event-loop seam: epoll today, io_uring later.
+/// The event-loop seam between the workloads and the kernel: epoll,
+/// io_uring and the blocking driver each implement it (see the module doc),
+/// and a flow is written once against it.
 pub trait Driver: Send {
     /// Watch a connected socket for both directions, edge-triggered.
     fn register(&mut self, fd: RawFd, token: u64) -> io::Result<()>;
@@ -128,8 +130,11 @@ pub trait Driver: Send {
     }
     /// Stop watching `fd` (closing it also does).
     fn deregister(&mut self, fd: RawFd) -> io::Result<()>;
-    /// Wait up to `timeout_ms` (0: do not block) and append ready sockets to `out`.
-    fn wait(&mut self, out: &mut Vec<Event>, timeout_ms: i32) -> io::Result<()>;
+    /// Wait up to `timeout` (zero: do not block) and append ready sockets
+    /// to `out`. Drivers keep the timeout to the microsecond where the
+    /// kernel can (epoll_pwait2, io_uring's timespec): an open-loop
+    /// schedule's next send is its deadline.
+    fn wait(&mut self, out: &mut Vec<Event>, timeout: std::time::Duration) -> io::Result<()>;
     /// Name reported in results.
     fn name(&self) -> &'static str;
     /// Does the workload's own socket call do the waiting (the blocking

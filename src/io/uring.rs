@@ -100,7 +100,7 @@ fn probe_now() -> Result<(), String> {
     let mut evs = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(2);
     while evs.is_empty() && Instant::now() < deadline {
-        u.wait(&mut evs, 100)
+        u.wait(&mut evs, Duration::from_millis(100))
             .map_err(|e| format!("io_uring_enter: {e}"))?;
     }
     match evs.first().map(|e| e.done) {
@@ -332,14 +332,12 @@ impl Uring {
 
     /// Enter the kernel: submit what is queued and, unless `timeout_ms` is
     /// 0, sleep until the first completion or the timeout.
-    fn enter(&mut self, timeout_ms: i32) -> io::Result<()> {
+    fn enter(&mut self, timeout: Duration) -> io::Result<()> {
         let queued = !self.ring.submission().is_empty();
         let have = !self.ring.completion().is_empty();
-        if timeout_ms != 0 && !have {
-            let r = if timeout_ms < 0 {
-                self.ring.submit_and_wait(1).map(|_| ())
-            } else {
-                let ts = types::Timespec::from(Duration::from_millis(timeout_ms as u64));
+        if !timeout.is_zero() && !have {
+            let r = {
+                let ts = types::Timespec::from(timeout);
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(1, &args).map(|_| ())
             };
@@ -379,7 +377,7 @@ impl Drop for Uring {
             let _ = self.push(cancel);
             let deadline = Instant::now() + Duration::from_secs(5);
             while self.pending > 0 && Instant::now() < deadline {
-                if self.enter(100).is_err() {
+                if self.enter(Duration::from_millis(100)).is_err() {
                     break;
                 }
                 for cqe in self.ring.completion() {
@@ -416,10 +414,10 @@ impl Driver for Uring {
         self.push(opcode::PollRemove::new(token).build().user_data(IGNORE))
     }
 
-    fn wait(&mut self, out: &mut Vec<Event>, timeout_ms: i32) -> io::Result<()> {
+    fn wait(&mut self, out: &mut Vec<Event>, timeout: Duration) -> io::Result<()> {
         // The flows read last wake-up's buffers: the kernel may fill them again.
         self.recycle();
-        self.enter(timeout_ms)?;
+        self.enter(timeout)?;
         let mut rearm_polls = Vec::new();
         for cqe in self.ring.completion() {
             let (data, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
@@ -584,14 +582,14 @@ mod tests {
         u.register(b.as_raw_fd(), 7).unwrap();
         let mut evs = Vec::new();
         // Writable at once.
-        u.wait(&mut evs, 1000).unwrap();
+        u.wait(&mut evs, Duration::from_millis(1000)).unwrap();
         assert!(evs.iter().any(|e| e.token == 7 && e.writable), "{evs:?}");
         for round in 0..2 {
             evs.clear();
             a.write_all(b"x").unwrap();
             let mut waited = 0;
             while !evs.iter().any(|e| e.readable) && waited < 50 {
-                u.wait(&mut evs, 100).unwrap();
+                u.wait(&mut evs, Duration::from_millis(100)).unwrap();
                 waited += 1;
             }
             assert!(
@@ -605,7 +603,7 @@ mod tests {
         }
         // Nothing more: a timed wait returns empty.
         evs.clear();
-        u.wait(&mut evs, 20).unwrap();
+        u.wait(&mut evs, Duration::from_millis(20)).unwrap();
         assert!(!evs.iter().any(|e| e.readable), "{evs:?}");
     }
 
@@ -630,7 +628,7 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(5);
         while (got.len() < sent.len() || sent_back.is_none()) && Instant::now() < deadline {
             evs.clear();
-            u.wait(&mut evs, 100).unwrap();
+            u.wait(&mut evs, Duration::from_millis(100)).unwrap();
             for ev in &evs {
                 assert_eq!(ev.token >> 32, 3, "{ev:?}");
                 match ev.done {

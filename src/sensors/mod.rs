@@ -14,6 +14,7 @@ pub mod net;
 pub mod provenance;
 pub mod rusage;
 pub mod tcp_info;
+pub mod window;
 
 pub use cpu::{
     CpuSnapshot, CpuUsage, service_demand, service_demand_from_cpu_s, service_demand_us_per_kb,

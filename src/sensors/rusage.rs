@@ -1,10 +1,10 @@
 //! Process resource usage (getrusage(RUSAGE_SELF)) and its window deltas.
 //!
-//! The same fields and JSON names as `control::proto::Rusage`, which
-//! already travels in the `final` message, so the protocol can take this type
-//! in its place without changing the wire. Process CPU time is the check on
-//! /proc/stat: on virtual machines tick-based accounting undercounts, while
-//! user + system of the process comes from precise scheduler accounting.
+//! Both ends send this type in the `final` message and the result carries
+//! it, so its JSON field names are the wire format. Process CPU time is the
+//! check on /proc/stat: on virtual machines tick-based accounting
+//! undercounts, while user + system of the process comes from precise
+//! scheduler accounting.
 
 use std::io;
 
@@ -22,8 +22,9 @@ pub struct Rusage {
 }
 
 impl Rusage {
-    /// Usage of this whole process (every thread, live or joined) so far.
-    pub fn read() -> io::Result<Rusage> {
+    /// Usage of this whole process (every thread, live or joined) so far,
+    /// or the kernel's refusal; callers take [`Rusage::process`].
+    fn read() -> io::Result<Rusage> {
         // SAFETY: rusage is plain old data, so all-zero is a valid value,
         // and getrusage writes only into the struct we pass it.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -41,9 +42,9 @@ impl Rusage {
         })
     }
 
-    /// [`Rusage::read`], or zeros when the kernel refuses (it cannot for
-    /// RUSAGE_SELF): the signature `control::proto::Rusage` has, so that
-    /// type can become a re-export of this one.
+    /// Usage of this whole process (every thread, live or joined) so far,
+    /// or zeros if the kernel ever refused (getrusage(2) fails for
+    /// RUSAGE_SELF only on a bad buffer, which Rust rules out).
     pub fn process() -> Rusage {
         Rusage::read().unwrap_or_default()
     }
@@ -149,12 +150,21 @@ mod tests {
         assert_eq!(a.since(&b).voluntary_switches, 0);
     }
 
+    /// The field names are the wire format (the `final` message) and the
+    /// result's schema: a rename must fail here, not at a peer.
     #[test]
     fn wire_names_match_the_protocol() {
-        let r = Rusage::default();
-        let ours = serde_json::to_value(r).unwrap();
-        let wire = serde_json::to_value(crate::control::proto::Rusage::default()).unwrap();
-        assert_eq!(ours, wire);
+        let r = Rusage {
+            user_s: 0.25,
+            system_s: 1.5,
+            max_rss_kb: 4404,
+            voluntary_switches: 99_788,
+            involuntary_switches: 61_660,
+        };
+        let wire = r#"{"user_s":0.25,"system_s":1.5,"max_rss_kb":4404,"voluntary_switches":99788,"involuntary_switches":61660}"#;
+        let wire_value: serde_json::Value = serde_json::from_str(wire).unwrap();
+        assert_eq!(serde_json::to_value(r).unwrap(), wire_value);
+        assert_eq!(serde_json::from_str::<Rusage>(wire).unwrap(), r);
     }
 
     #[test]

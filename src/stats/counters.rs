@@ -29,6 +29,10 @@ pub struct Counts {
     pub reordered: u64,
     /// udp_stream receiver: datagrams received more than once.
     pub duplicates: u64,
+    /// Open-loop request/response: requests sent more than one schedule gap
+    /// after their intended start (absent from an older peer's counts: 0).
+    #[serde(default)]
+    pub late: u64,
 }
 
 impl AddAssign for Counts {
@@ -41,6 +45,7 @@ impl AddAssign for Counts {
         self.lost += o.lost;
         self.reordered += o.reordered;
         self.duplicates += o.duplicates;
+        self.late += o.late;
     }
 }
 
@@ -57,6 +62,7 @@ impl Sub for Counts {
             lost: self.lost.saturating_sub(o.lost),
             reordered: self.reordered.saturating_sub(o.reordered),
             duplicates: self.duplicates.saturating_sub(o.duplicates),
+            late: self.late.saturating_sub(o.late),
         }
     }
 }
@@ -83,6 +89,7 @@ pub struct FlowCounters {
     lost: AtomicU64,
     reordered: AtomicU64,
     duplicates: AtomicU64,
+    late: AtomicU64,
 }
 
 #[inline]
@@ -124,6 +131,10 @@ impl FlowCounters {
     pub fn add_duplicates(&self, n: u64) {
         bump(&self.duplicates, n);
     }
+    #[inline]
+    pub fn add_late(&self, n: u64) {
+        bump(&self.late, n);
+    }
 
     pub fn snapshot(&self) -> Counts {
         Counts {
@@ -135,6 +146,7 @@ impl FlowCounters {
             lost: self.lost.load(Relaxed),
             reordered: self.reordered.load(Relaxed),
             duplicates: self.duplicates.load(Relaxed),
+            late: self.late.load(Relaxed),
         }
     }
 }

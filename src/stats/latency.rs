@@ -263,6 +263,14 @@ impl LatencyRecorder {
     }
 }
 
+/// An open-loop worker's other recordings: service time (from the actual
+/// send, per interval like response time) and the generator's own lag
+/// behind its schedule (whole run).
+pub struct OpenLoopRecorder {
+    pub service: LatencyRecorder,
+    pub lag: LatencyHistogram,
+}
+
 /// The latency at one requested percentile.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Percentile {

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use socket2::{SockAddr, Socket};
 
-use super::{CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Phase, Progress, sub_token, token};
+use super::{CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Progress, sub_token, token};
 use crate::io::blocking::POLL_TIMEOUT;
 use crate::io::socket::{
     DataSocketOpts, accept_interruptible, accept_nonblocking, poll_one, recv, same_host, send,
@@ -36,6 +36,7 @@ use crate::io::socket::{
 };
 use crate::io::{Driver, Event};
 use crate::plan::CloseMode;
+use crate::plan::Phase;
 
 /// Bytes of the session token every data connection presents first.
 pub const TOKEN_LEN: usize = 16;
@@ -754,5 +755,155 @@ impl Flow for ConnectServer {
 
     fn blocking_ok(&self) -> bool {
         self.single
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+    use crate::io::socket::listen;
+    use crate::workload::harness::{Harness, Status};
+
+    const TOKEN: [u8; TOKEN_LEN] = [7; TOKEN_LEN];
+
+    /// A server's listener on loopback, non-blocking as the session leaves it.
+    fn listener() -> (Socket, SocketAddr) {
+        let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let l = listen(&any, &DataSocketOpts::default(), 128).unwrap();
+        set_nonblocking(l.as_raw_fd(), true).unwrap();
+        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        (l, addr)
+    }
+
+    /// A bench with a server flow (slot 1, counters 1) on `listener` and a
+    /// client flow (slot 0, counters 0) presenting `token`.
+    fn pair(
+        mode: ConnectMode,
+        close: CloseMode,
+        token: [u8; TOKEN_LEN],
+        quota: Option<u64>,
+        (request, response): (u64, u64),
+        l: &(Socket, SocketAddr),
+    ) -> Harness {
+        let mut h = Harness::new(2);
+        let (cc, sc) = (h.counter(0), h.counter(1));
+        let client = ConnectClient::new(
+            mode,
+            l.1,
+            None,
+            DataSocketOpts::default(),
+            cc,
+            token,
+            request,
+            response,
+            quota,
+            close,
+        );
+        let server = ConnectServer::new(
+            mode,
+            l.0.as_raw_fd(),
+            Ipv4Addr::LOCALHOST.into(),
+            TOKEN,
+            request,
+            response,
+            sc,
+            false,
+        );
+        h.add(client);
+        h.add(server);
+        h
+    }
+
+    /// Measured until `at_least` transactions, then drained: both ends count
+    /// the same transactions and each other's bytes, the server refused
+    /// nothing, and only measured cycles were timed.
+    fn cycles(mode: ConnectMode, close: CloseMode, (request, response): (u64, u64)) {
+        let l = listener();
+        let mut h = pair(mode, close, TOKEN, None, (request, response), &l);
+        h.run_until("measured cycles", |h| h.counts(0).transactions >= 30);
+        let measured = h.counts(0).transactions;
+        h.set_phase(Phase::Drain);
+        h.run_until("the client done", |h| h.status(0) != &Status::Active);
+        assert_eq!(h.status(0), &Status::Done);
+        // The server answered before the client completed: nothing left.
+        h.settle();
+        let (c, s) = (h.counts(0), h.counts(1));
+        assert_eq!(c.transactions, s.transactions, "{c:?} {s:?}");
+        // One connection at a time: the drain finishes at most the one open.
+        assert!(c.transactions - measured <= 1, "{c:?}, {measured} measured");
+        let (req, resp) = match mode {
+            ConnectMode::Crr => (request, response),
+            ConnectMode::Cc => (0, 0),
+        };
+        // The token is not payload.
+        assert_eq!(c.bytes_sent, c.transactions * req);
+        assert_eq!(s.bytes_received, c.bytes_sent);
+        assert_eq!(s.bytes_sent, s.transactions * resp);
+        assert_eq!(c.bytes_received, s.bytes_sent);
+        assert_eq!(h.flow(1).refused(), 0);
+        assert_eq!(h.latencies(), measured);
+    }
+
+    #[test]
+    fn crr_cycles_count_at_both_ends() {
+        cycles(ConnectMode::Crr, CloseMode::Fin, (100, 2000));
+        // Larger than the flows' buffers: several calls per message.
+        cycles(ConnectMode::Crr, CloseMode::Fin, (300 << 10, 300 << 10));
+    }
+
+    #[test]
+    fn crr_cycles_ending_in_a_reset_count_at_both_ends() {
+        cycles(ConnectMode::Crr, CloseMode::Rst, (64, 64));
+    }
+
+    #[test]
+    fn cc_cycles_count_at_both_ends() {
+        cycles(ConnectMode::Cc, CloseMode::Fin, (1, 1));
+    }
+
+    #[test]
+    fn a_quota_parks_the_client_after_that_many_cycles() {
+        let l = listener();
+        let mut h = pair(
+            ConnectMode::Crr,
+            CloseMode::Fin,
+            TOKEN,
+            Some(5),
+            (10, 10),
+            &l,
+        );
+        h.run_until("the quota", |h| h.status(0) != &Status::Active);
+        assert_eq!(h.status(0), &Status::Parked);
+        assert_eq!(h.counts(0).transactions, 5);
+        assert_eq!(h.quota_done(), 1);
+        h.set_phase(Phase::Drain);
+        h.run_until("the client done", |h| h.status(0) != &Status::Active);
+        assert_eq!(h.status(0), &Status::Done);
+        assert_eq!(h.counts(0).transactions, 5);
+    }
+
+    #[test]
+    fn a_wrong_token_is_refused() {
+        let l = listener();
+        let mut h = pair(
+            ConnectMode::Crr,
+            CloseMode::Fin,
+            [8; TOKEN_LEN],
+            None,
+            (100, 100),
+            &l,
+        );
+        h.run_until("the client's error", |h| h.status(0) != &Status::Active);
+        assert!(
+            matches!(h.status(0), Status::Failed(_)),
+            "{:?}",
+            h.status(0)
+        );
+        h.settle();
+        assert_eq!(h.flow(1).refused(), 1);
+        let s = h.counts(1);
+        assert_eq!((s.transactions, s.bytes_received, s.bytes_sent), (0, 0, 0));
     }
 }

@@ -8,7 +8,11 @@
 //! and transactions one end sent equal what the other end received, exactly.
 
 pub mod crr;
+#[cfg(test)]
+pub(crate) mod harness;
+pub mod kinds;
 pub mod rr;
+pub mod schedule;
 pub mod stream;
 pub mod udp;
 
@@ -18,11 +22,10 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU32};
 
-use serde::{Deserialize, Serialize};
-
 use crate::io::{Driver, Event};
+use crate::plan::Phase;
 use crate::stats::counters::FlowCounters;
-use crate::stats::latency::LatencyRecorder;
+use crate::stats::latency::{LatencyRecorder, OpenLoopRecorder};
 
 /// How many data syscalls a flow may make per wake-up before yielding, so one
 /// busy flow neither starves the others on its thread nor hides a phase change.
@@ -39,38 +42,6 @@ pub const KICK: u32 = u32::MAX;
 /// The flow's own part of a token.
 pub fn sub_token(token: u64) -> u32 {
     token as u32
-}
-
-/// The phases of a test (shared/DESIGN.md §2). Only `Measure` counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(u8)]
-pub enum Phase {
-    Warmup = 0,
-    Measure = 1,
-    Cooldown = 2,
-    /// Stop generating, half-close, read until EOF.
-    Drain = 3,
-}
-
-impl Phase {
-    pub fn from_u8(v: u8) -> Phase {
-        match v {
-            0 => Phase::Warmup,
-            1 => Phase::Measure,
-            2 => Phase::Cooldown,
-            _ => Phase::Drain,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Warmup => "warmup",
-            Phase::Measure => "measure",
-            Phase::Cooldown => "cooldown",
-            Phase::Drain => "drain",
-        }
-    }
 }
 
 /// What a flow reports after handling a wake-up.
@@ -92,6 +63,8 @@ pub enum Progress {
 pub struct FlowCtx<'a> {
     pub phase: Phase,
     pub hist: &'a mut LatencyRecorder,
+    /// Open-loop flows: service time and the generator's lag.
+    pub open: &'a mut OpenLoopRecorder,
     pub driver: &'a mut dyn Driver,
     /// Flows that finished their transaction quota (count-limited runs).
     pub quota_done: &'a AtomicU32,

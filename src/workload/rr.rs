@@ -11,6 +11,12 @@
 //! reading per transaction: the latency then includes the few dozen ns of
 //! user-space work between the two).
 //!
+//! With `--rate` the flow is open-loop: a [`Schedule`] decides when each
+//! request is due, not the responses. Response time then runs from the
+//! intended start (its FIFO beside the send times), service time from the
+//! send, and a request that goes out late (the in-flight bound was full, or
+//! the thread woke late) keeps its intended start.
+//!
 //! The server answers each complete request with one response and counts it.
 //!
 //! Under a completion driver (`--driver uring`) the same state machines take
@@ -27,12 +33,13 @@ use std::time::Instant;
 
 use socket2::Socket;
 
+use super::schedule::Schedule;
 use super::{
-    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Phase, Progress, early_eof, failed, queue_send,
-    start_on,
+    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, failed, queue_send, start_on,
 };
 use crate::io::socket::{recv, send, shutdown_write, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
+use crate::plan::Phase;
 
 /// Upper bound on one flow's I/O buffers; larger messages take several calls.
 const MAX_BUF: u64 = 256 << 10;
@@ -89,6 +96,10 @@ pub struct RrClient {
     tx_busy: bool,
     /// When that send was queued.
     tx_started: Instant,
+    /// Open loop: the schedule, and the intended starts of the transactions
+    /// issued and not yet completed (oldest first, as `sent_at`).
+    schedule: Option<Schedule>,
+    intended: VecDeque<Instant>,
 }
 
 impl RrClient {
@@ -123,7 +134,65 @@ impl RrClient {
             completion: false,
             tx_busy: false,
             tx_started: Instant::now(),
+            schedule: None,
+            intended: VecDeque::new(),
         }
+    }
+
+    /// Run open-loop on `schedule`: nothing is in flight until its first
+    /// transaction is due, and at most its `max_inflight` at a time.
+    pub fn open_loop(mut self, schedule: Schedule) -> RrClient {
+        self.outstanding = 0;
+        self.tx_pending = 0;
+        let bound = schedule.max_inflight;
+        // Buffers for the in-flight bound, up to the usual cap; the FIFOs
+        // start small and grow only if a stall fills them.
+        self.send_buf = vec![0u8; buf_len(self.request, bound)];
+        self.recv_buf = vec![0u8; recv_buf_len(self.response, bound)];
+        self.intended = VecDeque::with_capacity(bound.min(64) as usize);
+        self.sent_at = VecDeque::with_capacity(bound.min(64) as usize);
+        self.in_flight = bound;
+        self.schedule = Some(schedule);
+        self
+    }
+
+    /// Open loop: issue every transaction whose intended start has come, as
+    /// far as the in-flight bound allows; the ones it holds back stay owed
+    /// (the schedule does not move on without them). Records how late each
+    /// went out. Returns when to wake next: the next intended start, or
+    /// None while the bound is full or the flow is done issuing.
+    fn issue_due(&mut self, now: Instant, ctx: &mut FlowCtx<'_>) -> Option<Instant> {
+        let phase = ctx.phase_now();
+        let measuring = phase == Phase::Measure;
+        loop {
+            let (next, gap, bound) = {
+                let s = self.schedule.as_ref()?;
+                (s.next(), s.gap(), s.max_inflight)
+            };
+            if next > now {
+                return Some(next);
+            }
+            if self.outstanding >= bound || !self.may_issue(phase) {
+                return None;
+            }
+            let due = self.schedule.as_mut().expect("open loop").take();
+            let lag = now.duration_since(due);
+            if measuring {
+                ctx.open.lag.record(lag.as_nanos() as u64);
+            }
+            if lag > gap {
+                self.counters.add_late(1);
+            }
+            self.intended.push_back(due);
+            self.outstanding += 1;
+            self.tx_pending += self.request;
+        }
+    }
+
+    /// What to tell the engine when the socket has nothing more for now:
+    /// open-loop flows wake at their next intended start.
+    fn wait_for(&self, next: Option<Instant>) -> Progress {
+        next.map_or(Progress::Idle, Progress::At)
     }
 
     fn may_issue(&self, phase: Phase) -> bool {
@@ -185,15 +254,28 @@ impl RrClient {
         let phase = ctx.phase_now();
         let measuring = phase == Phase::Measure;
         for _ in 0..completed {
-            let t0 = self.sent_at.pop_front().unwrap_or(now);
-            if measuring {
-                ctx.hist.record(now.duration_since(t0).as_nanos() as u64);
+            let sent = self.sent_at.pop_front().unwrap_or(now);
+            if self.schedule.is_some() {
+                // Response time from the intended start; service time from the send.
+                let meant = self.intended.pop_front().unwrap_or(sent);
+                if measuring {
+                    ctx.hist.record(now.duration_since(meant).as_nanos() as u64);
+                    ctx.open
+                        .service
+                        .record(now.duration_since(sent).as_nanos() as u64);
+                }
+            } else if measuring {
+                ctx.hist.record(now.duration_since(sent).as_nanos() as u64);
             }
         }
         self.counters.add_transactions(completed);
         self.outstanding -= completed;
         if measuring {
             self.done_in_measure += completed;
+        }
+        if self.schedule.is_some() {
+            // The schedule, not the responses, issues the next requests.
+            return Some(now);
         }
         for _ in 0..completed {
             if !self.may_issue(phase) {
@@ -222,6 +304,10 @@ impl RrClient {
             shutdown_write(fd)?;
             self.sent_fin = true;
         }
+        if self.schedule.is_some() && ctx.phase < Phase::Drain && !self.quota_reported {
+            // Open loop between two sends: the schedule wakes it.
+            return Ok(None);
+        }
         // Quota done: nothing to do until the drain.
         Ok((!self.sent_fin).then_some(Progress::Parked))
     }
@@ -229,9 +315,10 @@ impl RrClient {
     /// The completion driver's report: take it in, queue the next send.
     fn on_completion(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         let fd = self.sock.as_raw_fd();
+        let mut now = None;
         match ev.done {
             Completion::Received { len, .. } => {
-                self.received(len as u64, ctx);
+                now = self.received(len as u64, ctx);
             }
             Completion::Sent { res, .. } => {
                 self.tx_busy = false;
@@ -247,6 +334,10 @@ impl RrClient {
             Completion::RecvFailed(e) => return Err(failed(e)),
             Completion::None => {}
         }
+        let next = match self.schedule {
+            Some(_) => self.issue_due(now.unwrap_or_else(Instant::now), ctx),
+            None => None,
+        };
         if !self.tx_busy && self.tx_pending > 0 {
             self.tx_started = Instant::now();
             queue_send(ctx, fd, 0, &self.send_buf, self.tx_pending as usize)?;
@@ -257,7 +348,7 @@ impl RrClient {
         {
             return Ok(p);
         }
-        Ok(Progress::Idle)
+        Ok(self.wait_for(next))
     }
 }
 
@@ -268,11 +359,14 @@ impl Flow for RrClient {
 
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
         self.completion = start_on(driver, self.sock.as_raw_fd(), slot)?;
+        if let Some(s) = &mut self.schedule {
+            s.begin(Instant::now());
+        }
         Ok(())
     }
 
     fn recv_buffers(&self) -> Option<RecvBuffers> {
-        Some(provided(self.response, self.in_flight))
+        Some(provided(self.response, self.in_flight.min(1024)))
     }
 
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
@@ -287,13 +381,20 @@ impl Flow for RrClient {
         // it makes due: in a ping-pong, one reading per transaction, not two.
         // It lives for one pass of the loop; a later call reads the clock anew.
         let mut fresh = None;
+        // Open loop: what the schedule says is due by now goes out first.
+        let mut next = None;
+        if self.schedule.is_some() {
+            let now = Instant::now();
+            next = self.issue_due(now, ctx);
+            fresh = Some(now);
+        }
         for _ in 0..OPS_PER_CALL {
             self.flush(fd, fresh.take())?;
             if let Some(p) = self.settle(fd, ctx)? {
                 return Ok(p);
             }
             if drained && !ev.may_have_more {
-                return Ok(Progress::Idle);
+                return Ok(self.wait_for(next));
             }
             let n = match recv(fd, &mut self.recv_buf) {
                 Ok(0) => {
@@ -303,17 +404,21 @@ impl Flow for RrClient {
                     return Err(early_eof("the server"));
                 }
                 Ok(n) => n as u64,
-                Err(e) if would_block(&e) => return Ok(Progress::Idle),
+                Err(e) if would_block(&e) => return Ok(self.wait_for(next)),
                 Err(e) => return Err(e),
             };
             drained = (n as usize) < self.recv_buf.len();
             fresh = self.received(n, ctx);
+            if let (Some(now), Some(_)) = (fresh, &self.schedule) {
+                next = self.issue_due(now, ctx);
+            }
         }
         Ok(Progress::More)
     }
 
+    /// A blocking receive would hold an open-loop flow past its schedule.
     fn blocking_ok(&self) -> bool {
-        true
+        self.schedule.is_none()
     }
 }
 
@@ -459,5 +564,181 @@ impl Flow for RrServer {
 
     fn blocking_ok(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::Shutdown;
+
+    use super::*;
+    use crate::workload::harness::{Harness, Status, read_exactly, read_to_eof, tcp_pair};
+
+    /// A client and a server flow over loopback, measured until `at_least`
+    /// transactions, then drained: both ends count the same transactions
+    /// and each other's bytes, the latencies are the measured transactions,
+    /// and the drain completes at most the `burst + 1` then in flight.
+    fn client_and_server(request: u64, response: u64, burst: u32, at_least: u64) {
+        let (a, b) = tcp_pair();
+        let b = socket2::Socket::from(b);
+        b.set_nonblocking(true).unwrap();
+        let mut h = Harness::new(2);
+        let (cc, sc) = (h.counter(0), h.counter(1));
+        h.add(RrClient::new(a, cc, request, response, burst, None));
+        h.add(RrServer::new(b, sc, request, response, burst));
+        h.run_until("measured transactions", |h| {
+            h.counts(0).transactions >= at_least
+        });
+        let measured = h.counts(0).transactions;
+        h.set_phase(Phase::Drain);
+        h.run_until("both ends done", |h| {
+            h.status(0) == &Status::Done && h.status(1) == &Status::Done
+        });
+        let (c, s) = (h.counts(0), h.counts(1));
+        assert_eq!(c.transactions, s.transactions, "{c:?} {s:?}");
+        assert!(
+            c.transactions - measured <= burst as u64 + 1,
+            "the drain completed {} more, with {} in flight",
+            c.transactions - measured,
+            burst + 1
+        );
+        assert_eq!(c.bytes_sent, c.transactions * request);
+        assert_eq!(s.bytes_received, c.bytes_sent);
+        assert_eq!(s.bytes_sent, s.transactions * response);
+        assert_eq!(c.bytes_received, s.bytes_sent);
+        assert_eq!(h.latencies(), measured);
+    }
+
+    #[test]
+    fn a_ping_pong_counts_every_transaction_at_both_ends() {
+        client_and_server(100, 300, 0, 200);
+    }
+
+    #[test]
+    fn a_burst_counts_every_transaction_at_both_ends() {
+        // Messages larger than the flows' buffers take several calls each.
+        client_and_server(300 << 10, 70_000, 7, 40);
+        client_and_server(1, 1, 15, 2000);
+    }
+
+    #[test]
+    fn a_burst_keeps_burst_plus_one_in_flight() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrClient::new(sock, c, 100, 50, 3, None));
+        h.settle();
+        // burst 3: four requests out, and no more until a response comes.
+        assert_eq!(h.counts(0).bytes_sent, 400);
+        read_exactly(&mut peer, 400);
+        peer.write_all(&[0; 50]).unwrap();
+        h.run_until("the first response", |h| h.counts(0).transactions == 1);
+        h.settle();
+        assert_eq!(h.counts(0).bytes_sent, 500);
+        // Half a response completes nothing.
+        peer.write_all(&[0; 25]).unwrap();
+        h.run_until("half a response", |h| h.counts(0).bytes_received == 75);
+        h.settle();
+        assert_eq!(h.counts(0).transactions, 1);
+        assert_eq!(h.counts(0).bytes_sent, 500);
+        // Its other half and two more: three done, three more issued.
+        peer.write_all(&[0; 125]).unwrap();
+        h.run_until("three responses", |h| h.counts(0).transactions == 4);
+        h.settle();
+        assert_eq!(h.counts(0).bytes_sent, 800);
+        read_exactly(&mut peer, 400);
+    }
+
+    #[test]
+    fn a_quota_below_the_burst_issues_only_the_quota() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrClient::new(sock, c, 10, 10, 7, Some(3)));
+        h.settle();
+        assert_eq!(h.counts(0).bytes_sent, 30);
+        read_exactly(&mut peer, 30);
+        peer.write_all(&[0; 30]).unwrap();
+        h.run_until("the quota", |h| h.status(0) == &Status::Parked);
+        assert_eq!(h.counts(0).transactions, 3);
+        assert_eq!(h.counts(0).bytes_sent, 30);
+        assert_eq!(h.quota_done(), 1);
+    }
+
+    #[test]
+    fn the_drain_waits_for_the_responses_then_half_closes() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrClient::new(sock, c, 100, 50, 1, None));
+        h.settle();
+        read_exactly(&mut peer, 200);
+        h.set_phase(Phase::Drain);
+        h.settle();
+        // Two still in flight: no new request, and no FIN before their answers.
+        assert_eq!(h.counts(0).bytes_sent, 200);
+        assert_eq!(h.status(0), &Status::Active);
+        peer.set_nonblocking(true).unwrap();
+        let mut one = [0u8; 1];
+        let r = std::io::Read::read(&mut peer, &mut one);
+        assert!(
+            r.as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+            "{r:?}"
+        );
+        peer.set_nonblocking(false).unwrap();
+        peer.write_all(&[0; 100]).unwrap();
+        h.run_until("the last responses", |h| h.counts(0).transactions == 2);
+        h.settle();
+        // Then the client's FIN, and nothing before it.
+        assert_eq!(read_to_eof(&mut peer), 0);
+        // The client ends on the server's EOF.
+        assert_eq!(h.status(0), &Status::Active);
+        peer.shutdown(Shutdown::Write).unwrap();
+        h.run_until("the client done", |h| h.status(0) != &Status::Active);
+        assert_eq!(h.status(0), &Status::Done);
+        assert_eq!(h.counts(0).bytes_sent, 200);
+    }
+
+    #[test]
+    fn a_server_that_closes_before_the_drain_is_an_error() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrClient::new(sock, c, 100, 50, 0, None));
+        h.settle();
+        read_exactly(&mut peer, 100);
+        peer.shutdown(Shutdown::Write).unwrap();
+        h.run_until("the client's error", |h| h.status(0) != &Status::Active);
+        match h.status(0) {
+            Status::Failed(e) => assert!(e.contains("before the test ended"), "{e}"),
+            s => panic!("{s:?}"),
+        }
+    }
+
+    #[test]
+    fn the_server_answers_every_whole_request_then_closes_on_eof() {
+        let (sock, mut peer) = tcp_pair();
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        h.add(RrServer::new(sock, c, 100, 40, 0));
+        // Three and a half requests, split inside the second and the third.
+        peer.write_all(&[0; 150]).unwrap();
+        h.run_until("a request and a half", |h| {
+            h.counts(0).bytes_received == 150
+        });
+        peer.write_all(&[0; 150]).unwrap();
+        h.run_until("three requests", |h| h.counts(0).bytes_received == 300);
+        peer.write_all(&[0; 50]).unwrap();
+        peer.shutdown(Shutdown::Write).unwrap();
+        h.run_until("the server done", |h| h.status(0) != &Status::Active);
+        assert_eq!(h.status(0), &Status::Done);
+        let s = h.counts(0);
+        assert_eq!(
+            (s.transactions, s.bytes_received, s.bytes_sent),
+            (3, 350, 120)
+        );
+        assert_eq!(read_to_eof(&mut peer), 120);
     }
 }

@@ -154,9 +154,9 @@ impl Flow for StreamFlow {
 
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         let fd = self.sock.as_raw_fd();
-        let draining = ctx.phase == crate::workload::Phase::Drain;
+        let draining = ctx.phase == crate::plan::Phase::Drain;
         // Calls are timed in the measurement phase only, as latencies are.
-        let timed = ctx.phase == crate::workload::Phase::Measure;
+        let timed = ctx.phase == crate::plan::Phase::Measure;
         let mut more = false;
 
         // Half-close first in the drain, so a blocking read below cannot delay the peer's EOF.

@@ -546,6 +546,10 @@ fn agg_commands_reject_bad_input() {
         ),
         (&["agg", "--hosts", "a,,b"], &["--hosts", "empty host"]),
         (
+            &["agg", "--hosts-dns", "lg:0"],
+            &["--hosts-dns", "NAME[:PORT]", "1..=65535"],
+        ),
+        (
             &["agg", "--hosts-file", hosts],
             &["--hosts-file line 1", "REMOTE_HOSTS[0..]"],
         ),
@@ -621,6 +625,76 @@ fn agg_sync_runs_one_stream_to_each_server_in_turn() {
             "{avg} vs {by_hand}"
         );
     }
+}
+
+/// `--hosts-dns NAME:PORT` takes every address of NAME: here a name that
+/// /etc/hosts gives two or three loopback addresses, each with a server on
+/// the same port (as a headless Service's pods). The name lives in a
+/// private mount namespace's /etc/hosts (`unshare --mount`, a bind mount
+/// over it): the machine's own file is never written.
+#[test]
+fn agg_hosts_dns_takes_every_address_of_a_name() {
+    let probe = Command::new("unshare")
+        .args(["--mount", "mount", "--bind", "/dev/null", "/dev/null"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        let msg = "`unshare --mount` failed: --hosts-dns is tested in a private mount namespace, which needs root and util-linux";
+        if std::env::var("THRUM_E2E_NETNS").as_deref() == Ok("required") {
+            panic!("{msg}");
+        }
+        eprintln!("SKIPPED: {msg}");
+        return;
+    }
+    let _g = one_at_a_time();
+    let s1 = ServerProc::start_on("127.0.0.1", 0);
+    let port: u16 = s1.addr.rsplit_once(':').unwrap().1.parse().unwrap();
+    let mut servers = vec![s1, ServerProc::start_on("127.0.0.2", port)];
+    let v6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    if v6 {
+        servers.push(ServerProc::start_on("::1", port));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(
+        &hosts,
+        "127.0.0.1 localhost\n::1 localhost\n\
+         127.0.0.2 lg.thrum.test\n127.0.0.1 lg.thrum.test\n::1 lg.thrum.test\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("agg");
+    let out = run_cmd(
+        Command::new("unshare").args([
+            "--mount",
+            "sh",
+            "-c",
+            "mount --bind \"$1\" /etc/hosts && exec \"$2\" agg --hosts-dns \"$3\" --tests sync --step 3s --out \"$4\"",
+            "sh",
+            hosts.to_str().unwrap(),
+            crate::common::bin(),
+            &format!("lg.thrum.test:{port}"),
+            out_dir.to_str().unwrap(),
+        ]),
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_json(&out_dir.join("results.json"));
+    let used: Vec<&str> = doc["tests"][0]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["server"].as_str().unwrap())
+        .collect();
+    // Sorted, IPv4 first, each address once.
+    let mut want = vec![format!("127.0.0.1:{port}"), format!("127.0.0.2:{port}")];
+    if v6 {
+        want.push(format!("[::1]:{port}"));
+    }
+    assert_eq!(used, want, "one sync stream to each address of the name");
 }
 
 /// agg, find-burst and sweep prove a key to a server that asks for one, as

@@ -34,8 +34,20 @@ impl ServerProc {
         Self::start_logging(Command::new(bin()), "127.0.0.1", extra, file.into())
     }
 
+    /// Start on `listen`:`port` (several servers on one port, each on its own address).
+    pub fn start_on(listen: &str, port: u16) -> ServerProc {
+        let mut cmd = Command::new(bin());
+        cmd.args(["server", "--port", &port.to_string()]);
+        Self::start_args(cmd, listen, &[], Stdio::null())
+    }
+
     fn start_logging(mut cmd: Command, listen: &str, extra: &[&str], log: Stdio) -> ServerProc {
-        cmd.args(["server", "--port", "0", "--listen", listen])
+        cmd.args(["server", "--port", "0"]);
+        Self::start_args(cmd, listen, extra, log)
+    }
+
+    fn start_args(mut cmd: Command, listen: &str, extra: &[&str], log: Stdio) -> ServerProc {
+        cmd.args(["--listen", listen])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(log);
@@ -361,13 +373,24 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// The messages of a result's diagnostics of `code` (`summary.diagnostics`).
+pub fn diagnostics(doc: &serde_json::Value, code: &str) -> Vec<String> {
+    doc["summary"]["diagnostics"]
+        .as_array()
+        .expect("summary.diagnostics")
+        .iter()
+        .filter(|d| d["code"] == code)
+        .map(|d| d["message"].as_str().expect("message").to_string())
+        .collect()
+}
+
 /// Did this `--driver uring` run get io_uring on every worker of both ends
 /// (`workers` per end)? False, with a printed reason, where the kernel
 /// refused it (the test then skips); a silent fallback fails.
 pub fn ran_on_uring(doc: &serde_json::Value, workers: usize) -> bool {
-    if doc["summary"]["warnings"]
-        .to_string()
-        .contains("io_uring is unavailable")
+    if diagnostics(doc, "uring_fallback")
+        .iter()
+        .any(|m| m.contains("io_uring is unavailable"))
     {
         eprintln!("SKIPPED: io_uring unavailable");
         return false;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use thrum::control::auth::{self, Psk};
-use thrum::control::proto::{Msg, PROTOCOL_VERSION, encode};
+use thrum::control::proto::{self, ClientMsg, PROTOCOL_VERSION, encode};
 use thrum::plan::{TestKind, TestPlan};
 
 use crate::common::{ServerProc, bin, json, one_at_a_time, run_client, short_rr, u};
@@ -70,12 +70,12 @@ fn closed_by_server(s: &mut TcpStream) -> bool {
 }
 
 pub(crate) fn hello() -> Vec<u8> {
-    encode(&Msg::Hello {
+    encode(&ClientMsg::from(proto::Hello {
         protocol: PROTOCOL_VERSION,
         software: "hostile".into(),
         limits: None,
         nonce: None,
-    })
+    }))
 }
 
 /// Say hello and answer the challenge with `key`; returns the server's hello.
@@ -85,7 +85,8 @@ fn handshake(addr: &str, key: &Psk) -> (TcpStream, Value) {
     let h = next_frame(&mut s).expect("server hello");
     let nonce: [u8; auth::NONCE_LEN] = auth::from_hex(h["nonce"].as_str().unwrap()).unwrap();
     let answer = auth::to_hex(&key.answer(&nonce));
-    s.write_all(&encode(&Msg::Auth { answer })).unwrap();
+    s.write_all(&encode(&ClientMsg::from(proto::Auth { answer })))
+        .unwrap();
     assert_eq!(next_frame(&mut s).unwrap()["type"], "auth_ok");
     (s, h)
 }
@@ -103,15 +104,17 @@ fn bad_data_connections(addr: &str, key: &Psk, test: TestKind) -> TcpStream {
     let (mut s, _) = handshake(addr, key);
     let mut plan = TestPlan::new(test);
     plan.warmup_ns = 0;
-    s.write_all(&encode(&Msg::Spec {
+    s.write_all(&encode(&ClientMsg::from(proto::Spec {
         plan: Box::new(plan),
-    }))
+    })))
     .unwrap();
     let acc = next_frame(&mut s).unwrap();
     assert_eq!(acc["type"], "accepted", "{acc}");
     let port = u(&acc["data_port"]);
-    s.write_all(&encode(&Msg::Start { udp_ports: vec![] }))
-        .unwrap();
+    s.write_all(&encode(&ClientMsg::from(proto::Start {
+        udp_ports: vec![],
+    })))
+    .unwrap();
     if test.is_connect() {
         // Its workers run (and accept) from `started` on.
         assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
@@ -238,9 +241,9 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
         s.write_all(&hello()).unwrap();
         let h = next_frame(&mut s).unwrap();
         assert!(h["nonce"].is_string(), "the hello carries a challenge: {h}");
-        let spec = encode(&Msg::Spec {
+        let spec = encode(&ClientMsg::from(proto::Spec {
             plan: Box::new(TestPlan::new(TestKind::TcpRr)),
-        });
+        }));
         s.write_all(&spec).unwrap();
         let e = error_then_close(&mut s).unwrap();
         assert!(e.contains("authentication required"), "{e}");
@@ -260,9 +263,9 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
         // The same on a running tcp_crr session, whose workers accept data
         // connections all along: both are closed and counted as refused.
         let mut s = bad_data_connections(&a, &k, TestKind::TcpCrr);
-        s.write_all(&encode(&Msg::Finish {
+        s.write_all(&encode(&ClientMsg::from(proto::Finish {
             datagrams_sent: vec![],
-        }))
+        })))
         .unwrap();
         let fin = next_frame(&mut s).unwrap();
         assert_eq!(fin["type"], "final", "{fin}");

@@ -10,9 +10,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use thrum::control::proto::{Msg, encode};
+use thrum::control::proto::{self, ClientMsg, encode};
+use thrum::plan::Phase;
 use thrum::plan::{TestKind, TestPlan};
-use thrum::workload::Phase;
 use thrum::workload::crr::TOKEN_LEN;
 
 use crate::common::{ServerProc, u};
@@ -25,9 +25,9 @@ fn open_session(addr: &str, plan: TestPlan) -> (TcpStream, Value) {
     s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
     s.write_all(&hello()).unwrap();
     assert_eq!(next_frame(&mut s).unwrap()["type"], "hello");
-    s.write_all(&encode(&Msg::Spec {
+    s.write_all(&encode(&ClientMsg::from(proto::Spec {
         plan: Box::new(plan),
-    }))
+    })))
     .unwrap();
     let acc = next_frame(&mut s).expect("accepted");
     assert_eq!(acc["type"], "accepted", "{acc}");
@@ -55,10 +55,10 @@ fn udp_end() -> (UdpSocket, u16) {
 }
 
 fn tick(s: &mut TcpStream, seq: u32) {
-    s.write_all(&encode(&Msg::Tick {
+    s.write_all(&encode(&ClientMsg::from(proto::Tick {
         seq,
         phase: Phase::Measure,
-    }))
+    })))
     .unwrap();
 }
 
@@ -69,10 +69,10 @@ fn tick_until_ended(s: &mut TcpStream, every: Duration, give_up: Duration) -> (S
     let mut seq = 0;
     while t0.elapsed() < give_up {
         // A write fails once the server has closed and reset.
-        if s.write_all(&encode(&Msg::Tick {
+        if s.write_all(&encode(&ClientMsg::from(proto::Tick {
             seq,
             phase: Phase::Measure,
-        }))
+        })))
         .is_err()
         {
             break;
@@ -109,9 +109,9 @@ fn a_session_ends_at_its_stated_bound_whatever_the_client_sends() {
                 let stated = if transactions.is_some() { 3.0 } else { 1.0 };
                 let (mut s, _) = open_session(&addr, plan);
                 let (_sock, port) = udp_end();
-                s.write_all(&encode(&Msg::Start {
+                s.write_all(&encode(&ClientMsg::from(proto::Start {
                     udp_ports: vec![port],
-                }))
+                })))
                 .unwrap();
                 assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
                 let bound = stated + 0.2 + 15.0;
@@ -162,14 +162,14 @@ fn control_frames_after_the_spec_are_sized_to_the_session() {
     // The same during the test: a `finish` of a million counts.
     let (mut s, _) = open_session(&server.addr, short_plan(TestKind::UdpStream));
     let (_sock, port) = udp_end();
-    s.write_all(&encode(&Msg::Start {
+    s.write_all(&encode(&ClientMsg::from(proto::Start {
         udp_ports: vec![port],
-    }))
+    })))
     .unwrap();
     assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
-    s.write_all(&encode(&Msg::Finish {
+    s.write_all(&encode(&ClientMsg::from(proto::Finish {
         datagrams_sent: vec![0; 1_000_000],
-    }))
+    })))
     .unwrap_or(());
     let err = error_then_close(&mut s).unwrap_or_default();
     assert!(
@@ -207,15 +207,15 @@ fn udp_datagrams_queued_before_start_are_refused() {
     }
     thread::sleep(Duration::from_millis(100));
     let (_sock, port) = udp_end();
-    s.write_all(&encode(&Msg::Start {
+    s.write_all(&encode(&ClientMsg::from(proto::Start {
         udp_ports: vec![port],
-    }))
+    })))
     .unwrap();
     assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
     tick(&mut s, 0);
-    s.write_all(&encode(&Msg::Finish {
+    s.write_all(&encode(&ClientMsg::from(proto::Finish {
         datagrams_sent: vec![0],
-    }))
+    })))
     .unwrap();
     let f = final_report(&mut s);
     let c = &f["counts"][0];
@@ -248,16 +248,18 @@ fn silent_data_connections_neither_delay_nor_go_uncounted() {
     let mut real = connect(&data);
     real.write_all(&token(&acc)).unwrap();
     real.write_all(&0u32.to_be_bytes()).unwrap();
-    s.write_all(&encode(&Msg::Start { udp_ports: vec![] }))
-        .unwrap();
+    s.write_all(&encode(&ClientMsg::from(proto::Start {
+        udp_ports: vec![],
+    })))
+    .unwrap();
     let started = next_frame(&mut s).unwrap();
     assert_eq!(started["type"], "started", "{started}");
     real.write_all(&[7u8; 1000]).unwrap();
     tick(&mut s, 0);
     real.shutdown(std::net::Shutdown::Write).unwrap();
-    s.write_all(&encode(&Msg::Finish {
+    s.write_all(&encode(&ClientMsg::from(proto::Finish {
         datagrams_sent: vec![],
-    }))
+    })))
     .unwrap();
     let f = final_report(&mut s);
     assert_eq!(
@@ -297,14 +299,16 @@ fn many_sessions_together_stay_under_max_memory() {
                 let mut plan = short_plan(TestKind::TcpCrr);
                 (plan.flows, plan.threads) = (64, 64);
                 plan.duration_ns = 20_000_000_000;
-                s.write_all(&encode(&Msg::Spec {
+                s.write_all(&encode(&ClientMsg::from(proto::Spec {
                     plan: Box::new(plan),
-                }))
+                })))
                 .unwrap();
                 let reply = next_frame(&mut s).unwrap();
                 if reply["type"] == "accepted" {
-                    s.write_all(&encode(&Msg::Start { udp_ports: vec![] }))
-                        .unwrap();
+                    s.write_all(&encode(&ClientMsg::from(proto::Start {
+                        udp_ports: vec![],
+                    })))
+                    .unwrap();
                     assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
                     tx.send(Ok(())).unwrap();
                 } else {
@@ -438,7 +442,7 @@ fn client_strings_cannot_forge_or_flood_the_server_log() {
 /// a one-flow udp_rr run and fills every string it sends with terminal
 /// escapes and forged lines, and its usage with an impossible figure.
 fn hostile_server() -> (String, thread::JoinHandle<()>) {
-    use thrum::control::proto::{read_msg, write_msg};
+    use thrum::control::proto::{ServerMsg, read_msg, write_msg};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
     let evil = "\x1b[2J\x1b[H\nthrum: all good\0".to_string();
@@ -447,30 +451,34 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
         c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
         let started = Instant::now();
-        while let Ok(m) = read_msg(&mut c) {
-            let reply = match m {
-                Msg::Hello { .. } => Msg::Hello {
+        while let Ok(m) = read_msg::<ClientMsg>(&mut c) {
+            let reply: ServerMsg = match m {
+                ClientMsg::Hello(_) => proto::Hello {
                     protocol: thrum::control::proto::PROTOCOL_VERSION,
                     software: evil.clone(),
                     limits: None,
                     nonce: None,
-                },
-                Msg::Spec { .. } => Msg::Accepted {
+                }
+                .into(),
+                ClientMsg::Spec(_) => proto::Accepted {
                     data_port: 0,
                     token: "00".repeat(TOKEN_LEN),
                     udp_ports: vec![udp.local_addr().unwrap().port()],
-                },
-                Msg::Start { .. } => Msg::Started {
+                }
+                .into(),
+                ClientMsg::Start(_) => proto::Started {
                     threads: 1,
                     drivers: vec![evil.clone()],
-                },
-                Msg::Tick { seq, .. } => Msg::Sample {
+                }
+                .into(),
+                ClientMsg::Tick(proto::Tick { seq, .. }) => proto::Sample {
                     seq,
                     elapsed_ns: started.elapsed().as_nanos() as u64,
                     unix_ns: 0,
                     counts: vec![Default::default()],
-                },
-                Msg::Finish { .. } => Msg::Final {
+                }
+                .into(),
+                ClientMsg::Finish(_) => proto::Final {
                     counts: vec![Default::default()],
                     rusage: thrum::sensors::Rusage {
                         max_rss_kb: u64::MAX,
@@ -482,7 +490,8 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     provenance: None,
                     tcp_retransmits: None,
                     zerocopy: None,
-                },
+                }
+                .into(),
                 _ => break,
             };
             if write_msg(&mut c, &reply).is_err() {

@@ -70,6 +70,10 @@ fn iterations_stop_on_the_confidence_rule_and_report_it() {
         assert_eq!(n, 10, "gave up before the maximum: {c}");
         let w = doc["summary"]["warnings"][0].as_str().unwrap();
         assert!(w.contains("CONFIDENCE NOT ACHIEVED"), "{w}");
+        assert_eq!(
+            doc["summary"]["diagnostics"][0]["code"],
+            "confidence_not_reached"
+        );
         assert!(String::from_utf8_lossy(&out.stderr).contains("CONFIDENCE NOT ACHIEVED"));
     }
     // Latency is merged over every iteration.

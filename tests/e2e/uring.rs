@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, not_beside_floods, run_short, u};
+use crate::common::{ServerProc, diagnostics, not_beside_floods, run_short, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -28,14 +28,9 @@ fn assert_uring_on_both_ends(doc: &Value, what: &str) {
 /// False (with a printed reason) where the kernel does not allow io_uring.
 fn uring_available(server: &ServerProc) -> bool {
     let doc = run_short(server, "tcp_rr", &URING);
-    let unavailable = doc["summary"]["warnings"]
-        .as_array()
-        .expect("warnings")
-        .iter()
-        .find(|w| {
-            w.as_str()
-                .is_some_and(|w| w.contains("io_uring is unavailable"))
-        });
+    let unavailable = diagnostics(&doc, "uring_fallback")
+        .into_iter()
+        .find(|w| w.contains("io_uring is unavailable"));
     if let Some(w) = unavailable {
         eprintln!("SKIPPED: {w}");
         return false;
@@ -61,7 +56,7 @@ fn every_tcp_test_runs_and_adds_up_on_uring() {
         let doc = run_and_check_with(&server, test, 4, 2, &URING);
         let want = if test.ends_with("crr") || test.ends_with("cc") {
             // Their sockets are closed while registered: epoll, said in a warning.
-            let w = doc["summary"]["warnings"].to_string();
+            let w = diagnostics(&doc, "uring_fallback").join("\n");
             assert!(
                 w.contains("--driver uring") && w.contains("ran epoll"),
                 "{test}: {w}"

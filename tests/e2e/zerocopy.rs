@@ -50,9 +50,17 @@ fn zerocopy_senders_reap_every_completion() {
                     "{what} {end}: {n} sends for {bytes} bytes"
                 );
             }
-            let warnings = s["warnings"].to_string();
+            let warnings = s["diagnostics"].to_string();
             assert!(
-                warnings.contains("--zerocopy: the kernel copied 100 %"),
+                s["diagnostics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|d| d["code"] == "zerocopy_copied"
+                        && d["message"]
+                            .as_str()
+                            .unwrap()
+                            .contains("--zerocopy: the kernel copied 100 %")),
                 "{what}: {warnings}"
             );
         }

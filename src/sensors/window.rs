@@ -8,14 +8,14 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sensors::{CpuSnapshot, CpuUsage, IfCounters, Rusage, route_interface};
-use crate::workload::Phase;
+use super::{CpuSnapshot, CpuUsage, IfCounters, Rusage, route_interface};
+use crate::plan::Phase;
 
 /// One edge of the window.
 struct Edge {
     at: Instant,
     cpu: Option<CpuSnapshot>,
-    rusage: Option<Rusage>,
+    rusage: Rusage,
     packets: Option<IfCounters>,
 }
 
@@ -58,7 +58,7 @@ impl Meter {
         Edge {
             at: Instant::now(),
             cpu: CpuSnapshot::read().ok(),
-            rusage: Rusage::read().ok(),
+            rusage: Rusage::process(),
             packets: self
                 .interface
                 .as_deref()
@@ -86,7 +86,7 @@ impl Meter {
                 .as_ref()
                 .zip(b.cpu.as_ref())
                 .map(|(x, y)| CpuUsage::between(x, y)),
-            rusage: a.rusage.zip(b.rusage).map(|(x, y)| y.since(&x)),
+            rusage: Some(b.rusage.since(&a.rusage)),
             interface: self.interface.clone(),
             packets: a.packets.zip(b.packets).map(|(x, y)| y.since(&x)),
         })

@@ -1,0 +1,530 @@
+//! One server session, start to end: the handshake (hello, key, spec,
+//! admission), the data setup, the start, the ticks answered with samples,
+//! and the final report.
+//!
+//! Each step is a function of its own; a step that fails tells the client
+//! why (an `error` message) before the session ends. The session is bound
+//! in time by its spec ([`session_bound`]), whatever the client sends.
+
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow, bail};
+
+use super::admission::{Reservation, Ticket};
+use super::auth::{self, NONCE_LEN, Psk};
+use super::data::{SessionFlows, accept_flows, bind_data_port, udp_flows};
+use super::deadline::read_msg_within;
+use super::limits::{SessionLimits, memory_estimate, session_threads};
+use super::log::{LogFormat, SessionLine};
+use super::proto::{
+    Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
+    Message, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
+};
+use crate::engine::{Engine, place};
+use crate::io::socket::{DataSocketOpts, listen, local_port, set_nonblocking, udp_bound};
+use crate::plan::Phase;
+use crate::plan::TestPlan;
+use crate::sensors::Provenance;
+use crate::sensors::window::Meter;
+use crate::stats::counters::FlowCounters;
+use crate::workload::CounterRef;
+use crate::workload::crr::TOKEN_LEN;
+use crate::workload::kinds::{Endpoint, Loss, TestDesc, Transport};
+
+/// A client must say hello within this.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The client must send `start` within this after `accepted`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Frames a client may send before its spec is accepted (hello, auth):
+/// small, so that a connection that has proved nothing costs little memory.
+pub const PRE_SPEC_FRAME: usize = 64 << 10;
+/// The spec frame (a plan is well under a kilobyte).
+pub const SPEC_FRAME: usize = 1 << 20;
+/// How long a session may run past the length its spec states: the last
+/// interval's tick, the client's drain (`client::DRAIN_TIMEOUT`, 5 s), the
+/// final report, and slack for a loaded machine. The same slack as the
+/// control idle timeout.
+pub const DRAIN_ALLOWANCE: Duration = Duration::from_secs(15);
+
+/// The largest control frame a session needs after its spec: `start` names
+/// one UDP port per flow and `finish` one datagram count per flow (at most
+/// 20 digits and a comma each); ticks are tiny. Anything larger is refused
+/// before it is allocated.
+pub fn after_spec_frame(flows: u32) -> usize {
+    4096 + 24 * flows as usize
+}
+
+/// When a running session must end whatever its client sends: its stated
+/// length (warm-up + duration + cool-down; for a count-limited `-n` run, the
+/// server's `--max-duration`), one interval, and [`DRAIN_ALLOWANCE`].
+pub fn session_bound(plan: &TestPlan, limits: &SessionLimits) -> Duration {
+    let stated = if plan.transactions.is_some() {
+        limits.max_duration_ns
+    } else {
+        super::limits::total_duration_ns(plan)
+    };
+    Duration::from_nanos(stated)
+        .saturating_add(Duration::from_nanos(plan.interval_ns))
+        .saturating_add(DRAIN_ALLOWANCE)
+}
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// Data listeners bind a port from this range (inclusive) instead of an ephemeral one.
+    pub data_ports: Option<(u16, u16)>,
+    /// Serve one test, then exit.
+    pub once: bool,
+    pub limits: SessionLimits,
+    /// Clients must prove this key (HMAC challenge-response) when set.
+    pub psk: Option<Psk>,
+    /// Log one line per session to stderr.
+    pub log: bool,
+    pub log_format: LogFormat,
+}
+
+impl ServerConfig {
+    pub fn new(listen: SocketAddr) -> ServerConfig {
+        ServerConfig {
+            listen,
+            data_ports: None,
+            once: false,
+            limits: SessionLimits::default(),
+            psk: None,
+            log: true,
+            log_format: LogFormat::Text,
+        }
+    }
+
+    pub(crate) fn emit(&self, line: SessionLine<'_>) {
+        if self.log {
+            line.emit(self.log_format);
+        }
+    }
+}
+
+/// What a session got to, for its log line.
+#[derive(Default)]
+pub(crate) struct SessionState {
+    pub(crate) test: Option<&'static str>,
+    pub(crate) started: bool,
+}
+
+/// Why a session was ended at its bound, naming the limit.
+fn overran(plan: &TestPlan, limits: &SessionLimits, bound: Duration) -> String {
+    let allowance = bound.as_secs_f64() - super::limits::total_duration_ns(plan) as f64 / 1e9;
+    if plan.transactions.is_some() {
+        format!(
+            "session ended after {:.1} s: a count-limited (-n) run may last this server's --max-duration of {} s plus {allowance:.1} s for the drain",
+            bound.as_secs_f64(),
+            limits.max_duration_ns as f64 / 1e9
+        )
+    } else {
+        format!(
+            "session ended after {:.1} s: its spec states {} s (warm-up + duration + cool-down), and a session may outlast that by {allowance:.1} s for the drain (--max-duration bounds the stated length)",
+            bound.as_secs_f64(),
+            super::limits::total_duration_ns(plan) as f64 / 1e9
+        )
+    }
+}
+
+fn refuse(ctrl: &mut TcpStream, message: String) -> anyhow::Error {
+    let _ = write_msg(
+        ctrl,
+        &ServerMsg::from(ErrorMsg {
+            message: message.clone(),
+        }),
+    );
+    anyhow!(message)
+}
+
+/// Read the client's message of type `T` (a frame of at most `max` bytes)
+/// within `limit`; anything else ends the session with an error message to
+/// the client.
+fn read_expect<T: Message<ClientMsg>>(
+    ctrl: &mut TcpStream,
+    max: usize,
+    limit: Duration,
+) -> Result<T> {
+    let want = T::KIND;
+    match read_msg_within::<ClientMsg>(ctrl, max, limit) {
+        Ok(ClientMsg::Spec(_)) if want == Auth::KIND => Err(refuse(
+            ctrl,
+            "authentication required: this server needs a pre-shared key (--psk-file)".into(),
+        )),
+        Ok(m) => {
+            T::take(m).map_err(|m| refuse(ctrl, format!("expected '{want}', got '{}'", m.kind())))
+        }
+        Err(FrameError::Timeout) => Err(refuse(
+            ctrl,
+            format!("timed out waiting for '{want}' ({limit:?})"),
+        )),
+        Err(FrameError::Closed) if want == Auth::KIND => Err(anyhow!(
+            "authentication failed: the client closed the connection without answering the challenge (no --psk-file?)"
+        )),
+        Err(e @ FrameError::Malformed(_)) | Err(e @ FrameError::TooLarge(..)) => {
+            Err(refuse(ctrl, e.to_string()))
+        }
+        Err(e) => Err(anyhow!(e)),
+    }
+}
+
+/// The challenge-response, when the server has a key.
+fn authenticate(ctrl: &mut TcpStream, psk: &Psk, nonce: &[u8; NONCE_LEN]) -> Result<()> {
+    let Auth { answer } = read_expect(ctrl, PRE_SPEC_FRAME, HELLO_TIMEOUT)?;
+    let answer = auth::from_hex::<{ auth::MAC_LEN }>(&answer).unwrap_or([0; auth::MAC_LEN]);
+    if !psk.verify(nonce, &answer) {
+        return Err(refuse(
+            ctrl,
+            "authentication failed: wrong pre-shared key (--psk-file)".into(),
+        ));
+    }
+    write_msg(ctrl, &ServerMsg::from(AuthOk {}))?;
+    Ok(())
+}
+
+/// One session, start to end.
+pub(crate) fn session(
+    mut ctrl: TcpStream,
+    peer: SocketAddr,
+    config: &ServerConfig,
+    state: &mut SessionState,
+    ticket: &mut Ticket,
+) -> Result<()> {
+    // An IPv4 client of a dual-stack server shows as ::ffff:a.b.c.d. Its data
+    // sockets are opened as IPv4 ones: a UDP socket of the IPv6 family sends
+    // to a mapped address through udpv6_sendmsg, which hands udp_sendmsg an
+    // explicit destination, so every datagram pays a route lookup instead of
+    // the connected socket's cached route.
+    let peer = peer.ip().to_canonical();
+    ctrl.set_nodelay(true)?;
+    ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
+
+    let plan = handshake(&mut ctrl, config, state, ticket)?;
+    let test = plan.test.desc();
+    let frame = after_spec_frame(plan.flows);
+    // Said in the final report, where the client lists the server's errors.
+    let fd_warning = crate::io::fdlimit::ensure(plan.flows as u64).err();
+    let opts = DataSocketOpts::from_plan(&plan, &plan.local);
+    let local_ip = ctrl.local_addr()?.ip().to_canonical();
+    let data = match open_data(&plan, config, local_ip, &opts) {
+        Ok(d) => d,
+        Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
+    };
+    let token = accept_data(&mut ctrl, &data)?;
+
+    // Long-lived TCP flows are accepted while the client connects them: it
+    // sends `start` only once all are up, and the backlog holds 4096.
+    let accepting = match &data.listener {
+        Some(l) if test.transport == Transport::Tcp => {
+            let (l, plan, opts) = (l.try_clone()?, plan.clone(), opts.clone());
+            Some(
+                std::thread::Builder::new()
+                    .name("thrum-accept".into())
+                    .spawn(move || accept_flows(&l, &plan, peer, &token, &opts))?,
+            )
+        }
+        _ => None,
+    };
+    let start: Start = read_expect(&mut ctrl, frame, START_TIMEOUT)?;
+    let (counters, flows, setup_refused) = match server_flows(
+        test,
+        &plan,
+        data.udp,
+        &start,
+        peer,
+        token,
+        accepting,
+        &data.listener,
+    ) {
+        Ok(x) => x,
+        Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
+    };
+    // Long-lived flows are all in: close the listener, so that later
+    // connections are refused by the kernel instead of waiting in its backlog.
+    let listener = data.listener.filter(|_| test.transport != Transport::Tcp);
+
+    state.started = true;
+    let workers = place(flows, plan.threads as usize, &plan.local.cpu_pin);
+    let mut meter = Meter::new(peer);
+    let provenance = Provenance::gather(meter.interface());
+    let rusage0 = Rusage::process();
+    let engine = Engine::start(counters, workers, Phase::Warmup, plan.driver, &[])?;
+    let t0 = Instant::now();
+    write_msg(
+        &mut ctrl,
+        &ServerMsg::from(Started {
+            threads: plan.threads,
+            drivers: engine.drivers().iter().map(|d| d.to_string()).collect(),
+        }),
+    )?;
+
+    let client_sent = match answer_ticks(&mut ctrl, &engine, &mut meter, &plan, config, t0) {
+        Ok(sent) => sent,
+        Err(e) => {
+            let out = engine.join();
+            drop(out.flows);
+            return Err(e);
+        }
+    };
+    // The client has drained; our long-lived TCP flows finish on its EOF.
+    // UDP and connection-test flows have no EOF to wait for: they stop now.
+    engine.set_phase(Phase::Drain);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while test.transport == Transport::Tcp && engine.running() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let out = engine.join();
+    let mut counts = out.counts;
+    if test.loss == Loss::Datagrams && client_sent.len() == counts.len() {
+        // The exact loss: what the client sent that never arrived, including
+        // losses at the tail that no later datagram revealed.
+        for (c, sent) in counts.iter_mut().zip(&client_sent) {
+            c.lost = sent.saturating_sub(c.datagrams_received);
+        }
+    }
+    let mut errors: Vec<String> = fd_warning.into_iter().collect();
+    errors.extend(out.error);
+    write_msg(
+        &mut ctrl,
+        &ServerMsg::from(Final {
+            counts,
+            rusage: Rusage::process().since(&rusage0),
+            errors,
+            refused: setup_refused + out.flows.iter().map(|f| f.refused()).sum::<u64>(),
+            window: meter.window().map(Box::new),
+            provenance: Some(Box::new(provenance)),
+            tcp_retransmits: crate::engine::tcp_retransmits(&out.flows),
+            zerocopy: crate::engine::zerocopy_counts(&out.flows),
+        }),
+    )?;
+    drop(out.flows);
+    drop(listener);
+    Ok(())
+}
+
+/// Hello both ways, the version check, the key, the spec checked against
+/// the plan's own rules, this server's limits and its free memory and
+/// threads: the plan to serve, as the server's end sees it.
+fn handshake(
+    ctrl: &mut TcpStream,
+    config: &ServerConfig,
+    state: &mut SessionState,
+    ticket: &mut Ticket,
+) -> Result<TestPlan> {
+    let hello: Hello = read_expect(ctrl, PRE_SPEC_FRAME, HELLO_TIMEOUT)?;
+    if let Some(m) = hello.mismatch("server", "the client") {
+        return Err(refuse(ctrl, m));
+    }
+    let nonce = match &config.psk {
+        Some(_) => Some(auth::nonce()?),
+        None => None,
+    };
+    write_msg(
+        ctrl,
+        &ServerMsg::from(Hello {
+            limits: Some(config.limits.stated()),
+            nonce: nonce.as_ref().map(|n| auth::to_hex(n)),
+            ..Hello::ours()
+        }),
+    )?;
+    if let (Some(psk), Some(nonce)) = (&config.psk, &nonce) {
+        authenticate(ctrl, psk, nonce)?;
+    }
+
+    let Spec { plan } = read_expect(ctrl, SPEC_FRAME, HELLO_TIMEOUT)?;
+    state.test = Some(plan.test.name());
+    if let Err(e) = plan.validate() {
+        return Err(refuse(ctrl, format!("invalid spec: {e}")));
+    }
+    if let Err(e) = config.limits.check(&plan) {
+        return Err(refuse(ctrl, format!("spec refused: {e}")));
+    }
+    let want = Reservation {
+        bytes: memory_estimate(&plan),
+        threads: session_threads(&plan),
+    };
+    let max = Reservation {
+        bytes: config.limits.max_memory_bytes,
+        threads: config.limits.max_threads,
+    };
+    if let Err(e) = ticket.reserve(want, max) {
+        return Err(refuse(ctrl, e));
+    }
+    ticket.handshake_done();
+    Ok(plan.for_server())
+}
+
+/// A session's data sockets before the flows: a TCP listener, or one
+/// bound UDP socket per flow.
+struct DataPorts {
+    listener: Option<socket2::Socket>,
+    udp: Vec<socket2::Socket>,
+}
+
+/// Open the session's data listener (TCP tests) or its UDP sockets, on
+/// `--data-ports` when the server has a range.
+fn open_data(
+    plan: &TestPlan,
+    config: &ServerConfig,
+    local_ip: IpAddr,
+    opts: &DataSocketOpts,
+) -> Result<DataPorts> {
+    let mut cursor = 0;
+    if plan.test.desc().transport == Transport::Udp {
+        let mut udp = Vec::with_capacity(plan.flows as usize);
+        for f in 0..plan.flows {
+            let what = format!("UDP socket {f}");
+            udp.push(bind_data_port(
+                local_ip,
+                config.data_ports,
+                &mut cursor,
+                &what,
+                |a| udp_bound(a, opts),
+            )?);
+        }
+        return Ok(DataPorts {
+            listener: None,
+            udp,
+        });
+    }
+    let listener = bind_data_port(
+        local_ip,
+        config.data_ports,
+        &mut cursor,
+        "a data listener",
+        |a| listen(&a, opts, 4096),
+    )?;
+    Ok(DataPorts {
+        listener: Some(listener),
+        udp: Vec::new(),
+    })
+}
+
+/// Tell the client where to connect, with a fresh random session token
+/// (returned) that every data connection must present.
+fn accept_data(ctrl: &mut TcpStream, data: &DataPorts) -> Result<[u8; TOKEN_LEN]> {
+    let data_port = match &data.listener {
+        Some(l) => local_port(l)?,
+        None => 0,
+    };
+    let udp_ports = data
+        .udp
+        .iter()
+        .map(local_port)
+        .collect::<std::io::Result<Vec<u16>>>()?;
+    let mut token = [0u8; TOKEN_LEN];
+    getrandom::fill(&mut token).map_err(|e| anyhow!("no randomness for the session token: {e}"))?;
+    let hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
+    write_msg(
+        ctrl,
+        &ServerMsg::from(Accepted {
+            data_port,
+            token: hex,
+            udp_ports,
+        }),
+    )?;
+    Ok(token)
+}
+
+/// The server's flows once the client has said `start`, as the test's row
+/// builds them: UDP flows connected to the client's ports, one accepting
+/// flow per worker for the connection tests, or the long-lived connections
+/// the accepting thread took in.
+#[allow(clippy::too_many_arguments)]
+fn server_flows(
+    test: &TestDesc,
+    plan: &TestPlan,
+    udp: Vec<socket2::Socket>,
+    start: &Start,
+    peer: IpAddr,
+    token: [u8; TOKEN_LEN],
+    accepting: Option<JoinHandle<Result<SessionFlows>>>,
+    listener: &Option<socket2::Socket>,
+) -> Result<SessionFlows> {
+    match test.transport {
+        Transport::Udp => udp_flows(udp, &start.udp_ports, plan, peer),
+        Transport::TcpPerTransaction => {
+            let listener = listener.as_ref().expect("tcp tests have a listener");
+            set_nonblocking(listener.as_raw_fd(), true)?;
+            let threads = plan.threads as usize;
+            let counters: Arc<[FlowCounters]> =
+                (0..threads).map(|_| FlowCounters::default()).collect();
+            let flows = (0..threads)
+                .map(|w| {
+                    let at = Endpoint::Listener {
+                        fd: listener.as_raw_fd(),
+                        peer,
+                        token,
+                        single: plan.flows == 1,
+                    };
+                    test.server_flow(plan, w as u32, CounterRef::new(counters.clone(), w), at)
+                })
+                .collect::<std::io::Result<Vec<_>>>()?;
+            Ok((counters, flows, 0))
+        }
+        Transport::Tcp => accepting
+            .expect("long-lived tcp tests are being accepted")
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("the accepting thread panicked"))),
+    }
+}
+
+/// Answer each tick with a sample of our counters after switching to its
+/// phase, until the client's `finish` (whose per-flow datagram counts are
+/// returned), within the session's bound.
+fn answer_ticks(
+    ctrl: &mut TcpStream,
+    engine: &Engine,
+    meter: &mut Meter,
+    plan: &TestPlan,
+    config: &ServerConfig,
+    t0: Instant,
+) -> Result<Vec<u64>> {
+    let frame = after_spec_frame(plan.flows);
+    // Ticks come at least once per interval; allow generous slack for the drain.
+    let idle = Duration::from_nanos(plan.interval_ns) + Duration::from_secs(15);
+    let bound = session_bound(plan, &config.limits);
+    let end_by = t0.checked_add(bound);
+    let mut phase_now = Phase::Warmup;
+    loop {
+        let left = end_by.map(|e| e.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|l| l.is_zero()) {
+            return Err(refuse(ctrl, overran(plan, &config.limits, bound)));
+        }
+        let wait = left.map_or(idle, |l| l.min(idle));
+        match read_msg_within::<ClientMsg>(ctrl, frame, wait) {
+            Ok(ClientMsg::Tick(Tick { seq, phase })) => {
+                engine.set_phase(phase);
+                meter.on_tick(phase_now, phase);
+                phase_now = phase;
+                write_msg(
+                    ctrl,
+                    &ServerMsg::from(Sample {
+                        seq,
+                        elapsed_ns: t0.elapsed().as_nanos() as u64,
+                        unix_ns: crate::clock::unix_now_ns(),
+                        counts: engine.snapshot(),
+                    }),
+                )?;
+            }
+            Ok(ClientMsg::Finish(Finish { datagrams_sent })) => return Ok(datagrams_sent),
+            Ok(m) => {
+                return Err(refuse(
+                    ctrl,
+                    format!("unexpected '{}' during a test", m.kind()),
+                ));
+            }
+            Err(FrameError::Timeout) if wait < idle => {
+                return Err(refuse(ctrl, overran(plan, &config.limits, bound)));
+            }
+            Err(FrameError::Timeout) => bail!("client went silent for {idle:?}; session ended"),
+            Err(FrameError::Closed) => bail!("client disconnected mid-test"),
+            Err(e) => return Err(refuse(ctrl, e.to_string())),
+        }
+    }
+}

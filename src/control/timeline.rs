@@ -1,0 +1,340 @@
+//! The timeline of a running test, on the client: ticks at every interval
+//! boundary and phase change, the server's samples as they come, and the
+//! drain at the end.
+//!
+//! The client owns the clock. At every tick it snapshots its own counters,
+//! switches its workers' phase and sends a `tick`; the server does the same
+//! on receipt and answers with a `sample`. Intervals therefore line up on
+//! both ends to within one control-message delay, and none straddles a
+//! phase. Samples arrive on a reader thread, so the clock never waits on
+//! the network; a server that leaves a tick unanswered for
+//! [`SAMPLE_TIMEOUT`] ends the test.
+
+use std::net::TcpStream;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use super::analysis::{Gathered, LocalSample, RemoteSample, interval};
+use super::proto::{ClientMsg, Final, FrameError, ServerMsg, Tick, write_msg};
+use crate::engine::Engine;
+use crate::plan::Phase;
+use crate::plan::TestPlan;
+use crate::result::Interval;
+use crate::sensors::window::Meter;
+use crate::stats::counters::Counts;
+use crate::text;
+use crate::warning::{Code, Warning};
+
+/// How long the ends may take to drain after the last phase.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the server may take to answer a control message.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the server may take to answer a tick with its sample. The server
+/// answers at once, so silence this long means the path or the server is
+/// gone (a deleted link, a dead host): the test ends with an error, within
+/// one interval plus this of the fault, instead of waiting on TCP's
+/// retransmission timers for minutes.
+pub const SAMPLE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Told about each interval as it completes, that is when the server's sample
+/// for its end has arrived (progress lines, streaming output). An interval
+/// whose server sample never arrives is only in the final result.
+pub trait Observer {
+    fn on_interval(&mut self, _iv: &Interval) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// The phases in order, with their lengths (None: until the transaction quota is met).
+pub fn schedule(plan: &TestPlan) -> Vec<(Phase, Option<Duration>)> {
+    let mut v = Vec::new();
+    if plan.warmup_ns > 0 {
+        v.push((Phase::Warmup, Some(Duration::from_nanos(plan.warmup_ns))));
+    }
+    let measure = if plan.transactions.is_some() {
+        None
+    } else {
+        Some(Duration::from_nanos(plan.duration_ns))
+    };
+    v.push((Phase::Measure, measure));
+    if plan.cooldown_ns > 0 {
+        v.push((
+            Phase::Cooldown,
+            Some(Duration::from_nanos(plan.cooldown_ns)),
+        ));
+    }
+    v
+}
+
+/// Read the server's messages on their own thread until its final report,
+/// its error or the end of the connection.
+pub fn spawn_reader(ctrl: &TcpStream) -> Result<mpsc::Receiver<Result<ServerMsg, FrameError>>> {
+    let (tx, rx) = mpsc::channel();
+    let mut reader = ctrl.try_clone()?;
+    reader.set_read_timeout(None)?;
+    std::thread::Builder::new()
+        .name("thrum-control-reader".into())
+        .spawn(move || {
+            loop {
+                let m = super::proto::read_msg::<ServerMsg>(&mut reader);
+                let end = matches!(
+                    m,
+                    Err(_) | Ok(ServerMsg::Final(_)) | Ok(ServerMsg::Error(_))
+                );
+                if tx.send(m).is_err() || end {
+                    break;
+                }
+            }
+        })?;
+    Ok(rx)
+}
+
+/// A test between `start` and the server's final report.
+pub(crate) struct Running {
+    pub meter: Meter,
+    /// Taken out (and joined) once the timeline is over.
+    pub engine: Option<Engine>,
+    pub ctrl: TcpStream,
+    pub rx: mpsc::Receiver<Result<ServerMsg, FrameError>>,
+    pub t0: Instant,
+    pub seq: u32,
+    pub final_msg: Option<Final>,
+    pub label: String,
+    /// Ticks before this one have their server sample.
+    pub answered: usize,
+}
+
+impl Running {
+    fn engine(&self) -> &Engine {
+        self.engine
+            .as_ref()
+            .expect("engine runs until the timeline ends")
+    }
+
+    /// Sample our counters, enter `next`, and ask the server to do the same.
+    fn tick(
+        &mut self,
+        ending: Phase,
+        next: Phase,
+        g: &mut Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
+        self.meter.on_tick(ending, next);
+        // Interval first: a worker that sees the new phase sees the new interval too.
+        self.engine().set_interval(self.seq);
+        self.engine().set_phase(next);
+        let (at, counts) = if self.seq == 0 {
+            let zero = vec![Counts::default(); self.engine().snapshot().len()];
+            (Duration::ZERO, zero)
+        } else {
+            (self.t0.elapsed(), self.engine().snapshot())
+        };
+        let seq = self.seq;
+        self.seq += 1;
+        g.local.push(LocalSample {
+            at,
+            unix_s: crate::clock::unix_now(),
+            counts,
+            phase: ending,
+        });
+        g.remote.push(None);
+        write_msg(&mut self.ctrl, &ClientMsg::from(Tick { seq, phase: next }))
+            .with_context(|| format!("sending a tick to {}", self.label))?;
+        if seq > 0 {
+            self.pump(g, plan, observer, Duration::ZERO)?;
+        }
+        Ok(())
+    }
+
+    /// Fail when the server has left a tick unanswered for [`SAMPLE_TIMEOUT`].
+    fn check_samples(&mut self, g: &Gathered) -> Result<()> {
+        while self.answered < g.remote.len() && g.remote[self.answered].is_some() {
+            self.answered += 1;
+        }
+        if let Some(sent) = g.local.get(self.answered).map(|l| l.at)
+            && self.answered < g.remote.len()
+            && self.t0.elapsed().saturating_sub(sent) > SAMPLE_TIMEOUT
+        {
+            bail!(
+                "the server at {} has not answered for {SAMPLE_TIMEOUT:?}: the control path or the server is gone",
+                self.label
+            );
+        }
+        Ok(())
+    }
+
+    /// Handle control messages for up to `wait`; fail on a server error or a lost connection.
+    fn pump(
+        &mut self,
+        g: &mut Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+        wait: Duration,
+    ) -> Result<()> {
+        let mut wait = wait;
+        loop {
+            let m = if wait.is_zero() {
+                match self.rx.try_recv() {
+                    Ok(m) => m,
+                    Err(mpsc::TryRecvError::Empty) => return Ok(()),
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        bail!("the control connection to {} is gone", self.label)
+                    }
+                }
+            } else {
+                match self.rx.recv_timeout(wait) {
+                    Ok(m) => m,
+                    Err(mpsc::RecvTimeoutError::Timeout) => return Ok(()),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        bail!("the control connection to {} is gone", self.label)
+                    }
+                }
+            };
+            wait = Duration::ZERO;
+            match m {
+                Ok(ServerMsg::Sample(super::proto::Sample {
+                    seq,
+                    elapsed_ns,
+                    counts,
+                    ..
+                })) => {
+                    if let Some(slot) = g.remote.get_mut(seq as usize) {
+                        *slot = Some(RemoteSample { elapsed_ns, counts });
+                        // Both ends' counts of this interval are in: report it.
+                        if seq > 0 && g.remote[seq as usize - 1].is_some() {
+                            observer.on_interval(&interval(plan, g, seq as usize));
+                        }
+                    }
+                }
+                Ok(ServerMsg::Final(f)) => {
+                    self.final_msg = Some(f);
+                    return Ok(());
+                }
+                Ok(ServerMsg::Error(e)) => {
+                    bail!(
+                        "server {} reported: {}",
+                        self.label,
+                        text::message(&e.message)
+                    )
+                }
+                Ok(m) => bail!(
+                    "server {} sent an unexpected '{}' message",
+                    self.label,
+                    m.kind()
+                ),
+                Err(FrameError::Closed) => bail!(
+                    "the server at {} closed the control connection mid-test (did it stop or crash?)",
+                    self.label
+                ),
+                Err(e) => {
+                    return Err(anyhow!(e))
+                        .context(format!("control connection to {}", self.label));
+                }
+            }
+        }
+    }
+
+    fn check_engine(&self) -> Result<()> {
+        if let Some(e) = self.engine().error() {
+            bail!("data path: {e}");
+        }
+        Ok(())
+    }
+
+    pub(crate) fn timeline(
+        &mut self,
+        plan: &TestPlan,
+        phases: &[(Phase, Option<Duration>)],
+        g: &mut Gathered,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
+        let interval = Duration::from_nanos(plan.interval_ns);
+        // A finer step while count-limited, to end the window close to the last transaction.
+        let check = if plan.transactions.is_some() {
+            Duration::from_millis(1)
+        } else {
+            Duration::from_millis(20)
+        };
+        self.tick(phases[0].0, phases[0].0, g, plan, observer)?;
+        'phases: for (k, &(phase, len)) in phases.iter().enumerate() {
+            let next_phase = phases.get(k + 1).map_or(Phase::Drain, |p| p.0);
+            let start = self.t0.elapsed();
+            let end = len.map(|l| start + l);
+            let mut next_tick = start + interval;
+            loop {
+                let now = self.t0.elapsed();
+                // Ctrl-C or SIGTERM (`control::stop`): end the interval
+                // here and drain, so what was measured is kept.
+                if super::stop::requested() {
+                    self.tick(phase, Phase::Drain, g, plan, observer)?;
+                    break 'phases;
+                }
+                let quota_met =
+                    len.is_none() && self.engine().quota_done() as u64 >= plan.flows as u64;
+                if quota_met || end.is_some_and(|e| now >= e) {
+                    self.tick(phase, next_phase, g, plan, observer)?;
+                    break;
+                }
+                if now >= next_tick {
+                    self.tick(phase, phase, g, plan, observer)?;
+                    next_tick += interval;
+                    continue;
+                }
+                let mut until = next_tick.min(end.unwrap_or(next_tick)) - now;
+                until = until.min(check);
+                self.pump(g, plan, observer, until)?;
+                self.check_engine()?;
+                self.check_samples(g)?;
+            }
+        }
+        // Drain: wait for our flows to half-close and read the server's EOF.
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        while self.engine().running() > 0 {
+            if Instant::now() >= deadline {
+                g.warnings.push(Warning::new(Code::DrainTimeout, format!(
+                    "{} worker(s) had not drained after {DRAIN_TIMEOUT:?}; final totals may not match between the ends",
+                    self.engine().running()
+                )));
+                break;
+            }
+            self.pump(g, plan, observer, Duration::from_millis(2))?;
+            self.check_engine()?;
+            self.check_samples(g)?;
+        }
+        // Our totals after the drain.
+        g.local_total = Some(Counts::sum(&self.engine().snapshot()));
+        Ok(())
+    }
+
+    pub(crate) fn wait_final(
+        &mut self,
+        g: &mut Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+    ) -> Result<Final> {
+        let deadline = Instant::now() + REPLY_TIMEOUT;
+        while self.final_msg.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                bail!(
+                    "server {} sent no final report within {REPLY_TIMEOUT:?}",
+                    self.label
+                );
+            }
+            self.pump(g, plan, observer, deadline - now)?;
+        }
+        Ok(self.final_msg.take().expect("final message"))
+    }
+}
+
+impl Drop for Running {
+    /// Wake the control reader thread, whatever state the connection is in.
+    fn drop(&mut self) {
+        let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
+    }
+}

@@ -1,0 +1,243 @@
+//! Warnings as values: a stable code and the sentence a reader sees.
+//!
+//! A warning is raised where the figure it qualifies is computed, so its
+//! sentence is built there with that figure in it; what must not change
+//! from release to release is its [`Code`], which scripts and tests match
+//! (hyperfine's `output/warnings.rs` is the model). The JSON result keeps
+//! `warnings` (the sentences, as always) and adds `diagnostics`
+//! (`[{code, message}]`).
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+
+/// What a warning is about; [`Code::as_str`] is the stable code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// Some of the server's samples never arrived.
+    ServerSamplesMissing,
+    /// `--rate` asked for more than the senders reached.
+    RateNotReached,
+    /// The figure trends across the window: no steady state.
+    Trend,
+    /// A flow moved nothing for intervals while others moved.
+    FlowStalled,
+    /// The hypervisor stole CPU time in the window.
+    CpuStolen,
+    /// /proc/stat and thrum's own CPU time give different service demands.
+    ServiceDemandDisagrees,
+    /// Other processes or interrupt work kept the CPUs busy.
+    CpuBusyElsewhere,
+    /// `--zerocopy`: the sending server reported no zero-copy sends.
+    ZerocopyNotReported,
+    /// `--zerocopy`: the kernel copied most sends anyway.
+    ZerocopyCopied,
+    /// RR packets/s and transactions/s part.
+    PacketsPartFromTransactions,
+    /// `--driver uring` was asked for and epoll ran.
+    UringFallback,
+    /// The descriptor limit is below what the flows need.
+    DescriptorLimit,
+    /// Datagrams larger than the path MTU are sent as IP fragments.
+    DatagramsFragmented,
+    /// The server reported a usage no machine can have.
+    ServerUsageImplausible,
+    /// The server reported an error of its own.
+    ServerError,
+    /// The server refused data connections or datagrams.
+    ServerRefused,
+    /// Workers had not drained in time; the ends' totals may differ.
+    DrainTimeout,
+    /// `--iterations`: the confidence interval is wider than asked.
+    ConfidenceNotReached,
+}
+
+impl Code {
+    /// Every code, for the schema check.
+    pub const ALL: [Code; 18] = [
+        Code::ServerSamplesMissing,
+        Code::RateNotReached,
+        Code::Trend,
+        Code::FlowStalled,
+        Code::CpuStolen,
+        Code::ServiceDemandDisagrees,
+        Code::CpuBusyElsewhere,
+        Code::ZerocopyNotReported,
+        Code::ZerocopyCopied,
+        Code::PacketsPartFromTransactions,
+        Code::UringFallback,
+        Code::DescriptorLimit,
+        Code::DatagramsFragmented,
+        Code::ServerUsageImplausible,
+        Code::ServerError,
+        Code::ServerRefused,
+        Code::DrainTimeout,
+        Code::ConfidenceNotReached,
+    ];
+
+    /// The stable code, as JSON carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::ServerSamplesMissing => "server_samples_missing",
+            Code::RateNotReached => "rate_not_reached",
+            Code::Trend => "trend",
+            Code::FlowStalled => "flow_stalled",
+            Code::CpuStolen => "cpu_stolen",
+            Code::ServiceDemandDisagrees => "service_demand_disagrees",
+            Code::CpuBusyElsewhere => "cpu_busy_elsewhere",
+            Code::ZerocopyNotReported => "zerocopy_not_reported",
+            Code::ZerocopyCopied => "zerocopy_copied",
+            Code::PacketsPartFromTransactions => "packets_part_from_transactions",
+            Code::UringFallback => "uring_fallback",
+            Code::DescriptorLimit => "descriptor_limit",
+            Code::DatagramsFragmented => "datagrams_fragmented",
+            Code::ServerUsageImplausible => "server_usage_implausible",
+            Code::ServerError => "server_error",
+            Code::ServerRefused => "server_refused",
+            Code::DrainTimeout => "drain_timeout",
+            Code::ConfidenceNotReached => "confidence_not_reached",
+        }
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One warning: its code and its sentence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Warning {
+    pub code: Code,
+    pub message: String,
+}
+
+impl Warning {
+    pub fn new(code: Code, message: impl Into<String>) -> Warning {
+        Warning {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A result's warnings. In JSON they are two fields of the object that
+/// holds them (flattened): `warnings`, the sentences as the schema always
+/// had them, and `diagnostics`, each with its code.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Warnings(pub Vec<Warning>);
+
+impl Warnings {
+    /// Is there a warning of this code?
+    pub fn has(&self, code: Code) -> bool {
+        self.0.iter().any(|w| w.code == code)
+    }
+}
+
+impl Deref for Warnings {
+    type Target = Vec<Warning>;
+    fn deref(&self) -> &Vec<Warning> {
+        &self.0
+    }
+}
+
+impl DerefMut for Warnings {
+    fn deref_mut(&mut self) -> &mut Vec<Warning> {
+        &mut self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a Warnings {
+    type Item = &'a Warning;
+    type IntoIter = std::slice::Iter<'a, Warning>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl Extend<Warning> for Warnings {
+    fn extend<I: IntoIterator<Item = Warning>>(&mut self, iter: I) {
+        self.0.extend(iter)
+    }
+}
+
+impl Serialize for Warnings {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Warnings", 2)?;
+        let sentences: Vec<&str> = self.0.iter().map(|w| w.message.as_str()).collect();
+        st.serialize_field("warnings", &sentences)?;
+        st.serialize_field("diagnostics", &self.0)?;
+        st.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Holder {
+        before: u8,
+        #[serde(flatten)]
+        w: Warnings,
+    }
+
+    #[test]
+    fn json_keeps_the_sentences_and_adds_the_codes() {
+        let h = Holder {
+            before: 1,
+            w: Warnings(vec![Warning::new(Code::Trend, "it trends")]),
+        };
+        let v = serde_json::to_value(&h).unwrap();
+        assert_eq!(v["before"], 1);
+        assert_eq!(v["warnings"], serde_json::json!(["it trends"]));
+        assert_eq!(
+            v["diagnostics"],
+            serde_json::json!([{"code": "trend", "message": "it trends"}])
+        );
+    }
+
+    /// The committed schema names every code, so a result that carries a
+    /// new one still validates.
+    #[test]
+    fn the_schema_lists_every_code() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../schema/thrum.result.v1.json")).unwrap();
+        let listed = schema["$defs"]["summary"]["properties"]["diagnostics"]["items"]["properties"]
+            ["code"]["enum"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for c in Code::ALL {
+            assert!(
+                listed.iter().any(|v| v == c.as_str()),
+                "{c} not in the schema"
+            );
+        }
+        assert_eq!(listed.len(), Code::ALL.len());
+    }
+
+    #[test]
+    fn codes_are_stable_names() {
+        assert_eq!(
+            serde_json::to_value(Code::PacketsPartFromTransactions).unwrap(),
+            "packets_part_from_transactions"
+        );
+        assert_eq!(Code::UringFallback.to_string(), "uring_fallback");
+    }
+}

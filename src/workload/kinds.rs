@@ -1,0 +1,655 @@
+//! One description per test, read by both ends and the analysis.
+//!
+//! A test is a row of [`TESTS`]: how its flows reach the server, which end
+//! sends on a flow, what its figure of merit is, how the client and the
+//! server build a flow, and what the UDP tests' I/O path is. The client,
+//! the server, the analysis and the exporters read the row instead of
+//! matching the test kind each in their own way (neper's `struct neper_fn`
+//! is the model). Adding a test is its flow file in `workload/` plus one
+//! row here (and its name in [`TestKind`]).
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use socket2::Socket;
+
+use super::crr::{ConnectClient, ConnectMode, ConnectServer, TOKEN_LEN};
+use super::rr::{RrClient, RrServer};
+use super::schedule::Schedule;
+use super::stream::StreamFlow;
+use super::udp::{UdpRrClient, UdpRrServer, UdpStreamReceiver, UdpStreamSender, gso_segments};
+use super::{CounterRef, Flow};
+use crate::io::mmsg::BATCH;
+use crate::io::socket::DataSocketOpts;
+use crate::plan::{TestKind, TestPlan};
+
+/// How a test's flows reach the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// One long-lived TCP connection per flow, opened before the start; it
+    /// presents the session token and its flow id first.
+    Tcp,
+    /// A new TCP connection per transaction; the server accepts on one
+    /// listener with one flow per worker thread.
+    TcpPerTransaction,
+    /// One connected UDP socket per flow at each end.
+    Udp,
+}
+
+/// What a test's headline figure counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merit {
+    /// Bits per second received (goodput), in each direction that carries data.
+    Throughput,
+    /// Transactions per second, counted where the response completes (the client).
+    Transactions,
+}
+
+impl Merit {
+    /// The unit the human output prints beside the figure.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Merit::Throughput => "bit/s",
+            Merit::Transactions => "trans/s",
+        }
+    }
+}
+
+/// How a test counts what did not arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loss {
+    /// TCP: nothing is lost (retransmissions are reported apart).
+    None,
+    /// Sequence-numbered datagrams, counted by the receiver; the client's
+    /// total sent per flow goes in `finish`, so the final loss is exact.
+    Datagrams,
+    /// Transactions whose response did not come within `--rr-timeout`,
+    /// counted by the client.
+    Transactions,
+}
+
+/// What a flow is built on.
+pub enum Endpoint {
+    /// The connected socket of a long-lived flow (TCP, or UDP connected to
+    /// its peer's socket for that flow).
+    Socket(Socket),
+    /// A connection test's client: where to connect, and what to present.
+    Dial {
+        addr: SocketAddr,
+        bind: Option<IpAddr>,
+        opts: DataSocketOpts,
+        token: [u8; TOKEN_LEN],
+    },
+    /// A connection test's server worker: the session's listener, the only
+    /// peer address it accepts, and the token each connection must present.
+    Listener {
+        fd: RawFd,
+        peer: IpAddr,
+        token: [u8; TOKEN_LEN],
+        /// The session has one flow: the worker may block in accept.
+        single: bool,
+    },
+    /// Taken by the builder (see [`FlowArgs::take_socket`]).
+    Taken,
+}
+
+/// Everything a flow builder gets.
+pub struct FlowArgs<'a> {
+    pub plan: &'a TestPlan,
+    /// The flow's index in the session (the worker's, for a connection
+    /// test's server).
+    pub flow: u32,
+    pub counters: CounterRef,
+    pub endpoint: Endpoint,
+    /// Does this end send on the flow, and does it receive? From the row:
+    /// the server's are the client's, crossed.
+    pub sends: bool,
+    pub receives: bool,
+    /// The client's end (it counts a stream's first bytes as its start).
+    pub client: bool,
+}
+
+impl FlowArgs<'_> {
+    /// The connected socket of a long-lived flow.
+    pub fn take_socket(&mut self) -> io::Result<Socket> {
+        match std::mem::replace(&mut self.endpoint, Endpoint::Taken) {
+            Endpoint::Socket(s) => Ok(s),
+            _ => Err(io::Error::other("this flow needs a connected socket")),
+        }
+    }
+}
+
+/// Builds one end's flow.
+pub type Builder = fn(FlowArgs<'_>) -> io::Result<Box<dyn Flow>>;
+
+/// One test, for both ends and the analysis.
+pub struct TestDesc {
+    pub kind: TestKind,
+    pub transport: Transport,
+    /// On each flow, does the client send data, and does it receive? The
+    /// server does the crossed: request/response tests do both at both ends.
+    pub client_sends: bool,
+    pub client_receives: bool,
+    pub merit: Merit,
+    pub loss: Loss,
+    /// Does `--burst` (transactions in flight per flow) apply?
+    pub burst: bool,
+    pub client: Builder,
+    pub server: Builder,
+    /// The datagram I/O path this plan runs, for the result (UDP tests).
+    pub udp_io: fn(&TestPlan) -> Option<String>,
+    /// The largest datagram payload the plan sends, for the path MTU check
+    /// (UDP tests).
+    pub largest_datagram: fn(&TestPlan) -> Option<u64>,
+    /// The user-space buffer bytes the server's flows allocate: per flow,
+    /// and per worker thread (connection tests), for its memory estimate
+    /// (`control::limits`). An upper bound.
+    pub server_buffers: fn(&TestPlan) -> (u64, u64),
+}
+
+impl TestDesc {
+    /// The server's flow directions: the client's, crossed.
+    pub fn server_sends(&self) -> bool {
+        self.client_receives
+    }
+
+    pub fn server_receives(&self) -> bool {
+        self.client_sends
+    }
+
+    /// Build the client's flow `flow` on `endpoint`.
+    pub fn client_flow(
+        &self,
+        plan: &TestPlan,
+        flow: u32,
+        counters: CounterRef,
+        endpoint: Endpoint,
+    ) -> io::Result<Box<dyn Flow>> {
+        (self.client)(FlowArgs {
+            plan,
+            flow,
+            counters,
+            endpoint,
+            sends: self.client_sends,
+            receives: self.client_receives,
+            client: true,
+        })
+    }
+
+    /// Build the server's flow `flow` (a worker's, for a connection test).
+    pub fn server_flow(
+        &self,
+        plan: &TestPlan,
+        flow: u32,
+        counters: CounterRef,
+        endpoint: Endpoint,
+    ) -> io::Result<Box<dyn Flow>> {
+        (self.server)(FlowArgs {
+            plan,
+            flow,
+            counters,
+            endpoint,
+            sends: self.server_sends(),
+            receives: self.server_receives(),
+            client: false,
+        })
+    }
+}
+
+/// Every test thrum runs, one row each.
+pub static TESTS: [TestDesc; 8] = [
+    TestDesc {
+        kind: TestKind::TcpStream,
+        transport: Transport::Tcp,
+        client_sends: true,
+        client_receives: false,
+        merit: Merit::Throughput,
+        loss: Loss::None,
+        burst: false,
+        client: stream,
+        server: stream,
+        udp_io: none,
+        largest_datagram: no_datagrams,
+        server_buffers: stream_buffers,
+    },
+    TestDesc {
+        kind: TestKind::TcpMaerts,
+        transport: Transport::Tcp,
+        client_sends: false,
+        client_receives: true,
+        merit: Merit::Throughput,
+        loss: Loss::None,
+        burst: false,
+        client: stream,
+        server: stream,
+        udp_io: none,
+        largest_datagram: no_datagrams,
+        server_buffers: stream_buffers,
+    },
+    TestDesc {
+        kind: TestKind::TcpBidir,
+        transport: Transport::Tcp,
+        client_sends: true,
+        client_receives: true,
+        merit: Merit::Throughput,
+        loss: Loss::None,
+        burst: false,
+        client: stream,
+        server: stream,
+        udp_io: none,
+        largest_datagram: no_datagrams,
+        server_buffers: stream_buffers,
+    },
+    TestDesc {
+        kind: TestKind::TcpRr,
+        transport: Transport::Tcp,
+        client_sends: true,
+        client_receives: true,
+        merit: Merit::Transactions,
+        loss: Loss::None,
+        burst: true,
+        client: rr_client,
+        server: rr_server,
+        udp_io: none,
+        largest_datagram: no_datagrams,
+        server_buffers: rr_buffers,
+    },
+    TestDesc {
+        kind: TestKind::TcpCrr,
+        transport: Transport::TcpPerTransaction,
+        client_sends: true,
+        client_receives: true,
+        merit: Merit::Transactions,
+        loss: Loss::None,
+        burst: false,
+        client: crr_client,
+        server: crr_server,
+        udp_io: none,
+        largest_datagram: no_datagrams,
+        server_buffers: connect_buffers,
+    },
+    TestDesc {
+        kind: TestKind::TcpCc,
+        transport: Transport::TcpPerTransaction,
+        client_sends: true,
+        client_receives: true,
+        merit: Merit::Transactions,
+        loss: Loss::None,
+        burst: false,
+        client: cc_client,
+        server: cc_server,
+        udp_io: none,
+        largest_datagram: no_datagrams,
+        server_buffers: connect_buffers,
+    },
+    TestDesc {
+        kind: TestKind::UdpStream,
+        transport: Transport::Udp,
+        client_sends: true,
+        client_receives: false,
+        merit: Merit::Throughput,
+        loss: Loss::Datagrams,
+        burst: false,
+        client: udp_stream_client,
+        server: udp_stream_server,
+        udp_io: udp_stream_io,
+        largest_datagram: |p| Some(p.send_bytes),
+        server_buffers: udp_stream_buffers,
+    },
+    TestDesc {
+        kind: TestKind::UdpRr,
+        transport: Transport::Udp,
+        client_sends: true,
+        client_receives: true,
+        merit: Merit::Transactions,
+        loss: Loss::Transactions,
+        burst: true,
+        client: udp_rr_client,
+        server: udp_rr_server,
+        udp_io: udp_rr_io,
+        largest_datagram: |p| Some(p.request_bytes.max(p.response_bytes)),
+        server_buffers: udp_rr_buffers,
+    },
+];
+
+impl TestKind {
+    /// This test's row.
+    pub fn desc(self) -> &'static TestDesc {
+        let d = &TESTS[self as usize];
+        debug_assert_eq!(d.kind, self, "TESTS is in TestKind's order");
+        d
+    }
+
+    /// Bulk tests report bits/s; the others report transactions/s.
+    pub fn is_stream(self) -> bool {
+        self.desc().merit == Merit::Throughput
+    }
+
+    pub fn is_udp(self) -> bool {
+        self.desc().transport == Transport::Udp
+    }
+
+    /// Request/response tests, where `--burst` applies.
+    pub fn is_rr(self) -> bool {
+        self.desc().burst
+    }
+
+    /// Tests that open one connection per transaction instead of long-lived flows.
+    pub fn is_connect(self) -> bool {
+        self.desc().transport == Transport::TcpPerTransaction
+    }
+}
+
+/// rr buffers are capped (`workload::rr`): at most this per direction.
+const RR_MAX_BUF: u64 = 256 << 10;
+/// A connection test worker's buffer is capped the same way (`workload::crr`).
+const CRR_MAX_BUF: u64 = 256 << 10;
+
+/// A bulk server flow: its receive buffer where it receives, its send
+/// buffer (a ring of them with `--zerocopy`) where it sends.
+fn stream_buffers(p: &TestPlan) -> (u64, u64) {
+    let d = p.test.desc();
+    let send = if p.zerocopy {
+        p.send_bytes
+            .saturating_mul(crate::io::zerocopy::RING_SLOTS as u64)
+    } else {
+        p.send_bytes
+    };
+    let mut b = 0u64;
+    if d.server_sends() {
+        b = b.saturating_add(send);
+    }
+    if d.server_receives() {
+        b = b.saturating_add(p.recv_bytes);
+    }
+    (b, 0)
+}
+
+fn rr_buffers(p: &TestPlan) -> (u64, u64) {
+    let in_flight = p.burst as u64 + 1;
+    let cap = |m: u64| m.saturating_mul(in_flight).clamp(4096, RR_MAX_BUF);
+    (cap(p.request_bytes) + cap(p.response_bytes), 0)
+}
+
+/// Connection tests' server flows are one per worker.
+fn connect_buffers(p: &TestPlan) -> (u64, u64) {
+    (
+        0,
+        p.request_bytes.max(p.response_bytes).clamp(64, CRR_MAX_BUF),
+    )
+}
+
+fn udp_stream_buffers(p: &TestPlan) -> (u64, u64) {
+    // --gso: each buffer takes a whole coalesced message.
+    let each = if p.gso { 65_535 } else { p.send_bytes };
+    (BATCH as u64 * each, 0)
+}
+
+fn udp_rr_buffers(p: &TestPlan) -> (u64, u64) {
+    let batch = (BATCH as u64).min(p.burst as u64 + 1);
+    (batch * (p.request_bytes + 1 + p.response_bytes), 0)
+}
+
+fn none(_: &TestPlan) -> Option<String> {
+    None
+}
+
+fn no_datagrams(_: &TestPlan) -> Option<u64> {
+    None
+}
+
+/// tcp_stream, tcp_maerts, tcp_bidir: the same flow at both ends, sending,
+/// receiving or both as the row says. Only the client counts its first
+/// bytes as the flow's start.
+fn stream(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let sock = a.take_socket()?;
+    let f = StreamFlow::new(
+        sock,
+        a.counters,
+        a.sends,
+        a.receives,
+        if a.sends {
+            a.plan.send_bytes as usize
+        } else {
+            0
+        },
+        if a.receives {
+            a.plan.recv_bytes as usize
+        } else {
+            0
+        },
+        a.client,
+    );
+    Ok(Box::new(if a.plan.zerocopy {
+        f.with_zerocopy()?
+    } else {
+        f
+    }))
+}
+
+fn rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let sock = a.take_socket()?;
+    let p = a.plan;
+    let f = RrClient::new(
+        sock,
+        a.counters,
+        p.request_bytes,
+        p.response_bytes,
+        p.burst,
+        p.flow_quota(a.flow),
+    );
+    Ok(Box::new(match Schedule::of(p, a.flow) {
+        Some(s) => f.open_loop(s),
+        None => f,
+    }))
+}
+
+fn rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let sock = a.take_socket()?;
+    let p = a.plan;
+    Ok(Box::new(RrServer::new(
+        sock,
+        a.counters,
+        p.request_bytes,
+        p.response_bytes,
+        p.burst,
+    )))
+}
+
+fn connect_client(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let Endpoint::Dial {
+        addr,
+        bind,
+        opts,
+        token,
+    } = a.endpoint
+    else {
+        return Err(io::Error::other(
+            "a connection test's client dials the server",
+        ));
+    };
+    let p = a.plan;
+    Ok(Box::new(ConnectClient::new(
+        mode,
+        addr,
+        bind,
+        opts,
+        a.counters,
+        token,
+        p.request_bytes,
+        p.response_bytes,
+        p.flow_quota(a.flow),
+        p.close,
+    )))
+}
+
+fn connect_server(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let Endpoint::Listener {
+        fd,
+        peer,
+        token,
+        single,
+    } = a.endpoint
+    else {
+        return Err(io::Error::other(
+            "a connection test's server accepts on a listener",
+        ));
+    };
+    let p = a.plan;
+    Ok(Box::new(ConnectServer::new(
+        mode,
+        fd,
+        peer,
+        token,
+        p.request_bytes,
+        p.response_bytes,
+        a.counters,
+        single,
+    )))
+}
+
+fn crr_client(a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    connect_client(ConnectMode::Crr, a)
+}
+
+fn crr_server(a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    connect_server(ConnectMode::Crr, a)
+}
+
+fn cc_client(a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    connect_client(ConnectMode::Cc, a)
+}
+
+fn cc_server(a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    connect_server(ConnectMode::Cc, a)
+}
+
+fn udp_stream_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let sock = a.take_socket()?;
+    let p = a.plan;
+    let s = UdpStreamSender::new(sock, a.counters, a.flow, p.send_bytes as usize, p.rate_bps);
+    Ok(Box::new(if p.gso { s.with_gso()? } else { s }))
+}
+
+fn udp_stream_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let sock = a.take_socket()?;
+    let p = a.plan;
+    let r = UdpStreamReceiver::new(sock, a.counters, a.flow, p.send_bytes as usize);
+    Ok(Box::new(if p.gso { r.with_gro()? } else { r }))
+}
+
+fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let sock = a.take_socket()?;
+    let p = a.plan;
+    Ok(Box::new(UdpRrClient::new(
+        sock,
+        a.counters,
+        p.request_bytes,
+        p.response_bytes,
+        p.burst,
+        Duration::from_nanos(p.rr_timeout_ns),
+        p.flow_quota(a.flow),
+    )))
+}
+
+fn udp_rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let sock = a.take_socket()?;
+    let p = a.plan;
+    Ok(Box::new(UdpRrServer::new(
+        sock,
+        a.counters,
+        p.request_bytes,
+        p.response_bytes,
+        p.burst,
+    )))
+}
+
+fn udp_stream_io(p: &TestPlan) -> Option<String> {
+    Some(if p.gso {
+        format!(
+            "--gso: sendmmsg of up to {BATCH} messages of up to {} datagrams each (UDP_SEGMENT), recvmmsg with UDP_GRO, datagrams counted by segment size",
+            gso_segments(p.send_bytes as usize)
+        )
+    } else {
+        format!(
+            "sendmmsg/recvmmsg, up to {BATCH} datagrams per call; a receiver alone on its thread naps between batches while datagrams stream in (wake-up coalescing)"
+        )
+    })
+}
+
+fn udp_rr_io(p: &TestPlan) -> Option<String> {
+    Some(if p.burst == 0 {
+        "send/recv, one datagram per call (one transaction in flight)".into()
+    } else {
+        format!(
+            "sendmmsg/recvmmsg, up to {} datagrams per call",
+            BATCH.min(p.burst as usize + 1)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_own_row_in_order() {
+        for k in TestKind::ALL {
+            assert_eq!(k.desc().kind, k);
+        }
+        assert_eq!(TESTS.len(), TestKind::ALL.len());
+    }
+
+    /// The tables both ends used to write out by hand, now derived from one
+    /// row: which end sends on a flow.
+    #[test]
+    fn directions_cross_between_the_ends() {
+        let t = TestKind::TcpStream.desc();
+        assert!(t.client_sends && !t.client_receives);
+        assert!(!t.server_sends() && t.server_receives());
+        let m = TestKind::TcpMaerts.desc();
+        assert!(m.server_sends() && !m.server_receives());
+        for k in [TestKind::TcpBidir, TestKind::TcpRr, TestKind::UdpRr] {
+            let d = k.desc();
+            assert!(d.server_sends() && d.server_receives(), "{k}");
+        }
+    }
+
+    #[test]
+    fn the_classes_of_tests() {
+        let streams: Vec<_> = TestKind::ALL
+            .into_iter()
+            .filter(|k| k.is_stream())
+            .collect();
+        assert_eq!(
+            streams,
+            [
+                TestKind::TcpStream,
+                TestKind::TcpMaerts,
+                TestKind::TcpBidir,
+                TestKind::UdpStream
+            ]
+        );
+        let rr: Vec<_> = TestKind::ALL.into_iter().filter(|k| k.is_rr()).collect();
+        assert_eq!(rr, [TestKind::TcpRr, TestKind::UdpRr]);
+        let connect: Vec<_> = TestKind::ALL
+            .into_iter()
+            .filter(|k| k.is_connect())
+            .collect();
+        assert_eq!(connect, [TestKind::TcpCrr, TestKind::TcpCc]);
+        let udp: Vec<_> = TestKind::ALL.into_iter().filter(|k| k.is_udp()).collect();
+        assert_eq!(udp, [TestKind::UdpStream, TestKind::UdpRr]);
+    }
+
+    #[test]
+    fn udp_rows_say_their_io_path_and_others_do_not() {
+        let mut p = TestPlan::new(TestKind::UdpRr);
+        p.burst = 3;
+        let io = (TestKind::UdpRr.desc().udp_io)(&p).unwrap();
+        assert!(io.contains("up to 4 datagrams per call"), "{io}");
+        let p = TestPlan::new(TestKind::TcpRr);
+        assert_eq!((TestKind::TcpRr.desc().udp_io)(&p), None);
+    }
+}

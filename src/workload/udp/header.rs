@@ -1,0 +1,64 @@
+//! The datagram header: the bytes at the front of a UDP datagram that number
+//! it, big-endian so that a capture reads the same on any host.
+//!
+//! udp_stream: a datagram of [`STREAM_HEADER`] bytes or more starts with the
+//! flow id (u32) and its sequence number (u64); a shorter one carries
+//! nothing and is counted without loss accounting. udp_rr: requests and
+//! responses of [`RR_SEQ`] bytes or more start with the transaction's
+//! sequence number (u64), which the server echoes.
+
+/// Bytes of the udp_stream header: flow id (u32) and sequence number (u64), big-endian.
+pub const STREAM_HEADER: usize = 12;
+/// Bytes of the udp_rr sequence number carried by requests and responses.
+pub const RR_SEQ: usize = 8;
+
+/// Write udp_stream's header at the front of `d` (at least [`STREAM_HEADER`] bytes).
+pub(super) fn put_stream(d: &mut [u8], flow_id: u32, seq: u64) {
+    d[..4].copy_from_slice(&flow_id.to_be_bytes());
+    d[4..STREAM_HEADER].copy_from_slice(&seq.to_be_bytes());
+}
+
+/// The flow id and sequence number of a udp_stream datagram, if it is long
+/// enough to carry them.
+pub(super) fn stream_of(d: &[u8]) -> Option<(u32, u64)> {
+    let h = d.get(..STREAM_HEADER)?;
+    let flow = u32::from_be_bytes(h[..4].try_into().expect("4 bytes"));
+    let seq = u64::from_be_bytes(h[4..].try_into().expect("8 bytes"));
+    Some((flow, seq))
+}
+
+/// Write udp_rr's sequence number at the front of `d` (at least [`RR_SEQ`] bytes).
+pub(super) fn put_seq(d: &mut [u8], seq: u64) {
+    d[..RR_SEQ].copy_from_slice(&seq.to_be_bytes());
+}
+
+/// The sequence number a udp_rr datagram carries, if it is long enough.
+pub(super) fn seq_of(d: &[u8]) -> Option<u64> {
+    d.get(..RR_SEQ)
+        .map(|s| u64::from_be_bytes(s.try_into().expect("8 bytes")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_headers_are_big_endian_at_the_front() {
+        let mut d = [0xAAu8; 14];
+        put_stream(&mut d, 0x0102_0304, 0x1112_1314_1516_1718);
+        assert_eq!(
+            d,
+            [
+                1, 2, 3, 4, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0xAA, 0xAA
+            ]
+        );
+        assert_eq!(stream_of(&d), Some((0x0102_0304, 0x1112_1314_1516_1718)));
+        assert_eq!(stream_of(&d[..STREAM_HEADER - 1]), None);
+
+        let mut r = [0u8; 9];
+        put_seq(&mut r, 258);
+        assert_eq!(r, [0, 0, 0, 0, 0, 0, 1, 2, 0]);
+        assert_eq!(seq_of(&r), Some(258));
+        assert_eq!(seq_of(&r[..RR_SEQ - 1]), None);
+    }
+}

@@ -1,0 +1,29 @@
+//! UDP tests: udp_stream and udp_rr, which count every datagram and never stall.
+//!
+//! `stream` is udp_stream's sender and receiver, `rr` udp_rr's client and
+//! server, and `header` the few bytes at the front of a datagram that
+//! both use to number it.
+
+mod header;
+mod rr;
+mod stream;
+
+use std::io;
+
+pub use header::{RR_SEQ, STREAM_HEADER};
+pub use rr::{UdpRrClient, UdpRrServer};
+pub use stream::{
+    Arrival, Coalesce, MAX_NAP, SeqTracker, UdpStreamReceiver, UdpStreamSender, gso_segments,
+};
+
+/// A connected socket whose peer vanished answers with ECONNREFUSED (ICMP port unreachable).
+fn refused(e: &io::Error) -> io::Error {
+    if e.raw_os_error() == Some(libc::ECONNREFUSED) {
+        io::Error::new(
+            e.kind(),
+            "the peer's UDP port is closed (ICMP port unreachable)",
+        )
+    } else {
+        io::Error::new(e.kind(), e.to_string())
+    }
+}

@@ -1,0 +1,192 @@
+//! Open-loop request/response (`--rate`): the schedule, not the responses,
+//! decides when transactions start, so a stalled server is charged for
+//! every transaction that should have started in the stall.
+
+use std::process::Command;
+use std::thread;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{
+    ServerProc, assert_rejected, assert_schema, f, json, not_beside_floods, run_client, u,
+};
+
+/// The tests that run open-loop so far.
+const OPEN_LOOP_TESTS: &[&str] = &["tcp_rr"];
+
+/// `thrum run TEST -H server ... --json` that must succeed.
+fn run(server: &ServerProc, test: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["run", test, "-H", &server.addr, "--json"];
+    args.extend_from_slice(extra);
+    let out = run_client(&args, Duration::from_secs(60));
+    let doc = json(&out);
+    assert!(
+        out.status.success(),
+        "{test} {extra:?}: {}",
+        doc["summary"]["error"]
+    );
+    assert_schema(&doc);
+    doc
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Run `test` for 5 s at 1,000 transactions/s (open loop) or closed loop,
+/// with the server stopped (SIGSTOP) for 300 ms in the middle.
+fn stalled_run(test: &str, open: bool) -> Value {
+    let server = ServerProc::start(&[]);
+    let pid = server.pid();
+    let stopper = thread::spawn(move || {
+        // Warm-up 0, so 2.5 s into the run is the middle of the window
+        // (the client's set-up takes a few ms more).
+        thread::sleep(Duration::from_millis(2500));
+        signal(pid, "-STOP");
+        thread::sleep(Duration::from_millis(300));
+        signal(pid, "-CONT");
+    });
+    let mut extra = vec!["-l", "5s", "--warmup", "0", "--nodelay"];
+    if open {
+        extra.extend_from_slice(&["--rate", "1000"]);
+    }
+    if test == "udp_rr" {
+        // A response held 300 ms is late, not lost.
+        extra.extend_from_slice(&["--rr-timeout", "2s"]);
+    }
+    let doc = run(&server, test, &extra);
+    stopper.join().unwrap();
+    doc
+}
+
+/// The coordinated-omission pair: a 300 ms stall in a 5 s run at 1,000/s.
+/// Open loop, the ~300 transactions due in the stall wait for its end, from
+/// 0 to 300 ms each: 6 % of all, so p99 of response time is at least
+/// 150 ms (the top 1 % waited 250 ms or more). Closed loop the flow is
+/// stuck on one transaction for the stall, so it records one slow one
+/// among thousands and its p99 stays far below the stall.
+#[test]
+fn a_stall_is_charged_to_every_transaction_due_in_it() {
+    let _quiet = not_beside_floods();
+    for &test in OPEN_LOOP_TESTS {
+        let open = stalled_run(test, true);
+        let s = &open["summary"];
+        let p99 = u(&s["latency_ns"]["p99"]);
+        assert!(p99 >= 150_000_000, "{test} open loop: p99 {p99} ns");
+        // Every transaction is in the histogram, the stalled ones included.
+        assert_eq!(
+            u(&s["latency_ns"]["count"]),
+            u(&s["transactions"]),
+            "{test}: each completed transaction has its response time"
+        );
+        assert!(f(&s["offered_per_s"]) == 1000.0);
+        // Service time (from the actual send) sees the stall too: the
+        // requests sent into it waited for the server.
+        assert!(u(&s["service_latency_ns"]["max"]) >= 150_000_000, "{s}");
+
+        let closed = stalled_run(test, false);
+        let c = &closed["summary"];
+        let p99 = u(&c["latency_ns"]["p99"]);
+        assert!(
+            p99 < 150_000_000,
+            "{test} closed loop: p99 {p99} ns (one slow transaction among thousands)"
+        );
+        assert!(c["offered_per_s"].is_null() && c["service_latency_ns"].is_null());
+    }
+}
+
+/// The offered rate is held: completed transactions/s within 1 % of the
+/// schedule's rate below saturation. Over a window of W seconds the
+/// counting error is the transactions in flight at its two edges (a few
+/// per flow at these rates), far below 1 % of rate × W.
+#[test]
+fn the_offered_rate_is_held() {
+    let _quiet = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    for (rate, flows) in [("1000", "1"), ("10000", "4")] {
+        for arrivals in ["fixed", "poisson"] {
+            let doc = run(
+                &server,
+                "tcp_rr",
+                &[
+                    "--rate",
+                    rate,
+                    "--arrivals",
+                    arrivals,
+                    "-F",
+                    flows,
+                    "-T",
+                    "2".min(flows),
+                    "-l",
+                    "3s",
+                    "--warmup",
+                    "500ms",
+                    "--nodelay",
+                ],
+            );
+            let s = &doc["summary"];
+            let offered: f64 = rate.parse().unwrap();
+            let achieved = f(&s["achieved_per_s"]);
+            if arrivals == "fixed" {
+                assert!(
+                    (achieved / offered - 1.0).abs() < 0.01,
+                    "{rate}/s {arrivals}: achieved {achieved}"
+                );
+            } else {
+                // Poisson counts over 3 s vary as a Poisson variable:
+                // sd = sqrt(rate × 3); 5 sd of slack.
+                let n = offered * 3.0;
+                let tol = 5.0 * n.sqrt() / n;
+                assert!(
+                    (achieved / offered - 1.0).abs() < tol.max(0.01),
+                    "{rate}/s {arrivals}: achieved {achieved}"
+                );
+            }
+            assert_eq!(doc["spec"]["arrivals"], arrivals);
+            let lag = &s["generator_lag_ns"];
+            assert!(u(&lag["p50"]) <= u(&lag["p99"]) && u(&lag["p99"]) <= u(&lag["max"]));
+            // Intervals carry the service time too.
+            assert!(
+                doc["intervals"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|i| i["service_latency_ns"]["count"].as_u64().unwrap_or(0) > 0)
+            );
+        }
+    }
+}
+
+/// Open-loop flags are checked, and combinations that make no sense are
+/// refused naming both flags.
+#[test]
+fn open_loop_flags_are_checked() {
+    assert_rejected(&[
+        (
+            &["run", "tcp_rr", "--rate", "1000", "-b", "4"],
+            &["--burst", "--rate"],
+        ),
+        (
+            &["run", "tcp_stream", "--arrivals", "poisson"],
+            &["--arrivals", "--rate"],
+        ),
+        (
+            &["run", "tcp_rr", "--max-inflight", "8"],
+            &["--max-inflight", "--rate"],
+        ),
+        (
+            &["run", "tcp_rr", "--rate", "1000", "--max-inflight", "0"],
+            &["--max-inflight", "1..="],
+        ),
+        (
+            &["run", "tcp_rr", "--rate", "1000", "--arrivals", "bursty"],
+            &["--arrivals", "fixed", "poisson"],
+        ),
+    ]);
+}
