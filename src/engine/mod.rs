@@ -332,6 +332,19 @@ pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
     })
 }
 
+/// The bulk flows' send and receive call-time histograms, summed; None
+/// when no flow keeps them.
+pub fn call_times(flows: &[Box<dyn Flow>]) -> Option<crate::stats::calltime::SendRecvTimes> {
+    flows
+        .iter()
+        .filter_map(|f| f.call_times())
+        .fold(None, |acc, t| {
+            let mut sum = acc.unwrap_or_default();
+            sum += t;
+            Some(sum)
+        })
+}
+
 /// MSG_ZEROCOPY counts summed over the flows; None when no flow sent with it.
 pub fn zerocopy_counts(flows: &[Box<dyn Flow>]) -> Option<crate::io::zerocopy::ZeroCopyCounts> {
     flows

@@ -115,6 +115,10 @@ pub trait Flow: Send {
     fn refused(&self) -> u64 {
         0
     }
+    /// How long its send and receive calls took (bulk flows only).
+    fn call_times(&self) -> Option<&crate::stats::calltime::SendRecvTimes> {
+        None
+    }
     /// MSG_ZEROCOPY sends and completions (`--zerocopy` senders only).
     fn zerocopy(&self) -> Option<crate::io::zerocopy::ZeroCopyCounts> {
         None
