@@ -422,6 +422,11 @@ fn stream(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         },
         a.client,
     );
+    let f = if a.plan.call_times {
+        f.with_call_times()
+    } else {
+        f
+    };
     Ok(Box::new(if a.plan.zerocopy {
         f.with_zerocopy()?
     } else {
