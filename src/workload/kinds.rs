@@ -409,7 +409,7 @@ fn connect_client(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow
         ));
     };
     let p = a.plan;
-    Ok(Box::new(ConnectClient::new(
+    let f = ConnectClient::new(
         mode,
         addr,
         bind,
@@ -420,7 +420,11 @@ fn connect_client(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow
         p.response_bytes,
         p.flow_quota(a.flow),
         p.close,
-    )))
+    );
+    Ok(Box::new(match Schedule::of(p, a.flow) {
+        Some(s) => f.open_loop(s),
+        None => f,
+    }))
 }
 
 fn connect_server(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {

@@ -188,5 +188,9 @@ fn open_loop_flags_are_checked() {
             &["run", "tcp_rr", "--rate", "1000", "--arrivals", "bursty"],
             &["--arrivals", "fixed", "poisson"],
         ),
+        (
+            &["run", "tcp_crr", "--rate", "1000", "--max-inflight", "8"],
+            &["--max-inflight", "tcp_crr", "-F"],
+        ),
     ]);
 }
