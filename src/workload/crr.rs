@@ -38,7 +38,7 @@ use std::time::Instant;
 
 use socket2::{SockAddr, Socket};
 
-use super::schedule::Schedule;
+use super::schedule::{InSystem, Schedule};
 use super::{CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Progress, sub_token, token};
 use crate::io::blocking::POLL_TIMEOUT;
 use crate::io::socket::{
@@ -100,6 +100,7 @@ pub struct ConnectClient {
     /// on the open connection.
     schedule: Option<Schedule>,
     meant: Instant,
+    in_system: InSystem,
 }
 
 impl ConnectClient {
@@ -143,6 +144,7 @@ impl ConnectClient {
             rst: close == CloseMode::Rst,
             schedule: None,
             meant: Instant::now(),
+            in_system: InSystem::new(),
         }
     }
 
@@ -169,6 +171,7 @@ impl ConnectClient {
         if lag > s.gap() {
             self.counters.add_late(1);
         }
+        self.in_system.arrive(due, now, &self.counters);
         self.meant = due;
         None
     }
@@ -252,6 +255,9 @@ impl ConnectClient {
 
     fn complete(&mut self, ctx: &mut FlowCtx<'_>) {
         self.counters.add_transactions(1);
+        if self.schedule.is_some() {
+            self.in_system.depart(1, Instant::now(), &self.counters);
+        }
         if ctx.phase_now() == Phase::Measure {
             let now = Instant::now();
             let service = now.duration_since(self.started).as_nanos() as u64;

@@ -36,7 +36,7 @@ use crate::io::mmsg::{BATCH, MsgBatch};
 use crate::io::socket::{recv, send, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
 use crate::plan::Phase;
-use crate::workload::schedule::Schedule;
+use crate::workload::schedule::{InSystem, Schedule};
 use crate::workload::{
     CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, failed, queue_send, start_on,
 };
@@ -121,6 +121,7 @@ pub struct UdpRrClient {
     schedule: Option<Schedule>,
     owed: VecDeque<Instant>,
     fifo_meant: VecDeque<Instant>,
+    in_system: InSystem,
 }
 
 impl UdpRrClient {
@@ -160,6 +161,7 @@ impl UdpRrClient {
             schedule: None,
             owed: VecDeque::new(),
             fifo_meant: VecDeque::new(),
+            in_system: InSystem::new(),
         }
     }
 
@@ -209,6 +211,7 @@ impl UdpRrClient {
             if lag > gap {
                 self.counters.add_late(1);
             }
+            self.in_system.arrive(due, now, &self.counters);
             self.owed.push_back(due);
             self.to_send += 1;
         }
@@ -302,6 +305,7 @@ impl UdpRrClient {
             if self.schedule.is_some() {
                 // The expired were the oldest in flight: their intended starts go too.
                 self.fifo_meant.drain(..self.fifo_meant.len().min(lost));
+                self.in_system.depart(lost as u64, now, &self.counters);
             }
             for _ in 0..lost {
                 if self.may_issue(phase) {
@@ -340,6 +344,9 @@ impl UdpRrClient {
             }
         };
         let latency = now.duration_since(started);
+        if self.schedule.is_some() {
+            self.in_system.depart(1, now, &self.counters);
+        }
         if latency >= self.timeout {
             // Too late: lost, even though it came before the next expiry scan.
             return Some(false);
