@@ -298,3 +298,45 @@ fn open_loop_flags_are_checked() {
         ),
     ]);
 }
+
+/// The human table and the keyval lines carry the open-loop figures.
+#[test]
+fn open_loop_figures_are_printed() {
+    let server = ServerProc::start(&[]);
+    let args = [
+        "run",
+        "udp_rr",
+        "-H",
+        &server.addr,
+        "--rate",
+        "1000",
+        "-l",
+        "500ms",
+        "--warmup",
+        "0",
+    ];
+    let out = run_client(&args, Duration::from_secs(60));
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{human}");
+    assert!(
+        human.contains("open loop  offered 1000/s  achieved ")
+            && human.contains("service p50 ")
+            && human.contains("generator lag p99 "),
+        "{human}"
+    );
+    let mut kv_args = args.to_vec();
+    kv_args.push("--keyval");
+    let out = run_client(&kv_args, Duration::from_secs(60));
+    let kv = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{kv}");
+    for key in [
+        "OFFERED_RATE=1000.00\n",
+        "ACHIEVED_RATE=",
+        "LATE=",
+        "P50_SERVICE_LATENCY=",
+        "P99_SERVICE_LATENCY=",
+        "P99_GENERATOR_LAG=",
+    ] {
+        assert!(kv.contains(key), "{key} in {kv}");
+    }
+}
