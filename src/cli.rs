@@ -265,9 +265,9 @@ pub struct RunArgs {
     /// arrivals of the same mean rate.
     #[arg(long, default_value = "fixed", value_parser = ["fixed", "poisson"], value_name = "fixed|poisson")]
     pub arrivals: String,
-    /// With --rate on a request/response test: the most transactions in
-    /// flight per flow; when full, the schedule keeps running and the owed
-    /// requests go out as slots free.
+    /// With --rate on tcp_rr or udp_rr: the most transactions in flight per
+    /// flow; when full, the schedule keeps running and the owed requests go
+    /// out as slots free. tcp_crr and tcp_cc keep one connection per flow.
     #[arg(long, default_value_t = crate::plan::DEFAULT_MAX_INFLIGHT, value_name = "N")]
     pub max_inflight: u32,
     /// tcp_stream, tcp_maerts, tcp_bidir: time every send and receive call

@@ -666,6 +666,11 @@ impl TestPlan {
             1,
             limits::MAX_INFLIGHT as u64,
         )?;
+        if t.is_connect() && self.max_inflight != DEFAULT_MAX_INFLIGHT {
+            return Err(PlanError::Invalid(format!(
+                "--max-inflight applies to tcp_rr and udp_rr; {t} with --rate has one connection open per flow (more at once: -F)"
+            )));
+        }
         Ok(())
     }
 

@@ -564,6 +564,11 @@ pub struct Summary {
     /// Open loop: how far behind its schedule the generator sent requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generator_lag_ns: Option<GeneratorLag>,
+    /// Open loop: the mean number of transactions in the system (intended
+    /// start passed, response not in) over the window, from the flows' own
+    /// time integral; by Little's law ≈ achieved_per_s × mean response time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_in_flight: Option<f64>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
