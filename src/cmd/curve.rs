@@ -1,0 +1,218 @@
+//! `thrum curve TEST`: open-loop steps at rising rates, each recorded with
+//! its achieved rate, response-time percentiles, late and lost
+//! transactions and both ends' CPU; then the knee and the saturation point
+//! (named by [`crate::agg::curve`]), a table, and with `--out` the record,
+//! CSV, chart and HTML page that `thrum report` re-renders.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use super::out::{print, target_or_embedded};
+use crate::agg::curve::{self, Curve, CurveSpec, Rates, Step, StepCpu};
+use crate::cli::CurveArgs;
+use crate::control::client::{self, Observer, Target};
+use crate::export::{chart, html, write_atomic};
+use crate::plan::{Phase, TestPlan};
+use crate::result::{Interval, Side, TestResult};
+use crate::term::StatusLine;
+
+/// The progress line while a step runs.
+struct StepProgress<'a> {
+    line: &'a StatusLine,
+    label: String,
+}
+
+impl Observer for StepProgress<'_> {
+    fn on_interval(&mut self, iv: &Interval) {
+        self.line.draw(&format!(
+            "{} {:>6.1}s {:<8} {:.0} trans/s",
+            self.label,
+            iv.end_s,
+            iv.phase.name(),
+            iv.sum.transactions_per_s.unwrap_or(0.0)
+        ));
+    }
+}
+
+fn cpu(side: &Side) -> StepCpu {
+    StepCpu {
+        cpu_util_percent: side.cpu_util_percent,
+        service_demand_us_per_tran: side.service_demand_us_per_tran,
+    }
+}
+
+/// A step's record from its run.
+pub fn step_of(offered: u64, r: &TestResult) -> Step {
+    let s = &r.summary;
+    Step {
+        index: 0,
+        offered_per_s: s.offered_per_s.unwrap_or(offered as f64),
+        achieved_per_s: s.achieved_per_s.or(s.transactions_per_s).unwrap_or(0.0),
+        latency_ns: s.latency_ns.clone(),
+        service_latency_ns: s.service_latency_ns.clone(),
+        lost: s.lost.unwrap_or(0),
+        late: s.late.unwrap_or(0),
+        generator_lag_p99_ns: s.generator_lag_ns.map(|g| g.p99),
+        interval_p50_ns: r
+            .intervals
+            .iter()
+            .filter(|i| i.phase == Phase::Measure)
+            .filter_map(|i| i.latency_ns.as_ref().map(|l| l.p50))
+            .collect(),
+        local: cpu(&s.local),
+        remote: cpu(&s.remote),
+        error: s.error.clone(),
+    }
+}
+
+/// Runs the steps against one target, drawing the progress line.
+struct Runner<'a> {
+    target: &'a Target,
+    base: &'a TestPlan,
+    line: StatusLine,
+}
+
+impl Runner<'_> {
+    fn step(&self, n: usize, of: &str, rate: u64) -> Step {
+        let mut p = self.base.clone();
+        p.offered_per_s = Some(rate);
+        let mut obs = StepProgress {
+            line: &self.line,
+            label: format!("{} step {n}/{of} at {rate}/s:", p.test),
+        };
+        let r = client::run(self.target, &p, &mut obs);
+        let st = step_of(rate, &r);
+        let lat = st
+            .latency_ns
+            .as_ref()
+            .map_or("n/a".into(), |l| crate::units::fmt_ns(l.p99 as f64));
+        self.line.keep(&format!(
+            "step {n}: offered {rate}/s, achieved {:.0}/s, p99 {lat}",
+            st.achieved_per_s
+        ));
+        st
+    }
+
+    /// auto: the closed-loop maximum of a short run.
+    fn probe(&self, length: Duration) -> Result<f64> {
+        let mut p = self.base.clone();
+        p.duration_ns = length.as_nanos() as u64;
+        p.warmup_ns = p.warmup_ns.min(500_000_000);
+        let mut obs = StepProgress {
+            line: &self.line,
+            label: format!("{} closed-loop probe:", p.test),
+        };
+        let r = client::run(self.target, &p, &mut obs);
+        if let Some(e) = &r.summary.error {
+            bail!("the closed-loop probe failed: {e}");
+        }
+        match r.summary.transactions_per_s {
+            Some(t) if t >= 1.0 => Ok(t),
+            _ => bail!("the closed-loop probe completed no transactions"),
+        }
+    }
+}
+
+/// Two saturated steps in a row: auto's first pass has seen the turn.
+fn past_the_turn(steps: &[Step]) -> bool {
+    steps.len() >= 2
+        && steps[steps.len() - 2..]
+            .iter()
+            .all(|s| curve::saturated(s).is_some())
+}
+
+/// Write results.json, curve.csv, curve.svg and report.html into `dir`.
+pub fn write_dir(dir: &Path, c: &Curve) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("--out: creating {}", dir.display()))?;
+    let w = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        write_atomic(&p, bytes).with_context(|| format!("writing {}", p.display()))
+    };
+    w("results.json", &serde_json::to_vec_pretty(c)?)?;
+    w("curve.csv", c.csv().as_bytes())?;
+    let svg = chart::curve_svg(c);
+    w("curve.svg", svg.as_bytes())?;
+    w("report.html", html::curve_report(c, &svg).as_bytes())?;
+    Ok(())
+}
+
+/// `thrum curve`.
+pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
+    let base = args.base_plan()?;
+    let (target, _server) = target_or_embedded(args.target()?, None)?;
+    let runner = Runner {
+        target: &target,
+        base: &base,
+        line: StatusLine::stderr(),
+    };
+    let mut closed_loop = None;
+    let mut steps = Vec::new();
+    match &args.rates {
+        Rates::List(v) => {
+            let of = v.len().to_string();
+            for (i, &r) in v.iter().enumerate() {
+                steps.push(runner.step(i + 1, &of, r));
+            }
+        }
+        Rates::Auto => {
+            let max = runner.probe(args.probe)?;
+            runner
+                .line
+                .keep(&format!("closed-loop probe: {max:.0} trans/s"));
+            closed_loop = Some(max);
+            let first = curve::auto_rates(max);
+            let of = format!("{}+", first.len());
+            for (i, &r) in first.iter().enumerate() {
+                steps.push(runner.step(i + 1, &of, r));
+                if past_the_turn(&steps) {
+                    break;
+                }
+            }
+            let more = curve::refine_rates(&steps, args.slo.as_ref());
+            let done = steps.len();
+            for (i, &r) in more.iter().enumerate() {
+                steps.push(runner.step(done + i + 1, "refine", r));
+            }
+        }
+    }
+    runner.line.clear();
+    let mut c = Curve {
+        schema: curve::SCHEMA.into(),
+        test: base.test.name().into(),
+        server: target.label.clone(),
+        spec: CurveSpec {
+            rates: match &args.rates {
+                Rates::Auto => "auto".into(),
+                Rates::List(v) => v.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+            },
+            step_s: base.duration_ns as f64 / 1e9,
+            warmup_s: base.warmup_ns as f64 / 1e9,
+            interval_s: base.interval_ns as f64 / 1e9,
+            flows: base.flows,
+            threads: base.threads,
+            request_bytes: base.request_bytes,
+            response_bytes: base.response_bytes,
+            arrivals: args.arrivals.clone(),
+            max_inflight: base.max_inflight,
+            slo: args.slo,
+            closed_loop_per_s: closed_loop,
+        },
+        steps,
+        knee: None,
+        saturation: None,
+    };
+    curve::analyse(&mut c);
+    print(&c.table())?;
+    if let Some(dir) = &args.out {
+        write_dir(dir, &c)?;
+        print(&format!("results in {}\n", dir.display()))?;
+    }
+    Ok(if c.steps.iter().any(|s| s.error.is_some()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
