@@ -406,6 +406,11 @@ fn opt_f(v: Option<f64>, digits: usize) -> String {
 }
 
 impl Curve {
+    /// Whether a step's run failed: the curve's verdict, as a run's.
+    pub fn failed(&self) -> bool {
+        self.steps.iter().any(|s| s.error.is_some())
+    }
+
     /// The terminal table, the knee and the saturation point.
     pub fn table(&self) -> String {
         let mut s = format!(

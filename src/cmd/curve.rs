@@ -142,6 +142,15 @@ pub fn write_dir(dir: &Path, c: &Curve) -> Result<()> {
 /// `thrum curve`.
 pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
     let base = args.base_plan()?;
+    if let Some(d) = &args.out
+        && d.exists()
+        && !d.is_dir()
+    {
+        bail!(
+            "--out {}: exists and is not a directory (accepted: a directory, created if missing)",
+            d.display()
+        );
+    }
     let (target, _server) = target_or_embedded(args.target()?, None)?;
     let runner = Runner {
         target: &target,
@@ -210,7 +219,7 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
         write_dir(dir, &c)?;
         print(&format!("results in {}\n", dir.display()))?;
     }
-    Ok(if c.steps.iter().any(|s| s.error.is_some()) {
+    Ok(if c.failed() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
