@@ -4,6 +4,7 @@
 
 mod agg;
 mod common;
+mod curve;
 mod failures;
 mod hostile;
 mod limits;
