@@ -16,7 +16,7 @@ use crate::plan::{SocketOpts, TestKind, TestPlan};
 use crate::units::{parse_duration, parse_rate, parse_size};
 
 mod agg;
-pub use agg::{AggArgs, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
+pub use agg::{AggArgs, AggOutput, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
 mod curve;
 pub use curve::CurveArgs;
 pub mod hardening;
@@ -53,6 +53,35 @@ pub enum Command {
     Curve(Box<CurveArgs>),
     /// Re-analyse a results.json (of agg or curve) or netperf demo-mode logs (netperf_TEST.log and its .out files).
     Report(ReportArgs),
+}
+
+/// A test's name as written: checked later by [`TestKind`]'s parser, which
+/// also takes netperf's spellings (`TCP_RR`). It names the eight tests as
+/// possible values only so that shell completions (clap_complete) offer them.
+#[derive(Clone, Copy, Debug)]
+pub struct TestName;
+
+impl clap::builder::TypedValueParser for TestName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            TestKind::ALL
+                .into_iter()
+                .map(|k| clap::builder::PossibleValue::new(k.name())),
+        ))
+    }
 }
 
 fn size(s: &str) -> Result<u64, String> {
@@ -112,11 +141,21 @@ pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// `--output-fields` as one flag value (a newtype, so clap does not take it for repeated values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldList(pub Vec<String>);
+
+fn field_list(s: &str) -> Result<FieldList, String> {
+    crate::export::fields::parse_list(s).map(FieldList)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
     Json,
     Keyval,
+    /// `--csv`: one CSV line of the output fields.
+    Csv,
 }
 
 /// Where and how results are written.
@@ -125,9 +164,15 @@ pub struct OutputArgs {
     /// Write the result as one JSON document (schema thrum.result.v1).
     #[arg(long, conflicts_with = "keyval")]
     pub json: bool,
-    /// Write the result as netperf-style KEY=value lines.
-    #[arg(long)]
+    /// Write the result as netperf-style KEY=value lines (only the --output-fields, when given).
+    #[arg(long, conflicts_with = "csv")]
     pub keyval: bool,
+    /// Write the --output-fields (default THROUGHPUT,THROUGHPUT_UNITS) as one CSV line under a header of their names (netperf's -o).
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// netperf's omni output selectors (-o/-O/-k): the fields, by netperf's names and thrum's own (THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P99_LATENCY,LOCAL_CPU_UTIL,REMOTE_SD, …), that --csv, --keyval or, alone, one human line shows.
+    #[arg(long, value_parser = field_list, value_name = "LIST", conflicts_with = "json")]
+    pub output_fields: Option<FieldList>,
     /// Write the result to FILE instead of standard output ('-' is standard output). A regular file is replaced atomically through an exclusively created temp file; a FIFO or device is written directly.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -137,6 +182,15 @@ pub struct OutputArgs {
     /// Write JSON Lines to standard output as the test runs: one line per interval as it completes, then the whole result as the last line.
     #[arg(long, conflicts_with_all = ["json", "keyval", "output"])]
     pub json_stream: bool,
+    /// Also write the result as JSON to FILE, beside the output on the terminal (repeatable; hyperfine's habit).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Vec<PathBuf>,
+    /// Also write the per-interval, per-flow samples as CSV to FILE (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Vec<PathBuf>,
+    /// Also write the result as netperf-style KEY=value lines to FILE (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub export_keyval: Vec<PathBuf>,
 }
 
 impl OutputArgs {
@@ -145,6 +199,8 @@ impl OutputArgs {
             Format::Json
         } else if self.keyval {
             Format::Keyval
+        } else if self.csv {
+            Format::Csv
         } else {
             Format::Human
         }
@@ -154,12 +210,12 @@ impl OutputArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream or udp_rr (netperf's TCP_RR etc. also accepted).
-    #[arg(value_name = "TEST")]
+    #[arg(value_name = "TEST", value_parser = TestName, hide_possible_values = true)]
     pub test: String,
     /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
     pub host: Option<String>,
-    /// Length of the measurement window (10s, 500ms, 2m).
+    /// Length of the measurement window (10s, 500ms, 2m, 1h30m).
     #[arg(short = 'l', long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
     pub duration: Duration,
     /// Measure this many transactions instead of a duration (tcp_rr, tcp_crr, tcp_cc, udp_rr).
@@ -478,6 +534,7 @@ impl RunArgs {
             local_cpu: self.local_cpu || self.cpu,
             remote_cpu: self.remote_cpu || self.cpu,
             verbose: self.verbose,
+            rows_shown: false,
         }
     }
 
@@ -504,6 +561,63 @@ impl RunArgs {
     }
 }
 
+/// What a user of netperf or iperf3 meant by a flag thrum does not have,
+/// said after clap's error. Hints, not aliases: `-P` or `-R` meaning
+/// something here would make a typo run the wrong test.
+pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<String> {
+    use clap::error::ErrorKind::{InvalidSubcommand, UnknownArgument};
+    if !matches!(kind, UnknownArgument | InvalidSubcommand) {
+        return None;
+    }
+    let run = args.iter().position(|a| a == "run")?;
+    let rest = &args[run + 1..];
+    let value_after = |flag: &str| {
+        rest.iter().enumerate().find_map(|(i, a)| {
+            if a == flag {
+                rest.get(i + 1).cloned()
+            } else {
+                a.strip_prefix(flag)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| v.trim_start_matches('=').to_string())
+            }
+        })
+    };
+    let has = |flag: &str| rest.iter().any(|a| a == flag);
+    if let Some(test) = value_after("-t") {
+        let test = crate::text::echo(&test);
+        return Some(format!(
+            "the test is positional, not -t (netperf's): thrum run {test}"
+        ));
+    }
+    if let Some(n) = value_after("-P") {
+        let n = crate::text::echo(&n);
+        return Some(format!(
+            "parallel streams are flows here: -F {n} (iperf3's -P)"
+        ));
+    }
+    if has("-R") {
+        return Some(
+            "iperf3's -R (the server sends) is its own test here: thrum run tcp_maerts".into(),
+        );
+    }
+    if has("-J") {
+        return Some("JSON output is --json here (iperf3's -J)".into());
+    }
+    if let Some(f) = value_after("--json").filter(|v| !v.starts_with('-')) {
+        let f = crate::text::echo(&f);
+        return Some(format!(
+            "--json is a switch (JSON on standard output); for a file beside the terminal output: --export-json {f}"
+        ));
+    }
+    if let Some(p) = value_after("-p") {
+        let p = crate::text::echo(&p);
+        return Some(format!(
+            "the server's port goes with its host: -H HOST:{p} ([ADDRESS]:{p} for IPv6)"
+        ));
+    }
+    None
+}
+
 /// Split `host`, `host:port`, `[v6]:port` or a bare IPv6 address.
 pub fn split_host_port(s: &str) -> Result<(String, u16)> {
     if let Some(rest) = s.strip_prefix('[') {
@@ -520,6 +634,12 @@ pub fn split_host_port(s: &str) -> Result<(String, u16)> {
         return Ok((h.to_string(), port));
     }
     if s.matches(':').count() > 1 {
+        if s.parse::<std::net::Ipv6Addr>().is_err() {
+            bail!(
+                "-H: '{}' is not an IPv6 address; an IPv6 address with a port is written [ADDRESS]:PORT, as [::1]:{DEFAULT_PORT}",
+                crate::text::echo(s)
+            );
+        }
         return Ok((s.to_string(), DEFAULT_PORT));
     }
     match s.split_once(':') {
@@ -530,6 +650,22 @@ pub fn split_host_port(s: &str) -> Result<(String, u16)> {
         )),
         None => Ok((s.to_string(), DEFAULT_PORT)),
     }
+}
+
+/// A bare IPv6 address whose last group could be a port (`fe80::1:5201`):
+/// it is read as an address on the default port, so when the run fails
+/// the user is told how to write a port.
+pub fn ipv6_port_hint(host: &str) -> Option<String> {
+    if host.starts_with('[') || host.matches(':').count() < 2 {
+        return None;
+    }
+    let (addr, last) = host.rsplit_once(':')?;
+    let addr = addr.strip_suffix(':').unwrap_or(addr);
+    let port: u16 = last.parse().ok().filter(|p| *p > 0)?;
+    addr.parse::<std::net::Ipv6Addr>().ok()?;
+    Some(format!(
+        "-H {host} was read as the IPv6 address {host} on port {DEFAULT_PORT}; for port {port} of {addr} write -H [{addr}]:{port}"
+    ))
 }
 
 pub fn resolve(host: &str, v4: bool, v6: bool) -> Result<SocketAddr> {
@@ -621,6 +757,16 @@ mod tests {
             ("::1".into(), DEFAULT_PORT)
         );
         assert!(split_host_port("a:x").is_err());
+        let e = split_host_port("::1:99999").unwrap_err().to_string();
+        assert!(e.contains("[ADDRESS]:PORT"), "{e}");
+        assert!(
+            ipv6_port_hint("fe80::1:5201")
+                .unwrap()
+                .contains("[fe80::1]:5201")
+        );
+        assert!(ipv6_port_hint("::1:5201").unwrap().contains("[::1]:5201"));
+        assert_eq!(ipv6_port_hint("[::1]:5201"), None);
+        assert_eq!(ipv6_port_hint("host:5201"), None);
     }
 
     #[test]

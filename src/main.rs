@@ -1,15 +1,62 @@
 //! The `thrum` binary: parse arguments, run, map errors to an exit code.
+//! Every error reads `error: …` on stderr, clap's and thrum's alike.
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
+
+/// `thrum --version`: what was built, from which commit, when and for what
+/// (set by build.rs), so that a report from a fleet names its binary.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("THRUM_COMMIT"),
+    ", built ",
+    env!("THRUM_BUILD_DATE"),
+    ", ",
+    env!("THRUM_TARGET"),
+    ")"
+);
 
 fn main() -> ExitCode {
-    let cli = thrum::cli::Cli::parse();
+    let parsed = thrum::cli::Cli::command()
+        .version(VERSION)
+        .try_get_matches()
+        .and_then(|m| thrum::cli::Cli::from_arg_matches(&m));
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => {
+            let args: Vec<String> = std::env::args().collect();
+            let hint = thrum::cli::foreign_hint(&args, e.kind());
+            match hint {
+                // Our tip replaces clap's (`use '-- -t'`), in clap's style.
+                Some(h) if e.use_stderr() => {
+                    let text = e.render().to_string();
+                    let mut lines: Vec<&str> = text.lines().collect();
+                    if let Some(i) = lines
+                        .iter()
+                        .position(|l| l.trim_start().starts_with("tip:"))
+                    {
+                        lines.remove(i);
+                    }
+                    let at = lines.iter().position(|l| l.is_empty()).unwrap_or(1);
+                    let tip = format!("  tip: {h}");
+                    lines.insert(at + 1, &tip);
+                    let text = lines.join("\n").replace("\n\n\n", "\n\n");
+                    eprintln!("{text}");
+                }
+                // clap prints help and --version itself, to stdout with status 0.
+                _ => {
+                    let _ = e.print();
+                }
+            }
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
     match thrum::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
     }

@@ -305,7 +305,8 @@ pub mod limits {
 #[derive(Debug, Error, PartialEq)]
 pub enum PlanError {
     #[error(
-        "unknown test '{0}' (accepted: tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, or netperf's upper-case names)"
+        "unknown test '{0}' (accepted: {names}, or netperf's upper-case names as TCP_RR)",
+        names = TestKind::ALL.map(TestKind::name).join(", ")
     )]
     UnknownTest(String),
     #[error("unknown --driver '{0}' (accepted: auto, epoll, uring)")]
@@ -316,6 +317,14 @@ pub enum PlanError {
         value: u64,
         min: u64,
         max: u64,
+    },
+    /// A limit in the units the flag is typed in (durations, rates).
+    #[error("{flag} {value} is out of range (accepted: {min}..={max})")]
+    OutOfRangeIn {
+        flag: &'static str,
+        value: String,
+        min: String,
+        max: String,
     },
     #[error("{flag} applies only to {applies}, not to {test}")]
     NotApplicable {
@@ -334,6 +343,34 @@ fn check(flag: &'static str, value: u64, min: u64, max: u64) -> Result<(), PlanE
             value,
             min,
             max,
+        });
+    }
+    Ok(())
+}
+
+/// [`check`] of a duration, said in the units it is typed in.
+fn check_ns(flag: &'static str, ns: u64, min: u64, max: u64) -> Result<(), PlanError> {
+    check_in(flag, ns, min, max, crate::units::fmt_duration_ns)
+}
+
+/// [`check`] of a rate in bit/s, said in the units it is typed in.
+fn check_bps(flag: &'static str, bps: u64, min: u64, max: u64) -> Result<(), PlanError> {
+    check_in(flag, bps, min, max, crate::units::fmt_rate_bps)
+}
+
+fn check_in(
+    flag: &'static str,
+    value: u64,
+    min: u64,
+    max: u64,
+    fmt: fn(u64) -> String,
+) -> Result<(), PlanError> {
+    if value < min || value > max {
+        return Err(PlanError::OutOfRangeIn {
+            flag,
+            value: fmt(value),
+            min: fmt(min),
+            max: fmt(max),
         });
     }
     Ok(())
@@ -393,16 +430,16 @@ impl TestPlan {
                 self.threads, self.flows
             )));
         }
-        check(
-            "--duration (ns)",
+        check_ns(
+            "--duration",
             self.duration_ns,
             MIN_DURATION_NS,
             MAX_DURATION_NS,
         )?;
-        check("--warmup (ns)", self.warmup_ns, 0, MAX_DURATION_NS)?;
-        check("--cooldown (ns)", self.cooldown_ns, 0, MAX_DURATION_NS)?;
-        check(
-            "--interval (ns)",
+        check_ns("--warmup", self.warmup_ns, 0, MAX_DURATION_NS)?;
+        check_ns("--cooldown", self.cooldown_ns, 0, MAX_DURATION_NS)?;
+        check_ns(
+            "--interval",
             self.interval_ns,
             MIN_INTERVAL_NS,
             MAX_DURATION_NS,
@@ -466,10 +503,10 @@ impl TestPlan {
                     test: t,
                 });
             }
-            check("--rate (bit/s)", r, 8, 1_000_000_000_000)?;
+            check_bps("--rate", r, 8, 1_000_000_000_000)?;
         }
-        check(
-            "--rr-timeout (ns)",
+        check_ns(
+            "--rr-timeout",
             self.rr_timeout_ns,
             1_000_000,
             60_000_000_000,
@@ -547,7 +584,7 @@ impl TestPlan {
             )));
         }
         if let Some(r) = self.pacing_rate_bps {
-            check("--pacing-rate (bit/s)", r, 8, u64::MAX / 2)?;
+            check_bps("--pacing-rate", r, 8, u64::MAX / 2)?;
         }
         if let Some(us) = self.busy_poll_us {
             check(
@@ -639,7 +676,25 @@ mod tests {
         assert_eq!("tcp_rr".parse::<TestKind>(), Ok(TestKind::TcpRr));
         assert_eq!("TCP_RR".parse::<TestKind>(), Ok(TestKind::TcpRr));
         assert_eq!("TCP_MAERTS".parse::<TestKind>(), Ok(TestKind::TcpMaerts));
-        assert!("tcp_foo".parse::<TestKind>().is_err());
+        let e = "tcp_foo".parse::<TestKind>().unwrap_err().to_string();
+        for t in TestKind::ALL {
+            assert!(e.contains(t.name()), "{e} lacks {t}");
+        }
+    }
+
+    #[test]
+    fn limits_are_said_in_the_units_they_are_typed_in() {
+        let mut p = TestPlan::new(TestKind::TcpRr);
+        p.duration_ns = 500_000;
+        let e = p.validate().unwrap_err().to_string();
+        assert_eq!(e, "--duration 500us is out of range (accepted: 1ms..=24h)");
+        let mut p = TestPlan::new(TestKind::UdpStream);
+        p.rate_bps = Some(4);
+        let e = p.validate().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--rate 4 bit/s is out of range (accepted: 8 bit/s..=1T bit/s)"
+        );
     }
 
     #[test]

@@ -364,6 +364,10 @@ pub struct Side {
     /// many the kernel copied anyway, over the whole test.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
+    /// SO_SNDBUF/SO_RCVBUF asked for and as the kernel set them (read back
+    /// with getsockopt); absent where the end did not report them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
 }
 
 /// Service demands from the two sources that differ by more than this
@@ -614,6 +618,29 @@ impl Summary {
 }
 
 impl TestResult {
+    /// Record this end's socket buffers as the kernel sets them, and the
+    /// server's when it is embedded (same kernel, same network namespace:
+    /// its sockets get what a socket here gets). A separate server's
+    /// figures come in its final report.
+    pub fn note_socket_buffers(&mut self) {
+        use crate::io::socket::SocketBuffers;
+        let plan = &self.spec.plan;
+        let ipv6 = self
+            .spec
+            .server_address
+            .as_deref()
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            .is_some_and(|a| a.is_ipv6());
+        if self.summary.local.socket_buffers.is_none() {
+            self.summary.local.socket_buffers = SocketBuffers::as_set(plan, &plan.local, ipv6).ok();
+        }
+        if self.spec.embedded_server && self.summary.remote.socket_buffers.is_none() {
+            let server = plan.for_server();
+            self.summary.remote.socket_buffers =
+                SocketBuffers::as_set(&server, &server.local, ipv6).ok();
+        }
+    }
+
     pub fn ok(&self) -> bool {
         self.summary.error.is_none()
     }

@@ -30,9 +30,7 @@ impl StatusLine {
     /// Replace the line with `text`.
     pub fn draw(&self, text: &str) {
         if self.on {
-            let mut e = std::io::stderr().lock();
-            let _ = write!(e, "\r\x1b[2K{text}");
-            let _ = e.flush();
+            draw_line(text);
         }
     }
 
@@ -46,7 +44,7 @@ impl StatusLine {
     /// Erase the line.
     pub fn clear(&self) {
         if self.on {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+            clear_line();
         }
     }
 }
@@ -55,4 +53,19 @@ impl Drop for StatusLine {
     fn drop(&mut self) {
         self.clear();
     }
+}
+
+/// Replace the progress line on stderr with `text` (callers check that
+/// stderr is a terminal: [`StatusLine`], or `cmd::progress`'s ticker).
+pub fn draw_line(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = write!(e, "\r\x1b[2K{text}");
+    let _ = e.flush();
+}
+
+/// Erase the progress line on stderr.
+pub fn clear_line() {
+    let mut e = std::io::stderr().lock();
+    let _ = write!(e, "\r\x1b[2K");
+    let _ = e.flush();
 }

@@ -134,27 +134,115 @@ pub fn parse_rate(input: &str) -> Result<BitsPerSec, UnitError> {
     Ok(BitsPerSec(value * mult))
 }
 
-/// Parse a duration: `10s`, `500ms`, `250us`, `2m`, `1h`, or a bare number of seconds.
+/// Parse a duration: `10s`, `500ms`, `250us`, `2m`, `1h`, a bare number of
+/// seconds, or parts from the largest unit down, as `1h30m` or `2m30s`.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
-    let (value, suffix) = split_number(input)?;
-    let secs = match suffix {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" => value / 1e6,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
+    const ACCEPTED: &str =
+        "h, m, s, ms, us, or parts from the largest down as in 1h30m (a bare number is seconds)";
+    let mut rest = input.trim();
+    if rest.starts_with('-') {
+        return Err(UnitError::Negative(input.to_string()));
+    }
+    let mut secs = 0.0;
+    // Each part must name a smaller unit than the one before it.
+    let mut last_rank = usize::MAX;
+    loop {
+        let (value, tail) =
+            split_number(rest).map_err(|_| UnitError::NotANumber(input.to_string()))?;
+        let end = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (suffix, next) = tail.split_at(end);
+        let (rank, mult) = match suffix {
+            "h" => (0, 3600.0),
+            "m" | "min" => (1, 60.0),
+            "" | "s" => (2, 1.0),
+            "ms" => (3, 1e-3),
+            "us" => (4, 1e-6),
+            _ => {
+                return Err(UnitError::BadSuffix {
+                    input: input.to_string(),
+                    suffix: suffix.to_string(),
+                    accepted: ACCEPTED,
+                });
+            }
+        };
+        let bare = suffix.is_empty();
+        if last_rank != usize::MAX && (rank <= last_rank || bare) {
             return Err(UnitError::BadSuffix {
                 input: input.to_string(),
-                suffix: suffix.to_string(),
-                accepted: "h, m, s, ms, us (a bare number is seconds)",
+                suffix: if bare {
+                    "(none)".to_string()
+                } else {
+                    suffix.to_string()
+                },
+                accepted: ACCEPTED,
             });
         }
-    };
+        last_rank = rank;
+        secs += value * mult;
+        if next.is_empty() {
+            break;
+        }
+        if bare {
+            // `1 30` or `5.5.5`: a bare number must stand alone.
+            return Err(UnitError::NotANumber(input.to_string()));
+        }
+        rest = next;
+    }
     if !secs.is_finite() || secs > 1e9 {
         return Err(UnitError::Overflow(input.to_string()));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// A duration in nanoseconds the way a user types one: `1ms`, `2.5s`,
+/// `24h`, `1h30m` (the inverse of [`parse_duration`] for whole units).
+pub fn fmt_duration_ns(ns: u64) -> String {
+    const UNITS: [(u64, &str); 5] = [
+        (3_600_000_000_000, "h"),
+        (60_000_000_000, "m"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+    ];
+    if ns == 0 {
+        return "0s".into();
+    }
+    // Whole units from the largest down, as long as they add up exactly.
+    let mut out = String::new();
+    let mut rest = ns;
+    for (div, name) in UNITS {
+        if rest >= div {
+            out.push_str(&format!("{}{name}", rest / div));
+            rest %= div;
+        }
+    }
+    if rest == 0 {
+        return out;
+    }
+    // Not whole: one figure in the largest unit it reaches.
+    let (div, name) = UNITS
+        .into_iter()
+        .find(|(d, _)| ns >= *d)
+        .unwrap_or((1_000, "us"));
+    format!("{}{name}", ns as f64 / div as f64)
+}
+
+/// A rate in bits/s the way a user types one: `8`, `100M`, `1T` (decimal,
+/// as [`parse_rate`] reads it), followed by ` bit/s`.
+pub fn fmt_rate_bps(bps: u64) -> String {
+    for (div, name) in [
+        (1_000_000_000_000, "T"),
+        (1_000_000_000, "G"),
+        (1_000_000, "M"),
+        (1_000, "k"),
+    ] {
+        if bps >= div && bps % div == 0 {
+            return format!("{}{name} bit/s", bps / div);
+        }
+    }
+    format!("{bps} bit/s")
 }
 
 /// Nanoseconds as f64 seconds, for rate arithmetic.
@@ -173,6 +261,80 @@ pub fn fmt_ns(ns: f64) -> String {
     } else {
         format!("{ns:.0} ns")
     }
+}
+
+/// A unix time as local wall-clock time (the TZ environment variable and
+/// /etc/localtime, through localtime_r): `2026-11-25 01:05:03.250 CET`
+/// with `date`, `01:05:03.250` without.
+pub fn fmt_local_time(unix_s: f64, date: bool) -> String {
+    let secs = unix_s.floor();
+    let millis = (((unix_s - secs) * 1000.0).round() as u32).min(999);
+    let t = secs as libc::time_t;
+    unsafe extern "C" {
+        fn tzset();
+    }
+    // SAFETY: tzset takes no arguments; it reads TZ, which localtime_r
+    // alone need not (POSIX), so a TZ set for this run is honoured.
+    unsafe { tzset() };
+    // SAFETY: zeroed is a valid tm; localtime_r writes only into it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return format!("unix {unix_s:.3}");
+    }
+    let time = format!(
+        "{:02}:{:02}:{:02}.{millis:03}",
+        tm.tm_hour, tm.tm_min, tm.tm_sec
+    );
+    if !date {
+        return time;
+    }
+    let zone = if tm.tm_zone.is_null() {
+        String::new()
+    } else {
+        // SAFETY: tm_zone points at a NUL-terminated name libc keeps.
+        let z = unsafe { std::ffi::CStr::from_ptr(tm.tm_zone) };
+        format!(" {}", z.to_string_lossy())
+    };
+    format!(
+        "{:04}-{:02}-{:02} {time}{zone}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday
+    )
+}
+
+/// A value with an SI prefix for axes and cells: `950`, `180 k`, `1.2 M`,
+/// `3.4 G` (three significant figures at most).
+pub fn fmt_si(v: f64) -> String {
+    let a = v.abs();
+    let (div, prefix) = if a >= 1e12 {
+        (1e12, " T")
+    } else if a >= 1e9 {
+        (1e9, " G")
+    } else if a >= 1e6 {
+        (1e6, " M")
+    } else if a >= 1e3 {
+        (1e3, " k")
+    } else {
+        (1.0, "")
+    };
+    let x = v / div;
+    let digits = if x.abs() >= 100.0 || x == x.trunc() {
+        0
+    } else if x.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{x:.digits$}");
+    // 1.50 k reads as 1.5 k.
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    format!("{text}{prefix}")
 }
 
 #[cfg(test)]
@@ -238,6 +400,50 @@ mod tests {
     }
 
     #[test]
+    fn compound_durations_go_from_the_largest_unit_down() {
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2m30s"), Ok(Duration::from_secs(150)));
+        assert_eq!(parse_duration("1s500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1m0.5s"), Ok(Duration::from_millis(60_500)));
+        for bad in ["30m1h", "1s1s", "1m30", "1h 30m", "1h-30m", "1hm", "5.5.5"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn si_prefixes_for_axes() {
+        assert_eq!(fmt_si(0.0), "0");
+        assert_eq!(fmt_si(950.0), "950");
+        assert_eq!(fmt_si(180_000.0), "180 k");
+        assert_eq!(fmt_si(1_200_000.0), "1.2 M");
+        assert_eq!(fmt_si(1_250_000.0), "1.25 M");
+        assert_eq!(fmt_si(12_500_000_000.0), "12.5 G");
+        assert_eq!(fmt_si(0.5), "0.5");
+    }
+
+    #[test]
+    fn local_time_follows_tz() {
+        // SAFETY: tests in this module do not read the environment concurrently.
+        unsafe { std::env::set_var("TZ", "UTC") };
+        assert_eq!(fmt_local_time(1008.25, false), "00:16:48.250");
+        assert_eq!(
+            fmt_local_time(1_795_000_000.0, true),
+            "2026-11-18 11:06:40.000 UTC"
+        );
+    }
+
+    #[test]
+    fn limits_print_as_typed() {
+        assert_eq!(fmt_duration_ns(1_000_000), "1ms");
+        assert_eq!(fmt_duration_ns(24 * 3_600_000_000_000), "24h");
+        assert_eq!(fmt_duration_ns(5_400_000_000_000), "1h30m");
+        assert_eq!(fmt_duration_ns(10_000_000), "10ms");
+        assert_eq!(fmt_duration_ns(1_500), "1.5us");
+        assert_eq!(fmt_rate_bps(1_000_000_000_000), "1T bit/s");
+        assert_eq!(fmt_rate_bps(8), "8 bit/s");
+    }
+
+    #[test]
     fn display() {
         assert_eq!(Bytes(65536).to_string(), "64K");
         assert_eq!(Bytes(1000).to_string(), "1000");
@@ -264,6 +470,13 @@ mod tests {
             let _ = parse_size(&s);
             let _ = parse_rate(&s);
             let _ = parse_duration(&s);
+        }
+
+        #[test]
+        fn formatted_whole_durations_parse_back(ns in 0u64..100_000_000_000_000) {
+            let us = ns / 1000 * 1000;
+            let text = fmt_duration_ns(us);
+            prop_assert_eq!(parse_duration(&text).map(|d| d.as_nanos() as u64), Ok(us), "{}", text);
         }
     }
 }

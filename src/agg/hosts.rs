@@ -1,10 +1,17 @@
-//! Load generators from `--hosts a,b:port` or `--hosts-file FILE`.
+//! Load generators from `--hosts a,b:port`, `--hosts-file FILE` or
+//! `--hosts-dns NAME[:PORT]`.
 //!
 //! A hosts file is either one host per line (`#` starts a comment) or
 //! netperf's `remote_hosts` shell fragment (`REMOTE_HOSTS[0]=lg1`,
 //! `NUM_REMOTE_HOSTS=2`), which is read as data and never executed: only
 //! those two assignments are understood (also in lower case, and older
 //! scripts' `num_cli`), and anything else in such a file is ignored.
+//!
+//! A DNS name stands for every address it has: a Kubernetes headless
+//! Service answers with one A/AAAA record per ready pod, so a Job finds
+//! every `thrum server` of a DaemonSet by the Service's name.
+
+use std::net::{SocketAddr, ToSocketAddrs};
 
 use thiserror::Error;
 
@@ -18,8 +25,43 @@ pub enum HostsError {
         "--hosts-file: no hosts found (accepted: one host per line, or REMOTE_HOSTS[i]=HOST lines)"
     )]
     NoHosts,
-    #[error("--hosts or --hosts-file is required: the load generators running `thrum server`")]
+    #[error(
+        "--hosts, --hosts-file or --hosts-dns is required: the load generators running `thrum server`"
+    )]
     Missing,
+    #[error("--hosts-dns: '{0}' is not NAME[:PORT] (PORT in 1..=65535)")]
+    DnsSpec(String),
+    #[error("--hosts-dns: cannot resolve '{name}': {error}")]
+    DnsFailed { name: String, error: String },
+}
+
+/// `--hosts-dns NAME[:PORT]`: every address NAME resolves to (A and AAAA,
+/// through the system resolver, so /etc/hosts counts too), as `ADDR:PORT`,
+/// sorted (IPv4 first) so that a ramp assigns streams to the same servers
+/// whatever order the DNS server answered in.
+pub fn from_dns(spec: &str, default_port: u16) -> Result<Vec<String>, HostsError> {
+    let bad = || HostsError::DnsSpec(spec.to_string());
+    let (name, port) = match spec.rsplit_once(':') {
+        Some((n, p)) => (n, p.parse::<u16>().map_err(|_| bad())?),
+        None => (spec, default_port),
+    };
+    if name.is_empty() || port == 0 || name.contains([':', ',', '[', ']']) {
+        return Err(bad());
+    }
+    let failed = |error: String| HostsError::DnsFailed {
+        name: name.to_string(),
+        error,
+    };
+    let mut addrs: Vec<SocketAddr> = (name, port)
+        .to_socket_addrs()
+        .map_err(|e| failed(e.to_string()))?
+        .collect();
+    addrs.sort();
+    addrs.dedup();
+    if addrs.is_empty() {
+        return Err(failed("no A or AAAA record".into()));
+    }
+    Ok(addrs.iter().map(SocketAddr::to_string).collect())
 }
 
 /// `a,b:1234,[::1]:99` → each host as written.
@@ -127,6 +169,16 @@ mod tests {
             parse_file("remote_hosts[0]=10.0.0.1\nremote_hosts[1]=10.0.0.2\nnum_cli=2\n").unwrap(),
             vec!["10.0.0.1", "10.0.0.2"]
         );
+    }
+
+    #[test]
+    fn dns_names() {
+        // An address needs no resolver: it stands for itself.
+        assert_eq!(from_dns("127.0.0.1:99", 1).unwrap(), vec!["127.0.0.1:99"]);
+        assert_eq!(from_dns("127.0.0.1", 7).unwrap(), vec!["127.0.0.1:7"]);
+        for bad in ["", ":99", "a:0", "a:x", "a,b", "[::1]:9"] {
+            assert_eq!(from_dns(bad, 1), Err(HostsError::DnsSpec(bad.into())));
+        }
     }
 
     #[test]

@@ -86,16 +86,17 @@ impl AggTest {
 
     /// The figure of one interval in [`AggTest::unit`].
     pub fn value(self, plan: &TestPlan, iv: &Interval) -> f64 {
-        let s = &iv.sum;
+        self.value_of(plan, iv.sum.transactions_per_s, iv.sum.throughput_bps)
+    }
+
+    /// The figure in [`AggTest::unit`] from a rate of transactions or bits.
+    pub fn value_of(self, plan: &TestPlan, tps: Option<f64>, bps: Option<f64>) -> f64 {
         match self {
-            AggTest::Tps | AggTest::Sync => s.transactions_per_s.unwrap_or(0.0),
-            AggTest::Outbound | AggTest::Inbound => s.throughput_bps.unwrap_or(0.0) / 1e6,
+            AggTest::Tps | AggTest::Sync => tps.unwrap_or(0.0),
+            AggTest::Outbound | AggTest::Inbound => bps.unwrap_or(0.0) / 1e6,
             // Both directions' payload: each transaction moves a request and a response.
             AggTest::Bidir => {
-                s.transactions_per_s.unwrap_or(0.0)
-                    * (plan.request_bytes + plan.response_bytes) as f64
-                    * 8.0
-                    / 1e6
+                tps.unwrap_or(0.0) * (plan.request_bytes + plan.response_bytes) as f64 * 8.0 / 1e6
             }
         }
     }

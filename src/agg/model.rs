@@ -107,6 +107,47 @@ pub struct StreamSeries {
     pub started: Option<f64>,
     pub error: Option<String>,
     pub samples: Vec<Sample>,
+    /// The stream's own final figures over its whole session, as each
+    /// netperf process's .out file ends with them; absent when the session
+    /// measured nothing (or a netperf file ends without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<StreamSummary>,
+}
+
+/// One stream's final result: its session's measurement window (from its
+/// start to the end of the last step it ran in, not a step's window).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StreamSummary {
+    /// Length of its measurement window, seconds.
+    pub duration_s: Option<f64>,
+    /// Its rate over the window, in the test's unit.
+    pub value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput_bps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactions_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
+    /// This end's (the load generator's client side's) bytes over the window.
+    pub bytes_sent: Option<u64>,
+    pub bytes_received: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<crate::stats::latency::LatencySummary>,
+    /// Each end's CPU utilisation (% of all CPUs) and service demand (µs
+    /// per transaction or per KB), as `thrum run` reports them.
+    pub local_cpu_util_percent: Option<f64>,
+    pub remote_cpu_util_percent: Option<f64>,
+    pub local_service_demand: Option<f64>,
+    pub remote_service_demand: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_tcp_retransmits: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_tcp_retransmits: Option<u64>,
+    /// netperf's own final `KEY=value` lines (omni output selectors), as
+    /// its .out file gives them.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub netperf: std::collections::BTreeMap<String, String>,
 }
 
 /// A step as its source knows it: streams running, when the step began and its measurement window.
@@ -241,7 +282,9 @@ pub fn reanalyse(t: &TestAgg, coverage: Coverage) -> TestAgg {
         new.cpu_util_percent = old.cpu_util_percent;
         new.service_demand_source = old.service_demand_source.clone();
         new.service_demand = match (old.service_demand, old.average, new.average) {
-            (Some(sd), Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some(sd * a / b),
+            // a / b first: exactly 1 when the average did not move, so the
+            // figure comes back bit for bit.
+            (Some(sd), Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some(sd * (a / b)),
             _ => None,
         };
     }
@@ -261,16 +304,22 @@ pub fn failed(t: &TestAgg) -> bool {
     t.streams.iter().any(|s| s.error.is_some()) || t.peak_step.is_none()
 }
 
-/// The stdout summary in post_proc.py's words: the peak step, and with `all_steps` every step.
+/// The stdout summary in post_proc.py's words: the peak step, and with
+/// `all_steps` every step. The test's warnings are the command's to say,
+/// on stderr.
 pub fn summary_text(t: &TestAgg, all_steps: bool) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let line = |s: &mut String, what: &str, of: &str, v: Option<f64>, st: &Step| {
+        // Local wall-clock time, which a reader can match to other logs;
+        // the unix seconds after it for scripts.
         let _ = writeln!(
             s,
-            "{what} of {of} is {} {} from {:.3} to {:.3}",
+            "{what} of {of} is {} {} from {} to {} (unix {:.3} to {:.3})",
             v.map_or("n/a".to_string(), |v| format!("{v:.3}")),
             t.unit,
+            crate::units::fmt_local_time(st.start, true),
+            crate::units::fmt_local_time(st.end, false),
             st.start,
             st.end
         );
@@ -299,9 +348,6 @@ pub fn summary_text(t: &TestAgg, all_steps: bool) -> String {
             line(&mut s, "Maximum", &of, st.maximum, st);
         }
     }
-    for w in &t.warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
     s
 }
 
@@ -326,6 +372,7 @@ mod tests {
             started: Some(from),
             error: None,
             samples,
+            summary: None,
         }
     }
 
@@ -376,7 +423,8 @@ mod tests {
         assert_eq!(t.warnings.len(), 1);
         let text = summary_text(&t, true);
         assert!(
-            text.contains("Average of peak interval is 100.000 Trans/s from 1.000 to 4.000"),
+            text.contains("Average of peak interval is 100.000 Trans/s from ")
+                && text.contains(" (unix 1.000 to 4.000)"),
             "{text}"
         );
         assert!(text.contains("Average of interval 1 (2 streams) is n/a"));

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use super::model::{self, Coverage, StepSpan, StreamSeries, TestAgg};
+use super::model::{self, Coverage, StepSpan, StreamSeries, StreamSummary, TestAgg};
 use super::series::Sample;
 
 #[derive(Debug, Error)]
@@ -116,6 +116,38 @@ fn span(streams: u32, began: f64, a: f64, b: f64) -> StepSpan {
 }
 
 /// Interim results of one `.out` file, and their unit.
+/// netperf's final `KEY=value` lines at the end of a .out file (the omni
+/// output selectors: `THROUGHPUT=2500.00`, `ELAPSED_TIME=…`), as the
+/// stream's summary; None when the file has none.
+pub fn parse_final(text: &str) -> Option<StreamSummary> {
+    let mut fields = std::collections::BTreeMap::new();
+    for l in text.lines().map(str::trim) {
+        let Some((k, v)) = l.split_once('=') else {
+            continue;
+        };
+        let named = !k.is_empty()
+            && k.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        if named && !k.starts_with("NETPERF_") && fields.len() < 256 {
+            fields.insert(k.to_string(), crate::text::echo(v.trim().trim_matches('"')));
+        }
+    }
+    if fields.is_empty() {
+        return None;
+    }
+    let num = |k: &str| fields.get(k).and_then(|v| v.parse::<f64>().ok());
+    Some(StreamSummary {
+        duration_s: num("ELAPSED_TIME"),
+        value: num("THROUGHPUT"),
+        local_cpu_util_percent: num("LOCAL_CPU_UTIL"),
+        remote_cpu_util_percent: num("REMOTE_CPU_UTIL"),
+        local_service_demand: num("LOCAL_SD"),
+        remote_service_demand: num("REMOTE_SD"),
+        netperf: fields,
+        ..StreamSummary::default()
+    })
+}
+
 pub fn parse_out(text: &str) -> (Vec<Sample>, Option<String>) {
     let mut out = Vec::new();
     let mut unit = None;
@@ -233,6 +265,7 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
             server,
             started: samples.first().map(|s| s.start()),
             error: None,
+            summary: parse_final(&text),
             samples,
         });
     }

@@ -1,6 +1,6 @@
-//! A one-line progress bar for the ramp on stderr: step i of n, streams
-//! running, the current aggregate. Drawn on the one progress line
-//! ([`StatusLine`]), so silent when stderr is not a terminal.
+//! A one-line progress bar for the ramp on stderr: step i of n, elapsed
+//! and total time, streams running, the current aggregate. Drawn on the one
+//! progress line ([`StatusLine`]), so silent when stderr is not a terminal.
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,9 @@ pub struct RampProgress {
     /// The latest interim figure of each stream.
     latest: Vec<f64>,
     drawn: Option<Instant>,
+    /// When the ramp began, and how long it is planned to last.
+    began: Instant,
+    total: Duration,
 }
 
 impl RampProgress {
@@ -34,11 +37,16 @@ impl RampProgress {
             running: 0,
             latest: Vec::new(),
             drawn: None,
+            began: Instant::now(),
+            total: Duration::ZERO,
         }
     }
 
-    pub fn begin(&mut self, test: &'static str, unit: &'static str, steps: usize) {
+    /// A ramp of `steps` steps of `step` each begins.
+    pub fn begin(&mut self, test: &'static str, unit: &'static str, steps: usize, step: Duration) {
         (self.test, self.unit, self.steps) = (test, unit, steps);
+        self.began = Instant::now();
+        self.total = step * steps as u32;
         self.latest.clear();
         self.draw(true);
     }
@@ -57,20 +65,31 @@ impl RampProgress {
         self.draw(false);
     }
 
+    /// Redraw with the clock moved on (at most five times a second).
+    pub fn tick(&mut self) {
+        self.draw(false);
+    }
+
     /// The bar as text (without the terminal control codes).
     pub fn line(&self) -> String {
+        self.line_at(self.began.elapsed())
+    }
+
+    fn line_at(&self, elapsed: Duration) -> String {
         const WIDTH: usize = 20;
         let filled = ((self.step + 1) * WIDTH)
             .checked_div(self.steps)
             .unwrap_or(0)
             .min(WIDTH);
         format!(
-            "{:<8} [{}{}] step {}/{}  {} stream(s)  {:.1} {}",
+            "{:<8} [{}{}] step {}/{}  {:.0}s / {:.0}s  {} stream(s)  {:.1} {}",
             self.test,
             "#".repeat(filled),
             "-".repeat(WIDTH - filled),
             self.step + 1,
             self.steps,
+            elapsed.as_secs_f64(),
+            self.total.as_secs_f64(),
             self.running,
             // fold from +0.0: an empty f64 sum is -0.0.
             self.latest.iter().fold(0.0, |a, v| a + v),
@@ -112,15 +131,15 @@ mod tests {
     #[test]
     fn the_bar_shows_step_streams_and_aggregate() {
         let mut p = RampProgress::with(StatusLine::with(false));
-        p.begin("tps", "Trans/s", 3);
+        p.begin("tps", "Trans/s", 3, Duration::from_secs(60));
         assert!(p.line().ends_with(" 0.0 Trans/s"), "{}", p.line());
         p.step(1, 2);
         p.update(0, 100.0);
         p.update(1, 50.0);
         p.update(0, 110.0);
         assert_eq!(
-            p.line(),
-            "tps      [#############-------] step 2/3  2 stream(s)  160.0 Trans/s"
+            p.line_at(Duration::from_secs(75)),
+            "tps      [#############-------] step 2/3  75s / 180s  2 stream(s)  160.0 Trans/s"
         );
     }
 }

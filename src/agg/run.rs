@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::burst::{self, BurstSearch};
 use super::kinds::AggTest;
-use super::model::{self, Coverage, StepSpan, StreamSeries, TestAgg};
+use super::model::{self, Coverage, StepSpan, StreamSeries, StreamSummary, TestAgg};
 use super::progress::RampProgress;
 use super::ramp;
 use super::series::{self, Sample};
@@ -74,12 +74,36 @@ pub fn stream_series(
             value: test.value(plan, iv),
         })
         .collect();
+    let s = &r.summary;
+    let sd = |side: &crate::result::Side| {
+        side.service_demand_us_per_tran
+            .or(side.service_demand_us_per_kb)
+    };
+    // A session that failed before its window measured nothing of its own.
+    let summary = (s.duration_s > 0.0).then(|| StreamSummary {
+        duration_s: Some(s.duration_s),
+        value: Some(test.value_of(plan, s.transactions_per_s, s.throughput_bps)),
+        throughput_bps: s.throughput_bps,
+        transactions_per_s: s.transactions_per_s,
+        transactions: s.transactions,
+        bytes_sent: Some(s.local.bytes_sent),
+        bytes_received: Some(s.local.bytes_received),
+        latency_ns: s.latency_ns.clone(),
+        local_cpu_util_percent: s.local.cpu_util_percent,
+        remote_cpu_util_percent: s.remote.cpu_util_percent,
+        local_service_demand: sd(&s.local),
+        remote_service_demand: sd(&s.remote),
+        local_tcp_retransmits: s.local.tcp_retransmits,
+        remote_tcp_retransmits: s.remote.tcp_retransmits,
+        netperf: Default::default(),
+    });
     StreamSeries {
         index,
         server: server.to_string(),
         started: samples.first().map(Sample::start),
         error: r.summary.error.clone(),
         samples,
+        summary,
     }
 }
 
@@ -102,10 +126,17 @@ pub fn run_ramp(
     let (tx, rx) = mpsc::channel::<Update>();
     let mut handles = Vec::new();
     let sampler = super::cpu::Sampler::start().ok();
-    progress.begin(test.name(), test.unit(), n);
+    progress.begin(test.name(), test.unit(), n, cfg.step);
+    // Steps begun; a stop request (Ctrl-C) begins no more, and the ramp
+    // keeps the steps its streams completed.
+    let mut begun = 0;
     for (i, st) in plan.iter().enumerate() {
         let at = t0 + cfg.step * i as u32;
         pump(&rx, progress, at);
+        if crate::control::stop::requested() {
+            break;
+        }
+        begun = i + 1;
         progress.step(i, st.running.len() as u32);
         for k in st.added.clone() {
             let target = cfg.targets[ramp::server_of(k, cfg.targets.len())].clone();
@@ -134,6 +165,8 @@ pub fn run_ramp(
         }
     }
     drop(tx);
+    // When the stop request came, if it did: the first sighting here.
+    let stopped = crate::control::stop::requested().then(Instant::now);
     pump(&rx, progress, ramp_end + Duration::from_secs(3600));
     progress.end();
     let readings = sampler.map(|s| s.finish()).unwrap_or_default();
@@ -147,11 +180,21 @@ pub fn run_ramp(
                 started: None,
                 error: Some("stream thread panicked".into()),
                 samples: Vec::new(),
+                summary: None,
             },
         })
         .collect();
-    let spans = spans(&plan, &streams, u0, step_s, cfg.trim.as_secs_f64());
-    let ramp_end_unix = u0 + step_s * n as f64;
+    // A stop request (Ctrl-C) also ends the running streams at once
+    // (`client` drains on it): the step they were in is cut short, so only
+    // the steps that ended before the request are kept.
+    let kept = if crate::control::stop::requested() {
+        let whole = (stopped.unwrap_or_else(Instant::now) - t0).as_secs_f64() / step_s;
+        (whole.floor() as usize).min(begun)
+    } else {
+        begun
+    };
+    let spans = spans(&plan[..kept], &streams, u0, step_s, cfg.trim.as_secs_f64());
+    let ramp_end_unix = u0 + step_s * kept as f64;
     let mut t = model::analyse(
         test.name(),
         test.unit(),
@@ -178,6 +221,12 @@ pub fn run_ramp(
         t.warnings.push(
             "no CPU readings (/proc/stat or getrusage unavailable): per-step CPU is null".into(),
         );
+    }
+    if kept < n {
+        t.warnings.push(format!(
+            "{}: stopped after {kept} of {n} step(s); the steps its streams completed are kept",
+            crate::control::stop::INTERRUPTED
+        ));
     }
     if test.uses_burst() {
         t.burst = Some(burst);
@@ -230,18 +279,21 @@ pub fn spans(
         .collect()
 }
 
-/// Forward interim figures to the progress bar until `until`, or until every stream has ended.
+/// Forward interim figures to the progress bar until `until`, until every
+/// stream has ended, or until a stop is asked for (looked at every 100 ms).
 /// (The stream threads send at most one figure per interval: no busy loop.)
 fn pump(rx: &mpsc::Receiver<Update>, progress: &mut RampProgress, until: Instant) {
+    const LOOK: Duration = Duration::from_millis(100);
     loop {
         let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if left.is_zero() || crate::control::stop::requested() {
             return;
         }
-        match rx.recv_timeout(left) {
+        match rx.recv_timeout(left.min(LOOK)) {
             Ok(u) => progress.update(u.stream, u.value),
-            // Disconnected only once the ramp's sender is dropped and every stream ended.
-            Err(_) => return,
+            Err(mpsc::RecvTimeoutError::Timeout) => progress.tick(),
+            // Only once the ramp's sender is dropped and every stream ended.
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
     }
 }
@@ -258,6 +310,7 @@ mod tests {
             started: Some(started),
             error: None,
             samples: Vec::new(),
+            summary: None,
         };
         // Steps of 10 s from 1000: streams 1 and 2 start late in steps 1 and 2.
         let streams = [mk(0, 1000.1), mk(1, 1010.3), mk(2, 1020.2), mk(3, 1020.7)];

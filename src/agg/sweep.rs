@@ -6,7 +6,9 @@
 //! while each request and each response is its own segment. When the
 //! interface's packet counts over the window disagree with the transaction
 //! count (TCP coalesced several requests into one segment), the cell is
-//! "n/a", as those studies mark it.
+//! "n/a", as those studies mark it, and a note under the table gives the
+//! packets per transaction measured. Each cell carries both ends' CPU
+//! utilisation and service demand beside its rate, as those tables do.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +33,63 @@ pub struct Cell {
     /// False when the packet counts show the transactions were not one packet each way.
     pub valid: bool,
     pub error: Option<String>,
+    /// Packets per transaction each way (tx, rx) as the interface counted
+    /// them (one each way is a transaction per packet); why a cell is n/a.
+    #[serde(default)]
+    pub packets_per_transaction: Option<(f64, f64)>,
+    /// CPU utilisation (% of all CPUs) of each end over the window.
+    #[serde(default)]
+    pub local_cpu_util_percent: Option<f64>,
+    #[serde(default)]
+    pub remote_cpu_util_percent: Option<f64>,
+    /// µs of CPU per transaction (per KB for stream tests), each end.
+    #[serde(default)]
+    pub local_service_demand: Option<f64>,
+    #[serde(default)]
+    pub remote_service_demand: Option<f64>,
+}
+
+impl Cell {
+    /// A cell from one run's summary.
+    pub fn of(plan: &TestPlan, s: &Summary) -> Cell {
+        let sd = |side: &crate::result::Side| {
+            side.service_demand_us_per_tran
+                .or(side.service_demand_us_per_kb)
+        };
+        Cell {
+            request_bytes: plan.request_bytes,
+            response_bytes: plan.response_bytes,
+            burst: plan.burst,
+            flows: plan.flows,
+            transactions_per_s: s.transactions_per_s,
+            throughput_bps: s.throughput_bps,
+            tx_packets_per_s: s.tx_packets_per_s,
+            rx_packets_per_s: s.rx_packets_per_s,
+            valid: packets_match(plan, s),
+            error: s.error.clone(),
+            packets_per_transaction: s
+                .packets_off_percent()
+                .map(|(tx, rx)| (1.0 + tx / 100.0, 1.0 + rx / 100.0)),
+            local_cpu_util_percent: s.local.cpu_util_percent,
+            remote_cpu_util_percent: s.remote.cpu_util_percent,
+            local_service_demand: sd(&s.local),
+            remote_service_demand: sd(&s.remote),
+        }
+    }
+
+    /// Why the cell is n/a, in the packets per transaction measured.
+    pub fn why_na(&self) -> Option<String> {
+        if self.valid || self.error.is_some() {
+            return None;
+        }
+        Some(match self.packets_per_transaction {
+            Some((tx, rx)) => format!(
+                "{tx:.2} packets per transaction sent, {rx:.2} received (1 each way within {:.0} % makes the rate a packet rate): TCP carried several messages per segment",
+                100.0 * PACKET_TOLERANCE
+            ),
+            None => "packets and transactions parted".into(),
+        })
+    }
 }
 
 /// The n/a rule: for 1-byte TCP RR, each direction's packets/s must match
@@ -86,25 +145,66 @@ impl Sweep {
         }
     }
 
-    /// The matrices as text tables, one per request/response size.
+    /// Both ends' CPU utilisation and service demand of a cell, `l/r`.
+    fn cpu(c: Option<&Cell>) -> (String, String) {
+        let pair = |a: Option<f64>, b: Option<f64>, digits: usize| match (a, b) {
+            (None, None) => "-".to_string(),
+            _ => {
+                let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+                format!("{}/{}", f(a), f(b))
+            }
+        };
+        match c {
+            Some(c) if c.error.is_none() => (
+                pair(c.local_cpu_util_percent, c.remote_cpu_util_percent, 0),
+                pair(c.local_service_demand, c.remote_service_demand, 2),
+            ),
+            _ => ("-".into(), "-".into()),
+        }
+    }
+
+    /// The matrices as text tables, one per request/response size: each
+    /// flows column holds the rate, then CPU % and service demand of the
+    /// local/remote ends; notes under the table say why a cell is n/a.
     pub fn table(&self) -> String {
+        let sd_unit = if self.cells.iter().any(|c| c.throughput_bps.is_some()) {
+            "us/KB"
+        } else {
+            "us/Tr"
+        };
         let mut s = String::new();
         for &rr in &self.rr_sizes {
             s.push_str(&format!(
-                "{} to {}, request {} B, response {} B: rows burst, columns flows, transactions/s\n",
+                "{} to {}, request {} B, response {} B: rows burst, columns flows, transactions/s; CPU % and service demand ({sd_unit}) local/remote\n",
                 self.test, self.server, rr.0, rr.1
             ));
             s.push_str(&format!("{:>8}", "burst"));
             for f in &self.flows {
-                s.push_str(&format!(" {:>12}", format!("{f} flows")));
+                s.push_str(&format!(
+                    " {:>12} {:>9} {:>11}",
+                    format!("{f} flows"),
+                    "CPU %",
+                    "SD"
+                ));
             }
             s.push('\n');
+            let mut notes = Vec::new();
             for b in &self.bursts {
                 s.push_str(&format!("{b:>8}"));
                 for f in &self.flows {
-                    s.push_str(&format!(" {:>12}", Self::show(self.cell(rr, *b, *f))));
+                    let c = self.cell(rr, *b, *f);
+                    let mut shown = Self::show(c);
+                    if let Some(why) = c.and_then(Cell::why_na) {
+                        notes.push(format!("burst {b}, {f} flows: n/a: {why}"));
+                        shown = format!("n/a [{}]", notes.len());
+                    }
+                    let (cpu, sd) = Self::cpu(c);
+                    s.push_str(&format!(" {shown:>12} {cpu:>9} {sd:>11}"));
                 }
                 s.push('\n');
+            }
+            for (i, n) in notes.iter().enumerate() {
+                s.push_str(&format!("  [{}] {n}\n", i + 1));
             }
         }
         s
@@ -203,6 +303,11 @@ mod tests {
             rx_packets_per_s: None,
             valid,
             error: None,
+            packets_per_transaction: (!valid).then_some((0.25, 0.25)),
+            local_cpu_util_percent: Some(50.0),
+            remote_cpu_util_percent: Some(48.0),
+            local_service_demand: Some(10.0),
+            remote_service_demand: None,
         };
         let s = Sweep {
             schema: "thrum.sweep.v1".into(),
@@ -223,6 +328,16 @@ mod tests {
             "request_bytes,response_bytes,burst,flows_1,flows_1_valid,flows_2,flows_2_valid\n\
              1,1,0,1000,true,2000,true\n1,1,4,5000,false,9000,true\n"
         );
-        assert!(s.table().contains("       4          n/a         9000"));
+        let table = s.table();
+        assert!(
+            table.contains("       4      n/a [1]     50/48     10.00/-         9000"),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "[1] burst 4, 1 flows: n/a: 0.25 packets per transaction sent, 0.25 received"
+            ),
+            "{table}"
+        );
     }
 }

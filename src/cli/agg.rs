@@ -12,6 +12,7 @@ use super::{duration, resolve, size_pair};
 use crate::agg::hosts;
 use crate::agg::kinds::AggTest;
 use crate::control::client::Target;
+use crate::control::server::DEFAULT_PORT;
 
 /// `--burst auto|N`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,13 +78,16 @@ pub struct AggArgs {
     #[arg(
         long,
         value_name = "LIST",
-        conflicts_with = "hosts_file",
-        required_unless_present = "hosts_file"
+        conflicts_with_all = ["hosts_file", "hosts_dns"],
+        required_unless_present_any = ["hosts_file", "hosts_dns"]
     )]
     pub hosts: Option<String>,
     /// File of load generators: one HOST[:PORT] per line, or netperf's remote_hosts form (REMOTE_HOSTS[0]=lg1, NUM_REMOTE_HOSTS=2), read as data.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "hosts_dns")]
     pub hosts_file: Option<PathBuf>,
+    /// Load generators from DNS: every A and AAAA record of NAME is one (PORT: all of them; default 12880), e.g. a Kubernetes headless Service over a DaemonSet of `thrum server`.
+    #[arg(long, value_name = "NAME[:PORT]")]
+    pub hosts_dns: Option<String>,
     /// Tests to run, in order: tps (1-byte burst udp_rr), outbound (tcp_stream), inbound (tcp_maerts), bidir (64K burst tcp_rr), sync (1-byte tcp_rr to each server in turn).
     #[arg(long, default_value = "tps,outbound,inbound", value_name = "LIST")]
     pub tests: String,
@@ -118,19 +122,26 @@ pub struct AggOutput {
     /// Print every step's average, minimum and maximum, not only the peak's.
     #[arg(long)]
     pub intervals: bool,
+    /// Print the result (results.json's document) as JSON on standard output instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the result as JSON to FILE (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Vec<PathBuf>,
 }
 
 impl AggArgs {
-    /// The load generators as written.
+    /// The load generators as written (for --hosts-dns: the addresses its name has).
     pub fn host_list(&self) -> Result<Vec<String>> {
-        match (&self.hosts, &self.hosts_file) {
-            (Some(h), _) => Ok(hosts::parse_list(h)?),
-            (None, Some(f)) => {
+        match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
+            (Some(h), _, _) => Ok(hosts::parse_list(h)?),
+            (None, Some(f), _) => {
                 let text = std::fs::read_to_string(f)
                     .with_context(|| format!("--hosts-file: reading {}", f.display()))?;
                 Ok(hosts::parse_file(&text)?)
             }
-            (None, None) => Err(hosts::HostsError::Missing.into()),
+            (None, None, Some(name)) => Ok(hosts::from_dns(name, DEFAULT_PORT)?),
+            (None, None, None) => Err(hosts::HostsError::Missing.into()),
         }
     }
 
@@ -206,7 +217,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
     /// tcp_rr, udp_rr (or any test; burst applies to tcp_rr and udp_rr only).
-    #[arg(value_name = "TEST")]
+    #[arg(value_name = "TEST", value_parser = super::TestName, hide_possible_values = true)]
     pub test: String,
     /// Server; absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
@@ -223,12 +234,15 @@ pub struct SweepArgs {
     /// Measurement window of each cell.
     #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
     pub duration: Duration,
-    /// Also write the matrix as CSV to FILE.
+    /// Print every cell as JSON on standard output instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the matrix as CSV to FILE (repeatable; --csv is the old name).
+    #[arg(long, alias = "csv", value_name = "FILE")]
+    pub export_csv: Vec<PathBuf>,
+    /// Also write every cell as JSON to FILE (repeatable).
     #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Also write every cell as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    pub export_json: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -78,6 +78,10 @@ pub struct CurveArgs {
     /// Set TCP_NODELAY on data sockets, both ends.
     #[arg(long)]
     pub nodelay: bool,
+    /// Print the record (results.json's document, schema thrum.curve.v1) on
+    /// standard output instead of the table.
+    #[arg(long)]
+    pub json: bool,
     /// Directory for results.json (schema thrum.curve.v1), curve.csv,
     /// curve.svg and report.html.
     #[arg(long, value_name = "DIR")]

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::find_burst::BURST_MIN_GAIN;
-use super::out::{print, write_dir};
+use super::out::{finish, say_test, write_dir};
 use crate::agg::kinds::AggTest;
 use crate::agg::model::{self, AggResult, AggSpec};
 use crate::agg::progress::RampProgress;
@@ -49,6 +49,7 @@ fn preflight(targets: &[Target]) -> Result<()> {
 /// `thrum agg`.
 pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     args.check()?;
+    crate::control::stop::on_signals().context("installing signal handlers")?;
     let hosts = args.host_list()?;
     let tests = args.test_list()?;
     let max_streams = args.max_streams(hosts.len())?;
@@ -117,12 +118,19 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
             t.burst_search = search.clone();
         }
         failed |= model::failed(&t);
-        print(&model::summary_text(&t, args.output.intervals))?;
+        say_test(&t, &args.output)?;
         result.tests.push(t);
         // After every test, so a later failure keeps what was gathered.
         write_dir(&out, &result, args.output.individual)?;
+        if crate::control::stop::requested() {
+            break;
+        }
     }
-    print(&format!("results in {}\n", out.display()))?;
+    finish(&result, &args.output, Some(&out))?;
+    if crate::control::stop::requested() {
+        eprintln!("error: {}", crate::control::stop::INTERRUPTED);
+        return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));
+    }
     Ok(if failed {
         ExitCode::FAILURE
     } else {

@@ -214,14 +214,30 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
         saturation: None,
     };
     curve::analyse(&mut c);
-    print(&c.table())?;
-    if let Some(dir) = &args.out {
-        write_dir(dir, &c)?;
-        print(&format!("results in {}\n", dir.display()))?;
+    say(&c, args.json, args.out.as_deref())?;
+    Ok(verdict(&c))
+}
+
+/// Print the table (or with `json` the record), write `dir` when given,
+/// and say where it is on stderr: a note, not a result.
+pub fn say(c: &Curve, json: bool, dir: Option<&Path>) -> Result<()> {
+    if json {
+        print(&format!("{}\n", serde_json::to_string_pretty(c)?))?;
+    } else {
+        print(&c.table())?;
     }
-    Ok(if c.failed() {
+    if let Some(d) = dir {
+        write_dir(d, c)?;
+        eprintln!("results in {}", d.display());
+    }
+    Ok(())
+}
+
+/// A curve whose step failed fails, as the run did.
+pub fn verdict(c: &Curve) -> ExitCode {
+    if c.failed() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }

@@ -9,6 +9,7 @@ pub mod agg;
 pub mod curve;
 pub mod find_burst;
 pub mod out;
+pub mod progress;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -41,6 +41,35 @@ pub fn print(text: &(impl AsRef<[u8]> + ?Sized)) -> Result<()> {
     }
 }
 
+/// What `agg` and `report` print of one test: the summary on stdout (none
+/// with `--json`: the whole document comes at the end), warnings on stderr.
+pub fn say_test(t: &TestAgg, out: &crate::cli::AggOutput) -> Result<()> {
+    if !out.json {
+        print(&crate::agg::model::summary_text(t, out.intervals))?;
+    }
+    for w in &t.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(())
+}
+
+/// What `agg` and `report` write when done: `--json` on stdout, each
+/// `--export-json` file, and where the directory is (on stderr: a note,
+/// not a result).
+pub fn finish(r: &AggResult, out: &crate::cli::AggOutput, dir: Option<&Path>) -> Result<()> {
+    if out.json {
+        print(&format!("{}\n", serde_json::to_string_pretty(r)?))?;
+    }
+    for p in &out.export_json {
+        write_atomic(p, &serde_json::to_vec_pretty(r)?)
+            .with_context(|| format!("writing --export-json {}", p.display()))?;
+    }
+    if let Some(d) = dir {
+        eprintln!("results in {}", d.display());
+    }
+    Ok(())
+}
+
 /// One row per sample per stream.
 pub fn streams_csv(t: &TestAgg) -> String {
     let mut s = String::from("stream,server,start_unix_s,end_unix_s,interval_s,value,unit\n");

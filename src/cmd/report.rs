@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use super::out::{print, write_dir};
+use super::out::{finish, say_test, write_dir};
 use crate::agg::curve::{self, Curve};
 use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::netperf;
@@ -128,25 +128,17 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
 /// `thrum report`.
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     if let Some(c) = load_curve(&args.path)? {
-        print(&c.table())?;
-        if let Some(dir) = &args.output.out {
-            super::curve::write_dir(dir, &c)?;
-            print(&format!("results in {}\n", dir.display()))?;
-        }
-        return Ok(if c.failed() {
-            ExitCode::FAILURE
-        } else {
-            ExitCode::SUCCESS
-        });
+        super::curve::say(&c, args.output.json, args.output.out.as_deref())?;
+        return Ok(super::curve::verdict(&c));
     }
     let r = load(&args.path)?;
     for t in &r.tests {
-        print(&model::summary_text(t, args.output.intervals))?;
+        say_test(t, &args.output)?;
     }
     if let Some(dir) = &args.output.out {
         write_dir(dir, &r, args.output.individual)?;
-        print(&format!("results in {}\n", dir.display()))?;
     }
+    finish(&r, &args.output, args.output.out.as_deref())?;
     // The run's verdict: a report of a failed run fails as `agg` did.
     Ok(if r.tests.iter().any(model::failed) {
         ExitCode::FAILURE

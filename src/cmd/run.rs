@@ -1,51 +1,76 @@
 //! `thrum run TEST`: one test (or `--iterations` of it) against a server
-//! or an embedded one, with a live progress line on a terminal, live
-//! samples or JSON lines while it runs, and the result in the chosen format.
+//! or an embedded one, with a progress line on a terminal, each interval's
+//! row as it completes (human output), live samples or JSON lines while it
+//! runs, and the result in the chosen format.
 
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::out::{print, target_or_embedded};
+use super::out::target_or_embedded;
+use super::progress::Ticker;
 use crate::cli::{Format, OutputArgs, RunArgs};
 use crate::control;
 use crate::control::client::Observer;
 use crate::export::{self, Exporter};
-use crate::plan::TestKind;
 use crate::result::{Interval, TestResult};
-use crate::term::StatusLine;
 use crate::units::BitsPerSec;
+use crate::warning::{Code, Warning};
 
-/// The live figure of the test on the progress line.
-struct RunProgress {
-    line: StatusLine,
-    test: TestKind,
+/// What the terminal shows while the test runs: the progress line on
+/// stderr, and in the human output each interval's row on stdout as it
+/// completes (iperf3's habit), the summary after.
+struct Watch<'a> {
+    ticker: &'a Ticker,
+    /// Print rows live: the human output goes to stdout.
+    rows: bool,
+    /// The head line, printed before the first row.
+    head: Option<String>,
+    printed: usize,
 }
 
-impl Observer for RunProgress {
+impl Observer for Watch<'_> {
     fn on_interval(&mut self, iv: &Interval) {
-        if !self.line.on() {
+        let figure = match iv.sum.throughput_bps {
+            Some(t) => BitsPerSec(t).to_string(),
+            None => format!(
+                "{} trans/s",
+                crate::units::fmt_si(iv.sum.transactions_per_s.unwrap_or(0.0))
+            ),
+        };
+        self.ticker.set(format!("{:<8} {figure}", iv.phase.name()));
+        if !self.rows {
             return;
         }
-        let v = match iv.sum.throughput_bps {
-            Some(t) => BitsPerSec(t).to_string(),
-            None => format!("{:.0} trans/s", iv.sum.transactions_per_s.unwrap_or(0.0)),
-        };
-        self.line.draw(&format!(
-            "{} {:>7.1}s {:<8} {}",
-            self.test,
-            iv.end_s,
-            iv.phase.name(),
-            v
-        ));
+        let mut text = self.head.take().unwrap_or_default().into_bytes();
+        let _ = export::human::row(&mut text, iv);
+        self.printed += 1;
+        self.ticker.above(|| {
+            let _ = super::out::print(&text);
+        });
     }
 }
 
-fn exporter(f: Format, human: &export::human::Human) -> Box<dyn Exporter> {
-    match f {
-        Format::Human => Box::new(human.clone()),
-        Format::Json => Box::new(export::json::Json),
-        Format::Keyval => Box::new(export::keyval::Keyval),
+/// netperf's default for `-o` without a list.
+const DEFAULT_FIELDS: [&str; 2] = ["THROUGHPUT", "THROUGHPUT_UNITS"];
+
+fn exporter(out: &OutputArgs, human: &export::human::Human) -> Box<dyn Exporter> {
+    use export::fields::{Fields, Style};
+    let fields = |style| -> Box<dyn Exporter> {
+        let names = match &out.output_fields {
+            Some(f) => f.0.clone(),
+            None => DEFAULT_FIELDS.map(str::to_string).to_vec(),
+        };
+        Box::new(Fields { names, style })
+    };
+    match (out.format(), out.output_fields.is_some()) {
+        (Format::Human, false) => Box::new(human.clone()),
+        (Format::Human, true) => fields(Style::Human),
+        (Format::Json, _) => Box::new(export::json::Json),
+        (Format::Keyval, false) => Box::new(export::keyval::Keyval),
+        (Format::Keyval, true) => fields(Style::Keyval),
+        (Format::Csv, _) => fields(Style::Csv),
     }
 }
 
@@ -54,6 +79,7 @@ fn write_outputs(
     result: &TestResult,
     out: &OutputArgs,
     human: &export::human::Human,
+    main: bool,
 ) -> Result<()> {
     // A stream (stdout, a FIFO) got its rows live; only a file is replaced
     // by the whole CSV at the end.
@@ -68,12 +94,37 @@ fn write_outputs(
     let bytes = if out.json_stream {
         export::live::StreamLine::Result { result }.to_line()
     } else {
-        export::render(exporter(out.format(), human).as_ref(), result)
+        export::render(exporter(out, human).as_ref(), result)
     };
+    // hyperfine's --export-*: files beside what the terminal shows.
+    let exports: [(&[std::path::PathBuf], &dyn Exporter, &str); 3] = [
+        (&out.export_json, &export::json::Json, "--export-json"),
+        (&out.export_csv, &export::csv::Csv, "--export-csv"),
+        (
+            &out.export_keyval,
+            &export::keyval::Keyval,
+            "--export-keyval",
+        ),
+    ];
+    for (paths, exporter, flag) in exports {
+        for path in paths {
+            export::write_atomic(path, &export::render(exporter, result))
+                .with_context(|| format!("writing {flag} {}", path.display()))?;
+        }
+    }
+    if !main {
+        return Ok(());
+    }
     match &out.output {
         Some(path) => export::write_atomic(path, &bytes)
             .with_context(|| format!("writing --output {}", path.display()))?,
-        None => print(&bytes)?,
+        None => {
+            let mut so = std::io::stdout().lock();
+            match so.write_all(&bytes).and_then(|_| so.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.context("writing to standard output")?,
+            }
+        }
     }
     Ok(())
 }
@@ -81,10 +132,36 @@ fn write_outputs(
 /// `thrum run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
+    control::stop::on_signals().context("installing signal handlers")?;
     let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
-    let mut progress = RunProgress {
-        line: StatusLine::stderr(),
-        test: plan.test,
+    let total = plan.transactions.is_none().then(|| {
+        std::time::Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.cooldown_ns)
+    });
+    let repeat = args.repeat();
+    let ticker = Ticker::start(
+        std::io::stderr().is_terminal(),
+        plan.test.name(),
+        total.filter(|_| repeat.is_none()),
+    );
+    // Rows live only for one run of the human output on stdout; the rows
+    // of --iterations would interleave runs.
+    let rows = args.out.format() == Format::Human
+        && args.out.output_fields.is_none()
+        && args.out.output.is_none()
+        && !args.out.json_stream
+        && repeat.is_none();
+    let mut head = Vec::new();
+    let server = if target.embedded {
+        "embedded"
+    } else {
+        target.label.as_str()
+    };
+    export::human::head(&mut head, plan.test, server, &plan)?;
+    let mut watch = Watch {
+        ticker: &ticker,
+        rows,
+        head: Some(String::from_utf8_lossy(&head).into_owned()),
+        printed: 0,
     };
     let mut live = export::live::Live::new(
         plan.test,
@@ -93,39 +170,97 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         args.out.samples.as_deref(),
     )
     .with_context(|| "opening --samples for writing")?;
-    let result = {
-        let mut observer = export::live::Both(&mut progress, &mut live);
-        match args.repeat() {
+    let mut result = {
+        let mut observer = export::live::Both(&mut watch, &mut live);
+        match repeat {
             Some(rep) => {
-                let above = StatusLine::stderr();
                 control::client::run_repeated(&target, &plan, rep, &mut observer, &mut |it| {
-                    above.keep(&format!(
-                        "iteration {}: {}",
-                        it.index,
-                        export::human::figure(it.figure, it.unit)
-                    ));
+                    ticker.above(|| {
+                        eprintln!(
+                            "iteration {}: {}",
+                            it.index,
+                            export::human::figure(it.figure, it.unit)
+                        )
+                    });
                 })
             }
             None => control::client::run(&target, &plan, &mut observer),
         }
     };
-    drop(progress);
-    if let Some(e) = &live.error {
-        eprintln!("warning: writing samples while the test ran: {e}");
+    let (printed, rows_shown) = (watch.printed, rows && watch.head.is_none());
+    drop(watch);
+    drop(ticker);
+    // Rows whose figures came after the run's last report (a late server
+    // sample), before the summary.
+    if rows_shown {
+        let mut late = Vec::new();
+        for iv in result.intervals.iter().skip(printed) {
+            export::human::row(&mut late, iv)?;
+        }
+        super::out::print(&late)?;
     }
-    if let Some(c) = &result.confidence
+    result.note_socket_buffers();
+    let interrupted = control::stop::requested();
+    if interrupted {
+        // What was measured stands; the run did not end as planned.
+        result.summary.error = Some(match result.summary.error.take() {
+            Some(e) if e != control::stop::INTERRUPTED => {
+                format!("{}: {e}", control::stop::INTERRUPTED)
+            }
+            _ => control::stop::INTERRUPTED.to_string(),
+        });
+    }
+    // Results to standard output (or -o); everything else to stderr.
+    // A human table of a run that measured nothing would be zeros.
+    let measured = !result.intervals.is_empty() || result.summary.error.is_none();
+    let main = measured || args.out.format() != Format::Human || args.out.json_stream;
+    let mut human = args.human_options();
+    human.rows_shown = rows_shown;
+    write_outputs(&result, &args.out, &human, main)?;
+    let mut err = std::io::stderr().lock();
+    if let Some(e) = &live.error {
+        let _ = writeln!(err, "warning: writing samples while the test ran: {e}");
+    }
+    // JSON and key=value carry every warning; the human output says on
+    // stderr those a reader asked for (see `shown`).
+    if args.out.format() == Format::Human && !args.out.json_stream {
+        let detail = args.local_cpu || args.remote_cpu || args.cpu || args.verbose;
+        for w in result
+            .summary
+            .warnings
+            .iter()
+            .filter(|w| detail || shown(w))
+        {
+            let _ = writeln!(err, "warning: {w}");
+        }
+    } else if let Some(c) = &result.confidence
         && !c.achieved
         && result.summary.error.is_none()
     {
         // Loud on the terminal too, whatever the output format.
-        eprintln!("warning: {}", result.summary.warnings[0]);
+        let _ = writeln!(err, "warning: {}", result.summary.warnings[0]);
     }
-    write_outputs(&result, &args.out, &args.human_options())?;
     if let Some(e) = &result.summary.error {
-        if args.out.format() != Format::Human || args.out.output.is_some() || args.out.json_stream {
-            eprintln!("Error: {e}");
+        let _ = writeln!(err, "error: {e}");
+        if let Some(tip) = args.host.as_deref().and_then(crate::cli::ipv6_port_hint) {
+            let _ = writeln!(err, "  tip: {tip}");
+        }
+        if interrupted {
+            return Ok(ExitCode::from(control::stop::EXIT_INTERRUPTED));
         }
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the human output says a warning without -c, -C, --cpu or -v:
+/// how the CPU was read (the two sources of service demand disagree, other
+/// work on the host) and packets that are not one per message qualify the
+/// CPU and per-transaction figures, which a default run does not show;
+/// JSON and key=value keep them all.
+fn shown(w: &Warning) -> bool {
+    !matches!(
+        w.code,
+        Code::ServiceDemandDisagrees | Code::CpuBusyElsewhere | Code::PacketsPartFromTransactions
+    )
 }

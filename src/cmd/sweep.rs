@@ -6,13 +6,13 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::out::print;
-use crate::agg::sweep::{self, Cell, Sweep};
+use super::progress::Ticker;
+use crate::agg::sweep::{Cell, Sweep};
 use crate::cli::{SweepArgs, target_for};
 use crate::control::client::{self, Quiet, Target};
 use crate::control::server::EmbeddedServer;
 use crate::export::write_atomic;
 use crate::plan::{TestKind, TestPlan};
-use crate::term::StatusLine;
 
 /// `thrum sweep`.
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
@@ -55,11 +55,22 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
             (t, Some(s))
         }
     };
-    let status = StatusLine::stderr();
+    crate::control::stop::on_signals().context("installing signal handlers")?;
+    // Each cell runs its warm-up and window, plus set-up the line cannot know.
+    let per_cell: u64 = plans.iter().map(|p| p.warmup_ns + p.duration_ns).sum();
+    let ticker = Ticker::start(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        "sweep",
+        Some(std::time::Duration::from_nanos(per_cell)),
+    );
     let mut cells = Vec::new();
     for (i, p) in plans.iter().enumerate() {
-        status.draw(&format!(
-            "cell {}/{}: burst {}, flows {}",
+        // Ctrl-C: the cells measured so far are the sweep ("-" for the rest).
+        if crate::control::stop::requested() {
+            break;
+        }
+        ticker.set(format!(
+            "cell {}/{}: burst {}, {} flow(s)",
             i + 1,
             plans.len(),
             p.burst,
@@ -68,25 +79,11 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         let r = client::run(&target, p, &mut Quiet);
         let s = &r.summary;
         if let Some(e) = &s.error {
-            if status.on() {
-                eprintln!();
-            }
-            eprintln!("cell burst {}, flows {}: {e}", p.burst, p.flows);
+            ticker.above(|| eprintln!("cell burst {}, flows {}: {e}", p.burst, p.flows));
         }
-        cells.push(Cell {
-            request_bytes: p.request_bytes,
-            response_bytes: p.response_bytes,
-            burst: p.burst,
-            flows: p.flows,
-            transactions_per_s: s.transactions_per_s,
-            throughput_bps: s.throughput_bps,
-            tx_packets_per_s: s.tx_packets_per_s,
-            rx_packets_per_s: s.rx_packets_per_s,
-            valid: sweep::packets_match(p, s),
-            error: s.error.clone(),
-        });
+        cells.push(Cell::of(p, s));
     }
-    status.clear();
+    drop(ticker);
     let sw = Sweep {
         schema: "thrum.sweep.v1".into(),
         test: kind.name().into(),
@@ -96,14 +93,22 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         flows,
         cells,
     };
-    print(&sw.table())?;
-    if let Some(p) = &args.csv {
-        write_atomic(p, sw.csv().as_bytes())
-            .with_context(|| format!("writing --csv {}", p.display()))?;
+    if args.json {
+        print(&format!("{}\n", serde_json::to_string_pretty(&sw)?))?;
+    } else {
+        print(&sw.table())?;
     }
-    if let Some(p) = &args.json {
+    for p in &args.export_csv {
+        write_atomic(p, sw.csv().as_bytes())
+            .with_context(|| format!("writing --export-csv {}", p.display()))?;
+    }
+    for p in &args.export_json {
         write_atomic(p, &serde_json::to_vec_pretty(&sw)?)
-            .with_context(|| format!("writing --json {}", p.display()))?;
+            .with_context(|| format!("writing --export-json {}", p.display()))?;
+    }
+    if crate::control::stop::requested() {
+        eprintln!("error: {}", crate::control::stop::INTERRUPTED);
+        return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));
     }
     Ok(if sw.cells.iter().any(|c| c.error.is_some()) {
         ExitCode::FAILURE

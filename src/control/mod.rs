@@ -1,7 +1,8 @@
 //! The control protocol and the two ends that speak it.
 //!
 //! `proto` is the wire format; `server` serves sessions (each its own test);
-//! `client` drives one test against one server and gathers the result.
+//! `client` drives one test against one server and gathers the result;
+//! `stop` is the request to end early (Ctrl-C) that sessions read.
 
 pub mod admission;
 pub(crate) mod analysis;
@@ -15,4 +16,5 @@ pub mod proto;
 pub mod repeat;
 pub mod server;
 mod session;
+pub mod stop;
 pub(crate) mod timeline;

@@ -261,13 +261,19 @@ impl Running {
             Duration::from_millis(20)
         };
         self.tick(phases[0].0, phases[0].0, g, plan, observer)?;
-        for (k, &(phase, len)) in phases.iter().enumerate() {
+        'phases: for (k, &(phase, len)) in phases.iter().enumerate() {
             let next_phase = phases.get(k + 1).map_or(Phase::Drain, |p| p.0);
             let start = self.t0.elapsed();
             let end = len.map(|l| start + l);
             let mut next_tick = start + interval;
             loop {
                 let now = self.t0.elapsed();
+                // Ctrl-C or SIGTERM (`control::stop`): end the interval
+                // here and drain, so what was measured is kept.
+                if super::stop::requested() {
+                    self.tick(phase, Phase::Drain, g, plan, observer)?;
+                    break 'phases;
+                }
                 let quota_met =
                     len.is_none() && self.engine().quota_done() as u64 >= plan.flows as u64;
                 if quota_met || end.is_some_and(|e| now >= e) {

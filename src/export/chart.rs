@@ -4,7 +4,9 @@
 //! complete step's average over its measurement window (dark grey segment),
 //! each step's start (red vertical mark, labelled with the streams then
 //! running) and the end of the ramp (blue mark), in the manner of post_proc.py's rrdtool graphs. Per-stream
-//! charts use the same axes so they can be laid side by side.
+//! charts use the same axes so they can be laid side by side. The title
+//! names the test, the load generators and the date; values carry SI
+//! prefixes (180 k, 1.2 M, 2.5 Gbit/s) on a light grid.
 //!
 //! The curve chart (`thrum curve`) plots response-time percentiles on a log
 //! axis against the achieved rate, with the knee, the saturation point and
@@ -15,7 +17,7 @@ use plotters::prelude::*;
 use crate::agg::curve::Curve;
 use crate::agg::model::TestAgg;
 use crate::agg::series::{self, Sample};
-use crate::units::fmt_ns;
+use crate::units::{fmt_ns, fmt_si};
 
 /// Colours, fixed so that tests (and readers of the SVG) can find each part.
 pub const LINE: RGBColor = RGBColor(0, 160, 0);
@@ -34,16 +36,65 @@ pub const KNEE: RGBColor = RGBColor(0, 128, 0);
 pub const SATURATION: RGBColor = RGBColor(255, 0, 0);
 pub const SLO: RGBColor = RGBColor(230, 140, 0);
 
+/// The grid: light enough that the data reads first.
+pub const GRID_BOLD: RGBColor = RGBColor(215, 215, 215);
+pub const GRID_LIGHT: RGBColor = RGBColor(242, 242, 242);
+
 const SIZE: (u32, u32) = (1000, 480);
+
+/// A value of `unit` for an axis tick: SI prefix, bits for the megabit
+/// units (`2.5 Gbit/s`), transactions bare (`180 k`), any other unit as is.
+fn tick(v: f64, unit: &str) -> String {
+    match unit {
+        "Mbit/s" | "10^6bits/s" => {
+            let si = crate::units::fmt_si(v * 1e6);
+            let sep = if si.ends_with(|c: char| c.is_ascii_digit()) {
+                " "
+            } else {
+                ""
+            };
+            format!("{si}{sep}bit/s")
+        }
+        "Trans/s" => crate::units::fmt_si(v),
+        _ => format!("{v:.1}"),
+    }
+}
+
+/// The y axis's title for a test's unit.
+fn y_desc(unit: &str) -> String {
+    match unit {
+        "Mbit/s" | "10^6bits/s" => "aggregate (throughput, bit/s)".into(),
+        "Trans/s" => "aggregate (transactions/s)".into(),
+        u => format!("aggregate ({u})"),
+    }
+}
+
+/// test, load generators, date: what a chart lifted out of its page needs.
+fn title(t: &TestAgg, what: &str) -> String {
+    let mut hosts: Vec<&str> = t.streams.iter().map(|s| s.server.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let hosts = match hosts.len() {
+        0 => String::new(),
+        1..=3 => format!(" to {}", hosts.join(", ")),
+        n => format!(" to {n} hosts"),
+    };
+    format!(
+        "{}{hosts}: {what}, {}",
+        t.name,
+        crate::units::fmt_local_time(t.start, true)
+            .rsplit_once('.')
+            .map_or(String::new(), |(a, b)| {
+                // Seconds are enough in a title; keep the zone.
+                let zone = b.split_once(' ').map_or("", |z| z.1);
+                format!("{a} {zone}").trim_end().to_string()
+            })
+    )
+}
 
 /// The overall chart of one test.
 pub fn overall_svg(t: &TestAgg) -> String {
-    draw(
-        t,
-        &format!("{}: per-second aggregate", t.name),
-        &t.per_second,
-        true,
-    )
+    draw(t, &title(t, "per-second aggregate"), &t.per_second, true)
 }
 
 /// The chart of one stream of a test, on the overall chart's time axis.
@@ -53,7 +104,7 @@ pub fn stream_svg(t: &TestAgg, stream: usize) -> String {
     let per_second = series::per_second(&samples, t.start, t.end);
     draw(
         t,
-        &format!("{}: stream {} to {}", t.name, s.index, s.server),
+        &title(t, &format!("stream {} to {}", s.index, s.server)),
         &per_second,
         false,
     )
@@ -101,10 +152,14 @@ fn try_draw(
         .x_label_area_size(45)
         .y_label_area_size(90)
         .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    let y_label = |v: &f64| tick(*v, &t.unit);
     chart
         .configure_mesh()
         .x_desc("time since the ramp started (s)")
-        .y_desc(format!("aggregate ({})", t.unit))
+        .y_desc(y_desc(&t.unit))
+        .y_label_formatter(&y_label)
+        .bold_line_style(GRID_BOLD)
+        .light_line_style(GRID_LIGHT)
         .draw()?;
     // Each second's value at the middle of its second.
     let line = per_second
@@ -144,12 +199,17 @@ fn try_draw(
         ("sans-serif", 12).into_font().color(&RAMP_END),
     )))?;
     if averages {
-        let peak = t
-            .peak_step
-            .and_then(|i| t.steps[i].average)
-            .map_or("no complete step".to_string(), |a| {
-                format!("step averages (peak {a:.1} {})", t.unit)
-            });
+        let peak = t.peak_step.and_then(|i| t.steps[i].average).map_or(
+            "no complete step".to_string(),
+            |a| {
+                let peak = match t.unit.as_str() {
+                    "Trans/s" => format!("{} trans/s", crate::units::fmt_si(a)),
+                    u if tick(a, u).ends_with("bit/s") => tick(a, u),
+                    u => format!("{a:.1} {u}"),
+                };
+                format!("step averages (peak {peak})")
+            },
+        );
         chart
             .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
             .label(peak)
@@ -165,26 +225,6 @@ fn try_draw(
         .draw()?;
     root.present()?;
     Ok(())
-}
-
-/// A rate with an SI prefix: 950, 12.5k, 3.2M.
-pub fn si(v: f64) -> String {
-    let a = v.abs();
-    let (d, p) = if a >= 1e9 {
-        (1e9, "G")
-    } else if a >= 1e6 {
-        (1e6, "M")
-    } else if a >= 1e3 {
-        (1e3, "k")
-    } else {
-        (1.0, "")
-    };
-    let x = v / d;
-    if (x - x.round()).abs() < 1e-9 {
-        format!("{x:.0}{p}")
-    } else {
-        format!("{x:.1}{p}")
-    }
 }
 
 /// The latency-vs-throughput chart of a curve.
@@ -246,7 +286,9 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
         .configure_mesh()
         .x_desc("achieved rate (transactions/s)")
         .y_desc("response time from the intended start")
-        .x_label_formatter(&|v| si(*v))
+        .bold_line_style(GRID_BOLD)
+        .light_line_style(GRID_LIGHT)
+        .x_label_formatter(&|v| fmt_si(*v))
         .y_label_formatter(&|v| fmt_ns(*v))
         .draw()?;
     for ((name, pick), colour) in series.iter().zip(PERCENTILES) {
@@ -267,7 +309,7 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
                 colour.stroke_width(2),
             )))?;
             chart.draw_series(std::iter::once(Text::new(
-                format!("{name} {}/s", si(x)),
+                format!("{name} {}/s", fmt_si(x)),
                 (x, y_hi / 1.6),
                 ("sans-serif", 13).into_font().color(&colour),
             )))?;
@@ -293,17 +335,4 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
         .draw()?;
     root.present()?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn si_prefixes() {
-        assert_eq!(si(950.0), "950");
-        assert_eq!(si(12_500.0), "12.5k");
-        assert_eq!(si(3_000_000.0), "3M");
-        assert_eq!(si(0.0), "0");
-    }
 }

@@ -107,7 +107,7 @@ fn head(title: &str) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n<style>\
 body{{font-family:sans-serif;margin:2em;color:#222;background:#fff}}\
 table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #999;padding:.3em .6em;text-align:right}}\
-tr.peak{{background:#e6f4e6}}tr.saturated{{background:#fbe4e4}}.warnings{{color:#a00}}svg{{max-width:100%;height:auto}}\
+tr.peak{{background:#e6f4e6}}tr.saturated{{background:#fbe4e4}}table.provenance th,table.provenance td{{text-align:left}}.warnings{{color:#a00}}svg{{max-width:100%;height:auto}}\
 </style></head><body>\n<h1>{title}</h1>\n"
     )
 }
@@ -205,6 +205,36 @@ fn opt2(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.2}"))
 }
 
+/// Where and by what the figures were made, as results.json holds it: a
+/// page printed or mailed alone must still say which version, command,
+/// kernel, date and hosts it describes.
+fn provenance(o: &mut String, r: &AggResult) {
+    o.push_str("<table class=\"provenance\"><tbody>\n");
+    let row = |o: &mut String, k: &str, v: &str| {
+        let _ = writeln!(o, "<tr><th>{}</th><td>{}</td></tr>", escape(k), escape(v));
+    };
+    if let Some(start) = r.tests.iter().map(|t| t.start).reduce(f64::min) {
+        row(o, "date", &crate::units::fmt_local_time(start, true));
+    }
+    row(o, "hosts", &r.spec.hosts.join(", "));
+    if let Some(map) = r.provenance.as_object() {
+        for (k, v) in map {
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                serde_json::Value::Null => continue,
+                other => other.to_string(),
+            };
+            row(o, &k.replace('_', " "), &text);
+        }
+    }
+    o.push_str("</tbody></table>\n");
+}
+
 /// The page, given each test's overall chart (same order as `r.tests`).
 pub fn report(r: &AggResult, svgs: &[String]) -> String {
     let mut o = head("thrum agg report");
@@ -217,6 +247,7 @@ pub fn report(r: &AggResult, svgs: &[String]) -> String {
         r.spec.interval_s,
         r.spec.trim_s
     );
+    provenance(&mut o, r);
     for (t, svg) in r.tests.iter().zip(svgs) {
         test_section(&mut o, t, svg);
     }

@@ -1,5 +1,6 @@
 //! The human table: per-interval sums, then the summary with units, like
-//! netperf's and iperf3's.
+//! netperf's and iperf3's. Results only: warnings and errors are the
+//! command's to say on stderr.
 
 use std::io::{self, Write};
 
@@ -17,6 +18,9 @@ pub struct Human {
     pub remote_cpu: bool,
     /// --verbose: provenance first.
     pub verbose: bool,
+    /// The head and the interval rows were printed live, as each interval
+    /// completed (iperf3's habit): the summary alone remains.
+    pub rows_shown: bool,
 }
 
 /// A figure of merit with its unit, for people.
@@ -75,12 +79,88 @@ fn cpu_lines(out: &mut dyn Write, end: &str, side: &Side, stream: bool) -> io::R
     Ok(())
 }
 
+/// One end's SO_SNDBUF and SO_RCVBUF: as set, and as asked when it was.
+fn buffer_line(side: &Side, opts: &crate::plan::SocketOpts, udp: bool) -> String {
+    let one = |set: Option<u64>, asked: Option<u64>| match (set, asked) {
+        (Some(set), Some(asked)) => format!("{set} B (asked {asked} B)"),
+        (Some(set), None) if udp => format!("{set} B (kernel default)"),
+        (Some(set), None) => format!("{set} B at start (kernel default, autotuned)"),
+        (None, Some(asked)) => format!("asked {asked} B (the server does not report what it set)"),
+        (None, None) => "kernel default (not reported)".to_string(),
+    };
+    let b = side.socket_buffers.as_ref();
+    format!(
+        "send {}, receive {}",
+        one(b.map(|b| b.send_bytes), opts.send_buffer_bytes),
+        one(b.map(|b| b.recv_bytes), opts.recv_buffer_bytes)
+    )
+}
+
 fn headline(f: &Figures) -> String {
     if let Some(t) = f.throughput_bps {
         BitsPerSec(t).to_string()
     } else {
         format!("{:.1} trans/s", f.transactions_per_s.unwrap_or(0.0))
     }
+}
+
+/// The test line and the interval columns' header: printed before the
+/// first interval when the rows come live, or with the whole table.
+pub fn head(
+    out: &mut dyn Write,
+    test: crate::plan::TestKind,
+    server: &str,
+    p: &crate::plan::TestPlan,
+) -> io::Result<()> {
+    write!(
+        out,
+        "{} to {}: {} flow(s) on {} thread(s)",
+        test, server, p.flows, p.threads
+    )?;
+    if test == crate::plan::TestKind::UdpStream {
+        match p.rate_bps {
+            Some(rate) => writeln!(
+                out,
+                ", datagrams of {} B at {} per flow",
+                p.send_bytes,
+                crate::units::BitsPerSec(rate as f64)
+            )?,
+            None => writeln!(out, ", datagrams of {} B, unpaced", p.send_bytes)?,
+        }
+    } else if test.is_stream() {
+        writeln!(out, ", send {} B, recv {} B", p.send_bytes, p.recv_bytes)?;
+    } else {
+        write!(
+            out,
+            ", request {} B, response {} B",
+            p.request_bytes, p.response_bytes
+        )?;
+        if p.burst > 0 {
+            write!(out, ", burst {}", p.burst)?;
+        }
+        if p.close == crate::plan::CloseMode::Rst {
+            write!(out, ", client resets (--close rst)")?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "{:>8} {:>8}  {:<9} {:>22}",
+        "start_s", "end_s", "phase", "result"
+    )?;
+    Ok(())
+}
+
+/// One interval's row.
+pub fn row(out: &mut dyn Write, iv: &crate::result::Interval) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:>8.2} {:>8.2}  {:<9} {:>22}",
+        iv.start_s,
+        iv.end_s,
+        iv.phase.name(),
+        headline(&iv.sum)
+    )
 }
 
 impl Exporter for Human {
@@ -101,51 +181,11 @@ impl Exporter for Human {
                 }
             }
         }
-        write!(
-            out,
-            "{} to {}: {} flow(s) on {} thread(s)",
-            r.test, r.spec.server, p.flows, p.threads
-        )?;
-        if r.test == crate::plan::TestKind::UdpStream {
-            match p.rate_bps {
-                Some(rate) => writeln!(
-                    out,
-                    ", datagrams of {} B at {} per flow",
-                    p.send_bytes,
-                    crate::units::BitsPerSec(rate as f64)
-                )?,
-                None => writeln!(out, ", datagrams of {} B, unpaced", p.send_bytes)?,
+        if !self.rows_shown {
+            head(out, r.test, &r.spec.server, p)?;
+            for iv in &r.intervals {
+                row(out, iv)?;
             }
-        } else if r.test.is_stream() {
-            writeln!(out, ", send {} B, recv {} B", p.send_bytes, p.recv_bytes)?;
-        } else {
-            write!(
-                out,
-                ", request {} B, response {} B",
-                p.request_bytes, p.response_bytes
-            )?;
-            if p.burst > 0 {
-                write!(out, ", burst {}", p.burst)?;
-            }
-            if p.close == crate::plan::CloseMode::Rst {
-                write!(out, ", client resets (--close rst)")?;
-            }
-            writeln!(out)?;
-        }
-        writeln!(
-            out,
-            "{:>8} {:>8}  {:<9} {:>22}",
-            "start_s", "end_s", "phase", "result"
-        )?;
-        for iv in &r.intervals {
-            writeln!(
-                out,
-                "{:>8.2} {:>8.2}  {:<9} {:>22}",
-                iv.start_s,
-                iv.end_s,
-                iv.phase.name(),
-                headline(&iv.sum)
-            )?;
         }
         writeln!(out, "-- summary over {:.2} s measured --", s.duration_s)?;
         if let Some(t) = s.throughput_bps {
@@ -248,6 +288,22 @@ impl Exporter for Human {
         {
             writeln!(out, "  packets/s on {i:<10} {tx:.1} tx, {rx:.1} rx")?;
         }
+        let p = &r.spec.plan;
+        let asked = |o: &crate::plan::SocketOpts| {
+            o.send_buffer_bytes.is_some() || o.recv_buffer_bytes.is_some()
+        };
+        if self.verbose || asked(&p.local) || asked(&p.remote) {
+            for (end, side, opts) in [
+                ("local", &s.local, &p.local),
+                ("remote", &s.remote, &p.remote),
+            ] {
+                writeln!(
+                    out,
+                    "  socket buffers {end:<7} {}",
+                    buffer_line(side, opts, r.test.is_udp())
+                )?;
+            }
+        }
         for (end, side, on) in [
             ("local", &s.local, self.local_cpu),
             ("remote", &s.remote, self.remote_cpu),
@@ -316,12 +372,8 @@ impl Exporter for Human {
                 )?;
             }
         }
-        for w in &s.warnings {
-            writeln!(out, "warning: {w}")?;
-        }
-        if let Some(e) = &s.error {
-            writeln!(out, "error: {e}")?;
-        }
+        // Warnings and the error go to stderr (the command says them), so
+        // that standard output holds results only.
         Ok(())
     }
 }

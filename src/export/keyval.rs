@@ -38,6 +38,8 @@ impl Exporter for Keyval {
             // netperf reports latency in microseconds.
             writeln!(out, "MIN_LATENCY={:.3}", l.min as f64 / 1e3)?;
             writeln!(out, "MEAN_LATENCY={:.3}", l.mean / 1e3)?;
+            // netperf's name for the mean round trip.
+            writeln!(out, "RT_LATENCY={:.3}", l.mean / 1e3)?;
             writeln!(out, "STDDEV_LATENCY={:.3}", l.stddev / 1e3)?;
             writeln!(out, "P50_LATENCY={:.3}", l.p50 as f64 / 1e3)?;
             writeln!(out, "P90_LATENCY={:.3}", l.p90 as f64 / 1e3)?;
@@ -105,6 +107,20 @@ impl Exporter for Keyval {
             if let Some(t) = side.tcp_retransmits {
                 writeln!(out, "{pre}_TRANSPORT_RETRANS={t}")?;
             }
+            // netperf omni's names: LSS/LSR (local send/receive socket
+            // size), RSS/RSR (remote); _REQ is what was asked.
+            let e = &pre[..1];
+            let opts = if pre == "LOCAL" { &p.local } else { &p.remote };
+            if let Some(b) = &side.socket_buffers {
+                writeln!(out, "{e}SS_SIZE={}", b.send_bytes)?;
+                writeln!(out, "{e}SR_SIZE={}", b.recv_bytes)?;
+            }
+            if let Some(v) = opts.send_buffer_bytes {
+                writeln!(out, "{e}SS_SIZE_REQ={v}")?;
+            }
+            if let Some(v) = opts.recv_buffer_bytes {
+                writeln!(out, "{e}SR_SIZE_REQ={v}")?;
+            }
             if let Some(z) = &side.zerocopy {
                 writeln!(out, "{pre}_ZEROCOPY_SENDS={}", z.sends)?;
                 writeln!(out, "{pre}_ZEROCOPY_COMPLETIONS={}", z.completions)?;
@@ -130,6 +146,13 @@ impl Exporter for Keyval {
         if let Some(e) = &s.error {
             writeln!(out, "ERROR={}", e.replace('\n', " "))?;
         }
+        // Every warning, on one line as key=value wants: joined by " | ".
+        let warnings: Vec<String> = s
+            .warnings
+            .iter()
+            .map(|w| w.message.replace('\n', " "))
+            .collect();
+        writeln!(out, "WARNINGS={}", warnings.join(" | "))?;
         Ok(())
     }
 }

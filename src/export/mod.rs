@@ -6,6 +6,7 @@
 
 pub mod chart;
 pub mod csv;
+pub mod fields;
 pub mod html;
 pub mod human;
 pub mod json;

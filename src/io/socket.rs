@@ -11,6 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::plan::{SocketOpts, TestPlan};
@@ -100,6 +101,57 @@ impl DataSocketOpts {
             ));
         }
         Ok(())
+    }
+}
+
+/// One end's socket buffers: what was asked for and what the kernel set.
+///
+/// Linux doubles an SO_SNDBUF/SO_RCVBUF value (the other half is room for
+/// its own bookkeeping, socket(7)) and caps the request at
+/// `net.core.wmem_max`/`rmem_max` first, so what a socket gets is rarely
+/// what was asked; netperf reports the getsockopt figure for that reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketBuffers {
+    /// SO_SNDBUF asked for (`-s`/`-S`); None: the kernel's default.
+    pub send_requested_bytes: Option<u64>,
+    /// SO_SNDBUF as getsockopt reads it once set.
+    pub send_bytes: u64,
+    /// SO_RCVBUF asked for; None: the kernel's default.
+    pub recv_requested_bytes: Option<u64>,
+    /// SO_RCVBUF as getsockopt reads it once set. A TCP buffer left to the
+    /// kernel grows with the connection (tcp_wmem/tcp_rmem autotuning): its
+    /// figure is where it starts.
+    pub recv_bytes: u64,
+}
+
+impl SocketBuffers {
+    /// The buffers the kernel gives a data socket of this end: a socket of
+    /// the test's transport and address family, given the same options the
+    /// data sockets get before `connect`/`listen`, read back with
+    /// getsockopt. Accepted TCP sockets inherit the listener's, so this is
+    /// the figure of every data socket of the end at its start.
+    pub fn as_set(plan: &TestPlan, this_end: &SocketOpts, ipv6: bool) -> io::Result<SocketBuffers> {
+        let opts = DataSocketOpts::from_plan(plan, this_end);
+        let domain = if ipv6 { Domain::IPV6 } else { Domain::IPV4 };
+        let s = if plan.test.is_udp() {
+            Socket::new(domain, Type::DGRAM.cloexec(), Some(Protocol::UDP))?
+        } else {
+            Socket::new(domain, Type::STREAM.cloexec(), Some(Protocol::TCP))?
+        };
+        if let Some(b) = opts.send_buffer {
+            s.set_send_buffer_size(b as usize)
+                .map_err(|e| ctx(e, "SO_SNDBUF"))?;
+        }
+        if let Some(b) = opts.recv_buffer {
+            s.set_recv_buffer_size(b as usize)
+                .map_err(|e| ctx(e, "SO_RCVBUF"))?;
+        }
+        Ok(SocketBuffers {
+            send_requested_bytes: opts.send_buffer,
+            send_bytes: s.send_buffer_size()? as u64,
+            recv_requested_bytes: opts.recv_buffer,
+            recv_bytes: s.recv_buffer_size()? as u64,
+        })
     }
 }
 

@@ -156,6 +156,14 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
             servers,
             vec![s1.addr.as_str(), s2.addr.as_str(), &s1.addr, &s2.addr]
         );
+        // Each stream's own final result, as netperf's .out files end with one.
+        for st in t["streams"].as_array().unwrap() {
+            let sum = &st["summary"];
+            assert!(f(&sum["duration_s"]) > 0.0, "{name}: {sum}");
+            assert!(f(&sum["value"]) > 0.0, "{name}: {sum}");
+            assert!(f(&sum["local_cpu_util_percent"]) > 0.0, "{name}: {sum}");
+            assert!(u(&sum["bytes_sent"]) > 0, "{name}: {sum}");
+        }
         let csv = std::fs::read_to_string(out_dir.join(format!("{name}_streams.csv"))).unwrap();
         let started = |k: usize| f(&t["streams"][k]["started"]);
         for (i, s) in steps.iter().enumerate() {
@@ -222,6 +230,18 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
     assert_eq!(html.matches("<svg").count(), 2, "both charts inlined");
     assert_eq!(html.matches("<table>").count(), 2, "both tables");
     assert!(html.contains("Burst search"), "tps shows its burst search");
+    // The page says where and by what it was made, as results.json does.
+    for key in ["thrum version", "command line", "kernel", "date", "hosts"] {
+        assert!(
+            html.contains(&format!("<th>{key}</th>")),
+            "report.html lacks {key}"
+        );
+    }
+    let kernel = doc["provenance"]["kernel"].as_str().unwrap();
+    assert!(
+        html.contains(kernel),
+        "report.html lacks the kernel {kernel}"
+    );
     // `thrum report` re-analyses the saved results to the same figures,
     // CPU utilisation and service demand of every step included.
     let re_dir = tempfile::tempdir().unwrap();
@@ -253,29 +273,30 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
 #[test]
 fn report_reads_netperf_demo_files() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run_client(
-        &[
+    // The windows print as local time: UTC here, so the figures are fixed.
+    let out = run_cmd(
+        Command::new(crate::common::bin()).env("TZ", "UTC").args([
             "report",
             FIXTURES,
             "--intervals",
             "--individual",
             "--out",
             dir.path().to_str().unwrap(),
-        ],
+        ]),
         Duration::from_secs(20),
     );
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
     for want in [
-        "Average of peak interval is 263.333 Trans/s from 1008.000 to 1011.000",
-        "Minimum of peak interval is 230.000 Trans/s from 1008.000 to 1011.000",
-        "Maximum of peak interval is 290.000 Trans/s from 1008.000 to 1011.000",
-        "Average of interval 0 (1 streams) is 140.000 Trans/s from 1002.000 to 1005.000",
-        "Minimum of interval 0 (1 streams) is 130.000 Trans/s from 1002.000 to 1005.000",
-        "Maximum of interval 0 (1 streams) is 150.000 Trans/s from 1002.000 to 1005.000",
-        "Average of peak interval is 2500.000 10^6bits/s from 2002.000 to 2006.000",
-        "Minimum of peak interval is 2000.000 10^6bits/s from 2002.000 to 2006.000",
-        "Maximum of peak interval is 3000.000 10^6bits/s from 2002.000 to 2006.000",
+        "Average of peak interval is 263.333 Trans/s from 1970-01-01 00:16:48.000 UTC to 00:16:51.000 (unix 1008.000 to 1011.000)",
+        "Minimum of peak interval is 230.000 Trans/s from 1970-01-01 00:16:48.000 UTC to 00:16:51.000 (unix 1008.000 to 1011.000)",
+        "Maximum of peak interval is 290.000 Trans/s from 1970-01-01 00:16:48.000 UTC to 00:16:51.000 (unix 1008.000 to 1011.000)",
+        "Average of interval 0 (1 streams) is 140.000 Trans/s from 1970-01-01 00:16:42.000 UTC to 00:16:45.000 (unix 1002.000 to 1005.000)",
+        "Minimum of interval 0 (1 streams) is 130.000 Trans/s from 1970-01-01 00:16:42.000 UTC to 00:16:45.000 (unix 1002.000 to 1005.000)",
+        "Maximum of interval 0 (1 streams) is 150.000 Trans/s from 1970-01-01 00:16:42.000 UTC to 00:16:45.000 (unix 1002.000 to 1005.000)",
+        "Average of peak interval is 2500.000 10^6bits/s from 1970-01-01 00:33:22.000 UTC to 00:33:26.000 (unix 2002.000 to 2006.000)",
+        "Minimum of peak interval is 2000.000 10^6bits/s from 1970-01-01 00:33:22.000 UTC to 00:33:26.000 (unix 2002.000 to 2006.000)",
+        "Maximum of peak interval is 3000.000 10^6bits/s from 1970-01-01 00:33:22.000 UTC to 00:33:26.000 (unix 2002.000 to 2006.000)",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
@@ -288,6 +309,16 @@ fn report_reads_netperf_demo_files() {
         .find(|t| t["name"] == "tps")
         .unwrap();
     assert_eq!(u(&tps["peak_step"]), 1);
+    // The outbound stream's file ends with netperf's own final result.
+    let outbound = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "outbound")
+        .unwrap();
+    let sum = &outbound["streams"][0]["summary"];
+    assert_eq!(f(&sum["value"]), 2500.0, "{sum}");
+    assert_eq!(sum["netperf"]["THROUGHPUT"], "2500.00", "{sum}");
     // Second 8 (1008..1009): stream 0's 190 plus stream 1's 40.
     assert_eq!(f(&tps["per_second"][8]), 230.0);
     assert_chart(
@@ -416,7 +447,7 @@ fn find_burst_and_sweep_on_loopback() {
             "300ms",
             "--csv",
             csv.to_str().unwrap(),
-            "--json",
+            "--export-json",
             json.to_str().unwrap(),
         ],
         Duration::from_secs(60),
@@ -424,6 +455,15 @@ fn find_burst_and_sweep_on_loopback() {
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("rows burst, columns flows"), "{text}");
+    // Every n/a cell says why, in the packets per transaction measured.
+    let nas = text.matches("n/a [").count();
+    assert!(nas >= 2, "the burst-8 cells are n/a with a note: {text}");
+    assert_eq!(
+        text.matches(": n/a: ").count(),
+        nas,
+        "one note per n/a cell: {text}"
+    );
+    assert!(text.contains("packets per transaction sent"), "{text}");
     let csv = std::fs::read_to_string(csv).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(
@@ -449,6 +489,21 @@ fn find_burst_and_sweep_on_loopback() {
             "{c}"
         );
         assert_eq!(c["valid"], false, "{c}");
+        let ppt = &c["packets_per_transaction"];
+        assert!(f(&ppt[0]) > 0.0 && f(&ppt[1]) > 0.0, "{c}");
+    }
+    // Each cell carries both ends' CPU and service demand beside its rate.
+    for c in cells {
+        for key in [
+            "local_cpu_util_percent",
+            "remote_cpu_util_percent",
+            "local_service_demand",
+            "remote_service_demand",
+        ] {
+            let v = f(&c[key]);
+            assert!(v > 0.0, "{key}: {c}");
+        }
+        assert!(f(&c["local_cpu_util_percent"]) <= 100.0, "{c}");
     }
     // The CSV keeps each measured rate and says in its own column that it
     // failed the packet rule.
@@ -490,6 +545,10 @@ fn agg_commands_reject_bad_input() {
             &["--burst", "auto or 0..="],
         ),
         (&["agg", "--hosts", "a,,b"], &["--hosts", "empty host"]),
+        (
+            &["agg", "--hosts-dns", "lg:0"],
+            &["--hosts-dns", "NAME[:PORT]", "1..=65535"],
+        ),
         (
             &["agg", "--hosts-file", hosts],
             &["--hosts-file line 1", "REMOTE_HOSTS[0..]"],
@@ -566,6 +625,76 @@ fn agg_sync_runs_one_stream_to_each_server_in_turn() {
             "{avg} vs {by_hand}"
         );
     }
+}
+
+/// `--hosts-dns NAME:PORT` takes every address of NAME: here a name that
+/// /etc/hosts gives two or three loopback addresses, each with a server on
+/// the same port (as a headless Service's pods). The name lives in a
+/// private mount namespace's /etc/hosts (`unshare --mount`, a bind mount
+/// over it): the machine's own file is never written.
+#[test]
+fn agg_hosts_dns_takes_every_address_of_a_name() {
+    let probe = Command::new("unshare")
+        .args(["--mount", "mount", "--bind", "/dev/null", "/dev/null"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        let msg = "`unshare --mount` failed: --hosts-dns is tested in a private mount namespace, which needs root and util-linux";
+        if std::env::var("THRUM_E2E_NETNS").as_deref() == Ok("required") {
+            panic!("{msg}");
+        }
+        eprintln!("SKIPPED: {msg}");
+        return;
+    }
+    let _g = one_at_a_time();
+    let s1 = ServerProc::start_on("127.0.0.1", 0);
+    let port: u16 = s1.addr.rsplit_once(':').unwrap().1.parse().unwrap();
+    let mut servers = vec![s1, ServerProc::start_on("127.0.0.2", port)];
+    let v6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    if v6 {
+        servers.push(ServerProc::start_on("::1", port));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(
+        &hosts,
+        "127.0.0.1 localhost\n::1 localhost\n\
+         127.0.0.2 lg.thrum.test\n127.0.0.1 lg.thrum.test\n::1 lg.thrum.test\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("agg");
+    let out = run_cmd(
+        Command::new("unshare").args([
+            "--mount",
+            "sh",
+            "-c",
+            "mount --bind \"$1\" /etc/hosts && exec \"$2\" agg --hosts-dns \"$3\" --tests sync --step 3s --out \"$4\"",
+            "sh",
+            hosts.to_str().unwrap(),
+            crate::common::bin(),
+            &format!("lg.thrum.test:{port}"),
+            out_dir.to_str().unwrap(),
+        ]),
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_json(&out_dir.join("results.json"));
+    let used: Vec<&str> = doc["tests"][0]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["server"].as_str().unwrap())
+        .collect();
+    // Sorted, IPv4 first, each address once.
+    let mut want = vec![format!("127.0.0.1:{port}"), format!("127.0.0.2:{port}")];
+    if v6 {
+        want.push(format!("[::1]:{port}"));
+    }
+    assert_eq!(used, want, "one sync stream to each address of the name");
 }
 
 /// agg, find-burst and sweep prove a key to a server that asks for one, as
@@ -661,14 +790,17 @@ fn report_keeps_why_streams_failed_and_fails_as_agg_did() {
         !out.status.success(),
         "agg with a dead host succeeded: {text}"
     );
+    // Why, as a warning: on stderr, with the results alone on stdout.
     let why = format!("stream 1 to {}", s2.addr);
-    let line = text
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let line = err
         .lines()
         .find(|l| l.contains(&why))
-        .unwrap_or_else(|| panic!("agg does not say why stream 1 failed: {text}"));
+        .unwrap_or_else(|| panic!("agg does not say why stream 1 failed: {err}"));
+    assert!(!text.contains(&why), "a warning on stdout: {text}");
     let re_dir = tempfile::tempdir().unwrap();
     let again = report_again(&out_dir, re_dir.path());
-    let re_text = stdout(&again);
+    let re_text = String::from_utf8_lossy(&again.stderr).into_owned();
     assert_eq!(again.status.code(), out.status.code(), "{re_text}");
     assert!(re_text.contains(line), "report lost {line:?}: {re_text}");
     let html = std::fs::read_to_string(re_dir.path().join("report.html")).unwrap();

@@ -34,8 +34,20 @@ impl ServerProc {
         Self::start_logging(Command::new(bin()), "127.0.0.1", extra, file.into())
     }
 
+    /// Start on `listen`:`port` (several servers on one port, each on its own address).
+    pub fn start_on(listen: &str, port: u16) -> ServerProc {
+        let mut cmd = Command::new(bin());
+        cmd.args(["server", "--port", &port.to_string()]);
+        Self::start_args(cmd, listen, &[], Stdio::null())
+    }
+
     fn start_logging(mut cmd: Command, listen: &str, extra: &[&str], log: Stdio) -> ServerProc {
-        cmd.args(["server", "--port", "0", "--listen", listen])
+        cmd.args(["server", "--port", "0"]);
+        Self::start_args(cmd, listen, extra, log)
+    }
+
+    fn start_args(mut cmd: Command, listen: &str, extra: &[&str], log: Stdio) -> ServerProc {
+        cmd.args(["--listen", listen])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(log);

@@ -3,19 +3,27 @@
 //! conventions ask; the modules group the tests by what they check.
 
 mod agg;
+mod buffers;
 mod common;
 mod curve;
 mod failures;
+mod fields;
 mod hostile;
+mod interrupt;
 mod limits;
+mod live;
 mod loopback;
 mod measure;
 mod netns;
 mod open_loop;
 mod outputs;
+mod reports;
 mod scale;
 mod sensors;
+mod ship;
 mod soak;
+mod stdio;
+mod teach;
 mod udp;
 mod udp_loss;
 mod uring;

@@ -1,0 +1,100 @@
+//! Unit tests of the client's session (`client.rs`).
+
+use std::net::TcpListener;
+
+use super::*;
+use crate::control::proto::{Error as ErrorMsg, read_msg};
+use crate::control::server::EmbeddedServer;
+use crate::plan::TestKind;
+use crate::warning::Code;
+
+fn target(addr: SocketAddr) -> Target {
+    Target {
+        addr,
+        label: addr.to_string(),
+        bind: None,
+        embedded: false,
+        psk: None,
+    }
+}
+
+fn short(test: TestKind) -> TestPlan {
+    let mut p = TestPlan::new(test);
+    p.warmup_ns = 0;
+    p.duration_ns = 500_000_000;
+    p.interval_ns = 250_000_000;
+    p
+}
+
+/// A server that says hello, then answers the spec with `answer`.
+fn fake_server(answer: ServerMsg) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        let _hello: ClientMsg = read_msg(&mut c).unwrap();
+        write_msg(&mut c, &ServerMsg::from(Hello::ours())).unwrap();
+        let _spec: ClientMsg = read_msg(&mut c).unwrap();
+        write_msg(&mut c, &answer).unwrap();
+        // Hold the connection until the client has read the answer.
+        let _ = read_msg::<ClientMsg>(&mut c);
+    });
+    addr
+}
+
+#[test]
+fn a_session_counts_the_same_transactions_at_both_ends() {
+    let server = EmbeddedServer::start().unwrap();
+    let r = run(&target(server.addr), &short(TestKind::TcpRr), &mut Quiet);
+    let s = &r.summary;
+    assert!(s.error.is_none(), "{:?}", s.error);
+    assert!(s.local.total.transactions > 0);
+    assert_eq!(s.local.total.transactions, s.remote.total.transactions);
+    // Two intervals of the measure phase, each with both ends' counts.
+    assert_eq!(r.intervals.len(), 2, "{:?}", r.intervals.len());
+    assert!(r.intervals.iter().all(|i| !i.remote.is_empty()));
+}
+
+#[test]
+fn a_reply_of_the_wrong_kind_is_named() {
+    let addr = fake_server(
+        Started {
+            threads: 1,
+            drivers: vec![],
+        }
+        .into(),
+    );
+    let r = run(&target(addr), &short(TestKind::TcpRr), &mut Quiet);
+    let e = r.summary.error.unwrap();
+    assert!(
+        e.contains("sent 'started' where 'accepted' was expected"),
+        "{e}"
+    );
+    assert!(r.intervals.is_empty());
+}
+
+#[test]
+fn a_refusal_carries_the_servers_words_escaped() {
+    let addr = fake_server(
+        ErrorMsg {
+            message: "no\x1b[2J".into(),
+        }
+        .into(),
+    );
+    let r = run(&target(addr), &short(TestKind::TcpRr), &mut Quiet);
+    let e = r.summary.error.unwrap();
+    assert!(e.contains("refused: no") && !e.contains('\x1b'), "{e}");
+}
+
+#[test]
+fn an_unreachable_server_is_an_error_not_a_panic() {
+    // A port nobody listens on: bind one, then close it.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let r = run(&target(addr), &short(TestKind::TcpStream), &mut Quiet);
+    let e = r.summary.error.unwrap();
+    assert!(e.contains("cannot reach the thrum server"), "{e}");
+    assert!(!r.summary.warnings.has(Code::ServerSamplesMissing));
+}

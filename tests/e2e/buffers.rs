@@ -1,0 +1,83 @@
+//! Socket buffers are reported as the kernel set them (getsockopt after
+//! setsockopt), beside what was asked, as netperf does (issue 20, item 5).
+
+use std::time::Duration;
+
+use crate::common::{assert_schema, json, run_client, u};
+
+fn sysctl(name: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+        .expect("read sysctl")
+        .trim()
+        .parse()
+        .expect("sysctl is a number")
+}
+
+/// What Linux gives for a request: capped at the sysctl, then doubled
+/// (socket(7): the other half is the kernel's bookkeeping).
+fn expected(asked: u64, max: u64) -> u64 {
+    2 * asked.min(max)
+}
+
+#[test]
+fn socket_buffers_are_reported_as_the_kernel_set_them() {
+    let (wmax, rmax) = (sysctl("wmem_max"), sysctl("rmem_max"));
+    // A receive buffer above rmem_max is capped: asked and set part.
+    let big = 2 * rmax + 4096;
+    let local = format!("64K,{big}");
+    let out = run_client(
+        &[
+            "run",
+            "tcp_stream",
+            "-l",
+            "0.3s",
+            "--warmup",
+            "0s",
+            "-s",
+            &local,
+            "-S",
+            "32K",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let doc = json(&out);
+    assert!(
+        out.status.success(),
+        "run failed: {}",
+        doc["summary"]["error"]
+    );
+    assert_schema(&doc);
+    let l = &doc["summary"]["local"]["socket_buffers"];
+    assert_eq!(u(&l["send_requested_bytes"]), 65536, "{l}");
+    assert_eq!(u(&l["send_bytes"]), expected(65536, wmax), "{l}");
+    assert_eq!(u(&l["recv_requested_bytes"]), big, "{l}");
+    assert_eq!(u(&l["recv_bytes"]), expected(big, rmax), "{l}");
+    // The embedded server shares this kernel: its figures are known too.
+    let r = &doc["summary"]["remote"]["socket_buffers"];
+    assert_eq!(u(&r["send_requested_bytes"]), 32768, "{r}");
+    assert_eq!(u(&r["send_bytes"]), expected(32768, wmax), "{r}");
+    assert_eq!(u(&r["recv_bytes"]), expected(32768, rmax), "{r}");
+
+    // Human output and key=value say both figures.
+    let out = run_client(
+        &["run", "udp_rr", "-l", "0.3s", "--warmup", "0s", "-s", "64K"],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!("send {} B (asked 65536 B)", expected(65536, wmax));
+    assert!(text.contains(&want), "no {want:?} in:\n{text}");
+    let out = run_client(
+        &[
+            "run", "udp_rr", "-l", "0.3s", "--warmup", "0s", "-s", "64K", "--keyval",
+        ],
+        Duration::from_secs(30),
+    );
+    let kv = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        format!("LSS_SIZE={}", expected(65536, wmax)),
+        "LSS_SIZE_REQ=65536".to_string(),
+    ] {
+        assert!(kv.lines().any(|l| l == line), "no {line} in:\n{kv}");
+    }
+}

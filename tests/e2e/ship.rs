@@ -1,0 +1,524 @@
+//! What ships: the `cargo xtask dist` tarball (a static binary that runs
+//! `thrum suite` with an empty environment as an unprivileged user, as in
+//! the `FROM scratch` image; man pages that render; completions that load in
+//! bash and offer the tests and drivers), the systemd unit
+//! (`systemd-analyze verify`), the .deb (installs, works, removes) and the
+//! Kubernetes manifests (validated against the schemas offline).
+//!
+//! The release build takes minutes, so these tests do not run it: CI runs
+//! `cargo xtask dist` (for x86_64 and aarch64) and `cargo xtask deb` once
+//! and hands the outputs over in `THRUM_DIST` and `THRUM_DIST_AARCH64` (the
+//! tarballs) and `THRUM_DEB` (the package). Where one is
+//! not given, or a tool or root is missing, a test prints why and returns,
+//! unless `THRUM_E2E_SHIP=required` is set (as .ci/run does as root), which
+//! turns every such skip into a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::common::{SETUP_LIMIT, bin, run_cmd};
+
+/// Skip with a printed reason, or fail where CI requires these checks.
+fn skip(why: &str) {
+    if std::env::var("THRUM_E2E_SHIP").as_deref() == Ok("required") {
+        panic!("{why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn has(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Run a command that must succeed; returns stdout and stderr.
+fn ok(cmd: &mut Command, limit: Duration) -> (String, String) {
+    let shown = format!("{cmd:?}");
+    let out = run_cmd(cmd, limit);
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{shown} failed:\n{o}\n{e}");
+    (o, e)
+}
+
+/// The tarball named by environment variable `var`, unpacked into `dir`;
+/// returns its top folder.
+fn unpacked(var: &str, dir: &Path) -> Option<PathBuf> {
+    let Ok(tarball) = std::env::var(var) else {
+        skip(&format!(
+            "{var} is not set: run `cargo xtask dist` (see .ci/run) and set it to the tarball's path"
+        ));
+        return None;
+    };
+    ok(
+        Command::new("tar")
+            .arg("-xzf")
+            .arg(&tarball)
+            .arg("-C")
+            .arg(dir),
+        SETUP_LIMIT,
+    );
+    let name = Path::new(&tarball)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".tar.gz"))
+        .expect("a .tar.gz");
+    Some(dir.join(name))
+}
+
+/// The tarball's layout, a static stripped binary that names itself, and
+/// `thrum suite` run by it with an empty environment as uid 65534 (as the
+/// `FROM scratch` image runs it), through `emulator` for another
+/// architecture.
+fn check_dist(var: &str, target: &str, emulator: Option<&str>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(top) = unpacked(var, tmp.path()) else {
+        return;
+    };
+    for f in [
+        "thrum",
+        "README.md",
+        "man/thrum.1",
+        "man/thrum-server.1",
+        "completions/thrum.bash",
+        "completions/_thrum",
+        "completions/thrum.fish",
+        "systemd/thrum-server.service",
+    ] {
+        assert!(top.join(f).is_file(), "the tarball lacks {f}");
+    }
+    let thrum = top.join("thrum");
+
+    // Static: no interpreter and no shared library to find at run time, so
+    // it starts on any Linux (and in an image with nothing else in it).
+    let (headers, _) = ok(
+        Command::new("readelf").args(["-lW"]).arg(&thrum),
+        SETUP_LIMIT,
+    );
+    assert!(
+        !headers.contains("INTERP"),
+        "dynamically linked:\n{headers}"
+    );
+    let (dynamic, _) = ok(
+        Command::new("readelf").args(["-dW"]).arg(&thrum),
+        SETUP_LIMIT,
+    );
+    assert!(!dynamic.contains("(NEEDED)"), "needs libraries:\n{dynamic}");
+    let (sections, _) = ok(
+        Command::new("readelf").args(["-SW"]).arg(&thrum),
+        SETUP_LIMIT,
+    );
+    assert!(!sections.contains(".debug_info"), "not stripped");
+    assert!(
+        sections.contains(".gnu_debuglink"),
+        "no link to its debug file"
+    );
+
+    let command = |args: &[&str]| {
+        let mut c = match emulator {
+            Some(e) => {
+                let mut c = Command::new(e);
+                c.arg(&thrum);
+                c
+            }
+            None => Command::new(&thrum),
+        };
+        c.args(args);
+        c
+    };
+    let (version, _) = ok(&mut command(&["--version"]), SETUP_LIMIT);
+    assert!(
+        version.starts_with(&format!("thrum {} (commit ", env!("CARGO_PKG_VERSION")))
+            && version.contains(", built 20")
+            && version.contains(&format!(", {target})")),
+        "--version: {version}"
+    );
+
+    // As the container runs it: no environment at all, and not root.
+    let mut suite = command(&["suite", "-l", "200ms", "--json"]);
+    if is_root() && has("setpriv") {
+        let (program, args) = (suite.get_program().to_owned(), suite.get_args());
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(program)
+            .args(args);
+        suite = c;
+    } else {
+        eprintln!("not root or no setpriv: `thrum suite` runs as this user");
+    }
+    suite.env_clear().current_dir("/");
+    let (out, _) = ok(&mut suite, Duration::from_secs(180));
+    let docs: serde_json::Value = serde_json::from_str(&out).expect("suite --json is JSON");
+    let docs = docs.as_array().expect("an array of results");
+    assert_eq!(docs.len(), 8, "every test ran");
+    for d in docs {
+        assert_eq!(d["summary"]["error"], serde_json::Value::Null, "{d}");
+    }
+}
+
+#[test]
+fn dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged() {
+    check_dist("THRUM_DIST", "x86_64-unknown-linux-musl", None);
+}
+
+/// The aarch64 build, run by qemu's user-mode emulator.
+#[test]
+fn dist_aarch64_runs_suite_under_qemu() {
+    if std::env::var("THRUM_DIST_AARCH64").is_ok() && !has("qemu-aarch64-static") {
+        skip("qemu-aarch64-static not found (apt-get install qemu-user-static)");
+        return;
+    }
+    check_dist(
+        "THRUM_DIST_AARCH64",
+        "aarch64-unknown-linux-musl",
+        Some("qemu-aarch64-static"),
+    );
+}
+
+#[test]
+fn man_pages_render_and_completions_offer_tests_and_drivers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(top) = unpacked("THRUM_DIST", tmp.path()) else {
+        return;
+    };
+    if !has("man") || !has("bash") {
+        skip("man or bash not found (apt-get install man-db bash)");
+        return;
+    }
+    let mut pages = 0;
+    for page in std::fs::read_dir(top.join("man")).unwrap() {
+        let page = page.unwrap().path();
+        let (text, warnings) = ok(
+            Command::new("man").args(["-l", "-P", "cat"]).arg(&page),
+            SETUP_LIMIT,
+        );
+        assert!(warnings.trim().is_empty(), "{page:?}: {warnings}");
+        assert!(
+            text.contains("NAME") && text.contains("SYNOPSIS"),
+            "{page:?}"
+        );
+        pages += 1;
+    }
+    // thrum(1) and one per subcommand.
+    assert_eq!(pages, 8, "man pages");
+
+    // What bash offers after `thrum run ` and after `--driver `.
+    let script = format!(
+        "source {}; complete -p thrum || exit 9
+         COMP_WORDS=(thrum run ''); COMP_CWORD=2; _thrum thrum '' run; echo \"RUN: ${{COMPREPLY[*]}}\"
+         COMP_WORDS=(thrum run tcp_rr --driver ''); COMP_CWORD=4; _thrum thrum '' --driver; echo \"DRIVER: ${{COMPREPLY[*]}}\"
+         COMP_WORDS=(thrum sweep ''); COMP_CWORD=2; _thrum thrum '' sweep; echo \"SWEEP: ${{COMPREPLY[*]}}\"",
+        top.join("completions/thrum.bash").display()
+    );
+    let (out, _) = ok(Command::new("bash").args(["-c", &script]), SETUP_LIMIT);
+    let line = |k: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .unwrap_or_else(|| panic!("no {k} in {out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    for t in [
+        "tcp_stream",
+        "tcp_maerts",
+        "tcp_bidir",
+        "tcp_rr",
+        "tcp_crr",
+        "tcp_cc",
+        "udp_stream",
+        "udp_rr",
+    ] {
+        assert!(
+            line("RUN: ").contains(&t),
+            "`thrum run` completes {t}: {out}"
+        );
+        assert!(
+            line("SWEEP: ").contains(&t),
+            "`thrum sweep` completes {t}: {out}"
+        );
+    }
+    assert_eq!(line("DRIVER: "), ["auto", "epoll", "uring"]);
+}
+
+/// The unit with ExecStart pointing at `thrum` (verify checks the program exists).
+fn unit_for(thrum: &str, dir: &Path) -> PathBuf {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/packaging/systemd/thrum-server.service"
+    ))
+    .unwrap();
+    assert!(unit.contains("ExecStart=/usr/bin/thrum server "));
+    let path = dir.join("thrum-server.service");
+    std::fs::write(&path, unit.replace("/usr/bin/thrum", thrum)).unwrap();
+    path
+}
+
+#[test]
+fn systemd_unit_verifies() {
+    if !has("systemd-analyze") {
+        skip("systemd-analyze not found (apt-get install systemd)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let unit = unit_for(bin(), tmp.path());
+    // verify exits 0 on unknown keys and only warns: any word on stderr fails.
+    // Man pages are checked where the .deb installs them (below).
+    let (_, warnings) = ok(
+        Command::new("systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(&unit),
+        Duration::from_secs(30),
+    );
+    assert!(warnings.trim().is_empty(), "{warnings}");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    for line in [
+        "LoadCredential=psk:/etc/thrum/psk",
+        "--psk-file %d/psk",
+        "--data-ports ",
+        "DynamicUser=yes",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "CapabilityBoundingSet=\n",
+    ] {
+        assert!(text.contains(line), "the unit lacks {line:?}");
+    }
+    let nofile: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("LimitNOFILE="))
+        .expect("LimitNOFILE")
+        .parse()
+        .unwrap();
+    assert!(
+        nofile > 100_000,
+        "100,000 flows need more than {nofile} files"
+    );
+}
+
+#[test]
+fn deb_installs_works_and_removes() {
+    let Ok(deb) = std::env::var("THRUM_DEB") else {
+        skip("THRUM_DEB is not set: run `cargo xtask deb` and set it to the package's path");
+        return;
+    };
+    if !is_root() || !has("dpkg") || !has("man") {
+        skip("installing a .deb needs root, dpkg and man-db");
+        return;
+    }
+    let limit = Duration::from_secs(120);
+    let installed = || {
+        Command::new("dpkg-query")
+            .args(["-W", "-f=${Status}", "thrum"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("installed"))
+    };
+    assert!(!installed(), "thrum is already installed: not touching it");
+    ok(Command::new("dpkg").arg("-i").arg(&deb), limit);
+    // Remove it even when a check below fails.
+    struct Remove;
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = Command::new("dpkg").args(["-r", "thrum"]).output();
+        }
+    }
+    let remove = Remove;
+
+    let (version, _) = ok(Command::new("/usr/bin/thrum").arg("--version"), SETUP_LIMIT);
+    assert!(version.starts_with("thrum "), "{version}");
+    let (page, _) = ok(Command::new("man").args(["-w", "thrum"]), SETUP_LIMIT);
+    assert!(page.contains("/usr/share/man/man1/thrum.1"), "{page}");
+    let unit = Path::new("/lib/systemd/system/thrum-server.service");
+    assert!(unit.is_file(), "the unit is installed");
+    // Installed, not enabled: nothing links it into a target.
+    assert!(
+        !Path::new("/etc/systemd/system/multi-user.target.wants/thrum-server.service").exists()
+    );
+    if has("systemd-analyze") {
+        // In place, with its real ExecStart and its man page.
+        let (_, warnings) = ok(
+            Command::new("systemd-analyze").arg("verify").arg(unit),
+            Duration::from_secs(30),
+        );
+        assert!(warnings.trim().is_empty(), "{warnings}");
+    }
+
+    drop(remove);
+    assert!(!installed(), "dpkg -r left thrum installed");
+    for gone in [
+        "/usr/bin/thrum",
+        "/usr/share/man/man1/thrum.1.gz",
+        "/lib/systemd/system/thrum-server.service",
+        "/usr/share/bash-completion/completions/thrum",
+    ] {
+        assert!(!Path::new(gone).exists(), "dpkg -r left {gone}");
+    }
+}
+
+/// The image recipe: `FROM scratch` with only the static binary, started as
+/// an unprivileged user by number. No container engine runs on the test
+/// machines, so the image itself is not built here; what it runs is checked
+/// above (`dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged`:
+/// the same binary, an empty environment, uid 65534).
+#[test]
+fn container_recipe_is_the_static_binary_as_nobody() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let recipe = std::fs::read_to_string(format!("{root}/Dockerfile")).unwrap();
+    let lines: Vec<&str> = recipe
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let with = |k: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(k))
+            .map(str::trim)
+            .collect()
+    };
+    assert_eq!(
+        with("FROM "),
+        ["scratch"],
+        "one stage, nothing under the binary"
+    );
+    assert_eq!(
+        with("ARG THRUM_DIST="),
+        [format!(
+            "target/dist/thrum-{}-x86_64-unknown-linux-musl",
+            env!("CARGO_PKG_VERSION")
+        )],
+        "the default build argument names this version's `cargo xtask dist` tree"
+    );
+    assert_eq!(with("COPY "), ["${THRUM_DIST}/thrum /usr/bin/thrum"]);
+    let user = with("USER ");
+    let uid: u32 = user[0]
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .expect("a numeric USER");
+    assert!(uid != 0, "runs as root");
+    assert_eq!(with("ENTRYPOINT "), [r#"["/usr/bin/thrum"]"#]);
+    assert_eq!(with("CMD "), [r#"["server"]"#]);
+    // The build context lets the binary through.
+    let ignore = std::fs::read_to_string(format!("{root}/.dockerignore")).unwrap();
+    assert!(
+        ignore.lines().any(|l| l == "!target/dist/*/thrum"),
+        "{ignore}"
+    );
+}
+
+/// Folds host-network/host-network.yaml into the DaemonSet as kustomize's
+/// strategic merge does for plain maps (kustomize itself is not installable
+/// from a package registry here), so the node-to-node variant is validated
+/// whole: a patch alone lacks the fields the schema requires.
+const MERGE_OVERLAY: &str = r#"
+import sys, yaml
+def merge(a, b):
+    for k, v in b.items():
+        a[k] = merge(a.get(k, {}), v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
+    return a
+base = yaml.safe_load(open(sys.argv[1]))
+patch = yaml.safe_load(open(sys.argv[2]))
+assert (patch["kind"], patch["metadata"]["name"]) == (base["kind"], base["metadata"]["name"])
+yaml.safe_dump(merge(base, patch), open(sys.argv[3], "w"))
+"#;
+
+#[test]
+fn k8s_manifests_validate_against_the_schemas() {
+    if !has("kubernetes-validate") {
+        skip(
+            "kubernetes-validate not found (pip install kubernetes-validate; its schemas ship inside it)",
+        );
+        return;
+    }
+    let k8s = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/k8s");
+    let tmp = tempfile::tempdir().unwrap();
+    let merged = tmp.path().join("daemonset-host-network.yaml");
+    ok(
+        Command::new("python3")
+            .args(["-c", MERGE_OVERLAY])
+            .arg(k8s.join("daemonset.yaml"))
+            .arg(k8s.join("host-network/host-network.yaml"))
+            .arg(&merged),
+        SETUP_LIMIT,
+    );
+    let merged_text = std::fs::read_to_string(&merged).unwrap();
+    assert!(merged_text.contains("hostNetwork: true"), "{merged_text}");
+
+    let kustomization = std::fs::read_to_string(k8s.join("kustomization.yaml")).unwrap();
+    let mut files = vec![merged];
+    for f in [
+        "namespace.yaml",
+        "daemonset.yaml",
+        "service.yaml",
+        "agg-job.yaml",
+    ] {
+        if f != "agg-job.yaml" {
+            assert!(
+                kustomization.contains(&format!("- {f}")),
+                "kustomization lacks {f}"
+            );
+        }
+        files.push(k8s.join(f));
+    }
+    // 1.29, the oldest cluster these manifests aim at, and 1.37, the newest
+    // the pinned package knows. Strict: a misspelt field fails.
+    for version in ["1.29.0", "1.37.0"] {
+        let (out, _) = ok(
+            Command::new("kubernetes-validate")
+                .args(["--strict", "-k", version])
+                .args(&files),
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            out.matches(" passed for resource ").count(),
+            files.len(),
+            "every manifest passes against {version}:\n{out}"
+        );
+    }
+
+    // The Job finds the servers by the headless Service's name.
+    let service = std::fs::read_to_string(k8s.join("service.yaml")).unwrap();
+    let job = std::fs::read_to_string(k8s.join("agg-job.yaml")).unwrap();
+    assert!(
+        service.contains("clusterIP: None"),
+        "the Service is headless"
+    );
+    assert!(
+        job.contains("--hosts-dns=thrum-server.thrum.svc.cluster.local:12880"),
+        "{job}"
+    );
+}
+
+/// `thrum --version` of any build (this debug one too) names the version,
+/// the commit, the build date and the target.
+#[test]
+fn version_names_commit_date_and_target() {
+    let (out, _) = ok(Command::new(bin()).arg("--version"), SETUP_LIMIT);
+    let rest = out
+        .trim()
+        .strip_prefix(&format!("thrum {} (commit ", env!("CARGO_PKG_VERSION")))
+        .unwrap_or_else(|| panic!("{out}"));
+    let (commit, rest) = rest.split_once(", built ").expect("a build date");
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{out}"
+    );
+    let (date, target) = rest.split_once(", ").expect("a target");
+    let d: Vec<&str> = date.split('-').collect();
+    assert!(
+        d.len() == 3 && d[0].len() == 4 && d.iter().all(|p| p.parse::<u32>().is_ok()),
+        "{out}"
+    );
+    assert!(target.ends_with(")") && target.contains("-linux-"), "{out}");
+}

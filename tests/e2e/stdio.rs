@@ -1,0 +1,147 @@
+//! Where output goes (issue 20, items 2, 7 and 9): results on stdout,
+//! everything else on stderr; no table for a run that measured nothing;
+//! quiet by default, the CPU-source and packet notes with -c/-C/-v, all of
+//! them in JSON and key=value; files beside the terminal output with
+//! `--export-*`, and `--json` a switch everywhere.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{ServerProc, run_client};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Warnings the default human output leaves to -c, -C and -v.
+const DETAIL: [&str; 3] = [
+    " service demand: /proc/stat gives ",
+    " host: CPUs were busy beyond thrum's own use",
+    "packets/s on ",
+];
+
+#[test]
+fn results_on_stdout_everything_else_on_stderr() {
+    // A server that cannot be reached: no zero-filled table, the error on stderr.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let out = run_client(
+        &["run", "tcp_rr", "-H", &addr, "-l", "0.3s"],
+        Duration::from_secs(20),
+    );
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "stdout: {}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).starts_with("error: cannot reach"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A --rate no sender reaches gives a warning that is always said: on stderr.
+    let out = run_client(
+        &[
+            "run",
+            "udp_stream",
+            "-l",
+            "0.3s",
+            "--warmup",
+            "0s",
+            "--rate",
+            "1T",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    assert!(so.contains("-- summary over"), "{so}");
+    assert!(
+        !so.contains("warning") && !so.contains("error"),
+        "stdout: {so}"
+    );
+    assert!(se.contains("warning: --rate asked for"), "stderr: {se}");
+}
+
+/// The same run gives its human output on the terminal and its JSON in a
+/// file: every warning is in the JSON, and the human output says only
+/// those not left to -c/-C/-v.
+#[test]
+fn quiet_by_default_and_everything_in_the_files() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (j1, j2, kv, csv) = (
+        dir.path().join("a.json"),
+        dir.path().join("b.json"),
+        dir.path().join("r.kv"),
+        dir.path().join("r.csv"),
+    );
+    for detail in [false, true] {
+        let mut args = vec![
+            "run",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "-l",
+            "1s",
+            "--warmup",
+            "0s",
+            "--export-json",
+            j1.to_str().unwrap(),
+            "--export-json",
+            j2.to_str().unwrap(),
+            "--export-keyval",
+            kv.to_str().unwrap(),
+            "--export-csv",
+            csv.to_str().unwrap(),
+        ];
+        if detail {
+            args.push("-c");
+        }
+        let out = run_client(&args, Duration::from_secs(30));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let (so, se) = (text(&out.stdout), text(&out.stderr));
+        assert!(
+            so.contains("transactions/s"),
+            "the terminal output is human: {so}"
+        );
+        let doc: Value = serde_json::from_slice(&std::fs::read(&j1).unwrap()).unwrap();
+        assert_eq!(std::fs::read(&j1).unwrap(), std::fs::read(&j2).unwrap());
+        crate::common::assert_schema(&doc);
+        let warnings: Vec<&str> = doc["summary"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        for w in &warnings {
+            let said = se.contains(&format!("warning: {w}"));
+            let quiet = DETAIL.iter().any(|d| w.contains(d));
+            assert_eq!(
+                said,
+                detail || !quiet,
+                "detail {detail}: {w:?}\nstderr: {se}"
+            );
+        }
+        // key=value carries them all, on one line.
+        let kvs = std::fs::read_to_string(&kv).unwrap();
+        let line = kvs
+            .lines()
+            .find(|l| l.starts_with("WARNINGS="))
+            .expect("WARNINGS=");
+        assert_eq!(line, format!("WARNINGS={}", warnings.join(" | ")));
+        let csv = std::fs::read_to_string(&csv).unwrap();
+        assert!(csv.lines().count() >= 2, "{csv}");
+    }
+    // `--json FILE` is answered with the way to write a file.
+    let out = run_client(
+        &["run", "tcp_rr", "--json", "out.json"],
+        Duration::from_secs(10),
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--export-json out.json"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -1,0 +1,86 @@
+//! Errors that teach (issue 20, item 10): every test named, limits in the
+//! units they are typed in, compound durations, the `[v6]:port` form, and
+//! netperf's and iperf3's habits answered with a tip rather than taken as
+//! aliases.
+
+use std::time::Duration;
+
+use crate::common::{assert_rejected, run_client};
+
+#[test]
+fn errors_name_every_choice_in_the_units_typed() {
+    assert_rejected(&[
+        (
+            &["run", "udp_foo"],
+            &[
+                "unknown test 'udp_foo'",
+                "tcp_stream",
+                "tcp_cc",
+                "udp_stream",
+                "udp_rr",
+            ],
+        ),
+        (
+            &["run", "tcp_rr", "-l", "100us"],
+            &["--duration 100us is out of range (accepted: 1ms..=24h)"],
+        ),
+        // A compound duration is read whole: 24h30m is over the limit.
+        (
+            &["run", "tcp_rr", "-l", "24h30m"],
+            &["--duration 24h30m is out of range (accepted: 1ms..=24h)"],
+        ),
+        (
+            &["run", "tcp_rr", "-l", "30m1h"],
+            &["'30m1h'", "largest down as in 1h30m"],
+        ),
+        (
+            &["run", "udp_stream", "--rate", "4"],
+            &["--rate 4 bit/s is out of range (accepted: 8 bit/s..=1T bit/s)"],
+        ),
+        (
+            &["run", "tcp_rr", "-i", "1ms"],
+            &["--interval 1ms is out of range (accepted: 10ms..=24h)"],
+        ),
+        (
+            &["run", "tcp_rr", "-H", "::1:99999"],
+            &["not an IPv6 address", "[ADDRESS]:PORT"],
+        ),
+        // Foreign habits: an error with the way to say it here.
+        (
+            &["run", "-t", "TCP_RR"],
+            &["tip: the test is positional", "thrum run TCP_RR"],
+        ),
+        (&["run", "tcp_stream", "-P", "4"], &["tip:", "-F 4"]),
+        (
+            &["run", "tcp_stream", "-R"],
+            &["tip:", "thrum run tcp_maerts"],
+        ),
+        (&["run", "tcp_stream", "-J"], &["tip:", "--json"]),
+    ]);
+    // A compound duration runs: 0m0.3s is 300 ms.
+    let out = run_client(
+        &["run", "tcp_rr", "-l", "0m300ms", "--warmup", "0s", "--json"],
+        Duration::from_secs(20),
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON result");
+    assert_eq!(doc["spec"]["duration_ns"], 300_000_000);
+    // One style: thrum's errors read as clap's do.
+    let out = run_client(&["run", "tcp_rr", "-F", "0"], Duration::from_secs(10));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: "), "{err}");
+}
+
+/// `-H ::1:PORT` is an IPv6 address on the default port; when that fails,
+/// the user is told how to write a port.
+#[test]
+fn a_bare_ipv6_address_with_a_port_gets_a_tip_when_it_fails() {
+    let out = run_client(
+        &[
+            "run", "tcp_rr", "-H", "::1:9", "-l", "0.3s", "--warmup", "0s",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tip: ") && err.contains("-H [::1]:9"), "{err}");
+}
