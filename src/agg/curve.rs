@@ -43,6 +43,10 @@ pub const AUTO_TO: f64 = 1.2;
 pub const AUTO_STEPS: usize = 8;
 /// `auto`: steps added between the last good step and the first bad one.
 pub const REFINE_STEPS: usize = 2;
+/// `auto`: steps beyond [`AUTO_TO`], at the same ratio, while none has
+/// saturated. An open loop keeps many transactions in flight where the
+/// closed-loop probe kept one, so the turn can lie well above the probe.
+pub const AUTO_BEYOND: usize = 4;
 
 /// Bad `--rates` or `--slo`; each message names the flag and what it accepts.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -351,6 +355,20 @@ pub fn auto_rates(closed_loop_per_s: f64) -> Vec<u64> {
         .collect();
     v.dedup();
     v
+}
+
+/// `auto`'s `k`-th step (1-based) beyond the first pass `first`, at the
+/// first pass's ratio.
+pub fn beyond(first: &[u64], k: usize) -> u64 {
+    let (lo, hi) = (first[0] as f64, *first.last().unwrap() as f64);
+    let ratio = if first.len() > 1 {
+        (hi / lo).powf(1.0 / (first.len() - 1) as f64)
+    } else {
+        2.0
+    };
+    (hi * ratio.powi(k as i32))
+        .round()
+        .min(MAX_OFFERED_PER_S as f64) as u64
 }
 
 /// `auto`'s refinement: [`REFINE_STEPS`] rates spaced geometrically between
@@ -683,6 +701,12 @@ mod tests {
         // A tiny maximum still gives rising rates of at least 1/s.
         let v = auto_rates(3.0);
         assert!(v[0] >= 1 && v.windows(2).all(|w| w[0] < w[1]));
+        // Beyond the first pass, at its ratio.
+        let v = auto_rates(10_000.0);
+        let r = v[1] as f64 / v[0] as f64;
+        let b1 = beyond(&v, 1) as f64;
+        assert!((b1 / 12_000.0 / r - 1.0).abs() < 0.01, "{b1}");
+        assert!(beyond(&v, 2) > beyond(&v, 1));
     }
 
     #[test]

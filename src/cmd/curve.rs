@@ -11,26 +11,25 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use super::out::{print, target_or_embedded};
+use super::progress::Ticker;
 use crate::agg::curve::{self, Curve, CurveSpec, Rates, Step, StepCpu};
 use crate::cli::CurveArgs;
 use crate::control::client::{self, Observer, Target};
 use crate::export::{chart, html, write_atomic};
 use crate::plan::{Phase, TestPlan};
 use crate::result::{Interval, Side, TestResult};
-use crate::term::StatusLine;
 
-/// The progress line while a step runs.
+/// The progress line's figure while a step runs.
 struct StepProgress<'a> {
-    line: &'a StatusLine,
+    ticker: &'a Ticker,
     label: String,
 }
 
 impl Observer for StepProgress<'_> {
     fn on_interval(&mut self, iv: &Interval) {
-        self.line.draw(&format!(
-            "{} {:>6.1}s {:<8} {:.0} trans/s",
+        self.ticker.set(format!(
+            "{} {} {:.0} trans/s",
             self.label,
-            iv.end_s,
             iv.phase.name(),
             iv.sum.transactions_per_s.unwrap_or(0.0)
         ));
@@ -72,16 +71,23 @@ pub fn step_of(offered: u64, r: &TestResult) -> Step {
 struct Runner<'a> {
     target: &'a Target,
     base: &'a TestPlan,
-    line: StatusLine,
+    ticker: Ticker,
+}
+
+/// What a run of `p` takes on the clock, for the bar.
+fn planned(p: &TestPlan) -> Duration {
+    Duration::from_nanos(p.warmup_ns + p.duration_ns + p.cooldown_ns)
 }
 
 impl Runner<'_> {
     fn step(&self, n: usize, of: &str, rate: u64) -> Step {
         let mut p = self.base.clone();
         p.offered_per_s = Some(rate);
+        self.ticker
+            .restart(&format!("{} step {n}/{of}", p.test), Some(planned(&p)));
         let mut obs = StepProgress {
-            line: &self.line,
-            label: format!("{} step {n}/{of} at {rate}/s:", p.test),
+            ticker: &self.ticker,
+            label: format!("offered {rate}/s:"),
         };
         let r = client::run(self.target, &p, &mut obs);
         let st = step_of(rate, &r);
@@ -89,10 +95,12 @@ impl Runner<'_> {
             .latency_ns
             .as_ref()
             .map_or("n/a".into(), |l| crate::units::fmt_ns(l.p99 as f64));
-        self.line.keep(&format!(
-            "step {n}: offered {rate}/s, achieved {:.0}/s, p99 {lat}",
-            st.achieved_per_s
-        ));
+        self.ticker.above(|| {
+            eprintln!(
+                "step {n}: offered {rate}/s, achieved {:.0}/s, p99 {lat}",
+                st.achieved_per_s
+            )
+        });
         st
     }
 
@@ -101,9 +109,11 @@ impl Runner<'_> {
         let mut p = self.base.clone();
         p.duration_ns = length.as_nanos() as u64;
         p.warmup_ns = p.warmup_ns.min(500_000_000);
+        self.ticker
+            .restart(&format!("{} closed-loop probe", p.test), Some(planned(&p)));
         let mut obs = StepProgress {
-            line: &self.line,
-            label: format!("{} closed-loop probe:", p.test),
+            ticker: &self.ticker,
+            label: String::new(),
         };
         let r = client::run(self.target, &p, &mut obs);
         if let Some(e) = &r.summary.error {
@@ -155,7 +165,11 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
     let runner = Runner {
         target: &target,
         base: &base,
-        line: StatusLine::stderr(),
+        ticker: Ticker::start(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            base.test.name(),
+            None,
+        ),
     };
     let mut closed_loop = None;
     let mut steps = Vec::new();
@@ -169,8 +183,8 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
         Rates::Auto => {
             let max = runner.probe(args.probe)?;
             runner
-                .line
-                .keep(&format!("closed-loop probe: {max:.0} trans/s"));
+                .ticker
+                .above(|| eprintln!("closed-loop probe: {max:.0} trans/s"));
             closed_loop = Some(max);
             let first = curve::auto_rates(max);
             let of = format!("{}+", first.len());
@@ -180,6 +194,13 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
                     break;
                 }
             }
+            for k in 1..=curve::AUTO_BEYOND {
+                if curve::saturation(&steps).is_some() {
+                    break;
+                }
+                let n = steps.len() + 1;
+                steps.push(runner.step(n, "beyond", curve::beyond(&first, k)));
+            }
             let more = curve::refine_rates(&steps, args.slo.as_ref());
             let done = steps.len();
             for (i, &r) in more.iter().enumerate() {
@@ -187,7 +208,7 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
             }
         }
     }
-    runner.line.clear();
+    drop(runner);
     let mut c = Curve {
         schema: curve::SCHEMA.into(),
         test: base.test.name().into(),

@@ -177,6 +177,34 @@ fn curve_loopback_writes_every_output_and_report_rerenders() {
     assert_eq!(table(&text(&re.stdout)), table(&stdout));
 }
 
+/// `--rates auto`: a closed-loop probe, then steps from 5 % of its rate
+/// upward, every one recorded and the record valid.
+#[test]
+fn curve_auto_steps_up_from_the_closed_loop_probe() {
+    let _g = not_beside_floods();
+    let out = run_client(
+        &[
+            "curve", "tcp_rr", "-l", "300ms", "--warmup", "0s", "--probe", "300ms", "--json",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("--json prints the record");
+    check_curve(&doc, None);
+    let probe = f(&doc["spec"]["closed_loop_per_s"]);
+    let steps = doc["steps"].as_array().unwrap();
+    assert!(steps.len() >= 2, "{doc}");
+    let first = f(&steps[0]["offered_per_s"]);
+    assert!(
+        (first - 0.05 * probe).abs() <= 1.0,
+        "{first} vs probe {probe}"
+    );
+    // Without a turn the steps go past the probe (to 120 % and beyond).
+    if doc["saturation"].is_null() {
+        assert!(f(&steps[steps.len() - 1]["offered_per_s"]) > probe, "{doc}");
+    }
+}
+
 /// Each bad command line is refused naming the flag, before any step runs
 /// and before the output directory exists.
 #[test]
