@@ -27,14 +27,15 @@ pub const SCHEMA: &str = "thrum.curve.v1";
 /// A step kept up when it achieved at least this share of its offered rate.
 pub const KEPT_UP: f64 = 0.98;
 
-/// Per-interval p50 rising by this factor over a step, never falling by
-/// more than [`DIP`] between intervals, is latency growing without bound:
-/// a queue that fills for the whole step, not noise.
-pub const GROWTH_FACTOR: f64 = 4.0;
-/// The dip between consecutive intervals that still counts as rising.
-pub const DIP: f64 = 0.9;
-/// Intervals a step needs before its growth is judged.
-pub const MIN_GROWTH_INTERVALS: usize = 3;
+/// Latency grows without bound over a step when the median of the
+/// per-interval p50s rises from the step's first third to its middle third
+/// by [`MIDDLE_FACTOR`] and to its last third by [`GROWTH_FACTOR`]: a
+/// queue that fills all through the step. Medians of thirds, so that one
+/// stall (a descheduled process, a burst of other work) is not taken for it.
+pub const GROWTH_FACTOR: f64 = 3.0;
+pub const MIDDLE_FACTOR: f64 = 1.5;
+/// Intervals a step needs before its growth is judged (two per third).
+pub const MIN_GROWTH_INTERVALS: usize = 6;
 
 /// `auto`: the first and last step as shares of the closed-loop maximum,
 /// and the geometric steps between them.
@@ -283,15 +284,23 @@ pub fn saturated(s: &Step) -> Option<String> {
     None
 }
 
-/// Whether per-interval p50s rise all through the step by [`GROWTH_FACTOR`]
-/// or more (dips of at most 1 - [`DIP`] allowed).
+/// Whether per-interval p50s rise all through the step (see
+/// [`GROWTH_FACTOR`]).
 pub fn growing(p50s: &[u64]) -> bool {
-    if p50s.len() < MIN_GROWTH_INTERVALS {
+    let n = p50s.len();
+    if n < MIN_GROWTH_INTERVALS {
         return false;
     }
-    let rising = p50s.windows(2).all(|w| w[1] as f64 >= DIP * w[0] as f64);
-    let (first, last) = (p50s[0].max(1) as f64, *p50s.last().unwrap() as f64);
-    rising && last >= GROWTH_FACTOR * first
+    let median = |part: &[u64]| {
+        let mut v = part.to_vec();
+        v.sort_unstable();
+        v[v.len() / 2] as f64
+    };
+    let third = n / 3;
+    let first = median(&p50s[..third]).max(1.0);
+    let middle = median(&p50s[third..n - third]);
+    let last = median(&p50s[n - third..]);
+    middle >= MIDDLE_FACTOR * first && last >= GROWTH_FACTOR * first && last > middle
 }
 
 /// The saturation point: the first step (by offered rate) that did not keep up.
@@ -617,16 +626,20 @@ mod tests {
     #[test]
     fn unbounded_growth_saturates_though_the_rate_is_held() {
         let mut v = curve();
-        v[2].interval_p50_ns = vec![100_000, 300_000, 280_000, 900_000, 2_000_000];
+        v[2].interval_p50_ns = vec![100_000, 120_000, 300_000, 280_000, 900_000, 2_000_000];
         let p = saturation(&v).unwrap();
         assert_eq!(p.step, 2);
         assert!(p.reason.contains("grew without bound"), "{}", p.reason);
-        // Noise, a rise that falls back, or too few intervals: not growth.
-        assert!(!growing(&[100, 90, 110, 100, 105]));
-        assert!(!growing(&[100, 1000, 200, 900]));
-        assert!(!growing(&[100, 1000]));
-        assert!(!growing(&[100, 150, 200, 300]));
-        assert!(growing(&[100, 200, 400, 800]));
+        // Noise, a rise that falls back, one stall at the end, a slow
+        // drift, or too few intervals: not growth.
+        assert!(!growing(&[100, 90, 110, 100, 105, 95]));
+        assert!(!growing(&[100, 1000, 200, 900, 150, 1000]));
+        assert!(!growing(&[
+            100, 100, 100, 100, 100, 100, 100, 100, 100, 50_000
+        ]));
+        assert!(!growing(&[100, 110, 120, 130, 140, 150]));
+        assert!(!growing(&[100, 200, 400, 800]));
+        assert!(growing(&[100, 150, 200, 400, 800, 1600]));
     }
 
     #[test]
