@@ -143,6 +143,10 @@ pub struct TestDesc {
     /// The largest datagram payload the plan sends, for the path MTU check
     /// (UDP tests).
     pub largest_datagram: fn(&TestPlan) -> Option<u64>,
+    /// The user-space buffer bytes the server's flows allocate: per flow,
+    /// and per worker thread (connection tests), for its memory estimate
+    /// (`control::limits`). An upper bound.
+    pub server_buffers: fn(&TestPlan) -> (u64, u64),
 }
 
 impl TestDesc {
@@ -208,6 +212,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: stream,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: stream_buffers,
     },
     TestDesc {
         kind: TestKind::TcpMaerts,
@@ -221,6 +226,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: stream,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: stream_buffers,
     },
     TestDesc {
         kind: TestKind::TcpBidir,
@@ -234,6 +240,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: stream,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: stream_buffers,
     },
     TestDesc {
         kind: TestKind::TcpRr,
@@ -247,6 +254,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: rr_server,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: rr_buffers,
     },
     TestDesc {
         kind: TestKind::TcpCrr,
@@ -260,6 +268,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: crr_server,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: connect_buffers,
     },
     TestDesc {
         kind: TestKind::TcpCc,
@@ -273,6 +282,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: cc_server,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: connect_buffers,
     },
     TestDesc {
         kind: TestKind::UdpStream,
@@ -286,6 +296,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: udp_stream_server,
         udp_io: udp_stream_io,
         largest_datagram: |p| Some(p.send_bytes),
+        server_buffers: udp_stream_buffers,
     },
     TestDesc {
         kind: TestKind::UdpRr,
@@ -299,6 +310,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: udp_rr_server,
         udp_io: udp_rr_io,
         largest_datagram: |p| Some(p.request_bytes.max(p.response_bytes)),
+        server_buffers: udp_rr_buffers,
     },
 ];
 
@@ -328,6 +340,56 @@ impl TestKind {
     pub fn is_connect(self) -> bool {
         self.desc().transport == Transport::TcpPerTransaction
     }
+}
+
+/// rr buffers are capped (`workload::rr`): at most this per direction.
+const RR_MAX_BUF: u64 = 256 << 10;
+/// A connection test worker's buffer is capped the same way (`workload::crr`).
+const CRR_MAX_BUF: u64 = 256 << 10;
+
+/// A bulk server flow: its receive buffer where it receives, its send
+/// buffer (a ring of them with `--zerocopy`) where it sends.
+fn stream_buffers(p: &TestPlan) -> (u64, u64) {
+    let d = p.test.desc();
+    let send = if p.zerocopy {
+        p.send_bytes
+            .saturating_mul(crate::io::zerocopy::RING_SLOTS as u64)
+    } else {
+        p.send_bytes
+    };
+    let mut b = 0u64;
+    if d.server_sends() {
+        b = b.saturating_add(send);
+    }
+    if d.server_receives() {
+        b = b.saturating_add(p.recv_bytes);
+    }
+    (b, 0)
+}
+
+fn rr_buffers(p: &TestPlan) -> (u64, u64) {
+    let in_flight = p.burst as u64 + 1;
+    let cap = |m: u64| m.saturating_mul(in_flight).clamp(4096, RR_MAX_BUF);
+    (cap(p.request_bytes) + cap(p.response_bytes), 0)
+}
+
+/// Connection tests' server flows are one per worker.
+fn connect_buffers(p: &TestPlan) -> (u64, u64) {
+    (
+        0,
+        p.request_bytes.max(p.response_bytes).clamp(64, CRR_MAX_BUF),
+    )
+}
+
+fn udp_stream_buffers(p: &TestPlan) -> (u64, u64) {
+    // --gso: each buffer takes a whole coalesced message.
+    let each = if p.gso { 65_535 } else { p.send_bytes };
+    (BATCH as u64 * each, 0)
+}
+
+fn udp_rr_buffers(p: &TestPlan) -> (u64, u64) {
+    let batch = (BATCH as u64).min(p.burst as u64 + 1);
+    (batch * (p.request_bytes + 1 + p.response_bytes), 0)
 }
 
 fn none(_: &TestPlan) -> Option<String> {
