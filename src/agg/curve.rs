@@ -303,14 +303,20 @@ pub fn growing(p50s: &[u64]) -> bool {
     middle >= MIDDLE_FACTOR * first && last >= GROWTH_FACTOR * first && last > middle
 }
 
-/// The saturation point: the first step (by offered rate) that did not keep up.
+/// The saturation point: the first step (by offered rate) from which no
+/// step keeps up. Capacity is monotone, so a step that keeps up at a higher
+/// rate shows that an earlier shortfall was a passing disturbance (a busy
+/// machine descheduling the generator), not the system's limit.
 pub fn saturation(steps: &[Step]) -> Option<Point> {
-    steps.iter().find_map(|s| {
-        saturated(s).map(|reason| Point {
-            achieved_per_s: s.achieved_per_s,
-            step: s.index,
-            reason,
-        })
+    let k = steps
+        .iter()
+        .rposition(|s| saturated(s).is_none())
+        .map_or(0, |i| i + 1);
+    let s = steps.get(k)?;
+    Some(Point {
+        achieved_per_s: s.achieved_per_s,
+        step: s.index,
+        reason: saturated(s).expect("no step after the last that kept up keeps up"),
     })
 }
 
@@ -644,9 +650,34 @@ mod tests {
 
     #[test]
     fn failed_step_saturates() {
-        let mut v = curve();
+        // The curve stops at a failed step: it is the last.
+        let mut v = curve()[..2].to_vec();
         v[1].error = Some("server went away".into());
+        let p = saturation(&v).unwrap();
+        assert_eq!(p.step, 1);
+        assert!(p.reason.contains("server went away"));
+    }
+
+    #[test]
+    fn a_shortfall_that_a_higher_step_recovers_is_not_saturation() {
+        let mut v = curve();
+        // The generator was descheduled in step 1; step 2 kept up at a higher rate.
+        v[1].achieved_per_s = 1800.0;
+        v[1].late = 300;
+        let p = saturation(&v).unwrap();
+        assert_eq!(p.step, 3);
+        // Nor can the disturbed step be the knee.
+        assert_eq!(knee(&v, None).unwrap().step, 2);
+        // Had step 2 fallen short too, none kept up after step 0.
+        v[2].achieved_per_s = 3000.0;
+        assert_eq!(knee(&v, None).unwrap().step, 0);
         assert_eq!(saturation(&v).unwrap().step, 1);
+        // Nothing kept up: the first step is the saturation point.
+        for s in &mut v {
+            s.achieved_per_s = 0.5 * s.offered_per_s;
+        }
+        assert_eq!(saturation(&v).unwrap().step, 0);
+        assert!(knee(&v, None).is_none());
     }
 
     #[test]

@@ -152,6 +152,7 @@ pub fn write_dir(dir: &Path, c: &Curve) -> Result<()> {
 /// `thrum curve`.
 pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
     let base = args.base_plan()?;
+    crate::control::stop::on_signals().context("installing signal handlers")?;
     if let Some(d) = &args.out
         && d.exists()
         && !d.is_dir()
@@ -173,14 +174,24 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
     };
     let mut closed_loop = None;
     let mut steps = Vec::new();
+    // A failed step (the server went away) or Ctrl-C ends the curve; what
+    // was measured is still analysed and written.
+    let go = |steps: &mut Vec<Step>, n: usize, of: &str, rate: u64| {
+        let st = runner.step(n, of, rate);
+        let on = st.error.is_none() && !crate::control::stop::requested();
+        steps.push(st);
+        on
+    };
     match &args.rates {
         Rates::List(v) => {
             let of = v.len().to_string();
             for (i, &r) in v.iter().enumerate() {
-                steps.push(runner.step(i + 1, &of, r));
+                if !go(&mut steps, i + 1, &of, r) {
+                    break;
+                }
             }
         }
-        Rates::Auto => {
+        Rates::Auto => 'auto: {
             let max = runner.probe(args.probe)?;
             runner
                 .ticker
@@ -189,7 +200,9 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
             let first = curve::auto_rates(max);
             let of = format!("{}+", first.len());
             for (i, &r) in first.iter().enumerate() {
-                steps.push(runner.step(i + 1, &of, r));
+                if !go(&mut steps, i + 1, &of, r) {
+                    break 'auto;
+                }
                 if past_the_turn(&steps) {
                     break;
                 }
@@ -199,12 +212,15 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
                     break;
                 }
                 let n = steps.len() + 1;
-                steps.push(runner.step(n, "beyond", curve::beyond(&first, k)));
+                if !go(&mut steps, n, "beyond", curve::beyond(&first, k)) {
+                    break 'auto;
+                }
             }
-            let more = curve::refine_rates(&steps, args.slo.as_ref());
-            let done = steps.len();
-            for (i, &r) in more.iter().enumerate() {
-                steps.push(runner.step(done + i + 1, "refine", r));
+            for r in curve::refine_rates(&steps, args.slo.as_ref()) {
+                let n = steps.len() + 1;
+                if !go(&mut steps, n, "refine", r) {
+                    break 'auto;
+                }
             }
         }
     }
@@ -236,6 +252,10 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
     };
     curve::analyse(&mut c);
     say(&c, args.json, args.out.as_deref())?;
+    if crate::control::stop::requested() {
+        eprintln!("error: {}", crate::control::stop::INTERRUPTED);
+        return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));
+    }
     Ok(verdict(&c))
 }
 
