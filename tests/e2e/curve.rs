@@ -104,9 +104,10 @@ fn curve_loopback_writes_every_output_and_report_rerenders() {
     assert_eq!(steps.len(), 3);
     for (s, r) in steps.iter().zip([200.0, 500.0, 1000.0]) {
         assert_eq!(f(&s["offered_per_s"]), r);
-        // Completions counted in a window can exceed the schedule only by
-        // what crosses the window's edges.
-        assert!(f(&s["achieved_per_s"]) <= 1.05 * r, "{s}");
+        // No transaction completes before its time on the schedule, which
+        // began with the 200 ms warm-up: a backlog from the warm-up may
+        // complete in the 1 s window, nothing more.
+        assert!(f(&s["achieved_per_s"]) <= 1.2 * r, "{s}");
         for k in ["p50", "p90", "p99", "p99_9", "max"] {
             assert!(u(&s["latency_ns"][k]) > 0, "{s}");
         }
