@@ -368,6 +368,10 @@ pub struct Side {
     /// with getsockopt); absent where the end did not report them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
+    /// Bulk tests: how long this end's send and receive calls that moved
+    /// data took over the window (netperf's -v 2 histograms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_times: Option<crate::stats::calltime::SendRecvTimes>,
 }
 
 /// Service demands from the two sources that differ by more than this

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::proto::Rusage;
+use crate::io::socket::SocketBuffers;
 use crate::io::zerocopy::ZeroCopyCounts;
 use crate::plan::{Phase, TestPlan};
 use crate::result::{
@@ -19,6 +20,7 @@ use crate::result::{
 };
 use crate::sensors::Provenance;
 use crate::sensors::window::WindowStats;
+use crate::stats::calltime::SendRecvTimes;
 use crate::stats::counters::Counts;
 use crate::stats::latency::{LatencyHistogram, LatencySummary};
 use crate::warning::{Code, Warning, Warnings};
@@ -63,6 +65,13 @@ pub(crate) struct Gathered {
     pub(crate) remote_retransmits: Option<u64>,
     pub(crate) local_zerocopy: Option<ZeroCopyCounts>,
     pub(crate) remote_zerocopy: Option<ZeroCopyCounts>,
+    /// Bulk flows' send and receive call times (`engine::call_times`).
+    pub(crate) local_call_times: Option<SendRecvTimes>,
+    pub(crate) remote_call_times: Option<SendRecvTimes>,
+    /// Socket buffers as set (`SocketBuffers::as_set`); the server's from
+    /// its final message.
+    pub(crate) local_socket_buffers: Option<SocketBuffers>,
+    pub(crate) remote_socket_buffers: Option<SocketBuffers>,
     /// The server runs on this host as a separate process.
     pub(crate) server_on_this_host: bool,
     pub(crate) setup_s: Option<f64>,
@@ -107,6 +116,10 @@ impl Gathered {
             remote_retransmits: None,
             local_zerocopy: None,
             remote_zerocopy: None,
+            local_call_times: None,
+            remote_call_times: None,
+            local_socket_buffers: None,
+            remote_socket_buffers: None,
             server_on_this_host: false,
             setup_s: None,
             server_label,
@@ -373,6 +386,10 @@ fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mut Summary) 
     s.remote.tcp_retransmits = g.remote_retransmits;
     s.local.zerocopy = g.local_zerocopy;
     s.remote.zerocopy = g.remote_zerocopy;
+    s.local.call_times = g.local_call_times.clone();
+    s.remote.call_times = g.remote_call_times.clone();
+    s.local.socket_buffers = g.local_socket_buffers;
+    s.remote.socket_buffers = g.remote_socket_buffers;
     if plan.zerocopy {
         warnings.extend(zerocopy_warnings(plan, g));
     }
@@ -500,6 +517,24 @@ mod tests {
             }));
         }
         g
+    }
+
+    #[test]
+    fn call_times_reach_both_sides_of_the_summary() {
+        let plan = TestPlan::new(TestKind::TcpStream);
+        let mut g = record(|k| counts(k, 0, 0), |k| Some(counts(0, k, 0)));
+        let mut t = SendRecvTimes::default();
+        t.send.record(12_000);
+        g.local_call_times = Some(t.clone());
+        t.recv.record(3_000);
+        g.remote_call_times = Some(t);
+        let r = assemble(&plan, g, None);
+        let (l, rm) = (&r.summary.local.call_times, &r.summary.remote.call_times);
+        assert_eq!(
+            l.as_ref().map(|t| (t.send.rows[1][1], t.recv.calls)),
+            Some((1, 0))
+        );
+        assert_eq!(rm.as_ref().map(|t| t.recv.rows[0][3]), Some(1));
     }
 
     #[test]

@@ -281,6 +281,7 @@ impl<'a> Session<'a> {
             phases[0].0,
             plan.driver,
             &plan.percentiles,
+            plan.offered_per_s.is_some(),
         )
         .context("starting worker threads")?;
         if let Some(w) = crate::engine::uring_fallback(plan) {

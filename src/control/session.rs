@@ -253,7 +253,7 @@ pub(crate) fn session(
     let mut meter = Meter::new(peer);
     let provenance = Provenance::gather(meter.interface());
     let rusage0 = Rusage::process();
-    let engine = Engine::start(counters, workers, Phase::Warmup, plan.driver, &[])?;
+    let engine = Engine::start(counters, workers, Phase::Warmup, plan.driver, &[], false)?;
     let t0 = Instant::now();
     write_msg(
         &mut ctrl,

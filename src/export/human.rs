@@ -360,6 +360,20 @@ impl Exporter for Human {
                 _ => writeln!(out)?,
             }
         }
+        if self.verbose {
+            for (end, side) in [("local", &s.local), ("remote", &s.remote)] {
+                let Some(t) = &side.call_times else { continue };
+                for (what, h) in [("send", &t.send), ("receive", &t.recv)] {
+                    if h.calls == 0 {
+                        continue;
+                    }
+                    writeln!(out, "  {end} {what} call times (netperf's -v 2 histogram)")?;
+                    for row in h.text_rows() {
+                        writeln!(out, "    {row}")?;
+                    }
+                }
+            }
+        }
         for (end, side) in [("client", &s.local), ("server", &s.remote)] {
             if let Some(z) = &side.zerocopy {
                 writeln!(

@@ -177,8 +177,8 @@ impl RrClient {
             }
             let due = self.schedule.as_mut().expect("open loop").take();
             let lag = now.duration_since(due);
-            if measuring {
-                ctx.open.lag.record(lag.as_nanos() as u64);
+            if measuring && let Some(o) = ctx.open.as_deref_mut() {
+                o.lag.record(lag.as_nanos() as u64);
             }
             if lag > gap {
                 self.counters.add_late(1);
@@ -260,9 +260,9 @@ impl RrClient {
                 let meant = self.intended.pop_front().unwrap_or(sent);
                 if measuring {
                     ctx.hist.record(now.duration_since(meant).as_nanos() as u64);
-                    ctx.open
-                        .service
-                        .record(now.duration_since(sent).as_nanos() as u64);
+                    if let Some(o) = ctx.open.as_deref_mut() {
+                        o.service.record(now.duration_since(sent).as_nanos() as u64);
+                    }
                 }
             } else if measuring {
                 ctx.hist.record(now.duration_since(sent).as_nanos() as u64);

@@ -4,6 +4,7 @@
 
 mod agg;
 mod buffers;
+mod calltimes;
 mod common;
 mod curve;
 mod failures;
