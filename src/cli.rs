@@ -17,6 +17,8 @@ use crate::units::{parse_duration, parse_rate, parse_size};
 
 mod agg;
 pub use agg::{AggArgs, AggOutput, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
+mod curve;
+pub use curve::CurveArgs;
 pub mod hardening;
 
 #[derive(Debug, Parser)]
@@ -47,7 +49,9 @@ pub enum Command {
     FindBurst(FindBurstArgs),
     /// Run one test over every burst × flows combination and print the matrix.
     Sweep(SweepArgs),
-    /// Re-analyse a results.json or netperf demo-mode logs (netperf_TEST.log and its .out files).
+    /// Offer increasing open-loop rates and find the knee and the saturation point of latency against throughput.
+    Curve(Box<CurveArgs>),
+    /// Re-analyse a results.json (of agg or curve) or netperf demo-mode logs (netperf_TEST.log and its .out files).
     Report(ReportArgs),
 }
 

@@ -6,6 +6,7 @@ mod agg;
 mod buffers;
 mod calltimes;
 mod common;
+mod curve;
 mod failures;
 mod fields;
 mod hostile;

@@ -46,8 +46,8 @@ enum Shaper {
 /// by a veth. Dropping it deletes both namespaces, which destroys the veth
 /// with them, also when the test panics. Declare it before any process
 /// running inside it so that those are dropped (killed) first.
-struct Link {
-    a: String,
+pub(crate) struct Link {
+    pub(crate) a: String,
     b: String,
     subnet: u8,
 }
@@ -58,6 +58,16 @@ impl Link {
     /// tests in this binary run in parallel threads of one process, so the
     /// process id alone does not separate them.
     fn new(subnet: u8, shaper: Shaper) -> Option<Link> {
+        Link::build(subnet, shaper, &TBF)
+    }
+
+    /// A link whose client end (A) is shaped by `tbf` (tc's words after
+    /// `qdisc add dev DEV`), for tests of other modules.
+    pub(crate) fn client_shaped(subnet: u8, tbf: &[&str]) -> Option<Link> {
+        Link::build(subnet, Shaper::A, tbf)
+    }
+
+    fn build(subnet: u8, shaper: Shaper, tbf: &[&str]) -> Option<Link> {
         let pid = std::process::id();
         let (a, b) = (format!("thr{pid}a{subnet}"), format!("thr{pid}b{subnet}"));
 
@@ -103,7 +113,7 @@ impl Link {
             run_ok(
                 Command::new("ip")
                     .args(["netns", "exec", ns, "tc", "qdisc", "add", "dev", dev])
-                    .args(TBF),
+                    .args(tbf),
             );
         }
         Some(link)
@@ -118,7 +128,7 @@ impl Link {
     }
 
     /// A `thrum server` in B, listening on B's address.
-    fn server(&self) -> ServerProc {
+    pub(crate) fn server(&self) -> ServerProc {
         ns_server(&self.b, &self.addr_b())
     }
 
