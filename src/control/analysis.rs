@@ -247,6 +247,8 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         interface: None,
         tx_packets_per_s: None,
         rx_packets_per_s: None,
+        link_speed_bps: None,
+        link_util_percent: Default::default(),
         datagrams_sent: datagrams.then_some(local_w.datagrams_sent),
         datagrams_received: datagrams.then_some(remote_w.datagrams_received),
         lost: match test.loss {
@@ -379,6 +381,8 @@ fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mut Summary) 
     s.interface = s.local.interface.clone();
     s.tx_packets_per_s = s.local.tx_packets_per_s;
     s.rx_packets_per_s = s.local.rx_packets_per_s;
+    s.link_speed_bps = s.local.link_speed_bps;
+    s.link_util_percent = s.local.link_util_percent;
     if s.error.is_none() {
         if let Some(w) = packets_warning(plan, s, g) {
             warnings.push(w);

@@ -288,6 +288,21 @@ impl Exporter for Human {
         {
             writeln!(out, "  packets/s on {i:<10} {tx:.1} tx, {rx:.1} rx")?;
         }
+        if let Some(i) = &s.interface {
+            match (
+                s.link_speed_bps,
+                s.link_util_percent.tx,
+                s.link_util_percent.rx,
+            ) {
+                (Some(speed), Some(tx), Some(rx)) => writeln!(
+                    out,
+                    "  link {i} at {}: {tx:.2} % tx, {rx:.2} % rx",
+                    crate::units::fmt_rate_bps(speed)
+                )?,
+                (None, ..) => writeln!(out, "  link {i}: speed unknown, no utilisation")?,
+                _ => {}
+            }
+        }
         let p = &r.spec.plan;
         let asked = |o: &crate::plan::SocketOpts| {
             o.send_buffer_bytes.is_some() || o.recv_buffer_bytes.is_some()
