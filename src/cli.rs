@@ -18,6 +18,8 @@ use crate::units::{parse_duration, parse_rate, parse_size};
 mod agg;
 pub use agg::{AggArgs, AggOutput, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
 pub mod hardening;
+mod ping;
+pub use ping::{MAX_PING_COUNT, MAX_PING_SIZE, PingArgs, PingPlan};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,6 +51,8 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Re-analyse a results.json or netperf demo-mode logs (netperf_TEST.log and its .out files).
     Report(ReportArgs),
+    /// ICMP echo (or TCP connect) round trips by packet size: availability and response time.
+    Ping(PingArgs),
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which

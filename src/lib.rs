@@ -48,5 +48,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::FindBurst(args) => cmd::find_burst::find_burst(&args),
         Command::Sweep(args) => cmd::sweep::sweep(&args),
         Command::Report(args) => cmd::report::report(&args),
+        Command::Ping(args) => cmd::ping::ping(&args),
     }
 }

@@ -22,6 +22,7 @@ pub mod blocking;
 pub mod connect;
 pub mod epoll;
 pub mod fdlimit;
+pub mod icmp;
 pub mod mmsg;
 pub mod socket;
 pub mod uring;

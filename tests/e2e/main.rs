@@ -16,6 +16,8 @@ mod measure;
 mod netns;
 mod open_loop;
 mod outputs;
+mod path3;
+mod ping;
 mod reports;
 mod scale;
 mod sensors;
