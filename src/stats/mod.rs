@@ -5,4 +5,5 @@
 
 pub mod confidence;
 pub mod counters;
+pub mod dispersion;
 pub mod latency;
