@@ -597,6 +597,22 @@ pub struct Summary {
     /// The client interface's link speed and utilisation (as `summary.local`).
     pub link_speed_bps: Option<u64>,
     pub link_util_percent: LinkUtil,
+    /// capacity: the path's bottleneck capacity from the packet trains'
+    /// dispersion (the mode of their gaps), bits/s of frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_bps: Option<f64>,
+    /// capacity: the mode's extent, `[low, high]` bits/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_interval_bps: Option<[f64; 2]>,
+    /// capacity: the probe's average load on the link over the estimate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_load_fraction: Option<f64>,
+    /// capacity: a token bucket recognised in the trains (null: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shaper: Option<Option<crate::stats::dispersion::Shaper>>,
+    /// capacity: the gaps the estimate comes from, as rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispersion_histogram: Option<Vec<crate::stats::dispersion::RateBin>>,
     /// udp_stream: datagrams the client sent in its window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datagrams_sent: Option<u64>,

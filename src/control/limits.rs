@@ -177,6 +177,7 @@ pub fn memory_estimate(plan: &TestPlan) -> u64 {
         // --gso: each buffer takes a whole coalesced message.
         TestKind::UdpStream if plan.gso => BATCH as u64 * 65_535,
         TestKind::UdpStream => BATCH as u64 * plan.send_bytes,
+        TestKind::Capacity => plan.send_bytes + 1,
         TestKind::UdpRr => {
             let batch = (BATCH as u64).min(in_flight);
             batch * (plan.request_bytes + 1 + plan.response_bytes)

@@ -261,6 +261,10 @@ pub struct Final {
     /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
+    /// capacity: the gaps of the packet trains the server's receivers saw
+    /// (absent from older servers and from other tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_gaps: Option<crate::stats::dispersion::TrainGaps>,
 }
 
 /// The server ends the session, and says why.

@@ -300,6 +300,9 @@ pub(crate) fn session(
             provenance: Some(Box::new(provenance)),
             tcp_retransmits: crate::engine::tcp_retransmits(&out.flows),
             zerocopy: crate::engine::zerocopy_counts(&out.flows),
+            train_gaps: crate::stats::dispersion::TrainGaps::merged(
+                out.flows.iter().filter_map(|f| f.train_gaps()),
+            ),
         }),
     )?;
     drop(out.flows);

@@ -288,6 +288,26 @@ impl Exporter for Human {
         {
             writeln!(out, "  packets/s on {i:<10} {tx:.1} tx, {rx:.1} rx")?;
         }
+        if let Some(c) = s.capacity_bps {
+            let [lo, hi] = s.capacity_interval_bps.unwrap_or([c, c]);
+            writeln!(
+                out,
+                "  capacity {} ({} to {}), probe load {:.1} % of it",
+                crate::units::BitsPerSec(c),
+                crate::units::BitsPerSec(lo),
+                crate::units::BitsPerSec(hi),
+                100.0 * s.probe_load_fraction.unwrap_or(0.0)
+            )?;
+            if let Some(Some(b)) = &s.shaper {
+                writeln!(
+                    out,
+                    "  a token bucket: trains up to {} packets at {}, longer at {}",
+                    b.burst_packets,
+                    crate::units::BitsPerSec(b.burst_rate_bps),
+                    crate::units::BitsPerSec(b.sustained_rate_bps)
+                )?;
+            }
+        }
         if let Some(i) = &s.interface {
             match (
                 s.link_speed_bps,

@@ -145,17 +145,8 @@ impl EchoSocket {
                 ),
             },
         };
-        let on: libc::c_int = 1;
-        // SAFETY: SO_TIMESTAMPNS takes an int; pointer and length describe it.
-        unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
+        // Best effort: without stamps the time of reading stands in.
+        let _ = super::tstamp::enable(fd.as_raw_fd());
         let addr = libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,
             sin_port: 0,
@@ -252,37 +243,9 @@ impl EchoSocket {
 
     fn recv(&self) -> io::Result<Option<Event>> {
         let mut buf = [0u8; 65536];
-        let mut cmsg = [0u64; 16];
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        // SAFETY: msghdr is plain old data; all-zero is valid.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cmsg.as_mut_ptr().cast();
-        msg.msg_controllen = size_of::<[u64; 16]>();
-        // SAFETY: msg points at live buffers of the lengths it states.
-        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut at_ns = None;
-        // SAFETY: the CMSG macros walk the control buffer the kernel filled,
-        // within msg_controllen.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPNS {
-                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                    at_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-                }
-                c = libc::CMSG_NXTHDR(&msg, c);
-            }
-        }
+        let (n, at_ns) = super::tstamp::recv(self.fd.as_raw_fd(), &mut buf)?;
         let at_ns = at_ns.unwrap_or_else(realtime_ns);
-        let data = &buf[..n as usize];
+        let data = &buf[..n];
         let seq = match self.method {
             Method::Dgram => parse_reply(data, None),
             Method::Raw => {

@@ -73,6 +73,26 @@ pub struct TrainGaps {
     pub gaps: Vec<[u64; 3]>,
 }
 
+impl TrainGaps {
+    /// Several receivers' gaps as one (None when there are none).
+    pub fn merged(all: impl Iterator<Item = TrainGaps>) -> Option<TrainGaps> {
+        let mut counts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        let mut out: Option<TrainGaps> = None;
+        for g in all {
+            for &[i, b, n] in &g.gaps {
+                *counts.entry((i, b)).or_default() += n;
+            }
+            let o = out.get_or_insert_with(TrainGaps::default);
+            o.frame_bytes = o.frame_bytes.max(g.frame_bytes);
+            o.trains += g.trains;
+            o.broken += g.broken;
+        }
+        let mut out = out?;
+        out.gaps = counts.into_iter().map(|((i, b), n)| [i, b, n]).collect();
+        Some(out)
+    }
+}
+
 /// Builds a [`TrainGaps`] as packets arrive.
 #[derive(Debug, Default)]
 pub struct GapRecorder {
@@ -334,6 +354,16 @@ mod tests {
         assert_eq!(s.burst_packets, 20);
         assert!(near(s.burst_rate_bps, 900e6, 0.02), "{s:?}");
         assert_eq!(s.sustained_rate_bps, e.capacity_bps);
+    }
+
+    #[test]
+    fn receivers_merge_by_index_and_bin() {
+        let a = trains(&[4], 2, |_, _| 1000);
+        let m = TrainGaps::merged([a.clone(), a.clone()].into_iter()).unwrap();
+        assert_eq!(m.trains, 4);
+        assert_eq!(m.gaps.iter().map(|g| g[2]).sum::<u64>(), 12);
+        assert_eq!(m.gaps.len(), a.gaps.len());
+        assert_eq!(TrainGaps::merged(std::iter::empty()), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! end: stop generating, half-close, read until the peer's EOF. So the bytes
 //! and transactions one end sent equal what the other end received, exactly.
 
+pub mod capacity;
 pub mod crr;
 #[cfg(test)]
 pub(crate) mod harness;
@@ -113,6 +114,10 @@ pub trait Flow: Send {
     /// Connections this flow turned away (wrong peer or token); servers only.
     fn refused(&self) -> u64 {
         0
+    }
+    /// capacity receivers: the gaps of the packet trains they received.
+    fn train_gaps(&self) -> Option<crate::stats::dispersion::TrainGaps> {
+        None
     }
     /// MSG_ZEROCOPY sends and completions (`--zerocopy` senders only).
     fn zerocopy(&self) -> Option<crate::io::zerocopy::ZeroCopyCounts> {

@@ -490,6 +490,7 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     provenance: None,
                     tcp_retransmits: None,
                     zerocopy: None,
+                    train_gaps: None,
                 }
                 .into(),
                 _ => break,

@@ -4,6 +4,7 @@
 
 mod agg;
 mod buffers;
+mod capacity;
 mod common;
 mod failures;
 mod fields;

@@ -104,6 +104,19 @@ impl Path3 {
         }
     }
 
+    /// Shape R's egress toward B with htb at `rate` (tc's spelling).
+    pub fn htb(&self, rate: &str) {
+        self.shape(&[
+            &[
+                "qdisc", "add", "dev", TOWARD_B, "root", "handle", "1:", "htb", "default", "1",
+            ],
+            &[
+                "class", "add", "dev", TOWARD_B, "parent", "1:", "classid", "1:1", "htb", "rate",
+                rate,
+            ],
+        ]);
+    }
+
     /// A `thrum server` in B.
     pub fn server(&self) -> ServerProc {
         ns_server(&self.b, &self.addr_b())
