@@ -20,6 +20,8 @@ pub use agg::{AggArgs, AggOutput, BurstChoice, FindBurstArgs, ReportArgs, SweepA
 mod curve;
 pub use curve::CurveArgs;
 pub mod hardening;
+mod ping;
+pub use ping::{MAX_PING_COUNT, MAX_PING_SIZE, PingArgs, PingPlan};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -53,6 +55,8 @@ pub enum Command {
     Curve(Box<CurveArgs>),
     /// Re-analyse a results.json (of agg or curve) or netperf demo-mode logs (netperf_TEST.log and its .out files).
     Report(ReportArgs),
+    /// ICMP echo (or TCP connect) round trips by packet size: availability and response time.
+    Ping(PingArgs),
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which

@@ -49,5 +49,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sweep(args) => cmd::sweep::sweep(&args),
         Command::Curve(args) => cmd::curve::curve(&args),
         Command::Report(args) => cmd::report::report(&args),
+        Command::Ping(args) => cmd::ping::ping(&args),
     }
 }

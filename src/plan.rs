@@ -25,11 +25,13 @@ pub enum TestKind {
     TcpCc,
     UdpStream,
     UdpRr,
+    /// Path capacity by packet trains (`workload::capacity`).
+    Capacity,
 }
 
 impl TestKind {
     /// Every test, in the order `thrum suite` runs them.
-    pub const ALL: [TestKind; 8] = [
+    pub const ALL: [TestKind; 9] = [
         TestKind::TcpStream,
         TestKind::TcpMaerts,
         TestKind::TcpBidir,
@@ -38,6 +40,7 @@ impl TestKind {
         TestKind::TcpCc,
         TestKind::UdpStream,
         TestKind::UdpRr,
+        TestKind::Capacity,
     ];
 
     pub fn name(self) -> &'static str {
@@ -50,6 +53,7 @@ impl TestKind {
             TestKind::TcpCc => "tcp_cc",
             TestKind::UdpStream => "udp_stream",
             TestKind::UdpRr => "udp_rr",
+            TestKind::Capacity => "capacity",
         }
     }
 
@@ -396,8 +400,9 @@ impl TestPlan {
             request_bytes: 1,
             response_bytes: 1,
             burst: 0,
-            // udp_stream: the largest payload of one 1500-byte IPv4 packet.
-            send_bytes: if test == TestKind::UdpStream {
+            // udp_stream, capacity: the largest payload of one 1500-byte
+            // IPv4 packet.
+            send_bytes: if matches!(test, TestKind::UdpStream | TestKind::Capacity) {
                 1472
             } else {
                 128 << 10
@@ -495,17 +500,19 @@ impl TestPlan {
         };
         check("--rr-size (request)", self.request_bytes, 1, max_rr)?;
         check("--rr-size (response)", self.response_bytes, 1, max_rr)?;
-        let max_send = if t == TestKind::UdpStream {
+        let max_send = if matches!(t, TestKind::UdpStream | TestKind::Capacity) {
             MAX_DATAGRAM_BYTES
         } else {
             MAX_IO_BYTES
         };
-        check("--send-size", self.send_bytes, 1, max_send)?;
+        // capacity's datagrams carry their train's number, index and length.
+        let min_send = if t == TestKind::Capacity { 8 } else { 1 };
+        check("--send-size", self.send_bytes, min_send, max_send)?;
         if let Some(r) = self.rate_bps {
-            if t != TestKind::UdpStream {
+            if !matches!(t, TestKind::UdpStream | TestKind::Capacity) {
                 return Err(PlanError::NotApplicable {
                     flag: "--rate",
-                    applies: "udp_stream (tcp tests: --pacing-rate)",
+                    applies: "udp_stream and capacity (tcp tests: --pacing-rate)",
                     test: t,
                 });
             }

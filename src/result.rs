@@ -358,6 +358,11 @@ pub struct Side {
     pub rx_packets: Option<u64>,
     pub tx_packets_per_s: Option<f64>,
     pub rx_packets_per_s: Option<f64>,
+    /// The interface's link speed in bits/s; null where it has none (`lo`).
+    pub link_speed_bps: Option<u64>,
+    /// The interface's bytes each way over the window as a share of its
+    /// link speed, percent; null where the speed or the counters are unknown.
+    pub link_util_percent: LinkUtil,
     /// TCP retransmissions of this end's long-lived data connections (TCP_INFO).
     pub tcp_retransmits: Option<u64>,
     /// `--zerocopy` senders: MSG_ZEROCOPY sends, their completions and how
@@ -372,6 +377,15 @@ pub struct Side {
     /// data took over the window (netperf's -v 2 histograms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_times: Option<crate::stats::calltime::SendRecvTimes>,
+}
+
+/// Link utilisation each way, percent of the link speed: the interface's
+/// byte counters over the window (frames from the MAC header on, all of
+/// the host's traffic on that interface, not only thrum's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LinkUtil {
+    pub tx: Option<f64>,
+    pub rx: Option<f64>,
 }
 
 /// Service demands from the two sources that differ by more than this
@@ -429,6 +443,14 @@ impl Side {
                 self.tx_packets_per_s = Some(p.tx_packets as f64 / w.elapsed_s);
                 self.rx_packets_per_s = Some(p.rx_packets as f64 / w.elapsed_s);
             }
+        }
+        self.link_speed_bps = w.link_speed_bps;
+        if let (Some(p), Some(speed)) = (w.packets, w.link_speed_bps) {
+            let util = |b| crate::sensors::link_util_percent(b, w.elapsed_s, speed);
+            self.link_util_percent = LinkUtil {
+                tx: util(p.tx_bytes),
+                rx: util(p.rx_bytes),
+            };
         }
         let units = if b.per_kb {
             b.units_per_s / 1024.0
@@ -581,6 +603,25 @@ pub struct Summary {
     pub interface: Option<String>,
     pub tx_packets_per_s: Option<f64>,
     pub rx_packets_per_s: Option<f64>,
+    /// The client interface's link speed and utilisation (as `summary.local`).
+    pub link_speed_bps: Option<u64>,
+    pub link_util_percent: LinkUtil,
+    /// capacity: the path's bottleneck capacity from the packet trains'
+    /// dispersion (the mode of their gaps), bits/s of frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_bps: Option<f64>,
+    /// capacity: the mode's extent, `[low, high]` bits/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_interval_bps: Option<[f64; 2]>,
+    /// capacity: the probe's average load on the link over the estimate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_load_fraction: Option<f64>,
+    /// capacity: a token bucket recognised in the trains (null: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shaper: Option<Option<crate::stats::dispersion::Shaper>>,
+    /// capacity: the gaps the estimate comes from, as rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispersion_histogram: Option<Vec<crate::stats::dispersion::RateBin>>,
     /// udp_stream: datagrams the client sent in its window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datagrams_sent: Option<u64>,

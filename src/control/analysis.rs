@@ -72,6 +72,9 @@ pub(crate) struct Gathered {
     /// its final message.
     pub(crate) local_socket_buffers: Option<SocketBuffers>,
     pub(crate) remote_socket_buffers: Option<SocketBuffers>,
+    /// capacity: the packet-train gaps the receiving end recorded (the
+    /// server's come in its final report).
+    pub(crate) train_gaps: Option<crate::stats::dispersion::TrainGaps>,
     /// The server runs on this host as a separate process.
     pub(crate) server_on_this_host: bool,
     pub(crate) setup_s: Option<f64>,
@@ -120,6 +123,7 @@ impl Gathered {
             remote_call_times: None,
             local_socket_buffers: None,
             remote_socket_buffers: None,
+            train_gaps: None,
             server_on_this_host: false,
             setup_s: None,
             server_label,
@@ -264,6 +268,13 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         interface: None,
         tx_packets_per_s: None,
         rx_packets_per_s: None,
+        link_speed_bps: None,
+        link_util_percent: Default::default(),
+        capacity_bps: None,
+        capacity_interval_bps: None,
+        probe_load_fraction: None,
+        shaper: None,
+        dispersion_histogram: None,
         datagrams_sent: datagrams.then_some(local_w.datagrams_sent),
         datagrams_received: datagrams.then_some(remote_w.datagrams_received),
         lost: match test.loss {
@@ -290,6 +301,9 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         error,
     };
     apply_windows(plan, &fig, &g, &mut summary);
+    if let Some(gaps) = &g.train_gaps {
+        apply_capacity(gaps, &mut summary);
+    }
     TestResult {
         schema: SCHEMA,
         test: plan.test,
@@ -310,6 +324,33 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         iterations: Vec::new(),
         confidence: None,
     }
+}
+
+/// capacity: the estimate from the trains' gaps, and the probe's own
+/// average load (its frames, as the link carries them) over it.
+fn apply_capacity(gaps: &crate::stats::dispersion::TrainGaps, s: &mut Summary) {
+    let Some(e) = crate::stats::dispersion::estimate(gaps) else {
+        if s.error.is_none() {
+            s.warnings.push(Warning::new(
+                Code::CapacityNoEstimate,
+                format!(
+                    "capacity: too few trains arrived whole for an estimate ({} trains, {} broken)",
+                    gaps.trains, gaps.broken
+                ),
+            ));
+        }
+        return;
+    };
+    let payload = gaps
+        .frame_bytes
+        .saturating_sub(crate::workload::capacity::FRAME_OVERHEAD)
+        .max(1);
+    let wire_bps = s.local.send_bps * gaps.frame_bytes as f64 / payload as f64;
+    s.probe_load_fraction = Some(wire_bps / e.capacity_bps);
+    s.capacity_bps = Some(e.capacity_bps);
+    s.capacity_interval_bps = Some(e.interval_bps);
+    s.shaper = Some(e.shaper);
+    s.dispersion_histogram = Some(e.histogram);
 }
 
 /// The server's measurement window on its own clock: the sum of its
@@ -400,6 +441,8 @@ fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mut Summary) 
     s.interface = s.local.interface.clone();
     s.tx_packets_per_s = s.local.tx_packets_per_s;
     s.rx_packets_per_s = s.local.rx_packets_per_s;
+    s.link_speed_bps = s.local.link_speed_bps;
+    s.link_util_percent = s.local.link_util_percent;
     if s.error.is_none() {
         if let Some(w) = packets_warning(plan, s, g) {
             warnings.push(w);

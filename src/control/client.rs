@@ -464,6 +464,7 @@ impl<'a> Session<'a> {
         g.remote_zerocopy = fin.zerocopy;
         g.remote_socket_buffers = fin.socket_buffers;
         g.remote_call_times = fin.call_times.map(|t| *t);
+        g.train_gaps = fin.train_gaps;
         for e in fin.errors {
             g.warnings.push(Warning::new(
                 Code::ServerError,

@@ -267,6 +267,10 @@ pub struct Final {
     /// `--call-times`: the server's send and receive call times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_times: Option<Box<crate::stats::calltime::SendRecvTimes>>,
+    /// capacity: the gaps of the packet trains the server's receivers saw
+    /// (absent from older servers and from other tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_gaps: Option<crate::stats::dispersion::TrainGaps>,
 }
 
 /// The server ends the session, and says why.

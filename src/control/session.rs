@@ -304,6 +304,9 @@ pub(crate) fn session(
             zerocopy: crate::engine::zerocopy_counts(&out.flows),
             socket_buffers: SocketBuffers::as_set(&plan, &plan.local, local_ip.is_ipv6()).ok(),
             call_times: crate::engine::call_times(&out.flows).map(Box::new),
+            train_gaps: crate::stats::dispersion::TrainGaps::merged(
+                out.flows.iter().filter_map(|f| f.train_gaps()),
+            ),
         }),
     )?;
     drop(out.flows);

@@ -315,6 +315,41 @@ impl Exporter for Human {
         {
             writeln!(out, "  packets/s on {i:<10} {tx:.1} tx, {rx:.1} rx")?;
         }
+        if let Some(c) = s.capacity_bps {
+            let [lo, hi] = s.capacity_interval_bps.unwrap_or([c, c]);
+            writeln!(
+                out,
+                "  capacity {} ({} to {}), probe load {:.1} % of it",
+                crate::units::BitsPerSec(c),
+                crate::units::BitsPerSec(lo),
+                crate::units::BitsPerSec(hi),
+                100.0 * s.probe_load_fraction.unwrap_or(0.0)
+            )?;
+            if let Some(Some(b)) = &s.shaper {
+                writeln!(
+                    out,
+                    "  a token bucket: trains up to {} packets at {}, longer at {}",
+                    b.burst_packets,
+                    crate::units::BitsPerSec(b.burst_rate_bps),
+                    crate::units::BitsPerSec(b.sustained_rate_bps)
+                )?;
+            }
+        }
+        if let Some(i) = &s.interface {
+            match (
+                s.link_speed_bps,
+                s.link_util_percent.tx,
+                s.link_util_percent.rx,
+            ) {
+                (Some(speed), Some(tx), Some(rx)) => writeln!(
+                    out,
+                    "  link {i} at {}: {tx:.2} % tx, {rx:.2} % rx",
+                    crate::units::fmt_rate_bps(speed)
+                )?,
+                (None, ..) => writeln!(out, "  link {i}: speed unknown, no utilisation")?,
+                _ => {}
+            }
+        }
         let p = &r.spec.plan;
         let asked = |o: &crate::plan::SocketOpts| {
             o.send_buffer_bytes.is_some() || o.recv_buffer_bytes.is_some()

@@ -151,6 +151,17 @@ impl Exporter for Keyval {
             writeln!(out, "LOCAL_TX_PACKETS_PER_S={tx:.2}")?;
             writeln!(out, "LOCAL_RX_PACKETS_PER_S={rx:.2}")?;
         }
+        if let Some(speed) = s.link_speed_bps {
+            writeln!(out, "LOCAL_LINK_SPEED_BPS={speed}")?;
+        }
+        for (dir, u) in [
+            ("TX", s.link_util_percent.tx),
+            ("RX", s.link_util_percent.rx),
+        ] {
+            if let Some(u) = u {
+                writeln!(out, "LOCAL_LINK_UTIL_{dir}_PERCENT={u:.3}")?;
+            }
+        }
         if r.test.is_stream() {
             writeln!(out, "LOCAL_SEND_SIZE={}", p.send_bytes)?;
             writeln!(out, "LOCAL_RECV_SIZE={}", p.recv_bytes)?;

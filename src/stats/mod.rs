@@ -6,4 +6,5 @@
 pub mod calltime;
 pub mod confidence;
 pub mod counters;
+pub mod dispersion;
 pub mod latency;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use socket2::Socket;
 
+use super::capacity::{DEFAULT_PROBE_BPS, TrainReceiver, TrainSender};
 use super::crr::{ConnectClient, ConnectMode, ConnectServer, TOKEN_LEN};
 use super::rr::{RrClient, RrServer};
 use super::schedule::Schedule;
@@ -199,7 +200,7 @@ impl TestDesc {
 }
 
 /// Every test thrum runs, one row each.
-pub static TESTS: [TestDesc; 8] = [
+pub static TESTS: [TestDesc; 9] = [
     TestDesc {
         kind: TestKind::TcpStream,
         transport: Transport::Tcp,
@@ -311,6 +312,21 @@ pub static TESTS: [TestDesc; 8] = [
         udp_io: udp_rr_io,
         largest_datagram: |p| Some(p.request_bytes.max(p.response_bytes)),
         server_buffers: udp_rr_buffers,
+    },
+    TestDesc {
+        kind: TestKind::Capacity,
+        transport: Transport::Udp,
+        client_sends: true,
+        client_receives: false,
+        merit: Merit::Throughput,
+        loss: Loss::None,
+        burst: false,
+        client: capacity_flow,
+        server: capacity_flow,
+        udp_io: |_| Some("send, recvmsg with SO_TIMESTAMPNS".into()),
+        largest_datagram: |p| Some(p.send_bytes),
+        // One datagram buffer (and a byte) per receiver.
+        server_buffers: |p| (p.send_bytes + 1, 0),
     },
 ];
 
@@ -549,6 +565,20 @@ fn udp_stream_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     Ok(Box::new(if p.gso { r.with_gro()? } else { r }))
 }
 
+/// capacity: whichever end sends (the client, or the server with
+/// `--reverse`) sends trains; the other takes their gaps.
+fn capacity_flow(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let sock = a.take_socket()?;
+    let p = a.plan;
+    let size = p.send_bytes as usize;
+    if a.sends {
+        let rate = p.rate_bps.unwrap_or(DEFAULT_PROBE_BPS);
+        Ok(Box::new(TrainSender::new(sock, a.counters, size, rate)))
+    } else {
+        Ok(Box::new(TrainReceiver::new(sock, a.counters, size)?))
+    }
+}
+
 fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
@@ -650,7 +680,8 @@ mod tests {
                 TestKind::TcpStream,
                 TestKind::TcpMaerts,
                 TestKind::TcpBidir,
-                TestKind::UdpStream
+                TestKind::UdpStream,
+                TestKind::Capacity
             ]
         );
         let rr: Vec<_> = TestKind::ALL.into_iter().filter(|k| k.is_rr()).collect();
@@ -661,7 +692,10 @@ mod tests {
             .collect();
         assert_eq!(connect, [TestKind::TcpCrr, TestKind::TcpCc]);
         let udp: Vec<_> = TestKind::ALL.into_iter().filter(|k| k.is_udp()).collect();
-        assert_eq!(udp, [TestKind::UdpStream, TestKind::UdpRr]);
+        assert_eq!(
+            udp,
+            [TestKind::UdpStream, TestKind::UdpRr, TestKind::Capacity]
+        );
     }
 
     #[test]

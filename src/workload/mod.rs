@@ -7,6 +7,7 @@
 //! end: stop generating, half-close, read until the peer's EOF. So the bytes
 //! and transactions one end sent equal what the other end received, exactly.
 
+pub mod capacity;
 pub mod crr;
 #[cfg(test)]
 pub(crate) mod harness;
@@ -117,6 +118,10 @@ pub trait Flow: Send {
     }
     /// How long its send and receive calls took (bulk flows only).
     fn call_times(&self) -> Option<&crate::stats::calltime::SendRecvTimes> {
+        None
+    }
+    /// capacity receivers: the gaps of the packet trains they received.
+    fn train_gaps(&self) -> Option<crate::stats::dispersion::TrainGaps> {
         None
     }
     /// MSG_ZEROCOPY sends and completions (`--zerocopy` senders only).

@@ -492,6 +492,7 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     zerocopy: None,
                     socket_buffers: None,
                     call_times: None,
+                    train_gaps: None,
                 }
                 .into(),
                 _ => break,

@@ -5,6 +5,7 @@
 mod agg;
 mod buffers;
 mod calltimes;
+mod capacity;
 mod common;
 mod curve;
 mod failures;
@@ -18,6 +19,8 @@ mod measure;
 mod netns;
 mod open_loop;
 mod outputs;
+mod path3;
+mod ping;
 mod reports;
 mod scale;
 mod sensors;
