@@ -68,9 +68,10 @@ fn capacity_reads_the_htb_rate() {
         assert!(!s["dispersion_histogram"].as_array().unwrap().is_empty());
     }
     // At 1 Gbit/s this VM's sender, not the link, is the narrow point
-    // (TESTING.md: the head of a train left a Python sender at 105 Mbit/s;
-    // thrum's debug build sends one datagram per syscall): the estimate
-    // may fall short, never beyond the shaped rate.
+    // (TESTING.md: a Python sender reached 891 Mbit/s at best; thrum's
+    // trains, one sendmmsg each, read 376 Mbit/s: about 30 µs of kernel
+    // path per datagram on two loaded CPUs): the estimate may fall short,
+    // never beyond the shaped rate.
     path.htb("1000mbit");
     let doc = capacity(&path, &server, &["-l", "4s"]);
     let ratio = report("1000mbit", &doc["summary"], 1e9);
