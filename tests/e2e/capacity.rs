@@ -134,3 +134,17 @@ fn capacity_holds_under_cross_traffic() {
     assert!((0.85..=1.15).contains(&ratio), "{ratio}");
     assert!(f(&s["probe_load_fraction"]) <= 0.10);
 }
+
+/// On loopback, which has no narrow link, capacity still runs like any
+/// test: schema-valid, every byte the trains carried received, the window
+/// the sum of its intervals, and the probe at its default 1 Mbit/s.
+#[test]
+fn capacity_runs_on_loopback_with_conservation() {
+    let _quiet = crate::common::not_beside_floods();
+    let server = ServerProc::start(&[]);
+    let doc = crate::loopback::run_and_check_with(&server, "capacity", 1, 1, &[]);
+    let sent = f(&doc["summary"]["throughput_bps_sent"]);
+    // 1 Mbit/s on average; a train is sent whole at its turn, so one
+    // second holds its share give or take the longest train (0.75 Mbit).
+    assert!((0.2e6..2.0e6).contains(&sent), "probe sent {sent} bit/s");
+}
