@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
+use crate::io::mmsg::MsgBatch;
 use crate::io::socket::would_block;
 use crate::io::{Driver, Event};
 use crate::plan::Phase;
@@ -61,7 +62,9 @@ fn header_of(d: &[u8]) -> Option<(u32, u16, u16)> {
 pub struct TrainSender {
     sock: Socket,
     counters: CounterRef,
-    buf: Vec<u8>,
+    /// One buffer per packet of the longest train, sent with sendmmsg.
+    batch: MsgBatch,
+    size: usize,
     /// Payload bytes/s on average.
     rate: f64,
     train: u32,
@@ -74,16 +77,17 @@ impl TrainSender {
         TrainSender {
             sock,
             counters,
-            buf: vec![0u8; size.max(TRAIN_HEADER)],
+            batch: MsgBatch::new(usize::from(TRAIN_MAX), size.max(TRAIN_HEADER)),
+            size: size.max(TRAIN_HEADER),
             rate: rate_bps.max(1) as f64 / 8.0,
             train: 0,
             next: None,
         }
     }
 
+    /// This train's length: [`train_lengths`] in turn.
     fn length(&self) -> u16 {
-        let lens: Vec<u16> = train_lengths().collect();
-        lens[self.train as usize % lens.len()]
+        2 << (self.train % TRAIN_MAX.ilog2())
     }
 }
 
@@ -104,24 +108,26 @@ impl Flow for TrainSender {
         }
         let len = self.length();
         let fd = self.sock.as_raw_fd();
-        let size = self.buf.len();
-        let mut sent = 0u64;
-        // Back to back: one send after the other, nothing between.
+        let size = self.size;
         for index in 0..len {
-            put_header(&mut self.buf, self.train, index, len);
-            // SAFETY: buf is valid for reads of its length.
-            let n = unsafe { libc::send(fd, self.buf.as_ptr().cast(), size, 0) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                // A full socket buffer cuts the train short; the receiver
-                // counts it broken and keeps the gaps before the cut.
-                if would_block(&e) {
-                    break;
-                }
-                return Err(e);
-            }
-            sent += 1;
+            put_header(
+                self.batch.buf_mut(usize::from(index)),
+                self.train,
+                index,
+                len,
+            );
         }
+        // Back to back: the whole train in one sendmmsg, so that the gaps
+        // the sender leaves are the kernel's, not a system call's each
+        // (one send per datagram left 30 µs between them on this VM, slower
+        // than a frame at 1 Gbit/s).
+        let sent = match self.batch.send(fd, usize::from(len), size) {
+            Ok(k) => k as u64,
+            // A full socket buffer cuts the train short; the receiver
+            // counts it broken and keeps the gaps before the cut.
+            Err(e) if would_block(&e) => 0,
+            Err(e) => return Err(e),
+        };
         self.counters.add_datagrams_sent(sent);
         self.counters.add_sent(sent * size as u64);
         self.train = self.train.wrapping_add(1);
@@ -253,6 +259,13 @@ mod tests {
         put_header(&mut d, 7, 3, 64);
         assert_eq!(header_of(&d), Some((7, 3, 64)));
         assert_eq!(header_of(&d[..7]), None);
+        let lens: Vec<u16> = train_lengths().collect();
+        for train in 0..13u32 {
+            assert_eq!(
+                2u16 << (train % TRAIN_MAX.ilog2()),
+                lens[train as usize % lens.len()]
+            );
+        }
     }
 
     #[test]
