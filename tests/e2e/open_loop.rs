@@ -178,15 +178,19 @@ fn the_offered_rate_is_held() {
 /// timestamps), so a response time taken from the wrong origin (the send
 /// instead of the intended start), transactions that leave the queues
 /// unrecorded, or rates over another window than the latencies' break it.
-/// The physics leaves only the window's edges (transactions straddling them,
-/// of order W/window, under 0.1 % here) and the histogram's 3-digit buckets.
+/// The physics leaves the window's edges: a transaction that straddles one
+/// counts its whole response time in λW but only its part inside the window
+/// in L, an error of order W/window (under 0.1 % on an idle machine, where
+/// W is tens of µs; a stalled machine can make W a large share of the
+/// window), and the histogram's 3-digit buckets.
 fn assert_littles_law(what: &str, s: &Value) {
     let lambda = f(&s["achieved_per_s"]);
     let w = f(&s["latency_ns"]["mean"]) / 1e9;
     let l = f(&s["mean_in_flight"]);
+    let edges = w / f(&s["duration_s"]);
     assert!(
-        l > 0.0 && (l / (lambda * w) - 1.0).abs() < 0.05,
-        "{what}: mean in flight {l}, achieved {lambda}/s x mean response {w} s = {}",
+        l > 0.0 && (l / (lambda * w) - 1.0).abs() < 0.05 + edges,
+        "{what}: mean in flight {l}, achieved {lambda}/s x mean response {w} s = {} (edge allowance {edges:.4})",
         lambda * w
     );
 }
