@@ -269,11 +269,16 @@ pub struct RunArgs {
     /// arrivals of the same mean rate.
     #[arg(long, default_value = "fixed", value_parser = ["fixed", "poisson"], value_name = "fixed|poisson")]
     pub arrivals: String,
-    /// With --rate on a request/response test: the most transactions in
-    /// flight per flow; when full, the schedule keeps running and the owed
-    /// requests go out as slots free.
+    /// With --rate on tcp_rr or udp_rr: the most transactions in flight per
+    /// flow; when full, the schedule keeps running and the owed requests go
+    /// out as slots free. tcp_crr and tcp_cc keep one connection per flow.
     #[arg(long, default_value_t = crate::plan::DEFAULT_MAX_INFLIGHT, value_name = "N")]
     pub max_inflight: u32,
+    /// tcp_stream, tcp_maerts, tcp_bidir: time every send and receive call
+    /// on both ends into histograms (netperf's -v 2; shown with -v, always
+    /// in JSON). Off by default: two clock reads per call.
+    #[arg(long)]
+    pub call_times: bool,
     /// udp_rr: a transaction without a response after this is lost and its slot reused.
     #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
     pub rr_timeout: Duration,
@@ -489,6 +494,7 @@ impl RunArgs {
         }
         p.arrivals = self.arrivals.parse()?;
         p.max_inflight = self.max_inflight;
+        p.call_times = self.call_times;
         p.rr_timeout_ns = ns(self.rr_timeout);
         p.busy_poll_us = self.busy_poll;
         p.zerocopy = self.zerocopy;

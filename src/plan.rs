@@ -212,6 +212,11 @@ pub struct TestPlan {
     /// start.
     #[serde(default = "default_max_inflight")]
     pub max_inflight: u32,
+    /// Bulk tests: time each send and receive call into histograms on both
+    /// ends (netperf's `-v 2`); off, the calls go untimed (two clock reads
+    /// per call saved). Absent from an older peer's plan: off.
+    #[serde(default)]
+    pub call_times: bool,
 }
 
 /// The default `--max-inflight`: generous, so that a stall is charged to
@@ -407,6 +412,7 @@ impl TestPlan {
             offered_per_s: None,
             arrivals: Arrivals::Fixed,
             max_inflight: DEFAULT_MAX_INFLIGHT,
+            call_times: false,
             driver: DriverChoice::Auto,
             close: CloseMode::Fin,
             busy_poll_us: None,
@@ -546,6 +552,18 @@ impl TestPlan {
             });
         }
         self.validate_open_loop()?;
+        if self.call_times
+            && !matches!(
+                t,
+                TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
+            )
+        {
+            return Err(PlanError::NotApplicable {
+                flag: "--call-times",
+                applies: "tcp_stream, tcp_maerts and tcp_bidir",
+                test: t,
+            });
+        }
         if self.percentiles.len() > MAX_PERCENTILES {
             return Err(PlanError::Invalid(format!(
                 "--percentiles lists {} values (accepted: at most {MAX_PERCENTILES})",
@@ -648,6 +666,11 @@ impl TestPlan {
             1,
             limits::MAX_INFLIGHT as u64,
         )?;
+        if t.is_connect() && self.max_inflight != DEFAULT_MAX_INFLIGHT {
+            return Err(PlanError::Invalid(format!(
+                "--max-inflight applies to tcp_rr and udp_rr; {t} with --rate has one connection open per flow (more at once: -F)"
+            )));
+        }
         Ok(())
     }
 

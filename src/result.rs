@@ -564,6 +564,11 @@ pub struct Summary {
     /// Open loop: how far behind its schedule the generator sent requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generator_lag_ns: Option<GeneratorLag>,
+    /// Open loop: the mean number of transactions in the system (intended
+    /// start passed, response not in) over the window, from the flows' own
+    /// time integral; by Little's law ≈ achieved_per_s × mean response time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_in_flight: Option<f64>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
@@ -622,29 +627,6 @@ impl Summary {
 }
 
 impl TestResult {
-    /// Record this end's socket buffers as the kernel sets them, and the
-    /// server's when it is embedded (same kernel, same network namespace:
-    /// its sockets get what a socket here gets). A separate server's
-    /// figures come in its final report.
-    pub fn note_socket_buffers(&mut self) {
-        use crate::io::socket::SocketBuffers;
-        let plan = &self.spec.plan;
-        let ipv6 = self
-            .spec
-            .server_address
-            .as_deref()
-            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            .is_some_and(|a| a.is_ipv6());
-        if self.summary.local.socket_buffers.is_none() {
-            self.summary.local.socket_buffers = SocketBuffers::as_set(plan, &plan.local, ipv6).ok();
-        }
-        if self.spec.embedded_server && self.summary.remote.socket_buffers.is_none() {
-            let server = plan.for_server();
-            self.summary.remote.socket_buffers =
-                SocketBuffers::as_set(&server, &server.local, ipv6).ok();
-        }
-    }
-
     pub fn ok(&self) -> bool {
         self.summary.error.is_none()
     }

@@ -255,6 +255,10 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
                 p99: s.p99,
                 max: s.max,
             }),
+        mean_in_flight: plan
+            .offered_per_s
+            .filter(|_| local_s > 0.0)
+            .map(|_| local_w.in_flight_ns as f64 / (local_s * 1e9)),
         stability_cv: stability.cv,
         trend_percent: stability.trend_percent,
         interface: None,

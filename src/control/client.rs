@@ -27,7 +27,9 @@ use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader};
 use crate::engine::{Engine, place};
 use crate::io::connect::connect_many;
-use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
+use crate::io::socket::{
+    DataSocketOpts, SocketBuffers, connect, local_port, path_mtu, udp_connected,
+};
 use crate::plan::TestPlan;
 use crate::result::{Environment, TestResult};
 use crate::sensors::Provenance;
@@ -313,6 +315,7 @@ impl<'a> Session<'a> {
         self.g.generator_lag = out.generator_lag;
         self.g.local_retransmits = crate::engine::tcp_retransmits(&out.flows);
         self.g.local_zerocopy = crate::engine::zerocopy_counts(&out.flows);
+        self.g.local_call_times = crate::engine::call_times(&out.flows);
         self.g.local_rusage = Some(Rusage::process().since(&rusage0));
         outcome?;
         if let Some(e) = out.error {
@@ -343,6 +346,10 @@ impl<'a> Session<'a> {
         let token = parse_token(&accepted.token)?;
         let data_addr = SocketAddr::new(server_ip, accepted.data_port);
         let opts = DataSocketOpts::from_plan(plan, &plan.local);
+        // What the kernel gives our data sockets of the buffers asked for
+        // (the server's come in its final report).
+        self.g.local_socket_buffers =
+            SocketBuffers::as_set(plan, &plan.local, server_ip.is_ipv6()).ok();
         let flows_n = plan.flows as usize;
         // One socket per flow here, and as many again in this process when the
         // server is embedded.
@@ -455,6 +462,8 @@ impl<'a> Session<'a> {
         g.remote_provenance = fin.provenance.map(|p| *p);
         g.remote_retransmits = fin.tcp_retransmits;
         g.remote_zerocopy = fin.zerocopy;
+        g.remote_socket_buffers = fin.socket_buffers;
+        g.remote_call_times = fin.call_times.map(|t| *t);
         for e in fin.errors {
             g.warnings.push(Warning::new(
                 Code::ServerError,

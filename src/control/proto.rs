@@ -261,6 +261,12 @@ pub struct Final {
     /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
+    /// The socket buffers the server's kernel gave its data sockets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
+    /// `--call-times`: the server's send and receive call times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_times: Option<Box<crate::stats::calltime::SendRecvTimes>>,
 }
 
 /// The server ends the session, and says why.

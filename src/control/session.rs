@@ -25,7 +25,9 @@ use super::proto::{
     Message, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
 };
 use crate::engine::{Engine, place};
-use crate::io::socket::{DataSocketOpts, listen, local_port, set_nonblocking, udp_bound};
+use crate::io::socket::{
+    DataSocketOpts, SocketBuffers, listen, local_port, set_nonblocking, udp_bound,
+};
 use crate::plan::Phase;
 use crate::plan::TestPlan;
 use crate::sensors::Provenance;
@@ -300,6 +302,8 @@ pub(crate) fn session(
             provenance: Some(Box::new(provenance)),
             tcp_retransmits: crate::engine::tcp_retransmits(&out.flows),
             zerocopy: crate::engine::zerocopy_counts(&out.flows),
+            socket_buffers: SocketBuffers::as_set(&plan, &plan.local, local_ip.is_ipv6()).ok(),
+            call_times: crate::engine::call_times(&out.flows).map(Box::new),
         }),
     )?;
     drop(out.flows);

@@ -96,6 +96,32 @@ fn buffer_line(side: &Side, opts: &crate::plan::SocketOpts, udp: bool) -> String
     )
 }
 
+/// Open loop (--rate): the schedule against what was done, and the two
+/// other clocks (service time from the send; the generator's own lag), so
+/// a generator-bound run says so.
+fn open_loop_lines(out: &mut dyn Write, s: &crate::result::Summary) -> io::Result<()> {
+    let (Some(offered), Some(achieved)) = (s.offered_per_s, s.achieved_per_s) else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "  open loop  offered {offered:.0}/s  achieved {achieved:.1}/s  late {}",
+        s.late.unwrap_or(0)
+    )?;
+    if let Some(sv) = &s.service_latency_ns {
+        write!(
+            out,
+            "           service p50 {}  p99 {}",
+            fmt_ns(sv.p50 as f64),
+            fmt_ns(sv.p99 as f64)
+        )?;
+    }
+    if let Some(g) = &s.generator_lag_ns {
+        write!(out, "  generator lag p99 {}", fmt_ns(g.p99 as f64))?;
+    }
+    writeln!(out)
+}
+
 fn headline(f: &Figures) -> String {
     if let Some(t) = f.throughput_bps {
         BitsPerSec(t).to_string()
@@ -253,6 +279,7 @@ impl Exporter for Human {
                 writeln!(out, "           {}", ps.join("  "))?;
             }
         }
+        open_loop_lines(out, s)?;
         if self.histogram
             && let Some(h) = s
                 .histogram

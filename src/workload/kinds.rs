@@ -422,6 +422,11 @@ fn stream(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         },
         a.client,
     );
+    let f = if a.plan.call_times {
+        f.with_call_times()
+    } else {
+        f
+    };
     Ok(Box::new(if a.plan.zerocopy {
         f.with_zerocopy()?
     } else {
@@ -471,7 +476,7 @@ fn connect_client(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow
         ));
     };
     let p = a.plan;
-    Ok(Box::new(ConnectClient::new(
+    let f = ConnectClient::new(
         mode,
         addr,
         bind,
@@ -482,7 +487,11 @@ fn connect_client(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow
         p.response_bytes,
         p.flow_quota(a.flow),
         p.close,
-    )))
+    );
+    Ok(Box::new(match Schedule::of(p, a.flow) {
+        Some(s) => f.open_loop(s),
+        None => f,
+    }))
 }
 
 fn connect_server(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
@@ -543,7 +552,7 @@ fn udp_stream_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
 fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
-    Ok(Box::new(UdpRrClient::new(
+    let f = UdpRrClient::new(
         sock,
         a.counters,
         p.request_bytes,
@@ -551,18 +560,30 @@ fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.burst,
         Duration::from_nanos(p.rr_timeout_ns),
         p.flow_quota(a.flow),
-    )))
+    );
+    Ok(Box::new(match Schedule::of(p, a.flow) {
+        Some(s) => f.open_loop(s),
+        None => f,
+    }))
 }
 
 fn udp_rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
+    // Open loop the client may have --max-inflight requests out at once:
+    // the server's batches and (under io_uring) its provided buffers are
+    // sized for that many, or a burst after a stall would find the ring
+    // empty and queue in the socket behind later requests.
+    let window = match p.offered_per_s {
+        Some(_) => p.max_inflight.max(1) - 1,
+        None => p.burst,
+    };
     Ok(Box::new(UdpRrServer::new(
         sock,
         a.counters,
         p.request_bytes,
         p.response_bytes,
-        p.burst,
+        window,
     )))
 }
 

@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use socket2::Socket;
 
-use super::schedule::Schedule;
+use super::schedule::{InSystem, Schedule};
 use super::{
     CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, failed, queue_send, start_on,
 };
@@ -100,6 +100,7 @@ pub struct RrClient {
     /// issued and not yet completed (oldest first, as `sent_at`).
     schedule: Option<Schedule>,
     intended: VecDeque<Instant>,
+    in_system: InSystem,
 }
 
 impl RrClient {
@@ -136,6 +137,7 @@ impl RrClient {
             tx_started: Instant::now(),
             schedule: None,
             intended: VecDeque::new(),
+            in_system: InSystem::new(),
         }
     }
 
@@ -183,6 +185,7 @@ impl RrClient {
             if lag > gap {
                 self.counters.add_late(1);
             }
+            self.in_system.arrive(due, now, &self.counters);
             self.intended.push_back(due);
             self.outstanding += 1;
             self.tx_pending += self.request;
@@ -274,6 +277,7 @@ impl RrClient {
             self.done_in_measure += completed;
         }
         if self.schedule.is_some() {
+            self.in_system.depart(completed, now, &self.counters);
             // The schedule, not the responses, issues the next requests.
             return Some(now);
         }

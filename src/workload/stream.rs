@@ -10,9 +10,9 @@
 //! reports an error (EPOLLERR) or the ring is full; before it reports done it
 //! waits (briefly) for the last completions, so the counts add up.
 //!
-//! Each send and receive that moves data in the measurement phase is timed
-//! into the flow's call-time histograms (netperf's -v 2); two vDSO clock
-//! reads per call of tens of kilobytes.
+//! With `--call-times` each send and receive that moves data in the
+//! measurement phase is timed into the flow's call-time histograms
+//! (netperf's -v 2): two vDSO clock reads per call, so only when asked.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -46,7 +46,7 @@ pub struct StreamFlow {
     zerocopy: Option<Box<ZeroCopySender>>,
     /// How long each send and receive that moved data took, over the
     /// measurement phase (netperf's -v 2 histograms).
-    times: Box<SendRecvTimes>,
+    times: Option<Box<SendRecvTimes>>,
 }
 
 impl StreamFlow {
@@ -75,12 +75,18 @@ impl StreamFlow {
             got_eof: false,
             eof_before_drain_is_error,
             zerocopy: None,
-            times: Box::default(),
+            times: None,
         }
     }
 
     /// Send with MSG_ZEROCOPY (a sending flow only): sets SO_ZEROCOPY and
     /// replaces the send buffer by a ring of them.
+    /// Time each send and receive call (`--call-times`).
+    pub fn with_call_times(mut self) -> StreamFlow {
+        self.times = Some(Box::default());
+        self
+    }
+
     pub fn with_zerocopy(mut self) -> io::Result<StreamFlow> {
         if self.sends {
             crate::io::zerocopy::enable(self.sock.as_raw_fd())?;
@@ -156,7 +162,7 @@ impl Flow for StreamFlow {
         let fd = self.sock.as_raw_fd();
         let draining = ctx.phase == crate::plan::Phase::Drain;
         // Calls are timed in the measurement phase only, as latencies are.
-        let timed = ctx.phase == crate::plan::Phase::Measure;
+        let timed = self.times.is_some() && ctx.phase == crate::plan::Phase::Measure;
         let mut more = false;
 
         // Half-close first in the drain, so a blocking read below cannot delay the peer's EOF.
@@ -186,8 +192,8 @@ impl Flow for StreamFlow {
                     }
                     Ok(n) => {
                         self.counters.add_received(n as u64);
-                        if let Some(t) = t {
-                            self.times.recv.record(t.elapsed().as_nanos() as u64);
+                        if let (Some(t), Some(times)) = (t, &mut self.times) {
+                            times.recv.record(t.elapsed().as_nanos() as u64);
                         }
                     }
                     Err(e) if would_block(&e) => break,
@@ -216,8 +222,8 @@ impl Flow for StreamFlow {
                     match send(fd, &self.send_buf) {
                         Ok(n) => {
                             self.counters.add_sent(n as u64);
-                            if let Some(t) = t {
-                                self.times.send.record(t.elapsed().as_nanos() as u64);
+                            if let (Some(t), Some(times)) = (t, &mut self.times) {
+                                times.send.record(t.elapsed().as_nanos() as u64);
                             }
                         }
                         Err(e) if would_block(&e) => break,
@@ -241,7 +247,7 @@ impl Flow for StreamFlow {
     }
 
     fn call_times(&self) -> Option<&SendRecvTimes> {
-        Some(&self.times)
+        self.times.as_deref()
     }
 
     fn zerocopy(&self) -> Option<ZeroCopyCounts> {

@@ -84,7 +84,6 @@ fn socket_buffers_are_reported_as_the_kernel_set_them() {
 
 /// A separate server's buffers come in its final report.
 #[test]
-#[ignore = "the server's final message must carry SocketBuffers::as_set of its end, and control/client.rs put it in the record"]
 fn a_separate_servers_buffers_come_in_its_final_report() {
     let server = crate::common::ServerProc::start(&[]);
     let wmax = sysctl("wmem_max");

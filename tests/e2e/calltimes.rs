@@ -19,8 +19,9 @@ fn bucketed(h: &Value) -> u64 {
     rows + u(&h["over_100_s"])
 }
 
+/// With `--call-times` both ends time their calls; without it neither does
+/// (two clock reads per call are not spent unasked).
 #[test]
-#[ignore = "the flows keep the histograms (engine::call_times); control/client.rs must gather them and the server's final message carry them"]
 fn stream_tests_report_send_and_receive_call_times() {
     let server = ServerProc::start(&[]);
     let out = run_client(
@@ -33,6 +34,7 @@ fn stream_tests_report_send_and_receive_call_times() {
             "0.5s",
             "--warmup",
             "0s",
+            "--call-times",
             "--json",
         ],
         Duration::from_secs(30),
@@ -59,6 +61,7 @@ fn stream_tests_report_send_and_receive_call_times() {
             "0.5s",
             "--warmup",
             "0s",
+            "--call-times",
             "-v",
         ],
         Duration::from_secs(30),
@@ -68,4 +71,26 @@ fn stream_tests_report_send_and_receive_call_times() {
         text.contains("local send call times") && text.contains("UNIT_USEC"),
         "{text}"
     );
+    // Not asked: no histograms, and the flag is refused where it means nothing.
+    let plain = run_client(
+        &[
+            "run",
+            "tcp_stream",
+            "-H",
+            &server.addr,
+            "-l",
+            "0.3s",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let plain = json(&plain);
+    assert!(plain["summary"]["local"]["call_times"].is_null());
+    assert!(plain["summary"]["remote"]["call_times"].is_null());
+    crate::common::assert_rejected(&[(
+        &["run", "tcp_rr", "--call-times"],
+        &["--call-times", "tcp_stream"],
+    )]);
 }

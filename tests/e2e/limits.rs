@@ -490,6 +490,8 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     provenance: None,
                     tcp_retransmits: None,
                     zerocopy: None,
+                    socket_buffers: None,
+                    call_times: None,
                 }
                 .into(),
                 _ => break,
