@@ -37,7 +37,8 @@ pub struct CurveArgs {
     pub psk_file: Option<PathBuf>,
     /// Offered rates in transactions/s, strictly increasing (1000,5k,20k), or
     /// auto: probe the closed-loop maximum, step geometrically from 5 % to
-    /// 120 % of it, then add steps between the last good one and the turn.
+    /// 120 % of it (and up to 4 steps beyond while none saturated), then
+    /// add steps between the last good one and the turn.
     #[arg(long, default_value = "auto", value_parser = rates, value_name = "LIST|auto")]
     pub rates: Rates,
     /// A bound on response time, PCT=DURATION (p50, p90, p99, p99.9 or max):
@@ -51,7 +52,7 @@ pub struct CurveArgs {
     #[arg(long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
     pub warmup: Duration,
     /// Interim sample period; default a tenth of a step (100ms..=1s), so
-    /// that growth of latency over a step can be seen.
+    /// that growth of latency over a step can be seen (it needs 6 intervals).
     #[arg(short = 'i', long, value_parser = duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
     /// auto: length of the closed-loop probe.
