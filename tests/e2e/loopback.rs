@@ -73,8 +73,11 @@ pub(crate) fn run_and_check_with(
     assert_schema(&doc);
     let s = &doc["summary"];
     assert!(s["error"].is_null());
+    // The window ends at the first tick at or after its planned end: never
+    // shorter than planned; later by however long a busy machine kept the
+    // client's clock thread from running (no bound a loaded CI can promise).
     assert!(
-        (f(&s["duration_s"]) - 1.0).abs() < 0.05,
+        f(&s["duration_s"]) >= 1.0 - 1e-3,
         "{test}: window {}",
         s["duration_s"]
     );
@@ -141,18 +144,17 @@ pub(crate) fn run_and_check_with(
 
     if let Some(t) = s["throughput_bps"].as_f64() {
         assert!(t > 1e6, "{test}: {t} bit/s");
-        // The receiver's goodput equals its window bytes over its window.
-        let recv_bits = if test == "tcp_stream" {
-            u(&s["remote"]["bytes_received"])
-        } else if test == "tcp_maerts" {
-            u(&s["local"]["bytes_received"])
-        } else {
-            u(&s["remote"]["bytes_received"]) + u(&s["local"]["bytes_received"])
-        } as f64
-            * 8.0;
+        // Each direction's goodput is its receiver's window bytes over that
+        // receiver's window (the server's clock for what the client sent).
+        let rate = |end: &str| u(&s[end]["bytes_received"]) as f64 * 8.0 / f(&s[end]["window_s"]);
+        let want = match test {
+            "tcp_stream" => rate("remote"),
+            "tcp_maerts" => rate("local"),
+            _ => rate("remote") + rate("local"),
+        };
         assert!(
-            (recv_bits / t - 1.0).abs() < 0.05,
-            "{test}: {recv_bits} bits vs {t} bit/s"
+            (want / t - 1.0).abs() < 1e-9,
+            "{test}: {want} bit/s from the window's bytes vs {t} bit/s"
         );
     } else {
         let tps = f(&s["transactions_per_s"]);
