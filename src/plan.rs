@@ -12,6 +12,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub mod mix;
 /// The test types. Names are the lower-case ones; netperf's upper-case names
 /// (`TCP_RR`, `TCP_STREAM`, ...) are accepted as aliases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -212,6 +213,14 @@ pub struct TestPlan {
     /// start.
     #[serde(default = "default_max_inflight")]
     pub max_inflight: u32,
+    /// IP_TOS / IPV6_TCLASS byte on the data sockets (`--tos`); None: the
+    /// kernel's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    /// A mix (`--mix`, presets): the parts, whose flows add up to `flows`
+    /// in this order; empty for a single test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<mix::PartPlan>,
 }
 
 /// The default `--max-inflight`: generous, so that a stall is charged to
@@ -415,11 +424,16 @@ impl TestPlan {
             local: SocketOpts::default(),
             remote: SocketOpts::default(),
             percentiles: Vec::new(),
+            tos: None,
+            parts: Vec::new(),
         }
     }
 
     /// Check every field against its range and the test it belongs to.
     pub fn validate(&self) -> Result<(), PlanError> {
+        if !self.parts.is_empty() {
+            return self.validate_parts();
+        }
         use limits::*;
         let t = self.test;
         check("--flows", self.flows as u64, 1, MAX_FLOWS as u64)?;

@@ -14,8 +14,8 @@ use super::proto::Rusage;
 use crate::io::zerocopy::ZeroCopyCounts;
 use crate::plan::{Phase, TestPlan};
 use crate::result::{
-    Environment, Figures, GeneratorLag, Interval, SCHEMA, Side, Spec, Stability, Summary,
-    TestResult,
+    Environment, Figures, GeneratorLag, Interval, PartInterval, PartSummary, SCHEMA, Side, Spec,
+    Stability, Summary, TestResult,
 };
 use crate::sensors::Provenance;
 use crate::sensors::window::WindowStats;
@@ -37,6 +37,33 @@ pub(crate) struct RemoteSample {
     pub(crate) counts: Vec<Counts>,
 }
 
+/// What one part of a mix leaves on the client: its own histograms and
+/// retransmissions (the counters are the part's slice of the samples).
+#[derive(Clone, Default)]
+pub(crate) struct PartRecord {
+    pub(crate) latency: LatencyHistogram,
+    pub(crate) interval_latency: BTreeMap<u32, LatencySummary>,
+    pub(crate) service_latency: LatencyHistogram,
+    pub(crate) service_interval_latency: BTreeMap<u32, LatencySummary>,
+    pub(crate) generator_lag: LatencyHistogram,
+    pub(crate) local_retransmits: Option<u64>,
+    pub(crate) remote_retransmits: Option<u64>,
+}
+
+impl PartRecord {
+    pub(crate) fn of(out: &crate::engine::EngineOutcome) -> PartRecord {
+        PartRecord {
+            latency: out.latency.clone(),
+            interval_latency: out.interval_latency.clone(),
+            service_latency: out.service_latency.clone(),
+            service_interval_latency: out.service_interval_latency.clone(),
+            generator_lag: out.generator_lag.clone(),
+            local_retransmits: crate::engine::tcp_retransmits(&out.flows),
+            remote_retransmits: None,
+        }
+    }
+}
+
 /// Everything gathered so far, whatever happens: the raw record of one run.
 pub(crate) struct Gathered {
     pub(crate) local: Vec<LocalSample>,
@@ -50,6 +77,12 @@ pub(crate) struct Gathered {
     pub(crate) generator_lag: LatencyHistogram,
     pub(crate) local_total: Option<Counts>,
     pub(crate) remote_total: Option<Counts>,
+    /// Each flow's totals after the drain, both ends: a mix's parts take
+    /// their slices.
+    pub(crate) local_final: Vec<Counts>,
+    pub(crate) remote_final: Vec<Counts>,
+    /// Each part's own record, in the plan's order (one for a single test).
+    pub(crate) parts: Vec<PartRecord>,
     pub(crate) local_rusage: Option<Rusage>,
     pub(crate) remote_rusage: Option<Rusage>,
     pub(crate) env: Environment,
@@ -94,6 +127,9 @@ impl Gathered {
             generator_lag: LatencyHistogram::new(),
             local_total: None,
             remote_total: None,
+            local_final: Vec::new(),
+            remote_final: Vec::new(),
+            parts: Vec::new(),
             local_rusage: None,
             remote_rusage: None,
             env,
@@ -161,6 +197,166 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
         service_latency_ns: g.service_interval_latency.get(&((k - 1) as u32)).cloned(),
     }
+}
+
+/// The record of part `i` of a mix alone: its slice of every sample and
+/// total, its own histograms; the session's environment and readings.
+fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) -> Gathered {
+    let slice = |v: &[Counts]| {
+        v.get(range.clone())
+            .map(<[Counts]>::to_vec)
+            .unwrap_or_default()
+    };
+    let mut p = Gathered::new(
+        g.env.clone(),
+        g.server_label.clone(),
+        g.embedded,
+        g.bind.clone(),
+        g.hypervisor,
+    );
+    p.local = g
+        .local
+        .iter()
+        .map(|l| LocalSample {
+            at: l.at,
+            unix_s: l.unix_s,
+            counts: slice(&l.counts),
+            phase: l.phase,
+        })
+        .collect();
+    p.remote = g
+        .remote
+        .iter()
+        .map(|r| {
+            r.as_ref().map(|r| RemoteSample {
+                elapsed_ns: r.elapsed_ns,
+                counts: slice(&r.counts),
+            })
+        })
+        .collect();
+    p.latency = rec.latency.clone();
+    p.interval_latency = rec.interval_latency.clone();
+    p.service_latency = rec.service_latency.clone();
+    p.service_interval_latency = rec.service_interval_latency.clone();
+    p.generator_lag = rec.generator_lag.clone();
+    p.local_final = slice(&g.local_final);
+    p.remote_final = slice(&g.remote_final);
+    p.local_total = g.local_total.map(|_| Counts::sum(&p.local_final));
+    p.remote_total = g.remote_total.map(|_| Counts::sum(&p.remote_final));
+    p.local_retransmits = rec.local_retransmits;
+    p.remote_retransmits = rec.remote_retransmits;
+    p.server_on_this_host = g.server_on_this_host;
+    p.setup_s = g.setup_s;
+    p.server_address = g.server_address.clone();
+    p
+}
+
+/// The result of a mix: each part analysed as the test it is, alone, and
+/// the session's result with the parts in `summary.parts`. The session's
+/// own figures of merit are left out: a sum over different tests' flows
+/// means nothing (the parts, phases and fairness carry the figures).
+pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) -> TestResult {
+    let offsets = plan.part_offsets();
+    let mut parts = Vec::with_capacity(plan.parts.len());
+    for (i, (part, pplan)) in plan.parts.iter().zip(plan.part_plans()).enumerate() {
+        let rec = g.parts.get(i).cloned().unwrap_or_default();
+        let pg = part_record(&g, offsets[i]..offsets[i + 1], &rec);
+        let r = assemble(&pplan, pg, error.clone());
+        let measure: Vec<&Interval> = r
+            .intervals
+            .iter()
+            .filter(|iv| iv.phase == Phase::Measure)
+            .collect();
+        let flow_throughput_bps = if part.test.is_stream() {
+            per_flow_goodput(part.test, &measure)
+        } else {
+            Vec::new()
+        };
+        let tcp_retransmits = match (rec.local_retransmits, rec.remote_retransmits) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        let mut summary = r.summary;
+        // The session's warnings are said once, at the top.
+        summary.warnings = Warnings::default();
+        summary.error = None;
+        parts.push(PartSummary {
+            name: part.name.clone(),
+            test: part.test,
+            flows: part.flows,
+            direction: crate::plan::mix::direction(part.test),
+            tos: pplan.tos,
+            flow_throughput_bps,
+            tcp_retransmits,
+            summary: Box::new(summary),
+            intervals: r
+                .intervals
+                .iter()
+                .map(|iv| PartInterval {
+                    index: iv.index,
+                    phase: iv.phase,
+                    start_s: iv.start_s,
+                    end_s: iv.end_s,
+                    sum: iv.sum.clone(),
+                    latency_ns: iv.latency_ns.clone(),
+                })
+                .collect(),
+        });
+    }
+    let mut r = assemble(plan, g, error);
+    let s = &mut r.summary;
+    s.throughput_bps = None;
+    s.throughput_bps_c2s = None;
+    s.throughput_bps_s2c = None;
+    s.throughput_bps_sent = None;
+    s.transactions_per_s = None;
+    s.transactions = None;
+    s.latency_ns = None;
+    s.histogram = None;
+    s.offered_per_s = None;
+    s.achieved_per_s = None;
+    s.late = None;
+    s.service_latency_ns = None;
+    s.generator_lag_ns = None;
+    s.datagrams_sent = None;
+    s.datagrams_received = None;
+    s.lost = None;
+    s.reordered = None;
+    s.duplicates = None;
+    s.stability_cv = None;
+    s.trend_percent = None;
+    s.parts = parts;
+    for iv in &mut r.intervals {
+        iv.latency_ns = None;
+        iv.service_latency_ns = None;
+    }
+    r
+}
+
+/// Each flow's goodput over the window, bits/s: the receiver's bytes
+/// (the server's for an upload, ours for a download).
+fn per_flow_goodput(test: crate::plan::TestKind, measure: &[&Interval]) -> Vec<f64> {
+    let secs: f64 = measure.iter().fold(0.0, |a, i| a + (i.end_s - i.start_s));
+    let Some(first) = measure.first() else {
+        return Vec::new();
+    };
+    let n = first.local.len();
+    (0..n)
+        .map(|f| {
+            let bytes: u64 = measure
+                .iter()
+                .map(|iv| match crate::plan::mix::direction(test) {
+                    "down" => iv.local.get(f).map_or(0, |c| c.bytes_received),
+                    _ => iv.remote.get(f).map_or(0, |c| c.bytes_received),
+                })
+                .sum();
+            if secs > 0.0 {
+                bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        })
+        .collect()
 }
 
 /// The result of a run from its record; `error` is why it ended early.
@@ -271,6 +467,7 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         setup_s: g.setup_s,
         warnings: Warnings(warnings),
         error,
+        ..Summary::default()
     };
     apply_windows(plan, &fig, &g, &mut summary);
     TestResult {

@@ -295,7 +295,13 @@ mod tests {
             .collect::<Vec<u8>>();
         hello.extend_from_slice(&0u32.to_be_bytes());
         data.write_all(&hello).unwrap();
-        send(&mut c, Start { udp_ports: vec![] });
+        send(
+            &mut c,
+            Start {
+                udp_ports: vec![],
+                parts_udp_ports: vec![],
+            },
+        );
         assert!(matches!(reply(&mut c), ServerMsg::Started(_)));
         send(
             &mut c,
@@ -365,7 +371,7 @@ mod tests {
             },
         );
         let e = error_of(reply(&mut c));
-        assert!(e.contains("speaks v1") && e.contains("speaks v99"), "{e}");
+        assert!(e.contains("speaks v2") && e.contains("speaks v99"), "{e}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use super::analysis::{Gathered, LocalSample, RemoteSample, interval};
 use super::proto::{ClientMsg, Final, FrameError, ServerMsg, Tick, write_msg};
-use crate::engine::Engine;
+use crate::engine::Engines;
 use crate::plan::Phase;
 use crate::plan::TestPlan;
 use crate::result::Interval;
@@ -97,7 +97,7 @@ pub fn spawn_reader(ctrl: &TcpStream) -> Result<mpsc::Receiver<Result<ServerMsg,
 pub(crate) struct Running {
     pub meter: Meter,
     /// Taken out (and joined) once the timeline is over.
-    pub engine: Option<Engine>,
+    pub engine: Option<Engines>,
     pub ctrl: TcpStream,
     pub rx: mpsc::Receiver<Result<ServerMsg, FrameError>>,
     pub t0: Instant,
@@ -109,7 +109,7 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    fn engine(&self) -> &Engine {
+    fn engine(&self) -> &Engines {
         self.engine
             .as_ref()
             .expect("engine runs until the timeline ends")
@@ -306,8 +306,9 @@ impl Running {
             self.check_engine()?;
             self.check_samples(g)?;
         }
-        // Our totals after the drain.
-        g.local_total = Some(Counts::sum(&self.engine().snapshot()));
+        // Our totals after the drain, per flow for the parts of a mix.
+        g.local_final = self.engine().snapshot();
+        g.local_total = Some(Counts::sum(&g.local_final));
         Ok(())
     }
 

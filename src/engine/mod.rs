@@ -34,7 +34,9 @@ use crate::stats::latency::{
 };
 use crate::workload::{Flow, FlowCtx, KICK, Progress, token};
 
+pub mod parts;
 mod watchdog;
+pub use parts::Engines;
 use watchdog::WatchSlot;
 
 /// The longest a worker waits with nothing ready and no flow's moment

@@ -111,6 +111,7 @@ fn a_session_ends_at_its_stated_bound_whatever_the_client_sends() {
                 let (_sock, port) = udp_end();
                 s.write_all(&encode(&ClientMsg::from(proto::Start {
                     udp_ports: vec![port],
+                    parts_udp_ports: vec![],
                 })))
                 .unwrap();
                 assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
@@ -164,6 +165,7 @@ fn control_frames_after_the_spec_are_sized_to_the_session() {
     let (_sock, port) = udp_end();
     s.write_all(&encode(&ClientMsg::from(proto::Start {
         udp_ports: vec![port],
+        parts_udp_ports: vec![],
     })))
     .unwrap();
     assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
@@ -209,6 +211,7 @@ fn udp_datagrams_queued_before_start_are_refused() {
     let (_sock, port) = udp_end();
     s.write_all(&encode(&ClientMsg::from(proto::Start {
         udp_ports: vec![port],
+        parts_udp_ports: vec![],
     })))
     .unwrap();
     assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
@@ -250,6 +253,7 @@ fn silent_data_connections_neither_delay_nor_go_uncounted() {
     real.write_all(&0u32.to_be_bytes()).unwrap();
     s.write_all(&encode(&ClientMsg::from(proto::Start {
         udp_ports: vec![],
+        parts_udp_ports: vec![],
     })))
     .unwrap();
     let started = next_frame(&mut s).unwrap();
@@ -307,6 +311,7 @@ fn many_sessions_together_stay_under_max_memory() {
                 if reply["type"] == "accepted" {
                     s.write_all(&encode(&ClientMsg::from(proto::Start {
                         udp_ports: vec![],
+                        parts_udp_ports: vec![],
                     })))
                     .unwrap();
                     assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
@@ -464,6 +469,7 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     data_port: 0,
                     token: "00".repeat(TOKEN_LEN),
                     udp_ports: vec![udp.local_addr().unwrap().port()],
+                    parts: vec![],
                 }
                 .into(),
                 ClientMsg::Start(_) => proto::Started {
@@ -490,6 +496,7 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     provenance: None,
                     tcp_retransmits: None,
                     zerocopy: None,
+                    part_retransmits: vec![],
                 }
                 .into(),
                 _ => break,

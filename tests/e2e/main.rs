@@ -13,6 +13,7 @@ mod limits;
 mod live;
 mod loopback;
 mod measure;
+mod mix;
 mod netns;
 mod open_loop;
 mod outputs;
