@@ -214,6 +214,12 @@ pub struct RunArgs {
     /// DSCP/TOS mark on the data sockets, both ends: a DSCP name (EF, CS5, AF41, BE, BK) or the TOS byte 0..255 (IP_TOS, IPV6_TCLASS).
     #[arg(long, value_name = "DSCP|TOS")]
     pub tos: Option<String>,
+    /// A mix with latency probes and bulk parts: the probes run alone this long at the start of the measurement window (the idle phase), before the bulk parts start; 0 with --recovery 0: no phases.
+    #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    pub idle: Duration,
+    /// A mix with latency probes and bulk parts: the probes run on alone this long after the bulk parts have drained (the recovery phase).
+    #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    pub recovery: Duration,
     /// Print the plan (a preset's or --mix's SPEC and its parts) and exit without running.
     #[arg(long)]
     pub dry_run: bool,
@@ -546,6 +552,8 @@ impl RunArgs {
             p.flows = parts.iter().map(|x| x.flows).sum();
             p.threads = 1;
             p.parts = parts;
+            p.idle_ns = ns(self.idle);
+            p.recovery_ns = ns(self.recovery);
         }
         p.validate()?;
         Ok(p)

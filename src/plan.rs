@@ -221,6 +221,22 @@ pub struct TestPlan {
     /// in this order; empty for a single test.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<mix::PartPlan>,
+    /// A mix with probes and bulk parts: probes alone at the start of the
+    /// measurement window (`--idle`), before the bulk parts start.
+    #[serde(default)]
+    pub idle_ns: u64,
+    /// ... and at its end (`--recovery`), after the bulk parts have drained.
+    #[serde(default)]
+    pub recovery_ns: u64,
+}
+
+/// What a tick does to a mix's bulk parts besides its phase: start them
+/// (idle to loaded) or drain them (loaded to recovery).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadStep {
+    Start,
+    Stop,
 }
 
 /// The default `--max-inflight`: generous, so that a stall is charged to
@@ -426,6 +442,8 @@ impl TestPlan {
             percentiles: Vec::new(),
             tos: None,
             parts: Vec::new(),
+            idle_ns: 0,
+            recovery_ns: 0,
         }
     }
 

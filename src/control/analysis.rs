@@ -14,8 +14,9 @@ use super::proto::Rusage;
 use crate::io::zerocopy::ZeroCopyCounts;
 use crate::plan::{Phase, TestPlan};
 use crate::result::{
-    Environment, Figures, GeneratorLag, Interval, PartInterval, PartSummary, SCHEMA, Side, Spec,
-    Stability, Summary, TestResult,
+    Environment, Fairness, Figures, GeneratorLag, Interval, LatencyUnderLoad, PartInterval,
+    PartSummary, PhaseFigures, ProbePhases, SCHEMA, Side, Spec, Stability, Summary, TestResult,
+    jain,
 };
 use crate::sensors::Provenance;
 use crate::sensors::window::WindowStats;
@@ -48,6 +49,8 @@ pub(crate) struct PartRecord {
     pub(crate) generator_lag: LatencyHistogram,
     pub(crate) local_retransmits: Option<u64>,
     pub(crate) remote_retransmits: Option<u64>,
+    /// Probes: each interval's histogram, for the phases.
+    pub(crate) interval_histograms: BTreeMap<u32, LatencyHistogram>,
 }
 
 impl PartRecord {
@@ -60,6 +63,7 @@ impl PartRecord {
             generator_lag: out.generator_lag.clone(),
             local_retransmits: crate::engine::tcp_retransmits(&out.flows),
             remote_retransmits: None,
+            interval_histograms: out.interval_histograms.clone(),
         }
     }
 }
@@ -83,6 +87,9 @@ pub(crate) struct Gathered {
     pub(crate) remote_final: Vec<Counts>,
     /// Each part's own record, in the plan's order (one for a single test).
     pub(crate) parts: Vec<PartRecord>,
+    /// A phased mix: the ticks (local sample indices) that begin the idle,
+    /// loaded and recovery phases and end the last.
+    pub(crate) load_bounds: Vec<u32>,
     pub(crate) local_rusage: Option<Rusage>,
     pub(crate) remote_rusage: Option<Rusage>,
     pub(crate) env: Environment,
@@ -130,6 +137,7 @@ impl Gathered {
             local_final: Vec::new(),
             remote_final: Vec::new(),
             parts: Vec::new(),
+            load_bounds: Vec::new(),
             local_rusage: None,
             remote_rusage: None,
             env,
@@ -262,13 +270,13 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
         let rec = g.parts.get(i).cloned().unwrap_or_default();
         let pg = part_record(&g, offsets[i]..offsets[i + 1], &rec);
         let r = assemble(&pplan, pg, error.clone());
-        let measure: Vec<&Interval> = r
-            .intervals
-            .iter()
-            .filter(|iv| iv.phase == Phase::Measure)
-            .collect();
+        // Over the loaded phase when there is one: the bulk flows run only then.
+        let window = match loaded_window(&g) {
+            Some(w) => w,
+            None => measure_window(&g),
+        };
         let flow_throughput_bps = if part.test.is_stream() {
-            per_flow_goodput(part.test, &measure)
+            flow_goodput(&g, part.test, offsets[i]..offsets[i + 1], window)
         } else {
             Vec::new()
         };
@@ -303,8 +311,35 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
                 .collect(),
         });
     }
+    let phases = probe_phases(plan, &g);
+    let fairness = {
+        let of = |dir: &str| -> Vec<f64> {
+            parts
+                .iter()
+                .filter(|p| p.direction == dir)
+                .flat_map(|p| p.flow_throughput_bps.iter().copied())
+                .collect()
+        };
+        let (up, down) = (of("up"), of("down"));
+        (!up.is_empty() || !down.is_empty()).then(|| Fairness {
+            up: jain(&up),
+            down: jain(&down),
+        })
+    };
     let mut r = assemble(plan, g, error);
     let s = &mut r.summary;
+    s.latency_under_load_ns = phases.as_ref().and_then(|ph| {
+        let (idle, loaded) = (
+            ph.idle.probe_latency_ns.as_ref()?,
+            ph.loaded.probe_latency_ns.as_ref()?,
+        );
+        Some(LatencyUnderLoad {
+            p50: loaded.p50 as i64 - idle.p50 as i64,
+            p99: loaded.p99 as i64 - idle.p99 as i64,
+        })
+    });
+    s.phases = phases;
+    s.fairness = fairness;
     s.throughput_bps = None;
     s.throughput_bps_c2s = None;
     s.throughput_bps_s2c = None;
@@ -333,23 +368,72 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
     r
 }
 
-/// Each flow's goodput over the window, bits/s: the receiver's bytes
-/// (the server's for an upload, ours for a download).
-fn per_flow_goodput(test: crate::plan::TestKind, measure: &[&Interval]) -> Vec<f64> {
-    let secs: f64 = measure.iter().fold(0.0, |a, i| a + (i.end_s - i.start_s));
-    let Some(first) = measure.first() else {
-        return Vec::new();
-    };
-    let n = first.local.len();
-    (0..n)
+/// Two local sample indices: a stretch of the run between two ticks.
+type Window = (usize, usize);
+
+/// The loaded phase of a phased mix, when all its bounds were reached.
+fn loaded_window(g: &Gathered) -> Option<Window> {
+    match g.load_bounds[..] {
+        [_, a, b, _] => Some((a as usize, b as usize)),
+        _ => None,
+    }
+}
+
+/// The measurement window: from the first tick of the measure phase to the last.
+fn measure_window(g: &Gathered) -> Window {
+    let first = g.local.iter().position(|l| l.phase == Phase::Measure);
+    let last = g.local.iter().rposition(|l| l.phase == Phase::Measure);
+    match (first, last) {
+        // Sample k closes the interval (k-1, k] of its phase.
+        (Some(a), Some(b)) => (a.saturating_sub(1), b),
+        _ => (0, 0),
+    }
+}
+
+fn window_s(g: &Gathered, (a, b): Window) -> f64 {
+    match (g.local.get(a), g.local.get(b)) {
+        (Some(x), Some(y)) if b > a => (y.at - x.at).as_secs_f64(),
+        _ => 0.0,
+    }
+}
+
+/// Bytes the receiving end of flow `f` took in over the window: the
+/// server for what the client sent, the client for what the server sent.
+fn received(g: &Gathered, f: usize, (a, b): Window, by_server: bool) -> u64 {
+    if by_server {
+        match (
+            g.remote.get(a).and_then(Option::as_ref),
+            g.remote.get(b).and_then(Option::as_ref),
+        ) {
+            (Some(x), Some(y)) => {
+                let at = |s: &RemoteSample| s.counts.get(f).map_or(0, |c| c.bytes_received);
+                at(y).saturating_sub(at(x))
+            }
+            _ => 0,
+        }
+    } else {
+        let at = |k: usize| {
+            g.local
+                .get(k)
+                .and_then(|l| l.counts.get(f))
+                .map_or(0, |c| c.bytes_received)
+        };
+        at(b).saturating_sub(at(a))
+    }
+}
+
+/// Each flow's goodput over the window, bits/s, as its receiver counted it.
+fn flow_goodput(
+    g: &Gathered,
+    test: crate::plan::TestKind,
+    flows: std::ops::Range<usize>,
+    w: Window,
+) -> Vec<f64> {
+    let secs = window_s(g, w);
+    let down = crate::plan::mix::direction(test) == "down";
+    flows
         .map(|f| {
-            let bytes: u64 = measure
-                .iter()
-                .map(|iv| match crate::plan::mix::direction(test) {
-                    "down" => iv.local.get(f).map_or(0, |c| c.bytes_received),
-                    _ => iv.remote.get(f).map_or(0, |c| c.bytes_received),
-                })
-                .sum();
+            let bytes = received(g, f, w, !down);
             if secs > 0.0 {
                 bytes as f64 * 8.0 / secs
             } else {
@@ -357,6 +441,62 @@ fn per_flow_goodput(test: crate::plan::TestKind, measure: &[&Interval]) -> Vec<f
             }
         })
         .collect()
+}
+
+/// The probes' latency and the goodput each way in the idle, loaded and
+/// recovery phases of a phased mix; None when the run did not reach the
+/// end of its recovery phase.
+fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
+    let [b0, b1, b2, b3] = g.load_bounds[..] else {
+        return None;
+    };
+    let offsets = plan.part_offsets();
+    let t0 = |k: u32| g.local.get(k as usize).map_or(0.0, |l| l.at.as_secs_f64());
+    let phase = |a: u32, b: u32| {
+        let w = (a as usize, b as usize);
+        let secs = window_s(g, w);
+        let mut hist = LatencyHistogram::new();
+        let (mut up, mut down) = (0u64, 0u64);
+        for (i, part) in plan.parts.iter().enumerate() {
+            let flows = offsets[i]..offsets[i + 1];
+            if part.is_probe() {
+                if let Some(rec) = g.parts.get(i) {
+                    for (_, h) in rec.interval_histograms.range(a..b) {
+                        hist.merge(h);
+                    }
+                }
+                continue;
+            }
+            match crate::plan::mix::direction(part.test) {
+                "up" => up += flows.map(|f| received(g, f, w, true)).sum::<u64>(),
+                "down" => down += flows.map(|f| received(g, f, w, false)).sum::<u64>(),
+                "both" => {
+                    up += flows.clone().map(|f| received(g, f, w, true)).sum::<u64>();
+                    down += flows.map(|f| received(g, f, w, false)).sum::<u64>();
+                }
+                _ => {}
+            }
+        }
+        let bps = |bytes: u64| {
+            if secs > 0.0 {
+                bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        };
+        PhaseFigures {
+            start_s: t0(a),
+            end_s: t0(b),
+            probe_latency_ns: hist.summary_with(&plan.percentiles),
+            throughput_up_bps: bps(up),
+            throughput_down_bps: bps(down),
+        }
+    };
+    Some(ProbePhases {
+        idle: phase(b0, b1),
+        loaded: phase(b1, b2),
+        recovery: phase(b2, b3),
+    })
 }
 
 /// The result of a run from its record; `error` is why it ended early.

@@ -316,8 +316,19 @@ impl<'a> Session<'a> {
         // counts at t0: nothing they do before the session's first tick escapes
         // the window (it matters when the test starts in the measure phase).
         let t0 = Instant::now();
-        let engine = Engines::start(blocks, phases[0].0, plan.driver, &plan.percentiles)
-            .context("starting worker threads")?;
+        let engine = Engines::start(
+            blocks,
+            &plan.held_parts(),
+            phases[0].0,
+            plan.driver,
+            &plan.percentiles,
+        )
+        .context("starting worker threads")?;
+        for (i, p) in plan.parts.iter().enumerate() {
+            if p.is_probe() {
+                engine.keep_interval_histograms(i);
+            }
+        }
         if let Some(w) = crate::engine::uring_fallback(plan) {
             self.g.warnings.push(Warning::new(Code::UringFallback, w));
         }

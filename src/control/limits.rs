@@ -149,6 +149,8 @@ pub fn total_duration_ns(plan: &TestPlan) -> u64 {
     };
     plan.warmup_ns
         .saturating_add(measure)
+        .saturating_add(plan.idle_ns)
+        .saturating_add(plan.recovery_ns)
         .saturating_add(plan.cooldown_ns)
 }
 

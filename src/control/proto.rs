@@ -239,6 +239,9 @@ pub struct Started {
 pub struct Tick {
     pub seq: u32,
     pub phase: Phase,
+    /// A phased mix: start or drain the bulk parts with this tick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::plan::LoadStep>,
 }
 
 /// The server's counters at a tick.
@@ -405,6 +408,7 @@ mod tests {
             Tick {
                 seq: 3,
                 phase: Phase::Measure,
+                load: None,
             }
             .into(),
             Finish {
@@ -458,6 +462,7 @@ mod tests {
         let tick = encode(&ClientMsg::from(Tick {
             seq: 7,
             phase: Phase::Measure,
+            load: None,
         }));
         assert_eq!(&tick[4..], br#"{"type":"tick","seq":7,"phase":"measure"}"#);
         let ok = encode(&ServerMsg::from(AuthOk {}));

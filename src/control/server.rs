@@ -308,6 +308,7 @@ mod tests {
             Tick {
                 seq: 0,
                 phase: Phase::Measure,
+                load: None,
             },
         );
         assert!(matches!(
@@ -322,6 +323,7 @@ mod tests {
             Tick {
                 seq: 1,
                 phase: Phase::Drain,
+                load: None,
             },
         );
         assert!(matches!(
@@ -354,6 +356,7 @@ mod tests {
             Tick {
                 seq: 0,
                 phase: Phase::Measure,
+                load: None,
             },
         );
         assert_eq!(error_of(reply(&mut c)), "expected 'spec', got 'tick'");

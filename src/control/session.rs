@@ -274,7 +274,7 @@ pub(crate) fn session(
     let mut meter = Meter::new(peer);
     let provenance = Provenance::gather(meter.interface());
     let rusage0 = Rusage::process();
-    let engine = Engines::start(blocks, Phase::Warmup, plan.driver, &[])?;
+    let mut engine = Engines::start(blocks, &plan.held_parts(), Phase::Warmup, plan.driver, &[])?;
     let t0 = Instant::now();
     write_msg(
         &mut ctrl,
@@ -284,7 +284,7 @@ pub(crate) fn session(
         }),
     )?;
 
-    let client_sent = match answer_ticks(&mut ctrl, &engine, &mut meter, &plan, config, t0) {
+    let client_sent = match answer_ticks(&mut ctrl, &mut engine, &mut meter, &plan, config, t0) {
         Ok(sent) => sent,
         Err(e) => {
             drop(engine.join());
@@ -544,7 +544,7 @@ fn server_flows(
 /// returned), within the session's bound.
 fn answer_ticks(
     ctrl: &mut TcpStream,
-    engine: &Engines,
+    engine: &mut Engines,
     meter: &mut Meter,
     plan: &TestPlan,
     config: &ServerConfig,
@@ -563,7 +563,10 @@ fn answer_ticks(
         }
         let wait = left.map_or(idle, |l| l.min(idle));
         match read_msg_within::<ClientMsg>(ctrl, frame, wait) {
-            Ok(ClientMsg::Tick(Tick { seq, phase })) => {
+            Ok(ClientMsg::Tick(Tick { seq, phase, load })) => {
+                if let Some(step) = load {
+                    engine.step(step, phase, seq)?;
+                }
                 engine.set_phase(phase);
                 meter.on_tick(phase_now, phase);
                 phase_now = phase;

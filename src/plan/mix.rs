@@ -283,9 +283,29 @@ impl TestPlan {
                 q.transactions = None;
                 q.offered_per_s = p.offered_per_s;
                 q.tos = p.tos.or(self.tos);
+                q.idle_ns = 0;
+                q.recovery_ns = 0;
                 q
             })
             .collect()
+    }
+
+    /// A mix with latency probes and bulk parts, and an idle or recovery
+    /// phase: the bulk parts run only in the middle of the window.
+    pub fn load_phases(&self) -> bool {
+        (self.idle_ns > 0 || self.recovery_ns > 0)
+            && self.parts.iter().any(PartPlan::is_probe)
+            && self.parts.iter().any(|p| !p.is_probe())
+    }
+
+    /// The parts held back until the load starts (the bulk parts of a
+    /// phased mix), in the parts' order.
+    pub fn held_parts(&self) -> Vec<bool> {
+        if self.parts.is_empty() {
+            return vec![false];
+        }
+        let phased = self.load_phases();
+        self.parts.iter().map(|p| phased && !p.is_probe()).collect()
     }
 
     /// The first global flow index of each part, and the total after the last.
@@ -310,6 +330,13 @@ impl TestPlan {
             return Err(PlanError::Invalid(
                 "--transactions does not combine with --mix: the parts share one time-limited window (give --duration)".into(),
             ));
+        }
+        for (flag, ns) in [("--idle", self.idle_ns), ("--recovery", self.recovery_ns)] {
+            if ns > super::limits::MAX_DURATION_NS {
+                return Err(PlanError::Invalid(format!(
+                    "{flag} is out of range (accepted: 0s..=1d)"
+                )));
+            }
         }
         let sum: u64 = self.parts.iter().map(|p| p.flows as u64).sum();
         if sum != self.flows as u64 {

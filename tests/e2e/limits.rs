@@ -58,6 +58,7 @@ fn tick(s: &mut TcpStream, seq: u32) {
     s.write_all(&encode(&ClientMsg::from(proto::Tick {
         seq,
         phase: Phase::Measure,
+        load: None,
     })))
     .unwrap();
 }
@@ -72,6 +73,7 @@ fn tick_until_ended(s: &mut TcpStream, every: Duration, give_up: Duration) -> (S
         if s.write_all(&encode(&ClientMsg::from(proto::Tick {
             seq,
             phase: Phase::Measure,
+            load: None,
         })))
         .is_err()
         {

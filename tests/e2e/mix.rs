@@ -56,6 +56,10 @@ fn a_mix_reports_each_part_as_it_would_alone() {
             "tcp_stream*2,tcp_maerts,tcp_rr@rate=200@dscp=EF,udp_stream",
             "-l",
             "2s",
+            "--idle",
+            "0",
+            "--recovery",
+            "0",
             "--warmup",
             "0",
         ],
@@ -86,6 +90,8 @@ fn a_mix_reports_each_part_as_it_would_alone() {
     for p in parts {
         assert_eq!(p["intervals"].as_array().unwrap().len(), n);
     }
+    // No idle or recovery phase asked for: no phases.
+    assert!(doc["summary"]["phases"].is_null());
     assert_conserved(&doc);
 }
 
@@ -133,4 +139,66 @@ fn bad_specs_name_the_part() {
             &["--tos 300", "0..=255"],
         ),
     ]);
+}
+
+/// Jain's index as the issue defines it, from the goodputs the result reports.
+pub fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    s * s / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
+}
+
+/// The goodputs a direction's parts report, flow by flow.
+pub fn flow_goodputs(doc: &Value, dir: &str) -> Vec<f64> {
+    doc["summary"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["direction"] == dir)
+        .flat_map(|p| p["flow_throughput_bps"].as_array().unwrap().clone())
+        .map(|v| v.as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_preset_has_idle_loaded_and_recovery_phases() {
+    let server = ServerProc::start(&[]);
+    let doc = run_mix(
+        &server,
+        &[
+            "rrul_be",
+            "-l",
+            "2s",
+            "--idle",
+            "1s",
+            "--recovery",
+            "1s",
+            "--warmup",
+            "0",
+        ],
+    );
+    let s = &doc["summary"];
+    let ph = &s["phases"];
+    // The bulk flows run only in the loaded phase.
+    assert_eq!(ph["idle"]["throughput_up_bps"].as_f64(), Some(0.0));
+    assert_eq!(ph["idle"]["throughput_down_bps"].as_f64(), Some(0.0));
+    assert!(ph["loaded"]["throughput_up_bps"].as_f64().unwrap() > 0.0);
+    assert!(ph["loaded"]["throughput_down_bps"].as_f64().unwrap() > 0.0);
+    for name in ["idle", "loaded", "recovery"] {
+        assert!(u(&ph[name]["probe_latency_ns"]["count"]) > 0, "{name}");
+    }
+    // The headline is loaded minus idle.
+    let p50 = |k: &str| ph[k]["probe_latency_ns"]["p50"].as_i64().unwrap();
+    assert_eq!(
+        s["latency_under_load_ns"]["p50"].as_i64().unwrap(),
+        p50("loaded") - p50("idle")
+    );
+    // Fairness is Jain's formula over the per-flow goodputs reported.
+    for dir in ["up", "down"] {
+        let x = flow_goodputs(&doc, dir);
+        assert_eq!(x.len(), 4);
+        let want = jain(&x);
+        let got = s["fairness"][dir].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{dir}: {got} vs {want}");
+    }
+    assert_conserved(&doc);
 }
