@@ -18,6 +18,7 @@ mod netns;
 mod open_loop;
 mod outputs;
 mod reports;
+mod rrul_netns;
 mod scale;
 mod sensors;
 mod ship;
