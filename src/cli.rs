@@ -220,6 +220,9 @@ pub struct RunArgs {
     /// A mix with latency probes and bulk parts: the probes run on alone this long after the bulk parts have drained (the recovery phase).
     #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
     pub recovery: Duration,
+    /// A mix: write the time-series chart (throughput up and down, probe latency, phases shaded) as SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<std::path::PathBuf>,
     /// Print the plan (a preset's or --mix's SPEC and its parts) and exit without running.
     #[arg(long)]
     pub dry_run: bool,

@@ -170,6 +170,12 @@ fn dry_run(args: &RunArgs, plan: &crate::plan::TestPlan) -> Result<()> {
 /// `thrum run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
+    if args.chart.is_some() && plan.parts.is_empty() {
+        anyhow::bail!(
+            "--chart draws a mix (--mix SPEC or a preset such as rrul); {} is a single test",
+            plan.test
+        );
+    }
     if args.dry_run {
         dry_run(args, &plan)?;
         return Ok(ExitCode::SUCCESS);
@@ -259,6 +265,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let mut human = args.human_options();
     human.rows_shown = rows_shown;
     write_outputs(&result, &args.out, &human, main)?;
+    if let Some(path) = &args.chart {
+        std::fs::write(path, export::lul::svg(&result))
+            .with_context(|| format!("writing --chart {}", path.display()))?;
+    }
     let mut err = std::io::stderr().lock();
     if let Some(e) = &live.error {
         let _ = writeln!(err, "warning: writing samples while the test ran: {e}");
