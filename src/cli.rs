@@ -17,7 +17,11 @@ use crate::units::{parse_duration, parse_rate, parse_size};
 
 mod agg;
 pub use agg::{AggArgs, AggOutput, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
+mod curve;
+pub use curve::CurveArgs;
 pub mod hardening;
+mod ping;
+pub use ping::{MAX_PING_COUNT, MAX_PING_SIZE, PingArgs, PingPlan};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -47,8 +51,12 @@ pub enum Command {
     FindBurst(FindBurstArgs),
     /// Run one test over every burst × flows combination and print the matrix.
     Sweep(SweepArgs),
-    /// Re-analyse a results.json or netperf demo-mode logs (netperf_TEST.log and its .out files).
+    /// Offer increasing open-loop rates and find the knee and the saturation point of latency against throughput.
+    Curve(Box<CurveArgs>),
+    /// Re-analyse a results.json (of agg or curve) or netperf demo-mode logs (netperf_TEST.log and its .out files).
     Report(ReportArgs),
+    /// ICMP echo (or TCP connect) round trips by packet size: availability and response time.
+    Ping(PingArgs),
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which
@@ -283,11 +291,16 @@ pub struct RunArgs {
     /// arrivals of the same mean rate.
     #[arg(long, default_value = "fixed", value_parser = ["fixed", "poisson"], value_name = "fixed|poisson")]
     pub arrivals: String,
-    /// With --rate on a request/response test: the most transactions in
-    /// flight per flow; when full, the schedule keeps running and the owed
-    /// requests go out as slots free.
+    /// With --rate on tcp_rr or udp_rr: the most transactions in flight per
+    /// flow; when full, the schedule keeps running and the owed requests go
+    /// out as slots free. tcp_crr and tcp_cc keep one connection per flow.
     #[arg(long, default_value_t = crate::plan::DEFAULT_MAX_INFLIGHT, value_name = "N")]
     pub max_inflight: u32,
+    /// tcp_stream, tcp_maerts, tcp_bidir: time every send and receive call
+    /// on both ends into histograms (netperf's -v 2; shown with -v, always
+    /// in JSON). Off by default: two clock reads per call.
+    #[arg(long)]
+    pub call_times: bool,
     /// udp_rr: a transaction without a response after this is lost and its slot reused.
     #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
     pub rr_timeout: Duration,
@@ -518,6 +531,7 @@ impl RunArgs {
         }
         p.arrivals = self.arrivals.parse()?;
         p.max_inflight = self.max_inflight;
+        p.call_times = self.call_times;
         p.rr_timeout_ns = ns(self.rr_timeout);
         p.busy_poll_us = self.busy_poll;
         p.zerocopy = self.zerocopy;
@@ -557,6 +571,13 @@ impl RunArgs {
             p.parts = parts;
             p.idle_ns = ns(self.idle);
             p.recovery_ns = ns(self.recovery);
+            // A udp_rr probe behind a bloated queue must wait it out to
+            // measure it: at the single-test default (50 ms) every probe
+            // behind 200 ms of buffer would count as lost, and the
+            // histogram keep only the lucky ones.
+            if self.rr_timeout == Duration::from_millis(50) {
+                p.rr_timeout_ns = MIX_RR_TIMEOUT_NS;
+            }
         }
         p.validate()?;
         Ok(p)
@@ -611,6 +632,9 @@ impl RunArgs {
         }))
     }
 }
+
+/// A mix's `--rr-timeout` unless one is given: 2 s.
+const MIX_RR_TIMEOUT_NS: u64 = 2_000_000_000;
 
 /// `--tos`: a DSCP name or a TOS byte 0..=255.
 fn parse_tos(s: &str) -> Result<u8> {

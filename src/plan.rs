@@ -26,11 +26,13 @@ pub enum TestKind {
     TcpCc,
     UdpStream,
     UdpRr,
+    /// Path capacity by packet trains (`workload::capacity`).
+    Capacity,
 }
 
 impl TestKind {
     /// Every test, in the order `thrum suite` runs them.
-    pub const ALL: [TestKind; 8] = [
+    pub const ALL: [TestKind; 9] = [
         TestKind::TcpStream,
         TestKind::TcpMaerts,
         TestKind::TcpBidir,
@@ -39,6 +41,7 @@ impl TestKind {
         TestKind::TcpCc,
         TestKind::UdpStream,
         TestKind::UdpRr,
+        TestKind::Capacity,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +54,7 @@ impl TestKind {
             TestKind::TcpCc => "tcp_cc",
             TestKind::UdpStream => "udp_stream",
             TestKind::UdpRr => "udp_rr",
+            TestKind::Capacity => "capacity",
         }
     }
 
@@ -213,6 +217,11 @@ pub struct TestPlan {
     /// start.
     #[serde(default = "default_max_inflight")]
     pub max_inflight: u32,
+    /// Bulk tests: time each send and receive call into histograms on both
+    /// ends (netperf's `-v 2`); off, the calls go untimed (two clock reads
+    /// per call saved). Absent from an older peer's plan: off.
+    #[serde(default)]
+    pub call_times: bool,
     /// IP_TOS / IPV6_TCLASS byte on the data sockets (`--tos`); None: the
     /// kernel's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -416,8 +425,9 @@ impl TestPlan {
             request_bytes: 1,
             response_bytes: 1,
             burst: 0,
-            // udp_stream: the largest payload of one 1500-byte IPv4 packet.
-            send_bytes: if test == TestKind::UdpStream {
+            // udp_stream, capacity: the largest payload of one 1500-byte
+            // IPv4 packet.
+            send_bytes: if matches!(test, TestKind::UdpStream | TestKind::Capacity) {
                 1472
             } else {
                 128 << 10
@@ -432,6 +442,7 @@ impl TestPlan {
             offered_per_s: None,
             arrivals: Arrivals::Fixed,
             max_inflight: DEFAULT_MAX_INFLIGHT,
+            call_times: false,
             driver: DriverChoice::Auto,
             close: CloseMode::Fin,
             busy_poll_us: None,
@@ -521,17 +532,19 @@ impl TestPlan {
         };
         check("--rr-size (request)", self.request_bytes, 1, max_rr)?;
         check("--rr-size (response)", self.response_bytes, 1, max_rr)?;
-        let max_send = if t == TestKind::UdpStream {
+        let max_send = if matches!(t, TestKind::UdpStream | TestKind::Capacity) {
             MAX_DATAGRAM_BYTES
         } else {
             MAX_IO_BYTES
         };
-        check("--send-size", self.send_bytes, 1, max_send)?;
+        // capacity's datagrams carry their train's number, index and length.
+        let min_send = if t == TestKind::Capacity { 8 } else { 1 };
+        check("--send-size", self.send_bytes, min_send, max_send)?;
         if let Some(r) = self.rate_bps {
-            if t != TestKind::UdpStream {
+            if !matches!(t, TestKind::UdpStream | TestKind::Capacity) {
                 return Err(PlanError::NotApplicable {
                     flag: "--rate",
-                    applies: "udp_stream (tcp tests: --pacing-rate)",
+                    applies: "udp_stream and capacity (tcp tests: --pacing-rate)",
                     test: t,
                 });
             }
@@ -578,6 +591,18 @@ impl TestPlan {
             });
         }
         self.validate_open_loop()?;
+        if self.call_times
+            && !matches!(
+                t,
+                TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
+            )
+        {
+            return Err(PlanError::NotApplicable {
+                flag: "--call-times",
+                applies: "tcp_stream, tcp_maerts and tcp_bidir",
+                test: t,
+            });
+        }
         if self.percentiles.len() > MAX_PERCENTILES {
             return Err(PlanError::Invalid(format!(
                 "--percentiles lists {} values (accepted: at most {MAX_PERCENTILES})",
@@ -680,6 +705,11 @@ impl TestPlan {
             1,
             limits::MAX_INFLIGHT as u64,
         )?;
+        if t.is_connect() && self.max_inflight != DEFAULT_MAX_INFLIGHT {
+            return Err(PlanError::Invalid(format!(
+                "--max-inflight applies to tcp_rr and udp_rr; {t} with --rate has one connection open per flow (more at once: -F)"
+            )));
+        }
         Ok(())
     }
 

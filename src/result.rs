@@ -358,6 +358,11 @@ pub struct Side {
     pub rx_packets: Option<u64>,
     pub tx_packets_per_s: Option<f64>,
     pub rx_packets_per_s: Option<f64>,
+    /// The interface's link speed in bits/s; null where it has none (`lo`).
+    pub link_speed_bps: Option<u64>,
+    /// The interface's bytes each way over the window as a share of its
+    /// link speed, percent; null where the speed or the counters are unknown.
+    pub link_util_percent: LinkUtil,
     /// TCP retransmissions of this end's long-lived data connections (TCP_INFO).
     pub tcp_retransmits: Option<u64>,
     /// `--zerocopy` senders: MSG_ZEROCOPY sends, their completions and how
@@ -368,6 +373,19 @@ pub struct Side {
     /// with getsockopt); absent where the end did not report them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
+    /// Bulk tests: how long this end's send and receive calls that moved
+    /// data took over the window (netperf's -v 2 histograms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_times: Option<crate::stats::calltime::SendRecvTimes>,
+}
+
+/// Link utilisation each way, percent of the link speed: the interface's
+/// byte counters over the window (frames from the MAC header on, all of
+/// the host's traffic on that interface, not only thrum's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LinkUtil {
+    pub tx: Option<f64>,
+    pub rx: Option<f64>,
 }
 
 /// Service demands from the two sources that differ by more than this
@@ -425,6 +443,14 @@ impl Side {
                 self.tx_packets_per_s = Some(p.tx_packets as f64 / w.elapsed_s);
                 self.rx_packets_per_s = Some(p.rx_packets as f64 / w.elapsed_s);
             }
+        }
+        self.link_speed_bps = w.link_speed_bps;
+        if let (Some(p), Some(speed)) = (w.packets, w.link_speed_bps) {
+            let util = |b| crate::sensors::link_util_percent(b, w.elapsed_s, speed);
+            self.link_util_percent = LinkUtil {
+                tx: util(p.tx_bytes),
+                rx: util(p.rx_bytes),
+            };
         }
         let units = if b.per_kb {
             b.units_per_s / 1024.0
@@ -560,6 +586,11 @@ pub struct Summary {
     /// Open loop: how far behind its schedule the generator sent requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generator_lag_ns: Option<GeneratorLag>,
+    /// Open loop: the mean number of transactions in the system (intended
+    /// start passed, response not in) over the window, from the flows' own
+    /// time integral; by Little's law ≈ achieved_per_s × mean response time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_in_flight: Option<f64>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
@@ -572,6 +603,25 @@ pub struct Summary {
     pub interface: Option<String>,
     pub tx_packets_per_s: Option<f64>,
     pub rx_packets_per_s: Option<f64>,
+    /// The client interface's link speed and utilisation (as `summary.local`).
+    pub link_speed_bps: Option<u64>,
+    pub link_util_percent: LinkUtil,
+    /// capacity: the path's bottleneck capacity from the packet trains'
+    /// dispersion (the mode of their gaps), bits/s of frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_bps: Option<f64>,
+    /// capacity: the mode's extent, `[low, high]` bits/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_interval_bps: Option<[f64; 2]>,
+    /// capacity: the probe's average load on the link over the estimate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_load_fraction: Option<f64>,
+    /// capacity: a token bucket recognised in the trains (null: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shaper: Option<Option<crate::stats::dispersion::Shaper>>,
+    /// capacity: the gaps the estimate comes from, as rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispersion_histogram: Option<Vec<crate::stats::dispersion::RateBin>>,
     /// udp_stream: datagrams the client sent in its window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datagrams_sent: Option<u64>,
@@ -709,29 +759,6 @@ impl Summary {
 }
 
 impl TestResult {
-    /// Record this end's socket buffers as the kernel sets them, and the
-    /// server's when it is embedded (same kernel, same network namespace:
-    /// its sockets get what a socket here gets). A separate server's
-    /// figures come in its final report.
-    pub fn note_socket_buffers(&mut self) {
-        use crate::io::socket::SocketBuffers;
-        let plan = &self.spec.plan;
-        let ipv6 = self
-            .spec
-            .server_address
-            .as_deref()
-            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            .is_some_and(|a| a.is_ipv6());
-        if self.summary.local.socket_buffers.is_none() {
-            self.summary.local.socket_buffers = SocketBuffers::as_set(plan, &plan.local, ipv6).ok();
-        }
-        if self.spec.embedded_server && self.summary.remote.socket_buffers.is_none() {
-            let server = plan.for_server();
-            self.summary.remote.socket_buffers =
-                SocketBuffers::as_set(&server, &server.local, ipv6).ok();
-        }
-    }
-
     pub fn ok(&self) -> bool {
         self.summary.error.is_none()
     }

@@ -52,11 +52,13 @@ pub enum Code {
     DrainTimeout,
     /// `--iterations`: the confidence interval is wider than asked.
     ConfidenceNotReached,
+    /// capacity: too few trains arrived whole for an estimate.
+    CapacityNoEstimate,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 18] = [
+    pub const ALL: [Code; 19] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -75,6 +77,7 @@ impl Code {
         Code::ServerRefused,
         Code::DrainTimeout,
         Code::ConfidenceNotReached,
+        Code::CapacityNoEstimate,
     ];
 
     /// The stable code, as JSON carries it.
@@ -98,6 +101,7 @@ impl Code {
             Code::ServerRefused => "server_refused",
             Code::DrainTimeout => "drain_timeout",
             Code::ConfidenceNotReached => "confidence_not_reached",
+            Code::CapacityNoEstimate => "capacity_no_estimate",
         }
     }
 }

@@ -6,13 +6,15 @@
 //! `ramp` (the doubling schedule), `burst` (the search), `hosts` (load
 //! generator lists), `kinds` (which thrum plan each aggregate test runs),
 //! `model` (results.json and the analysis every source shares), `netperf`
-//! (netperf's demo-mode files), `run` (the ramp against live servers),
+//! (netperf's demo-mode files), `curve` (the latency-vs-throughput curve's
+//! record, its knee and saturation point), `run` (the ramp against live servers),
 //! `sweep` (the burst × flows matrix), `cpu` (the system under test's CPU
 //! per step) and `progress` (the terminal bar).
 //! docs/agg.md explains the choices.
 
 pub mod burst;
 pub mod cpu;
+pub mod curve;
 pub mod hosts;
 pub mod kinds;
 pub mod model;

@@ -247,7 +247,7 @@ pub struct SweepArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A results.json (or a directory holding one), or a netperf_TEST.log from runemomniaggdemo.sh (or a directory of them) with its .out files beside it.
+    /// A results.json of `thrum agg` or `thrum curve` (or a directory holding one), or a netperf_TEST.log from runemomniaggdemo.sh (or a directory of them) with its .out files beside it.
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
     #[command(flatten)]

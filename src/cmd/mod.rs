@@ -1,13 +1,15 @@
-//! The commands end to end, one file each: `run`, `serve`, `suite`, and
-//! the aggregate commands `agg`, `find-burst`, `sweep` and `report`. This
+//! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
+//! `ping`, and the aggregate commands `agg`, `find-burst`, `sweep` and `report`. This
 //! is the top of the library: a command parses nothing (clap's types come
 //! checked from [`crate::cli`]), gathers with [`crate::control`] or
 //! [`crate::agg`], and writes with [`crate::export`]. What two commands
 //! share is in [`out`].
 
 pub mod agg;
+pub mod curve;
 pub mod find_burst;
 pub mod out;
+pub mod ping;
 pub mod progress;
 pub mod report;
 pub mod run;

@@ -1,6 +1,8 @@
 //! `thrum report PATH`: the analysis of a saved aggregate run again, from
 //! its results.json or from netperf's demo-mode logs, with the same
 //! summary and, with `--out`, the same output directory as `thrum agg`.
+//! A saved `thrum curve` (schema `thrum.curve.v1`) is re-analysed from its
+//! steps and re-rendered the same way, with `thrum curve`'s outputs.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::out::{finish, say_test, write_dir};
+use crate::agg::curve::{self, Curve};
 use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::netperf;
 use crate::cli::ReportArgs;
@@ -95,8 +98,39 @@ fn from_logs(logs: &[PathBuf]) -> Result<AggResult> {
     })
 }
 
+/// The saved curve `path` names (a results.json of schema
+/// `thrum.curve.v1`, or a directory holding one), re-analysed; None when it
+/// names something else.
+pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
+    let json = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    };
+    if !json.is_file() || json.extension().is_none_or(|e| e != "json") {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let doc: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(d) => d,
+        Err(_) => return Ok(None),
+    };
+    if doc["schema"] != curve::SCHEMA {
+        return Ok(None);
+    }
+    let mut c: Curve = serde_json::from_value(doc)
+        .with_context(|| format!("{}: not a valid {} document", json.display(), curve::SCHEMA))?;
+    curve::analyse(&mut c);
+    Ok(Some(c))
+}
+
 /// `thrum report`.
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
+    if let Some(c) = load_curve(&args.path)? {
+        super::curve::say(&c, args.output.json, args.output.out.as_deref())?;
+        return Ok(super::curve::verdict(&c));
+    }
     let r = load(&args.path)?;
     for t in &r.tests {
         say_test(t, &args.output)?;

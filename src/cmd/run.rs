@@ -247,7 +247,6 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         }
         super::out::print(&late)?;
     }
-    result.note_socket_buffers();
     let interrupted = control::stop::requested();
     if interrupted {
         // What was measured stands; the run did not end as planned.

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::proto::Rusage;
+use crate::io::socket::SocketBuffers;
 use crate::io::zerocopy::ZeroCopyCounts;
 use crate::plan::{Phase, TestPlan};
 use crate::result::{
@@ -20,6 +21,7 @@ use crate::result::{
 };
 use crate::sensors::Provenance;
 use crate::sensors::window::WindowStats;
+use crate::stats::calltime::SendRecvTimes;
 use crate::stats::counters::Counts;
 use crate::stats::latency::{LatencyHistogram, LatencySummary};
 use crate::warning::{Code, Warning, Warnings};
@@ -103,6 +105,16 @@ pub(crate) struct Gathered {
     pub(crate) remote_retransmits: Option<u64>,
     pub(crate) local_zerocopy: Option<ZeroCopyCounts>,
     pub(crate) remote_zerocopy: Option<ZeroCopyCounts>,
+    /// Bulk flows' send and receive call times (`engine::call_times`).
+    pub(crate) local_call_times: Option<SendRecvTimes>,
+    pub(crate) remote_call_times: Option<SendRecvTimes>,
+    /// Socket buffers as set (`SocketBuffers::as_set`); the server's from
+    /// its final message.
+    pub(crate) local_socket_buffers: Option<SocketBuffers>,
+    pub(crate) remote_socket_buffers: Option<SocketBuffers>,
+    /// capacity: the packet-train gaps the receiving end recorded (the
+    /// server's come in its final report).
+    pub(crate) train_gaps: Option<crate::stats::dispersion::TrainGaps>,
     /// The server runs on this host as a separate process.
     pub(crate) server_on_this_host: bool,
     pub(crate) setup_s: Option<f64>,
@@ -151,6 +163,11 @@ impl Gathered {
             remote_retransmits: None,
             local_zerocopy: None,
             remote_zerocopy: None,
+            local_call_times: None,
+            remote_call_times: None,
+            local_socket_buffers: None,
+            remote_socket_buffers: None,
+            train_gaps: None,
             server_on_this_host: false,
             setup_s: None,
             server_label,
@@ -584,11 +601,22 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
                 p99: s.p99,
                 max: s.max,
             }),
+        mean_in_flight: plan
+            .offered_per_s
+            .filter(|_| local_s > 0.0)
+            .map(|_| local_w.in_flight_ns as f64 / (local_s * 1e9)),
         stability_cv: stability.cv,
         trend_percent: stability.trend_percent,
         interface: None,
         tx_packets_per_s: None,
         rx_packets_per_s: None,
+        link_speed_bps: None,
+        link_util_percent: Default::default(),
+        capacity_bps: None,
+        capacity_interval_bps: None,
+        probe_load_fraction: None,
+        shaper: None,
+        dispersion_histogram: None,
         datagrams_sent: datagrams.then_some(local_w.datagrams_sent),
         datagrams_received: datagrams.then_some(remote_w.datagrams_received),
         lost: match test.loss {
@@ -616,6 +644,9 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         ..Summary::default()
     };
     apply_windows(plan, &fig, &g, &mut summary);
+    if let Some(gaps) = &g.train_gaps {
+        apply_capacity(gaps, &mut summary);
+    }
     TestResult {
         schema: SCHEMA,
         test: plan.test,
@@ -636,6 +667,33 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         iterations: Vec::new(),
         confidence: None,
     }
+}
+
+/// capacity: the estimate from the trains' gaps, and the probe's own
+/// average load (its frames, as the link carries them) over it.
+fn apply_capacity(gaps: &crate::stats::dispersion::TrainGaps, s: &mut Summary) {
+    let Some(e) = crate::stats::dispersion::estimate(gaps) else {
+        if s.error.is_none() {
+            s.warnings.push(Warning::new(
+                Code::CapacityNoEstimate,
+                format!(
+                    "capacity: too few trains arrived whole for an estimate ({} trains, {} broken)",
+                    gaps.trains, gaps.broken
+                ),
+            ));
+        }
+        return;
+    };
+    let payload = gaps
+        .frame_bytes
+        .saturating_sub(crate::workload::capacity::FRAME_OVERHEAD)
+        .max(1);
+    let wire_bps = s.local.send_bps * gaps.frame_bytes as f64 / payload as f64;
+    s.probe_load_fraction = Some(wire_bps / e.capacity_bps);
+    s.capacity_bps = Some(e.capacity_bps);
+    s.capacity_interval_bps = Some(e.interval_bps);
+    s.shaper = Some(e.shaper);
+    s.dispersion_histogram = Some(e.histogram);
 }
 
 /// The server's measurement window on its own clock: the sum of its
@@ -716,12 +774,18 @@ fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mut Summary) 
     s.remote.tcp_retransmits = g.remote_retransmits;
     s.local.zerocopy = g.local_zerocopy;
     s.remote.zerocopy = g.remote_zerocopy;
+    s.local.call_times = g.local_call_times.clone();
+    s.remote.call_times = g.remote_call_times.clone();
+    s.local.socket_buffers = g.local_socket_buffers;
+    s.remote.socket_buffers = g.remote_socket_buffers;
     if plan.zerocopy {
         warnings.extend(zerocopy_warnings(plan, g));
     }
     s.interface = s.local.interface.clone();
     s.tx_packets_per_s = s.local.tx_packets_per_s;
     s.rx_packets_per_s = s.local.rx_packets_per_s;
+    s.link_speed_bps = s.local.link_speed_bps;
+    s.link_util_percent = s.local.link_util_percent;
     if s.error.is_none() {
         if let Some(w) = packets_warning(plan, s, g) {
             warnings.push(w);
@@ -843,6 +907,24 @@ mod tests {
             }));
         }
         g
+    }
+
+    #[test]
+    fn call_times_reach_both_sides_of_the_summary() {
+        let plan = TestPlan::new(TestKind::TcpStream);
+        let mut g = record(|k| counts(k, 0, 0), |k| Some(counts(0, k, 0)));
+        let mut t = SendRecvTimes::default();
+        t.send.record(12_000);
+        g.local_call_times = Some(t.clone());
+        t.recv.record(3_000);
+        g.remote_call_times = Some(t);
+        let r = assemble(&plan, g, None);
+        let (l, rm) = (&r.summary.local.call_times, &r.summary.remote.call_times);
+        assert_eq!(
+            l.as_ref().map(|t| (t.send.rows[1][1], t.recv.calls)),
+            Some((1, 0))
+        );
+        assert_eq!(rm.as_ref().map(|t| t.recv.rows[0][3]), Some(1));
     }
 
     #[test]

@@ -27,7 +27,9 @@ use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader};
 use crate::engine::{Engines, place};
 use crate::io::connect::connect_many;
-use crate::io::socket::{DataSocketOpts, connect, local_port, path_mtu, udp_connected};
+use crate::io::socket::{
+    DataSocketOpts, SocketBuffers, connect, local_port, path_mtu, udp_connected,
+};
 use crate::plan::TestPlan;
 use crate::result::{Environment, TestResult};
 use crate::sensors::Provenance;
@@ -307,6 +309,7 @@ impl<'a> Session<'a> {
                 (
                     f.counters,
                     place(f.flows, p.threads as usize, &plan.local.cpu_pin),
+                    p.offered_per_s.is_some(),
                 )
             })
             .collect();
@@ -351,6 +354,9 @@ impl<'a> Session<'a> {
 
         // Stop our workers whatever happened, then collect what they leave.
         let outs = run.engine.take().expect("engine").join();
+        self.g.local_call_times = outs
+            .iter()
+            .find_map(|o| crate::engine::call_times(&o.flows));
         self.g.local_rusage = Some(Rusage::process().since(&rusage0));
         let mut datagrams_sent = Vec::new();
         let mut error = None;
@@ -412,6 +418,10 @@ impl<'a> Session<'a> {
         let test = plan.test.desc();
         let data_addr = SocketAddr::new(server_ip, ports.data_port);
         let opts = DataSocketOpts::from_plan(plan, &plan.local);
+        // What the kernel gives our data sockets of the buffers asked for
+        // (the server's come in its final report).
+        self.g.local_socket_buffers =
+            SocketBuffers::as_set(plan, &plan.local, server_ip.is_ipv6()).ok();
         let flows_n = plan.flows as usize;
         // One socket per flow here, and as many again in this process when the
         // server is embedded.
@@ -527,6 +537,9 @@ impl<'a> Session<'a> {
         g.remote_provenance = fin.provenance.map(|p| *p);
         g.remote_retransmits = fin.tcp_retransmits;
         g.remote_zerocopy = fin.zerocopy;
+        g.remote_socket_buffers = fin.socket_buffers;
+        g.remote_call_times = fin.call_times.map(|t| *t);
+        g.train_gaps = fin.train_gaps;
         for e in fin.errors {
             g.warnings.push(Warning::new(
                 Code::ServerError,

@@ -7,8 +7,7 @@
 //! server's hello so a client can see them, and checked again here because a
 //! client need not be thrum. A refused spec names the limit and its value.
 
-use crate::io::mmsg::BATCH;
-use crate::plan::{TestKind, TestPlan, limits};
+use crate::plan::{TestPlan, limits};
 
 use super::proto::{MAX_FRAME, ServerLimits};
 
@@ -52,10 +51,6 @@ pub fn session_threads(plan: &TestPlan) -> u64 {
 /// Bookkeeping per flow besides its buffers (the flow, its counters' cache
 /// line, its socket's entry in the driver): a generous round figure.
 const PER_FLOW_OVERHEAD: u64 = 4096;
-/// rr buffers are capped (workload::rr): at most this per direction.
-const RR_MAX_BUF: u64 = 256 << 10;
-/// A connection test worker's buffer is capped the same way (workload::crr).
-const CRR_MAX_BUF: u64 = 256 << 10;
 
 /// The limits a server enforces on each session.
 #[derive(Clone, Debug, PartialEq)]
@@ -172,38 +167,8 @@ pub fn memory_estimate(plan: &TestPlan) -> u64 {
             .map(memory_estimate)
             .fold(0u64, u64::saturating_add);
     }
-    let in_flight = plan.burst as u64 + 1;
-    // --zerocopy senders keep a ring of send buffers.
-    let send_ring = if plan.zerocopy {
-        plan.send_bytes
-            .saturating_mul(crate::io::zerocopy::RING_SLOTS as u64)
-    } else {
-        plan.send_bytes
-    };
-    let per_flow = match plan.test {
-        TestKind::TcpStream => plan.recv_bytes,
-        TestKind::TcpMaerts => send_ring,
-        TestKind::TcpBidir => send_ring.saturating_add(plan.recv_bytes),
-        TestKind::TcpRr => {
-            let cap = |m: u64| m.saturating_mul(in_flight).clamp(4096, RR_MAX_BUF);
-            cap(plan.request_bytes) + cap(plan.response_bytes)
-        }
-        TestKind::TcpCrr | TestKind::TcpCc => 0,
-        // --gso: each buffer takes a whole coalesced message.
-        TestKind::UdpStream if plan.gso => BATCH as u64 * 65_535,
-        TestKind::UdpStream => BATCH as u64 * plan.send_bytes,
-        TestKind::UdpRr => {
-            let batch = (BATCH as u64).min(in_flight);
-            batch * (plan.request_bytes + 1 + plan.response_bytes)
-        }
-    };
-    let per_worker = if plan.test.is_connect() {
-        plan.request_bytes
-            .max(plan.response_bytes)
-            .clamp(64, CRR_MAX_BUF)
-    } else {
-        0
-    };
+    // What the test's server flows allocate, from its row.
+    let (per_flow, per_worker) = (plan.test.desc().server_buffers)(plan);
     // The server's side of the plan is `remote` (before for_server swaps it).
     let sock = plan
         .remote
@@ -225,6 +190,7 @@ pub fn memory_estimate(plan: &TestPlan) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::TestKind;
 
     #[test]
     fn a_mix_counts_every_part() {

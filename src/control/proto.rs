@@ -283,6 +283,16 @@ pub struct Final {
     /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
+    /// The socket buffers the server's kernel gave its data sockets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
+    /// `--call-times`: the server's send and receive call times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_times: Option<Box<crate::stats::calltime::SendRecvTimes>>,
+    /// capacity: the gaps of the packet trains the server's receivers saw
+    /// (absent from older servers and from other tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_gaps: Option<crate::stats::dispersion::TrainGaps>,
     /// A mix: the server's TCP retransmissions of each part.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub part_retransmits: Vec<Option<u64>>,

@@ -25,7 +25,9 @@ use super::proto::{
     Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
 };
 use crate::engine::{Engines, place};
-use crate::io::socket::{DataSocketOpts, listen, local_port, set_nonblocking, udp_bound};
+use crate::io::socket::{
+    DataSocketOpts, SocketBuffers, listen, local_port, set_nonblocking, udp_bound,
+};
 use crate::plan::Phase;
 use crate::plan::TestPlan;
 use crate::sensors::Provenance;
@@ -264,7 +266,12 @@ pub(crate) fn session(
                 Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
             };
         setup_refused += refused;
-        blocks.push((counters, place(flows, p.threads as usize, &p.local.cpu_pin)));
+        // The server keeps no schedule: its engines are never open loop.
+        blocks.push((
+            counters,
+            place(flows, p.threads as usize, &p.local.cpu_pin),
+            false,
+        ));
         // Long-lived flows are all in: close the listener, so that later
         // connections are refused by the kernel instead of waiting in its backlog.
         listeners.extend(data.listener.filter(|_| test.transport != Transport::Tcp));
@@ -347,6 +354,15 @@ pub(crate) fn session(
                 .iter()
                 .find_map(|o| crate::engine::zerocopy_counts(&o.flows)),
             part_retransmits: if mix { part_retransmits } else { Vec::new() },
+            socket_buffers: SocketBuffers::as_set(&plan, &plan.local, local_ip.is_ipv6()).ok(),
+            call_times: outs
+                .iter()
+                .find_map(|o| crate::engine::call_times(&o.flows))
+                .map(Box::new),
+            train_gaps: crate::stats::dispersion::TrainGaps::merged(
+                outs.iter()
+                    .flat_map(|o| o.flows.iter().filter_map(|f| f.train_gaps())),
+            ),
         }),
     )?;
     drop(outs);

@@ -64,6 +64,8 @@ struct Shared {
     intervals: Arc<Mutex<IntervalTable>>,
     /// Open loop: service time per interval.
     service_intervals: Arc<Mutex<IntervalTable>>,
+    /// The flows are open-loop: workers keep service-time and lag histograms.
+    open_loop: bool,
 }
 
 impl Shared {
@@ -172,6 +174,7 @@ impl Engine {
         initial: Phase,
         choice: DriverChoice,
         percentiles: &[f64],
+        open_loop: bool,
     ) -> io::Result<Engine> {
         let shared = Arc::new(Shared {
             phase: AtomicU8::new(initial as u8),
@@ -183,6 +186,7 @@ impl Engine {
             epoch: Arc::new(AtomicU32::new(0)),
             intervals: Arc::new(Mutex::new(IntervalTable::new(workers.len(), percentiles))),
             service_intervals: Arc::new(Mutex::new(IntervalTable::new(workers.len(), percentiles))),
+            open_loop,
         });
         if workers
             .iter()
@@ -345,6 +349,19 @@ pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
     })
 }
 
+/// The bulk flows' send and receive call-time histograms, summed; None
+/// when no flow keeps them.
+pub fn call_times(flows: &[Box<dyn Flow>]) -> Option<crate::stats::calltime::SendRecvTimes> {
+    flows
+        .iter()
+        .filter_map(|f| f.call_times())
+        .fold(None, |acc, t| {
+            let mut sum = acc.unwrap_or_default();
+            sum += t;
+            Some(sum)
+        })
+}
+
 /// MSG_ZEROCOPY counts summed over the flows; None when no flow sent with it.
 pub fn zerocopy_counts(flows: &[Box<dyn Flow>]) -> Option<crate::io::zerocopy::ZeroCopyCounts> {
     flows
@@ -392,15 +409,21 @@ fn recv_buffers(flows: &[Box<dyn Flow>], kind: DriverKind) -> Option<crate::io::
 
 fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind, me: usize) -> WorkerOutcome {
     let mut lat = LatencyRecorder::new(shared.epoch.clone(), shared.intervals.clone());
-    let mut open = OpenLoopRecorder {
+    // Only open-loop flows record service time and lag: the histograms
+    // of the rest would be memory for nothing (half a MiB each).
+    let mut open = shared.open_loop.then(|| OpenLoopRecorder {
         service: LatencyRecorder::new(shared.epoch.clone(), shared.service_intervals.clone()),
         lag: LatencyHistogram::new(),
+    });
+    let flows = worker_loop(shared, spec, kind, me, &mut lat, open.as_mut());
+    let (service, lag) = match open {
+        Some(o) => (o.service.finish(), o.lag),
+        None => (LatencyHistogram::new(), LatencyHistogram::new()),
     };
-    let flows = worker_loop(shared, spec, kind, me, &mut lat, &mut open);
     WorkerOutcome {
         hist: lat.finish(),
-        service: open.service.finish(),
-        lag: open.lag,
+        service,
+        lag,
         flows,
     }
 }
@@ -411,7 +434,7 @@ fn worker_loop(
     kind: DriverKind,
     me: usize,
     lat: &mut LatencyRecorder,
-    open: &mut OpenLoopRecorder,
+    mut open: Option<&mut OpenLoopRecorder>,
 ) -> Vec<Box<dyn Flow>> {
     let WorkerSpec {
         mut flows,
@@ -530,7 +553,7 @@ fn worker_loop(
         let mut ctx = FlowCtx {
             phase,
             hist: &mut *lat,
-            open: &mut *open,
+            open: open.as_deref_mut(),
             driver: driver.as_mut(),
             quota_done: &shared.quota_done,
             slot: 0,

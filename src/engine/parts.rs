@@ -24,7 +24,7 @@ use crate::stats::latency::LatencyHistogram;
 
 enum Slot {
     /// Not started yet: its counters (all zero) and its workers.
-    Held(Arc<[FlowCounters]>, Vec<WorkerSpec>),
+    Held(Arc<[FlowCounters]>, Vec<WorkerSpec>, bool),
     Running(Engine),
 }
 
@@ -42,21 +42,22 @@ pub struct Engines {
 
 impl Engines {
     /// Start each part's workers except the `held` ones; on a failure the
-    /// parts already started are stopped.
+    /// parts already started are stopped. Each part says whether it runs
+    /// open loop (its engine then records service time and lag).
     pub fn start(
-        parts: Vec<(Arc<[FlowCounters]>, Vec<WorkerSpec>)>,
+        parts: Vec<(Arc<[FlowCounters]>, Vec<WorkerSpec>, bool)>,
         held: &[bool],
         initial: Phase,
         choice: DriverChoice,
         percentiles: &[f64],
     ) -> io::Result<Engines> {
         let mut slots = Vec::with_capacity(parts.len());
-        for (i, (counters, workers)) in parts.into_iter().enumerate() {
+        for (i, (counters, workers, open_loop)) in parts.into_iter().enumerate() {
             if held.get(i).copied().unwrap_or(false) {
-                slots.push(Slot::Held(counters, workers));
+                slots.push(Slot::Held(counters, workers, open_loop));
                 continue;
             }
-            match Engine::start(counters, workers, initial, choice, percentiles) {
+            match Engine::start(counters, workers, initial, choice, percentiles, open_loop) {
                 Ok(e) => slots.push(Slot::Running(e)),
                 Err(e) => {
                     for s in slots {
@@ -118,8 +119,8 @@ impl Engines {
             LoadStep::Start => {
                 for s in &mut self.slots {
                     if let Slot::Held(..) = s {
-                        let Slot::Held(counters, workers) =
-                            std::mem::replace(s, Slot::Held(Arc::from([]), Vec::new()))
+                        let Slot::Held(counters, workers, open_loop) =
+                            std::mem::replace(s, Slot::Held(Arc::from([]), Vec::new(), false))
                         else {
                             unreachable!("matched Held above")
                         };
@@ -129,6 +130,7 @@ impl Engines {
                             phase,
                             self.choice,
                             &self.percentiles,
+                            open_loop,
                         )?;
                         e.set_interval(interval);
                         *s = Slot::Running(e);
@@ -155,7 +157,7 @@ impl Engines {
             .iter()
             .flat_map(|s| match s {
                 Slot::Running(e) => e.snapshot(),
-                Slot::Held(c, _) => c.iter().map(|c| c.snapshot()).collect(),
+                Slot::Held(c, _, _) => c.iter().map(|c| c.snapshot()).collect(),
             })
             .collect()
     }
@@ -191,7 +193,7 @@ impl Engines {
             .into_iter()
             .map(|s| match s {
                 Slot::Running(e) => e.join(),
-                Slot::Held(counters, workers) => EngineOutcome {
+                Slot::Held(counters, workers, _) => EngineOutcome {
                     latency: LatencyHistogram::new(),
                     interval_latency: BTreeMap::new(),
                     service_latency: LatencyHistogram::new(),

@@ -7,17 +7,34 @@
 //! charts use the same axes so they can be laid side by side. The title
 //! names the test, the load generators and the date; values carry SI
 //! prefixes (180 k, 1.2 M, 2.5 Gbit/s) on a light grid.
+//!
+//! The curve chart (`thrum curve`) plots response-time percentiles on a log
+//! axis against the achieved rate, with the knee, the saturation point and
+//! the SLO marked.
 
 use plotters::prelude::*;
 
+use crate::agg::curve::Curve;
 use crate::agg::model::TestAgg;
 use crate::agg::series::{self, Sample};
+use crate::units::{fmt_ns, fmt_si};
 
 /// Colours, fixed so that tests (and readers of the SVG) can find each part.
 pub const LINE: RGBColor = RGBColor(0, 160, 0);
 pub const STEP_MARK: RGBColor = RGBColor(255, 0, 0);
 pub const STEP_AVERAGE: RGBColor = RGBColor(64, 64, 64);
 pub const RAMP_END: RGBColor = RGBColor(0, 0, 160);
+/// The curve's percentiles, p50 to max, and its marks.
+pub const PERCENTILES: [RGBColor; 5] = [
+    RGBColor(0, 160, 0),
+    RGBColor(0, 110, 200),
+    RGBColor(200, 120, 0),
+    RGBColor(160, 0, 160),
+    RGBColor(64, 64, 64),
+];
+pub const KNEE: RGBColor = RGBColor(0, 128, 0);
+pub const SATURATION: RGBColor = RGBColor(255, 0, 0);
+pub const SLO: RGBColor = RGBColor(230, 140, 0);
 
 /// The grid: light enough that the data reads first.
 pub const GRID_BOLD: RGBColor = RGBColor(215, 215, 215);
@@ -94,8 +111,13 @@ pub fn stream_svg(t: &TestAgg, stream: usize) -> String {
 }
 
 fn draw(t: &TestAgg, title: &str, per_second: &[f64], averages: bool) -> String {
+    render(|svg| try_draw(t, title, per_second, averages, svg))
+}
+
+/// An SVG drawn by `f`, or one that shows the error.
+fn render(f: impl FnOnce(&mut String) -> DrawResult) -> String {
     let mut svg = String::new();
-    if let Err(e) = try_draw(t, title, per_second, averages, &mut svg) {
+    if let Err(e) = f(&mut svg) {
         // Drawing into a String cannot fail for I/O; a plotters error here is a bug.
         return format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
@@ -198,6 +220,116 @@ fn try_draw(
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// The latency-vs-throughput chart of a curve.
+pub fn curve_svg(c: &Curve) -> String {
+    render(|svg| try_curve(c, svg))
+}
+
+fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
+    type Pick = fn(&crate::stats::latency::LatencySummary) -> u64;
+    let series: [(&str, Pick); 5] = [
+        ("p50", |l| l.p50),
+        ("p90", |l| l.p90),
+        ("p99", |l| l.p99),
+        ("p99.9", |l| l.p99_9),
+        ("max", |l| l.max),
+    ];
+    let points = |pick: Pick| -> Vec<(f64, f64)> {
+        c.steps
+            .iter()
+            .filter_map(|s| Some((s.achieved_per_s, pick(s.latency_ns.as_ref()?).max(1) as f64)))
+            .collect()
+    };
+    let slo_ns = c.spec.slo.map(|s| s.bound_ns as f64);
+    let all: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, p)| points(*p).into_iter().map(|x| x.1))
+        .chain(slo_ns)
+        .collect();
+    // Whole decades around the data, so the log axis has labelled ticks.
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(0.0f64, f64::max);
+    let (y_lo, y_hi) = if all.is_empty() {
+        (1e3, 1e6)
+    } else {
+        (
+            10f64.powf(lo.log10().floor()),
+            10f64.powf((hi * 1.01).log10().ceil()),
+        )
+    };
+    let x_max = c
+        .steps
+        .iter()
+        .map(|s| s.achieved_per_s.max(s.offered_per_s))
+        .fold(0.0f64, f64::max)
+        .max(1.0)
+        * 1.08;
+    let root = SVGBackend::with_string(out, SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{}: response time against achieved rate", c.test),
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(90)
+        .build_cartesian_2d(0f64..x_max, (y_lo..y_hi).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("achieved rate (transactions/s)")
+        .y_desc("response time from the intended start")
+        .bold_line_style(GRID_BOLD)
+        .light_line_style(GRID_LIGHT)
+        .x_label_formatter(&|v| fmt_si(*v))
+        .y_label_formatter(&|v| fmt_ns(*v))
+        .draw()?;
+    for ((name, pick), colour) in series.iter().zip(PERCENTILES) {
+        let pts = points(*pick);
+        chart
+            .draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))?
+            .label(*name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, colour.filled())))?;
+    }
+    let mut vertical = |p: &Option<crate::agg::curve::Point>, colour: RGBColor, name: &str| {
+        if let Some(p) = p {
+            let x = p.achieved_per_s;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(x, y_lo), (x, y_hi)],
+                colour.stroke_width(2),
+            )))?;
+            chart.draw_series(std::iter::once(Text::new(
+                format!("{name} {}/s", fmt_si(x)),
+                (x, y_hi / 1.6),
+                ("sans-serif", 13).into_font().color(&colour),
+            )))?;
+        }
+        DrawResult::Ok(())
+    };
+    vertical(&c.knee, KNEE, "knee")?;
+    vertical(&c.saturation, SATURATION, "saturation")?;
+    if let (Some(slo), Some(ns)) = (c.spec.slo, slo_ns) {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(0.0, ns), (x_max, ns)],
+                SLO.stroke_width(2),
+            )))?
+            .label(format!("SLO {slo}"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], SLO.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()?;

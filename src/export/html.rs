@@ -1,9 +1,12 @@
 //! report.html: one self-contained page (no scripts, no external files)
-//! with every test's chart inlined as SVG and its table of steps.
+//! with every test's chart inlined as SVG and its table of steps; for
+//! `thrum curve`, the curve's chart and its table of open-loop steps.
 
 use std::fmt::Write;
 
+use crate::agg::curve::Curve;
 use crate::agg::model::{AggResult, TestAgg};
+use crate::units::fmt_ns;
 
 /// Escape text for HTML content and attributes.
 pub fn escape(s: &str) -> String {
@@ -98,6 +101,110 @@ fn test_section(o: &mut String, t: &TestAgg, svg: &str) {
     o.push_str("</section>\n");
 }
 
+/// The page's head, its style and its heading.
+fn head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n<style>\
+body{{font-family:sans-serif;margin:2em;color:#222;background:#fff}}\
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #999;padding:.3em .6em;text-align:right}}\
+tr.peak{{background:#e6f4e6}}tr.saturated{{background:#fbe4e4}}table.provenance th,table.provenance td{{text-align:left}}.warnings{{color:#a00}}svg{{max-width:100%;height:auto}}\
+</style></head><body>\n<h1>{title}</h1>\n"
+    )
+}
+
+/// The page of a latency-vs-throughput curve, given its chart.
+pub fn curve_report(c: &Curve, svg: &str) -> String {
+    let mut o = head("thrum curve report");
+    let _ = writeln!(
+        o,
+        "<p>{} to {}: {} flow(s), request {} B, response {} B, {} arrivals, open-loop steps of {} s (warm-up {} s). \
+Response time runs from each transaction's intended start.{}</p>",
+        escape(&c.test),
+        escape(&c.server),
+        c.spec.flows,
+        c.spec.request_bytes,
+        c.spec.response_bytes,
+        escape(&c.spec.arrivals),
+        c.spec.step_s,
+        c.spec.warmup_s,
+        c.spec.closed_loop_per_s.map_or(String::new(), |r| format!(
+            " Closed-loop probe: {r:.0} transactions/s."
+        ))
+    );
+    o.push_str("<ul>");
+    for (name, p) in [("Knee", &c.knee), ("Saturation", &c.saturation)] {
+        let _ = match p {
+            Some(p) => write!(
+                o,
+                "<li>{name}: {:.0} transactions/s (step {}): {}</li>",
+                p.achieved_per_s,
+                p.step,
+                escape(&p.reason)
+            ),
+            None => write!(o, "<li>{name}: none</li>"),
+        };
+    }
+    if let Some(slo) = &c.spec.slo {
+        let _ = write!(o, "<li>SLO: {}</li>", escape(&slo.to_string()));
+    }
+    o.push_str("</ul>\n");
+    o.push_str(inline(svg));
+    o.push_str(
+        "\n<table><thead><tr><th>step</th><th>offered (/s)</th><th>achieved (/s)</th><th>p50</th><th>p90</th>\
+<th>p99</th><th>p99.9</th><th>max</th><th>late</th><th>lost</th><th>client CPU (%)</th><th>client µs/tran</th>\
+<th>server CPU (%)</th><th>server µs/tran</th></tr></thead><tbody>\n",
+    );
+    let ns = |v: Option<u64>| v.map_or("n/a".into(), |v| fmt_ns(v as f64));
+    for s in &c.steps {
+        let class = if c.knee.as_ref().is_some_and(|k| k.step == s.index) {
+            " class=\"peak\""
+        } else if c.saturation.as_ref().is_some_and(|k| k.step <= s.index) {
+            " class=\"saturated\""
+        } else {
+            ""
+        };
+        let l = s.latency_ns.as_ref();
+        let _ = writeln!(
+            o,
+            "<tr{class}><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            s.index,
+            s.offered_per_s,
+            s.achieved_per_s,
+            ns(l.map(|l| l.p50)),
+            ns(l.map(|l| l.p90)),
+            ns(l.map(|l| l.p99)),
+            ns(l.map(|l| l.p99_9)),
+            ns(l.map(|l| l.max)),
+            s.late,
+            s.lost,
+            opt(s.local.cpu_util_percent),
+            opt2(s.local.service_demand_us_per_tran),
+            opt(s.remote.cpu_util_percent),
+            opt2(s.remote.service_demand_us_per_tran),
+        );
+    }
+    o.push_str("</tbody></table>\n");
+    let failed: Vec<String> = c
+        .steps
+        .iter()
+        .filter_map(|s| s.error.as_ref().map(|e| format!("step {}: {e}", s.index)))
+        .collect();
+    if !failed.is_empty() {
+        o.push_str("<ul class=\"warnings\">");
+        for w in &failed {
+            let _ = write!(o, "<li>{}</li>", escape(w));
+        }
+        o.push_str("</ul>\n");
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+fn opt2(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.2}"))
+}
+
 /// Where and by what the figures were made, as results.json holds it: a
 /// page printed or mailed alone must still say which version, command,
 /// kernel, date and hosts it describes.
@@ -130,13 +237,7 @@ fn provenance(o: &mut String, r: &AggResult) {
 
 /// The page, given each test's overall chart (same order as `r.tests`).
 pub fn report(r: &AggResult, svgs: &[String]) -> String {
-    let mut o = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>thrum agg report</title>\n<style>\
-body{font-family:sans-serif;margin:2em;color:#222;background:#fff}\
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #999;padding:.3em .6em;text-align:right}\
-tr.peak{background:#e6f4e6}table.provenance th,table.provenance td{text-align:left}.warnings{color:#a00}svg{max-width:100%;height:auto}\
-</style></head><body>\n<h1>thrum agg report</h1>\n",
-    );
+    let mut o = head("thrum agg report");
     let _ = writeln!(
         o,
         "<p>Source: {}. Hosts: {}. Step {} s, interval {} s, trimmed {} s at each end of a step.</p>",

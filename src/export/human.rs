@@ -96,6 +96,32 @@ fn buffer_line(side: &Side, opts: &crate::plan::SocketOpts, udp: bool) -> String
     )
 }
 
+/// Open loop (--rate): the schedule against what was done, and the two
+/// other clocks (service time from the send; the generator's own lag), so
+/// a generator-bound run says so.
+fn open_loop_lines(out: &mut dyn Write, s: &crate::result::Summary) -> io::Result<()> {
+    let (Some(offered), Some(achieved)) = (s.offered_per_s, s.achieved_per_s) else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "  open loop  offered {offered:.0}/s  achieved {achieved:.1}/s  late {}",
+        s.late.unwrap_or(0)
+    )?;
+    if let Some(sv) = &s.service_latency_ns {
+        write!(
+            out,
+            "           service p50 {}  p99 {}",
+            fmt_ns(sv.p50 as f64),
+            fmt_ns(sv.p99 as f64)
+        )?;
+    }
+    if let Some(g) = &s.generator_lag_ns {
+        write!(out, "  generator lag p99 {}", fmt_ns(g.p99 as f64))?;
+    }
+    writeln!(out)
+}
+
 fn headline(f: &Figures) -> String {
     if let Some(t) = f.throughput_bps {
         BitsPerSec(t).to_string()
@@ -269,6 +295,7 @@ impl Exporter for Human {
                 writeln!(out, "           {}", ps.join("  "))?;
             }
         }
+        open_loop_lines(out, s)?;
         if self.histogram
             && let Some(h) = s
                 .histogram
@@ -303,6 +330,41 @@ impl Exporter for Human {
             (&s.interface, s.tx_packets_per_s, s.rx_packets_per_s)
         {
             writeln!(out, "  packets/s on {i:<10} {tx:.1} tx, {rx:.1} rx")?;
+        }
+        if let Some(c) = s.capacity_bps {
+            let [lo, hi] = s.capacity_interval_bps.unwrap_or([c, c]);
+            writeln!(
+                out,
+                "  capacity {} ({} to {}), probe load {:.1} % of it",
+                crate::units::BitsPerSec(c),
+                crate::units::BitsPerSec(lo),
+                crate::units::BitsPerSec(hi),
+                100.0 * s.probe_load_fraction.unwrap_or(0.0)
+            )?;
+            if let Some(Some(b)) = &s.shaper {
+                writeln!(
+                    out,
+                    "  a token bucket: trains up to {} packets at {}, longer at {}",
+                    b.burst_packets,
+                    crate::units::BitsPerSec(b.burst_rate_bps),
+                    crate::units::BitsPerSec(b.sustained_rate_bps)
+                )?;
+            }
+        }
+        if let Some(i) = &s.interface {
+            match (
+                s.link_speed_bps,
+                s.link_util_percent.tx,
+                s.link_util_percent.rx,
+            ) {
+                (Some(speed), Some(tx), Some(rx)) => writeln!(
+                    out,
+                    "  link {i} at {}: {tx:.2} % tx, {rx:.2} % rx",
+                    crate::units::fmt_rate_bps(speed)
+                )?,
+                (None, ..) => writeln!(out, "  link {i}: speed unknown, no utilisation")?,
+                _ => {}
+            }
         }
         let p = &r.spec.plan;
         let asked = |o: &crate::plan::SocketOpts| {
@@ -374,6 +436,20 @@ impl Exporter for Human {
                     writeln!(out, "; max RSS client {c:.1} MB, server {sv:.1} MB")?
                 }
                 _ => writeln!(out)?,
+            }
+        }
+        if self.verbose {
+            for (end, side) in [("local", &s.local), ("remote", &s.remote)] {
+                let Some(t) = &side.call_times else { continue };
+                for (what, h) in [("send", &t.send), ("receive", &t.recv)] {
+                    if h.calls == 0 {
+                        continue;
+                    }
+                    writeln!(out, "  {end} {what} call times (netperf's -v 2 histogram)")?;
+                    for row in h.text_rows() {
+                        writeln!(out, "    {row}")?;
+                    }
+                }
             }
         }
         for (end, side) in [("client", &s.local), ("server", &s.remote)] {

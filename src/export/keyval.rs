@@ -48,6 +48,18 @@ impl Exporter for Keyval {
             writeln!(out, "MAX_LATENCY={:.3}", l.max as f64 / 1e3)?;
             writeln!(out, "LATENCY_UNITS=us")?;
         }
+        // Open loop (--rate); latencies in us as above.
+        if let (Some(o), Some(a)) = (s.offered_per_s, s.achieved_per_s) {
+            writeln!(out, "OFFERED_RATE={o:.2}\nACHIEVED_RATE={a:.2}")?;
+            writeln!(out, "LATE={}", s.late.unwrap_or(0))?;
+            if let Some(v) = &s.service_latency_ns {
+                writeln!(out, "P50_SERVICE_LATENCY={:.3}", v.p50 as f64 / 1e3)?;
+                writeln!(out, "P99_SERVICE_LATENCY={:.3}", v.p99 as f64 / 1e3)?;
+            }
+            if let Some(g) = &s.generator_lag_ns {
+                writeln!(out, "P99_GENERATOR_LAG={:.3}", g.p99 as f64 / 1e3)?;
+            }
+        }
         for (k, v) in [
             ("DATAGRAMS_SENT", s.datagrams_sent),
             ("DATAGRAMS_RECVD", s.datagrams_received),
@@ -138,6 +150,17 @@ impl Exporter for Keyval {
             writeln!(out, "LOCAL_INTERFACE_NAME={i}")?;
             writeln!(out, "LOCAL_TX_PACKETS_PER_S={tx:.2}")?;
             writeln!(out, "LOCAL_RX_PACKETS_PER_S={rx:.2}")?;
+        }
+        if let Some(speed) = s.link_speed_bps {
+            writeln!(out, "LOCAL_LINK_SPEED_BPS={speed}")?;
+        }
+        for (dir, u) in [
+            ("TX", s.link_util_percent.tx),
+            ("RX", s.link_util_percent.rx),
+        ] {
+            if let Some(u) = u {
+                writeln!(out, "LOCAL_LINK_UTIL_{dir}_PERCENT={u:.3}")?;
+            }
         }
         if r.test.is_stream() {
             writeln!(out, "LOCAL_SEND_SIZE={}", p.send_bytes)?;

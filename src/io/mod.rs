@@ -22,8 +22,10 @@ pub mod blocking;
 pub mod connect;
 pub mod epoll;
 pub mod fdlimit;
+pub mod icmp;
 pub mod mmsg;
 pub mod socket;
+pub mod tstamp;
 pub mod uring;
 pub mod zerocopy;
 

@@ -71,9 +71,8 @@ impl DataSocketOpts {
         }
     }
 
-    /// Options that must be set before the connection exists.
-    pub fn apply_before_connect(&self, s: &Socket) -> io::Result<()> {
-        self.apply_tos(s)?;
+    /// SO_SNDBUF and SO_RCVBUF, where asked for.
+    fn apply_buffers(&self, s: &Socket) -> io::Result<()> {
         if let Some(b) = self.send_buffer {
             s.set_send_buffer_size(b as usize)
                 .map_err(|e| ctx(e, "SO_SNDBUF"))?;
@@ -82,6 +81,13 @@ impl DataSocketOpts {
             s.set_recv_buffer_size(b as usize)
                 .map_err(|e| ctx(e, "SO_RCVBUF"))?;
         }
+        Ok(())
+    }
+
+    /// Options that must be set before the connection exists.
+    pub fn apply_before_connect(&self, s: &Socket) -> io::Result<()> {
+        self.apply_tos(s)?;
+        self.apply_buffers(s)?;
         if let Some(m) = self.mss {
             s.set_mss(m).map_err(|e| ctx(e, "TCP_MAXSEG"))?;
         }
@@ -164,14 +170,7 @@ impl SocketBuffers {
         } else {
             Socket::new(domain, Type::STREAM.cloexec(), Some(Protocol::TCP))?
         };
-        if let Some(b) = opts.send_buffer {
-            s.set_send_buffer_size(b as usize)
-                .map_err(|e| ctx(e, "SO_SNDBUF"))?;
-        }
-        if let Some(b) = opts.recv_buffer {
-            s.set_recv_buffer_size(b as usize)
-                .map_err(|e| ctx(e, "SO_RCVBUF"))?;
-        }
+        opts.apply_buffers(&s)?;
         Ok(SocketBuffers {
             send_requested_bytes: opts.send_buffer,
             send_bytes: s.send_buffer_size()? as u64,

@@ -214,34 +214,32 @@ pub struct Preset {
     pub about: &'static str,
 }
 
-/// The presets, as flent names its tests. The probe is a tcp_rr flow at 10
-/// transactions/s, open loop: a low fixed rate, so that it measures the
-/// queue rather than adds to it, free of coordinated omission. A udp_rr
-/// probe joins it once udp_rr's open loop (issue 16) is on this branch:
-/// closed loop, a udp_rr probe would wait out every stall instead of
-/// charging it.
+/// The presets, as flent names its tests. The probes are one udp_rr and
+/// one tcp_rr flow at 10 transactions/s each, open loop: a low fixed rate,
+/// so that they measure the queue rather than add to it, free of
+/// coordinated omission.
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "rrul",
         spec: "tcp_stream@dscp=BE,tcp_stream@dscp=BK,tcp_stream@dscp=CS5,tcp_stream@dscp=EF,\
                tcp_maerts@dscp=BE,tcp_maerts@dscp=BK,tcp_maerts@dscp=CS5,tcp_maerts@dscp=EF,\
-               tcp_rr@rate=10@dscp=EF",
-        about: "4 flows up and 4 down marked BE/BK/CS5/EF, with a TCP latency probe",
+               udp_rr@rate=10@dscp=EF,tcp_rr@rate=10@dscp=BE",
+        about: "4 flows up and 4 down marked BE/BK/CS5/EF, with UDP and TCP latency probes",
     },
     Preset {
         name: "rrul_be",
-        spec: "tcp_stream*4,tcp_maerts*4,tcp_rr@rate=10",
-        about: "rrul unmarked: 4 flows up and 4 down, with a TCP latency probe",
+        spec: "tcp_stream*4,tcp_maerts*4,udp_rr@rate=10,tcp_rr@rate=10",
+        about: "rrul unmarked: 4 flows up and 4 down, with UDP and TCP latency probes",
     },
     Preset {
         name: "upload",
-        spec: "tcp_stream*4,tcp_rr@rate=10",
-        about: "4 flows up, with a TCP latency probe",
+        spec: "tcp_stream*4,udp_rr@rate=10,tcp_rr@rate=10",
+        about: "4 flows up, with UDP and TCP latency probes",
     },
     Preset {
         name: "download",
-        spec: "tcp_maerts*4,tcp_rr@rate=10",
-        about: "4 flows down, with a TCP latency probe",
+        spec: "tcp_maerts*4,udp_rr@rate=10,tcp_rr@rate=10",
+        about: "4 flows down, with UDP and TCP latency probes",
     },
 ];
 
@@ -414,7 +412,12 @@ mod tests {
     fn presets_parse() {
         for p in PRESETS {
             let parts = parse_spec(p.spec).unwrap_or_else(|e| panic!("{}: {e}", p.name));
-            assert!(parts.iter().any(|p| p.is_probe()), "{}", p.name);
+            assert_eq!(
+                parts.iter().filter(|p| p.is_probe()).count(),
+                2,
+                "{}",
+                p.name
+            );
         }
     }
 

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
 const SIOCGIFMTU: libc::c_ulong = 0x8921;
 
+const ETHTOOL_GSET: u32 = 0x01;
 const ETHTOOL_GDRVINFO: u32 = 0x03;
 const ETHTOOL_GCOALESCE: u32 = 0x0e;
 const ETHTOOL_GRXCSUM: u32 = 0x14;
@@ -64,6 +65,29 @@ struct DrvInfoRaw {
     testinfo_len: u32,
     eedump_len: u32,
     regdump_len: u32,
+}
+
+/// struct ethtool_cmd (the legacy link settings; the kernel fills it from
+/// the driver's get_link_ksettings, so it serves every driver that has one).
+#[repr(C)]
+struct LinkCmd {
+    cmd: u32,
+    supported: u32,
+    advertising: u32,
+    speed: u16,
+    duplex: u8,
+    port: u8,
+    phy_address: u8,
+    transceiver: u8,
+    autoneg: u8,
+    mdio_support: u8,
+    maxtxpkt: u32,
+    maxrxpkt: u32,
+    speed_hi: u16,
+    eth_tp_mdix: u8,
+    eth_tp_mdix_ctrl: u8,
+    lp_advertising: u32,
+    reserved: [u32; 2],
 }
 
 /// struct ethtool_value.
@@ -207,6 +231,20 @@ impl Ethtool {
         ok.then_some(mtu as u32)
     }
 
+    /// The link's speed in bits/s, as `ethtool IF` shows it; `None` where
+    /// the driver has no link settings (`lo`) or the speed is unknown (a
+    /// link that is down answers SPEED_UNKNOWN, all ones).
+    pub fn speed_bps(&self) -> Option<u64> {
+        // SAFETY: LinkCmd is plain old data; all-zero is valid.
+        let mut c: LinkCmd = unsafe { std::mem::zeroed() };
+        c.cmd = ETHTOOL_GSET;
+        // SAFETY: c is a struct ethtool_cmd, as GSET expects.
+        if !unsafe { self.ioctl(&mut c) } {
+            return None;
+        }
+        mbit_to_bps(u32::from(c.speed) | (u32::from(c.speed_hi) << 16))
+    }
+
     pub fn drvinfo(&self) -> Option<DrvInfo> {
         // SAFETY: DrvInfoRaw is plain old data; all-zero is valid.
         let mut d: DrvInfoRaw = unsafe { std::mem::zeroed() };
@@ -298,6 +336,26 @@ impl Ethtool {
     }
 }
 
+/// The link speed of interface `name` in bits/s: the ethtool ioctl first
+/// (it sees this thread's namespace), then /sys/class/net/NAME/speed.
+/// `None` where the interface has no speed (`lo`, a link that is down).
+pub fn link_speed_bps(name: &str) -> Option<u64> {
+    let e = Ethtool::new(name)?;
+    e.speed_bps().or_else(|| {
+        let s = std::fs::read_to_string(format!("/sys/class/net/{name}/speed")).ok()?;
+        // sysfs prints SPEED_UNKNOWN as -1.
+        let mbit: i64 = s.trim().parse().ok()?;
+        mbit_to_bps(u32::try_from(mbit).ok()?)
+    })
+}
+
+/// A speed in Mbit/s as ethtool and sysfs give it, in bits/s; 0 and
+/// SPEED_UNKNOWN (-1, all ones) are no speed.
+pub(crate) fn mbit_to_bps(mbit: u32) -> Option<u64> {
+    (mbit != 0 && mbit != u32::MAX && mbit != u32::from(u16::MAX))
+        .then(|| u64::from(mbit) * 1_000_000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +367,17 @@ mod tests {
         assert_eq!(size_of::<CoalesceRaw>(), 92);
         assert_eq!(size_of::<SsetInfo>(), 24);
         assert_eq!(size_of::<Value>(), 8);
+        assert_eq!(size_of::<LinkCmd>(), 44);
+    }
+
+    #[test]
+    fn unknown_speeds_are_none() {
+        assert_eq!(mbit_to_bps(10_000), Some(10_000_000_000));
+        assert_eq!(mbit_to_bps(0), None);
+        assert_eq!(mbit_to_bps(u32::MAX), None);
+        assert_eq!(mbit_to_bps(u32::from(u16::MAX)), None);
+        assert_eq!(link_speed_bps("lo"), None);
+        assert_eq!(link_speed_bps("../x"), None);
     }
 
     #[test]
@@ -322,7 +391,9 @@ mod tests {
         assert!(f.contains_key("tx-scatter-gather"), "{f:?}");
         let _ = e.offloads();
         let _ = e.coalesce();
+        assert_eq!(e.speed_bps(), None, "lo has no link speed");
         assert!(Ethtool::new("no-such-if0").unwrap().mtu().is_none());
+        assert!(Ethtool::new("no-such-if0").unwrap().speed_bps().is_none());
         assert!(Ethtool::new("no-such-if0").unwrap().drvinfo().is_none());
         assert!(Ethtool::new("../x").is_none());
     }

@@ -19,7 +19,8 @@ pub mod window;
 pub use cpu::{
     CpuSnapshot, CpuUsage, service_demand, service_demand_from_cpu_s, service_demand_us_per_kb,
 };
-pub use net::{IfCounters, route_interface};
+pub use ethtool::link_speed_bps;
+pub use net::{IfCounters, link_util_percent, route_interface};
 pub use provenance::{Provenance, human_lines};
 pub use rusage::Rusage;
 pub use tcp_info::{TcpInfo, tcp_total_retrans};

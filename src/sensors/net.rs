@@ -195,6 +195,14 @@ pub(crate) fn valid_if_name(name: &str) -> bool {
         && !name.chars().any(char::is_whitespace)
 }
 
+/// Utilisation in percent of a link of `speed_bps` that moved `bytes` in
+/// `elapsed_s`, counting the bytes the interface counters count (the frame
+/// from its MAC header on; preamble and gap are not counted).
+pub fn link_util_percent(bytes: u64, elapsed_s: f64, speed_bps: u64) -> Option<f64> {
+    (elapsed_s > 0.0 && speed_bps > 0)
+        .then(|| 100.0 * bytes as f64 * 8.0 / elapsed_s / speed_bps as f64)
+}
+
 /// An interface's packet and byte counters (since it was created), or
 /// their change over a window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -384,6 +392,14 @@ mod tests {
             let own = s.local_addr().unwrap().ip();
             assert_eq!(route_interface(own).as_deref(), Some("lo"), "{own}");
         }
+    }
+
+    #[test]
+    fn util_needs_a_time_and_a_speed() {
+        let u = link_util_percent(1_250_000, 1.0, 100_000_000).unwrap();
+        assert!((u - 10.0).abs() < 1e-9, "{u}");
+        assert_eq!(link_util_percent(1, 0.0, 1), None);
+        assert_eq!(link_util_percent(1, 1.0, 0), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CpuSnapshot, CpuUsage, IfCounters, Rusage, route_interface};
+use super::{CpuSnapshot, CpuUsage, IfCounters, Rusage, link_speed_bps, route_interface};
 use crate::plan::Phase;
 
 /// One edge of the window.
@@ -31,11 +31,16 @@ pub struct WindowStats {
     pub interface: Option<String>,
     /// Its counters' change over the window.
     pub packets: Option<IfCounters>,
+    /// Its link speed in bits/s, where the driver knows one (not `lo`).
+    /// Older peers do not send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_speed_bps: Option<u64>,
 }
 
 /// Takes the edges as the phases change.
 pub struct Meter {
     interface: Option<String>,
+    link_speed_bps: Option<u64>,
     start: Option<Edge>,
     end: Option<Edge>,
 }
@@ -43,8 +48,10 @@ pub struct Meter {
 impl Meter {
     /// A meter for a session whose peer is `peer`.
     pub fn new(peer: IpAddr) -> Meter {
+        let interface = route_interface(peer);
         Meter {
-            interface: route_interface(peer),
+            link_speed_bps: interface.as_deref().and_then(link_speed_bps),
+            interface,
             start: None,
             end: None,
         }
@@ -89,6 +96,7 @@ impl Meter {
             rusage: Some(b.rusage.since(&a.rusage)),
             interface: self.interface.clone(),
             packets: a.packets.zip(b.packets).map(|(x, y)| y.since(&x)),
+            link_speed_bps: self.link_speed_bps,
         })
     }
 }

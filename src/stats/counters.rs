@@ -33,6 +33,11 @@ pub struct Counts {
     /// after their intended start (absent from an older peer's counts: 0).
     #[serde(default)]
     pub late: u64,
+    /// Open-loop request/response: the time integral of the transactions in
+    /// the system (intended start passed, response not in), ns × transactions;
+    /// over a window's length it is the mean number in flight.
+    #[serde(default)]
+    pub in_flight_ns: u64,
 }
 
 impl AddAssign for Counts {
@@ -46,6 +51,7 @@ impl AddAssign for Counts {
         self.reordered += o.reordered;
         self.duplicates += o.duplicates;
         self.late += o.late;
+        self.in_flight_ns += o.in_flight_ns;
     }
 }
 
@@ -63,6 +69,7 @@ impl Sub for Counts {
             reordered: self.reordered.saturating_sub(o.reordered),
             duplicates: self.duplicates.saturating_sub(o.duplicates),
             late: self.late.saturating_sub(o.late),
+            in_flight_ns: self.in_flight_ns.saturating_sub(o.in_flight_ns),
         }
     }
 }
@@ -90,6 +97,7 @@ pub struct FlowCounters {
     reordered: AtomicU64,
     duplicates: AtomicU64,
     late: AtomicU64,
+    in_flight_ns: AtomicU64,
 }
 
 #[inline]
@@ -135,6 +143,10 @@ impl FlowCounters {
     pub fn add_late(&self, n: u64) {
         bump(&self.late, n);
     }
+    #[inline]
+    pub fn add_in_flight_ns(&self, n: u64) {
+        bump(&self.in_flight_ns, n);
+    }
 
     pub fn snapshot(&self) -> Counts {
         Counts {
@@ -147,6 +159,7 @@ impl FlowCounters {
             reordered: self.reordered.load(Relaxed),
             duplicates: self.duplicates.load(Relaxed),
             late: self.late.load(Relaxed),
+            in_flight_ns: self.in_flight_ns.load(Relaxed),
         }
     }
 }

@@ -12,6 +12,16 @@
 //! has the response (crr) or the server's FIN (cc): its reset also ends the
 //! server's half-closed socket, so no TIME_WAIT is left anywhere.
 //!
+//! With `--rate` the client is open-loop (see [`crate::workload::schedule`]):
+//! each scheduled transaction is a new connection, opened when its intended
+//! start comes, and its response time (`latency_ns`) runs from that intended
+//! start to the response's last byte (crr) or the server's close (cc); the
+//! service time runs from `connect`. A flow has one connection open at a
+//! time, as wrk2 has one request per connection: transactions that come due
+//! while it is busy stay owed and go out back to back as soon as it is
+//! free, still timed from their intended starts, so a stalled server is
+//! charged for every one (more flows, `-F`, give more connections at once).
+//!
 //! On the server, each worker accepts from the session's shared listener,
 //! one connection per wake-up, answers at once when the request is already
 //! in, and keeps a small table of the connections still in progress. A
@@ -28,6 +38,7 @@ use std::time::Instant;
 
 use socket2::{SockAddr, Socket};
 
+use super::schedule::{InSystem, Schedule};
 use super::{CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Progress, sub_token, token};
 use crate::io::blocking::POLL_TIMEOUT;
 use crate::io::socket::{
@@ -85,6 +96,11 @@ pub struct ConnectClient {
     blocking: bool,
     /// `--close rst`: SO_LINGER 0, close without waiting for the server's FIN.
     rst: bool,
+    /// Open loop: the schedule, and the intended start of the transaction
+    /// on the open connection.
+    schedule: Option<Schedule>,
+    meant: Instant,
+    in_system: InSystem,
 }
 
 impl ConnectClient {
@@ -126,7 +142,40 @@ impl ConnectClient {
             quota_reported: false,
             blocking: false,
             rst: close == CloseMode::Rst,
+            schedule: None,
+            meant: Instant::now(),
+            in_system: InSystem::new(),
         }
+    }
+
+    /// Run open-loop on `schedule`: a connection per scheduled transaction,
+    /// one open at a time.
+    pub fn open_loop(mut self, schedule: Schedule) -> ConnectClient {
+        self.schedule = Some(schedule);
+        self
+    }
+
+    /// Open loop: the next transaction's intended start if it has not come
+    /// yet (wait for it); else take it, recording how late it is taken.
+    fn due(&mut self, ctx: &mut FlowCtx<'_>) -> Option<Instant> {
+        let s = self.schedule.as_mut()?;
+        let now = Instant::now();
+        if s.next() > now {
+            return Some(s.next());
+        }
+        let due = s.take();
+        let lag = now.duration_since(due);
+        if ctx.phase_now() == Phase::Measure {
+            if let Some(o) = ctx.open.as_deref_mut() {
+                o.lag.record(lag.as_nanos() as u64);
+            }
+        }
+        if lag > s.gap() {
+            self.counters.add_late(1);
+        }
+        self.in_system.arrive(due, now, &self.counters);
+        self.meant = due;
+        None
     }
 
     /// Open the next connection. Non-blocking, the connect is left in
@@ -208,8 +257,22 @@ impl ConnectClient {
 
     fn complete(&mut self, ctx: &mut FlowCtx<'_>) {
         self.counters.add_transactions(1);
+        if self.schedule.is_some() {
+            self.in_system.depart(1, Instant::now(), &self.counters);
+        }
         if ctx.phase_now() == Phase::Measure {
-            ctx.hist.record(self.started.elapsed().as_nanos() as u64);
+            let now = Instant::now();
+            let service = now.duration_since(self.started).as_nanos() as u64;
+            if self.schedule.is_some() {
+                // Response time from the intended start; service time from connect.
+                ctx.hist
+                    .record(now.duration_since(self.meant).as_nanos() as u64);
+                if let Some(o) = ctx.open.as_deref_mut() {
+                    o.service.record(service);
+                }
+            } else {
+                ctx.hist.record(service);
+            }
             self.done_in_measure += 1;
         }
     }
@@ -227,14 +290,21 @@ impl Flow for ConnectClient {
     fn start(&mut self, driver: &mut dyn Driver, _slot: usize) -> io::Result<()> {
         // The first connection opens on the engine's start kick.
         self.blocking = driver.waits_in_io();
+        if let Some(s) = &mut self.schedule {
+            s.begin(Instant::now());
+        }
         Ok(())
     }
 
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         let sub = sub_token(ev.token);
         if sub != KICK && sub != self.generation {
-            // A late event for a connection already closed.
-            return Ok(Progress::Idle);
+            // A late event for a connection already closed. Open loop, it
+            // must not cancel the wake-up for the next intended start.
+            return Ok(match (&self.schedule, self.state) {
+                (Some(s), State::Closed) => Progress::At(s.next()),
+                _ => Progress::Idle,
+            });
         }
         for _ in 0..OPS_PER_CALL {
             match self.state {
@@ -249,6 +319,9 @@ impl Flow for ConnectClient {
                             ctx.quota_done.fetch_add(1, Relaxed);
                         }
                         return Ok(Progress::Parked);
+                    }
+                    if let Some(next) = self.due(ctx) {
+                        return Ok(Progress::At(next));
                     }
                     self.open(ctx.driver, ctx.slot)?;
                 }
@@ -348,8 +421,9 @@ impl Flow for ConnectClient {
         Ok(Progress::More)
     }
 
+    /// A blocking connect or receive would hold an open-loop flow past its schedule.
     fn blocking_ok(&self) -> bool {
-        true
+        self.schedule.is_none()
     }
 }
 
@@ -882,6 +956,51 @@ mod tests {
         h.run_until("the client done", |h| h.status(0) != &Status::Active);
         assert_eq!(h.status(0), &Status::Done);
         assert_eq!(h.counts(0).transactions, 5);
+    }
+
+    /// Open loop: one connection per scheduled transaction, never ahead of
+    /// the schedule (100 at 1,000/s take at least 99 ms whatever the
+    /// machine's load), each timed from its intended start and from its
+    /// connect, the generator's lag recorded for each.
+    #[test]
+    fn open_loop_cycles_follow_the_schedule() {
+        let l = listener();
+        let mut p = crate::plan::TestPlan::new(crate::plan::TestKind::TcpCrr);
+        p.offered_per_s = Some(1000);
+        let mut h = Harness::new(2);
+        let (cc, sc) = (h.counter(0), h.counter(1));
+        let client = ConnectClient::new(
+            ConnectMode::Crr,
+            l.1,
+            None,
+            DataSocketOpts::default(),
+            cc,
+            TOKEN,
+            10,
+            20,
+            None,
+            CloseMode::Fin,
+        );
+        h.add(client.open_loop(Schedule::of(&p, 0).unwrap()));
+        h.add(ConnectServer::new(
+            ConnectMode::Crr,
+            l.0.as_raw_fd(),
+            Ipv4Addr::LOCALHOST.into(),
+            TOKEN,
+            10,
+            20,
+            sc,
+            false,
+        ));
+        let t0 = Instant::now();
+        h.run_until("100 cycles", |h| h.counts(0).transactions >= 100);
+        let took = t0.elapsed();
+        assert!(took >= std::time::Duration::from_millis(99), "{took:?}");
+        let n = h.counts(0).transactions;
+        assert!(h.open.lag.count() >= n);
+        let open = std::mem::replace(&mut h.open, Harness::new(0).open);
+        assert_eq!(open.service.finish().count(), n);
+        assert_eq!(h.latencies(), n);
     }
 
     #[test]

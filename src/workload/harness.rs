@@ -156,7 +156,7 @@ impl Harness {
             let mut ctx = FlowCtx {
                 phase,
                 hist: &mut self.lat,
-                open: &mut self.open,
+                open: Some(&mut self.open),
                 driver: &mut self.driver,
                 quota_done: &self.quota_done,
                 slot: i,

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use socket2::Socket;
 
+use super::capacity::{DEFAULT_PROBE_BPS, TrainReceiver, TrainSender};
 use super::crr::{ConnectClient, ConnectMode, ConnectServer, TOKEN_LEN};
 use super::rr::{RrClient, RrServer};
 use super::schedule::Schedule;
@@ -143,6 +144,10 @@ pub struct TestDesc {
     /// The largest datagram payload the plan sends, for the path MTU check
     /// (UDP tests).
     pub largest_datagram: fn(&TestPlan) -> Option<u64>,
+    /// The user-space buffer bytes the server's flows allocate: per flow,
+    /// and per worker thread (connection tests), for its memory estimate
+    /// (`control::limits`). An upper bound.
+    pub server_buffers: fn(&TestPlan) -> (u64, u64),
 }
 
 impl TestDesc {
@@ -195,7 +200,7 @@ impl TestDesc {
 }
 
 /// Every test thrum runs, one row each.
-pub static TESTS: [TestDesc; 8] = [
+pub static TESTS: [TestDesc; 9] = [
     TestDesc {
         kind: TestKind::TcpStream,
         transport: Transport::Tcp,
@@ -208,6 +213,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: stream,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: stream_buffers,
     },
     TestDesc {
         kind: TestKind::TcpMaerts,
@@ -221,6 +227,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: stream,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: stream_buffers,
     },
     TestDesc {
         kind: TestKind::TcpBidir,
@@ -234,6 +241,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: stream,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: stream_buffers,
     },
     TestDesc {
         kind: TestKind::TcpRr,
@@ -247,6 +255,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: rr_server,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: rr_buffers,
     },
     TestDesc {
         kind: TestKind::TcpCrr,
@@ -260,6 +269,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: crr_server,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: connect_buffers,
     },
     TestDesc {
         kind: TestKind::TcpCc,
@@ -273,6 +283,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: cc_server,
         udp_io: none,
         largest_datagram: no_datagrams,
+        server_buffers: connect_buffers,
     },
     TestDesc {
         kind: TestKind::UdpStream,
@@ -286,6 +297,7 @@ pub static TESTS: [TestDesc; 8] = [
         server: udp_stream_server,
         udp_io: udp_stream_io,
         largest_datagram: |p| Some(p.send_bytes),
+        server_buffers: udp_stream_buffers,
     },
     TestDesc {
         kind: TestKind::UdpRr,
@@ -299,6 +311,22 @@ pub static TESTS: [TestDesc; 8] = [
         server: udp_rr_server,
         udp_io: udp_rr_io,
         largest_datagram: |p| Some(p.request_bytes.max(p.response_bytes)),
+        server_buffers: udp_rr_buffers,
+    },
+    TestDesc {
+        kind: TestKind::Capacity,
+        transport: Transport::Udp,
+        client_sends: true,
+        client_receives: false,
+        merit: Merit::Throughput,
+        loss: Loss::None,
+        burst: false,
+        client: capacity_flow,
+        server: capacity_flow,
+        udp_io: |_| Some("send, recvmsg with SO_TIMESTAMPNS".into()),
+        largest_datagram: |p| Some(p.send_bytes),
+        // One datagram buffer (and a byte) per receiver.
+        server_buffers: |p| (p.send_bytes + 1, 0),
     },
 ];
 
@@ -328,6 +356,56 @@ impl TestKind {
     pub fn is_connect(self) -> bool {
         self.desc().transport == Transport::TcpPerTransaction
     }
+}
+
+/// rr buffers are capped (`workload::rr`): at most this per direction.
+const RR_MAX_BUF: u64 = 256 << 10;
+/// A connection test worker's buffer is capped the same way (`workload::crr`).
+const CRR_MAX_BUF: u64 = 256 << 10;
+
+/// A bulk server flow: its receive buffer where it receives, its send
+/// buffer (a ring of them with `--zerocopy`) where it sends.
+fn stream_buffers(p: &TestPlan) -> (u64, u64) {
+    let d = p.test.desc();
+    let send = if p.zerocopy {
+        p.send_bytes
+            .saturating_mul(crate::io::zerocopy::RING_SLOTS as u64)
+    } else {
+        p.send_bytes
+    };
+    let mut b = 0u64;
+    if d.server_sends() {
+        b = b.saturating_add(send);
+    }
+    if d.server_receives() {
+        b = b.saturating_add(p.recv_bytes);
+    }
+    (b, 0)
+}
+
+fn rr_buffers(p: &TestPlan) -> (u64, u64) {
+    let in_flight = p.burst as u64 + 1;
+    let cap = |m: u64| m.saturating_mul(in_flight).clamp(4096, RR_MAX_BUF);
+    (cap(p.request_bytes) + cap(p.response_bytes), 0)
+}
+
+/// Connection tests' server flows are one per worker.
+fn connect_buffers(p: &TestPlan) -> (u64, u64) {
+    (
+        0,
+        p.request_bytes.max(p.response_bytes).clamp(64, CRR_MAX_BUF),
+    )
+}
+
+fn udp_stream_buffers(p: &TestPlan) -> (u64, u64) {
+    // --gso: each buffer takes a whole coalesced message.
+    let each = if p.gso { 65_535 } else { p.send_bytes };
+    (BATCH as u64 * each, 0)
+}
+
+fn udp_rr_buffers(p: &TestPlan) -> (u64, u64) {
+    let batch = (BATCH as u64).min(p.burst as u64 + 1);
+    (batch * (p.request_bytes + 1 + p.response_bytes), 0)
 }
 
 fn none(_: &TestPlan) -> Option<String> {
@@ -360,6 +438,11 @@ fn stream(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         },
         a.client,
     );
+    let f = if a.plan.call_times {
+        f.with_call_times()
+    } else {
+        f
+    };
     Ok(Box::new(if a.plan.zerocopy {
         f.with_zerocopy()?
     } else {
@@ -409,7 +492,7 @@ fn connect_client(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow
         ));
     };
     let p = a.plan;
-    Ok(Box::new(ConnectClient::new(
+    let f = ConnectClient::new(
         mode,
         addr,
         bind,
@@ -420,7 +503,11 @@ fn connect_client(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow
         p.response_bytes,
         p.flow_quota(a.flow),
         p.close,
-    )))
+    );
+    Ok(Box::new(match Schedule::of(p, a.flow) {
+        Some(s) => f.open_loop(s),
+        None => f,
+    }))
 }
 
 fn connect_server(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
@@ -478,10 +565,24 @@ fn udp_stream_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     Ok(Box::new(if p.gso { r.with_gro()? } else { r }))
 }
 
+/// capacity: whichever end sends (the client, or the server with
+/// `--reverse`) sends trains; the other takes their gaps.
+fn capacity_flow(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
+    let sock = a.take_socket()?;
+    let p = a.plan;
+    let size = p.send_bytes as usize;
+    if a.sends {
+        let rate = p.rate_bps.unwrap_or(DEFAULT_PROBE_BPS);
+        Ok(Box::new(TrainSender::new(sock, a.counters, size, rate)))
+    } else {
+        Ok(Box::new(TrainReceiver::new(sock, a.counters, size)?))
+    }
+}
+
 fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
-    Ok(Box::new(UdpRrClient::new(
+    let f = UdpRrClient::new(
         sock,
         a.counters,
         p.request_bytes,
@@ -489,18 +590,30 @@ fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.burst,
         Duration::from_nanos(p.rr_timeout_ns),
         p.flow_quota(a.flow),
-    )))
+    );
+    Ok(Box::new(match Schedule::of(p, a.flow) {
+        Some(s) => f.open_loop(s),
+        None => f,
+    }))
 }
 
 fn udp_rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
+    // Open loop the client may have --max-inflight requests out at once:
+    // the server's batches and (under io_uring) its provided buffers are
+    // sized for that many, or a burst after a stall would find the ring
+    // empty and queue in the socket behind later requests.
+    let window = match p.offered_per_s {
+        Some(_) => p.max_inflight.max(1) - 1,
+        None => p.burst,
+    };
     Ok(Box::new(UdpRrServer::new(
         sock,
         a.counters,
         p.request_bytes,
         p.response_bytes,
-        p.burst,
+        window,
     )))
 }
 
@@ -567,7 +680,8 @@ mod tests {
                 TestKind::TcpStream,
                 TestKind::TcpMaerts,
                 TestKind::TcpBidir,
-                TestKind::UdpStream
+                TestKind::UdpStream,
+                TestKind::Capacity
             ]
         );
         let rr: Vec<_> = TestKind::ALL.into_iter().filter(|k| k.is_rr()).collect();
@@ -578,7 +692,10 @@ mod tests {
             .collect();
         assert_eq!(connect, [TestKind::TcpCrr, TestKind::TcpCc]);
         let udp: Vec<_> = TestKind::ALL.into_iter().filter(|k| k.is_udp()).collect();
-        assert_eq!(udp, [TestKind::UdpStream, TestKind::UdpRr]);
+        assert_eq!(
+            udp,
+            [TestKind::UdpStream, TestKind::UdpRr, TestKind::Capacity]
+        );
     }
 
     #[test]

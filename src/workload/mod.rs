@@ -7,6 +7,7 @@
 //! end: stop generating, half-close, read until the peer's EOF. So the bytes
 //! and transactions one end sent equal what the other end received, exactly.
 
+pub mod capacity;
 pub mod crr;
 #[cfg(test)]
 pub(crate) mod harness;
@@ -63,8 +64,9 @@ pub enum Progress {
 pub struct FlowCtx<'a> {
     pub phase: Phase,
     pub hist: &'a mut LatencyRecorder,
-    /// Open-loop flows: service time and the generator's lag.
-    pub open: &'a mut OpenLoopRecorder,
+    /// Open-loop flows: service time and the generator's lag (None unless
+    /// the engine runs open-loop flows).
+    pub open: Option<&'a mut OpenLoopRecorder>,
     pub driver: &'a mut dyn Driver,
     /// Flows that finished their transaction quota (count-limited runs).
     pub quota_done: &'a AtomicU32,
@@ -113,6 +115,14 @@ pub trait Flow: Send {
     /// Connections this flow turned away (wrong peer or token); servers only.
     fn refused(&self) -> u64 {
         0
+    }
+    /// How long its send and receive calls took (bulk flows only).
+    fn call_times(&self) -> Option<&crate::stats::calltime::SendRecvTimes> {
+        None
+    }
+    /// capacity receivers: the gaps of the packet trains they received.
+    fn train_gaps(&self) -> Option<crate::stats::dispersion::TrainGaps> {
+        None
     }
     /// MSG_ZEROCOPY sends and completions (`--zerocopy` senders only).
     fn zerocopy(&self) -> Option<crate::io::zerocopy::ZeroCopyCounts> {

@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use socket2::Socket;
 
-use super::schedule::Schedule;
+use super::schedule::{InSystem, Schedule};
 use super::{
     CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, failed, queue_send, start_on,
 };
@@ -100,6 +100,7 @@ pub struct RrClient {
     /// issued and not yet completed (oldest first, as `sent_at`).
     schedule: Option<Schedule>,
     intended: VecDeque<Instant>,
+    in_system: InSystem,
 }
 
 impl RrClient {
@@ -136,6 +137,7 @@ impl RrClient {
             tx_started: Instant::now(),
             schedule: None,
             intended: VecDeque::new(),
+            in_system: InSystem::new(),
         }
     }
 
@@ -177,12 +179,13 @@ impl RrClient {
             }
             let due = self.schedule.as_mut().expect("open loop").take();
             let lag = now.duration_since(due);
-            if measuring {
-                ctx.open.lag.record(lag.as_nanos() as u64);
+            if measuring && let Some(o) = ctx.open.as_deref_mut() {
+                o.lag.record(lag.as_nanos() as u64);
             }
             if lag > gap {
                 self.counters.add_late(1);
             }
+            self.in_system.arrive(due, now, &self.counters);
             self.intended.push_back(due);
             self.outstanding += 1;
             self.tx_pending += self.request;
@@ -260,9 +263,9 @@ impl RrClient {
                 let meant = self.intended.pop_front().unwrap_or(sent);
                 if measuring {
                     ctx.hist.record(now.duration_since(meant).as_nanos() as u64);
-                    ctx.open
-                        .service
-                        .record(now.duration_since(sent).as_nanos() as u64);
+                    if let Some(o) = ctx.open.as_deref_mut() {
+                        o.service.record(now.duration_since(sent).as_nanos() as u64);
+                    }
                 }
             } else if measuring {
                 ctx.hist.record(now.duration_since(sent).as_nanos() as u64);
@@ -274,6 +277,7 @@ impl RrClient {
             self.done_in_measure += completed;
         }
         if self.schedule.is_some() {
+            self.in_system.depart(completed, now, &self.counters);
             // The schedule, not the responses, issues the next requests.
             return Some(now);
         }

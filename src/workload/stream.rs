@@ -9,9 +9,14 @@
 //! buffers ([`crate::io::zerocopy`]) and reaps completions when the socket
 //! reports an error (EPOLLERR) or the ring is full; before it reports done it
 //! waits (briefly) for the last completions, so the counts add up.
+//!
+//! With `--call-times` each send and receive that moves data in the
+//! measurement phase is timed into the flow's call-time histograms
+//! (netperf's -v 2): two vDSO clock reads per call, so only when asked.
 
 use std::io;
 use std::os::fd::AsRawFd;
+use std::time::Instant;
 
 use socket2::Socket;
 
@@ -21,6 +26,7 @@ use crate::io::zerocopy::{
     ZcSend, ZeroCopyCounts, ZeroCopySender, socket_error, wait_for_completion,
 };
 use crate::io::{Driver, Event};
+use crate::stats::calltime::SendRecvTimes;
 
 /// How long a finished sender waits for its last MSG_ZEROCOPY completions.
 const ZEROCOPY_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -38,6 +44,9 @@ pub struct StreamFlow {
     eof_before_drain_is_error: bool,
     /// `--zerocopy`: sends come from this ring instead of `send_buf`.
     zerocopy: Option<Box<ZeroCopySender>>,
+    /// How long each send and receive that moved data took, over the
+    /// measurement phase (netperf's -v 2 histograms).
+    times: Option<Box<SendRecvTimes>>,
 }
 
 impl StreamFlow {
@@ -66,11 +75,18 @@ impl StreamFlow {
             got_eof: false,
             eof_before_drain_is_error,
             zerocopy: None,
+            times: None,
         }
     }
 
     /// Send with MSG_ZEROCOPY (a sending flow only): sets SO_ZEROCOPY and
     /// replaces the send buffer by a ring of them.
+    /// Time each send and receive call (`--call-times`).
+    pub fn with_call_times(mut self) -> StreamFlow {
+        self.times = Some(Box::default());
+        self
+    }
+
     pub fn with_zerocopy(mut self) -> io::Result<StreamFlow> {
         if self.sends {
             crate::io::zerocopy::enable(self.sock.as_raw_fd())?;
@@ -145,6 +161,8 @@ impl Flow for StreamFlow {
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         let fd = self.sock.as_raw_fd();
         let draining = ctx.phase == crate::plan::Phase::Drain;
+        // Calls are timed in the measurement phase only, as latencies are.
+        let timed = self.times.is_some() && ctx.phase == crate::plan::Phase::Measure;
         let mut more = false;
 
         // Half-close first in the drain, so a blocking read below cannot delay the peer's EOF.
@@ -163,6 +181,7 @@ impl Flow for StreamFlow {
                     break;
                 }
                 ops += 1;
+                let t = timed.then(Instant::now);
                 match recv(fd, &mut self.recv_buf) {
                     Ok(0) => {
                         self.got_eof = true;
@@ -171,7 +190,12 @@ impl Flow for StreamFlow {
                         }
                         break;
                     }
-                    Ok(n) => self.counters.add_received(n as u64),
+                    Ok(n) => {
+                        self.counters.add_received(n as u64);
+                        if let (Some(t), Some(times)) = (t, &mut self.times) {
+                            times.recv.record(t.elapsed().as_nanos() as u64);
+                        }
+                    }
                     Err(e) if would_block(&e) => break,
                     Err(e) => return Err(e),
                 }
@@ -194,8 +218,14 @@ impl Flow for StreamFlow {
                         break;
                     }
                     ops += 1;
+                    let t = timed.then(Instant::now);
                     match send(fd, &self.send_buf) {
-                        Ok(n) => self.counters.add_sent(n as u64),
+                        Ok(n) => {
+                            self.counters.add_sent(n as u64);
+                            if let (Some(t), Some(times)) = (t, &mut self.times) {
+                                times.send.record(t.elapsed().as_nanos() as u64);
+                            }
+                        }
                         Err(e) if would_block(&e) => break,
                         Err(e) => return Err(e),
                     }
@@ -214,6 +244,10 @@ impl Flow for StreamFlow {
         } else {
             Progress::Idle
         })
+    }
+
+    fn call_times(&self) -> Option<&SendRecvTimes> {
+        self.times.as_deref()
     }
 
     fn zerocopy(&self) -> Option<ZeroCopyCounts> {

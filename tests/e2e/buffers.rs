@@ -81,3 +81,31 @@ fn socket_buffers_are_reported_as_the_kernel_set_them() {
         assert!(kv.lines().any(|l| l == line), "no {line} in:\n{kv}");
     }
 }
+
+/// A separate server's buffers come in its final report.
+#[test]
+fn a_separate_servers_buffers_come_in_its_final_report() {
+    let server = crate::common::ServerProc::start(&[]);
+    let wmax = sysctl("wmem_max");
+    let out = run_client(
+        &[
+            "run",
+            "tcp_stream",
+            "-H",
+            &server.addr,
+            "-l",
+            "0.3s",
+            "--warmup",
+            "0s",
+            "-S",
+            "32K",
+            "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let doc = json(&out);
+    assert_schema(&doc);
+    let r = &doc["summary"]["remote"]["socket_buffers"];
+    assert_eq!(u(&r["send_requested_bytes"]), 32768, "{r}");
+    assert_eq!(u(&r["send_bytes"]), expected(32768, wmax), "{r}");
+}

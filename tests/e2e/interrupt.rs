@@ -212,3 +212,27 @@ fn agg_keeps_the_steps_it_completed() {
     }
     assert!(err.contains("error: interrupted"), "{err}");
 }
+
+/// sweep stopped by Ctrl-C prints the cells it measured and exits 130.
+#[test]
+fn sweep_prints_the_cells_it_measured() {
+    let mut child = Command::new(bin())
+        .args(["sweep", "tcp_rr", "--flows", "1,1,1,1,1,1", "-l", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Within the six cells of 2 s each; where exactly does not matter.
+    std::thread::sleep(Duration::from_millis(2500));
+    signal(&child, libc::SIGINT);
+    let status = wait(&mut child, Duration::from_secs(60));
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{out}");
+    assert!(out.contains("rows burst, columns flows"), "{out}");
+}

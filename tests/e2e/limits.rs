@@ -498,6 +498,9 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     provenance: None,
                     tcp_retransmits: None,
                     zerocopy: None,
+                    socket_buffers: None,
+                    call_times: None,
+                    train_gaps: None,
                     part_retransmits: vec![],
                 }
                 .into(),

@@ -4,7 +4,10 @@
 
 mod agg;
 mod buffers;
+mod calltimes;
+mod capacity;
 mod common;
+mod curve;
 mod failures;
 mod fields;
 mod hostile;
@@ -17,6 +20,8 @@ mod mix;
 mod netns;
 mod open_loop;
 mod outputs;
+mod path3;
+mod ping;
 mod reports;
 mod rrul_netns;
 mod scale;

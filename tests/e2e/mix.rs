@@ -113,7 +113,7 @@ fn presets_print_their_spec_and_run() {
     let server = ServerProc::start(&[]);
     let doc = run_mix(&server, &["upload", "-l", "1s", "--warmup", "0"]);
     let parts = doc["summary"]["parts"].as_array().unwrap();
-    assert_eq!(parts.len(), 2);
+    assert_eq!(parts.len(), 3);
     assert_eq!(u(&parts[0]["flows"]), 4);
     assert_conserved(&doc);
 }

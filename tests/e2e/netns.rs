@@ -46,8 +46,8 @@ enum Shaper {
 /// by a veth. Dropping it deletes both namespaces, which destroys the veth
 /// with them, also when the test panics. Declare it before any process
 /// running inside it so that those are dropped (killed) first.
-struct Link {
-    a: String,
+pub(crate) struct Link {
+    pub(crate) a: String,
     b: String,
     subnet: u8,
 }
@@ -58,6 +58,16 @@ impl Link {
     /// tests in this binary run in parallel threads of one process, so the
     /// process id alone does not separate them.
     fn new(subnet: u8, shaper: Shaper) -> Option<Link> {
+        Link::build(subnet, shaper, &TBF)
+    }
+
+    /// A link whose client end (A) is shaped by `tbf` (tc's words after
+    /// `qdisc add dev DEV`), for tests of other modules.
+    pub(crate) fn client_shaped(subnet: u8, tbf: &[&str]) -> Option<Link> {
+        Link::build(subnet, Shaper::A, tbf)
+    }
+
+    fn build(subnet: u8, shaper: Shaper, tbf: &[&str]) -> Option<Link> {
         let pid = std::process::id();
         let (a, b) = (format!("thr{pid}a{subnet}"), format!("thr{pid}b{subnet}"));
 
@@ -103,7 +113,7 @@ impl Link {
             run_ok(
                 Command::new("ip")
                     .args(["netns", "exec", ns, "tc", "qdisc", "add", "dev", dev])
-                    .args(TBF),
+                    .args(tbf),
             );
         }
         Some(link)
@@ -118,7 +128,7 @@ impl Link {
     }
 
     /// A `thrum server` in B, listening on B's address.
-    fn server(&self) -> ServerProc {
+    pub(crate) fn server(&self) -> ServerProc {
         ns_server(&self.b, &self.addr_b())
     }
 
@@ -589,4 +599,65 @@ fn data_path_cut_mid_test_ends_cleanly() {
     assert!(n >= 5, "only {n} intervals kept");
     let rows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
     assert_eq!(rows, n, "one CSV row per interval for one flow");
+}
+
+/// Link utilisation against the kernel's own counters: a udp_stream paced
+/// at 25 Mbit/s over the unshaped veth (veth reports 10 Gbit/s) must report
+/// the share of the link speed that A's byte counters give. The test reads
+/// those counters around the whole run (no warm-up, so every datagram is
+/// sent inside the window) and divides by the window's length; what it adds
+/// beyond the window is the control connection's few kilobytes, far under
+/// the 2 % allowed. On `lo`, which has no speed, both figures are null.
+#[test]
+fn link_utilisation_matches_interface_counters_and_speed() {
+    let _serial = one_at_a_time();
+    let Some(link) = Link::new(180, Shaper::None) else {
+        return;
+    };
+    let speed_text = run_ok(ns_exec(&link.a, "cat").arg(format!("/sys/class/net/{VETH_A}/speed")));
+    let speed: f64 = String::from_utf8_lossy(&speed_text.stdout)
+        .trim()
+        .parse::<f64>()
+        .expect("veth speed")
+        * 1e6;
+    let server = link.server();
+    let before = link.counter_a("tx_bytes");
+    let doc = link.client(
+        &server,
+        "udp_stream",
+        &["-m", "1400", "--rate", "25M", "-l", "3s", "--warmup", "0s"],
+    );
+    let after = link.counter_a("tx_bytes");
+    crate::common::assert_schema(&doc);
+    let s = &doc["summary"];
+    assert_eq!(f(&s["link_speed_bps"]), speed, "link speed as sysfs says");
+    let window_s = f(&s["local"]["window_s"]);
+    let expected = 100.0 * (after - before) as f64 * 8.0 / window_s / speed;
+    let got = f(&s["link_util_percent"]["tx"]);
+    eprintln!("link util tx: thrum {got:.4} %, counters {expected:.4} % of {speed} bit/s");
+    assert!(
+        (got - expected).abs() <= 0.02 * expected,
+        "tx utilisation {got} % vs {expected} % from the counters"
+    );
+    // 25 Mbit/s of 1400-byte payloads is 25.75 Mbit/s of frames: 0.2575 %.
+    assert!((0.2..0.3).contains(&got), "{got}");
+    let rx = f(&s["link_util_percent"]["rx"]);
+    assert!(
+        rx < 0.01 * got.max(0.01) + 0.01,
+        "rx carries only control: {rx}"
+    );
+    assert_eq!(s["link_util_percent"], s["local"]["link_util_percent"]);
+    assert!(s["remote"]["link_util_percent"]["rx"].as_f64().is_some());
+
+    // Loopback: no speed, so no utilisation, said as null.
+    let out = crate::common::run_client(
+        &["run", "tcp_rr", "-l", "300ms", "--warmup", "0s", "--json"],
+        Duration::from_secs(20),
+    );
+    let doc = json(&out);
+    let s = &doc["summary"];
+    assert_eq!(s["interface"], "lo");
+    assert!(s["link_speed_bps"].is_null(), "{}", s["link_speed_bps"]);
+    assert!(s["link_util_percent"]["tx"].is_null());
+    assert!(s["link_util_percent"]["rx"].is_null());
 }

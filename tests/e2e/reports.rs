@@ -79,3 +79,38 @@ fn charts_carry_si_units_titles_and_a_light_grid() {
         "{html}"
     );
 }
+
+/// `--json` is a switch in `report` (and `agg`) as in `run`: the document
+/// on standard output; `--export-json FILE` writes it beside the summary.
+#[test]
+fn json_is_a_switch_and_export_json_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    let out = run_cmd(
+        Command::new(bin()).args(["report", FIXTURES, "--json"]),
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    crate::common::assert_schema_named(&doc, "thrum.agg.v1.json");
+    let out = run_cmd(
+        Command::new(bin()).args(["report", FIXTURES, "--export-json", file.to_str().unwrap()]),
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Average of peak interval"),
+        "the summary stays: {text}"
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(saved["tests"], doc["tests"]);
+    // sweep: --json prints the cells instead of the table.
+    let out = run_cmd(
+        Command::new(bin()).args(["sweep", "tcp_rr", "-l", "0.2s", "--json"]),
+        Duration::from_secs(30),
+    );
+    let sw: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
+    assert_eq!(sw["schema"], "thrum.sweep.v1");
+    assert_eq!(sw["cells"].as_array().unwrap().len(), 1);
+}

@@ -187,6 +187,8 @@ fn dist_aarch64_runs_suite_under_qemu() {
 
 #[test]
 fn man_pages_render_and_completions_offer_tests_and_drivers() {
+    // bash is checked by running its completion function; zsh by its parser
+    // and its value list; fish by asking fish what it would offer.
     let tmp = tempfile::tempdir().unwrap();
     let Some(top) = unpacked("THRUM_DIST", tmp.path()) else {
         return;
@@ -248,6 +250,40 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
         );
     }
     assert_eq!(line("DRIVER: "), ["auto", "epoll", "uring"]);
+
+    // zsh: the script parses, and `thrum run`'s TEST offers the eight.
+    let zsh = top.join("completions/_thrum");
+    if has("zsh") {
+        ok(Command::new("zsh").arg("-n").arg(&zsh), SETUP_LIMIT);
+        let text = std::fs::read_to_string(&zsh).unwrap();
+        assert!(
+            text.contains(
+                "(tcp_stream tcp_maerts tcp_bidir tcp_rr tcp_crr tcp_cc udp_stream udp_rr)"
+            ),
+            "zsh: no test names"
+        );
+    } else {
+        skip("zsh not found (apt-get install zsh)");
+    }
+    // fish: what it offers after `thrum run ` and after `--driver `.
+    if has("fish") {
+        let script = format!(
+            "source {}; complete -C 'thrum run '; echo ---; complete -C 'thrum run --driver '",
+            top.join("completions/thrum.fish").display()
+        );
+        let (out, _) = ok(Command::new("fish").args(["-c", &script]), SETUP_LIMIT);
+        let (tests, drivers) = out.split_once("---").expect("two lists");
+        for t in ["tcp_stream", "tcp_rr", "tcp_cc", "udp_stream", "udp_rr"] {
+            assert!(tests.lines().any(|l| l.starts_with(t)), "fish: {t}: {out}");
+        }
+        let drivers: Vec<&str> = drivers
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(drivers, ["auto", "epoll", "uring"], "fish: {out}");
+    } else {
+        skip("fish not found (apt-get install fish)");
+    }
 }
 
 /// The unit with ExecStart pointing at `thrum` (verify checks the program exists).

@@ -277,7 +277,7 @@ fn udp_flags_are_checked() {
         ),
         (
             &["run", "udp_rr", "--rr-timeout", "0s"],
-            &["--rr-timeout", "1000000..="],
+            &["--rr-timeout", "1ms..=1m"],
         ),
     ];
     assert_rejected(cases);

@@ -1,11 +1,12 @@
 //! Release tooling for thrum, run as `cargo xtask COMMAND` (the alias is in
 //! .cargo/config.toml): a workspace member, so that shipping needs nothing
-//! beyond cargo and the binutils, tar and dpkg-deb every Debian has.
+//! beyond the Rust toolchain and the tar, gzip and dpkg-deb every Debian has.
 //!
 //! - `dist`: the static musl binary (profile `release-lto`: release with
-//!   whole-program LTO; a profile named `dist` would share target/dist), stripped with its debug info kept beside it, and the tarball
+//!   whole-program LTO; a profile named `dist` would share target/dist),
+//!   stripped with its debug info kept beside it, and the tarball
 //!   `target/dist/thrum-VERSION-TARGET.tar.gz` holding it with the man pages,
-//!   completions, systemd unit, README and LICENSE files.
+//!   completions, systemd unit, README and LICENSE files (when there are any).
 //! - `deb`: the same files as a Debian package, built with `dpkg-deb` from the
 //!   tree `dist` stages (no cargo-deb to compile in CI); the unit is installed,
 //!   not enabled.
@@ -226,9 +227,38 @@ fn completions(dir: &Path) -> Result<()> {
         let mut cmd = cli();
         let mut buf = Vec::new();
         clap_complete::generate(shell, &mut cmd, "thrum", &mut buf);
+        if shell == Shell::Fish {
+            buf.extend(fish_positional_values(&cmd).into_bytes());
+        }
         fs::write(dir.join(file), buf)?;
     }
     Ok(())
+}
+
+/// clap_complete's fish script offers the values of flags but not of
+/// positional arguments (bash's and zsh's do): add a line per subcommand
+/// whose positional has possible values, so `thrum run <TAB>` lists the
+/// tests in fish too.
+fn fish_positional_values(cmd: &clap::Command) -> String {
+    let mut out = String::new();
+    for sub in cmd.get_subcommands() {
+        for arg in sub.get_positionals() {
+            let values: Vec<String> = arg
+                .get_possible_values()
+                .iter()
+                .filter(|v| !v.is_hide_set())
+                .map(|v| v.get_name().to_string())
+                .collect();
+            if !values.is_empty() {
+                out += &format!(
+                    "complete -c thrum -n \"__fish_thrum_using_subcommand {}\" -f -a \"{}\"\n",
+                    sub.get_name(),
+                    values.join(" ")
+                );
+            }
+        }
+    }
+    out
 }
 
 /// Debian's name for the target's architecture.

@@ -1,0 +1,173 @@
+//! Command-line types of `thrum curve` and their checks: `--rates`,
+//! `--slo` and the test are refused before anything runs, naming the flag
+//! and what it accepts, and the rest becomes the closed-loop plan every
+//! step starts from.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+use super::{duration, ns, size_pair};
+use crate::agg::curve::{Rates, Slo};
+use crate::control::client::Target;
+use crate::plan::{TestKind, TestPlan};
+
+fn rates(s: &str) -> Result<Rates, String> {
+    s.parse()
+        .map_err(|e: crate::agg::curve::CurveError| e.to_string())
+}
+
+fn slo(s: &str) -> Result<Slo, String> {
+    s.parse()
+        .map_err(|e: crate::agg::curve::CurveError| e.to_string())
+}
+
+#[derive(Debug, Args)]
+pub struct CurveArgs {
+    /// tcp_rr, udp_rr, tcp_crr or tcp_cc: the tests with an open loop (--rate).
+    #[arg(value_name = "TEST")]
+    pub test: String,
+    /// Server as HOST or HOST:PORT; absent: an embedded server on loopback.
+    #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
+    pub host: Option<String>,
+    /// Prove this pre-shared key to the server, as `thrum run --psk-file`.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+    /// Offered rates in transactions/s, strictly increasing (1000,5k,20k), or
+    /// auto: probe the closed-loop maximum, step geometrically from 5 % to
+    /// 120 % of it, then add steps between the last good one and the turn.
+    #[arg(long, default_value = "auto", value_parser = rates, value_name = "LIST|auto")]
+    pub rates: Rates,
+    /// A bound on response time, PCT=DURATION (p50, p90, p99, p99.9 or max):
+    /// the knee is the highest achieved rate below saturation that meets it.
+    #[arg(long, value_parser = slo, value_name = "PCT=DURATION")]
+    pub slo: Option<Slo>,
+    /// Measurement window of each step.
+    #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    pub duration: Duration,
+    /// Traffic before each step's window.
+    #[arg(long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
+    pub warmup: Duration,
+    /// Interim sample period; default a tenth of a step (100ms..=1s), so
+    /// that growth of latency over a step can be seen.
+    #[arg(short = 'i', long, value_parser = duration, value_name = "DURATION")]
+    pub interval: Option<Duration>,
+    /// auto: length of the closed-loop probe.
+    #[arg(long, default_value = "2s", value_parser = duration, value_name = "DURATION")]
+    pub probe: Duration,
+    /// Number of flows; the offered rate is spread over them.
+    #[arg(short = 'F', long, default_value_t = 1, value_name = "F")]
+    pub flows: u32,
+    /// Worker threads on each end.
+    #[arg(short = 'T', long, default_value_t = 1, value_name = "T")]
+    pub threads: u32,
+    /// Request and response sizes in bytes, REQ[,RESP].
+    #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]")]
+    pub rr_size: (u64, u64),
+    /// `fixed` spacing, or `poisson` arrivals of the same mean rate.
+    #[arg(long, default_value = "fixed", value_parser = ["fixed", "poisson"], value_name = "fixed|poisson")]
+    pub arrivals: String,
+    /// The most transactions in flight per flow.
+    #[arg(long, default_value_t = crate::plan::DEFAULT_MAX_INFLIGHT, value_name = "N")]
+    pub max_inflight: u32,
+    /// udp_rr: a transaction without a response after this is lost.
+    #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
+    pub rr_timeout: Duration,
+    /// Set TCP_NODELAY on data sockets, both ends.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// Print the record (results.json's document, schema thrum.curve.v1) on
+    /// standard output instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Directory for results.json (schema thrum.curve.v1), curve.csv,
+    /// curve.svg and report.html.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// The interval for a step of `step`: a tenth of it, within 100ms..=1s.
+fn default_interval(step: Duration) -> Duration {
+    (step / 10).clamp(Duration::from_millis(100), Duration::from_secs(1))
+}
+
+impl CurveArgs {
+    /// The closed-loop plan of every step (and of auto's probe), checked
+    /// with an offered rate so that a test without an open loop is refused.
+    pub fn base_plan(&self) -> Result<TestPlan> {
+        let test: TestKind = self.test.parse()?;
+        let mut p = TestPlan::new(test);
+        p.flows = self.flows;
+        p.threads = self.threads;
+        p.duration_ns = ns(self.duration);
+        p.warmup_ns = ns(self.warmup);
+        p.interval_ns = ns(self
+            .interval
+            .unwrap_or_else(|| default_interval(self.duration)));
+        (p.request_bytes, p.response_bytes) = self.rr_size;
+        p.nodelay = self.nodelay;
+        p.rr_timeout_ns = ns(self.rr_timeout);
+        p.arrivals = self.arrivals.parse()?;
+        p.max_inflight = self.max_inflight;
+        let mut open = p.clone();
+        open.offered_per_s = Some(1);
+        if let Err(e) = open.validate() {
+            if let crate::plan::PlanError::NotApplicable { applies, test, .. } = &e {
+                bail!("TEST: {test} has no open loop, so no curve (accepted: {applies})");
+            }
+            return Err(e.into());
+        }
+        if self.probe < Duration::from_millis(100) || self.probe > Duration::from_secs(600) {
+            bail!(
+                "--probe {:?} is out of range (accepted: 100ms..=600s)",
+                self.probe
+            );
+        }
+        Ok(p)
+    }
+
+    /// The server to use; None means start an embedded one.
+    pub fn target(&self) -> Result<Option<Target>> {
+        match &self.host {
+            Some(h) => Ok(Some(super::target_for(h, self.psk_file.as_deref())?)),
+            None if self.psk_file.is_some() => {
+                bail!("--psk-file needs -H: the embedded server asks for no key")
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<CurveArgs, clap::Error> {
+        #[derive(Parser)]
+        struct W {
+            #[command(flatten)]
+            a: CurveArgs,
+        }
+        W::try_parse_from([&["thrum"], args].concat()).map(|w| w.a)
+    }
+
+    #[test]
+    fn plans_and_refusals() {
+        let a = parse(&["tcp_rr", "--rates", "100,200", "-l", "1s"]).unwrap();
+        let p = a.base_plan().unwrap();
+        assert_eq!(p.offered_per_s, None);
+        assert_eq!(p.interval_ns, 100_000_000);
+        let e = parse(&["tcp_stream"]).unwrap().base_plan().unwrap_err();
+        assert!(e.to_string().contains("no open loop"), "{e}");
+        assert!(e.to_string().contains("tcp_rr"), "{e}");
+        let e = parse(&["tcp_rr", "--rates", "200,100"]).unwrap_err();
+        assert!(e.to_string().contains("--rates"), "{e}");
+        assert_eq!(
+            default_interval(Duration::from_secs(60)),
+            Duration::from_secs(1)
+        );
+    }
+}

@@ -1,0 +1,325 @@
+//! `thrum ping HOST`: availability and response time by packet size.
+//!
+//! ICMP echo requests of each size in turn (`-s 56,1400`: devices keep
+//! separate buffer pools per packet size, so one size can suffer where
+//! another does not), `-c` of them `-i` apart, each reply awaited up to
+//! `-W`; or, with `--tcp PORT`, TCP connects timed to their SYN-ACK (or
+//! RST: a refusal is an answer too) for hosts that filter ICMP. The
+//! gathering talks to the network; [`size_stats`] turns the round trips of
+//! one size into its figures and is a pure function.
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cli::{PingArgs, PingPlan};
+use crate::io::icmp::{EchoSocket, Event};
+use crate::units::fmt_ns;
+
+/// The schema name of `thrum ping --json` (schema/thrum.ping.v1.json).
+pub const PING_SCHEMA: &str = "thrum.ping.v1";
+
+/// Round-trip times of one size, nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rtt {
+    pub min: u64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+/// The figures of one packet size.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SizeStats {
+    /// ICMP payload bytes (0 with --tcp).
+    pub size: usize,
+    pub sent: u64,
+    pub received: u64,
+    pub loss_percent: f64,
+    /// Null when nothing came back.
+    pub rtt_ns: Option<Rtt>,
+    /// What the kernel reported for this size's echoes (host unreachable, …).
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Summary {
+    sizes: Vec<SizeStats>,
+    /// Why the host counts as unavailable; null when anything answered.
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct PingResult {
+    schema: &'static str,
+    host: String,
+    address: String,
+    /// `icmp_dgram`, `icmp_raw` or `tcp`.
+    method: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp_port: Option<u16>,
+    count: u32,
+    interval_s: f64,
+    timeout_s: f64,
+    summary: Summary,
+}
+
+/// Nearest-rank percentile `p` of sorted `v` (not empty).
+fn percentile(v: &[u64], p: f64) -> u64 {
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+/// One size's figures from what was sent and the round trips that came back.
+pub fn size_stats(size: usize, sent: u64, mut rtts: Vec<u64>, errors: Vec<String>) -> SizeStats {
+    rtts.sort_unstable();
+    let received = rtts.len() as u64;
+    SizeStats {
+        size,
+        sent,
+        received,
+        loss_percent: if sent == 0 {
+            0.0
+        } else {
+            100.0 * sent.saturating_sub(received) as f64 / sent as f64
+        },
+        rtt_ns: (!rtts.is_empty()).then(|| Rtt {
+            min: rtts[0],
+            p50: percentile(&rtts, 50.0),
+            p99: percentile(&rtts, 99.0),
+            max: rtts[rtts.len() - 1],
+        }),
+        errors,
+    }
+}
+
+/// What one size's echoes gathered: requests in flight by sequence number
+/// (their CLOCK_REALTIME send time), round trips, errors.
+struct Gather {
+    pending: HashMap<u16, u64>,
+    rtts: Vec<u64>,
+    errors: BTreeSet<String>,
+    timeout_ns: u64,
+}
+
+impl Gather {
+    /// Take replies until `until`.
+    fn wait(&mut self, sock: &EchoSocket, until: Instant) {
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                return;
+            }
+            match sock.next(until - now) {
+                Event::Reply { seq, at_ns } => {
+                    if let Some(sent) = self.pending.remove(&seq) {
+                        let rtt = at_ns.saturating_sub(sent);
+                        // Later than -W is lost, as iputils' -W has it.
+                        if rtt <= self.timeout_ns {
+                            self.rtts.push(rtt);
+                        }
+                    }
+                }
+                Event::Error(e) => {
+                    self.errors.insert(e.to_string());
+                }
+                Event::Timeout => {}
+            }
+        }
+    }
+}
+
+fn icmp(plan: &PingPlan, sock: &EchoSocket) -> Vec<SizeStats> {
+    let mut seq: u16 = 0;
+    let mut out = Vec::new();
+    for &size in &plan.sizes {
+        let mut g = Gather {
+            pending: HashMap::new(),
+            rtts: Vec::new(),
+            errors: BTreeSet::new(),
+            timeout_ns: plan.timeout.as_nanos() as u64,
+        };
+        let start = Instant::now();
+        let mut last = start;
+        for k in 0..plan.count {
+            g.wait(sock, start + plan.interval * k);
+            seq = seq.wrapping_add(1);
+            match sock.send(seq, size) {
+                Ok(at) => {
+                    g.pending.insert(seq, at);
+                }
+                Err(e) => {
+                    g.errors.insert(e.to_string());
+                }
+            }
+            last = Instant::now();
+        }
+        g.wait(sock, last + plan.timeout);
+        out.push(size_stats(
+            size,
+            u64::from(plan.count),
+            g.rtts,
+            g.errors.into_iter().collect(),
+        ));
+    }
+    out
+}
+
+fn tcp(plan: &PingPlan, port: u16) -> SizeStats {
+    let addr = SocketAddr::new(plan.address, port);
+    let (mut rtts, mut errors) = (Vec::new(), BTreeSet::new());
+    let start = Instant::now();
+    for k in 0..plan.count {
+        let due = start + plan.interval * k;
+        if let Some(d) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+        let t = Instant::now();
+        match TcpStream::connect_timeout(&addr, plan.timeout) {
+            Ok(_) => rtts.push(t.elapsed().as_nanos() as u64),
+            // A RST answers as surely as a SYN-ACK: the host is up.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                rtts.push(t.elapsed().as_nanos() as u64)
+            }
+            Err(e) => {
+                errors.insert(e.to_string());
+            }
+        }
+    }
+    size_stats(0, u64::from(plan.count), rtts, errors.into_iter().collect())
+}
+
+/// Run `thrum ping`.
+pub fn ping(args: &PingArgs) -> Result<ExitCode> {
+    let plan = args.to_plan()?;
+    let (method, sizes) = match (plan.tcp_port, plan.address) {
+        (Some(port), _) => ("tcp", vec![tcp(&plan, port)]),
+        (None, IpAddr::V4(v4)) => {
+            let sock = EchoSocket::open(v4)?;
+            (sock.method().name(), icmp(&plan, &sock))
+        }
+        (None, IpAddr::V6(_)) => unreachable!("to_plan refuses IPv6 without --tcp"),
+    };
+    let received: u64 = sizes.iter().map(|s| s.received).sum();
+    let error = (received == 0).then(|| {
+        let errors: BTreeSet<&str> = sizes
+            .iter()
+            .flat_map(|s| s.errors.iter().map(String::as_str))
+            .collect();
+        let what = if plan.tcp_port.is_some() {
+            "TCP connects"
+        } else {
+            "echo requests"
+        };
+        let sent: u64 = sizes.iter().map(|s| s.sent).sum();
+        let mut e = format!(
+            "{} ({}) did not answer: none of {sent} {what} was answered within -W {}",
+            plan.host,
+            plan.address,
+            crate::units::fmt_duration_ns(plan.timeout.as_nanos() as u64)
+        );
+        if !errors.is_empty() {
+            e.push_str(&format!(
+                " ({})",
+                errors.into_iter().collect::<Vec<_>>().join("; ")
+            ));
+        }
+        e
+    });
+    let result = PingResult {
+        schema: PING_SCHEMA,
+        host: plan.host.clone(),
+        address: plan.address.to_string(),
+        method,
+        tcp_port: plan.tcp_port,
+        count: plan.count,
+        interval_s: plan.interval.as_secs_f64(),
+        timeout_s: plan.timeout.as_secs_f64(),
+        summary: Summary { sizes, error },
+    };
+    if plan.json {
+        let mut text = serde_json::to_string_pretty(&result)?;
+        text.push('\n');
+        super::out::print(&text)?;
+    } else {
+        super::out::print(&human(&result))?;
+    }
+    match &result.summary.error {
+        Some(e) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn human(r: &PingResult) -> String {
+    let mut s = format!(
+        "ping {} ({}) by {}{}, {} per size, every {}, timeout {}\n",
+        r.host,
+        r.address,
+        r.method,
+        r.tcp_port.map(|p| format!(" port {p}")).unwrap_or_default(),
+        r.count,
+        crate::units::fmt_duration_ns((r.interval_s * 1e9) as u64),
+        crate::units::fmt_duration_ns((r.timeout_s * 1e9) as u64),
+    );
+    s.push_str(&format!(
+        "{:>7} {:>7} {:>7} {:>7} {:>10} {:>10} {:>10} {:>10}\n",
+        "size", "sent", "recv", "loss %", "min", "p50", "p99", "max"
+    ));
+    for z in &r.summary.sizes {
+        let t = |f: fn(&Rtt) -> u64| {
+            z.rtt_ns
+                .as_ref()
+                .map_or("-".into(), |r| fmt_ns(f(r) as f64))
+        };
+        s.push_str(&format!(
+            "{:>7} {:>7} {:>7} {:>7.1} {:>10} {:>10} {:>10} {:>10}\n",
+            z.size,
+            z.sent,
+            z.received,
+            z.loss_percent,
+            t(|r| r.min),
+            t(|r| r.p50),
+            t(|r| r.p99),
+            t(|r| r.max)
+        ));
+        for e in &z.errors {
+            s.push_str(&format!("        {e}\n"));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_of_one_size() {
+        let s = size_stats(56, 4, vec![40, 10, 30], vec![]);
+        assert_eq!(s.received, 3);
+        assert_eq!(s.loss_percent, 25.0);
+        assert_eq!(
+            s.rtt_ns,
+            Some(Rtt {
+                min: 10,
+                p50: 30,
+                p99: 40,
+                max: 40
+            })
+        );
+        let none = size_stats(56, 2, vec![], vec!["x".into()]);
+        assert_eq!(none.loss_percent, 100.0);
+        assert_eq!(none.rtt_ns, None);
+        let hundred: Vec<u64> = (1..=100).collect();
+        let s = size_stats(0, 100, hundred, vec![]);
+        let r = s.rtt_ns.unwrap();
+        assert_eq!((r.p50, r.p99), (50, 99));
+    }
+}

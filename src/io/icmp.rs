@@ -1,0 +1,308 @@
+//! ICMP echo sockets for `thrum ping`: the unprivileged ICMP datagram
+//! socket (`socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP)`, Linux 3.0+) where
+//! `net.ipv4.ping_group_range` admits the caller's group, else a raw socket
+//! (root or CAP_NET_RAW), else an error that says which of the two to grant.
+//!
+//! Times are taken the way iputils `ping` takes them, so that the two agree
+//! on one path: the send time from CLOCK_REALTIME just before `send`, the
+//! receive time from the kernel's receive timestamp (SO_TIMESTAMPNS, the
+//! same clock), so the time a reply waits in the socket for this process to
+//! wake is not counted.
+//!
+//! A datagram socket's replies come without the IP header, and the kernel
+//! sets the echo identifier to the socket's own and delivers only replies
+//! that carry it. A raw socket sees every ICMP packet for the host, IP
+//! header first: it is connected to the peer (a raw socket then takes only
+//! that source) and the identifier and type are checked here.
+
+use std::io;
+use std::mem::size_of;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+/// ICMP echo request and reply types (RFC 792).
+const ECHO_REQUEST: u8 = 8;
+const ECHO_REPLY: u8 = 0;
+/// The echo header: type, code, checksum, identifier, sequence number.
+pub const ECHO_HEADER: usize = 8;
+
+/// Which kind of socket carries the echoes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// SOCK_DGRAM, IPPROTO_ICMP: no privilege, within ping_group_range.
+    Dgram,
+    /// SOCK_RAW, IPPROTO_ICMP: root or CAP_NET_RAW.
+    Raw,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Dgram => "icmp_dgram",
+            Method::Raw => "icmp_raw",
+        }
+    }
+}
+
+/// What one wait on the socket brought.
+#[derive(Debug)]
+pub enum Event {
+    /// An echo reply with this sequence number, received at `at_ns`
+    /// (CLOCK_REALTIME, the kernel's timestamp where it gave one).
+    Reply { seq: u16, at_ns: u64 },
+    /// The kernel reported an error for the socket: an ICMP destination
+    /// unreachable, or a neighbour that never answered ARP.
+    Error(io::Error),
+    /// Nothing in time.
+    Timeout,
+}
+
+/// A connected ICMP echo socket toward one IPv4 host.
+pub struct EchoSocket {
+    fd: OwnedFd,
+    method: Method,
+    ident: u16,
+}
+
+/// CLOCK_REALTIME in nanoseconds: the clock SO_TIMESTAMPNS stamps with.
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn socket(kind: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call; the result is checked before use.
+    let fd = unsafe { libc::socket(libc::AF_INET, kind | libc::SOCK_CLOEXEC, libc::IPPROTO_ICMP) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a socket we just opened and own alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn ping_group_range() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ping_group_range")
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// The RFC 1071 Internet checksum of `b`.
+pub fn checksum(b: &[u8]) -> u16 {
+    let mut sum: u32 = b
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// An echo request: header, then `payload` bytes of a counting pattern.
+pub fn echo_request(ident: u16, seq: u16, payload: usize) -> Vec<u8> {
+    let mut p = vec![ECHO_REQUEST, 0, 0, 0];
+    p.extend_from_slice(&ident.to_be_bytes());
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend((0..payload).map(|i| i as u8));
+    let c = checksum(&p);
+    p[2..4].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// The sequence number of an echo reply in `b` (ICMP from its header on),
+/// if it is one and carries `ident` (`None`: any identifier).
+pub fn parse_reply(b: &[u8], ident: Option<u16>) -> Option<u16> {
+    if b.len() < ECHO_HEADER || b[0] != ECHO_REPLY || b[1] != 0 {
+        return None;
+    }
+    let id = u16::from_be_bytes([b[4], b[5]]);
+    if ident.is_some_and(|want| want != id) {
+        return None;
+    }
+    Some(u16::from_be_bytes([b[6], b[7]]))
+}
+
+impl EchoSocket {
+    /// A socket toward `peer`: the datagram kind first, then raw; the
+    /// error names both ways to be allowed.
+    pub fn open(peer: Ipv4Addr) -> anyhow::Result<EchoSocket> {
+        let (fd, method) = match socket(libc::SOCK_DGRAM) {
+            Ok(fd) => (fd, Method::Dgram),
+            Err(dgram) => match socket(libc::SOCK_RAW) {
+                Ok(fd) => (fd, Method::Raw),
+                Err(raw) => anyhow::bail!(
+                    "no ICMP socket: the unprivileged kind was refused ({dgram}; \
+                     net.ipv4.ping_group_range is \"{}\" and must include your group id, \
+                     e.g. sysctl -w net.ipv4.ping_group_range=\"0 2147483647\") and a raw one \
+                     needs root or CAP_NET_RAW ({raw}); or measure TCP connect time with --tcp PORT",
+                    ping_group_range()
+                ),
+            },
+        };
+        // Best effort: without stamps the time of reading stands in.
+        let _ = super::tstamp::enable(fd.as_raw_fd());
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: 0,
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_ne_bytes(peer.octets()),
+            },
+            sin_zero: [0; 8],
+        };
+        // SAFETY: addr is a valid sockaddr_in of the length given.
+        let rc = unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_in).cast(),
+                size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            anyhow::bail!("cannot reach {peer}: {e}");
+        }
+        // A datagram socket's identifier is its "port", set by connect's
+        // implicit bind; a raw one uses ours.
+        let ident = match method {
+            Method::Dgram => {
+                // SAFETY: sockaddr_in is plain old data; all-zero is valid.
+                let mut local: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+                let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+                // SAFETY: local and len describe a writable sockaddr_in.
+                unsafe {
+                    libc::getsockname(
+                        fd.as_raw_fd(),
+                        (&mut local as *mut libc::sockaddr_in).cast(),
+                        &mut len,
+                    )
+                };
+                u16::from_be(local.sin_port)
+            }
+            Method::Raw => std::process::id() as u16,
+        };
+        Ok(EchoSocket { fd, method, ident })
+    }
+
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    /// Send echo request `seq` with `payload` bytes of data; returns the
+    /// send time (CLOCK_REALTIME ns).
+    pub fn send(&self, seq: u16, payload: usize) -> io::Result<u64> {
+        let p = echo_request(self.ident, seq, payload);
+        let at = realtime_ns();
+        // SAFETY: p is valid for reads of its length.
+        let n = unsafe { libc::send(self.fd.as_raw_fd(), p.as_ptr().cast(), p.len(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(at)
+    }
+
+    /// Wait up to `wait` for a reply or an error.
+    pub fn next(&self, wait: Duration) -> Event {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = wait.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // Round a sub-millisecond wait up, or poll would spin.
+        let ms = if ms == 0 && !wait.is_zero() { 1 } else { ms };
+        // SAFETY: pfd is one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Event::Timeout
+            } else {
+                Event::Error(e)
+            };
+        }
+        if n == 0 {
+            return Event::Timeout;
+        }
+        loop {
+            match self.recv() {
+                Ok(Some(ev)) => return ev,
+                // Not ours (a raw socket sees every echo): read on without
+                // blocking; an empty queue is a timeout for this wait.
+                Ok(None) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Event::Timeout,
+                Err(e) => return Event::Error(e),
+            }
+        }
+    }
+
+    fn recv(&self) -> io::Result<Option<Event>> {
+        let mut buf = [0u8; 65536];
+        let (n, at_ns) = super::tstamp::recv(self.fd.as_raw_fd(), &mut buf)?;
+        let at_ns = at_ns.unwrap_or_else(realtime_ns);
+        let data = &buf[..n];
+        let seq = match self.method {
+            Method::Dgram => parse_reply(data, None),
+            Method::Raw => {
+                let ihl = usize::from(data.first().map_or(0, |b| b & 0x0f)) * 4;
+                data.get(ihl..)
+                    .and_then(|d| parse_reply(d, Some(self.ident)))
+            }
+        };
+        Ok(seq.map(|seq| Event::Reply { seq, at_ns }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksum_follows_rfc_1071() {
+        // RFC 1071's example: 00 01 f2 03 f4 f5 f6 f7 sums to ddf2.
+        assert_eq!(
+            checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
+            !0xddf2
+        );
+        // A packet with its checksum in place sums to zero.
+        let p = echo_request(0x1234, 7, 57);
+        assert_eq!(checksum(&p), 0);
+        assert_eq!(p.len(), ECHO_HEADER + 57);
+    }
+
+    #[test]
+    fn replies_are_recognised_by_type_and_identifier() {
+        let mut r = echo_request(9, 300, 4);
+        assert_eq!(parse_reply(&r, None), None, "a request is no reply");
+        r[0] = ECHO_REPLY;
+        assert_eq!(parse_reply(&r, None), Some(300));
+        assert_eq!(parse_reply(&r, Some(9)), Some(300));
+        assert_eq!(parse_reply(&r, Some(10)), None);
+        assert_eq!(parse_reply(&r[..7], None), None);
+    }
+
+    #[test]
+    fn loopback_answers_when_a_socket_opens() {
+        // Unprivileged and without raw rights this cannot open; then the
+        // error must say how to allow it.
+        match EchoSocket::open(Ipv4Addr::LOCALHOST) {
+            Ok(s) => {
+                let sent = s.send(1, 56).unwrap();
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                loop {
+                    assert!(std::time::Instant::now() < deadline, "no echo reply on lo");
+                    if let Event::Reply { seq: 1, at_ns } = s.next(Duration::from_secs(1)) {
+                        assert!(at_ns >= sent);
+                        break;
+                    }
+                }
+            }
+            Err(e) => assert!(e.to_string().contains("ping_group_range"), "{e}"),
+        }
+    }
+}

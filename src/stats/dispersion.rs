@@ -1,0 +1,374 @@
+//! Packet-train dispersion, and the path capacity it gives.
+//!
+//! A train of back-to-back datagrams leaves the narrowest link spaced by
+//! that link's time to send one frame, `8·frame_bytes / capacity`, and
+//! arrives so spaced unless other traffic slips in between (the gap then
+//! grows by whole cross-traffic packets) or a queue after it squeezes the
+//! packets together again. So the receiver's gaps between consecutive
+//! packets of a train form a distribution with several modes, and the
+//! capacity is the strongest one (pathrate's method, Dovrolis, Ramanathan
+//! and Moore, 2004); later packets of longer trains narrow it, because a
+//! train that lasts longer averages over the cross traffic.
+//!
+//! A token-bucket shaper breaks that model: the first packets of a train
+//! pass at the sender's line rate while the bucket has tokens, the rest at
+//! the shaped rate. The gaps are therefore kept by their packet's index in
+//! the train: a head that is much faster than the tail is a bucket, named
+//! as such (its depth in packets and both rates) rather than averaged.
+//!
+//! The receiver keeps log-spaced histograms per packet index, never every
+//! gap: [`GapRecorder`] records, [`TrainGaps`] travels (in the server's
+//! final report), and [`estimate`] is a pure function of it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Histogram bins per decade of gap: each bin is 3.7 % wide, so a mode's
+/// bin places the capacity within ±1.8 %.
+pub const BINS_PER_DECADE: f64 = 64.0;
+/// The lower edge of bin 0, ns: 10 ns is one 1500-byte frame at 1.2 Tbit/s.
+const BIN0_NS: f64 = 10.0;
+/// Bins up to 1 s of gap.
+const BINS: u16 = 8 * 64;
+/// Per-index modes need this many gaps to be believed.
+const MIN_GAPS: u64 = 3;
+/// A train's head counts as a bucket when its rate beats the tail's by this.
+const SHAPER_RATIO: f64 = 1.3;
+/// ... over at least this many gaps (three packets): htb lets one extra
+/// packet through at line rate at any rate (its bucket is at least one
+/// MTU), and that is not a shaper worth naming.
+const SHAPER_MIN_GAPS: u16 = 2;
+
+/// The bin of a gap of `ns` nanoseconds.
+pub fn bin_of(ns: u64) -> u16 {
+    let b = ((ns.max(1) as f64 / BIN0_NS).log10() * BINS_PER_DECADE).floor();
+    b.clamp(0.0, f64::from(BINS - 1)) as u16
+}
+
+/// The lower edge of bin `b`, ns.
+pub fn bin_low_ns(b: u16) -> f64 {
+    BIN0_NS * 10f64.powf(f64::from(b) / BINS_PER_DECADE)
+}
+
+/// The middle of bin `b` (geometric), ns.
+pub fn bin_mid_ns(b: u16) -> f64 {
+    BIN0_NS * 10f64.powf((f64::from(b) + 0.5) / BINS_PER_DECADE)
+}
+
+/// Gaps of complete and broken trains as one receiver saw them: how many
+/// gaps fell in each bin, by the later packet's index in its train.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrainGaps {
+    /// Bytes one probe datagram takes on the link: payload, UDP 8, IPv4
+    /// 20, Ethernet 14 (what a shaper and a NIC count).
+    pub frame_bytes: u64,
+    /// Trains whose first packet arrived.
+    pub trains: u64,
+    /// Of those, trains that lost or reordered a packet; their gaps up to
+    /// the break still count.
+    pub broken: u64,
+    /// `[index, bin, count]`: `count` gaps ending at packet `index` (1 for
+    /// the gap between a train's first and second packet) fell in `bin`.
+    pub gaps: Vec<[u64; 3]>,
+}
+
+impl TrainGaps {
+    /// Several receivers' gaps as one (None when there are none).
+    pub fn merged(all: impl Iterator<Item = TrainGaps>) -> Option<TrainGaps> {
+        let mut counts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        let mut out: Option<TrainGaps> = None;
+        for g in all {
+            for &[i, b, n] in &g.gaps {
+                *counts.entry((i, b)).or_default() += n;
+            }
+            let o = out.get_or_insert_with(TrainGaps::default);
+            o.frame_bytes = o.frame_bytes.max(g.frame_bytes);
+            o.trains += g.trains;
+            o.broken += g.broken;
+        }
+        let mut out = out?;
+        out.gaps = counts.into_iter().map(|((i, b), n)| [i, b, n]).collect();
+        Some(out)
+    }
+}
+
+/// Builds a [`TrainGaps`] as packets arrive.
+#[derive(Debug, Default)]
+pub struct GapRecorder {
+    frame_bytes: u64,
+    trains: u64,
+    broken: u64,
+    counts: BTreeMap<(u16, u16), u64>,
+}
+
+impl GapRecorder {
+    pub fn new(frame_bytes: u64) -> GapRecorder {
+        GapRecorder {
+            frame_bytes,
+            ..GapRecorder::default()
+        }
+    }
+
+    pub fn train_started(&mut self) {
+        self.trains += 1;
+    }
+
+    pub fn train_broken(&mut self) {
+        self.broken += 1;
+    }
+
+    /// The gap of `ns` between packet `index - 1` and `index` of a train.
+    pub fn gap(&mut self, index: u16, ns: u64) {
+        *self.counts.entry((index, bin_of(ns))).or_default() += 1;
+    }
+
+    pub fn gaps(&self) -> TrainGaps {
+        TrainGaps {
+            frame_bytes: self.frame_bytes,
+            trains: self.trains,
+            broken: self.broken,
+            gaps: self
+                .counts
+                .iter()
+                .map(|(&(i, b), &n)| [u64::from(i), u64::from(b), n])
+                .collect(),
+        }
+    }
+}
+
+/// A shaper recognised in the trains: the first `burst_packets` of a train
+/// at `burst_rate_bps`, the rest at `sustained_rate_bps`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Shaper {
+    pub burst_packets: u64,
+    pub burst_rate_bps: f64,
+    pub sustained_rate_bps: f64,
+}
+
+/// One bin of the capacity histogram, as rates (a gap's bin, turned into
+/// the rate that frame size over that gap gives).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RateBin {
+    pub low_bps: f64,
+    pub high_bps: f64,
+    pub count: u64,
+}
+
+/// The capacity the trains give.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Estimate {
+    pub capacity_bps: f64,
+    /// The mode's extent: bins holding at least half its count, next to it.
+    pub interval_bps: [f64; 2],
+    pub shaper: Option<Shaper>,
+    /// The gaps the estimate comes from (the second half of the longest
+    /// trains), as rates.
+    pub histogram: Vec<RateBin>,
+}
+
+/// The mode bin of a histogram (bin → count), with each bin's count taken
+/// together with its two neighbours' so that a mode split across a bin
+/// edge still wins; None when empty.
+fn mode(h: &BTreeMap<u16, u64>) -> Option<u16> {
+    let at = |b: u16| h.get(&b).copied().unwrap_or(0);
+    h.keys().copied().max_by_key(|&b| {
+        (
+            2 * at(b) + at(b.wrapping_sub(1)) + at(b + 1),
+            std::cmp::Reverse(b),
+        )
+    })
+}
+
+/// The capacity, its interval, the shaper if any, from the gaps; None
+/// without enough gaps.
+pub fn estimate(g: &TrainGaps) -> Option<Estimate> {
+    let mut by_index: BTreeMap<u16, BTreeMap<u16, u64>> = BTreeMap::new();
+    for &[i, b, n] in &g.gaps {
+        *by_index
+            .entry(i as u16)
+            .or_default()
+            .entry(b as u16)
+            .or_default() += n;
+    }
+    let longest = *by_index.keys().next_back()?;
+    let bits = 8.0 * g.frame_bytes as f64;
+    let rate = |ns: f64| bits * 1e9 / ns;
+    // The tail: the second half of the longest trains, past any bucket the
+    // trains can empty.
+    let mut tail: BTreeMap<u16, u64> = BTreeMap::new();
+    for (_, h) in by_index.range(longest.div_ceil(2).max(1)..) {
+        for (&b, &n) in h {
+            *tail.entry(b).or_default() += n;
+        }
+    }
+    if tail.values().sum::<u64>() < MIN_GAPS {
+        return None;
+    }
+    let m = mode(&tail)?;
+    let half = tail[&m].div_ceil(2);
+    let (mut lo, mut hi) = (m, m);
+    while lo > 0 && tail.get(&(lo - 1)).is_some_and(|&n| n >= half) {
+        lo -= 1;
+    }
+    while tail.get(&(hi + 1)).is_some_and(|&n| n >= half) {
+        hi += 1;
+    }
+    let capacity_bps = rate(bin_mid_ns(m));
+    // Longer gaps are lower rates: the interval's low end is the slow edge.
+    let interval_bps = [rate(bin_low_ns(hi + 1)), rate(bin_low_ns(lo))];
+
+    // The head: leading indices whose own mode is well above the tail's.
+    let mut head = 0u16;
+    let mut head_hist: BTreeMap<u16, u64> = BTreeMap::new();
+    for (&i, h) in &by_index {
+        let fast = i == head + 1
+            && h.values().sum::<u64>() >= MIN_GAPS
+            && mode(h).is_some_and(|b| rate(bin_mid_ns(b)) > SHAPER_RATIO * capacity_bps);
+        if !fast {
+            break;
+        }
+        head = i;
+        for (&b, &n) in h {
+            *head_hist.entry(b).or_default() += n;
+        }
+    }
+    let shaper = (head >= SHAPER_MIN_GAPS && head < longest.div_ceil(2))
+        .then(|| mode(&head_hist))
+        .flatten()
+        .map(|b| Shaper {
+            burst_packets: u64::from(head) + 1,
+            burst_rate_bps: rate(bin_mid_ns(b)),
+            sustained_rate_bps: capacity_bps,
+        });
+    let histogram = tail
+        .iter()
+        .map(|(&b, &n)| RateBin {
+            low_bps: rate(bin_low_ns(b + 1)),
+            high_bps: rate(bin_low_ns(b)),
+            count: n,
+        })
+        .collect();
+    Some(Estimate {
+        capacity_bps,
+        interval_bps,
+        shaper,
+        histogram,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frame of a 1400-byte payload.
+    const FRAME: u64 = 1442;
+
+    /// Gap of one frame at `bps`, ns.
+    fn gap(bps: f64) -> u64 {
+        (8.0 * FRAME as f64 / bps * 1e9).round() as u64
+    }
+
+    /// Trains of every length in `lens`, `n` of each, whose gaps come from
+    /// `gap_at(index, train)`.
+    fn trains(lens: &[u16], n: u64, gap_at: impl Fn(u16, u64) -> u64) -> TrainGaps {
+        let mut r = GapRecorder::new(FRAME);
+        for &len in lens {
+            for t in 0..n {
+                r.train_started();
+                for i in 1..len {
+                    r.gap(i, gap_at(i, t));
+                }
+            }
+        }
+        r.gaps()
+    }
+
+    fn near(x: f64, want: f64, tol: f64) -> bool {
+        (x / want - 1.0).abs() <= tol
+    }
+
+    #[test]
+    fn bins_are_log_spaced_and_round_trip() {
+        for ns in [10u64, 100, 1_154, 23_072, 1_000_000] {
+            let b = bin_of(ns);
+            assert!(bin_low_ns(b) <= ns as f64 * 1.000_001, "{ns}");
+            assert!(bin_low_ns(b + 1) > ns as f64, "{ns}");
+        }
+        assert_eq!(bin_of(0), 0);
+        assert_eq!(bin_of(u64::MAX), BINS - 1);
+    }
+
+    #[test]
+    fn a_clean_link_reads_its_rate_at_every_length() {
+        for bps in [10e6, 50e6, 200e6, 1e9] {
+            let g = trains(&[2, 4, 8, 16, 32], 10, |_, _| gap(bps));
+            let e = estimate(&g).unwrap();
+            assert!(near(e.capacity_bps, bps, 0.02), "{bps}: {e:?}");
+            assert!(
+                e.interval_bps[0] <= bps && bps <= e.interval_bps[1],
+                "{e:?}"
+            );
+            assert_eq!(e.shaper, None);
+        }
+    }
+
+    #[test]
+    fn cross_traffic_widens_gaps_but_the_mode_stays() {
+        // 50 Mbit/s with a competing 1500-byte packet in 40 % of the gaps,
+        // sometimes two: the gap grows by whole cross-traffic frames.
+        let bps = 50e6;
+        let cross = gap(bps) * 1514 / FRAME;
+        let g = trains(&[2, 4, 8, 16, 32, 64], 20, |i, t| {
+            match (u64::from(i) * 7 + t * 13) % 10 {
+                0..=3 => gap(bps) + cross,
+                4 => gap(bps) + 2 * cross,
+                _ => gap(bps),
+            }
+        });
+        let e = estimate(&g).unwrap();
+        assert!(near(e.capacity_bps, bps, 0.05), "{e:?}");
+    }
+
+    #[test]
+    fn htb_lets_one_packet_through_and_is_no_shaper() {
+        // The first gap at the sender's 520 Mbit/s, the rest at 10 Mbit/s
+        // (shared/TESTING.md's htb measurement).
+        let g = trains(&[2, 4, 8, 16, 32], 10, |i, _| {
+            if i == 1 { gap(520e6) } else { gap(10e6) }
+        });
+        let e = estimate(&g).unwrap();
+        assert!(near(e.capacity_bps, 10e6, 0.02), "{e:?}");
+        assert_eq!(e.shaper, None);
+    }
+
+    #[test]
+    fn a_deep_bucket_is_named_not_averaged() {
+        // 20 packets at 900 Mbit/s, then 50 Mbit/s.
+        let g = trains(&[2, 4, 8, 16, 32, 64], 10, |i, _| {
+            if i < 20 { gap(900e6) } else { gap(50e6) }
+        });
+        let e = estimate(&g).unwrap();
+        assert!(near(e.capacity_bps, 50e6, 0.02), "{e:?}");
+        let s = e.shaper.expect("a shaper");
+        assert_eq!(s.burst_packets, 20);
+        assert!(near(s.burst_rate_bps, 900e6, 0.02), "{s:?}");
+        assert_eq!(s.sustained_rate_bps, e.capacity_bps);
+    }
+
+    #[test]
+    fn receivers_merge_by_index_and_bin() {
+        let a = trains(&[4], 2, |_, _| 1000);
+        let m = TrainGaps::merged([a.clone(), a.clone()].into_iter()).unwrap();
+        assert_eq!(m.trains, 4);
+        assert_eq!(m.gaps.iter().map(|g| g[2]).sum::<u64>(), 12);
+        assert_eq!(m.gaps.len(), a.gaps.len());
+        assert_eq!(TrainGaps::merged(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn too_few_gaps_give_no_estimate() {
+        assert_eq!(estimate(&TrainGaps::default()), None);
+        assert_eq!(estimate(&trains(&[2], 1, |_, _| 1000)), None);
+    }
+}
