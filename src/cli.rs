@@ -213,9 +213,27 @@ impl OutputArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream or udp_rr (netperf's TCP_RR etc. also accepted).
-    #[arg(value_name = "TEST", value_parser = TestName, hide_possible_values = true)]
-    pub test: String,
+    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream or udp_rr (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run).
+    #[arg(value_name = "TEST", value_parser = TestName, hide_possible_values = true, required_unless_present = "mix", conflicts_with = "mix")]
+    pub test: Option<String>,
+    /// Several tests in one session, as PART,PART,...; a PART is TEST[*FLOWS][@rate=N][@dscp=NAME][@tos=N][@name=LABEL], e.g. tcp_stream*4,tcp_maerts*4,udp_rr@rate=100,tcp_rr@rate=100 (docs/latency-under-load.md).
+    #[arg(long, value_name = "SPEC")]
+    pub mix: Option<String>,
+    /// DSCP/TOS mark on the data sockets, both ends: a DSCP name (EF, CS5, AF41, BE, BK) or the TOS byte 0..255 (IP_TOS, IPV6_TCLASS).
+    #[arg(long, value_name = "DSCP|TOS")]
+    pub tos: Option<String>,
+    /// A mix with latency probes and bulk parts: the probes run alone this long at the start of the measurement window (the idle phase), before the bulk parts start; 0 with --recovery 0: no phases.
+    #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    pub idle: Duration,
+    /// A mix with latency probes and bulk parts: the probes run on alone this long after the bulk parts have drained (the recovery phase).
+    #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    pub recovery: Duration,
+    /// A mix: write the time-series chart (throughput up and down, probe latency, phases shaded) as SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<std::path::PathBuf>,
+    /// Print the plan (a preset's or --mix's SPEC and its parts) and exit without running.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
     pub host: Option<String>,
@@ -462,8 +480,23 @@ fn ns(d: Duration) -> u64 {
 }
 
 impl RunArgs {
+    /// The mix's SPEC: `--mix`, or the preset named as the test; None for a single test.
+    pub fn mix_spec(&self) -> Option<&str> {
+        self.mix.as_deref().or_else(|| {
+            let name = self.test.as_deref()?;
+            crate::plan::mix::preset(name).map(|p| p.spec)
+        })
+    }
+
     pub fn to_plan(&self) -> Result<TestPlan> {
-        let test: TestKind = self.test.parse()?;
+        let parts = match self.mix_spec() {
+            Some(spec) => crate::plan::mix::parse_spec(spec)?,
+            None => Vec::new(),
+        };
+        let test: TestKind = match parts.first() {
+            Some(first) => first.test,
+            None => self.test.as_deref().unwrap_or_default().parse()?,
+        };
         let mut p = TestPlan::new(test);
         p.flows = self.flows;
         p.threads = self.threads;
@@ -517,6 +550,35 @@ impl RunArgs {
             .as_ref()
             .map(|l| l.0.clone())
             .unwrap_or_default();
+        p.tos = match &self.tos {
+            Some(t) => Some(parse_tos(t)?),
+            None => None,
+        };
+        if !parts.is_empty() {
+            // -F, -T and --rate belong to a single test; a mix says them per part.
+            if self.flows != 1
+                || self.threads != 1
+                || self.rate.is_some()
+                || self.transactions.is_some()
+                || self.send_size.is_some()
+            {
+                bail!(
+                    "--flows, --threads, --rate, --transactions and --send-size do not apply to a mix: give each part its flows as TEST*N and its rate as @rate=N (each part sends its test's default sizes)"
+                );
+            }
+            p.flows = parts.iter().map(|x| x.flows).sum();
+            p.threads = 1;
+            p.parts = parts;
+            p.idle_ns = ns(self.idle);
+            p.recovery_ns = ns(self.recovery);
+            // A udp_rr probe behind a bloated queue must wait it out to
+            // measure it: at the single-test default (50 ms) every probe
+            // behind 200 ms of buffer would count as lost, and the
+            // histogram keep only the lucky ones.
+            if self.rr_timeout == Duration::from_millis(50) {
+                p.rr_timeout_ns = MIX_RR_TIMEOUT_NS;
+            }
+        }
         p.validate()?;
         Ok(p)
     }
@@ -569,6 +631,21 @@ impl RunArgs {
             psk,
         }))
     }
+}
+
+/// A mix's `--rr-timeout` unless one is given: 2 s.
+const MIX_RR_TIMEOUT_NS: u64 = 2_000_000_000;
+
+/// `--tos`: a DSCP name or a TOS byte 0..=255.
+fn parse_tos(s: &str) -> Result<u8> {
+    if let Ok(n) = s.parse::<u16>() {
+        return u8::try_from(n).map_err(|_| {
+            anyhow::anyhow!(
+                "--tos {s} is out of range (accepted: 0..=255, or a DSCP name as EF, CS5, AF41)"
+            )
+        });
+    }
+    crate::plan::mix::dscp_tos(s).map_err(|e| anyhow::anyhow!("--tos: {e}"))
 }
 
 /// What a user of netperf or iperf3 meant by a flag thrum does not have,

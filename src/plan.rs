@@ -12,6 +12,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub mod mix;
 /// The test types. Names are the lower-case ones; netperf's upper-case names
 /// (`TCP_RR`, `TCP_STREAM`, ...) are accepted as aliases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -221,6 +222,30 @@ pub struct TestPlan {
     /// per call saved). Absent from an older peer's plan: off.
     #[serde(default)]
     pub call_times: bool,
+    /// IP_TOS / IPV6_TCLASS byte on the data sockets (`--tos`); None: the
+    /// kernel's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    /// A mix (`--mix`, presets): the parts, whose flows add up to `flows`
+    /// in this order; empty for a single test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<mix::PartPlan>,
+    /// A mix with probes and bulk parts: probes alone at the start of the
+    /// measurement window (`--idle`), before the bulk parts start.
+    #[serde(default)]
+    pub idle_ns: u64,
+    /// ... and at its end (`--recovery`), after the bulk parts have drained.
+    #[serde(default)]
+    pub recovery_ns: u64,
+}
+
+/// What a tick does to a mix's bulk parts besides its phase: start them
+/// (idle to loaded) or drain them (loaded to recovery).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadStep {
+    Start,
+    Stop,
 }
 
 /// The default `--max-inflight`: generous, so that a stall is charged to
@@ -426,11 +451,18 @@ impl TestPlan {
             local: SocketOpts::default(),
             remote: SocketOpts::default(),
             percentiles: Vec::new(),
+            tos: None,
+            parts: Vec::new(),
+            idle_ns: 0,
+            recovery_ns: 0,
         }
     }
 
     /// Check every field against its range and the test it belongs to.
     pub fn validate(&self) -> Result<(), PlanError> {
+        if !self.parts.is_empty() {
+            return self.validate_parts();
+        }
         use limits::*;
         let t = self.test;
         check("--flows", self.flows as u64, 1, MAX_FLOWS as u64)?;

@@ -647,6 +647,97 @@ pub struct Summary {
     pub warnings: Warnings,
     /// Why the test failed; null on success.
     pub error: Option<String>,
+    /// A mix (`--mix`, presets): each part's figures as it would have them
+    /// alone; the fields above then hold only what the whole session shares.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartSummary>,
+    /// A mix with latency probes and bulk flows: the probes' latency and the
+    /// goodput each way in the idle, loaded and recovery phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<ProbePhases>,
+    /// Loaded minus idle probe latency, ns (p50, p99).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_under_load_ns: Option<LatencyUnderLoad>,
+    /// Jain's fairness index over the bulk flows of each direction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<Fairness>,
+}
+
+/// One part of a mix, with the single-test summary it would have alone.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartSummary {
+    pub name: String,
+    pub test: TestKind,
+    pub flows: u32,
+    /// `up` (client to server), `down`, `both`, or `rr` for request/response.
+    pub direction: &'static str,
+    /// The TOS byte its data sockets carried, when marked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    /// Goodput of each of its flows over the measurement window, bits/s
+    /// (the receiver's count; stream parts).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flow_throughput_bps: Vec<f64>,
+    /// TCP retransmissions of its long-lived connections, both ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_retransmits: Option<u64>,
+    #[serde(flatten)]
+    pub summary: Box<Summary>,
+    /// The part's own intervals: its figures and latency, interval by interval.
+    pub intervals: Vec<PartInterval>,
+}
+
+/// One interval of one part.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartInterval {
+    pub index: u32,
+    pub phase: Phase,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub sum: Figures,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<LatencySummary>,
+}
+
+/// The three probe phases of a latency-under-load run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbePhases {
+    pub idle: PhaseFigures,
+    pub loaded: PhaseFigures,
+    pub recovery: PhaseFigures,
+}
+
+/// What the probes and the bulk flows did in one phase.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PhaseFigures {
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Every probe's response times in the phase, merged.
+    pub probe_latency_ns: Option<LatencySummary>,
+    pub throughput_up_bps: f64,
+    pub throughput_down_bps: f64,
+}
+
+/// Loaded minus idle, ns: what the load added to the probes' latency.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct LatencyUnderLoad {
+    pub p50: i64,
+    pub p99: i64,
+}
+
+/// Jain's index, (Σx)² / (n·Σx²), over the per-flow goodputs of each
+/// direction; null for a direction with no bulk flow.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Fairness {
+    pub up: Option<f64>,
+    pub down: Option<f64>,
+}
+
+/// Jain's fairness index of `x`: 1 when all are equal, 1/n when one has all.
+pub fn jain(x: &[f64]) -> Option<f64> {
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    (!x.is_empty() && sq > 0.0).then(|| sum * sum / (x.len() as f64 * sq))
 }
 
 impl Summary {

@@ -129,9 +129,57 @@ fn write_outputs(
     Ok(())
 }
 
+/// `--dry-run`: the SPEC a preset or `--mix` stands for, one line per part,
+/// on stdout; nothing is run.
+fn dry_run(args: &RunArgs, plan: &crate::plan::TestPlan) -> Result<()> {
+    let mut out = String::new();
+    match args.mix_spec() {
+        Some(spec) => {
+            let spec: String = spec.split_whitespace().collect();
+            out.push_str(&format!("--mix {spec}\n"));
+            for p in &plan.parts {
+                let rate = p
+                    .offered_per_s
+                    .map(|r| format!(" at {r}/s"))
+                    .unwrap_or_default();
+                let tos = p
+                    .tos
+                    .map(|t| format!(" tos 0x{t:02x} (dscp {})", t >> 2))
+                    .unwrap_or_default();
+                out.push_str(&format!(
+                    "  {:<14} {:<10} {} flow(s){rate}{tos}\n",
+                    p.name,
+                    p.test.name(),
+                    p.flows
+                ));
+            }
+        }
+        None => out.push_str(&format!(
+            "{} with {} flow(s)\n",
+            plan.test.name(),
+            plan.flows
+        )),
+    }
+    let mut so = std::io::stdout().lock();
+    match so.write_all(out.as_bytes()).and_then(|_| so.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to standard output"),
+    }
+}
+
 /// `thrum run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
+    if args.chart.is_some() && plan.parts.is_empty() {
+        anyhow::bail!(
+            "--chart draws a mix (--mix SPEC or a preset such as rrul); {} is a single test",
+            plan.test
+        );
+    }
+    if args.dry_run {
+        dry_run(args, &plan)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     control::stop::on_signals().context("installing signal handlers")?;
     let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
     let total = plan.transactions.is_none().then(|| {
@@ -216,6 +264,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let mut human = args.human_options();
     human.rows_shown = rows_shown;
     write_outputs(&result, &args.out, &human, main)?;
+    if let Some(path) = &args.chart {
+        std::fs::write(path, export::lul::svg(&result))
+            .with_context(|| format!("writing --chart {}", path.display()))?;
+    }
     let mut err = std::io::stderr().lock();
     if let Some(e) = &live.error {
         let _ = writeln!(err, "warning: writing samples while the test ran: {e}");

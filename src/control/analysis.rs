@@ -15,8 +15,9 @@ use crate::io::socket::SocketBuffers;
 use crate::io::zerocopy::ZeroCopyCounts;
 use crate::plan::{Phase, TestPlan};
 use crate::result::{
-    Environment, Figures, GeneratorLag, Interval, SCHEMA, Side, Spec, Stability, Summary,
-    TestResult,
+    Environment, Fairness, Figures, GeneratorLag, Interval, LatencyUnderLoad, PartInterval,
+    PartSummary, PhaseFigures, ProbePhases, SCHEMA, Side, Spec, Stability, Summary, TestResult,
+    jain,
 };
 use crate::sensors::Provenance;
 use crate::sensors::window::WindowStats;
@@ -39,6 +40,36 @@ pub(crate) struct RemoteSample {
     pub(crate) counts: Vec<Counts>,
 }
 
+/// What one part of a mix leaves on the client: its own histograms and
+/// retransmissions (the counters are the part's slice of the samples).
+#[derive(Clone, Default)]
+pub(crate) struct PartRecord {
+    pub(crate) latency: LatencyHistogram,
+    pub(crate) interval_latency: BTreeMap<u32, LatencySummary>,
+    pub(crate) service_latency: LatencyHistogram,
+    pub(crate) service_interval_latency: BTreeMap<u32, LatencySummary>,
+    pub(crate) generator_lag: LatencyHistogram,
+    pub(crate) local_retransmits: Option<u64>,
+    pub(crate) remote_retransmits: Option<u64>,
+    /// Probes: each interval's histogram, for the phases.
+    pub(crate) interval_histograms: BTreeMap<u32, LatencyHistogram>,
+}
+
+impl PartRecord {
+    pub(crate) fn of(out: &crate::engine::EngineOutcome) -> PartRecord {
+        PartRecord {
+            latency: out.latency.clone(),
+            interval_latency: out.interval_latency.clone(),
+            service_latency: out.service_latency.clone(),
+            service_interval_latency: out.service_interval_latency.clone(),
+            generator_lag: out.generator_lag.clone(),
+            local_retransmits: crate::engine::tcp_retransmits(&out.flows),
+            remote_retransmits: None,
+            interval_histograms: out.interval_histograms.clone(),
+        }
+    }
+}
+
 /// Everything gathered so far, whatever happens: the raw record of one run.
 pub(crate) struct Gathered {
     pub(crate) local: Vec<LocalSample>,
@@ -52,6 +83,15 @@ pub(crate) struct Gathered {
     pub(crate) generator_lag: LatencyHistogram,
     pub(crate) local_total: Option<Counts>,
     pub(crate) remote_total: Option<Counts>,
+    /// Each flow's totals after the drain, both ends: a mix's parts take
+    /// their slices.
+    pub(crate) local_final: Vec<Counts>,
+    pub(crate) remote_final: Vec<Counts>,
+    /// Each part's own record, in the plan's order (one for a single test).
+    pub(crate) parts: Vec<PartRecord>,
+    /// A phased mix: the ticks (local sample indices) that begin the idle,
+    /// loaded and recovery phases and end the last.
+    pub(crate) load_bounds: Vec<u32>,
     pub(crate) local_rusage: Option<Rusage>,
     pub(crate) remote_rusage: Option<Rusage>,
     pub(crate) env: Environment,
@@ -106,6 +146,10 @@ impl Gathered {
             generator_lag: LatencyHistogram::new(),
             local_total: None,
             remote_total: None,
+            local_final: Vec::new(),
+            remote_final: Vec::new(),
+            parts: Vec::new(),
+            load_bounds: Vec::new(),
             local_rusage: None,
             remote_rusage: None,
             env,
@@ -178,6 +222,304 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
         service_latency_ns: g.service_interval_latency.get(&((k - 1) as u32)).cloned(),
     }
+}
+
+/// The record of part `i` of a mix alone: its slice of every sample and
+/// total, its own histograms; the session's environment and readings.
+fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) -> Gathered {
+    let slice = |v: &[Counts]| {
+        v.get(range.clone())
+            .map(<[Counts]>::to_vec)
+            .unwrap_or_default()
+    };
+    let mut p = Gathered::new(
+        g.env.clone(),
+        g.server_label.clone(),
+        g.embedded,
+        g.bind.clone(),
+        g.hypervisor,
+    );
+    p.local = g
+        .local
+        .iter()
+        .map(|l| LocalSample {
+            at: l.at,
+            unix_s: l.unix_s,
+            counts: slice(&l.counts),
+            phase: l.phase,
+        })
+        .collect();
+    p.remote = g
+        .remote
+        .iter()
+        .map(|r| {
+            r.as_ref().map(|r| RemoteSample {
+                elapsed_ns: r.elapsed_ns,
+                counts: slice(&r.counts),
+            })
+        })
+        .collect();
+    p.latency = rec.latency.clone();
+    p.interval_latency = rec.interval_latency.clone();
+    p.service_latency = rec.service_latency.clone();
+    p.service_interval_latency = rec.service_interval_latency.clone();
+    p.generator_lag = rec.generator_lag.clone();
+    p.local_final = slice(&g.local_final);
+    p.remote_final = slice(&g.remote_final);
+    p.local_total = g.local_total.map(|_| Counts::sum(&p.local_final));
+    p.remote_total = g.remote_total.map(|_| Counts::sum(&p.remote_final));
+    p.local_retransmits = rec.local_retransmits;
+    p.remote_retransmits = rec.remote_retransmits;
+    p.server_on_this_host = g.server_on_this_host;
+    p.setup_s = g.setup_s;
+    p.server_address = g.server_address.clone();
+    p
+}
+
+/// The result of a mix: each part analysed as the test it is, alone, and
+/// the session's result with the parts in `summary.parts`. The session's
+/// own figures of merit are left out: a sum over different tests' flows
+/// means nothing (the parts, phases and fairness carry the figures).
+pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) -> TestResult {
+    let offsets = plan.part_offsets();
+    let mut parts = Vec::with_capacity(plan.parts.len());
+    for (i, (part, pplan)) in plan.parts.iter().zip(plan.part_plans()).enumerate() {
+        let rec = g.parts.get(i).cloned().unwrap_or_default();
+        let pg = part_record(&g, offsets[i]..offsets[i + 1], &rec);
+        let r = assemble(&pplan, pg, error.clone());
+        // Over the loaded phase when there is one: the bulk flows run only then.
+        let window = match loaded_window(&g) {
+            Some(w) => w,
+            None => measure_window(&g),
+        };
+        let flow_throughput_bps = if part.test.is_stream() {
+            flow_goodput(&g, part.test, offsets[i]..offsets[i + 1], window)
+        } else {
+            Vec::new()
+        };
+        let tcp_retransmits = match (rec.local_retransmits, rec.remote_retransmits) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        let mut summary = r.summary;
+        // The session's warnings are said once, at the top.
+        summary.warnings = Warnings::default();
+        summary.error = None;
+        parts.push(PartSummary {
+            name: part.name.clone(),
+            test: part.test,
+            flows: part.flows,
+            direction: crate::plan::mix::direction(part.test),
+            tos: pplan.tos,
+            flow_throughput_bps,
+            tcp_retransmits,
+            summary: Box::new(summary),
+            intervals: r
+                .intervals
+                .iter()
+                .map(|iv| PartInterval {
+                    index: iv.index,
+                    phase: iv.phase,
+                    start_s: iv.start_s,
+                    end_s: iv.end_s,
+                    sum: iv.sum.clone(),
+                    latency_ns: iv.latency_ns.clone(),
+                })
+                .collect(),
+        });
+    }
+    let phases = probe_phases(plan, &g);
+    let fairness = {
+        let of = |dir: &str| -> Vec<f64> {
+            parts
+                .iter()
+                .filter(|p| p.direction == dir)
+                .flat_map(|p| p.flow_throughput_bps.iter().copied())
+                .collect()
+        };
+        let (up, down) = (of("up"), of("down"));
+        (!up.is_empty() || !down.is_empty()).then(|| Fairness {
+            up: jain(&up),
+            down: jain(&down),
+        })
+    };
+    let mut r = assemble(plan, g, error);
+    let s = &mut r.summary;
+    s.latency_under_load_ns = phases.as_ref().and_then(|ph| {
+        let (idle, loaded) = (
+            ph.idle.probe_latency_ns.as_ref()?,
+            ph.loaded.probe_latency_ns.as_ref()?,
+        );
+        Some(LatencyUnderLoad {
+            p50: loaded.p50 as i64 - idle.p50 as i64,
+            p99: loaded.p99 as i64 - idle.p99 as i64,
+        })
+    });
+    s.phases = phases;
+    s.fairness = fairness;
+    // The session's stability is a sum over unlike parts, and in a phased
+    // mix the bulk flows are idle by design outside the loaded phase:
+    // neither a trend nor a stalled flow says anything there.
+    s.warnings
+        .0
+        .retain(|w| !matches!(w.code, Code::Trend | Code::FlowStalled));
+    s.throughput_bps = None;
+    s.throughput_bps_c2s = None;
+    s.throughput_bps_s2c = None;
+    s.throughput_bps_sent = None;
+    s.transactions_per_s = None;
+    s.transactions = None;
+    s.latency_ns = None;
+    s.histogram = None;
+    s.offered_per_s = None;
+    s.achieved_per_s = None;
+    s.late = None;
+    s.service_latency_ns = None;
+    s.generator_lag_ns = None;
+    s.datagrams_sent = None;
+    s.datagrams_received = None;
+    s.lost = None;
+    s.reordered = None;
+    s.duplicates = None;
+    s.stability_cv = None;
+    s.trend_percent = None;
+    s.parts = parts;
+    for iv in &mut r.intervals {
+        iv.latency_ns = None;
+        iv.service_latency_ns = None;
+    }
+    r
+}
+
+/// Two local sample indices: a stretch of the run between two ticks.
+type Window = (usize, usize);
+
+/// The loaded phase of a phased mix, when all its bounds were reached.
+fn loaded_window(g: &Gathered) -> Option<Window> {
+    match g.load_bounds[..] {
+        [_, a, b, _] => Some((a as usize, b as usize)),
+        _ => None,
+    }
+}
+
+/// The measurement window: from the first tick of the measure phase to the last.
+fn measure_window(g: &Gathered) -> Window {
+    let first = g.local.iter().position(|l| l.phase == Phase::Measure);
+    let last = g.local.iter().rposition(|l| l.phase == Phase::Measure);
+    match (first, last) {
+        // Sample k closes the interval (k-1, k] of its phase.
+        (Some(a), Some(b)) => (a.saturating_sub(1), b),
+        _ => (0, 0),
+    }
+}
+
+fn window_s(g: &Gathered, (a, b): Window) -> f64 {
+    match (g.local.get(a), g.local.get(b)) {
+        (Some(x), Some(y)) if b > a => (y.at - x.at).as_secs_f64(),
+        _ => 0.0,
+    }
+}
+
+/// Bytes the receiving end of flow `f` took in over the window: the
+/// server for what the client sent, the client for what the server sent.
+fn received(g: &Gathered, f: usize, (a, b): Window, by_server: bool) -> u64 {
+    if by_server {
+        match (
+            g.remote.get(a).and_then(Option::as_ref),
+            g.remote.get(b).and_then(Option::as_ref),
+        ) {
+            (Some(x), Some(y)) => {
+                let at = |s: &RemoteSample| s.counts.get(f).map_or(0, |c| c.bytes_received);
+                at(y).saturating_sub(at(x))
+            }
+            _ => 0,
+        }
+    } else {
+        let at = |k: usize| {
+            g.local
+                .get(k)
+                .and_then(|l| l.counts.get(f))
+                .map_or(0, |c| c.bytes_received)
+        };
+        at(b).saturating_sub(at(a))
+    }
+}
+
+/// Each flow's goodput over the window, bits/s, as its receiver counted it.
+fn flow_goodput(
+    g: &Gathered,
+    test: crate::plan::TestKind,
+    flows: std::ops::Range<usize>,
+    w: Window,
+) -> Vec<f64> {
+    let secs = window_s(g, w);
+    let down = crate::plan::mix::direction(test) == "down";
+    flows
+        .map(|f| {
+            let bytes = received(g, f, w, !down);
+            if secs > 0.0 {
+                bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// The probes' latency and the goodput each way in the idle, loaded and
+/// recovery phases of a phased mix; None when the run did not reach the
+/// end of its recovery phase.
+fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
+    let [b0, b1, b2, b3] = g.load_bounds[..] else {
+        return None;
+    };
+    let offsets = plan.part_offsets();
+    let t0 = |k: u32| g.local.get(k as usize).map_or(0.0, |l| l.at.as_secs_f64());
+    let phase = |a: u32, b: u32| {
+        let w = (a as usize, b as usize);
+        let secs = window_s(g, w);
+        let mut hist = LatencyHistogram::new();
+        let (mut up, mut down) = (0u64, 0u64);
+        for (i, part) in plan.parts.iter().enumerate() {
+            let flows = offsets[i]..offsets[i + 1];
+            if part.is_probe() {
+                if let Some(rec) = g.parts.get(i) {
+                    for (_, h) in rec.interval_histograms.range(a..b) {
+                        hist.merge(h);
+                    }
+                }
+                continue;
+            }
+            match crate::plan::mix::direction(part.test) {
+                "up" => up += flows.map(|f| received(g, f, w, true)).sum::<u64>(),
+                "down" => down += flows.map(|f| received(g, f, w, false)).sum::<u64>(),
+                "both" => {
+                    up += flows.clone().map(|f| received(g, f, w, true)).sum::<u64>();
+                    down += flows.map(|f| received(g, f, w, false)).sum::<u64>();
+                }
+                _ => {}
+            }
+        }
+        let bps = |bytes: u64| {
+            if secs > 0.0 {
+                bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        };
+        PhaseFigures {
+            start_s: t0(a),
+            end_s: t0(b),
+            probe_latency_ns: hist.summary_with(&plan.percentiles),
+            throughput_up_bps: bps(up),
+            throughput_down_bps: bps(down),
+        }
+    };
+    Some(ProbePhases {
+        idle: phase(b0, b1),
+        loaded: phase(b1, b2),
+        recovery: phase(b2, b3),
+    })
 }
 
 /// The result of a run from its record; `error` is why it ended early.
@@ -299,6 +641,7 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         setup_s: g.setup_s,
         warnings: Warnings(warnings),
         error,
+        ..Summary::default()
     };
     apply_windows(plan, &fig, &g, &mut summary);
     if let Some(gaps) = &g.train_gaps {

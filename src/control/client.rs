@@ -16,16 +16,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::analysis::{Gathered, assemble};
+use super::analysis::{Gathered, PartRecord, assemble, assemble_mix};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
 use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Final, Finish, FrameError, Hello, MAX_FRAME, Message,
-    Rusage, ServerMsg, Spec, Start, Started, write_msg,
+    PartPorts, Rusage, ServerMsg, Spec, Start, Started, write_msg,
 };
 use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader};
-use crate::engine::{Engine, place};
+use crate::engine::{Engines, place};
 use crate::io::connect::connect_many;
 use crate::io::socket::{
     DataSocketOpts, SocketBuffers, connect, local_port, path_mtu, udp_connected,
@@ -38,7 +38,7 @@ use crate::stats::counters::{Counts, FlowCounters};
 use crate::text;
 use crate::warning::{Code, Warning};
 use crate::workload::crr::TOKEN_LEN;
-use crate::workload::kinds::{Endpoint, Loss, TestDesc, Transport};
+use crate::workload::kinds::{Endpoint, Loss, Transport};
 use crate::workload::{CounterRef, Flow};
 
 pub use super::timeline::{DRAIN_TIMEOUT, Observer, Quiet, SAMPLE_TIMEOUT};
@@ -181,7 +181,6 @@ struct Flows {
 pub struct Session<'a> {
     target: &'a Target,
     plan: &'a TestPlan,
-    test: &'static TestDesc,
     observer: &'a mut dyn Observer,
     g: Gathered,
 }
@@ -206,7 +205,6 @@ impl<'a> Session<'a> {
         Session {
             target,
             plan,
-            test: plan.test.desc(),
             observer,
             g,
         }
@@ -215,7 +213,11 @@ impl<'a> Session<'a> {
     /// Run the session and analyse what it gathered, whatever happened.
     pub fn run(mut self) -> TestResult {
         let error = self.drive().err().map(|e| format!("{e:#}"));
-        assemble(self.plan, self.g, error)
+        if self.plan.parts.is_empty() {
+            assemble(self.plan, self.g, error)
+        } else {
+            assemble_mix(self.plan, self.g, error)
+        }
     }
 
     fn label(&self) -> &'a str {
@@ -249,7 +251,8 @@ impl<'a> Session<'a> {
         let server_ip = ctrl.peer_addr()?.ip();
         let meter = Meter::new(server_ip);
         self.g.local_provenance = Some(Provenance::gather(meter.interface()));
-        self.g.env.udp_io = (self.test.udp_io)(plan);
+        let parts = plan.part_plans();
+        self.g.env.udp_io = parts.iter().find_map(|p| (p.test.desc().udp_io)(p));
 
         write_msg(
             &mut ctrl,
@@ -259,33 +262,76 @@ impl<'a> Session<'a> {
         )?;
         let accepted = expect::<Accepted>(&mut ctrl, label)?;
         let setup_t0 = Instant::now();
-        let flows = self.open_flows(server_ip, &accepted)?;
-        write_msg(
-            &mut ctrl,
-            &ClientMsg::from(Start {
-                udp_ports: flows.udp_ports,
-            }),
-        )?;
+        let token = parse_token(&accepted.token)?;
+        let ports = if plan.parts.is_empty() {
+            vec![PartPorts {
+                data_port: accepted.data_port,
+                udp_ports: accepted.udp_ports.clone(),
+            }]
+        } else {
+            accepted.parts.clone()
+        };
+        if ports.len() != parts.len() {
+            bail!(
+                "server {label} named ports for {} parts of {}",
+                ports.len(),
+                parts.len()
+            );
+        }
+        let mut opened = Vec::with_capacity(parts.len());
+        for (part, at) in parts.iter().zip(&ports) {
+            opened.push(self.open_flows(part, server_ip, token, at)?);
+        }
+        let mut udp_ports: Vec<Vec<u16>> = opened
+            .iter_mut()
+            .map(|f| std::mem::take(&mut f.udp_ports))
+            .collect();
+        let start = if plan.parts.is_empty() {
+            Start {
+                udp_ports: udp_ports.pop().unwrap_or_default(),
+                parts_udp_ports: Vec::new(),
+            }
+        } else {
+            Start {
+                udp_ports: Vec::new(),
+                parts_udp_ports: udp_ports,
+            }
+        };
+        write_msg(&mut ctrl, &ClientMsg::from(start))?;
         let started = expect::<Started>(&mut ctrl, label)?;
         self.g.setup_s = Some(setup_t0.elapsed().as_secs_f64());
         self.g.env.remote_drivers = started.drivers.iter().map(|d| text::echo(d)).collect();
 
-        let workers = place(flows.flows, plan.threads as usize, &plan.local.cpu_pin);
+        let blocks = opened
+            .into_iter()
+            .zip(&parts)
+            .map(|(f, p)| {
+                (
+                    f.counters,
+                    place(f.flows, p.threads as usize, &plan.local.cpu_pin),
+                    p.offered_per_s.is_some(),
+                )
+            })
+            .collect();
         let phases = schedule(plan);
         let rusage0 = Rusage::process();
         // The clock starts with the workers, and the first sample is their zero
         // counts at t0: nothing they do before the session's first tick escapes
         // the window (it matters when the test starts in the measure phase).
         let t0 = Instant::now();
-        let engine = Engine::start(
-            flows.counters,
-            workers,
+        let engine = Engines::start(
+            blocks,
+            &plan.held_parts(),
             phases[0].0,
             plan.driver,
             &plan.percentiles,
-            plan.offered_per_s.is_some(),
         )
         .context("starting worker threads")?;
+        for (i, p) in plan.parts.iter().enumerate() {
+            if p.is_probe() {
+                engine.keep_interval_histograms(i);
+            }
+        }
         if let Some(w) = crate::engine::uring_fallback(plan) {
             self.g.warnings.push(Warning::new(Code::UringFallback, w));
         }
@@ -307,44 +353,70 @@ impl<'a> Session<'a> {
         self.g.local_window = run.meter.window();
 
         // Stop our workers whatever happened, then collect what they leave.
-        let out = run.engine.take().expect("engine").join();
-        self.g.latency = out.latency;
-        self.g.interval_latency = out.interval_latency;
-        self.g.service_latency = out.service_latency;
-        self.g.service_interval_latency = out.service_interval_latency;
-        self.g.generator_lag = out.generator_lag;
-        self.g.local_retransmits = crate::engine::tcp_retransmits(&out.flows);
-        self.g.local_zerocopy = crate::engine::zerocopy_counts(&out.flows);
-        self.g.local_call_times = crate::engine::call_times(&out.flows);
+        let outs = run.engine.take().expect("engine").join();
+        self.g.local_call_times = outs
+            .iter()
+            .find_map(|o| crate::engine::call_times(&o.flows));
         self.g.local_rusage = Some(Rusage::process().since(&rusage0));
+        let mut datagrams_sent = Vec::new();
+        let mut error = None;
+        for (out, part) in outs.iter().zip(&parts) {
+            self.g.latency.merge(&out.latency);
+            self.g.service_latency.merge(&out.service_latency);
+            self.g.generator_lag.merge(&out.generator_lag);
+            error = error.or(out.error.clone());
+            if part.test.desc().loss == Loss::Datagrams {
+                datagrams_sent.extend(out.counts.iter().map(|c| c.datagrams_sent));
+            } else if !plan.parts.is_empty() {
+                // A mix names every flow's count, so the server finds each part's slice.
+                datagrams_sent.extend(out.counts.iter().map(|_| 0));
+            }
+        }
+        if let [out] = &outs[..] {
+            self.g.interval_latency = out.interval_latency.clone();
+            self.g.service_interval_latency = out.service_interval_latency.clone();
+        }
+        self.g.local_retransmits = outs
+            .iter()
+            .filter_map(|o| crate::engine::tcp_retransmits(&o.flows))
+            .reduce(|a, b| a + b);
+        self.g.local_zerocopy = outs
+            .iter()
+            .find_map(|o| crate::engine::zerocopy_counts(&o.flows));
+        self.g.parts = outs.iter().map(PartRecord::of).collect();
         outcome?;
-        if let Some(e) = out.error {
+        if let Some(e) = error {
             bail!(e);
         }
         // Our flows have drained: tell the server, and read its final report.
-        let mut datagrams_sent = Vec::new();
-        if self.test.transport == Transport::Udp {
+        if parts
+            .iter()
+            .any(|p| p.test.desc().transport == Transport::Udp)
+        {
             // Datagrams still queued on the path reach the server before it stops counting.
             std::thread::sleep(UDP_SETTLE);
-            if self.test.loss == Loss::Datagrams {
-                datagrams_sent = out.counts.iter().map(|c| c.datagrams_sent).collect();
-            }
         }
         write_msg(&mut run.ctrl, &ClientMsg::from(Finish { datagrams_sent }))?;
         let fin = run.wait_final(&mut self.g, plan, &mut *self.observer)?;
         self.take_final(fin);
-        drop(out.flows);
+        drop(outs);
         Ok(())
     }
 
-    /// Open every data flow the test's row asks for: long-lived TCP
-    /// connections all at once (each presenting the token and its flow id
-    /// as soon as it is up), connected UDP sockets, or nothing yet for the
-    /// connection tests, whose flows dial as they go.
-    fn open_flows(&mut self, server_ip: IpAddr, accepted: &Accepted) -> Result<Flows> {
-        let plan = self.plan;
-        let token = parse_token(&accepted.token)?;
-        let data_addr = SocketAddr::new(server_ip, accepted.data_port);
+    /// Open every data flow of one part (the whole test, alone) as its
+    /// row asks: long-lived TCP connections all at once (each presenting
+    /// the token and its flow id as soon as it is up), connected UDP
+    /// sockets, or nothing yet for the connection tests, whose flows dial
+    /// as they go.
+    fn open_flows(
+        &mut self,
+        plan: &TestPlan,
+        server_ip: IpAddr,
+        token: [u8; TOKEN_LEN],
+        ports: &PartPorts,
+    ) -> Result<Flows> {
+        let test = plan.test.desc();
+        let data_addr = SocketAddr::new(server_ip, ports.data_port);
         let opts = DataSocketOpts::from_plan(plan, &plan.local);
         // What the kernel gives our data sockets of the buffers asked for
         // (the server's come in its final report).
@@ -354,10 +426,10 @@ impl<'a> Session<'a> {
         // One socket per flow here, and as many again in this process when the
         // server is embedded.
         let per_flow = if self.target.embedded { 2 } else { 1 };
-        if let Err(w) = crate::io::fdlimit::ensure(flows_n as u64 * per_flow) {
+        if let Err(w) = crate::io::fdlimit::ensure(self.plan.flows as u64 * per_flow) {
             self.g.warnings.push(Warning::new(Code::DescriptorLimit, w));
         }
-        let mut tcp_socks = if self.test.transport == Transport::Tcp {
+        let mut tcp_socks = if test.transport == Transport::Tcp {
             let greeting = |f: usize| {
                 let mut hello = Vec::with_capacity(TOKEN_LEN + 4);
                 hello.extend_from_slice(&token);
@@ -381,7 +453,7 @@ impl<'a> Session<'a> {
         let mut flows = Vec::with_capacity(flows_n);
         let mut udp_ports = Vec::new();
         for f in 0..plan.flows {
-            let endpoint = match self.test.transport {
+            let endpoint = match test.transport {
                 Transport::Tcp => {
                     Endpoint::Socket(tcp_socks.next().expect("one connection per flow"))
                 }
@@ -392,7 +464,7 @@ impl<'a> Session<'a> {
                     token,
                 },
                 Transport::Udp => {
-                    let port = *accepted
+                    let port = *ports
                         .udp_ports
                         .get(f as usize)
                         .context("the server sent fewer UDP ports than flows")?;
@@ -404,15 +476,14 @@ impl<'a> Session<'a> {
                         .with_context(|| format!("opening UDP socket {f} to {peer}"))?;
                     udp_ports.push(local_port(&sock)?);
                     if f == 0 {
-                        self.check_mtu(&sock, peer.is_ipv6());
+                        self.check_mtu(plan, &sock, peer.is_ipv6());
                     }
                     Endpoint::Socket(sock)
                 }
             };
             let ctr = CounterRef::new(counters.clone(), f as usize);
             flows.push(
-                self.test
-                    .client_flow(plan, f, ctr, endpoint)
+                test.client_flow(plan, f, ctr, endpoint)
                     .with_context(|| format!("building flow {f}"))?,
             );
         }
@@ -425,8 +496,8 @@ impl<'a> Session<'a> {
 
     /// Warn when datagrams will not fit the path MTU (they are fragmented,
     /// and one lost fragment loses the datagram).
-    fn check_mtu(&mut self, sock: &socket2::Socket, ipv6: bool) {
-        let Some(largest) = (self.test.largest_datagram)(self.plan) else {
+    fn check_mtu(&mut self, plan: &TestPlan, sock: &socket2::Socket, ipv6: bool) {
+        let Some(largest) = (plan.test.desc().largest_datagram)(plan) else {
             return;
         };
         let headers = if ipv6 { 48 } else { 28 };
@@ -447,6 +518,10 @@ impl<'a> Session<'a> {
     fn take_final(&mut self, fin: Final) {
         let g = &mut self.g;
         g.remote_total = Some(Counts::sum(&fin.counts));
+        g.remote_final = fin.counts;
+        for (p, r) in g.parts.iter_mut().zip(fin.part_retransmits) {
+            p.remote_retransmits = r;
+        }
         let bound = Rusage::bound_for(plan_wall_s(self.plan));
         match fin.rusage.implausible(&bound) {
             None => g.remote_rusage = Some(fin.rusage),

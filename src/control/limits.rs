@@ -40,7 +40,12 @@ pub fn default_max_memory() -> u64 {
 
 /// Threads a session runs: its workers and its own control thread.
 pub fn session_threads(plan: &TestPlan) -> u64 {
-    plan.threads as u64 + 1
+    // A mix runs each part's workers (one thread per part).
+    plan.part_plans()
+        .iter()
+        .map(|p| p.threads as u64)
+        .sum::<u64>()
+        + 1
 }
 
 /// Bookkeeping per flow besides its buffers (the flow, its counters' cache
@@ -144,6 +149,8 @@ pub fn total_duration_ns(plan: &TestPlan) -> u64 {
     };
     plan.warmup_ns
         .saturating_add(measure)
+        .saturating_add(plan.idle_ns)
+        .saturating_add(plan.recovery_ns)
         .saturating_add(plan.cooldown_ns)
 }
 
@@ -152,6 +159,14 @@ pub fn total_duration_ns(plan: &TestPlan) -> u64 {
 /// socket buffers the spec sets explicitly (the kernel doubles them), and
 /// [`PER_THREAD_BYTES`] for each of its [`session_threads`].
 pub fn memory_estimate(plan: &TestPlan) -> u64 {
+    if !plan.parts.is_empty() {
+        // A mix: each part's flows as its test would have them alone.
+        return plan
+            .part_plans()
+            .iter()
+            .map(memory_estimate)
+            .fold(0u64, u64::saturating_add);
+    }
     // What the test's server flows allocate, from its row.
     let (per_flow, per_worker) = (plan.test.desc().server_buffers)(plan);
     // The server's side of the plan is `remote` (before for_server swaps it).
@@ -176,6 +191,25 @@ pub fn memory_estimate(plan: &TestPlan) -> u64 {
 mod tests {
     use super::*;
     use crate::plan::TestKind;
+
+    #[test]
+    fn a_mix_counts_every_part() {
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.parts =
+            crate::plan::mix::parse_spec("tcp_stream*4,tcp_maerts*4,tcp_rr@rate=10").unwrap();
+        plan.flows = 9;
+        plan.idle_ns = 5_000_000_000;
+        plan.recovery_ns = 5_000_000_000;
+        assert_eq!(session_threads(&plan), 4);
+        let alone: u64 = plan.part_plans().iter().map(memory_estimate).sum();
+        assert_eq!(memory_estimate(&plan), alone);
+        assert!(memory_estimate(&plan) > memory_estimate(&plan.part_plans()[0]));
+        // The phases are part of the session's stated length.
+        assert_eq!(
+            total_duration_ns(&plan),
+            plan.warmup_ns + plan.duration_ns + 10_000_000_000 + plan.cooldown_ns
+        );
+    }
 
     #[test]
     fn each_limit_is_named() {

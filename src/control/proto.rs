@@ -20,7 +20,10 @@ use crate::plan::TestPlan;
 use crate::stats::counters::Counts;
 
 /// The protocol version this build speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// v2: a spec may carry `parts` (a mix) and `tos`; a v1 server would run
+/// only the first field's test and ignore the rest, so the versions refuse
+/// each other with the mismatch message.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The largest frame either end accepts.
 pub const MAX_FRAME: usize = 16 << 20;
@@ -196,6 +199,19 @@ pub struct Accepted {
     /// UDP tests: the server's socket port of each flow.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub udp_ports: Vec<u16>,
+    /// A mix: each part's data port and UDP ports, in the plan's order
+    /// (the two fields above then stay empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartPorts>,
+}
+
+/// Where one part of a mix connects.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PartPorts {
+    /// The part's TCP listener; 0 for a UDP part.
+    pub data_port: u16,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp_ports: Vec<u16>,
 }
 
 /// Every data flow is up: start the workers.
@@ -206,6 +222,9 @@ pub struct Start {
     /// nothing else.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub udp_ports: Vec<u16>,
+    /// A mix: each part's client UDP ports, in the plan's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts_udp_ports: Vec<Vec<u16>>,
 }
 
 /// The server's workers run.
@@ -220,6 +239,9 @@ pub struct Started {
 pub struct Tick {
     pub seq: u32,
     pub phase: Phase,
+    /// A phased mix: start or drain the bulk parts with this tick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::plan::LoadStep>,
 }
 
 /// The server's counters at a tick.
@@ -271,6 +293,9 @@ pub struct Final {
     /// (absent from older servers and from other tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub train_gaps: Option<crate::stats::dispersion::TrainGaps>,
+    /// A mix: the server's TCP retransmissions of each part.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub part_retransmits: Vec<Option<u64>>,
 }
 
 /// The server ends the session, and says why.
@@ -393,6 +418,7 @@ mod tests {
             Tick {
                 seq: 3,
                 phase: Phase::Measure,
+                load: None,
             }
             .into(),
             Finish {
@@ -446,6 +472,7 @@ mod tests {
         let tick = encode(&ClientMsg::from(Tick {
             seq: 7,
             phase: Phase::Measure,
+            load: None,
         }));
         assert_eq!(&tick[4..], br#"{"type":"tick","seq":7,"phase":"measure"}"#);
         let ok = encode(&ServerMsg::from(AuthOk {}));
@@ -487,7 +514,7 @@ mod tests {
         h.protocol = 9;
         h.software = "thrum 9\x1b[31m".into();
         let m = h.mismatch("client", "the server at x").unwrap();
-        assert!(m.contains("speaks v1") && m.contains("speaks v9"), "{m}");
+        assert!(m.contains("speaks v2") && m.contains("speaks v9"), "{m}");
     }
 
     #[test]

@@ -295,13 +295,20 @@ mod tests {
             .collect::<Vec<u8>>();
         hello.extend_from_slice(&0u32.to_be_bytes());
         data.write_all(&hello).unwrap();
-        send(&mut c, Start { udp_ports: vec![] });
+        send(
+            &mut c,
+            Start {
+                udp_ports: vec![],
+                parts_udp_ports: vec![],
+            },
+        );
         assert!(matches!(reply(&mut c), ServerMsg::Started(_)));
         send(
             &mut c,
             Tick {
                 seq: 0,
                 phase: Phase::Measure,
+                load: None,
             },
         );
         assert!(matches!(
@@ -316,6 +323,7 @@ mod tests {
             Tick {
                 seq: 1,
                 phase: Phase::Drain,
+                load: None,
             },
         );
         assert!(matches!(
@@ -348,6 +356,7 @@ mod tests {
             Tick {
                 seq: 0,
                 phase: Phase::Measure,
+                load: None,
             },
         );
         assert_eq!(error_of(reply(&mut c)), "expected 'spec', got 'tick'");
@@ -365,7 +374,7 @@ mod tests {
             },
         );
         let e = error_of(reply(&mut c));
-        assert!(e.contains("speaks v1") && e.contains("speaks v99"), "{e}");
+        assert!(e.contains("speaks v2") && e.contains("speaks v99"), "{e}");
     }
 
     #[test]

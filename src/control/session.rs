@@ -22,9 +22,9 @@ use super::limits::{SessionLimits, memory_estimate, session_threads};
 use super::log::{LogFormat, SessionLine};
 use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
-    Message, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
+    Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
 };
-use crate::engine::{Engine, place};
+use crate::engine::{Engines, place};
 use crate::io::socket::{
     DataSocketOpts, SocketBuffers, listen, local_port, set_nonblocking, udp_bound,
 };
@@ -207,69 +207,94 @@ pub(crate) fn session(
     ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
 
     let plan = handshake(&mut ctrl, config, state, ticket)?;
-    let test = plan.test.desc();
+    let mix = !plan.parts.is_empty();
+    let parts = plan.part_plans();
     let frame = after_spec_frame(plan.flows);
     // Said in the final report, where the client lists the server's errors.
     let fd_warning = crate::io::fdlimit::ensure(plan.flows as u64).err();
-    let opts = DataSocketOpts::from_plan(&plan, &plan.local);
     let local_ip = ctrl.local_addr()?.ip().to_canonical();
-    let data = match open_data(&plan, config, local_ip, &opts) {
-        Ok(d) => d,
-        Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
-    };
-    let token = accept_data(&mut ctrl, &data)?;
+    // Each part of a mix has its own data sockets (a listener, or UDP
+    // sockets), built exactly as its test alone would have them.
+    let mut datas = Vec::with_capacity(parts.len());
+    for p in &parts {
+        let opts = DataSocketOpts::from_plan(p, &p.local);
+        match open_data(p, config, local_ip, &opts) {
+            Ok(d) => datas.push((d, opts)),
+            Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
+        }
+    }
+    let token = accept_data(&mut ctrl, &datas, mix)?;
 
     // Long-lived TCP flows are accepted while the client connects them: it
     // sends `start` only once all are up, and the backlog holds 4096.
-    let accepting = match &data.listener {
-        Some(l) if test.transport == Transport::Tcp => {
-            let (l, plan, opts) = (l.try_clone()?, plan.clone(), opts.clone());
-            Some(
-                std::thread::Builder::new()
-                    .name("thrum-accept".into())
-                    .spawn(move || accept_flows(&l, &plan, peer, &token, &opts))?,
-            )
-        }
-        _ => None,
-    };
+    let mut accepting = Vec::with_capacity(parts.len());
+    for (p, (data, opts)) in parts.iter().zip(&datas) {
+        accepting.push(match &data.listener {
+            Some(l) if p.test.desc().transport == Transport::Tcp => {
+                let (l, p, opts) = (l.try_clone()?, p.clone(), opts.clone());
+                Some(
+                    std::thread::Builder::new()
+                        .name("thrum-accept".into())
+                        .spawn(move || accept_flows(&l, &p, peer, &token, &opts))?,
+                )
+            }
+            _ => None,
+        });
+    }
     let start: Start = read_expect(&mut ctrl, frame, START_TIMEOUT)?;
-    let (counters, flows, setup_refused) = match server_flows(
-        test,
-        &plan,
-        data.udp,
-        &start,
-        peer,
-        token,
-        accepting,
-        &data.listener,
-    ) {
-        Ok(x) => x,
-        Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
-    };
-    // Long-lived flows are all in: close the listener, so that later
-    // connections are refused by the kernel instead of waiting in its backlog.
-    let listener = data.listener.filter(|_| test.transport != Transport::Tcp);
+    if mix && start.parts_udp_ports.len() != parts.len() {
+        let m = format!(
+            "the client named UDP ports for {} parts of {}",
+            start.parts_udp_ports.len(),
+            parts.len()
+        );
+        return Err(refuse(&mut ctrl, m));
+    }
+    let mut blocks = Vec::with_capacity(parts.len());
+    let mut setup_refused = 0;
+    let mut listeners = Vec::new();
+    for (i, ((p, (data, _)), acc)) in parts.iter().zip(datas).zip(accepting).enumerate() {
+        let test = p.test.desc();
+        let ports = if mix {
+            &start.parts_udp_ports[i]
+        } else {
+            &start.udp_ports
+        };
+        let (counters, flows, refused) =
+            match server_flows(test, p, data.udp, ports, peer, token, acc, &data.listener) {
+                Ok(x) => x,
+                Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
+            };
+        setup_refused += refused;
+        // The server keeps no schedule: its engines are never open loop.
+        blocks.push((
+            counters,
+            place(flows, p.threads as usize, &p.local.cpu_pin),
+            false,
+        ));
+        // Long-lived flows are all in: close the listener, so that later
+        // connections are refused by the kernel instead of waiting in its backlog.
+        listeners.extend(data.listener.filter(|_| test.transport != Transport::Tcp));
+    }
 
     state.started = true;
-    let workers = place(flows, plan.threads as usize, &plan.local.cpu_pin);
     let mut meter = Meter::new(peer);
     let provenance = Provenance::gather(meter.interface());
     let rusage0 = Rusage::process();
-    let engine = Engine::start(counters, workers, Phase::Warmup, plan.driver, &[], false)?;
+    let mut engine = Engines::start(blocks, &plan.held_parts(), Phase::Warmup, plan.driver, &[])?;
     let t0 = Instant::now();
     write_msg(
         &mut ctrl,
         &ServerMsg::from(Started {
-            threads: plan.threads,
+            threads: parts.iter().map(|p| p.threads).sum(),
             drivers: engine.drivers().iter().map(|d| d.to_string()).collect(),
         }),
     )?;
 
-    let client_sent = match answer_ticks(&mut ctrl, &engine, &mut meter, &plan, config, t0) {
+    let client_sent = match answer_ticks(&mut ctrl, &mut engine, &mut meter, &plan, config, t0) {
         Ok(sent) => sent,
         Err(e) => {
-            let out = engine.join();
-            drop(out.flows);
+            drop(engine.join());
             return Err(e);
         }
     };
@@ -277,40 +302,71 @@ pub(crate) fn session(
     // UDP and connection-test flows have no EOF to wait for: they stop now.
     engine.set_phase(Phase::Drain);
     let deadline = Instant::now() + Duration::from_secs(2);
-    while test.transport == Transport::Tcp && engine.running() > 0 && Instant::now() < deadline {
+    let tcp_running = || {
+        parts
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.test.desc().transport == Transport::Tcp)
+            .map(|(i, _)| engine.running_of(i))
+            .sum::<u32>()
+    };
+    while tcp_running() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let out = engine.join();
-    let mut counts = out.counts;
-    if test.loss == Loss::Datagrams && client_sent.len() == counts.len() {
-        // The exact loss: what the client sent that never arrived, including
-        // losses at the tail that no later datagram revealed.
-        for (c, sent) in counts.iter_mut().zip(&client_sent) {
-            c.lost = sent.saturating_sub(c.datagrams_received);
-        }
-    }
+    let outs = engine.join();
+    let mut counts = Vec::with_capacity(plan.flows as usize);
     let mut errors: Vec<String> = fd_warning.into_iter().collect();
-    errors.extend(out.error);
+    let mut part_retransmits = Vec::with_capacity(parts.len());
+    let mut refused = setup_refused;
+    let mut offset = 0;
+    for (p, out) in parts.iter().zip(&outs) {
+        let mut c = out.counts.clone();
+        let sent = client_sent.get(offset..offset + c.len());
+        offset += c.len();
+        if let (Loss::Datagrams, Some(sent)) = (p.test.desc().loss, sent) {
+            // The exact loss: what the client sent that never arrived, including
+            // losses at the tail that no later datagram revealed.
+            for (c, sent) in c.iter_mut().zip(sent) {
+                c.lost = sent.saturating_sub(c.datagrams_received);
+            }
+        }
+        counts.extend(c);
+        errors.extend(out.error.clone());
+        part_retransmits.push(crate::engine::tcp_retransmits(&out.flows));
+        refused += out.flows.iter().map(|f| f.refused()).sum::<u64>();
+    }
+    let tcp_retransmits = part_retransmits
+        .iter()
+        .flatten()
+        .copied()
+        .reduce(|a, b| a + b);
     write_msg(
         &mut ctrl,
         &ServerMsg::from(Final {
             counts,
             rusage: Rusage::process().since(&rusage0),
             errors,
-            refused: setup_refused + out.flows.iter().map(|f| f.refused()).sum::<u64>(),
+            refused,
             window: meter.window().map(Box::new),
             provenance: Some(Box::new(provenance)),
-            tcp_retransmits: crate::engine::tcp_retransmits(&out.flows),
-            zerocopy: crate::engine::zerocopy_counts(&out.flows),
+            tcp_retransmits,
+            zerocopy: outs
+                .iter()
+                .find_map(|o| crate::engine::zerocopy_counts(&o.flows)),
+            part_retransmits: if mix { part_retransmits } else { Vec::new() },
             socket_buffers: SocketBuffers::as_set(&plan, &plan.local, local_ip.is_ipv6()).ok(),
-            call_times: crate::engine::call_times(&out.flows).map(Box::new),
+            call_times: outs
+                .iter()
+                .find_map(|o| crate::engine::call_times(&o.flows))
+                .map(Box::new),
             train_gaps: crate::stats::dispersion::TrainGaps::merged(
-                out.flows.iter().filter_map(|f| f.train_gaps()),
+                outs.iter()
+                    .flat_map(|o| o.flows.iter().filter_map(|f| f.train_gaps())),
             ),
         }),
     )?;
-    drop(out.flows);
-    drop(listener);
+    drop(outs);
+    drop(listeners);
     Ok(())
 }
 
@@ -414,27 +470,45 @@ fn open_data(
 
 /// Tell the client where to connect, with a fresh random session token
 /// (returned) that every data connection must present.
-fn accept_data(ctrl: &mut TcpStream, data: &DataPorts) -> Result<[u8; TOKEN_LEN]> {
-    let data_port = match &data.listener {
-        Some(l) => local_port(l)?,
-        None => 0,
-    };
-    let udp_ports = data
-        .udp
-        .iter()
-        .map(local_port)
-        .collect::<std::io::Result<Vec<u16>>>()?;
+fn accept_data(
+    ctrl: &mut TcpStream,
+    datas: &[(DataPorts, DataSocketOpts)],
+    mix: bool,
+) -> Result<[u8; TOKEN_LEN]> {
+    let mut parts = Vec::with_capacity(datas.len());
+    for (data, _) in datas {
+        parts.push(PartPorts {
+            data_port: match &data.listener {
+                Some(l) => local_port(l)?,
+                None => 0,
+            },
+            udp_ports: data
+                .udp
+                .iter()
+                .map(local_port)
+                .collect::<std::io::Result<Vec<u16>>>()?,
+        });
+    }
     let mut token = [0u8; TOKEN_LEN];
     getrandom::fill(&mut token).map_err(|e| anyhow!("no randomness for the session token: {e}"))?;
     let hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
-    write_msg(
-        ctrl,
-        &ServerMsg::from(Accepted {
-            data_port,
+    let accepted = if mix {
+        Accepted {
+            data_port: 0,
             token: hex,
-            udp_ports,
-        }),
-    )?;
+            udp_ports: Vec::new(),
+            parts,
+        }
+    } else {
+        let one = parts.pop().unwrap_or_default();
+        Accepted {
+            data_port: one.data_port,
+            token: hex,
+            udp_ports: one.udp_ports,
+            parts: Vec::new(),
+        }
+    };
+    write_msg(ctrl, &ServerMsg::from(accepted))?;
     Ok(token)
 }
 
@@ -447,14 +521,14 @@ fn server_flows(
     test: &TestDesc,
     plan: &TestPlan,
     udp: Vec<socket2::Socket>,
-    start: &Start,
+    client_udp_ports: &[u16],
     peer: IpAddr,
     token: [u8; TOKEN_LEN],
     accepting: Option<JoinHandle<Result<SessionFlows>>>,
     listener: &Option<socket2::Socket>,
 ) -> Result<SessionFlows> {
     match test.transport {
-        Transport::Udp => udp_flows(udp, &start.udp_ports, plan, peer),
+        Transport::Udp => udp_flows(udp, client_udp_ports, plan, peer),
         Transport::TcpPerTransaction => {
             let listener = listener.as_ref().expect("tcp tests have a listener");
             set_nonblocking(listener.as_raw_fd(), true)?;
@@ -486,7 +560,7 @@ fn server_flows(
 /// returned), within the session's bound.
 fn answer_ticks(
     ctrl: &mut TcpStream,
-    engine: &Engine,
+    engine: &mut Engines,
     meter: &mut Meter,
     plan: &TestPlan,
     config: &ServerConfig,
@@ -505,7 +579,10 @@ fn answer_ticks(
         }
         let wait = left.map_or(idle, |l| l.min(idle));
         match read_msg_within::<ClientMsg>(ctrl, frame, wait) {
-            Ok(ClientMsg::Tick(Tick { seq, phase })) => {
+            Ok(ClientMsg::Tick(Tick { seq, phase, load })) => {
+                if let Some(step) = load {
+                    engine.step(step, phase, seq)?;
+                }
                 engine.set_phase(phase);
                 meter.on_tick(phase_now, phase);
                 phase_now = phase;

@@ -18,9 +18,9 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use super::analysis::{Gathered, LocalSample, RemoteSample, interval};
 use super::proto::{ClientMsg, Final, FrameError, ServerMsg, Tick, write_msg};
-use crate::engine::Engine;
-use crate::plan::Phase;
+use crate::engine::Engines;
 use crate::plan::TestPlan;
+use crate::plan::{LoadStep, Phase};
 use crate::result::Interval;
 use crate::sensors::window::Meter;
 use crate::stats::counters::Counts;
@@ -61,6 +61,13 @@ pub fn schedule(plan: &TestPlan) -> Vec<(Phase, Option<Duration>)> {
         Some(Duration::from_nanos(plan.duration_ns))
     };
     v.push((Phase::Measure, measure));
+    if plan.load_phases() {
+        // Idle, loaded, recovery: three segments of the measurement window.
+        let measure = v.pop().expect("the measure phase");
+        v.push((Phase::Measure, Some(Duration::from_nanos(plan.idle_ns))));
+        v.push(measure);
+        v.push((Phase::Measure, Some(Duration::from_nanos(plan.recovery_ns))));
+    }
     if plan.cooldown_ns > 0 {
         v.push((
             Phase::Cooldown,
@@ -97,7 +104,7 @@ pub fn spawn_reader(ctrl: &TcpStream) -> Result<mpsc::Receiver<Result<ServerMsg,
 pub(crate) struct Running {
     pub meter: Meter,
     /// Taken out (and joined) once the timeline is over.
-    pub engine: Option<Engine>,
+    pub engine: Option<Engines>,
     pub ctrl: TcpStream,
     pub rx: mpsc::Receiver<Result<ServerMsg, FrameError>>,
     pub t0: Instant,
@@ -109,17 +116,26 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    fn engine(&self) -> &Engine {
+    fn engine(&self) -> &Engines {
         self.engine
             .as_ref()
             .expect("engine runs until the timeline ends")
     }
 
-    /// Sample our counters, enter `next`, and ask the server to do the same.
+    fn engine_mut(&mut self) -> &mut Engines {
+        self.engine
+            .as_mut()
+            .expect("engine runs until the timeline ends")
+    }
+
+    /// Sample our counters, enter `next` (starting or draining a mix's
+    /// bulk parts with `load`), and ask the server to do the same.
+    #[allow(clippy::too_many_arguments)]
     fn tick(
         &mut self,
         ending: Phase,
         next: Phase,
+        load: Option<LoadStep>,
         g: &mut Gathered,
         plan: &TestPlan,
         observer: &mut dyn Observer,
@@ -127,6 +143,15 @@ impl Running {
         self.meter.on_tick(ending, next);
         // Interval first: a worker that sees the new phase sees the new interval too.
         self.engine().set_interval(self.seq);
+        if let Some(step) = load {
+            // Our bulk flows drain (half-close) before the tick goes out, so
+            // the server sees their EOF only after ours; the server's FIN
+            // then reaches flows already draining, which is no early close.
+            let seq = self.seq;
+            self.engine_mut()
+                .step(step, next, seq)
+                .context("starting the bulk parts")?;
+        }
         self.engine().set_phase(next);
         let (at, counts) = if self.seq == 0 {
             let zero = vec![Counts::default(); self.engine().snapshot().len()];
@@ -143,8 +168,15 @@ impl Running {
             phase: ending,
         });
         g.remote.push(None);
-        write_msg(&mut self.ctrl, &ClientMsg::from(Tick { seq, phase: next }))
-            .with_context(|| format!("sending a tick to {}", self.label))?;
+        write_msg(
+            &mut self.ctrl,
+            &ClientMsg::from(Tick {
+                seq,
+                phase: next,
+                load,
+            }),
+        )
+        .with_context(|| format!("sending a tick to {}", self.label))?;
         if seq > 0 {
             self.pump(g, plan, observer, Duration::ZERO)?;
         }
@@ -260,7 +292,24 @@ impl Running {
         } else {
             Duration::from_millis(20)
         };
-        self.tick(phases[0].0, phases[0].0, g, plan, observer)?;
+        // A phased mix: the measurement window is three segments (idle,
+        // loaded, recovery); the ticks that enter them and the one that
+        // leaves the last are the phases' bounds.
+        let first_measure = phases.iter().position(|p| p.0 == Phase::Measure);
+        let phased = plan.load_phases();
+        let segment = |k: usize| match first_measure {
+            Some(m) if phased && k >= m && k < m + 3 => Some(k - m),
+            _ => None,
+        };
+        let load_at = |k: usize| match segment(k) {
+            Some(1) => Some(LoadStep::Start),
+            Some(2) => Some(LoadStep::Stop),
+            _ => None,
+        };
+        if segment(0).is_some() {
+            g.load_bounds.push(self.seq);
+        }
+        self.tick(phases[0].0, phases[0].0, None, g, plan, observer)?;
         'phases: for (k, &(phase, len)) in phases.iter().enumerate() {
             let next_phase = phases.get(k + 1).map_or(Phase::Drain, |p| p.0);
             let start = self.t0.elapsed();
@@ -271,17 +320,20 @@ impl Running {
                 // Ctrl-C or SIGTERM (`control::stop`): end the interval
                 // here and drain, so what was measured is kept.
                 if super::stop::requested() {
-                    self.tick(phase, Phase::Drain, g, plan, observer)?;
+                    self.tick(phase, Phase::Drain, None, g, plan, observer)?;
                     break 'phases;
                 }
                 let quota_met =
                     len.is_none() && self.engine().quota_done() as u64 >= plan.flows as u64;
                 if quota_met || end.is_some_and(|e| now >= e) {
-                    self.tick(phase, next_phase, g, plan, observer)?;
+                    if segment(k).is_some() || segment(k + 1).is_some() {
+                        g.load_bounds.push(self.seq);
+                    }
+                    self.tick(phase, next_phase, load_at(k + 1), g, plan, observer)?;
                     break;
                 }
                 if now >= next_tick {
-                    self.tick(phase, phase, g, plan, observer)?;
+                    self.tick(phase, phase, None, g, plan, observer)?;
                     next_tick += interval;
                     continue;
                 }
@@ -306,8 +358,9 @@ impl Running {
             self.check_engine()?;
             self.check_samples(g)?;
         }
-        // Our totals after the drain.
-        g.local_total = Some(Counts::sum(&self.engine().snapshot()));
+        // Our totals after the drain, per flow for the parts of a mix.
+        g.local_final = self.engine().snapshot();
+        g.local_total = Some(Counts::sum(&g.local_final));
         Ok(())
     }
 

@@ -34,7 +34,9 @@ use crate::stats::latency::{
 };
 use crate::workload::{Flow, FlowCtx, KICK, Progress, token};
 
+pub mod parts;
 mod watchdog;
+pub use parts::Engines;
 use watchdog::WatchSlot;
 
 /// The longest a worker waits with nothing ready and no flow's moment
@@ -100,6 +102,8 @@ pub struct EngineOutcome {
     /// (`latency` then runs from the intended start), whole run and per interval.
     pub service_latency: LatencyHistogram,
     pub service_interval_latency: BTreeMap<u32, LatencySummary>,
+    /// Each interval's latency histogram, when kept ([`Engine::keep_interval_histograms`]).
+    pub interval_histograms: BTreeMap<u32, LatencyHistogram>,
     /// Open loop: how far behind its schedule the generator sent each request.
     pub generator_lag: LatencyHistogram,
     /// The flows, sockets still open: the session closes them once the peer has finished.
@@ -235,6 +239,16 @@ impl Engine {
         self.shared.phase.store(p as u8, Release);
     }
 
+    /// Keep each interval's latency histogram for the outcome (call before
+    /// the first interval ends).
+    pub fn keep_interval_histograms(&self) {
+        self.shared
+            .intervals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keep_histograms();
+    }
+
     /// Start interval `index`: latencies recorded from now on belong to it.
     pub fn set_interval(&self, index: u32) {
         self.shared.epoch.store(index, Relaxed);
@@ -294,12 +308,14 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let interval_latency = self
-            .shared
-            .intervals
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take_done();
+        let (interval_latency, interval_histograms) = {
+            let mut t = self
+                .shared
+                .intervals
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            (t.take_done(), t.take_kept())
+        };
         let service_interval_latency = self
             .shared
             .service_intervals
@@ -309,6 +325,7 @@ impl Engine {
         EngineOutcome {
             latency,
             interval_latency,
+            interval_histograms,
             service_latency,
             service_interval_latency,
             generator_lag,

@@ -138,6 +138,19 @@ pub fn head(
     server: &str,
     p: &crate::plan::TestPlan,
 ) -> io::Result<()> {
+    if !p.parts.is_empty() {
+        writeln!(
+            out,
+            "mix to {server}: {} part(s), {} flow(s); rows are all flows' goodput",
+            p.parts.len(),
+            p.flows
+        )?;
+        return writeln!(
+            out,
+            "{:>8} {:>8}  {:<9} {:>22}",
+            "start_s", "end_s", "phase", "result"
+        );
+    }
     write!(
         out,
         "{} to {}: {} flow(s) on {} thread(s)",
@@ -214,6 +227,9 @@ impl Exporter for Human {
             }
         }
         writeln!(out, "-- summary over {:.2} s measured --", s.duration_s)?;
+        if !s.parts.is_empty() {
+            super::lul::human(r, out)?;
+        }
         if let Some(t) = s.throughput_bps {
             writeln!(out, "  throughput (received)  {}", BitsPerSec(t))?;
             if let (Some(a), Some(b)) = (s.throughput_bps_c2s, s.throughput_bps_s2c) {

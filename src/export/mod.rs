@@ -12,6 +12,7 @@ pub mod human;
 pub mod json;
 pub mod keyval;
 pub mod live;
+pub mod lul;
 
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

@@ -30,6 +30,8 @@ pub struct DataSocketOpts {
     /// long before it sleeps (only where the NIC driver has NAPI; loopback
     /// and veth have none, so it changes nothing there).
     pub busy_poll_us: Option<u32>,
+    /// IP_TOS / IPV6_TCLASS: the DSCP and ECN byte of every packet sent.
+    pub tos: Option<u8>,
 }
 
 impl DataSocketOpts {
@@ -43,6 +45,29 @@ impl DataSocketOpts {
             congestion: plan.congestion.clone(),
             pacing_bytes_per_s: plan.pacing_rate_bps.map(|b| b / 8),
             busy_poll_us: plan.busy_poll_us,
+            tos: plan.tos,
+        }
+    }
+
+    /// The TOS byte, on either family: an IPv6 socket carries IPv4 traffic
+    /// too (mapped addresses), which takes IP_TOS, so it gets both (the
+    /// IPv4 one where the kernel allows it on that socket).
+    pub fn apply_tos(&self, s: &Socket) -> io::Result<()> {
+        let Some(tos) = self.tos else { return Ok(()) };
+        let v6 = s
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .is_some_and(|a| a.is_ipv6())
+            || s.domain().is_ok_and(|d| d == Domain::IPV6);
+        if v6 {
+            s.set_tclass_v6(tos as u32)
+                .map_err(|e| ctx(e, "IPV6_TCLASS (--tos, dscp=)"))?;
+            let _ = s.set_tos(tos as u32);
+            Ok(())
+        } else {
+            s.set_tos(tos as u32)
+                .map_err(|e| ctx(e, "IP_TOS (--tos, dscp=)"))
         }
     }
 
@@ -61,6 +86,7 @@ impl DataSocketOpts {
 
     /// Options that must be set before the connection exists.
     pub fn apply_before_connect(&self, s: &Socket) -> io::Result<()> {
+        self.apply_tos(s)?;
         self.apply_buffers(s)?;
         if let Some(m) = self.mss {
             s.set_mss(m).map_err(|e| ctx(e, "TCP_MAXSEG"))?;
@@ -460,6 +486,7 @@ pub fn udp_bound(local: SocketAddr, opts: &DataSocketOpts) -> io::Result<Socket>
             .map_err(|e| ctx(e, "SO_RCVBUF"))?;
     }
     opts.apply_busy_poll(&s)?;
+    opts.apply_tos(&s)?;
     s.bind(&SockAddr::from(local))?;
     Ok(s)
 }

@@ -168,6 +168,10 @@ pub struct IntervalTable {
     /// Interval → (workers that handed in, merged histogram).
     open: BTreeMap<u32, (usize, Option<LatencyHistogram>)>,
     done: BTreeMap<u32, LatencySummary>,
+    /// The merged histogram of each interval too, when asked for
+    /// ([`IntervalTable::keep_histograms`]): a mix's probe phases merge them.
+    keep: bool,
+    kept: BTreeMap<u32, LatencyHistogram>,
 }
 
 impl IntervalTable {
@@ -177,6 +181,8 @@ impl IntervalTable {
             percentiles: percentiles.to_vec(),
             open: BTreeMap::new(),
             done: BTreeMap::new(),
+            keep: false,
+            kept: BTreeMap::new(),
         }
     }
 
@@ -189,10 +195,24 @@ impl IntervalTable {
         }
         if entry.0 >= self.workers {
             let (_, h) = self.open.remove(&epoch).expect("entry exists");
-            if let Some(s) = h.and_then(|h| h.summary_with(&self.percentiles)) {
+            if let Some(s) = h.as_ref().and_then(|h| h.summary_with(&self.percentiles)) {
                 self.done.insert(epoch, s);
             }
+            if let (true, Some(h)) = (self.keep, h) {
+                self.kept.insert(epoch, h);
+            }
         }
+    }
+
+    /// Keep each interval's histogram besides its summary (one histogram
+    /// per interval: for the few flows of a probe, not for every test).
+    pub fn keep_histograms(&mut self) {
+        self.keep = true;
+    }
+
+    /// The kept histograms of the intervals every worker has handed in.
+    pub fn take_kept(&mut self) -> BTreeMap<u32, LatencyHistogram> {
+        std::mem::take(&mut self.kept)
     }
 
     /// The summaries of the intervals every worker has handed in.

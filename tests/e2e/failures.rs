@@ -57,7 +57,7 @@ fn server_refuses_another_protocol_version() {
     let reply = read_frame(&mut s);
     assert_eq!(reply["type"], "error");
     let m = reply["message"].as_str().unwrap();
-    assert!(m.contains("v1") && m.contains("v99"), "{m}");
+    assert!(m.contains("v2") && m.contains("v99"), "{m}");
     // And it keeps serving.
     assert_serves(&server);
 }
@@ -84,7 +84,7 @@ fn client_refuses_another_protocol_version() {
     let doc = json(&out);
     let e = doc["summary"]["error"].as_str().unwrap();
     assert!(
-        e.contains("protocol version mismatch") && e.contains("v1") && e.contains("v7"),
+        e.contains("protocol version mismatch") && e.contains("v2") && e.contains("v7"),
         "{e}"
     );
     h.join().unwrap();

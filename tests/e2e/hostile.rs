@@ -113,6 +113,7 @@ fn bad_data_connections(addr: &str, key: &Psk, test: TestKind) -> TcpStream {
     let port = u(&acc["data_port"]);
     s.write_all(&encode(&ClientMsg::from(proto::Start {
         udp_ports: vec![],
+        parts_udp_ports: vec![],
     })))
     .unwrap();
     if test.is_connect() {

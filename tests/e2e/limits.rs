@@ -58,6 +58,7 @@ fn tick(s: &mut TcpStream, seq: u32) {
     s.write_all(&encode(&ClientMsg::from(proto::Tick {
         seq,
         phase: Phase::Measure,
+        load: None,
     })))
     .unwrap();
 }
@@ -72,6 +73,7 @@ fn tick_until_ended(s: &mut TcpStream, every: Duration, give_up: Duration) -> (S
         if s.write_all(&encode(&ClientMsg::from(proto::Tick {
             seq,
             phase: Phase::Measure,
+            load: None,
         })))
         .is_err()
         {
@@ -111,6 +113,7 @@ fn a_session_ends_at_its_stated_bound_whatever_the_client_sends() {
                 let (_sock, port) = udp_end();
                 s.write_all(&encode(&ClientMsg::from(proto::Start {
                     udp_ports: vec![port],
+                    parts_udp_ports: vec![],
                 })))
                 .unwrap();
                 assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
@@ -164,6 +167,7 @@ fn control_frames_after_the_spec_are_sized_to_the_session() {
     let (_sock, port) = udp_end();
     s.write_all(&encode(&ClientMsg::from(proto::Start {
         udp_ports: vec![port],
+        parts_udp_ports: vec![],
     })))
     .unwrap();
     assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
@@ -209,6 +213,7 @@ fn udp_datagrams_queued_before_start_are_refused() {
     let (_sock, port) = udp_end();
     s.write_all(&encode(&ClientMsg::from(proto::Start {
         udp_ports: vec![port],
+        parts_udp_ports: vec![],
     })))
     .unwrap();
     assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
@@ -250,6 +255,7 @@ fn silent_data_connections_neither_delay_nor_go_uncounted() {
     real.write_all(&0u32.to_be_bytes()).unwrap();
     s.write_all(&encode(&ClientMsg::from(proto::Start {
         udp_ports: vec![],
+        parts_udp_ports: vec![],
     })))
     .unwrap();
     let started = next_frame(&mut s).unwrap();
@@ -307,6 +313,7 @@ fn many_sessions_together_stay_under_max_memory() {
                 if reply["type"] == "accepted" {
                     s.write_all(&encode(&ClientMsg::from(proto::Start {
                         udp_ports: vec![],
+                        parts_udp_ports: vec![],
                     })))
                     .unwrap();
                     assert_eq!(next_frame(&mut s).unwrap()["type"], "started");
@@ -464,6 +471,7 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     data_port: 0,
                     token: "00".repeat(TOKEN_LEN),
                     udp_ports: vec![udp.local_addr().unwrap().port()],
+                    parts: vec![],
                 }
                 .into(),
                 ClientMsg::Start(_) => proto::Started {
@@ -493,6 +501,7 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     socket_buffers: None,
                     call_times: None,
                     train_gaps: None,
+                    part_retransmits: vec![],
                 }
                 .into(),
                 _ => break,

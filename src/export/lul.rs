@@ -1,0 +1,224 @@
+//! Latency under load (a mix, the `rrul` presets): the human summary of
+//! the parts, phases and grades, and the time-series SVG with throughput
+//! up and down on the left axis and the probes' latency on the right, the
+//! phases shaded (flent's "all scaled" picture).
+
+use std::io::{self, Write};
+
+use plotters::prelude::*;
+
+use crate::result::{PartSummary, TestResult};
+use crate::units::BitsPerSec;
+
+/// Colours, fixed so that readers (and tests) can find each series.
+pub const UP: RGBColor = RGBColor(31, 119, 180);
+pub const DOWN: RGBColor = RGBColor(44, 160, 44);
+pub const PROBE: RGBColor = RGBColor(214, 39, 40);
+/// The idle and recovery phases' shading; the loaded phase is left white.
+pub const QUIET: RGBColor = RGBColor(235, 235, 235);
+
+fn ms(ns: f64) -> String {
+    format!("{:.2} ms", ns / 1e6)
+}
+
+/// The mix's lines of the human summary: one per part, then the phases,
+/// the latency under load and the fairness.
+pub fn human(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
+    let s = &r.summary;
+    writeln!(
+        out,
+        "  {:<14} {:<10} {:>5} {:>5}  result",
+        "part", "test", "flows", "dir"
+    )?;
+    for p in &s.parts {
+        let fig = if let Some(t) = p.summary.throughput_bps {
+            BitsPerSec(t).to_string()
+        } else {
+            let tps = p.summary.transactions_per_s.unwrap_or(0.0);
+            match &p.summary.latency_ns {
+                Some(l) => format!(
+                    "{tps:.1} trans/s, p50 {} p99 {}",
+                    ms(l.p50 as f64),
+                    ms(l.p99 as f64)
+                ),
+                None => format!("{tps:.1} trans/s"),
+            }
+        };
+        let retrans = p
+            .tcp_retransmits
+            .map(|n| format!(", {n} retransmits"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {:<14} {:<10} {:>5} {:>5}  {fig}{retrans}",
+            p.name,
+            p.test.name(),
+            p.flows,
+            p.direction
+        )?;
+    }
+    if let Some(ph) = &s.phases {
+        writeln!(
+            out,
+            "  {:<9} {:>10} {:>10} {:>10} {:>14} {:>14}",
+            "phase", "probe p50", "p90", "p99", "up", "down"
+        )?;
+        for (name, f) in [
+            ("idle", &ph.idle),
+            ("loaded", &ph.loaded),
+            ("recovery", &ph.recovery),
+        ] {
+            let (p50, p90, p99) = match &f.probe_latency_ns {
+                Some(l) => (ms(l.p50 as f64), ms(l.p90 as f64), ms(l.p99 as f64)),
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            writeln!(
+                out,
+                "  {name:<9} {p50:>10} {p90:>10} {p99:>10} {:>14} {:>14}",
+                BitsPerSec(f.throughput_up_bps).to_string(),
+                BitsPerSec(f.throughput_down_bps).to_string()
+            )?;
+        }
+    }
+    if let Some(l) = &s.latency_under_load_ns {
+        writeln!(
+            out,
+            "  latency under load     p50 +{}  p99 +{}",
+            ms(l.p50 as f64),
+            ms(l.p99 as f64)
+        )?;
+    }
+    if let Some(f) = &s.fairness {
+        let j = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+        writeln!(
+            out,
+            "  fairness (Jain)        up {}  down {}",
+            j(f.up),
+            j(f.down)
+        )?;
+    }
+    Ok(())
+}
+
+/// One point per interval: its middle, in seconds.
+fn mid(a: f64, b: f64) -> f64 {
+    (a + b) / 2.0
+}
+
+/// Throughput of the parts of `dir`, per interval, summed: (time, bit/s).
+fn series(parts: &[PartSummary], dir: &str) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = Vec::new();
+    for p in parts.iter().filter(|p| p.direction == dir) {
+        for (k, iv) in p.intervals.iter().enumerate() {
+            let t = iv.sum.throughput_bps.unwrap_or(0.0);
+            match v.get_mut(k) {
+                Some(x) => x.1 += t,
+                None => v.push((mid(iv.start_s, iv.end_s), t)),
+            }
+        }
+    }
+    v
+}
+
+/// The probes' p50 per interval, ms (the slowest probe's when several).
+fn probe_series(parts: &[PartSummary]) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = Vec::new();
+    for p in parts.iter().filter(|p| p.direction == "rr") {
+        for iv in &p.intervals {
+            let Some(l) = &iv.latency_ns else { continue };
+            let (t, y) = (mid(iv.start_s, iv.end_s), l.p50 as f64 / 1e6);
+            match v.iter_mut().find(|x| x.0 == t) {
+                Some(x) => x.1 = x.1.max(y),
+                None => v.push((t, y)),
+            }
+        }
+    }
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// The time series of a mix as SVG: goodput up (blue) and down (green),
+/// bit/s on the left; the probes' median latency per interval (red), ms on
+/// the right; the idle and recovery phases shaded grey.
+pub fn svg(r: &TestResult) -> String {
+    let mut out = String::new();
+    if let Err(e) = try_svg(r, &mut out) {
+        return format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
+            super::html::escape(&e.to_string())
+        );
+    }
+    out
+}
+
+fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
+    let parts = &r.summary.parts;
+    let (up, down, probe) = (
+        series(parts, "up"),
+        series(parts, "down"),
+        probe_series(parts),
+    );
+    let x_max = r.intervals.last().map_or(1.0, |iv| iv.end_s).max(1.0);
+    let y_max = up
+        .iter()
+        .chain(&down)
+        .map(|p| p.1)
+        .fold(0.0, f64::max)
+        .max(1.0)
+        * 1.1;
+    let l_max = probe.iter().map(|p| p.1).fold(0.0, f64::max).max(0.1) * 1.1;
+    let root = SVGBackend::with_string(out, (1000, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let title = format!("{}: throughput and probe latency", r.spec.server);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(90)
+        .right_y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)?
+        .set_secondary_coord(0f64..x_max, 0f64..l_max);
+    let bps = |v: &f64| {
+        let si = crate::units::fmt_si(*v);
+        format!("{si}bit/s")
+    };
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("goodput")
+        .y_label_formatter(&bps)
+        .bold_line_style(super::chart::GRID_BOLD)
+        .light_line_style(super::chart::GRID_LIGHT)
+        .draw()?;
+    chart
+        .configure_secondary_axes()
+        .y_desc("probe latency p50 (ms)")
+        .draw()?;
+    if let Some(ph) = &r.summary.phases {
+        for f in [&ph.idle, &ph.recovery] {
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(f.start_s, 0.0), (f.end_s, y_max)],
+                QUIET.filled(),
+            )))?;
+        }
+    }
+    chart
+        .draw_series(LineSeries::new(up, UP.stroke_width(2)))?
+        .label("up")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], UP.stroke_width(2)));
+    chart
+        .draw_series(LineSeries::new(down, DOWN.stroke_width(2)))?
+        .label("down")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], DOWN.stroke_width(2)));
+    chart
+        .draw_secondary_series(LineSeries::new(probe, PROBE.stroke_width(2)))?
+        .label("probe p50")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], PROBE.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! Several tests in one session (`--mix`, the `rrul` presets) on loopback:
+//! each part keeps its own figures, and every single-test invariant holds
+//! per part after the one drain.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{ServerProc, assert_rejected, assert_schema, json, run_client, u};
+
+/// `thrum run ARGS -H server --json` that must succeed.
+pub fn run_mix(server: &ServerProc, args: &[&str]) -> Value {
+    let mut all = vec!["run", "-H", &server.addr, "--json"];
+    all.extend_from_slice(args);
+    let out = run_client(&all, Duration::from_secs(90));
+    let doc = json(&out);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}\n{}",
+        doc["summary"]["error"],
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_schema(&doc);
+    doc
+}
+
+/// Every part conserves as a single test does: TCP bytes sent by one end
+/// are the bytes the other received, after the drain; UDP datagrams sent
+/// are received plus lost; the probe's transactions agree on both ends.
+pub fn assert_conserved(doc: &Value) {
+    for p in doc["summary"]["parts"].as_array().expect("parts") {
+        let (l, r) = (&p["local"]["total"], &p["remote"]["total"]);
+        let name = &p["name"];
+        match p["test"].as_str().unwrap() {
+            "udp_stream" => assert_eq!(
+                u(&l["datagrams_sent"]),
+                u(&r["datagrams_received"]) + u(&r["lost"]),
+                "{name}: sent = received + lost"
+            ),
+            "udp_rr" => {}
+            _ => {
+                assert_eq!(u(&l["bytes_sent"]), u(&r["bytes_received"]), "{name} up");
+                assert_eq!(u(&r["bytes_sent"]), u(&l["bytes_received"]), "{name} down");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_mix_reports_each_part_as_it_would_alone() {
+    let server = ServerProc::start(&[]);
+    let doc = run_mix(
+        &server,
+        &[
+            "--mix",
+            "tcp_stream*2,tcp_maerts,tcp_rr@rate=200@dscp=EF,udp_stream",
+            "-l",
+            "2s",
+            "--idle",
+            "0",
+            "--recovery",
+            "0",
+            "--warmup",
+            "0",
+        ],
+    );
+    let parts = doc["summary"]["parts"].as_array().unwrap();
+    let names: Vec<&str> = parts.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["tcp_stream", "tcp_maerts", "tcp_rr", "udp_stream"]);
+    let dirs: Vec<&str> = parts
+        .iter()
+        .map(|p| p["direction"].as_str().unwrap())
+        .collect();
+    assert_eq!(dirs, ["up", "down", "rr", "up"]);
+    assert_eq!(u(&parts[0]["flows"]), 2);
+    assert_eq!(u(&doc["spec"]["flows"]), 5);
+    // Stream parts have goodput, per flow too; the probe has latency.
+    for p in [&parts[0], &parts[1], &parts[3]] {
+        assert!(p["throughput_bps"].as_f64().unwrap() > 0.0, "{}", p["name"]);
+    }
+    assert_eq!(parts[0]["flow_throughput_bps"].as_array().unwrap().len(), 2);
+    assert!(parts[2]["latency_ns"]["p50"].as_u64().unwrap() > 0);
+    assert!(parts[2]["throughput_bps"].is_null());
+    assert_eq!(u(&parts[2]["tos"]), 0xb8);
+    // The probe ran at its own rate: 200/s over 2 s, not the bulk flows' pace.
+    let tx = u(&parts[2]["transactions"]);
+    assert!((300..=500).contains(&tx), "probe transactions {tx}");
+    // One set of ticks: every part has the session's intervals.
+    let n = doc["intervals"].as_array().unwrap().len();
+    for p in parts {
+        assert_eq!(p["intervals"].as_array().unwrap().len(), n);
+    }
+    // No idle or recovery phase asked for: no phases.
+    assert!(doc["summary"]["phases"].is_null());
+    assert_conserved(&doc);
+}
+
+#[test]
+fn presets_print_their_spec_and_run() {
+    let out = run_client(&["run", "rrul", "--dry-run"], Duration::from_secs(10));
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("--mix tcp_stream@dscp=BE,"), "{text}");
+    assert!(
+        text.contains("tcp_maerts#4") && text.contains("tos 0xb8"),
+        "{text}"
+    );
+    for preset in ["rrul_be", "upload", "download"] {
+        let out = run_client(&["run", preset, "--dry-run"], Duration::from_secs(10));
+        assert!(out.status.success(), "{preset}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("tcp_rr@rate="));
+    }
+    let server = ServerProc::start(&[]);
+    let doc = run_mix(&server, &["upload", "-l", "1s", "--warmup", "0"]);
+    let parts = doc["summary"]["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 3);
+    assert_eq!(u(&parts[0]["flows"]), 4);
+    assert_conserved(&doc);
+}
+
+#[test]
+fn bad_specs_name_the_part() {
+    assert_rejected(&[
+        (
+            &["run", "--mix", "tcp_stream*4,tcp_rrr"],
+            &["--mix part 2 'tcp_rrr'", "unknown test"],
+        ),
+        (
+            &["run", "--mix", "tcp_stream,tcp_rr@dscp=XX"],
+            &["--mix part 2", "dscp=XX is not a DSCP"],
+        ),
+        (
+            &["run", "--mix", "tcp_stream@rate=5"],
+            &["--mix part 1 'tcp_stream'", "--rate"],
+        ),
+        (&["run", "--mix", "tcp_stream", "-F", "4"], &["TEST*N"]),
+        (
+            &["run", "tcp_rr", "--tos", "300"],
+            &["--tos 300", "0..=255"],
+        ),
+    ]);
+}
+
+/// Jain's index as the issue defines it, from the goodputs the result reports.
+pub fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    s * s / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
+}
+
+/// The goodputs a direction's parts report, flow by flow.
+pub fn flow_goodputs(doc: &Value, dir: &str) -> Vec<f64> {
+    doc["summary"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["direction"] == dir)
+        .flat_map(|p| p["flow_throughput_bps"].as_array().unwrap().clone())
+        .map(|v| v.as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_preset_has_idle_loaded_and_recovery_phases() {
+    let server = ServerProc::start(&[]);
+    let doc = run_mix(
+        &server,
+        &[
+            "rrul_be",
+            "-l",
+            "2s",
+            "--idle",
+            "1s",
+            "--recovery",
+            "1s",
+            "--warmup",
+            "0",
+        ],
+    );
+    let s = &doc["summary"];
+    let ph = &s["phases"];
+    // The bulk flows run only in the loaded phase.
+    assert_eq!(ph["idle"]["throughput_up_bps"].as_f64(), Some(0.0));
+    assert_eq!(ph["idle"]["throughput_down_bps"].as_f64(), Some(0.0));
+    assert!(ph["loaded"]["throughput_up_bps"].as_f64().unwrap() > 0.0);
+    assert!(ph["loaded"]["throughput_down_bps"].as_f64().unwrap() > 0.0);
+    for name in ["idle", "loaded", "recovery"] {
+        assert!(u(&ph[name]["probe_latency_ns"]["count"]) > 0, "{name}");
+    }
+    // The headline is loaded minus idle.
+    let p50 = |k: &str| ph[k]["probe_latency_ns"]["p50"].as_i64().unwrap();
+    assert_eq!(
+        s["latency_under_load_ns"]["p50"].as_i64().unwrap(),
+        p50("loaded") - p50("idle")
+    );
+    // Fairness is Jain's formula over the per-flow goodputs reported.
+    for dir in ["up", "down"] {
+        let x = flow_goodputs(&doc, dir);
+        assert_eq!(x.len(), 4);
+        let want = jain(&x);
+        let got = s["fairness"][dir].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{dir}: {got} vs {want}");
+    }
+    assert_conserved(&doc);
+}
