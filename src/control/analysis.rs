@@ -523,6 +523,10 @@ fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
 }
 
 /// The result of a run from its record; `error` is why it ended early.
+/// Over 120 lines on purpose: most of it is the summary's fields, one per
+/// line, each from a figure computed above (`remote_window_s`, `sent_bps`,
+/// `Figures::compute`, `Stability::of`); splitting it would scatter one
+/// table over several functions.
 pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) -> TestResult {
     let intervals: Vec<Interval> = (1..g.local.len()).map(|k| interval(plan, &g, k)).collect();
     let measure: Vec<&Interval> = intervals

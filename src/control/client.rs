@@ -11,40 +11,35 @@
 //! and every sample gathered so far.
 
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::analysis::{Gathered, PartRecord, assemble, assemble_mix};
+use super::analysis::{Gathered, assemble, assemble_mix};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
+use super::dial::{Dial, Flows};
 use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Final, Finish, FrameError, Hello, MAX_FRAME, Message,
     PartPorts, Rusage, ServerMsg, Spec, Start, Started, write_msg,
 };
 use super::repeat::Repeat;
-use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader};
+use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader, take_engines};
 use crate::engine::{Engines, place};
-use crate::io::connect::connect_many;
-use crate::io::socket::{
-    DataSocketOpts, SocketBuffers, connect, local_port, path_mtu, udp_connected,
-};
+use crate::io::socket::{DataSocketOpts, connect};
 use crate::plan::TestPlan;
 use crate::result::{Environment, TestResult};
 use crate::sensors::Provenance;
 use crate::sensors::window::{Meter, on_hypervisor};
-use crate::stats::counters::{Counts, FlowCounters};
+use crate::stats::counters::Counts;
 use crate::text;
 use crate::warning::{Code, Warning};
 use crate::workload::crr::TOKEN_LEN;
-use crate::workload::kinds::{Endpoint, Loss, Transport};
-use crate::workload::{CounterRef, Flow};
+use crate::workload::kinds::Transport;
 
+pub use super::dial::CONNECT_TIMEOUT;
 pub use super::timeline::{DRAIN_TIMEOUT, Observer, Quiet, SAMPLE_TIMEOUT};
 
-/// How long connecting to a server may take before it counts as unreachable.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long UDP datagrams in flight get to land before the server stops counting.
 pub const UDP_SETTLE: Duration = Duration::from_millis(100);
 
@@ -168,15 +163,6 @@ fn authenticate(ctrl: &mut TcpStream, target: &Target, nonce: Option<&str>) -> R
     }
 }
 
-/// The flows of one session, built from the test's row, and what the
-/// server must learn of them.
-struct Flows {
-    counters: Arc<[FlowCounters]>,
-    flows: Vec<Box<dyn Flow>>,
-    /// UDP tests: each flow's local port, for `start`.
-    udp_ports: Vec<u16>,
-}
-
 /// One test against one server, from the first hello to the final report.
 pub struct Session<'a> {
     target: &'a Target,
@@ -254,50 +240,7 @@ impl<'a> Session<'a> {
         let parts = plan.part_plans();
         self.g.env.udp_io = parts.iter().find_map(|p| (p.test.desc().udp_io)(p));
 
-        write_msg(
-            &mut ctrl,
-            &ClientMsg::from(Spec {
-                plan: Box::new(plan.clone()),
-            }),
-        )?;
-        let accepted = expect::<Accepted>(&mut ctrl, label)?;
-        let setup_t0 = Instant::now();
-        let token = parse_token(&accepted.token)?;
-        let ports = if plan.parts.is_empty() {
-            vec![PartPorts {
-                data_port: accepted.data_port,
-                udp_ports: accepted.udp_ports.clone(),
-            }]
-        } else {
-            accepted.parts.clone()
-        };
-        if ports.len() != parts.len() {
-            bail!(
-                "server {label} named ports for {} parts of {}",
-                ports.len(),
-                parts.len()
-            );
-        }
-        let mut opened = Vec::with_capacity(parts.len());
-        for (part, at) in parts.iter().zip(&ports) {
-            opened.push(self.open_flows(part, server_ip, token, at)?);
-        }
-        let mut udp_ports: Vec<Vec<u16>> = opened
-            .iter_mut()
-            .map(|f| std::mem::take(&mut f.udp_ports))
-            .collect();
-        let start = if plan.parts.is_empty() {
-            Start {
-                udp_ports: udp_ports.pop().unwrap_or_default(),
-                parts_udp_ports: Vec::new(),
-            }
-        } else {
-            Start {
-                udp_ports: Vec::new(),
-                parts_udp_ports: udp_ports,
-            }
-        };
-        write_msg(&mut ctrl, &ClientMsg::from(start))?;
+        let (setup_t0, opened) = self.set_up(&mut ctrl, server_ip, &parts)?;
         let started = expect::<Started>(&mut ctrl, label)?;
         self.g.setup_s = Some(setup_t0.elapsed().as_secs_f64());
         self.g.env.remote_drivers = started.drivers.iter().map(|d| text::echo(d)).collect();
@@ -354,36 +297,9 @@ impl<'a> Session<'a> {
 
         // Stop our workers whatever happened, then collect what they leave.
         let outs = run.engine.take().expect("engine").join();
-        self.g.local_call_times = outs
-            .iter()
-            .find_map(|o| crate::engine::call_times(&o.flows));
         self.g.local_rusage = Some(Rusage::process().since(&rusage0));
-        let mut datagrams_sent = Vec::new();
-        let mut error = None;
-        for (out, part) in outs.iter().zip(&parts) {
-            self.g.latency.merge(&out.latency);
-            self.g.service_latency.merge(&out.service_latency);
-            self.g.generator_lag.merge(&out.generator_lag);
-            error = error.or(out.error.clone());
-            if part.test.desc().loss == Loss::Datagrams {
-                datagrams_sent.extend(out.counts.iter().map(|c| c.datagrams_sent));
-            } else if !plan.parts.is_empty() {
-                // A mix names every flow's count, so the server finds each part's slice.
-                datagrams_sent.extend(out.counts.iter().map(|_| 0));
-            }
-        }
-        if let [out] = &outs[..] {
-            self.g.interval_latency = out.interval_latency.clone();
-            self.g.service_interval_latency = out.service_interval_latency.clone();
-        }
-        self.g.local_retransmits = outs
-            .iter()
-            .filter_map(|o| crate::engine::tcp_retransmits(&o.flows))
-            .reduce(|a, b| a + b);
-        self.g.local_zerocopy = outs
-            .iter()
-            .find_map(|o| crate::engine::zerocopy_counts(&o.flows));
-        self.g.parts = outs.iter().map(PartRecord::of).collect();
+        let (datagrams_sent, error) =
+            take_engines(&mut self.g, &outs, &parts, !plan.parts.is_empty());
         outcome?;
         if let Some(e) = error {
             bail!(e);
@@ -403,112 +319,72 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// Open every data flow of one part (the whole test, alone) as its
-    /// row asks: long-lived TCP connections all at once (each presenting
-    /// the token and its flow id as soon as it is up), connected UDP
-    /// sockets, or nothing yet for the connection tests, whose flows dial
-    /// as they go.
-    fn open_flows(
+    /// The spec, the server's ports and token, every part's flows opened,
+    /// and `start` sent: the session's set-up, timed from `accepted`.
+    fn set_up(
         &mut self,
-        plan: &TestPlan,
+        ctrl: &mut TcpStream,
         server_ip: IpAddr,
-        token: [u8; TOKEN_LEN],
-        ports: &PartPorts,
-    ) -> Result<Flows> {
-        let test = plan.test.desc();
-        let data_addr = SocketAddr::new(server_ip, ports.data_port);
-        let opts = DataSocketOpts::from_plan(plan, &plan.local);
-        // What the kernel gives our data sockets of the buffers asked for
-        // (the server's come in its final report).
-        self.g.local_socket_buffers =
-            SocketBuffers::as_set(plan, &plan.local, server_ip.is_ipv6()).ok();
-        let flows_n = plan.flows as usize;
-        // One socket per flow here, and as many again in this process when the
-        // server is embedded.
-        let per_flow = if self.target.embedded { 2 } else { 1 };
-        if let Err(w) = crate::io::fdlimit::ensure(self.plan.flows as u64 * per_flow) {
-            self.g.warnings.push(Warning::new(Code::DescriptorLimit, w));
-        }
-        let mut tcp_socks = if test.transport == Transport::Tcp {
-            let greeting = |f: usize| {
-                let mut hello = Vec::with_capacity(TOKEN_LEN + 4);
-                hello.extend_from_slice(&token);
-                hello.extend_from_slice(&(f as u32).to_be_bytes());
-                hello
-            };
-            connect_many(
-                &data_addr,
-                self.target.bind,
-                &opts,
-                flows_n,
-                greeting,
-                CONNECT_TIMEOUT.max(Duration::from_millis(flows_n as u64)),
-            )
-            .context("opening data connections")?
+        parts: &[TestPlan],
+    ) -> Result<(Instant, Vec<Flows>)> {
+        let (plan, label) = (self.plan, self.label());
+        write_msg(
+            ctrl,
+            &ClientMsg::from(Spec {
+                plan: Box::new(plan.clone()),
+            }),
+        )?;
+        let accepted = expect::<Accepted>(ctrl, label)?;
+        let setup_t0 = Instant::now();
+        let token = parse_token(&accepted.token)?;
+        let ports = if plan.parts.is_empty() {
+            vec![PartPorts {
+                data_port: accepted.data_port,
+                udp_ports: accepted.udp_ports.clone(),
+            }]
         } else {
-            Vec::new()
-        }
-        .into_iter();
-        let counters: Arc<[FlowCounters]> = (0..flows_n).map(|_| FlowCounters::default()).collect();
-        let mut flows = Vec::with_capacity(flows_n);
-        let mut udp_ports = Vec::new();
-        for f in 0..plan.flows {
-            let endpoint = match test.transport {
-                Transport::Tcp => {
-                    Endpoint::Socket(tcp_socks.next().expect("one connection per flow"))
-                }
-                Transport::TcpPerTransaction => Endpoint::Dial {
-                    addr: data_addr,
-                    bind: self.target.bind,
-                    opts: opts.clone(),
-                    token,
-                },
-                Transport::Udp => {
-                    let port = *ports
-                        .udp_ports
-                        .get(f as usize)
-                        .context("the server sent fewer UDP ports than flows")?;
-                    // An IPv4 server reached as ::ffff:a.b.c.d gets an IPv4
-                    // socket: see the server's session() on mapped addresses.
-                    let peer = SocketAddr::new(server_ip.to_canonical(), port);
-                    let bind = self.target.bind.map(|b| b.to_canonical());
-                    let sock = udp_connected(&peer, bind, &opts)
-                        .with_context(|| format!("opening UDP socket {f} to {peer}"))?;
-                    udp_ports.push(local_port(&sock)?);
-                    if f == 0 {
-                        self.check_mtu(plan, &sock, peer.is_ipv6());
-                    }
-                    Endpoint::Socket(sock)
-                }
-            };
-            let ctr = CounterRef::new(counters.clone(), f as usize);
-            flows.push(
-                test.client_flow(plan, f, ctr, endpoint)
-                    .with_context(|| format!("building flow {f}"))?,
+            accepted.parts.clone()
+        };
+        if ports.len() != parts.len() {
+            bail!(
+                "server {label} named ports for {} parts of {}",
+                ports.len(),
+                parts.len()
             );
         }
-        Ok(Flows {
-            counters,
-            flows,
-            udp_ports,
-        })
-    }
-
-    /// Warn when datagrams will not fit the path MTU (they are fragmented,
-    /// and one lost fragment loses the datagram).
-    fn check_mtu(&mut self, plan: &TestPlan, sock: &socket2::Socket, ipv6: bool) {
-        let Some(largest) = (plan.test.desc().largest_datagram)(plan) else {
-            return;
-        };
-        let headers = if ipv6 { 48 } else { 28 };
-        if let Some(mtu) = path_mtu(sock, ipv6)
-            && largest + headers > mtu as u64
-        {
-            self.g.warnings.push(Warning::new(Code::DatagramsFragmented, format!(
-                "datagrams of {largest} bytes exceed the path MTU of {mtu} bytes ({} bytes of payload fit): they are sent as IP fragments",
-                mtu as u64 - headers
-            )));
+        let mut opened = Vec::with_capacity(parts.len());
+        for (part, at) in parts.iter().zip(&ports) {
+            let dial = Dial {
+                bind: self.target.bind,
+                server_ip,
+                token,
+                // One socket per flow here, and as many again in this
+                // process when the server is embedded.
+                fds_needed: self.plan.flows as u64 * if self.target.embedded { 2 } else { 1 },
+            };
+            let (flows, buffers) = dial.open_flows(part, at, &mut self.g.warnings)?;
+            // What the kernel gives our data sockets of the buffers asked
+            // for (the server's come in its final report).
+            self.g.local_socket_buffers = buffers;
+            opened.push(flows);
         }
+        let mut udp_ports: Vec<Vec<u16>> = opened
+            .iter_mut()
+            .map(|f| std::mem::take(&mut f.udp_ports))
+            .collect();
+        let start = if plan.parts.is_empty() {
+            Start {
+                udp_ports: udp_ports.pop().unwrap_or_default(),
+                parts_udp_ports: Vec::new(),
+            }
+        } else {
+            Start {
+                udp_ports: Vec::new(),
+                parts_udp_ports: udp_ports,
+            }
+        };
+        write_msg(ctrl, &ClientMsg::from(start))?;
+        Ok((setup_t0, opened))
     }
 
     /// Keep what the server reported at the end: its totals, usage, window

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod client;
 mod data;
 pub mod deadline;
+mod dial;
 pub mod limits;
 pub mod log;
 pub mod proto;

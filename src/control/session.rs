@@ -189,7 +189,10 @@ fn authenticate(ctrl: &mut TcpStream, psk: &Psk, nonce: &[u8; NONCE_LEN]) -> Res
     Ok(())
 }
 
-/// One session, start to end.
+/// One session, start to end. Over 120 lines on purpose: it is the order
+/// of the steps (each a function: `handshake`, `open_data`, `accept_data`,
+/// `server_flows`, `answer_ticks`, `Report::final_of`) and the refusal or
+/// clean-up each early return owes, which read best in one place.
 pub(crate) fn session(
     mut ctrl: TcpStream,
     peer: SocketAddr,
@@ -314,56 +317,22 @@ pub(crate) fn session(
         std::thread::sleep(Duration::from_millis(1));
     }
     let outs = engine.join();
-    let mut counts = Vec::with_capacity(plan.flows as usize);
-    let mut errors: Vec<String> = fd_warning.into_iter().collect();
-    let mut part_retransmits = Vec::with_capacity(parts.len());
-    let mut refused = setup_refused;
-    let mut offset = 0;
-    for (p, out) in parts.iter().zip(&outs) {
-        let mut c = out.counts.clone();
-        let sent = client_sent.get(offset..offset + c.len());
-        offset += c.len();
-        if let (Loss::Datagrams, Some(sent)) = (p.test.desc().loss, sent) {
-            // The exact loss: what the client sent that never arrived, including
-            // losses at the tail that no later datagram revealed.
-            for (c, sent) in c.iter_mut().zip(sent) {
-                c.lost = sent.saturating_sub(c.datagrams_received);
-            }
-        }
-        counts.extend(c);
-        errors.extend(out.error.clone());
-        part_retransmits.push(crate::engine::tcp_retransmits(&out.flows));
-        refused += out.flows.iter().map(|f| f.refused()).sum::<u64>();
-    }
-    let tcp_retransmits = part_retransmits
-        .iter()
-        .flatten()
-        .copied()
-        .reduce(|a, b| a + b);
+    let report = Report {
+        plan: &plan,
+        parts: &parts,
+        client_sent: &client_sent,
+        refused: setup_refused,
+        fd_warning,
+        ipv6: local_ip.is_ipv6(),
+    };
     write_msg(
         &mut ctrl,
-        &ServerMsg::from(Final {
-            counts,
-            rusage: Rusage::process().since(&rusage0),
-            errors,
-            refused,
-            window: meter.window().map(Box::new),
-            provenance: Some(Box::new(provenance)),
-            tcp_retransmits,
-            zerocopy: outs
-                .iter()
-                .find_map(|o| crate::engine::zerocopy_counts(&o.flows)),
-            part_retransmits: if mix { part_retransmits } else { Vec::new() },
-            socket_buffers: SocketBuffers::as_set(&plan, &plan.local, local_ip.is_ipv6()).ok(),
-            call_times: outs
-                .iter()
-                .find_map(|o| crate::engine::call_times(&o.flows))
-                .map(Box::new),
-            train_gaps: crate::stats::dispersion::TrainGaps::merged(
-                outs.iter()
-                    .flat_map(|o| o.flows.iter().filter_map(|f| f.train_gaps())),
-            ),
-        }),
+        &ServerMsg::from(report.final_of(
+            &outs,
+            Rusage::process().since(&rusage0),
+            meter.window(),
+            provenance,
+        )),
     )?;
     drop(outs);
     drop(listeners);
@@ -609,6 +578,88 @@ fn answer_ticks(
             Err(FrameError::Timeout) => bail!("client went silent for {idle:?}; session ended"),
             Err(FrameError::Closed) => bail!("client disconnected mid-test"),
             Err(e) => return Err(refuse(ctrl, e.to_string())),
+        }
+    }
+}
+
+/// What the server's final report is made of, besides its engines'
+/// leftovers and its own readings.
+struct Report<'a> {
+    plan: &'a TestPlan,
+    parts: &'a [TestPlan],
+    /// `finish`: the datagrams each flow of the client sent (udp_stream).
+    client_sent: &'a [u64],
+    /// Connections and datagrams refused while setting the flows up.
+    refused: u64,
+    /// The descriptor limit was below what the flows need.
+    fd_warning: Option<String>,
+    ipv6: bool,
+}
+
+impl Report<'_> {
+    /// The final report: every part's counts (udp_stream's loss made exact
+    /// from what the client says it sent), usage, window readings, errors,
+    /// refusals, retransmissions, zero-copy, socket buffers, call times and
+    /// capacity train gaps.
+    fn final_of(
+        self,
+        outs: &[crate::engine::EngineOutcome],
+        rusage: Rusage,
+        window: Option<crate::sensors::window::WindowStats>,
+        provenance: Provenance,
+    ) -> Final {
+        let (plan, parts) = (self.plan, self.parts);
+        let mut counts = Vec::with_capacity(plan.flows as usize);
+        let mut errors: Vec<String> = self.fd_warning.into_iter().collect();
+        let mut part_retransmits = Vec::with_capacity(parts.len());
+        let mut refused = self.refused;
+        let mut offset = 0;
+        for (p, out) in parts.iter().zip(outs) {
+            let mut c = out.counts.clone();
+            let sent = self.client_sent.get(offset..offset + c.len());
+            offset += c.len();
+            if let (Loss::Datagrams, Some(sent)) = (p.test.desc().loss, sent) {
+                // The exact loss: what the client sent that never arrived, including
+                // losses at the tail that no later datagram revealed.
+                for (c, sent) in c.iter_mut().zip(sent) {
+                    c.lost = sent.saturating_sub(c.datagrams_received);
+                }
+            }
+            counts.extend(c);
+            errors.extend(out.error.clone());
+            part_retransmits.push(crate::engine::tcp_retransmits(&out.flows));
+            refused += out.flows.iter().map(|f| f.refused()).sum::<u64>();
+        }
+        let tcp_retransmits = part_retransmits
+            .iter()
+            .flatten()
+            .copied()
+            .reduce(|a, b| a + b);
+        Final {
+            counts,
+            rusage,
+            errors,
+            refused,
+            window: window.map(Box::new),
+            provenance: Some(Box::new(provenance)),
+            tcp_retransmits,
+            zerocopy: outs
+                .iter()
+                .find_map(|o| crate::engine::zerocopy_counts(&o.flows)),
+            part_retransmits: if !plan.parts.is_empty() {
+                part_retransmits
+            } else {
+                Vec::new()
+            },
+            socket_buffers: SocketBuffers::as_set(plan, &plan.local, self.ipv6).ok(),
+            call_times: outs
+                .iter()
+                .find_map(|o| crate::engine::call_times(&o.flows))
+                .map(Box::new),
+            train_gaps: crate::stats::dispersion::TrainGaps::merged(
+                outs.iter()
+                    .flat_map(|o| o.flows.iter().filter_map(|f| f.train_gaps())),
+            ),
         }
     }
 }

@@ -26,6 +26,7 @@ use crate::sensors::window::Meter;
 use crate::stats::counters::Counts;
 use crate::text;
 use crate::warning::{Code, Warning};
+use crate::workload::kinds::Loss;
 
 /// How long the ends may take to drain after the last phase.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -390,4 +391,47 @@ impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.ctrl.shutdown(std::net::Shutdown::Both);
     }
+}
+
+/// Take what the engines left (one per part of a mix, else one) into the
+/// record: latencies merged, the parts' records, retransmissions, zero-copy
+/// and call-time counts. Returns the datagram counts `finish` must carry
+/// (udp_stream's per flow; a mix names every flow's, zero where a part
+/// counts none, so the server finds each part's slice) and the first error
+/// a worker reported.
+pub(crate) fn take_engines(
+    g: &mut Gathered,
+    outs: &[crate::engine::EngineOutcome],
+    parts: &[TestPlan],
+    mix: bool,
+) -> (Vec<u64>, Option<String>) {
+    let mut datagrams_sent = Vec::new();
+    let mut error = None;
+    for (out, part) in outs.iter().zip(parts) {
+        g.latency.merge(&out.latency);
+        g.service_latency.merge(&out.service_latency);
+        g.generator_lag.merge(&out.generator_lag);
+        error = error.or(out.error.clone());
+        if part.test.desc().loss == Loss::Datagrams {
+            datagrams_sent.extend(out.counts.iter().map(|c| c.datagrams_sent));
+        } else if mix {
+            datagrams_sent.extend(out.counts.iter().map(|_| 0));
+        }
+    }
+    if let [out] = outs {
+        g.interval_latency = out.interval_latency.clone();
+        g.service_interval_latency = out.service_interval_latency.clone();
+    }
+    g.local_retransmits = outs
+        .iter()
+        .filter_map(|o| crate::engine::tcp_retransmits(&o.flows))
+        .reduce(|a, b| a + b);
+    g.local_zerocopy = outs
+        .iter()
+        .find_map(|o| crate::engine::zerocopy_counts(&o.flows));
+    g.local_call_times = outs
+        .iter()
+        .find_map(|o| crate::engine::call_times(&o.flows));
+    g.parts = outs.iter().map(super::analysis::PartRecord::of).collect();
+    (datagrams_sent, error)
 }

@@ -1,0 +1,150 @@
+//! The client's data setup for one part of a session: the data sockets the
+//! test's row asks for (long-lived TCP connections, connected UDP sockets,
+//! or the address connection tests dial), the flows built on them, and the
+//! warnings the setup calls for (descriptor limit, datagrams over the path
+//! MTU). The server's side of this is `data`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::proto::PartPorts;
+use crate::io::connect::connect_many;
+use crate::io::socket::{DataSocketOpts, SocketBuffers, local_port, path_mtu, udp_connected};
+use crate::plan::TestPlan;
+use crate::stats::counters::FlowCounters;
+use crate::warning::{Code, Warning};
+use crate::workload::crr::TOKEN_LEN;
+use crate::workload::kinds::{Endpoint, Transport};
+use crate::workload::{CounterRef, Flow};
+
+/// How long connecting to a server may take before it counts as
+/// unreachable (data connections: a millisecond more per flow).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The flows of one part, built from the test's row, and what the server
+/// must learn of them.
+pub(crate) struct Flows {
+    pub(crate) counters: Arc<[FlowCounters]>,
+    pub(crate) flows: Vec<Box<dyn Flow>>,
+    /// UDP tests: each flow's local port, for `start`.
+    pub(crate) udp_ports: Vec<u16>,
+}
+
+/// Where and how this client opens a session's data flows.
+pub(crate) struct Dial {
+    /// `--bind`: the local address of every data socket.
+    pub(crate) bind: Option<IpAddr>,
+    pub(crate) server_ip: IpAddr,
+    /// The session token each connection presents.
+    pub(crate) token: [u8; TOKEN_LEN],
+    /// Descriptors the session needs in this process (its flows; twice
+    /// with the embedded server).
+    pub(crate) fds_needed: u64,
+}
+
+impl Dial {
+    /// Open every data flow of one part (the whole test, alone) as its
+    /// row asks: long-lived TCP connections all at once (each presenting
+    /// the token and its flow id as soon as it is up), connected UDP
+    /// sockets, or nothing yet for the connection tests, whose flows dial
+    /// as they go.
+    pub(crate) fn open_flows(
+        &self,
+        plan: &TestPlan,
+        ports: &PartPorts,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<(Flows, Option<SocketBuffers>)> {
+        let (server_ip, token) = (self.server_ip, self.token);
+        let test = plan.test.desc();
+        let data_addr = SocketAddr::new(server_ip, ports.data_port);
+        let opts = DataSocketOpts::from_plan(plan, &plan.local);
+        let buffers = SocketBuffers::as_set(plan, &plan.local, server_ip.is_ipv6()).ok();
+        let flows_n = plan.flows as usize;
+        if let Err(w) = crate::io::fdlimit::ensure(self.fds_needed) {
+            warnings.push(Warning::new(Code::DescriptorLimit, w));
+        }
+        let mut tcp_socks = if test.transport == Transport::Tcp {
+            let greeting = |f: usize| {
+                let mut hello = Vec::with_capacity(TOKEN_LEN + 4);
+                hello.extend_from_slice(&token);
+                hello.extend_from_slice(&(f as u32).to_be_bytes());
+                hello
+            };
+            connect_many(
+                &data_addr,
+                self.bind,
+                &opts,
+                flows_n,
+                greeting,
+                CONNECT_TIMEOUT.max(Duration::from_millis(flows_n as u64)),
+            )
+            .context("opening data connections")?
+        } else {
+            Vec::new()
+        }
+        .into_iter();
+        let counters: Arc<[FlowCounters]> = (0..flows_n).map(|_| FlowCounters::default()).collect();
+        let mut flows = Vec::with_capacity(flows_n);
+        let mut udp_ports = Vec::new();
+        for f in 0..plan.flows {
+            let endpoint = match test.transport {
+                Transport::Tcp => {
+                    Endpoint::Socket(tcp_socks.next().expect("one connection per flow"))
+                }
+                Transport::TcpPerTransaction => Endpoint::Dial {
+                    addr: data_addr,
+                    bind: self.bind,
+                    opts: opts.clone(),
+                    token,
+                },
+                Transport::Udp => {
+                    let port = *ports
+                        .udp_ports
+                        .get(f as usize)
+                        .context("the server sent fewer UDP ports than flows")?;
+                    // An IPv4 server reached as ::ffff:a.b.c.d gets an IPv4
+                    // socket: see the server's session() on mapped addresses.
+                    let peer = SocketAddr::new(server_ip.to_canonical(), port);
+                    let bind = self.bind.map(|b| b.to_canonical());
+                    let sock = udp_connected(&peer, bind, &opts)
+                        .with_context(|| format!("opening UDP socket {f} to {peer}"))?;
+                    udp_ports.push(local_port(&sock)?);
+                    if f == 0 {
+                        warnings.extend(check_mtu(plan, &sock, peer.is_ipv6()));
+                    }
+                    Endpoint::Socket(sock)
+                }
+            };
+            let ctr = CounterRef::new(counters.clone(), f as usize);
+            flows.push(
+                test.client_flow(plan, f, ctr, endpoint)
+                    .with_context(|| format!("building flow {f}"))?,
+            );
+        }
+        Ok((
+            Flows {
+                counters,
+                flows,
+                udp_ports,
+            },
+            buffers,
+        ))
+    }
+}
+
+/// Warn when datagrams will not fit the path MTU (they are fragmented,
+/// and one lost fragment loses the datagram).
+fn check_mtu(plan: &TestPlan, sock: &socket2::Socket, ipv6: bool) -> Option<Warning> {
+    let largest = (plan.test.desc().largest_datagram)(plan)?;
+    let headers = if ipv6 { 48 } else { 28 };
+    let mtu = path_mtu(sock, ipv6)?;
+    (largest + headers > mtu as u64).then(|| {
+        Warning::new(Code::DatagramsFragmented, format!(
+            "datagrams of {largest} bytes exceed the path MTU of {mtu} bytes ({} bytes of payload fit): they are sent as IP fragments",
+            mtu as u64 - headers
+        ))
+    })
+}
