@@ -269,7 +269,7 @@ pub fn fmt_ns(ns: f64) -> String {
 pub fn fmt_local_time(unix_s: f64, date: bool) -> String {
     let secs = unix_s.floor();
     let millis = (((unix_s - secs) * 1000.0).round() as u32).min(999);
-    let t = secs as libc::time_t;
+    let t = secs as i64;
     unsafe extern "C" {
         fn tzset();
     }
@@ -279,7 +279,7 @@ pub fn fmt_local_time(unix_s: f64, date: bool) -> String {
     // SAFETY: zeroed is a valid tm; localtime_r writes only into it.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are valid for the call.
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+    if unsafe { libc::localtime_r(&(t as _), &mut tm) }.is_null() {
         return format!("unix {unix_s:.3}");
     }
     let time = format!(

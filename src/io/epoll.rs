@@ -33,7 +33,7 @@ impl Epoll {
         let sub_ms = timeout.subsec_nanos() % 1_000_000 != 0;
         if sub_ms && PWAIT2.load(Relaxed) != 2 {
             let ts = libc::timespec {
-                tv_sec: timeout.as_secs() as libc::time_t,
+                tv_sec: timeout.as_secs() as _,
                 tv_nsec: timeout.subsec_nanos() as _,
             };
             // SAFETY: buf has len() initialised entries the kernel may

@@ -40,7 +40,7 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = cmsg.as_mut_ptr().cast();
-    msg.msg_controllen = size_of::<[u64; 16]>();
+    msg.msg_controllen = size_of::<[u64; 16]>() as _;
     // SAFETY: msg points at live buffers of the lengths it states.
     let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
     if n < 0 {
