@@ -216,7 +216,10 @@ pub struct RunArgs {
     /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream or udp_rr (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run).
     #[arg(value_name = "TEST", value_parser = TestName, hide_possible_values = true, required_unless_present = "mix", conflicts_with = "mix")]
     pub test: Option<String>,
-    /// Several tests in one session, as PART,PART,...; a PART is TEST[*FLOWS][@rate=N][@dscp=NAME][@tos=N][@name=LABEL], e.g. tcp_stream*4,tcp_maerts*4,udp_rr@rate=100,tcp_rr@rate=100 (docs/latency-under-load.md).
+    /// Several tests in one session, as parts joined by commas. A part is
+    /// TEST, then optionally *FLOWS and any of @rate=N @dscp=NAME @tos=N
+    /// @name=LABEL, e.g. tcp_stream*4,udp_rr@rate=100 (see
+    /// docs/latency-under-load.md).
     #[arg(long, value_name = "SPEC")]
     pub mix: Option<String>,
     /// DSCP/TOS mark on the data sockets, both ends: a DSCP name (EF, CS5, AF41, BE, BK) or the TOS byte 0..255 (IP_TOS, IPV6_TCLASS).

@@ -311,17 +311,28 @@ fn a_shallow_buffer_keeps_the_probes_fast_and_idle_agrees_with_a_lone_probe() {
     check_loaded(&doc, "shallow");
     // The idle phase is the probe alone on the same path: a separate run of
     // the probe's test at the same rate agrees on the median within 10 %.
-    let alone = path.client(
-        &server,
-        "udp_rr",
-        &["--rate", "50", "-l", "3s", "--warmup", "0"],
-    );
-    let lone = alone["summary"]["latency_ns"]["p50"].as_f64().unwrap();
+    // An unpinned sub-millisecond median moves from run to run on this
+    // kind of VM by about as much (TESTING.md: ±20 % for unpinned RR; here
+    // 103 to 146 µs), so the lone probe runs three times and the idle
+    // median must fall within 10 % of the band the three span.
+    let lone: Vec<f64> = (0..3)
+        .map(|_| {
+            let alone = path.client(
+                &server,
+                "udp_rr",
+                &["--rate", "50", "-l", "3s", "--warmup", "0"],
+            );
+            alone["summary"]["latency_ns"]["p50"].as_f64().unwrap()
+        })
+        .collect();
+    let (lo, hi) = lone
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
     let idle = probe_ns(&doc, "idle", "p50");
-    eprintln!("idle p50 {idle} ns, a lone probe's p50 {lone} ns");
+    eprintln!("idle p50 {idle} ns, lone probes' p50 {lone:?} ns");
     assert!(
-        (idle / lone - 1.0).abs() <= 0.10,
-        "idle p50 {idle} ns against a lone probe's {lone} ns"
+        idle >= 0.9 * lo && idle <= 1.1 * hi,
+        "idle p50 {idle} ns against lone probes' {lone:?} ns"
     );
 }
 
