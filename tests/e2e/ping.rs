@@ -148,7 +148,12 @@ fn ping_rtt_agrees_with_iputils() {
                 "{method}: p50 thrum {a} ns, iputils {i} ns; pairs' median {:+.1} %",
                 100.0 * off
             );
-            if off.abs() <= 0.10 {
+            // Within 10 %, or within 5 µs where the path's RTT is only a few
+            // µs (an unshaped namespace path on a quiet machine: 5-13 µs in
+            // CI). There iputils prints 1 µs steps, and the tools stamp the
+            // send at different points of the same user-to-kernel path,
+            // which differ by a few µs whatever the network does.
+            if off.abs() <= 0.10 || (a as f64 - i as f64).abs() <= 5_000.0 {
                 agreed = Some(off);
                 break;
             }

@@ -240,6 +240,7 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
         "tcp_cc",
         "udp_stream",
         "udp_rr",
+        "capacity",
     ] {
         assert!(
             line("RUN: ").contains(&t),
@@ -259,7 +260,7 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
         let text = std::fs::read_to_string(&zsh).unwrap();
         assert!(
             text.contains(
-                "(tcp_stream tcp_maerts tcp_bidir tcp_rr tcp_crr tcp_cc udp_stream udp_rr)"
+                "(tcp_stream tcp_maerts tcp_bidir tcp_rr tcp_crr tcp_cc udp_stream udp_rr capacity)"
             ),
             "zsh: no test names"
         );
