@@ -705,6 +705,10 @@ pub struct ProbePhases {
     pub idle: PhaseFigures,
     pub loaded: PhaseFigures,
     pub recovery: PhaseFigures,
+    /// From the end of the loaded phase to the start of the recovery one,
+    /// seconds: the bulk flows' senders emptying their socket buffers
+    /// through the path after they stopped writing.
+    pub drain_s: f64,
 }
 
 /// What the probes and the bulk flows did in one phase.

@@ -89,8 +89,9 @@ pub(crate) struct Gathered {
     pub(crate) remote_final: Vec<Counts>,
     /// Each part's own record, in the plan's order (one for a single test).
     pub(crate) parts: Vec<PartRecord>,
-    /// A phased mix: the ticks (local sample indices) that begin the idle,
-    /// loaded and recovery phases and end the last.
+    /// A phased mix: the ticks (local sample indices) that begin the idle
+    /// and loaded phases, end the loaded one, begin the recovery phase (once
+    /// the bulk flows have drained) and end it.
     pub(crate) load_bounds: Vec<u32>,
     pub(crate) local_rusage: Option<Rusage>,
     pub(crate) remote_rusage: Option<Rusage>,
@@ -397,7 +398,7 @@ type Window = (usize, usize);
 /// The loaded phase of a phased mix, when all its bounds were reached.
 fn loaded_window(g: &Gathered) -> Option<Window> {
     match g.load_bounds[..] {
-        [_, a, b, _] => Some((a as usize, b as usize)),
+        [_, a, b, _, _] => Some((a as usize, b as usize)),
         _ => None,
     }
 }
@@ -470,7 +471,7 @@ fn flow_goodput(
 /// recovery phases of a phased mix; None when the run did not reach the
 /// end of its recovery phase.
 fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
-    let [b0, b1, b2, b3] = g.load_bounds[..] else {
+    let [b0, b1, b2, b3, b4] = g.load_bounds[..] else {
         return None;
     };
     let offsets = plan.part_offsets();
@@ -518,7 +519,8 @@ fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
     Some(ProbePhases {
         idle: phase(b0, b1),
         loaded: phase(b1, b2),
-        recovery: phase(b2, b3),
+        recovery: phase(b3, b4),
+        drain_s: t0(b3) - t0(b2),
     })
 }
 

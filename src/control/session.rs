@@ -62,16 +62,24 @@ pub fn after_spec_frame(flows: u32) -> usize {
 
 /// When a running session must end whatever its client sends: its stated
 /// length (warm-up + duration + cool-down; for a count-limited `-n` run, the
-/// server's `--max-duration`), one interval, and [`DRAIN_ALLOWANCE`].
+/// server's `--max-duration`), one interval, and [`DRAIN_ALLOWANCE`]; a
+/// phased mix also the client's wait for its bulk parts to drain before
+/// the recovery phase ([`super::timeline::DRAIN_TIMEOUT`]).
 pub fn session_bound(plan: &TestPlan, limits: &SessionLimits) -> Duration {
     let stated = if plan.transactions.is_some() {
         limits.max_duration_ns
     } else {
         super::limits::total_duration_ns(plan)
     };
+    let load_drain = if plan.load_phases() {
+        super::timeline::DRAIN_TIMEOUT
+    } else {
+        Duration::ZERO
+    };
     Duration::from_nanos(stated)
         .saturating_add(Duration::from_nanos(plan.interval_ns))
         .saturating_add(DRAIN_ALLOWANCE)
+        .saturating_add(load_drain)
 }
 
 #[derive(Clone, Debug)]

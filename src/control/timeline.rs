@@ -331,6 +331,9 @@ impl Running {
                         g.load_bounds.push(self.seq);
                     }
                     self.tick(phase, next_phase, load_at(k + 1), g, plan, observer)?;
+                    if load_at(k + 1) == Some(LoadStep::Stop) {
+                        self.drain_load(g, plan, observer)?;
+                    }
                     break;
                 }
                 if now >= next_tick {
@@ -363,6 +366,47 @@ impl Running {
         g.local_final = self.engine().snapshot();
         g.local_total = Some(Counts::sum(&g.local_final));
         Ok(())
+    }
+
+    /// Between the loaded and the recovery phase: the bulk parts have
+    /// half-closed, and what their senders' socket buffers still held
+    /// crosses the path (at a 50 Mbit/s bottleneck, several MB take
+    /// seconds). The recovery phase starts when every bulk flow has read
+    /// its peer's EOF, so that its probes see the queue empty as the
+    /// phase promises; the stretch in between is its own bound (ticks as
+    /// usual), given as `phases.drain_s`. After [`DRAIN_TIMEOUT`] the
+    /// recovery starts anyway, with a warning.
+    fn drain_load(
+        &mut self,
+        g: &mut Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
+        let interval = Duration::from_nanos(plan.interval_ns);
+        let start = self.t0.elapsed();
+        let deadline = start + DRAIN_TIMEOUT;
+        let mut next_tick = start + interval;
+        while self.engine().load_running() > 0 && !super::stop::requested() {
+            let now = self.t0.elapsed();
+            if now >= deadline {
+                g.warnings.push(Warning::new(Code::DrainTimeout, format!(
+                    "the bulk parts had not drained after {DRAIN_TIMEOUT:?}; the recovery phase starts with {} worker(s) still sending",
+                    self.engine().load_running()
+                )));
+                break;
+            }
+            if now >= next_tick {
+                self.tick(Phase::Measure, Phase::Measure, None, g, plan, observer)?;
+                next_tick += interval;
+                continue;
+            }
+            let until = (next_tick.min(deadline) - now).min(Duration::from_millis(2));
+            self.pump(g, plan, observer, until)?;
+            self.check_engine()?;
+            self.check_samples(g)?;
+        }
+        g.load_bounds.push(self.seq);
+        self.tick(Phase::Measure, Phase::Measure, None, g, plan, observer)
     }
 
     pub(crate) fn wait_final(

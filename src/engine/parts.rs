@@ -170,6 +170,19 @@ impl Engines {
         self.running_engines().map(|e| e.running()).sum()
     }
 
+    /// Workers of the load parts (a mix's bulk parts) still running: after
+    /// `stop_load`, those that have not yet read their peer's EOF.
+    pub fn load_running(&self) -> u32 {
+        self.slots
+            .iter()
+            .zip(&self.load)
+            .map(|(s, &load)| match s {
+                Slot::Running(e) if load => e.running(),
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Workers of part `i` still running.
     pub fn running_of(&self, i: usize) -> u32 {
         match self.slots.get(i) {

@@ -79,6 +79,11 @@ pub fn human(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
                 BitsPerSec(f.throughput_down_bps).to_string()
             )?;
         }
+        writeln!(
+            out,
+            "  (the bulk flows' buffers drained in {:.2} s between loaded and recovery)",
+            ph.drain_s
+        )?;
     }
     if let Some(l) = &s.latency_under_load_ns {
         writeln!(

@@ -165,8 +165,14 @@ impl Flow for StreamFlow {
         let timed = self.times.is_some() && ctx.phase == crate::plan::Phase::Measure;
         let mut more = false;
 
-        // Half-close first in the drain, so a blocking read below cannot delay the peer's EOF.
-        if draining && !self.sent_fin {
+        // A sender half-closes first in the drain, so a blocking read below
+        // cannot delay the peer's EOF. A pure receiver half-closes only once
+        // it has read the sender's EOF (below): its FIN then tells the
+        // sender that every byte arrived, which a mix's recovery phase
+        // waits for (the sender's socket buffer may hold seconds of data on
+        // a slow path). Neither end waits for the other's FIN before
+        // sending its own data and FIN, so the order cannot deadlock.
+        if draining && !self.sent_fin && self.sends {
             shutdown_write(fd)?;
             self.sent_fin = true;
         }
@@ -204,6 +210,11 @@ impl Flow for StreamFlow {
                     break;
                 }
             }
+        }
+
+        if draining && !self.sent_fin && self.got_eof {
+            shutdown_write(fd)?;
+            self.sent_fin = true;
         }
 
         if !self.sent_fin && self.sends {

