@@ -874,8 +874,22 @@ def cmd_report(argv):
                     for r in rr if r[1] == t]
             w(f"  - {t}: {', '.join(vals)}")
     w("")
+    # Sections measured by other scripts (bench/under-load.sh, ...) follow
+    # KEEP_MARK in the report; a new comparison keeps them.
+    kept = ""
+    try:
+        old = open(out_path).read()
+        if KEEP_MARK in old:
+            kept = old[old.index(KEEP_MARK):]
+    except OSError:
+        pass
     with open(out_path, "w") as f:
         f.write("\n".join(L))
+        if kept:
+            f.write("\n" + kept)
+
+
+KEEP_MARK = "<!-- kept by compare.sh: sections from other bench scripts -->"
 
 
 def main():

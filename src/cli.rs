@@ -286,8 +286,9 @@ pub struct RunArgs {
     /// payload (as iperf3 -b). tcp_rr, udp_rr, tcp_crr, tcp_cc: offer RATE
     /// transactions/s in all (10k = 10,000/s), spread over the flows, on a
     /// schedule the responses do not slow; latency then runs from each
-    /// transaction's intended start (no coordinated omission). Default:
-    /// as fast as possible (closed loop).
+    /// transaction's intended start (no coordinated omission); tcp_rr then
+    /// sets TCP_NODELAY on both ends. Default: as fast as possible (closed
+    /// loop).
     #[arg(long, value_parser = rate, value_name = "RATE")]
     pub rate: Option<u64>,
     /// With --rate on a request/response test: `fixed` spacing, or `poisson`
@@ -326,7 +327,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub gso: bool,
     /// I/O driver of the worker threads, both ends: auto (blocking for a
-    /// thread with one flow, epoll otherwise), epoll, or uring (io_uring:
+    /// thread with one flow; uring for a thread with 8 or more tcp_rr or
+    /// udp_rr flows where the kernel has it; epoll otherwise), epoll, or uring (io_uring:
     /// multishot receive and queued sends for tcp_rr/udp_rr, multishot poll for
     /// the rest; falls back to epoll where unavailable, and for tcp_crr/tcp_cc).
     #[arg(long, default_value = "auto", value_parser = ["auto", "epoll", "uring"], value_name = "DRIVER")]

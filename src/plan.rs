@@ -411,6 +411,17 @@ fn check_in(
 }
 
 impl TestPlan {
+    /// An open-loop tcp_rr (`--rate`, or a mix part's `rate=`) runs with
+    /// TCP_NODELAY on both ends whatever `--nodelay` says. Open loop puts a
+    /// second request in flight whenever a response is late; then Nagle
+    /// holds the server's next response until the client's next request
+    /// acks the last one, and the pair stays locked to the schedule: every
+    /// service time becomes one schedule gap (measured on loopback at
+    /// 1,000/s: p50 1.0 ms with Nagle, 9 us without).
+    pub fn open_loop_tcp_rr(&self) -> bool {
+        self.offered_per_s.is_some() && self.test == TestKind::TcpRr
+    }
+
     /// A plan with the defaults of `thrum run TEST`.
     pub fn new(test: TestKind) -> TestPlan {
         TestPlan {

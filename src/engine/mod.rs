@@ -131,13 +131,31 @@ pub fn place(flows: Vec<Box<dyn Flow>>, threads: usize, cpus: &[usize]) -> Vec<W
     workers
 }
 
+/// From this many flows on one worker, `auto` gives a worker of
+/// request/response flows (those that take their data from the completion
+/// path, [`Flow::recv_buffers`]) to io_uring: one multishot receive per
+/// socket and queued sends replace a readiness wait plus a recv and a send
+/// per transaction, which pays once several flows share a wake-up. Measured
+/// in BENCHMARKS.md ("--driver auto"): at 8 flows per worker uring is
+/// ahead for tcp_rr and udp_rr; at 1 or 2 it is not.
+pub const AUTO_URING_FLOWS: usize = 8;
+
 /// The driver a worker runs. `auto`: the blocking driver for a worker with
-/// one flow that allows it, epoll otherwise. `uring`: io_uring where the
-/// kernel allows it, except for connection tests, whose sockets are closed
-/// while registered (see [`crate::io::uring`]), and epoll otherwise.
+/// one flow that allows it; io_uring for a worker of at least
+/// [`AUTO_URING_FLOWS`] request/response flows where the kernel allows it;
+/// epoll otherwise. `uring`: io_uring where the kernel allows it, except
+/// for connection tests, whose sockets are closed while registered (see
+/// [`crate::io::uring`]), and epoll otherwise.
 pub fn choose_driver(flows: &[Box<dyn Flow>], choice: DriverChoice) -> DriverKind {
     match choice {
         DriverChoice::Auto if flows.len() == 1 && flows[0].blocking_ok() => DriverKind::Blocking,
+        DriverChoice::Auto
+            if flows.len() >= AUTO_URING_FLOWS
+                && flows.iter().all(|f| f.recv_buffers().is_some())
+                && crate::io::uring::probe().is_ok() =>
+        {
+            DriverKind::Uring
+        }
         DriverChoice::Uring
             if crate::io::uring::probe().is_ok() && !flows.iter().any(|f| f.closes_sockets()) =>
         {

@@ -40,7 +40,7 @@ impl DataSocketOpts {
         DataSocketOpts {
             send_buffer: this_end.send_buffer_bytes,
             recv_buffer: this_end.recv_buffer_bytes,
-            nodelay: plan.nodelay,
+            nodelay: plan.nodelay || plan.open_loop_tcp_rr(),
             mss: plan.mss,
             congestion: plan.congestion.clone(),
             pacing_bytes_per_s: plan.pacing_rate_bps.map(|b| b / 8),
