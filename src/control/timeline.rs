@@ -160,6 +160,14 @@ impl Running {
         } else {
             (self.t0.elapsed(), self.engine().snapshot())
         };
+        // A mix: each part's retransmissions at the tick, read here on the
+        // control thread (TCP_INFO), so the workers' data path has no
+        // extra syscall.
+        let retransmits = if plan.parts.is_empty() {
+            Vec::new()
+        } else {
+            self.engine().tcp_retransmits()
+        };
         let seq = self.seq;
         self.seq += 1;
         g.local.push(LocalSample {
@@ -167,6 +175,7 @@ impl Running {
             unix_s: crate::clock::unix_now(),
             counts,
             phase: ending,
+            retransmits,
         });
         g.remote.push(None);
         write_msg(
@@ -234,10 +243,15 @@ impl Running {
                     seq,
                     elapsed_ns,
                     counts,
+                    part_retransmits,
                     ..
                 })) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
-                        *slot = Some(RemoteSample { elapsed_ns, counts });
+                        *slot = Some(RemoteSample {
+                            elapsed_ns,
+                            counts,
+                            retransmits: part_retransmits,
+                        });
                         // Both ends' counts of this interval are in: report it.
                         if seq > 0 && g.remote[seq as usize - 1].is_some() {
                             observer.on_interval(&interval(plan, g, seq as usize));

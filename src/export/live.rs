@@ -133,6 +133,8 @@ mod tests {
             sum: Figures::default(),
             latency_ns: None,
             service_latency_ns: None,
+            fairness: None,
+            parts: Vec::new(),
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

@@ -200,5 +200,64 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
         let got = s["fairness"][dir].as_f64().unwrap();
         assert!((got - want).abs() < 1e-9, "{dir}: {got} vs {want}");
     }
+    assert_interval_fairness(&doc, 4);
+    assert_interval_retransmits(&doc);
     assert_conserved(&doc);
+}
+
+/// Every interval's fairness is Jain's formula over that interval's
+/// per-flow bytes as the receivers counted them: the server for the first
+/// `n_up` flows (sent up), the client for the next `n_up` (sent down).
+/// An interval with no bulk bytes in a direction (idle, recovery) has null.
+pub fn assert_interval_fairness(doc: &Value, n_up: usize) {
+    let mut loaded = 0;
+    for iv in doc["intervals"].as_array().unwrap() {
+        let f = &iv["fairness"];
+        assert!(f.is_object(), "interval {} has no fairness", iv["index"]);
+        if iv["remote"].as_array().unwrap().is_empty() {
+            continue;
+        }
+        let bytes = |side: &str, flows: std::ops::Range<usize>| -> Vec<f64> {
+            flows
+                .map(|i| u(&iv[side][i]["bytes_received"]) as f64)
+                .collect()
+        };
+        for (dir, x) in [
+            ("up", bytes("remote", 0..n_up)),
+            ("down", bytes("local", n_up..2 * n_up)),
+        ] {
+            if x.iter().all(|&b| b == 0.0) {
+                assert!(f[dir].is_null(), "interval {}: {dir} {f}", iv["index"]);
+                continue;
+            }
+            loaded += 1;
+            let (want, got) = (jain(&x), f[dir].as_f64().unwrap());
+            assert!(
+                (got - want).abs() < 1e-9,
+                "interval {} {dir}: {got} vs {want} over {x:?}",
+                iv["index"]
+            );
+        }
+    }
+    assert!(loaded > 0, "no interval carried bulk bytes");
+}
+
+/// The TCP parts' intervals carry retransmissions (the UDP probe's do
+/// not), and over the intervals they add up to no more than the part's
+/// total after the drain.
+pub fn assert_interval_retransmits(doc: &Value) {
+    for p in doc["summary"]["parts"].as_array().unwrap() {
+        let ivs = p["intervals"].as_array().unwrap();
+        if p["test"] == "udp_rr" {
+            assert!(ivs.iter().all(|iv| iv["tcp_retransmits"].is_null()));
+            continue;
+        }
+        let sum: u64 = ivs.iter().map(|iv| u(&iv["tcp_retransmits"])).sum();
+        assert!(
+            sum <= u(&p["tcp_retransmits"]),
+            "{}: {sum} per interval > {} in all",
+            p["name"],
+            p["tcp_retransmits"]
+        );
+    }
 }
