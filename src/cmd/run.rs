@@ -216,6 +216,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         &plan.percentiles,
         args.out.json_stream,
         args.out.samples.as_deref(),
+        export::csv::PartCols::of_plan(&plan),
     )
     .with_context(|| "opening --samples for writing")?;
     let mut result = {

@@ -266,6 +266,17 @@ impl Engine {
             .keep_histograms();
     }
 
+    /// Interval `index`'s latency as far as the workers have handed it in:
+    /// whether every worker has (the summary is then final), and the summary.
+    pub fn interval_latency(&self, index: u32) -> (bool, Option<LatencySummary>) {
+        let t = self
+            .shared
+            .intervals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        (t.settled(index), t.summary_of(index))
+    }
+
     /// Start interval `index`: latencies recorded from now on belong to it.
     pub fn set_interval(&self, index: u32) {
         self.shared.epoch.store(index, Relaxed);

@@ -206,6 +206,19 @@ impl Engines {
             .collect()
     }
 
+    /// Part `i`'s latency in interval `index` so far: settled (every worker
+    /// handed it in), and the summary. A part not started has none, settled.
+    pub fn interval_latency(
+        &self,
+        i: usize,
+        index: u32,
+    ) -> (bool, Option<crate::stats::latency::LatencySummary>) {
+        match self.slots.get(i) {
+            Some(Slot::Running(e)) => e.interval_latency(index),
+            _ => (true, None),
+        }
+    }
+
     /// The first part's error, if any part has one.
     pub fn error(&self) -> Option<String> {
         self.running_engines().find_map(|e| e.error())

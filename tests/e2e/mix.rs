@@ -261,3 +261,113 @@ pub fn assert_interval_retransmits(doc: &Value) {
         );
     }
 }
+
+/// `--json-stream` and `--samples` of a mix name the parts: each streamed
+/// interval has `parts` whose figures add up, interval by interval, to
+/// each part's own intervals in the final result (and the probe's latency
+/// when its workers had handed it in), and every samples row's `part`
+/// column names the part its flow belongs to.
+#[test]
+fn stream_and_samples_name_each_part() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    let out = run_client(
+        &[
+            "run",
+            "-H",
+            &server.addr,
+            "--mix",
+            "tcp_stream*2,tcp_maerts,tcp_rr@rate=50@name=probe",
+            "--idle",
+            "1s",
+            "-l",
+            "2s",
+            "--recovery",
+            "1s",
+            "--warmup",
+            "0",
+            "-i",
+            "500ms",
+            "--json-stream",
+            "--samples",
+            csv.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+        .collect();
+    let (last, records) = lines.split_last().unwrap();
+    let doc = &last["result"];
+    assert_schema(doc);
+    let parts = doc["summary"]["parts"].as_array().unwrap();
+    let names: Vec<&str> = parts.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["tcp_stream", "tcp_maerts", "probe"]);
+    // The stream's records are the result's intervals, plus each part's figures.
+    let kept = doc["intervals"].as_array().unwrap();
+    assert_eq!(records.len(), kept.len());
+    let mut probe_latency = 0;
+    for (rec, iv) in records.iter().zip(kept) {
+        let mut streamed = rec["interval"].clone();
+        let sp = streamed.as_object_mut().unwrap().remove("parts").unwrap();
+        assert_eq!(
+            &streamed, iv,
+            "the stream and the result hold the same intervals"
+        );
+        let sp = sp.as_array().unwrap();
+        assert_eq!(sp.len(), parts.len());
+        for (p, part) in sp.iter().zip(parts) {
+            assert_eq!(p["name"], part["name"]);
+            let own = part["intervals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["index"] == iv["index"])
+                .expect("the part has the interval");
+            for side in ["local", "remote"] {
+                for k in ["bytes_sent", "bytes_received", "transactions"] {
+                    assert_eq!(
+                        p["sum"][side][k], own["sum"][side][k],
+                        "{} interval {} {side} {k}",
+                        part["name"], iv["index"]
+                    );
+                }
+            }
+            assert_eq!(p["tcp_retransmits"], own["tcp_retransmits"]);
+            if let Some(n) = p["latency_ns"]["count"].as_u64() {
+                assert!(n <= u(&own["latency_ns"]["count"]), "{}", part["name"]);
+                probe_latency += 1;
+            }
+        }
+    }
+    assert!(
+        probe_latency > 0,
+        "no streamed interval had the probe's latency"
+    );
+    // The samples: one row per flow per interval, the part column by flow.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut rows = text.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    assert_eq!(header.last(), Some(&"part"));
+    let flow_col = header.iter().position(|h| *h == "flow").unwrap();
+    let owner: Vec<&str> = parts
+        .iter()
+        .flat_map(|p| std::iter::repeat_n(p["name"].as_str().unwrap(), u(&p["flows"]) as usize))
+        .collect();
+    let mut n = 0;
+    for row in rows {
+        let cols: Vec<&str> = row.split(',').collect();
+        assert_eq!(cols.len(), header.len(), "{row}");
+        let flow: usize = cols[flow_col].parse().unwrap();
+        assert_eq!(*cols.last().unwrap(), owner[flow], "{row}");
+        n += 1;
+    }
+    assert_eq!(n, kept.len() * owner.len());
+}
