@@ -135,6 +135,10 @@ fn bad_specs_name_the_part() {
         ),
         (&["run", "--mix", "tcp_stream", "-F", "4"], &["TEST*N"]),
         (
+            &["run", "tcp_rr", "--html", "r.html"],
+            &["--html draws a mix", "single test"],
+        ),
+        (
             &["run", "tcp_rr", "--tos", "300"],
             &["--tos 300", "0..=255"],
         ),
@@ -162,6 +166,8 @@ pub fn flow_goodputs(doc: &Value, dir: &str) -> Vec<f64> {
 #[test]
 fn a_preset_has_idle_loaded_and_recovery_phases() {
     let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
     let doc = run_mix(
         &server,
         &[
@@ -174,8 +180,11 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
             "1s",
             "--warmup",
             "0",
+            "--html",
+            html.to_str().unwrap(),
         ],
     );
+    assert_html_report(&doc, &std::fs::read_to_string(&html).unwrap());
     let s = &doc["summary"];
     let ph = &s["phases"];
     // The bulk flows run only in the loaded phase.
@@ -203,6 +212,74 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
     assert_interval_fairness(&doc, 4);
     assert_interval_retransmits(&doc);
     assert_conserved(&doc);
+}
+
+/// `--html` of a mix: the grades, a row per part and per phase, the
+/// chart inline, and a row per interval with its fairness, each figure as
+/// the JSON of the same run has it.
+pub fn assert_html_report(doc: &Value, html: &str) {
+    let s = &doc["summary"];
+    let ms = |v: &Value| format!("{:.2} ms", v.as_f64().unwrap() / 1e6);
+    let j = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.3}"));
+    let l = &s["latency_under_load_ns"];
+    assert!(
+        html.contains(&format!(
+            "<td>p50 +{}</td><td>p99 +{}</td>",
+            ms(&l["p50"]),
+            ms(&l["p99"])
+        )),
+        "latency under load"
+    );
+    assert!(html.contains(&format!(
+        "<td>up {}</td><td>down {}</td>",
+        j(&s["fairness"]["up"]),
+        j(&s["fairness"]["down"])
+    )));
+    for p in s["parts"].as_array().unwrap() {
+        let row = format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            p["name"].as_str().unwrap(),
+            p["test"].as_str().unwrap(),
+            p["flows"],
+            p["direction"].as_str().unwrap()
+        );
+        assert!(html.contains(&row), "part row {row}");
+    }
+    for ph in ["idle", "loaded", "recovery"] {
+        let f = &s["phases"][ph];
+        let row = format!(
+            "<tr><td>{ph}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>",
+            f["start_s"].as_f64().unwrap(),
+            f["end_s"].as_f64().unwrap(),
+            ms(&f["probe_latency_ns"]["p50"])
+        );
+        assert!(html.contains(&row), "phase row {row}");
+    }
+    assert!(
+        html.contains("<svg") && !html.contains("<?xml"),
+        "the chart inline"
+    );
+    for iv in doc["intervals"].as_array().unwrap() {
+        let head = format!(
+            "<tr><td>{}</td><td>{}</td>",
+            iv["index"],
+            iv["phase"].as_str().unwrap()
+        );
+        let row = html
+            .lines()
+            .find(|r| r.starts_with(&head))
+            .unwrap_or_else(|| panic!("no row for interval {}", iv["index"]));
+        let fair = format!(
+            "<td>{}</td><td>{}</td>",
+            j(&iv["fairness"]["up"]),
+            j(&iv["fairness"]["down"])
+        );
+        assert!(
+            row.contains(&fair),
+            "interval {}: {row} lacks {fair}",
+            iv["index"]
+        );
+    }
 }
 
 /// Every interval's fairness is Jain's formula over that interval's
