@@ -448,3 +448,40 @@ fn stream_and_samples_name_each_part() {
     }
     assert_eq!(n, kept.len() * owner.len());
 }
+
+/// `bench/rrul.sh --quick` on loopback: a row with thrum's CPU per Gbit of
+/// bulk (a positive number), goodput both ways and the probe latency under
+/// load, and a line on flent either way.
+#[test]
+fn bench_rrul_quick_prints_a_loopback_row() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/rrul.sh");
+    let bin = crate::common::bin();
+    let out = crate::common::run_cmd(
+        std::process::Command::new(script).args(["--quick", "--no-netns", "--thrum", bin]),
+        Duration::from_secs(120),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| loopback |"))
+        .unwrap_or_else(|| panic!("no loopback row in\n{text}"));
+    let cols: Vec<&str> = row.split('|').map(str::trim).collect();
+    let cpu: f64 = cols[2].parse().unwrap_or_else(|_| panic!("{row}"));
+    assert!(cpu > 0.0, "{row}");
+    let (up, down) = cols[3].split_once(" / ").unwrap();
+    assert!(
+        up.parse::<f64>().unwrap() > 0.0 && down.parse::<f64>().unwrap() > 0.0,
+        "{row}"
+    );
+    // Latency under load, p50: a signed difference in ms.
+    assert!(cols[5].starts_with('+'), "{row}");
+    cols[5][1..]
+        .parse::<f64>()
+        .unwrap_or_else(|_| panic!("{row}"));
+    assert!(text.contains("| loopback: flent rrul |"), "{text}");
+}
