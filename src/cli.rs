@@ -234,6 +234,9 @@ pub struct RunArgs {
     /// A mix: write the time-series chart (throughput up and down, probe latency, phases shaded) as SVG to FILE.
     #[arg(long, value_name = "FILE")]
     pub chart: Option<std::path::PathBuf>,
+    /// A mix: write a self-contained HTML report (grades, parts, phases, the chart, every interval's goodput, probe latency, fairness and retransmits) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
     /// Print the plan (a preset's or --mix's SPEC and its parts) and exit without running.
     #[arg(long)]
     pub dry_run: bool,

@@ -162,6 +162,14 @@ pub struct Interval {
     /// Open loop (--rate): their service time, from the actual send.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_latency_ns: Option<LatencySummary>,
+    /// A mix with bulk flows: Jain's index over this interval's per-flow
+    /// goodputs of each direction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<Fairness>,
+    /// A mix, `--json-stream` only: each part's figures in this interval
+    /// (the final result has them in `summary.parts[].intervals`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartInterval>,
 }
 
 impl Interval {
@@ -690,6 +698,10 @@ pub struct PartSummary {
 /// One interval of one part.
 #[derive(Clone, Debug, Serialize)]
 pub struct PartInterval {
+    /// The part's name: in a stream record's `parts`, not in the part's
+    /// own `intervals`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub index: u32,
     pub phase: Phase,
     pub start_s: f64,
@@ -697,6 +709,10 @@ pub struct PartInterval {
     pub sum: Figures,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
+    /// Retransmissions of the part's TCP connections in this interval,
+    /// both ends (the client's alone when the server's sample is missing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_retransmits: Option<u64>,
 }
 
 /// The three probe phases of a latency-under-load run.
@@ -815,6 +831,8 @@ mod tests {
                     sum,
                     latency_ns: None,
                     service_latency_ns: None,
+                    fairness: None,
+                    parts: Vec::new(),
                 }
             })
             .collect()

@@ -170,11 +170,16 @@ fn dry_run(args: &RunArgs, plan: &crate::plan::TestPlan) -> Result<()> {
 /// `thrum run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
-    if args.chart.is_some() && plan.parts.is_empty() {
-        anyhow::bail!(
-            "--chart draws a mix (--mix SPEC or a preset such as rrul); {} is a single test",
-            plan.test
-        );
+    for (flag, set) in [
+        ("--chart", args.chart.is_some()),
+        ("--html", args.html.is_some()),
+    ] {
+        if set && plan.parts.is_empty() {
+            anyhow::bail!(
+                "{flag} draws a mix (--mix SPEC or a preset such as rrul); {} is a single test",
+                plan.test
+            );
+        }
     }
     if args.dry_run {
         dry_run(args, &plan)?;
@@ -216,6 +221,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         &plan.percentiles,
         args.out.json_stream,
         args.out.samples.as_deref(),
+        export::csv::PartCols::of_plan(&plan),
     )
     .with_context(|| "opening --samples for writing")?;
     let mut result = {
@@ -267,6 +273,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if let Some(path) = &args.chart {
         std::fs::write(path, export::lul::svg(&result))
             .with_context(|| format!("writing --chart {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        export::write_atomic(path, export::lul::html(&result).as_bytes())
+            .with_context(|| format!("writing --html {}", path.display()))?;
     }
     let mut err = std::io::stderr().lock();
     if let Some(e) = &live.error {

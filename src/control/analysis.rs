@@ -33,11 +33,15 @@ pub(crate) struct LocalSample {
     pub(crate) counts: Vec<Counts>,
     /// The phase of the interval that ends at this sample.
     pub(crate) phase: Phase,
+    /// A mix: each part's TCP retransmissions so far (empty otherwise).
+    pub(crate) retransmits: Vec<Option<u64>>,
 }
 
 pub(crate) struct RemoteSample {
     pub(crate) elapsed_ns: u64,
     pub(crate) counts: Vec<Counts>,
+    /// A mix: each part's TCP retransmissions so far, the server's end.
+    pub(crate) retransmits: Vec<Option<u64>>,
 }
 
 /// What one part of a mix leaves on the client: its own histograms and
@@ -204,6 +208,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         _ => (Vec::new(), 0.0),
     };
     let local_s = (b.at - a.at).as_secs_f64();
+    let parts = part_intervals(plan, g, k, &local, &remote, local_s, remote_s);
     let sum = Figures::compute(
         plan.test,
         Counts::sum(&local),
@@ -222,7 +227,99 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         sum,
         latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
         service_latency_ns: g.service_interval_latency.get(&((k - 1) as u32)).cloned(),
+        fairness: interval_fairness(plan, g, k),
+        parts,
     }
+}
+
+/// A mix: each part's figures in the interval that ends at local sample
+/// `k`, from its slice of both ends' per-flow counts, and its
+/// retransmissions (latency is the engine's, added by whoever has it).
+fn part_intervals(
+    plan: &TestPlan,
+    g: &Gathered,
+    k: usize,
+    local: &[Counts],
+    remote: &[Counts],
+    local_s: f64,
+    remote_s: f64,
+) -> Vec<PartInterval> {
+    if plan.parts.is_empty() {
+        return Vec::new();
+    }
+    let offsets = plan.part_offsets();
+    let slice =
+        |v: &[Counts], i: usize| Counts::sum(v.get(offsets[i]..offsets[i + 1]).unwrap_or(&[]));
+    plan.parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| PartInterval {
+            name: Some(part.name.clone()),
+            index: (k - 1) as u32,
+            phase: g.local[k].phase,
+            start_s: g.local[k - 1].at.as_secs_f64(),
+            end_s: g.local[k].at.as_secs_f64(),
+            sum: Figures::compute(
+                part.test,
+                slice(local, i),
+                slice(remote, i),
+                local_s,
+                remote_s,
+            ),
+            latency_ns: None,
+            tcp_retransmits: interval_retransmits(g, i, k),
+        })
+        .collect()
+}
+
+/// Part `i`'s TCP retransmissions in the interval that ends at local
+/// sample `k`: both ends' TCP_INFO at the two ticks, differenced; the
+/// client's alone when the server's samples lack them. None for a part
+/// without long-lived TCP connections.
+fn interval_retransmits(g: &Gathered, i: usize, k: usize) -> Option<u64> {
+    let at = |v: &[Option<u64>]| v.get(i).copied().flatten();
+    let local = at(&g.local[k].retransmits)
+        .map(|b| b.saturating_sub(at(&g.local[k - 1].retransmits).unwrap_or(0)));
+    let remote = match (
+        g.remote.get(k - 1).and_then(Option::as_ref),
+        g.remote.get(k).and_then(Option::as_ref),
+    ) {
+        (Some(a), Some(b)) => {
+            at(&b.retransmits).map(|y| y.saturating_sub(at(&a.retransmits).unwrap_or(0)))
+        }
+        _ => None,
+    };
+    match (local, remote) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    }
+}
+
+/// A mix with bulk flows: Jain's index over each direction's per-flow
+/// goodputs in the interval that ends at local sample `k`, each flow's
+/// bytes as its receiver counted them (as `summary.fairness` over the
+/// loaded phase). None without bulk parts.
+fn interval_fairness(plan: &TestPlan, g: &Gathered, k: usize) -> Option<Fairness> {
+    if plan.parts.is_empty() {
+        return None;
+    }
+    let offsets = plan.part_offsets();
+    let (mut up, mut down) = (Vec::new(), Vec::new());
+    for (i, part) in plan.parts.iter().enumerate() {
+        if !part.test.is_stream() {
+            continue;
+        }
+        let goodput = flow_goodput(g, part.test, offsets[i]..offsets[i + 1], (k - 1, k));
+        match crate::plan::mix::direction(part.test) {
+            "up" => up.extend(goodput),
+            "down" => down.extend(goodput),
+            _ => {}
+        }
+    }
+    (!up.is_empty() || !down.is_empty()).then(|| Fairness {
+        up: jain(&up),
+        down: jain(&down),
+    })
 }
 
 /// The record of part `i` of a mix alone: its slice of every sample and
@@ -248,6 +345,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
             unix_s: l.unix_s,
             counts: slice(&l.counts),
             phase: l.phase,
+            retransmits: Vec::new(),
         })
         .collect();
     p.remote = g
@@ -257,6 +355,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
             r.as_ref().map(|r| RemoteSample {
                 elapsed_ns: r.elapsed_ns,
                 counts: slice(&r.counts),
+                retransmits: Vec::new(),
             })
         })
         .collect();
@@ -319,12 +418,14 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
                 .intervals
                 .iter()
                 .map(|iv| PartInterval {
+                    name: None,
                     index: iv.index,
                     phase: iv.phase,
                     start_s: iv.start_s,
                     end_s: iv.end_s,
                     sum: iv.sum.clone(),
                     latency_ns: iv.latency_ns.clone(),
+                    tcp_retransmits: interval_retransmits(&g, i, iv.index as usize + 1),
                 })
                 .collect(),
         });
@@ -388,6 +489,8 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
     for iv in &mut r.intervals {
         iv.latency_ns = None;
         iv.service_latency_ns = None;
+        // Each part's intervals are in `summary.parts[].intervals`.
+        iv.parts = Vec::new();
     }
     r
 }
@@ -906,13 +1009,37 @@ mod tests {
                 unix_s: 1_800_000_000.0 + k as f64,
                 counts: vec![client(k as u64)],
                 phase,
+                retransmits: Vec::new(),
             });
             g.remote.push(server(k as u64).map(|c| RemoteSample {
                 elapsed_ns: k as u64 * 1_000_000_000,
                 counts: vec![c],
+                retransmits: Vec::new(),
             }));
         }
         g
+    }
+
+    #[test]
+    fn interval_retransmits_difference_both_ends_ticks() {
+        let mut g = record(|_| Counts::default(), |_| Some(Counts::default()));
+        // Part 0 is TCP (cumulative 0, 2, 5, 9 here and 0, 1, 1, 4 there),
+        // part 1 has no TCP socket; the server's sample at tick 2 is lost.
+        for (k, l) in g.local.iter_mut().enumerate() {
+            l.retransmits = vec![Some([0, 2, 5, 9][k]), None];
+        }
+        for (k, r) in g.remote.iter_mut().enumerate() {
+            r.as_mut().unwrap().retransmits = vec![Some([0, 1, 1, 4][k]), None];
+        }
+        g.remote[2] = None;
+        assert_eq!(interval_retransmits(&g, 0, 1), Some(2 + 1));
+        // Either side of the lost sample: the client's count alone.
+        assert_eq!(interval_retransmits(&g, 0, 2), Some(3));
+        assert_eq!(interval_retransmits(&g, 0, 3), Some(4));
+        assert_eq!(interval_retransmits(&g, 1, 1), None);
+        // A single test's samples carry none.
+        let g = record(|_| Counts::default(), |_| Some(Counts::default()));
+        assert_eq!(interval_retransmits(&g, 0, 1), None);
     }
 
     #[test]

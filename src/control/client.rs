@@ -291,6 +291,7 @@ impl<'a> Session<'a> {
             final_msg: None,
             label: label.to_string(),
             answered: 0,
+            pending: Default::default(),
         };
         let outcome = run.timeline(plan, &phases, &mut self.g, &mut *self.observer);
         self.g.local_window = run.meter.window();

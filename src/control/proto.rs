@@ -252,6 +252,9 @@ pub struct Sample {
     pub elapsed_ns: u64,
     pub unix_ns: u64,
     pub counts: Vec<Counts>,
+    /// A mix: each part's TCP retransmissions so far, at this tick.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub part_retransmits: Vec<Option<u64>>,
 }
 
 /// The client's workers have drained; stop and report.
@@ -437,6 +440,7 @@ mod tests {
                 elapsed_ns: 5,
                 unix_ns: 6,
                 counts: vec![Counts::default()],
+                part_retransmits: vec![Some(3), None],
             }
             .into(),
             Error {

@@ -570,6 +570,11 @@ fn answer_ticks(
                         elapsed_ns: t0.elapsed().as_nanos() as u64,
                         unix_ns: crate::clock::unix_now_ns(),
                         counts: engine.snapshot(),
+                        part_retransmits: if plan.parts.is_empty() {
+                            Vec::new()
+                        } else {
+                            engine.tcp_retransmits()
+                        },
                     }),
                 )?;
             }

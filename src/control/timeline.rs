@@ -114,6 +114,10 @@ pub(crate) struct Running {
     pub label: String,
     /// Ticks before this one have their server sample.
     pub answered: usize,
+    /// A mix: intervals with both samples in, waiting for their probes'
+    /// latency before the observer hears of them (local sample indices,
+    /// in order).
+    pub pending: std::collections::VecDeque<usize>,
 }
 
 impl Running {
@@ -160,6 +164,14 @@ impl Running {
         } else {
             (self.t0.elapsed(), self.engine().snapshot())
         };
+        // A mix: each part's retransmissions at the tick, read here on the
+        // control thread (TCP_INFO), so the workers' data path has no
+        // extra syscall.
+        let retransmits = if plan.parts.is_empty() {
+            Vec::new()
+        } else {
+            self.engine().tcp_retransmits()
+        };
         let seq = self.seq;
         self.seq += 1;
         g.local.push(LocalSample {
@@ -167,6 +179,7 @@ impl Running {
             unix_s: crate::clock::unix_now(),
             counts,
             phase: ending,
+            retransmits,
         });
         g.remote.push(None);
         write_msg(
@@ -201,7 +214,8 @@ impl Running {
         Ok(())
     }
 
-    /// Handle control messages for up to `wait`; fail on a server error or a lost connection.
+    /// Handle control messages for up to `wait`; fail on a server error or
+    /// a lost connection. Then tell the observer of the intervals ready.
     fn pump(
         &mut self,
         g: &mut Gathered,
@@ -209,6 +223,51 @@ impl Running {
         observer: &mut dyn Observer,
         wait: Duration,
     ) -> Result<()> {
+        let r = self.pump_messages(g, wait);
+        self.flush(g, plan, observer, false);
+        r
+    }
+
+    /// Tell the observer of the completed intervals, in order. A mix's
+    /// interval waits until each part's workers have handed in its latency
+    /// (a probe's worker does so with its first response after the tick),
+    /// so that a stream record carries the probes' latency; it waits at
+    /// most two more ticks (`force`: not at all). Once the engines are
+    /// joined, the parts' records have every interval's latency.
+    pub(crate) fn flush(
+        &mut self,
+        g: &Gathered,
+        plan: &TestPlan,
+        observer: &mut dyn Observer,
+        force: bool,
+    ) {
+        while let Some(&k) = self.pending.front() {
+            let mut iv = interval(plan, g, k);
+            let late = force || g.local.len() > k + 2;
+            for (i, (p, part)) in iv.parts.iter_mut().zip(&plan.parts).enumerate() {
+                if part.test.is_stream() {
+                    continue;
+                }
+                let (settled, latency) = match &self.engine {
+                    Some(e) => e.interval_latency(i, iv.index),
+                    None => (
+                        true,
+                        g.parts
+                            .get(i)
+                            .and_then(|r| r.interval_latency.get(&iv.index).cloned()),
+                    ),
+                };
+                if !settled && !late {
+                    return;
+                }
+                p.latency_ns = latency;
+            }
+            self.pending.pop_front();
+            observer.on_interval(&iv);
+        }
+    }
+
+    fn pump_messages(&mut self, g: &mut Gathered, wait: Duration) -> Result<()> {
         let mut wait = wait;
         loop {
             let m = if wait.is_zero() {
@@ -234,13 +293,18 @@ impl Running {
                     seq,
                     elapsed_ns,
                     counts,
+                    part_retransmits,
                     ..
                 })) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
-                        *slot = Some(RemoteSample { elapsed_ns, counts });
+                        *slot = Some(RemoteSample {
+                            elapsed_ns,
+                            counts,
+                            retransmits: part_retransmits,
+                        });
                         // Both ends' counts of this interval are in: report it.
                         if seq > 0 && g.remote[seq as usize - 1].is_some() {
-                            observer.on_interval(&interval(plan, g, seq as usize));
+                            self.pending.push_back(seq as usize);
                         }
                     }
                 }
@@ -426,6 +490,7 @@ impl Running {
             }
             self.pump(g, plan, observer, deadline - now)?;
         }
+        self.flush(g, plan, observer, true);
         Ok(self.final_msg.take().expect("final message"))
     }
 }

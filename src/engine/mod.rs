@@ -84,6 +84,10 @@ pub struct Engine {
     handles: Vec<JoinHandle<WorkerOutcome>>,
     drivers: Vec<&'static str>,
     watchdog: Option<JoinHandle<()>>,
+    /// The flows' long-lived TCP sockets, for TCP_INFO at the ticks: the
+    /// workers own the flows, but a socket stays open until the session
+    /// closes the flows after `join`, so the control thread may read it.
+    tcp_fds: Vec<std::os::fd::RawFd>,
 }
 
 struct WorkerOutcome {
@@ -212,6 +216,10 @@ impl Engine {
         {
             crate::io::blocking::install_wake_handler()?;
         }
+        let tcp_fds = workers
+            .iter()
+            .flat_map(|w| w.flows.iter().filter_map(|f| f.tcp_socket()))
+            .collect();
         let mut handles = Vec::with_capacity(workers.len());
         let mut drivers = Vec::with_capacity(workers.len());
         // The shortest blocking timeout of any blocking worker: the watchdog's clock.
@@ -244,7 +252,16 @@ impl Engine {
             handles,
             drivers,
             watchdog,
+            tcp_fds,
         })
+    }
+
+    /// Retransmissions so far over the flows' long-lived TCP sockets
+    /// (`tcpi_total_retrans`), read from the caller's thread: one
+    /// getsockopt per socket, none on the workers' data path. None when
+    /// no flow keeps a TCP socket.
+    pub fn tcp_retransmits(&self) -> Option<u64> {
+        fds_retransmits(&self.tcp_fds)
     }
 
     /// The driver each worker runs.
@@ -265,6 +282,17 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .keep_histograms();
+    }
+
+    /// Interval `index`'s latency as far as the workers have handed it in:
+    /// whether every worker has (the summary is then final), and the summary.
+    pub fn interval_latency(&self, index: u32) -> (bool, Option<LatencySummary>) {
+        let t = self
+            .shared
+            .intervals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        (t.settled(index), t.summary_of(index))
     }
 
     /// Start interval `index`: latencies recorded from now on belong to it.
@@ -359,6 +387,10 @@ impl Engine {
 /// (TCP_INFO); None when there are none, as in UDP and connection-rate tests.
 pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
     let fds: Vec<_> = flows.iter().filter_map(|f| f.tcp_socket()).collect();
+    fds_retransmits(&fds)
+}
+
+fn fds_retransmits(fds: &[std::os::fd::RawFd]) -> Option<u64> {
     (!fds.is_empty()).then(|| {
         fds.iter()
             .filter_map(|&fd| crate::sensors::tcp_total_retrans(fd))

@@ -191,6 +191,34 @@ impl Engines {
         }
     }
 
+    /// Each part's TCP retransmissions so far (None for a part without
+    /// long-lived TCP sockets); a held part has sent nothing yet.
+    pub fn tcp_retransmits(&self) -> Vec<Option<u64>> {
+        self.slots
+            .iter()
+            .map(|s| match s {
+                Slot::Running(e) => e.tcp_retransmits(),
+                Slot::Held(_, workers, _) => workers
+                    .iter()
+                    .any(|w| w.flows.iter().any(|f| f.tcp_socket().is_some()))
+                    .then_some(0),
+            })
+            .collect()
+    }
+
+    /// Part `i`'s latency in interval `index` so far: settled (every worker
+    /// handed it in), and the summary. A part not started has none, settled.
+    pub fn interval_latency(
+        &self,
+        i: usize,
+        index: u32,
+    ) -> (bool, Option<crate::stats::latency::LatencySummary>) {
+        match self.slots.get(i) {
+            Some(Slot::Running(e)) => e.interval_latency(index),
+            _ => (true, None),
+        }
+    }
+
     /// The first part's error, if any part has one.
     pub fn error(&self) -> Option<String> {
         self.running_engines().find_map(|e| e.error())

@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use super::Exporter;
 use crate::plan::TestKind;
 use crate::result::{Interval, TestResult};
+use crate::stats::latency::LatencySummary;
 
 pub struct Csv;
 
@@ -17,13 +18,54 @@ local_bytes_sent,local_bytes_received,local_transactions,local_datagrams_sent,lo
 remote_bytes_sent,remote_bytes_received,remote_transactions,remote_datagrams_sent,remote_datagrams_received,remote_lost,remote_reordered,remote_duplicates,\
 latency_count,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p99_9_ns,latency_max_ns";
 
-/// The header, with one more column per percentile asked for with --percentiles.
-pub fn header(percentiles: &[f64]) -> String {
+/// The header, with one more column per percentile asked for with
+/// --percentiles, and for a mix a last `part` column.
+pub fn header(percentiles: &[f64], mix: bool) -> String {
     let mut h = HEADER.to_string();
     for p in percentiles {
         h.push_str(&format!(",latency_p{p}_ns"));
     }
+    if mix {
+        h.push_str(",part");
+    }
     h
+}
+
+/// A part of a mix as the CSV needs it: its name, test and flow count,
+/// in the plan's order (its flows follow the previous part's).
+#[derive(Clone, Debug)]
+pub struct PartCols {
+    pub name: String,
+    pub test: TestKind,
+    pub flows: usize,
+}
+
+impl PartCols {
+    /// The parts of a mix's plan, none for a single test.
+    pub fn of_plan(plan: &crate::plan::TestPlan) -> Vec<PartCols> {
+        plan.parts
+            .iter()
+            .zip(plan.part_plans())
+            .map(|(p, pp)| PartCols {
+                name: p.name.clone(),
+                test: p.test,
+                flows: pp.flows as usize,
+            })
+            .collect()
+    }
+
+    /// The parts of a mix's result, none for a single test.
+    pub fn of(r: &TestResult) -> Vec<PartCols> {
+        r.summary
+            .parts
+            .iter()
+            .map(|p| PartCols {
+                name: p.name.clone(),
+                test: p.test,
+                flows: p.flows as usize,
+            })
+            .collect()
+    }
 }
 
 fn latency(
@@ -68,9 +110,22 @@ fn counts(out: &mut dyn Write, c: Option<&crate::stats::counters::Counts>) -> io
 impl Exporter for Csv {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         let extra = &r.spec.plan.percentiles;
-        writeln!(out, "{}", header(extra))?;
+        let parts = PartCols::of(r);
+        writeln!(out, "{}", header(extra, !parts.is_empty()))?;
         for iv in &r.intervals {
-            write_interval(out, iv, r.test, extra.len())?;
+            // A mix's latency is its probes', each part's own interval.
+            let latency: Vec<Option<&LatencySummary>> = r
+                .summary
+                .parts
+                .iter()
+                .map(|p| {
+                    p.intervals
+                        .iter()
+                        .find(|pi| pi.index == iv.index)
+                        .and_then(|pi| pi.latency_ns.as_ref())
+                })
+                .collect();
+            write_interval(out, iv, r.test, extra.len(), &parts, &latency)?;
         }
         Ok(())
     }
@@ -79,15 +134,26 @@ impl Exporter for Csv {
 /// The rows of one interval, one per flow (also used while the test runs,
 /// when the interval's latency is not in yet and its columns stay empty;
 /// the finished file replaces those rows). `extra`: how many
-/// `--percentiles` columns the header has.
+/// `--percentiles` columns the header has. A mix (`parts` not empty):
+/// each row's latency is its part's in this interval (`latency`, one per
+/// part) and its last column the part's name.
 pub fn write_interval(
     out: &mut dyn Write,
     iv: &Interval,
     test: TestKind,
     extra: usize,
+    parts: &[PartCols],
+    latency_of: &[Option<&LatencySummary>],
 ) -> io::Result<()> {
-    let per_flow_remote = !test.is_connect();
+    // Flow f's part, when a mix.
+    let owner: Vec<usize> = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| std::iter::repeat_n(i, p.flows))
+        .collect();
     for (f, l) in iv.local.iter().enumerate() {
+        let part = owner.get(f).copied();
+        let per_flow_remote = !part.map_or(test, |i| parts[i].test).is_connect();
         write!(
             out,
             "{},{},{:.6},{:.6},{:.6},{}",
@@ -100,7 +166,13 @@ pub fn write_interval(
         )?;
         counts(out, Some(l))?;
         counts(out, iv.remote.get(f).filter(|_| per_flow_remote))?;
-        latency(out, iv.latency_ns.as_ref(), extra)?;
+        match part {
+            Some(i) => {
+                latency(out, latency_of.get(i).copied().flatten(), extra)?;
+                write!(out, ",{}", parts[i].name)?;
+            }
+            None => latency(out, iv.latency_ns.as_ref(), extra)?,
+        }
         writeln!(out)?;
     }
     Ok(())

@@ -25,7 +25,7 @@ pub fn escape(s: &str) -> String {
 }
 
 /// An SVG document without its XML declaration, for inlining.
-fn inline(svg: &str) -> &str {
+pub(crate) fn inline(svg: &str) -> &str {
     match svg.find("<svg") {
         Some(i) => &svg[i..],
         None => svg,
@@ -102,7 +102,7 @@ fn test_section(o: &mut String, t: &TestAgg, svg: &str) {
 }
 
 /// The page's head, its style and its heading.
-fn head(title: &str) -> String {
+pub(crate) fn head(title: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n<style>\
 body{{font-family:sans-serif;margin:2em;color:#222;background:#fff}}\

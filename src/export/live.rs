@@ -41,31 +41,35 @@ pub struct Live {
     percentiles: Vec<f64>,
     json_stream: bool,
     csv: Option<File>,
+    /// A mix's parts, for the samples' `part` column.
+    parts: Vec<csv::PartCols>,
     /// The first write error; later intervals are not written.
     pub error: Option<String>,
 }
 
 impl Live {
     /// Open the samples file (if any) and write its header, with a column
-    /// for each of `percentiles`.
+    /// for each of `percentiles` and, for a mix (`parts`), a `part` column.
     pub fn new(
         test: TestKind,
         percentiles: &[f64],
         json_stream: bool,
         samples: Option<&Path>,
+        parts: Vec<csv::PartCols>,
     ) -> io::Result<Live> {
         let mut csv = match samples {
             Some(p) => super::open_live(p)?,
             None => None,
         };
         if let Some(f) = &mut csv {
-            f.write_all(format!("{}\n", csv::header(percentiles)).as_bytes())?;
+            f.write_all(format!("{}\n", csv::header(percentiles, !parts.is_empty())).as_bytes())?;
         }
         Ok(Live {
             test,
             percentiles: percentiles.to_vec(),
             json_stream,
             csv,
+            parts,
             error: None,
         })
     }
@@ -78,7 +82,15 @@ impl Live {
         }
         if let Some(f) = &mut self.csv {
             let mut rows = Vec::new();
-            csv::write_interval(&mut rows, iv, self.test, self.percentiles.len())?;
+            let latency: Vec<_> = iv.parts.iter().map(|p| p.latency_ns.as_ref()).collect();
+            csv::write_interval(
+                &mut rows,
+                iv,
+                self.test,
+                self.percentiles.len(),
+                &self.parts,
+                &latency,
+            )?;
             f.write_all(&rows)?;
         }
         Ok(())
@@ -121,7 +133,7 @@ mod tests {
     fn csv_rows_land_as_intervals_complete() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.csv");
-        let mut live = Live::new(TestKind::TcpRr, &[], false, Some(&p)).unwrap();
+        let mut live = Live::new(TestKind::TcpRr, &[], false, Some(&p), Vec::new()).unwrap();
         let iv = Interval {
             index: 0,
             phase: Phase::Measure,
@@ -133,6 +145,8 @@ mod tests {
             sum: Figures::default(),
             latency_ns: None,
             service_latency_ns: None,
+            fairness: None,
+            parts: Vec::new(),
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

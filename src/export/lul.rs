@@ -31,19 +31,7 @@ pub fn human(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         "part", "test", "flows", "dir"
     )?;
     for p in &s.parts {
-        let fig = if let Some(t) = p.summary.throughput_bps {
-            BitsPerSec(t).to_string()
-        } else {
-            let tps = p.summary.transactions_per_s.unwrap_or(0.0);
-            match &p.summary.latency_ns {
-                Some(l) => format!(
-                    "{tps:.1} trans/s, p50 {} p99 {}",
-                    ms(l.p50 as f64),
-                    ms(l.p99 as f64)
-                ),
-                None => format!("{tps:.1} trans/s"),
-            }
-        };
+        let fig = part_figure(p);
         let retrans = p
             .tcp_retransmits
             .map(|n| format!(", {n} retransmits"))
@@ -103,6 +91,153 @@ pub fn human(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// A part's figure as one line: goodput, or transactions/s and latency.
+fn part_figure(p: &PartSummary) -> String {
+    if let Some(t) = p.summary.throughput_bps {
+        return BitsPerSec(t).to_string();
+    }
+    let tps = p.summary.transactions_per_s.unwrap_or(0.0);
+    match &p.summary.latency_ns {
+        Some(l) => format!(
+            "{tps:.1} trans/s, p50 {} p99 {}",
+            ms(l.p50 as f64),
+            ms(l.p99 as f64)
+        ),
+        None => format!("{tps:.1} trans/s"),
+    }
+}
+
+fn jain_text(x: Option<f64>) -> String {
+    x.map_or("-".to_string(), |v| format!("{v:.3}"))
+}
+
+/// `--html`: one self-contained page for a mix (no scripts, no external
+/// files): the grades, the parts, the phases, the chart inlined, and the
+/// intervals with each direction's goodput, the probes' median, the
+/// fairness and the retransmissions.
+pub fn html(r: &TestResult) -> String {
+    use super::html::escape;
+    use std::fmt::Write as _;
+    let s = &r.summary;
+    let title = format!("thrum latency under load: {}", escape(&r.spec.server));
+    let mut o = super::html::head(&title);
+    let _ = writeln!(
+        o,
+        "<p>{} part(s), {} flow(s), {:.2} s measured.</p>",
+        s.parts.len(),
+        r.spec.plan.flows,
+        s.duration_s
+    );
+    if let Some(e) = &s.error {
+        let _ = writeln!(o, "<p class=\"warnings\">error: {}</p>", escape(e));
+    }
+    o.push_str("<h2>Grades</h2>\n<table>\n");
+    if let Some(l) = &s.latency_under_load_ns {
+        let _ = writeln!(
+            o,
+            "<tr><th>latency under load</th><td>p50 +{}</td><td>p99 +{}</td></tr>",
+            ms(l.p50 as f64),
+            ms(l.p99 as f64)
+        );
+    }
+    if let Some(f) = &s.fairness {
+        let _ = writeln!(
+            o,
+            "<tr><th>fairness (Jain)</th><td>up {}</td><td>down {}</td></tr>",
+            jain_text(f.up),
+            jain_text(f.down)
+        );
+    }
+    o.push_str("</table>\n<h2>Parts</h2>\n<table class=\"parts\">\n<tr><th>part</th><th>test</th><th>flows</th><th>dir</th><th>tos</th><th>result</th><th>retransmits</th></tr>\n");
+    for p in &s.parts {
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&p.name),
+            p.test.name(),
+            p.flows,
+            p.direction,
+            p.tos.map_or("-".into(), |t| format!("0x{t:02x}")),
+            part_figure(p),
+            p.tcp_retransmits.map_or("-".into(), |n| n.to_string())
+        );
+    }
+    o.push_str("</table>\n");
+    if let Some(ph) = &s.phases {
+        o.push_str("<h2>Phases</h2>\n<table class=\"phases\">\n<tr><th>phase</th><th>from (s)</th><th>to (s)</th><th>probe p50</th><th>p90</th><th>p99</th><th>up</th><th>down</th></tr>\n");
+        for (name, f) in [
+            ("idle", &ph.idle),
+            ("loaded", &ph.loaded),
+            ("recovery", &ph.recovery),
+        ] {
+            let (p50, p90, p99) = match &f.probe_latency_ns {
+                Some(l) => (ms(l.p50 as f64), ms(l.p90 as f64), ms(l.p99 as f64)),
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            let _ = writeln!(
+                o,
+                "<tr><td>{name}</td><td>{:.2}</td><td>{:.2}</td><td>{p50}</td><td>{p90}</td><td>{p99}</td><td>{}</td><td>{}</td></tr>",
+                f.start_s,
+                f.end_s,
+                BitsPerSec(f.throughput_up_bps),
+                BitsPerSec(f.throughput_down_bps)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "</table>\n<p>The bulk flows' buffers drained in {:.2} s between loaded and recovery.</p>",
+            ph.drain_s
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<h2>Throughput and probe latency</h2>\n{}",
+        super::html::inline(&svg(r))
+    );
+    o.push_str("<h2>Intervals</h2>\n<table class=\"intervals\">\n<tr><th>interval</th><th>phase</th><th>from (s)</th><th>to (s)</th><th>up</th><th>down</th><th>probe p50</th><th>fairness up</th><th>fairness down</th><th>retransmits</th></tr>\n");
+    let (up, down) = (series(&s.parts, "up"), series(&s.parts, "down"));
+    for (k, iv) in r.intervals.iter().enumerate() {
+        let at = |v: &[(f64, f64)]| v.get(k).map_or("-".into(), |x| BitsPerSec(x.1).to_string());
+        // The slowest probe's median, as the chart draws it.
+        let probe = s
+            .parts
+            .iter()
+            .filter(|p| p.direction == "rr")
+            .filter_map(|p| p.intervals.get(k)?.latency_ns.as_ref().map(|l| l.p50))
+            .max()
+            .map_or("-".into(), |ns| ms(ns as f64));
+        let retrans: Option<u64> = s
+            .parts
+            .iter()
+            .filter_map(|p| p.intervals.get(k)?.tcp_retransmits)
+            .reduce(|a, b| a + b);
+        let (fu, fd) = iv.fairness.map_or(("-".into(), "-".into()), |f| {
+            (jain_text(f.up), jain_text(f.down))
+        });
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{probe}</td><td>{fu}</td><td>{fd}</td><td>{}</td></tr>",
+            iv.index,
+            iv.phase.name(),
+            iv.start_s,
+            iv.end_s,
+            at(&up),
+            at(&down),
+            retrans.map_or("-".into(), |n| n.to_string())
+        );
+    }
+    o.push_str("</table>\n");
+    if !s.warnings.0.is_empty() {
+        o.push_str("<h2>Warnings</h2>\n<ul class=\"warnings\">\n");
+        for w in &s.warnings.0 {
+            let _ = writeln!(o, "<li>{}</li>", escape(&w.message));
+        }
+        o.push_str("</ul>\n");
+    }
+    o.push_str("</body></html>\n");
+    o
 }
 
 /// One point per interval: its middle, in seconds.

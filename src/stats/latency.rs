@@ -172,6 +172,10 @@ pub struct IntervalTable {
     /// ([`IntervalTable::keep_histograms`]): a mix's probe phases merge them.
     keep: bool,
     kept: BTreeMap<u32, LatencyHistogram>,
+    /// Every interval below this one has been handed in by every worker;
+    /// `ahead` holds the complete ones past a gap.
+    settled_below: u32,
+    ahead: std::collections::BTreeSet<u32>,
 }
 
 impl IntervalTable {
@@ -183,7 +187,20 @@ impl IntervalTable {
             done: BTreeMap::new(),
             keep: false,
             kept: BTreeMap::new(),
+            settled_below: 0,
+            ahead: std::collections::BTreeSet::new(),
         }
+    }
+
+    /// Has every worker handed in interval `epoch` (its summary, if it
+    /// has one, is final)?
+    pub fn settled(&self, epoch: u32) -> bool {
+        epoch < self.settled_below
+    }
+
+    /// The summary of interval `epoch`, once settled and if it recorded any.
+    pub fn summary_of(&self, epoch: u32) -> Option<LatencySummary> {
+        self.done.get(&epoch).cloned()
     }
 
     /// One worker's part of interval `epoch` (None: it recorded nothing).
@@ -200,6 +217,11 @@ impl IntervalTable {
             }
             if let (true, Some(h)) = (self.keep, h) {
                 self.kept.insert(epoch, h);
+            }
+            // Workers hand in their intervals in order, so the gaps close.
+            self.ahead.insert(epoch);
+            while self.ahead.remove(&self.settled_below) {
+                self.settled_below += 1;
             }
         }
     }
@@ -320,6 +342,28 @@ pub struct LatencySummary {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_interval_settles_once_every_worker_handed_it_in() {
+        let mut t = IntervalTable::new(2, &[]);
+        let mut h = LatencyHistogram::new();
+        h.record(1_000);
+        t.hand_in(0, Some(&h));
+        assert!(!t.settled(0));
+        // The other worker skipped interval 0 and 1 (nothing recorded) and
+        // hands in 2 with a response; the first worker then hands in 1.
+        t.hand_in(0, None);
+        t.hand_in(1, None);
+        t.hand_in(2, Some(&h));
+        assert!(t.settled(0) && !t.settled(1) && !t.settled(2));
+        assert_eq!(t.summary_of(0).map(|s| s.count), Some(1));
+        t.hand_in(1, None);
+        assert!(t.settled(1) && !t.settled(2));
+        assert_eq!(t.summary_of(1), None);
+        t.hand_in(2, None);
+        assert!(t.settled(2));
+        assert_eq!(t.summary_of(2).map(|s| s.count), Some(1));
+    }
 
     #[test]
     fn empty_has_no_summary() {

@@ -484,6 +484,7 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     elapsed_ns: started.elapsed().as_nanos() as u64,
                     unix_ns: 0,
                     counts: vec![Default::default()],
+                    part_retransmits: Vec::new(),
                 }
                 .into(),
                 ClientMsg::Finish(_) => proto::Final {

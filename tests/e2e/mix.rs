@@ -135,6 +135,10 @@ fn bad_specs_name_the_part() {
         ),
         (&["run", "--mix", "tcp_stream", "-F", "4"], &["TEST*N"]),
         (
+            &["run", "tcp_rr", "--html", "r.html"],
+            &["--html draws a mix", "single test"],
+        ),
+        (
             &["run", "tcp_rr", "--tos", "300"],
             &["--tos 300", "0..=255"],
         ),
@@ -162,6 +166,8 @@ pub fn flow_goodputs(doc: &Value, dir: &str) -> Vec<f64> {
 #[test]
 fn a_preset_has_idle_loaded_and_recovery_phases() {
     let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
     let doc = run_mix(
         &server,
         &[
@@ -174,8 +180,11 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
             "1s",
             "--warmup",
             "0",
+            "--html",
+            html.to_str().unwrap(),
         ],
     );
+    assert_html_report(&doc, &std::fs::read_to_string(&html).unwrap());
     let s = &doc["summary"];
     let ph = &s["phases"];
     // The bulk flows run only in the loaded phase.
@@ -200,5 +209,279 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
         let got = s["fairness"][dir].as_f64().unwrap();
         assert!((got - want).abs() < 1e-9, "{dir}: {got} vs {want}");
     }
+    assert_interval_fairness(&doc, 4);
+    assert_interval_retransmits(&doc);
     assert_conserved(&doc);
+}
+
+/// `--html` of a mix: the grades, a row per part and per phase, the
+/// chart inline, and a row per interval with its fairness, each figure as
+/// the JSON of the same run has it.
+pub fn assert_html_report(doc: &Value, html: &str) {
+    let s = &doc["summary"];
+    let ms = |v: &Value| format!("{:.2} ms", v.as_f64().unwrap() / 1e6);
+    let j = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.3}"));
+    let l = &s["latency_under_load_ns"];
+    assert!(
+        html.contains(&format!(
+            "<td>p50 +{}</td><td>p99 +{}</td>",
+            ms(&l["p50"]),
+            ms(&l["p99"])
+        )),
+        "latency under load"
+    );
+    assert!(html.contains(&format!(
+        "<td>up {}</td><td>down {}</td>",
+        j(&s["fairness"]["up"]),
+        j(&s["fairness"]["down"])
+    )));
+    for p in s["parts"].as_array().unwrap() {
+        let row = format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            p["name"].as_str().unwrap(),
+            p["test"].as_str().unwrap(),
+            p["flows"],
+            p["direction"].as_str().unwrap()
+        );
+        assert!(html.contains(&row), "part row {row}");
+    }
+    for ph in ["idle", "loaded", "recovery"] {
+        let f = &s["phases"][ph];
+        let row = format!(
+            "<tr><td>{ph}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>",
+            f["start_s"].as_f64().unwrap(),
+            f["end_s"].as_f64().unwrap(),
+            ms(&f["probe_latency_ns"]["p50"])
+        );
+        assert!(html.contains(&row), "phase row {row}");
+    }
+    assert!(
+        html.contains("<svg") && !html.contains("<?xml"),
+        "the chart inline"
+    );
+    for iv in doc["intervals"].as_array().unwrap() {
+        let head = format!(
+            "<tr><td>{}</td><td>{}</td>",
+            iv["index"],
+            iv["phase"].as_str().unwrap()
+        );
+        let row = html
+            .lines()
+            .find(|r| r.starts_with(&head))
+            .unwrap_or_else(|| panic!("no row for interval {}", iv["index"]));
+        let fair = format!(
+            "<td>{}</td><td>{}</td>",
+            j(&iv["fairness"]["up"]),
+            j(&iv["fairness"]["down"])
+        );
+        assert!(
+            row.contains(&fair),
+            "interval {}: {row} lacks {fair}",
+            iv["index"]
+        );
+    }
+}
+
+/// Every interval's fairness is Jain's formula over that interval's
+/// per-flow bytes as the receivers counted them: the server for the first
+/// `n_up` flows (sent up), the client for the next `n_up` (sent down).
+/// An interval with no bulk bytes in a direction (idle, recovery) has null.
+pub fn assert_interval_fairness(doc: &Value, n_up: usize) {
+    let mut loaded = 0;
+    for iv in doc["intervals"].as_array().unwrap() {
+        let f = &iv["fairness"];
+        assert!(f.is_object(), "interval {} has no fairness", iv["index"]);
+        if iv["remote"].as_array().unwrap().is_empty() {
+            continue;
+        }
+        let bytes = |side: &str, flows: std::ops::Range<usize>| -> Vec<f64> {
+            flows
+                .map(|i| u(&iv[side][i]["bytes_received"]) as f64)
+                .collect()
+        };
+        for (dir, x) in [
+            ("up", bytes("remote", 0..n_up)),
+            ("down", bytes("local", n_up..2 * n_up)),
+        ] {
+            if x.iter().all(|&b| b == 0.0) {
+                assert!(f[dir].is_null(), "interval {}: {dir} {f}", iv["index"]);
+                continue;
+            }
+            loaded += 1;
+            let (want, got) = (jain(&x), f[dir].as_f64().unwrap());
+            assert!(
+                (got - want).abs() < 1e-9,
+                "interval {} {dir}: {got} vs {want} over {x:?}",
+                iv["index"]
+            );
+        }
+    }
+    assert!(loaded > 0, "no interval carried bulk bytes");
+}
+
+/// The TCP parts' intervals carry retransmissions (the UDP probe's do
+/// not), and over the intervals they add up to no more than the part's
+/// total after the drain.
+pub fn assert_interval_retransmits(doc: &Value) {
+    for p in doc["summary"]["parts"].as_array().unwrap() {
+        let ivs = p["intervals"].as_array().unwrap();
+        if p["test"] == "udp_rr" {
+            assert!(ivs.iter().all(|iv| iv["tcp_retransmits"].is_null()));
+            continue;
+        }
+        let sum: u64 = ivs.iter().map(|iv| u(&iv["tcp_retransmits"])).sum();
+        assert!(
+            sum <= u(&p["tcp_retransmits"]),
+            "{}: {sum} per interval > {} in all",
+            p["name"],
+            p["tcp_retransmits"]
+        );
+    }
+}
+
+/// `--json-stream` and `--samples` of a mix name the parts: each streamed
+/// interval has `parts` whose figures add up, interval by interval, to
+/// each part's own intervals in the final result (and the probe's latency
+/// when its workers had handed it in), and every samples row's `part`
+/// column names the part its flow belongs to.
+#[test]
+fn stream_and_samples_name_each_part() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    let out = run_client(
+        &[
+            "run",
+            "-H",
+            &server.addr,
+            "--mix",
+            "tcp_stream*2,tcp_maerts,tcp_rr@rate=50@name=probe",
+            "--idle",
+            "1s",
+            "-l",
+            "2s",
+            "--recovery",
+            "1s",
+            "--warmup",
+            "0",
+            "-i",
+            "500ms",
+            "--json-stream",
+            "--samples",
+            csv.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+        .collect();
+    let (last, records) = lines.split_last().unwrap();
+    let doc = &last["result"];
+    assert_schema(doc);
+    let parts = doc["summary"]["parts"].as_array().unwrap();
+    let names: Vec<&str> = parts.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["tcp_stream", "tcp_maerts", "probe"]);
+    // The stream's records are the result's intervals, plus each part's figures.
+    let kept = doc["intervals"].as_array().unwrap();
+    assert_eq!(records.len(), kept.len());
+    let mut probe_latency = 0;
+    for (rec, iv) in records.iter().zip(kept) {
+        let mut streamed = rec["interval"].clone();
+        let sp = streamed.as_object_mut().unwrap().remove("parts").unwrap();
+        assert_eq!(
+            &streamed, iv,
+            "the stream and the result hold the same intervals"
+        );
+        let sp = sp.as_array().unwrap();
+        assert_eq!(sp.len(), parts.len());
+        for (p, part) in sp.iter().zip(parts) {
+            assert_eq!(p["name"], part["name"]);
+            let own = part["intervals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["index"] == iv["index"])
+                .expect("the part has the interval");
+            for side in ["local", "remote"] {
+                for k in ["bytes_sent", "bytes_received", "transactions"] {
+                    assert_eq!(
+                        p["sum"][side][k], own["sum"][side][k],
+                        "{} interval {} {side} {k}",
+                        part["name"], iv["index"]
+                    );
+                }
+            }
+            assert_eq!(p["tcp_retransmits"], own["tcp_retransmits"]);
+            if let Some(n) = p["latency_ns"]["count"].as_u64() {
+                assert!(n <= u(&own["latency_ns"]["count"]), "{}", part["name"]);
+                probe_latency += 1;
+            }
+        }
+    }
+    assert!(
+        probe_latency > 0,
+        "no streamed interval had the probe's latency"
+    );
+    // The samples: one row per flow per interval, the part column by flow.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut rows = text.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    assert_eq!(header.last(), Some(&"part"));
+    let flow_col = header.iter().position(|h| *h == "flow").unwrap();
+    let owner: Vec<&str> = parts
+        .iter()
+        .flat_map(|p| std::iter::repeat_n(p["name"].as_str().unwrap(), u(&p["flows"]) as usize))
+        .collect();
+    let mut n = 0;
+    for row in rows {
+        let cols: Vec<&str> = row.split(',').collect();
+        assert_eq!(cols.len(), header.len(), "{row}");
+        let flow: usize = cols[flow_col].parse().unwrap();
+        assert_eq!(*cols.last().unwrap(), owner[flow], "{row}");
+        n += 1;
+    }
+    assert_eq!(n, kept.len() * owner.len());
+}
+
+/// `bench/rrul.sh --quick` on loopback: a row with thrum's CPU per Gbit of
+/// bulk (a positive number), goodput both ways and the probe latency under
+/// load, and a line on flent either way.
+#[test]
+fn bench_rrul_quick_prints_a_loopback_row() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/rrul.sh");
+    let bin = crate::common::bin();
+    let out = crate::common::run_cmd(
+        std::process::Command::new(script).args(["--quick", "--no-netns", "--thrum", bin]),
+        Duration::from_secs(120),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| loopback |"))
+        .unwrap_or_else(|| panic!("no loopback row in\n{text}"));
+    let cols: Vec<&str> = row.split('|').map(str::trim).collect();
+    let cpu: f64 = cols[2].parse().unwrap_or_else(|_| panic!("{row}"));
+    assert!(cpu > 0.0, "{row}");
+    let (up, down) = cols[3].split_once(" / ").unwrap();
+    assert!(
+        up.parse::<f64>().unwrap() > 0.0 && down.parse::<f64>().unwrap() > 0.0,
+        "{row}"
+    );
+    // Latency under load, p50: a signed difference in ms.
+    assert!(cols[5].starts_with('+'), "{row}");
+    cols[5][1..]
+        .parse::<f64>()
+        .unwrap_or_else(|_| panic!("{row}"));
+    assert!(text.contains("| loopback: flent rrul |"), "{text}");
 }

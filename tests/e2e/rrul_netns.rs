@@ -30,7 +30,9 @@ use crate::common::{
     ServerProc, ip, json, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, one_at_a_time,
     run_cmd, run_ok, u,
 };
-use crate::mix::{assert_conserved, flow_goodputs, jain};
+use crate::mix::{
+    assert_conserved, assert_interval_fairness, assert_interval_retransmits, flow_goodputs, jain,
+};
 
 /// The shaped rate each way, bits/s.
 const RATE_BPS: f64 = 50e6;
@@ -264,6 +266,10 @@ fn check_loaded(doc: &Value, what: &str, each: f64, sum: f64) {
             "{what} {dir}: {got} vs {x:?}"
         );
     }
+    // And interval by interval, with the retransmits the cubic flows make
+    // at the full FIFO adding up to no more than each part's total.
+    assert_interval_fairness(doc, 4);
+    assert_interval_retransmits(doc);
     assert_conserved(doc);
 }
 
