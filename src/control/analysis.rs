@@ -113,9 +113,12 @@ pub(crate) struct Gathered {
     /// its final message.
     pub(crate) local_socket_buffers: Option<SocketBuffers>,
     pub(crate) remote_socket_buffers: Option<SocketBuffers>,
-    /// capacity: the packet-train gaps the receiving end recorded (the
-    /// server's come in its final report).
+    /// capacity: the packet-train gaps the server recorded (client to
+    /// server; they come in its final report) ...
     pub(crate) train_gaps: Option<crate::stats::dispersion::TrainGaps>,
+    /// ... and those the client's own receivers recorded (`--reverse`,
+    /// `--both`: server to client).
+    pub(crate) local_train_gaps: Option<crate::stats::dispersion::TrainGaps>,
     /// The server runs on this host as a separate process.
     pub(crate) server_on_this_host: bool,
     pub(crate) setup_s: Option<f64>,
@@ -169,6 +172,7 @@ impl Gathered {
             local_socket_buffers: None,
             remote_socket_buffers: None,
             train_gaps: None,
+            local_train_gaps: None,
             server_on_this_host: false,
             setup_s: None,
             server_label,
@@ -205,7 +209,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
     };
     let local_s = (b.at - a.at).as_secs_f64();
     let sum = Figures::compute(
-        plan.test,
+        plan,
         Counts::sum(&local),
         Counts::sum(&remote),
         local_s,
@@ -555,9 +559,14 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     }
     // A window of zero length (e.g. the server's samples never came) has no rate.
     let bps = |bytes: u64, secs: f64| (secs > 0.0).then(|| bytes as f64 * 8.0 / secs);
-    let fig = Figures::compute(plan.test, local_w, remote_w, local_s, remote_s);
+    let fig = Figures::compute(plan, local_w, remote_w, local_s, remote_s);
+    // The client's senders: every flow but those a reversed direction
+    // turned into receivers.
+    let sending = (0..plan.flows)
+        .filter(|&f| plan.test.desc().flow_ways(plan, f).client_sends)
+        .count();
     if let (Some(rate), Some(sent)) = (plan.rate_bps, bps(local_w.bytes_sent, local_s)) {
-        let wanted = rate as f64 * plan.flows as f64;
+        let wanted = rate as f64 * sending as f64;
         if sent < 0.95 * wanted && error.is_none() {
             warnings.push(Warning::new(
                 Code::RateNotReached,
@@ -572,13 +581,13 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     }
     let latency = g.latency.summary_with(&plan.percentiles);
     let is_stream = plan.test.is_stream();
-    let stability = Stability::of(plan.test, &measure, plan.transactions.is_some());
+    let stability = Stability::of(plan, &measure, plan.transactions.is_some());
     if error.is_none() {
         warnings.extend(stability.warnings);
     }
     let test = plan.test.desc();
     let sent_bps = if is_stream && !measure.is_empty() {
-        sent_bps(test, &local_w, local_s, &remote_w, remote_s)
+        sent_bps(test.ways(plan), &local_w, local_s, &remote_w, remote_s)
     } else {
         None
     };
@@ -650,9 +659,7 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         ..Summary::default()
     };
     apply_windows(plan, &fig, &g, &mut summary);
-    if let Some(gaps) = &g.train_gaps {
-        apply_capacity(gaps, &mut summary);
-    }
+    apply_capacity(&g, &mut summary);
     TestResult {
         schema: SCHEMA,
         test: plan.test,
@@ -675,31 +682,67 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     }
 }
 
-/// capacity: the estimate from the trains' gaps, and the probe's own
-/// average load (its frames, as the link carries them) over it.
-fn apply_capacity(gaps: &crate::stats::dispersion::TrainGaps, s: &mut Summary) {
+/// capacity: each direction's estimate from its receivers' train gaps,
+/// and the probe's own average load (its frames, as the link carries
+/// them) over it. The top-level fields carry client to server when it was
+/// measured (what scripts read), else server to client.
+fn apply_capacity(g: &Gathered, s: &mut Summary) {
+    let up = g
+        .train_gaps
+        .as_ref()
+        .and_then(|t| capacity_of(t, s.local.send_bps, "client to server", s));
+    let down = g
+        .local_train_gaps
+        .as_ref()
+        .and_then(|t| capacity_of(t, s.remote.send_bps, "server to client", s));
+    if g.train_gaps.is_none() && g.local_train_gaps.is_none() {
+        return;
+    }
+    if let Some(c) = up.as_ref().or(down.as_ref()) {
+        s.capacity_bps = Some(c.capacity_bps);
+        s.capacity_interval_bps = Some(c.capacity_interval_bps);
+        s.probe_load_fraction = Some(c.probe_load_fraction);
+        s.shaper = Some(c.shaper);
+        s.dispersion_histogram = Some(c.dispersion_histogram.clone());
+    }
+    s.capacity_by_direction = Some(crate::result::CapacityDirections { c2s: up, s2c: down });
+}
+
+/// One direction's estimate from the gaps its receivers saw, the probe
+/// sending `payload_bps` on average; None (and a warning naming the
+/// direction) when too few trains arrived whole.
+fn capacity_of(
+    gaps: &crate::stats::dispersion::TrainGaps,
+    payload_bps: f64,
+    way: &str,
+    s: &mut Summary,
+) -> Option<crate::result::CapacityEstimate> {
     let Some(e) = crate::stats::dispersion::estimate(gaps) else {
         if s.error.is_none() {
             s.warnings.push(Warning::new(
                 Code::CapacityNoEstimate,
                 format!(
-                    "capacity: too few trains arrived whole for an estimate ({} trains, {} broken)",
+                    "capacity {way}: too few trains arrived whole for an estimate ({} trains, {} broken)",
                     gaps.trains, gaps.broken
                 ),
             ));
         }
-        return;
+        return None;
     };
     let payload = gaps
         .frame_bytes
         .saturating_sub(crate::workload::capacity::FRAME_OVERHEAD)
         .max(1);
-    let wire_bps = s.local.send_bps * gaps.frame_bytes as f64 / payload as f64;
-    s.probe_load_fraction = Some(wire_bps / e.capacity_bps);
-    s.capacity_bps = Some(e.capacity_bps);
-    s.capacity_interval_bps = Some(e.interval_bps);
-    s.shaper = Some(e.shaper);
-    s.dispersion_histogram = Some(e.histogram);
+    let wire_bps = payload_bps * gaps.frame_bytes as f64 / payload as f64;
+    Some(crate::result::CapacityEstimate {
+        capacity_bps: e.capacity_bps,
+        capacity_interval_bps: e.interval_bps,
+        probe_load_fraction: wire_bps / e.capacity_bps,
+        shaper: e.shaper,
+        dispersion_histogram: e.histogram,
+        trains: gaps.trains,
+        broken: gaps.broken,
+    })
 }
 
 /// The server's measurement window on its own clock: the sum of its
@@ -720,7 +763,7 @@ fn remote_window_s(g: &Gathered, measure: &[&Interval]) -> f64 {
 /// What the senders handed to the kernel (bits/s), each direction counted
 /// at its sender, summed over the directions the test's flows carry.
 fn sent_bps(
-    test: &crate::workload::kinds::TestDesc,
+    test: crate::workload::kinds::Ways,
     local: &Counts,
     local_s: f64,
     remote: &Counts,

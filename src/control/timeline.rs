@@ -476,6 +476,10 @@ pub(crate) fn take_engines(
     g.local_call_times = outs
         .iter()
         .find_map(|o| crate::engine::call_times(&o.flows));
+    g.local_train_gaps = crate::stats::dispersion::TrainGaps::merged(
+        outs.iter()
+            .flat_map(|o| o.flows.iter().filter_map(|f| f.train_gaps())),
+    );
     g.parts = outs.iter().map(super::analysis::PartRecord::of).collect();
     (datagrams_sent, error)
 }

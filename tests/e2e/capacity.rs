@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{ServerProc, assert_schema, f, json, ns_client_cmd, one_at_a_time, run_cmd, u};
-use crate::path3::{Path3, TOWARD_B};
+use crate::path3::{Path3, TOWARD_A, TOWARD_B};
 
 /// `thrum run capacity` from A for `secs`, which must succeed.
 fn capacity(path: &Path3, server: &ServerProc, args: &[&str]) -> Value {
@@ -127,6 +127,48 @@ fn capacity_holds_under_cross_traffic() {
     let ratio = report("htb 50mbit + 20 Mbit/s udp_stream", s, 50e6);
     assert!((0.85..=1.15).contains(&ratio), "{ratio}");
     assert!(f(&s["probe_load_fraction"]) <= 0.10);
+}
+
+/// Each direction's own narrow link: R's egress toward B (client to
+/// server) at 50 Mbit/s, toward A (server to client) at 10 Mbit/s.
+/// `--reverse` must read the 10, and `--both` both, each apart, with the
+/// forward figure still in `summary.capacity_bps`.
+#[test]
+fn capacity_reverse_and_both_read_each_direction() {
+    let _serial = one_at_a_time();
+    let Some(path) = Path3::new(198) else {
+        return;
+    };
+    path.htb_on(TOWARD_B, "50mbit");
+    path.htb_on(TOWARD_A, "10mbit");
+    let server = path.server();
+    let near = |what: &str, c: &Value, shaped: f64| {
+        let ratio = report(what, c, shaped);
+        assert!((0.9..=1.1).contains(&ratio), "{what}: {ratio}");
+        assert!(f(&c["probe_load_fraction"]) <= 0.10, "{what}: probe load");
+    };
+
+    let doc = capacity(&path, &server, &["-l", "4s", "--reverse"]);
+    let s = &doc["summary"];
+    near("--reverse (10 Mbit/s toward A)", s, 10e6);
+    let d = &s["capacity_by_direction"];
+    assert!(d["c2s"].is_null(), "--reverse measured c2s: {d}");
+    assert_eq!(f(&d["s2c"]["capacity_bps"]), f(&s["capacity_bps"]));
+    // The server sent the probe, the client received it.
+    assert!(f(&s["throughput_bps"]) > 0.0);
+    assert_eq!(u(&s["local"]["bytes_sent"]), 0, "the client sent trains");
+
+    let doc = capacity(&path, &server, &["-l", "4s", "--both"]);
+    let s = &doc["summary"];
+    let d = &s["capacity_by_direction"];
+    near("--both, up (50 Mbit/s toward B)", &d["c2s"], 50e6);
+    near("--both, down (10 Mbit/s toward A)", &d["s2c"], 10e6);
+    assert_eq!(f(&s["capacity_bps"]), f(&d["c2s"]["capacity_bps"]));
+    assert_eq!(doc["spec"]["direction"], "both");
+    // The client's receivers end at the drain without waiting for a
+    // sender that stops only after it.
+    let warnings = s["warnings"].to_string();
+    assert!(!warnings.contains("drain"), "{warnings}");
 }
 
 /// On loopback, which has no narrow link, capacity still runs like any
