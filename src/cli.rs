@@ -240,7 +240,7 @@ pub struct RunArgs {
     /// (--flows and --threads are per direction) and reported apart.
     #[arg(long)]
     pub both: bool,
-    /// A mix: write the time-series chart (throughput up and down, probe latency, phases shaded) as SVG to FILE.
+    /// Write a chart as SVG to FILE. A mix: the time series (throughput up and down, probe latency, phases shaded). capacity: the histogram of the trains' gaps as rates, with the estimate, its interval and any token bucket marked.
     #[arg(long, value_name = "FILE")]
     pub chart: Option<std::path::PathBuf>,
     /// Print the plan (a preset's or --mix's SPEC and its parts) and exit without running.

@@ -170,9 +170,10 @@ fn dry_run(args: &RunArgs, plan: &crate::plan::TestPlan) -> Result<()> {
 /// `thrum run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
-    if args.chart.is_some() && plan.parts.is_empty() {
+    if args.chart.is_some() && plan.parts.is_empty() && plan.test != crate::plan::TestKind::Capacity
+    {
         anyhow::bail!(
-            "--chart draws a mix (--mix SPEC or a preset such as rrul); {} is a single test",
+            "--chart draws a mix (--mix SPEC or a preset such as rrul) or capacity's dispersion histogram; {} is neither",
             plan.test
         );
     }
@@ -265,8 +266,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     human.rows_shown = rows_shown;
     write_outputs(&result, &args.out, &human, main)?;
     if let Some(path) = &args.chart {
-        std::fs::write(path, export::lul::svg(&result))
-            .with_context(|| format!("writing --chart {}", path.display()))?;
+        let svg = if plan.parts.is_empty() {
+            export::capacity::svg(&result)
+        } else {
+            export::lul::svg(&result)
+        };
+        std::fs::write(path, svg).with_context(|| format!("writing --chart {}", path.display()))?;
     }
     let mut err = std::io::stderr().lock();
     if let Some(e) = &live.error {

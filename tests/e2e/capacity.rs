@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, f, json, ns_client_cmd, one_at_a_time, run_cmd, u};
+use crate::common::{
+    ServerProc, assert_schema, f, json, ns_client_cmd, one_at_a_time, run_cmd, svg_text, u,
+};
 use crate::path3::{Path3, TOWARD_A, TOWARD_B};
 
 /// `thrum run capacity` from A for `secs`, which must succeed.
@@ -88,7 +90,13 @@ fn capacity_names_a_deep_bucket() {
         "latency", "50ms",
     ]]);
     let server = path.server();
-    let doc = capacity(&path, &server, &["-l", "4s"]);
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("dispersion.svg");
+    let doc = capacity(
+        &path,
+        &server,
+        &["-l", "4s", "--chart", chart.to_str().unwrap()],
+    );
     let s = &doc["summary"];
     let ratio = report("tbf 50mbit burst 32kb", s, 50e6);
     assert!((0.9..=1.1).contains(&ratio), "{ratio}");
@@ -98,6 +106,20 @@ fn capacity_names_a_deep_bucket() {
     let burst = u(&b["burst_packets"]);
     assert!((16..=28).contains(&burst), "burst {burst}");
     assert!(f(&b["burst_rate_bps"]) > 2.0 * 50e6);
+    // The chart marks the estimate and the bucket, with SI rates.
+    let text = svg_text(&chart);
+    let estimate = format!("capacity {:.2} Mbit/s", f(&s["capacity_bps"]) / 1e6);
+    assert!(text.contains(&estimate), "{estimate} not in {text:?}");
+    let bucket = format!("token bucket: {burst} packets at ");
+    assert!(
+        text.iter().any(|t| t.starts_with(&bucket)),
+        "{bucket} not in {text:?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.ends_with("Mbit/s") && t.starts_with(|c: char| c.is_ascii_digit())),
+        "no SI ticks: {text:?}"
+    );
 }
 
 /// udp_stream at 20 Mbit/s (40 % of the 50 Mbit/s htb) through the same
