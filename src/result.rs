@@ -162,6 +162,10 @@ pub struct Interval {
     /// Open loop (--rate): their service time, from the actual send.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_latency_ns: Option<LatencySummary>,
+    /// The client interface's utilisation each way over this interval, from
+    /// its counters read at the interval's two ticks (as the summary's over
+    /// the window); null where the link speed is unknown.
+    pub link_util_percent: LinkUtil,
 }
 
 impl Interval {
@@ -847,6 +851,7 @@ mod tests {
                     sum,
                     latency_ns: None,
                     service_latency_ns: None,
+                    link_util_percent: Default::default(),
                 }
             })
             .collect()

@@ -33,6 +33,9 @@ pub(crate) struct LocalSample {
     pub(crate) counts: Vec<Counts>,
     /// The phase of the interval that ends at this sample.
     pub(crate) phase: Phase,
+    /// The client interface's counters, read beside `counts` on the
+    /// control thread (None where they cannot be read).
+    pub(crate) if_counters: Option<crate::sensors::IfCounters>,
 }
 
 pub(crate) struct RemoteSample {
@@ -99,6 +102,8 @@ pub(crate) struct Gathered {
     pub(crate) server_address: Option<String>,
     pub(crate) warnings: Vec<Warning>,
     pub(crate) local_window: Option<WindowStats>,
+    /// The client interface's link speed, for each interval's utilisation.
+    pub(crate) link_speed_bps: Option<u64>,
     pub(crate) remote_window: Option<WindowStats>,
     pub(crate) local_provenance: Option<Provenance>,
     pub(crate) remote_provenance: Option<Provenance>,
@@ -160,6 +165,7 @@ impl Gathered {
             server_address: None,
             warnings: Vec::new(),
             local_window: None,
+            link_speed_bps: None,
             remote_window: None,
             local_provenance: None,
             remote_provenance: None,
@@ -226,6 +232,23 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         sum,
         latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
         service_latency_ns: g.service_interval_latency.get(&((k - 1) as u32)).cloned(),
+        link_util_percent: link_util(a, b, g.link_speed_bps),
+    }
+}
+
+/// The client interface's utilisation each way between two samples: its
+/// byte counters' change over the time between them, against the link
+/// speed; null where either is unknown.
+fn link_util(a: &LocalSample, b: &LocalSample, speed: Option<u64>) -> crate::result::LinkUtil {
+    let (Some(x), Some(y), Some(speed)) = (a.if_counters, b.if_counters, speed) else {
+        return crate::result::LinkUtil::default();
+    };
+    let d = y.since(&x);
+    let secs = b.at.saturating_sub(a.at).as_secs_f64();
+    let util = |bytes| crate::sensors::link_util_percent(bytes, secs, speed);
+    crate::result::LinkUtil {
+        tx: util(d.tx_bytes),
+        rx: util(d.rx_bytes),
     }
 }
 
@@ -252,6 +275,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
             unix_s: l.unix_s,
             counts: slice(&l.counts),
             phase: l.phase,
+            if_counters: l.if_counters,
         })
         .collect();
     p.remote = g
@@ -949,6 +973,7 @@ mod tests {
                 unix_s: 1_800_000_000.0 + k as f64,
                 counts: vec![client(k as u64)],
                 phase,
+                if_counters: None,
             });
             g.remote.push(server(k as u64).map(|c| RemoteSample {
                 elapsed_ns: k as u64 * 1_000_000_000,

@@ -167,6 +167,7 @@ impl Running {
             unix_s: crate::clock::unix_now(),
             counts,
             phase: ending,
+            if_counters: self.meter.counters(),
         });
         g.remote.push(None);
         write_msg(

@@ -133,6 +133,7 @@ mod tests {
             sum: Figures::default(),
             latency_ns: None,
             service_latency_ns: None,
+            link_util_percent: Default::default(),
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();
