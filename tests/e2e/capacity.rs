@@ -206,3 +206,28 @@ fn capacity_runs_on_loopback_with_conservation() {
     // second holds its share give or take the longest train (0.75 Mbit).
     assert!((0.2e6..2.0e6).contains(&sent), "probe sent {sent} bit/s");
 }
+
+/// bench/capacity.sh (run by hand, as root, for BENCHMARKS.md): its help
+/// names the table's rates and a bad rate is refused before anything is
+/// built. Its measurement itself is the lead's to run.
+#[test]
+fn bench_capacity_script_checks_its_options() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/capacity.sh");
+    let out = run_cmd(
+        std::process::Command::new("bash").args([script, "--help"]),
+        Duration::from_secs(10),
+    );
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && help.contains("--rates LIST"),
+        "{help}"
+    );
+    assert!(help.contains("default 10,50,200"), "{help}");
+    let out = run_cmd(
+        std::process::Command::new("bash").args([script, "--rates", "10,fast"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--rates takes whole Mbit/s"), "{err}");
+}
