@@ -271,7 +271,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         } else {
             export::lul::svg(&result)
         };
-        std::fs::write(path, svg).with_context(|| format!("writing --chart {}", path.display()))?;
+        export::write_atomic(path, svg.as_bytes())
+            .with_context(|| format!("writing --chart {}", path.display()))?;
     }
     let mut err = std::io::stderr().lock();
     if let Some(e) = &live.error {
