@@ -787,6 +787,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reverse_and_both_belong_to_capacity() {
+        let mut p = TestPlan::new(TestKind::TcpStream);
+        p.direction = Direction::Reverse;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--reverse") && e.contains("capacity"), "{e}");
+        let mut p = TestPlan::new(TestKind::Capacity);
+        p.direction = Direction::Reverse;
+        assert_eq!(p.validate(), Ok(()));
+        p.direction = Direction::Both;
+        p.flows = 3;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--both") && e.contains("even"), "{e}");
+        p.flows = 2;
+        assert_eq!(p.validate(), Ok(()));
+        // Forward is left out of the plan on the wire: older peers read it.
+        let forward = serde_json::to_string(&TestPlan::new(TestKind::Capacity)).unwrap();
+        assert!(!forward.contains("direction"), "{forward}");
+        let both: TestPlan = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(both.direction, Direction::Both);
+    }
+
+    #[test]
     fn names_and_netperf_aliases() {
         assert_eq!("tcp_rr".parse::<TestKind>(), Ok(TestKind::TcpRr));
         assert_eq!("TCP_RR".parse::<TestKind>(), Ok(TestKind::TcpRr));
