@@ -213,7 +213,7 @@ impl OutputArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream or udp_rr (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run).
+    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream, udp_rr or capacity (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run).
     #[arg(value_name = "TEST", value_parser = TestName, hide_possible_values = true, required_unless_present = "mix", conflicts_with = "mix")]
     pub test: Option<String>,
     /// Several tests in one session, as parts joined by commas. A part is
@@ -231,7 +231,16 @@ pub struct RunArgs {
     /// A mix with latency probes and bulk parts: the probes run on alone this long after the bulk parts have drained (the recovery phase).
     #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
     pub recovery: Duration,
-    /// A mix: write the time-series chart (throughput up and down, probe latency, phases shaded) as SVG to FILE.
+    /// capacity: the server sends the trains and the client times them, for
+    /// the server-to-client direction's narrow link (default: client to
+    /// server).
+    #[arg(long, conflicts_with = "both")]
+    pub reverse: bool,
+    /// capacity: both directions in one session, each on its own flows
+    /// (--flows and --threads are per direction) and reported apart.
+    #[arg(long)]
+    pub both: bool,
+    /// Write a chart as SVG to FILE. A mix: the time series (throughput up and down, probe latency, phases shaded). capacity: the histogram of the trains' gaps as rates, with the estimate, its interval and any token bucket marked.
     #[arg(long, value_name = "FILE")]
     pub chart: Option<std::path::PathBuf>,
     /// A mix: write a self-contained HTML report (grades, parts, phases, the chart, every interval's goodput, probe latency, fairness and retransmits) to FILE.
@@ -536,6 +545,14 @@ impl RunArgs {
             p.offered_per_s = self.rate;
         } else {
             p.rate_bps = self.rate;
+        }
+        if self.both {
+            // Each direction gets the flows and threads asked for.
+            p.direction = crate::plan::Direction::Both;
+            p.flows = self.flows.saturating_mul(2);
+            p.threads = self.threads.saturating_mul(2);
+        } else if self.reverse {
+            p.direction = crate::plan::Direction::Reverse;
         }
         p.arrivals = self.arrivals.parse()?;
         p.max_inflight = self.max_inflight;

@@ -237,6 +237,39 @@ pub struct TestPlan {
     /// ... and at its end (`--recovery`), after the bulk parts have drained.
     #[serde(default)]
     pub recovery_ns: u64,
+    /// capacity: which way the trains go (`--reverse`, `--both`); absent
+    /// from an older peer's plan, and when forward: the row's way.
+    #[serde(default, skip_serializing_if = "Direction::is_forward")]
+    pub direction: Direction,
+}
+
+/// Which way a test's payload goes (`--reverse`, `--both`): its row's
+/// way, the other, or both at once on alternate flows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// As the test's row says (capacity: the client sends the trains).
+    #[default]
+    Forward,
+    /// The ends swap roles on every flow (capacity: the server sends).
+    Reverse,
+    /// Even flows forward, odd flows reversed, in one session.
+    Both,
+}
+
+impl Direction {
+    /// Does flow `flow` run the other way from its test's row?
+    pub fn crosses(self, flow: u32) -> bool {
+        match self {
+            Direction::Forward => false,
+            Direction::Reverse => true,
+            Direction::Both => flow % 2 == 1,
+        }
+    }
+
+    fn is_forward(&self) -> bool {
+        *self == Direction::Forward
+    }
 }
 
 /// What a tick does to a mix's bulk parts besides its phase: start them
@@ -466,6 +499,7 @@ impl TestPlan {
             parts: Vec::new(),
             idle_ns: 0,
             recovery_ns: 0,
+            direction: Direction::Forward,
         }
     }
 
@@ -568,6 +602,25 @@ impl TestPlan {
             60_000_000_000,
         )?;
         check("--recv-size", self.recv_bytes, 1, MAX_IO_BYTES)?;
+        if self.direction != Direction::Forward {
+            let flag = match self.direction {
+                Direction::Both => "--both",
+                _ => "--reverse",
+            };
+            if t != TestKind::Capacity {
+                return Err(PlanError::NotApplicable {
+                    flag,
+                    applies: "capacity (tcp_maerts is tcp_stream reversed, tcp_bidir both ways)",
+                    test: t,
+                });
+            }
+            if self.direction == Direction::Both && self.flows % 2 != 0 {
+                return Err(PlanError::Invalid(format!(
+                    "--both runs alternate flows each way: --flows {} in all is odd (accepted: an even number)",
+                    self.flows
+                )));
+            }
+        }
         if self.gso {
             if t != TestKind::UdpStream {
                 return Err(PlanError::NotApplicable {
@@ -743,6 +796,28 @@ impl TestPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reverse_and_both_belong_to_capacity() {
+        let mut p = TestPlan::new(TestKind::TcpStream);
+        p.direction = Direction::Reverse;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--reverse") && e.contains("capacity"), "{e}");
+        let mut p = TestPlan::new(TestKind::Capacity);
+        p.direction = Direction::Reverse;
+        assert_eq!(p.validate(), Ok(()));
+        p.direction = Direction::Both;
+        p.flows = 3;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--both") && e.contains("even"), "{e}");
+        p.flows = 2;
+        assert_eq!(p.validate(), Ok(()));
+        // Forward is left out of the plan on the wire: older peers read it.
+        let forward = serde_json::to_string(&TestPlan::new(TestKind::Capacity)).unwrap();
+        assert!(!forward.contains("direction"), "{forward}");
+        let both: TestPlan = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(both.direction, Direction::Both);
+    }
 
     #[test]
     fn names_and_netperf_aliases() {

@@ -170,6 +170,10 @@ pub struct Interval {
     /// (the final result has them in `summary.parts[].intervals`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartInterval>,
+    /// The client interface's utilisation each way over this interval, from
+    /// its counters read at the interval's two ticks (as the summary's over
+    /// the window); null where the link speed is unknown.
+    pub link_util_percent: LinkUtil,
 }
 
 impl Interval {
@@ -203,10 +207,10 @@ pub const TREND_WARN_PERCENT: f64 = 10.0;
 impl Stability {
     /// Judge the measure-phase intervals. Intervals whose figure needs the
     /// server's sample and lack it are left out.
-    pub fn of(test: TestKind, measure: &[&Interval], quota_limited: bool) -> Stability {
+    pub fn of(plan: &TestPlan, measure: &[&Interval], quota_limited: bool) -> Stability {
         // A figure of bytes the client sends is counted by the server.
-        let d = test.desc();
-        let needs_remote = d.merit == Merit::Throughput && d.client_sends;
+        let d = plan.test.desc();
+        let needs_remote = d.merit == Merit::Throughput && d.ways(plan).client_sends;
         let xs: Vec<f64> = measure
             .iter()
             .filter(|i| !needs_remote || !i.remote.is_empty())
@@ -281,7 +285,7 @@ pub struct Figures {
 impl Figures {
     /// Rates of a window of `local_s` seconds on this end and `remote_s` on the server.
     pub fn compute(
-        test: TestKind,
+        plan: &TestPlan,
         local: Counts,
         remote: Counts,
         local_s: f64,
@@ -295,16 +299,17 @@ impl Figures {
         };
         // Bytes count where they are received: the server's receive counts
         // carry the client's sending direction, ours the server's.
-        let d = test.desc();
+        let d = plan.test.desc();
+        let w = d.ways(plan);
         match d.merit {
             Merit::Throughput => {
-                let c2s = d
+                let c2s = w
                     .client_sends
                     .then(|| rate(remote.bytes_received * 8, remote_s));
-                let s2c = d
+                let s2c = w
                     .client_receives
                     .then(|| rate(local.bytes_received * 8, local_s));
-                if d.client_sends && d.client_receives {
+                if w.client_sends && w.client_receives {
                     f.throughput_bps_c2s = c2s;
                     f.throughput_bps_s2c = s2c;
                 }
@@ -314,6 +319,33 @@ impl Figures {
         }
         f
     }
+}
+
+/// capacity: the estimate of each direction measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CapacityDirections {
+    /// Client to server: the client sends the trains, the server times them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c2s: Option<CapacityEstimate>,
+    /// Server to client (`--reverse`, `--both`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub s2c: Option<CapacityEstimate>,
+}
+
+/// capacity: one direction's estimate, as the summary's top-level fields
+/// give it, and the trains it comes from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CapacityEstimate {
+    pub capacity_bps: f64,
+    pub capacity_interval_bps: [f64; 2],
+    /// The probe's frames per second over the estimate.
+    pub probe_load_fraction: f64,
+    pub shaper: Option<crate::stats::dispersion::Shaper>,
+    pub dispersion_histogram: Vec<crate::stats::dispersion::RateBin>,
+    /// Trains whose first packet arrived, and those that lost or
+    /// reordered one.
+    pub trains: u64,
+    pub broken: u64,
 }
 
 /// One end's share of the summary.
@@ -630,6 +662,10 @@ pub struct Summary {
     /// capacity: the gaps the estimate comes from, as rates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dispersion_histogram: Option<Vec<crate::stats::dispersion::RateBin>>,
+    /// capacity: each direction measured, apart (`--reverse`, `--both`);
+    /// a direction without an estimate is absent (a warning says why).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_by_direction: Option<CapacityDirections>,
     /// udp_stream: datagrams the client sent in its window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datagrams_sent: Option<u64>,
@@ -814,7 +850,7 @@ mod tests {
                     })
                     .collect();
                 let sum = Figures::compute(
-                    TestKind::TcpRr,
+                    &TestPlan::new(TestKind::TcpRr),
                     Counts::sum(&local),
                     Counts::default(),
                     1.0,
@@ -833,6 +869,7 @@ mod tests {
                     service_latency_ns: None,
                     fairness: None,
                     parts: Vec::new(),
+                    link_util_percent: Default::default(),
                 }
             })
             .collect()
@@ -841,7 +878,7 @@ mod tests {
     fn judge(per_flow: &[&[u64]]) -> Stability {
         let ivs = intervals(per_flow);
         let refs: Vec<&Interval> = ivs.iter().collect();
-        Stability::of(TestKind::TcpRr, &refs, false)
+        Stability::of(&TestPlan::new(TestKind::TcpRr), &refs, false)
     }
 
     #[test]
@@ -899,7 +936,7 @@ mod tests {
         let ivs = intervals(&[&[100, 100], &[100, 0]]);
         let refs: Vec<&Interval> = ivs.iter().collect();
         assert!(
-            Stability::of(TestKind::TcpRr, &refs, true)
+            Stability::of(&TestPlan::new(TestKind::TcpRr), &refs, true)
                 .warnings
                 .is_empty()
         );

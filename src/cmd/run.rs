@@ -170,15 +170,21 @@ fn dry_run(args: &RunArgs, plan: &crate::plan::TestPlan) -> Result<()> {
 /// `thrum run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
-    for (flag, set) in [
-        ("--chart", args.chart.is_some()),
-        ("--html", args.html.is_some()),
+    for (flag, set, what) in [
+        (
+            "--chart",
+            args.chart.is_some(),
+            "a mix (--mix SPEC or a preset such as rrul) or capacity's dispersion histogram",
+        ),
+        (
+            "--html",
+            args.html.is_some(),
+            "a mix (--mix SPEC or a preset such as rrul)",
+        ),
     ] {
-        if set && plan.parts.is_empty() {
-            anyhow::bail!(
-                "{flag} draws a mix (--mix SPEC or a preset such as rrul); {} is a single test",
-                plan.test
-            );
+        let capacity_chart = flag == "--chart" && plan.test == crate::plan::TestKind::Capacity;
+        if set && plan.parts.is_empty() && !capacity_chart {
+            anyhow::bail!("{flag} draws {what}; {} is not one", plan.test);
         }
     }
     if args.dry_run {
@@ -271,7 +277,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     human.rows_shown = rows_shown;
     write_outputs(&result, &args.out, &human, main)?;
     if let Some(path) = &args.chart {
-        std::fs::write(path, export::lul::svg(&result))
+        let svg = if plan.parts.is_empty() {
+            export::capacity::svg(&result)
+        } else {
+            export::lul::svg(&result)
+        };
+        export::write_atomic(path, svg.as_bytes())
             .with_context(|| format!("writing --chart {}", path.display()))?;
     }
     if let Some(path) = &args.html {

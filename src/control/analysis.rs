@@ -35,6 +35,9 @@ pub(crate) struct LocalSample {
     pub(crate) phase: Phase,
     /// A mix: each part's TCP retransmissions so far (empty otherwise).
     pub(crate) retransmits: Vec<Option<u64>>,
+    /// The client interface's counters, read beside `counts` on the
+    /// control thread (None where they cannot be read).
+    pub(crate) if_counters: Option<crate::sensors::IfCounters>,
 }
 
 pub(crate) struct RemoteSample {
@@ -103,6 +106,8 @@ pub(crate) struct Gathered {
     pub(crate) server_address: Option<String>,
     pub(crate) warnings: Vec<Warning>,
     pub(crate) local_window: Option<WindowStats>,
+    /// The client interface's link speed, for each interval's utilisation.
+    pub(crate) link_speed_bps: Option<u64>,
     pub(crate) remote_window: Option<WindowStats>,
     pub(crate) local_provenance: Option<Provenance>,
     pub(crate) remote_provenance: Option<Provenance>,
@@ -117,9 +122,12 @@ pub(crate) struct Gathered {
     /// its final message.
     pub(crate) local_socket_buffers: Option<SocketBuffers>,
     pub(crate) remote_socket_buffers: Option<SocketBuffers>,
-    /// capacity: the packet-train gaps the receiving end recorded (the
-    /// server's come in its final report).
+    /// capacity: the packet-train gaps the server recorded (client to
+    /// server; they come in its final report) ...
     pub(crate) train_gaps: Option<crate::stats::dispersion::TrainGaps>,
+    /// ... and those the client's own receivers recorded (`--reverse`,
+    /// `--both`: server to client).
+    pub(crate) local_train_gaps: Option<crate::stats::dispersion::TrainGaps>,
     /// The server runs on this host as a separate process.
     pub(crate) server_on_this_host: bool,
     pub(crate) setup_s: Option<f64>,
@@ -161,6 +169,7 @@ impl Gathered {
             server_address: None,
             warnings: Vec::new(),
             local_window: None,
+            link_speed_bps: None,
             remote_window: None,
             local_provenance: None,
             remote_provenance: None,
@@ -173,6 +182,7 @@ impl Gathered {
             local_socket_buffers: None,
             remote_socket_buffers: None,
             train_gaps: None,
+            local_train_gaps: None,
             server_on_this_host: false,
             setup_s: None,
             server_label,
@@ -210,7 +220,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
     let local_s = (b.at - a.at).as_secs_f64();
     let parts = part_intervals(plan, g, k, &local, &remote, local_s, remote_s);
     let sum = Figures::compute(
-        plan.test,
+        plan,
         Counts::sum(&local),
         Counts::sum(&remote),
         local_s,
@@ -229,6 +239,23 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         service_latency_ns: g.service_interval_latency.get(&((k - 1) as u32)).cloned(),
         fairness: interval_fairness(plan, g, k),
         parts,
+        link_util_percent: link_util(a, b, g.link_speed_bps),
+    }
+}
+
+/// The client interface's utilisation each way between two samples: its
+/// byte counters' change over the time between them, against the link
+/// speed; null where either is unknown.
+fn link_util(a: &LocalSample, b: &LocalSample, speed: Option<u64>) -> crate::result::LinkUtil {
+    let (Some(x), Some(y), Some(speed)) = (a.if_counters, b.if_counters, speed) else {
+        return crate::result::LinkUtil::default();
+    };
+    let d = y.since(&x);
+    let secs = b.at.saturating_sub(a.at).as_secs_f64();
+    let util = |bytes| crate::sensors::link_util_percent(bytes, secs, speed);
+    crate::result::LinkUtil {
+        tx: util(d.tx_bytes),
+        rx: util(d.rx_bytes),
     }
 }
 
@@ -248,19 +275,21 @@ fn part_intervals(
         return Vec::new();
     }
     let offsets = plan.part_offsets();
+    let part_plans = plan.part_plans();
     let slice =
         |v: &[Counts], i: usize| Counts::sum(v.get(offsets[i]..offsets[i + 1]).unwrap_or(&[]));
     plan.parts
         .iter()
+        .zip(&part_plans)
         .enumerate()
-        .map(|(i, part)| PartInterval {
+        .map(|(i, (part, part_plan))| PartInterval {
             name: Some(part.name.clone()),
             index: (k - 1) as u32,
             phase: g.local[k].phase,
             start_s: g.local[k - 1].at.as_secs_f64(),
             end_s: g.local[k].at.as_secs_f64(),
             sum: Figures::compute(
-                part.test,
+                part_plan,
                 slice(local, i),
                 slice(remote, i),
                 local_s,
@@ -346,6 +375,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
             counts: slice(&l.counts),
             phase: l.phase,
             retransmits: Vec::new(),
+            if_counters: l.if_counters,
         })
         .collect();
     p.remote = g
@@ -658,9 +688,14 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     }
     // A window of zero length (e.g. the server's samples never came) has no rate.
     let bps = |bytes: u64, secs: f64| (secs > 0.0).then(|| bytes as f64 * 8.0 / secs);
-    let fig = Figures::compute(plan.test, local_w, remote_w, local_s, remote_s);
+    let fig = Figures::compute(plan, local_w, remote_w, local_s, remote_s);
+    // The client's senders: every flow but those a reversed direction
+    // turned into receivers.
+    let sending = (0..plan.flows)
+        .filter(|&f| plan.test.desc().flow_ways(plan, f).client_sends)
+        .count();
     if let (Some(rate), Some(sent)) = (plan.rate_bps, bps(local_w.bytes_sent, local_s)) {
-        let wanted = rate as f64 * plan.flows as f64;
+        let wanted = rate as f64 * sending as f64;
         if sent < 0.95 * wanted && error.is_none() {
             warnings.push(Warning::new(
                 Code::RateNotReached,
@@ -675,13 +710,13 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     }
     let latency = g.latency.summary_with(&plan.percentiles);
     let is_stream = plan.test.is_stream();
-    let stability = Stability::of(plan.test, &measure, plan.transactions.is_some());
+    let stability = Stability::of(plan, &measure, plan.transactions.is_some());
     if error.is_none() {
         warnings.extend(stability.warnings);
     }
     let test = plan.test.desc();
     let sent_bps = if is_stream && !measure.is_empty() {
-        sent_bps(test, &local_w, local_s, &remote_w, remote_s)
+        sent_bps(test.ways(plan), &local_w, local_s, &remote_w, remote_s)
     } else {
         None
     };
@@ -753,9 +788,7 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         ..Summary::default()
     };
     apply_windows(plan, &fig, &g, &mut summary);
-    if let Some(gaps) = &g.train_gaps {
-        apply_capacity(gaps, &mut summary);
-    }
+    apply_capacity(&g, &mut summary);
     TestResult {
         schema: SCHEMA,
         test: plan.test,
@@ -778,31 +811,67 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     }
 }
 
-/// capacity: the estimate from the trains' gaps, and the probe's own
-/// average load (its frames, as the link carries them) over it.
-fn apply_capacity(gaps: &crate::stats::dispersion::TrainGaps, s: &mut Summary) {
+/// capacity: each direction's estimate from its receivers' train gaps,
+/// and the probe's own average load (its frames, as the link carries
+/// them) over it. The top-level fields carry client to server when it was
+/// measured (what scripts read), else server to client.
+fn apply_capacity(g: &Gathered, s: &mut Summary) {
+    let up = g
+        .train_gaps
+        .as_ref()
+        .and_then(|t| capacity_of(t, s.local.send_bps, "client to server", s));
+    let down = g
+        .local_train_gaps
+        .as_ref()
+        .and_then(|t| capacity_of(t, s.remote.send_bps, "server to client", s));
+    if g.train_gaps.is_none() && g.local_train_gaps.is_none() {
+        return;
+    }
+    if let Some(c) = up.as_ref().or(down.as_ref()) {
+        s.capacity_bps = Some(c.capacity_bps);
+        s.capacity_interval_bps = Some(c.capacity_interval_bps);
+        s.probe_load_fraction = Some(c.probe_load_fraction);
+        s.shaper = Some(c.shaper);
+        s.dispersion_histogram = Some(c.dispersion_histogram.clone());
+    }
+    s.capacity_by_direction = Some(crate::result::CapacityDirections { c2s: up, s2c: down });
+}
+
+/// One direction's estimate from the gaps its receivers saw, the probe
+/// sending `payload_bps` on average; None (and a warning naming the
+/// direction) when too few trains arrived whole.
+fn capacity_of(
+    gaps: &crate::stats::dispersion::TrainGaps,
+    payload_bps: f64,
+    way: &str,
+    s: &mut Summary,
+) -> Option<crate::result::CapacityEstimate> {
     let Some(e) = crate::stats::dispersion::estimate(gaps) else {
         if s.error.is_none() {
             s.warnings.push(Warning::new(
                 Code::CapacityNoEstimate,
                 format!(
-                    "capacity: too few trains arrived whole for an estimate ({} trains, {} broken)",
+                    "capacity {way}: too few trains arrived whole for an estimate ({} trains, {} broken)",
                     gaps.trains, gaps.broken
                 ),
             ));
         }
-        return;
+        return None;
     };
     let payload = gaps
         .frame_bytes
         .saturating_sub(crate::workload::capacity::FRAME_OVERHEAD)
         .max(1);
-    let wire_bps = s.local.send_bps * gaps.frame_bytes as f64 / payload as f64;
-    s.probe_load_fraction = Some(wire_bps / e.capacity_bps);
-    s.capacity_bps = Some(e.capacity_bps);
-    s.capacity_interval_bps = Some(e.interval_bps);
-    s.shaper = Some(e.shaper);
-    s.dispersion_histogram = Some(e.histogram);
+    let wire_bps = payload_bps * gaps.frame_bytes as f64 / payload as f64;
+    Some(crate::result::CapacityEstimate {
+        capacity_bps: e.capacity_bps,
+        capacity_interval_bps: e.interval_bps,
+        probe_load_fraction: wire_bps / e.capacity_bps,
+        shaper: e.shaper,
+        dispersion_histogram: e.histogram,
+        trains: gaps.trains,
+        broken: gaps.broken,
+    })
 }
 
 /// The server's measurement window on its own clock: the sum of its
@@ -823,7 +892,7 @@ fn remote_window_s(g: &Gathered, measure: &[&Interval]) -> f64 {
 /// What the senders handed to the kernel (bits/s), each direction counted
 /// at its sender, summed over the directions the test's flows carry.
 fn sent_bps(
-    test: &crate::workload::kinds::TestDesc,
+    test: crate::workload::kinds::Ways,
     local: &Counts,
     local_s: f64,
     remote: &Counts,
@@ -1010,6 +1079,7 @@ mod tests {
                 counts: vec![client(k as u64)],
                 phase,
                 retransmits: Vec::new(),
+                if_counters: None,
             });
             g.remote.push(server(k as u64).map(|c| RemoteSample {
                 elapsed_ns: k as u64 * 1_000_000_000,

@@ -236,6 +236,7 @@ impl<'a> Session<'a> {
         let mut ctrl = self.open()?;
         let server_ip = ctrl.peer_addr()?.ip();
         let meter = Meter::new(server_ip);
+        self.g.link_speed_bps = meter.link_speed_bps();
         self.g.local_provenance = Some(Provenance::gather(meter.interface()));
         let parts = plan.part_plans();
         self.g.env.udp_io = parts.iter().find_map(|p| (p.test.desc().udp_io)(p));

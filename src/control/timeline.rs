@@ -180,6 +180,7 @@ impl Running {
             counts,
             phase: ending,
             retransmits,
+            if_counters: self.meter.counters(),
         });
         g.remote.push(None);
         write_msg(
@@ -541,6 +542,10 @@ pub(crate) fn take_engines(
     g.local_call_times = outs
         .iter()
         .find_map(|o| crate::engine::call_times(&o.flows));
+    g.local_train_gaps = crate::stats::dispersion::TrainGaps::merged(
+        outs.iter()
+            .flat_map(|o| o.flows.iter().filter_map(|f| f.train_gaps())),
+    );
     g.parts = outs.iter().map(super::analysis::PartRecord::of).collect();
     (datagrams_sent, error)
 }

@@ -115,7 +115,7 @@ fn draw(t: &TestAgg, title: &str, per_second: &[f64], averages: bool) -> String 
 }
 
 /// An SVG drawn by `f`, or one that shows the error.
-fn render(f: impl FnOnce(&mut String) -> DrawResult) -> String {
+pub(crate) fn render(f: impl FnOnce(&mut String) -> DrawResult) -> String {
     let mut svg = String::new();
     if let Err(e) = f(&mut svg) {
         // Drawing into a String cannot fail for I/O; a plotters error here is a bug.
@@ -127,7 +127,7 @@ fn render(f: impl FnOnce(&mut String) -> DrawResult) -> String {
     svg
 }
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 fn try_draw(
     t: &TestAgg,

@@ -331,24 +331,32 @@ impl Exporter for Human {
         {
             writeln!(out, "  packets/s on {i:<10} {tx:.1} tx, {rx:.1} rx")?;
         }
-        if let Some(c) = s.capacity_bps {
-            let [lo, hi] = s.capacity_interval_bps.unwrap_or([c, c]);
-            writeln!(
-                out,
-                "  capacity {} ({} to {}), probe load {:.1} % of it",
-                crate::units::BitsPerSec(c),
-                crate::units::BitsPerSec(lo),
-                crate::units::BitsPerSec(hi),
-                100.0 * s.probe_load_fraction.unwrap_or(0.0)
-            )?;
-            if let Some(Some(b)) = &s.shaper {
+        if let Some(d) = &s.capacity_by_direction {
+            // One line per direction measured; "up" and "down" only when
+            // there are two (or the one is not the default way).
+            let both = d.c2s.is_some() && d.s2c.is_some();
+            for (way, c) in [("up ", &d.c2s), ("down ", &d.s2c)] {
+                let Some(c) = c else { continue };
+                let way = if both || way == "down " { way } else { "" };
+                let [lo, hi] = c.capacity_interval_bps;
                 writeln!(
                     out,
-                    "  a token bucket: trains up to {} packets at {}, longer at {}",
-                    b.burst_packets,
-                    crate::units::BitsPerSec(b.burst_rate_bps),
-                    crate::units::BitsPerSec(b.sustained_rate_bps)
+                    "  capacity {way}{} ({} to {}), probe load {:.1} % of it",
+                    crate::units::BitsPerSec(c.capacity_bps),
+                    crate::units::BitsPerSec(lo),
+                    crate::units::BitsPerSec(hi),
+                    100.0 * c.probe_load_fraction
                 )?;
+                if let Some(b) = &c.shaper {
+                    writeln!(
+                        out,
+                        "  a token bucket{}: trains up to {} packets at {}, longer at {}",
+                        if way.is_empty() { "" } else { " " }.to_owned() + way.trim_end(),
+                        b.burst_packets,
+                        crate::units::BitsPerSec(b.burst_rate_bps),
+                        crate::units::BitsPerSec(b.sustained_rate_bps)
+                    )?;
+                }
             }
         }
         if let Some(i) = &s.interface {

@@ -147,6 +147,7 @@ mod tests {
             service_latency_ns: None,
             fairness: None,
             parts: Vec::new(),
+            link_util_percent: Default::default(),
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

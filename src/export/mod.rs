@@ -1,9 +1,11 @@
 //! Exporters: the result as a human table, JSON, netperf-style key=value, and
-//! per-interval CSV samples; an aggregate run's SVG charts and HTML report.
+//! per-interval CSV samples; an aggregate run's SVG charts and HTML report,
+//! a mix's time series and capacity's dispersion histogram.
 //! Files are written atomically (an exclusively created temp file in the
 //! same directory, then rename), so a reader never sees half a result and no
 //! planted link is followed; see [`write_atomic`].
 
+pub mod capacity;
 pub mod chart;
 pub mod csv;
 pub mod fields;

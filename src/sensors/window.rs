@@ -1,7 +1,9 @@
 //! What the machine says about one end's measurement window: CPU time per
 //! CPU (/proc/stat), this process's rusage, and the packet counters of the
 //! interface that routes to the peer. Read at the window's two edges (the
-//! ticks that enter and leave the measure phase), never on the data path.
+//! ticks that enter and leave the measure phase), never on the data path;
+//! the client also reads the interface counters at every tick
+//! ([`Meter::counters`]) for each interval's link utilisation.
 
 use std::net::IpAddr;
 use std::time::Instant;
@@ -61,15 +63,25 @@ impl Meter {
         self.interface.as_deref()
     }
 
+    /// The interface's link speed, bits/s, where the driver knows one.
+    pub fn link_speed_bps(&self) -> Option<u64> {
+        self.link_speed_bps
+    }
+
+    /// The interface's counters now: read at every tick, on the control
+    /// thread, for each interval's link utilisation.
+    pub fn counters(&self) -> Option<IfCounters> {
+        self.interface
+            .as_deref()
+            .and_then(|i| IfCounters::read(i).ok())
+    }
+
     fn edge(&self) -> Edge {
         Edge {
             at: Instant::now(),
             cpu: CpuSnapshot::read().ok(),
             rusage: Rusage::process(),
-            packets: self
-                .interface
-                .as_deref()
-                .and_then(|i| IfCounters::read(i).ok()),
+            packets: self.counters(),
         }
     }
 

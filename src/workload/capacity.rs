@@ -155,6 +155,12 @@ pub struct TrainReceiver {
     /// packet's timestamp; None once a train broke until the next begins.
     current: Option<(u32, u16, u64)>,
     last_train: Option<u32>,
+    /// Finish once the drain has begun and the socket is empty: the
+    /// client's receiver under `--reverse`/`--both`, whose sender (the
+    /// server) stops only after the client has drained, so no end of the
+    /// trains can be waited for. The server's receiver runs until the
+    /// session closes it, reading every train the client sent.
+    done_at_drain: bool,
 }
 
 impl TrainReceiver {
@@ -168,7 +174,15 @@ impl TrainReceiver {
             gaps: GapRecorder::new(size as u64 + FRAME_OVERHEAD),
             current: None,
             last_train: None,
+            done_at_drain: false,
         })
+    }
+
+    /// The client's receiver: done once the drain begins and nothing is
+    /// queued (see `done_at_drain`).
+    pub fn done_at_drain(mut self) -> TrainReceiver {
+        self.done_at_drain = true;
+        self
     }
 
     /// What it recorded.
@@ -223,7 +237,13 @@ impl Flow for TrainReceiver {
         for _ in 0..OPS_PER_CALL * 8 {
             let (n, at) = match crate::io::tstamp::recv(fd, &mut self.buf) {
                 Ok(r) => r,
-                Err(e) if would_block(&e) => return Ok(Progress::Idle),
+                Err(e) if would_block(&e) => {
+                    return Ok(if self.done_at_drain && ctx.draining_now() {
+                        Progress::Done
+                    } else {
+                        Progress::Idle
+                    });
+                }
                 Err(e) => return Err(e),
             };
             self.counters.add_datagrams_received(1);
@@ -281,6 +301,7 @@ mod tests {
             gaps: GapRecorder::new(1442),
             current: None,
             last_train: None,
+            done_at_drain: false,
         };
         // Train 0 whole: 3 packets 1 µs apart; train 1 loses index 1.
         for (t, i, at) in [

@@ -150,7 +150,42 @@ pub struct TestDesc {
     pub server_buffers: fn(&TestPlan) -> (u64, u64),
 }
 
+/// Which ends send on a flow, or in a session: the row's way, crossed
+/// where the plan turns it (`--reverse`, `--both`), as tcp_maerts is
+/// tcp_stream's row crossed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ways {
+    pub client_sends: bool,
+    pub client_receives: bool,
+}
+
 impl TestDesc {
+    /// Flow `flow`'s ways under `plan`'s direction.
+    pub fn flow_ways(&self, plan: &TestPlan, flow: u32) -> Ways {
+        if plan.direction.crosses(flow) {
+            Ways {
+                client_sends: self.client_receives,
+                client_receives: self.client_sends,
+            }
+        } else {
+            Ways {
+                client_sends: self.client_sends,
+                client_receives: self.client_receives,
+            }
+        }
+    }
+
+    /// The session's ways: any flow's, so `--both` carries data both ways
+    /// as tcp_bidir does.
+    pub fn ways(&self, plan: &TestPlan) -> Ways {
+        let (a, b) = (self.flow_ways(plan, 0), self.flow_ways(plan, 1));
+        let one_flow = plan.flows < 2;
+        Ways {
+            client_sends: a.client_sends || (!one_flow && b.client_sends),
+            client_receives: a.client_receives || (!one_flow && b.client_receives),
+        }
+    }
+
     /// The server's flow directions: the client's, crossed.
     pub fn server_sends(&self) -> bool {
         self.client_receives
@@ -168,13 +203,14 @@ impl TestDesc {
         counters: CounterRef,
         endpoint: Endpoint,
     ) -> io::Result<Box<dyn Flow>> {
+        let w = self.flow_ways(plan, flow);
         (self.client)(FlowArgs {
             plan,
             flow,
             counters,
             endpoint,
-            sends: self.client_sends,
-            receives: self.client_receives,
+            sends: w.client_sends,
+            receives: w.client_receives,
             client: true,
         })
     }
@@ -187,13 +223,14 @@ impl TestDesc {
         counters: CounterRef,
         endpoint: Endpoint,
     ) -> io::Result<Box<dyn Flow>> {
+        let w = self.flow_ways(plan, flow);
         (self.server)(FlowArgs {
             plan,
             flow,
             counters,
             endpoint,
-            sends: self.server_sends(),
-            receives: self.server_receives(),
+            sends: w.client_receives,
+            receives: w.client_sends,
             client: false,
         })
     }
@@ -575,7 +612,8 @@ fn capacity_flow(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         let rate = p.rate_bps.unwrap_or(DEFAULT_PROBE_BPS);
         Ok(Box::new(TrainSender::new(sock, a.counters, size, rate)))
     } else {
-        Ok(Box::new(TrainReceiver::new(sock, a.counters, size)?))
+        let r = TrainReceiver::new(sock, a.counters, size)?;
+        Ok(Box::new(if a.client { r.done_at_drain() } else { r }))
     }
 }
 
@@ -666,6 +704,28 @@ mod tests {
             let d = k.desc();
             assert!(d.server_sends() && d.server_receives(), "{k}");
         }
+    }
+
+    #[test]
+    fn reverse_and_both_cross_the_row_per_flow() {
+        let d = TestKind::Capacity.desc();
+        let mut p = TestPlan::new(TestKind::Capacity);
+        let fwd = Ways {
+            client_sends: true,
+            client_receives: false,
+        };
+        let rev = Ways {
+            client_sends: false,
+            client_receives: true,
+        };
+        assert_eq!((d.flow_ways(&p, 0), d.ways(&p)), (fwd, fwd));
+        p.direction = crate::plan::Direction::Reverse;
+        assert_eq!((d.flow_ways(&p, 0), d.ways(&p)), (rev, rev));
+        p.direction = crate::plan::Direction::Both;
+        p.flows = 2;
+        assert_eq!((d.flow_ways(&p, 0), d.flow_ways(&p, 1)), (fwd, rev));
+        let both = d.ways(&p);
+        assert!(both.client_sends && both.client_receives);
     }
 
     #[test]

@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, f, json, ns_client_cmd, one_at_a_time, run_cmd, u};
-use crate::path3::{Path3, TOWARD_B};
+use crate::common::{
+    ServerProc, assert_schema, f, json, ns_client_cmd, one_at_a_time, run_cmd, svg_text, u,
+};
+use crate::path3::{Path3, TOWARD_A, TOWARD_B};
 
 /// `thrum run capacity` from A for `secs`, which must succeed.
 fn capacity(path: &Path3, server: &ServerProc, args: &[&str]) -> Value {
@@ -88,7 +90,13 @@ fn capacity_names_a_deep_bucket() {
         "latency", "50ms",
     ]]);
     let server = path.server();
-    let doc = capacity(&path, &server, &["-l", "4s"]);
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("dispersion.svg");
+    let doc = capacity(
+        &path,
+        &server,
+        &["-l", "4s", "--chart", chart.to_str().unwrap()],
+    );
     let s = &doc["summary"];
     let ratio = report("tbf 50mbit burst 32kb", s, 50e6);
     assert!((0.9..=1.1).contains(&ratio), "{ratio}");
@@ -98,6 +106,20 @@ fn capacity_names_a_deep_bucket() {
     let burst = u(&b["burst_packets"]);
     assert!((16..=28).contains(&burst), "burst {burst}");
     assert!(f(&b["burst_rate_bps"]) > 2.0 * 50e6);
+    // The chart marks the estimate and the bucket, with SI rates.
+    let text = svg_text(&chart);
+    let estimate = format!("capacity {:.2} Mbit/s", f(&s["capacity_bps"]) / 1e6);
+    assert!(text.contains(&estimate), "{estimate} not in {text:?}");
+    let bucket = format!("token bucket: {burst} packets at ");
+    assert!(
+        text.iter().any(|t| t.starts_with(&bucket)),
+        "{bucket} not in {text:?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.ends_with("Mbit/s") && t.starts_with(|c: char| c.is_ascii_digit())),
+        "no SI ticks: {text:?}"
+    );
 }
 
 /// udp_stream at 20 Mbit/s (40 % of the 50 Mbit/s htb) through the same
@@ -129,6 +151,48 @@ fn capacity_holds_under_cross_traffic() {
     assert!(f(&s["probe_load_fraction"]) <= 0.10);
 }
 
+/// Each direction's own narrow link: R's egress toward B (client to
+/// server) at 50 Mbit/s, toward A (server to client) at 10 Mbit/s.
+/// `--reverse` must read the 10, and `--both` both, each apart, with the
+/// forward figure still in `summary.capacity_bps`.
+#[test]
+fn capacity_reverse_and_both_read_each_direction() {
+    let _serial = one_at_a_time();
+    let Some(path) = Path3::new(198) else {
+        return;
+    };
+    path.htb_on(TOWARD_B, "50mbit");
+    path.htb_on(TOWARD_A, "10mbit");
+    let server = path.server();
+    let near = |what: &str, c: &Value, shaped: f64| {
+        let ratio = report(what, c, shaped);
+        assert!((0.9..=1.1).contains(&ratio), "{what}: {ratio}");
+        assert!(f(&c["probe_load_fraction"]) <= 0.10, "{what}: probe load");
+    };
+
+    let doc = capacity(&path, &server, &["-l", "4s", "--reverse"]);
+    let s = &doc["summary"];
+    near("--reverse (10 Mbit/s toward A)", s, 10e6);
+    let d = &s["capacity_by_direction"];
+    assert!(d["c2s"].is_null(), "--reverse measured c2s: {d}");
+    assert_eq!(f(&d["s2c"]["capacity_bps"]), f(&s["capacity_bps"]));
+    // The server sent the probe, the client received it.
+    assert!(f(&s["throughput_bps"]) > 0.0);
+    assert_eq!(u(&s["local"]["bytes_sent"]), 0, "the client sent trains");
+
+    let doc = capacity(&path, &server, &["-l", "4s", "--both"]);
+    let s = &doc["summary"];
+    let d = &s["capacity_by_direction"];
+    near("--both, up (50 Mbit/s toward B)", &d["c2s"], 50e6);
+    near("--both, down (10 Mbit/s toward A)", &d["s2c"], 10e6);
+    assert_eq!(f(&s["capacity_bps"]), f(&d["c2s"]["capacity_bps"]));
+    assert_eq!(doc["spec"]["direction"], "both");
+    // The client's receivers end at the drain without waiting for a
+    // sender that stops only after it.
+    let warnings = s["warnings"].to_string();
+    assert!(!warnings.contains("drain"), "{warnings}");
+}
+
 /// On loopback, which has no narrow link, capacity still runs like any
 /// test: schema-valid, every byte the trains carried received, the window
 /// the sum of its intervals, and the probe at its default 1 Mbit/s.
@@ -141,4 +205,29 @@ fn capacity_runs_on_loopback_with_conservation() {
     // 1 Mbit/s on average; a train is sent whole at its turn, so one
     // second holds its share give or take the longest train (0.75 Mbit).
     assert!((0.2e6..2.0e6).contains(&sent), "probe sent {sent} bit/s");
+}
+
+/// bench/capacity.sh (run by hand, as root, for BENCHMARKS.md): its help
+/// names the table's rates and a bad rate is refused before anything is
+/// built. Its measurement itself is the lead's to run.
+#[test]
+fn bench_capacity_script_checks_its_options() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/capacity.sh");
+    let out = run_cmd(
+        std::process::Command::new("bash").args([script, "--help"]),
+        Duration::from_secs(10),
+    );
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && help.contains("--rates LIST"),
+        "{help}"
+    );
+    assert!(help.contains("default 10,50,200"), "{help}");
+    let out = run_cmd(
+        std::process::Command::new("bash").args([script, "--rates", "10,fast"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--rates takes whole Mbit/s"), "{err}");
 }

@@ -404,3 +404,14 @@ pub fn ran_on_uring(doc: &serde_json::Value, workers: usize) -> bool {
     }
     true
 }
+
+/// The text nodes of an SVG document, which must parse as XML.
+pub fn svg_text(path: &std::path::Path) -> Vec<String> {
+    let svg = std::fs::read_to_string(path).expect("the SVG was written");
+    let doc = roxmltree::Document::parse(&svg).expect("the SVG parses as XML");
+    doc.descendants()
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect()
+}

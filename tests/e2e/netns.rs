@@ -601,6 +601,59 @@ fn data_path_cut_mid_test_ends_cleanly() {
     assert_eq!(rows, n, "one CSV row per interval for one flow");
 }
 
+/// Each interval's link utilisation (the counters read at its two ticks):
+/// a full interval's tx bytes, utilisation × speed × length, are the
+/// frames of the datagrams thrum sent in it (1400 + 42 bytes each) within
+/// 2 % and one frame; the intervals together are the kernel's counters
+/// over the run (`counted` bytes: they tile it, and no datagram is sent
+/// outside them); and their mean over the measure phase, weighted by
+/// length, is the summary's `window_tx` within 2 %.
+fn intervals_util_agree(doc: &Value, speed: f64, counted: f64, window_tx: f64) {
+    const FRAME: f64 = 1400.0 + 42.0;
+    let (mut implied, mut weighted, mut measure_s) = (0.0, 0.0, 0.0);
+    let mut full = 0;
+    for iv in doc["intervals"].as_array().expect("intervals") {
+        let secs = f(&iv["end_s"]) - f(&iv["start_s"]);
+        let tx = f(&iv["link_util_percent"]["tx"]);
+        assert!(iv["link_util_percent"]["rx"].as_f64().is_some(), "{iv}");
+        let bytes = tx / 100.0 * speed * secs / 8.0;
+        implied += bytes;
+        if iv["phase"] == "measure" {
+            weighted += tx * secs;
+            measure_s += secs;
+        }
+        let sent: u64 = iv["local"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| u(&c["datagrams_sent"]))
+            .sum();
+        let want = sent as f64 * FRAME;
+        eprintln!(
+            "interval {}: {secs:.3} s, tx {tx:.4} % = {bytes:.0} B, datagrams' frames {want:.0} B",
+            iv["index"]
+        );
+        if secs >= 0.9 {
+            full += 1;
+            assert!(
+                (bytes - want).abs() <= 0.02 * want + FRAME,
+                "interval {}: {bytes} B from the utilisation, {want} B sent",
+                iv["index"]
+            );
+        }
+    }
+    assert!(full >= 2, "only {full} full intervals");
+    assert!(
+        (implied - counted).abs() <= 0.02 * counted,
+        "the intervals' {implied} B against the counters' {counted} B"
+    );
+    let mean = weighted / measure_s;
+    assert!(
+        (mean - window_tx).abs() <= 0.02 * window_tx,
+        "intervals' mean {mean} % against the summary's {window_tx} %"
+    );
+}
+
 /// Link utilisation against the kernel's own counters: a udp_stream paced
 /// at 25 Mbit/s over the unshaped veth (veth reports 10 Gbit/s) must report
 /// the share of the link speed that A's byte counters give. The test reads
@@ -648,6 +701,7 @@ fn link_utilisation_matches_interface_counters_and_speed() {
     );
     assert_eq!(s["link_util_percent"], s["local"]["link_util_percent"]);
     assert!(s["remote"]["link_util_percent"]["rx"].as_f64().is_some());
+    intervals_util_agree(&doc, speed, (after - before) as f64, got);
 
     // Loopback: no speed, so no utilisation, said as null.
     let out = crate::common::run_client(

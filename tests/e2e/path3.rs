@@ -15,6 +15,8 @@ use crate::common::{ServerProc, ip, netns_add_or_skip, ns_exec, ns_server, run_o
 
 /// R's interface toward B, where a test shapes.
 pub const TOWARD_B: &str = "rb";
+/// R's interface toward A: the server-to-client direction's egress.
+pub const TOWARD_A: &str = "ra";
 
 pub struct Path3 {
     pub a: String,
@@ -96,8 +98,14 @@ impl Path3 {
     /// Replace R's root qdisc toward B with the `tc` commands given, each
     /// an argument list after `tc` (`qdisc add dev rb root ...`).
     pub fn shape(&self, cmds: &[&[&str]]) {
+        self.shape_dev(TOWARD_B, cmds);
+    }
+
+    /// Replace R's root qdisc on `dev` (TOWARD_B or TOWARD_A) with the
+    /// `tc` commands given.
+    pub fn shape_dev(&self, dev: &str, cmds: &[&[&str]]) {
         let _ = ns_exec(&self.r, "tc")
-            .args(["qdisc", "del", "dev", TOWARD_B, "root"])
+            .args(["qdisc", "del", "dev", dev, "root"])
             .output();
         for c in cmds {
             run_ok(ns_exec(&self.r, "tc").args(*c));
@@ -106,15 +114,24 @@ impl Path3 {
 
     /// Shape R's egress toward B with htb at `rate` (tc's spelling).
     pub fn htb(&self, rate: &str) {
-        self.shape(&[
+        self.htb_on(TOWARD_B, rate);
+    }
+
+    /// Shape R's egress on `dev` with htb at `rate`: its bucket is small
+    /// (shared/TESTING.md).
+    pub fn htb_on(&self, dev: &str, rate: &str) {
+        self.shape_dev(
+            dev,
             &[
-                "qdisc", "add", "dev", TOWARD_B, "root", "handle", "1:", "htb", "default", "1",
+                &[
+                    "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+                ],
+                &[
+                    "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate",
+                    rate,
+                ],
             ],
-            &[
-                "class", "add", "dev", TOWARD_B, "parent", "1:", "classid", "1:1", "htb", "rate",
-                rate,
-            ],
-        ]);
+        );
     }
 
     /// A `thrum server` in B.

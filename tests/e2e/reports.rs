@@ -5,20 +5,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{bin, run_cmd};
+use crate::common::{bin, run_cmd, svg_text};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/netperf");
-
-/// The text nodes of an SVG document.
-fn svg_text(path: &std::path::Path) -> Vec<String> {
-    let svg = std::fs::read_to_string(path).unwrap();
-    let doc = roxmltree::Document::parse(&svg).expect("the SVG parses as XML");
-    doc.descendants()
-        .filter_map(|n| n.text())
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
-        .collect()
-}
 
 #[test]
 fn charts_carry_si_units_titles_and_a_light_grid() {
