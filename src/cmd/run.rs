@@ -184,7 +184,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     ] {
         let capacity_chart = flag == "--chart" && plan.test == crate::plan::TestKind::Capacity;
         if set && plan.parts.is_empty() && !capacity_chart {
-            anyhow::bail!("{flag} draws {what}; {} is not one", plan.test);
+            anyhow::bail!("{flag} draws {what}; {} is a single test", plan.test);
         }
     }
     if args.dry_run {
