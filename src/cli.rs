@@ -339,7 +339,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub gso: bool,
     /// I/O driver of the worker threads, both ends: auto (blocking for a
-    /// thread with one flow; uring for a thread with 8 or more tcp_rr or
+    /// thread with one flow; uring for a thread with 4 or more tcp_rr or
     /// udp_rr flows where the kernel has it; epoll otherwise), epoll, or uring (io_uring:
     /// multishot receive and queued sends for tcp_rr/udp_rr, multishot poll for
     /// the rest; falls back to epoll where unavailable, and for tcp_crr/tcp_cc).

@@ -139,10 +139,12 @@ pub fn place(flows: Vec<Box<dyn Flow>>, threads: usize, cpus: &[usize]) -> Vec<W
 /// request/response flows (those that take their data from the completion
 /// path, [`Flow::recv_buffers`]) to io_uring: one multishot receive per
 /// socket and queued sends replace a readiness wait plus a recv and a send
-/// per transaction, which pays once several flows share a wake-up. Measured
-/// in BENCHMARKS.md ("--driver auto"): at 8 flows per worker uring is
-/// ahead for tcp_rr and udp_rr; at 1 or 2 it is not.
-pub const AUTO_URING_FLOWS: usize = 8;
+/// per transaction, which pays once several flows share a wake-up.
+/// Measured on loopback (BENCHMARKS.md, "--driver auto"; medians of 3):
+/// at 1 flow per worker epoll is ahead (tcp_rr 334k vs 288k/s), at 4 uring
+/// is (tcp_rr 391k vs 324k, udp_rr 565k vs 420k), at 8 more so (527k vs
+/// 383k, 611k vs 457k); 2 per worker was mixed.
+pub const AUTO_URING_FLOWS: usize = 4;
 
 /// The driver a worker runs. `auto`: the blocking driver for a worker with
 /// one flow that allows it; io_uring for a worker of at least
