@@ -24,7 +24,8 @@ usage: bench/compare.sh [options]
                   `cargo build --release` first)
   --no-thrum      peers only (ratios are then left out)
   --rows LIST     comma-separated subset of: rr,rr_pinned,rr_agg,crr,crr_agg,
-                  stream,stream_split (TCP), udp_rr,udp_rr_pinned,udp_rr_agg,
+                  stream,stream_split,stream_f2,stream_f8 (TCP), udp_rr,
+                  udp_rr_pinned,udp_rr_agg,
                   udp_stream
                   (UDP), scale (10,000 tcp_rr flows, thrum only); "tcp",
                   "udp" and "scale" stand for their groups (default: all)
@@ -56,7 +57,7 @@ DURATION=5
 OUT="$ROOT/BENCHMARKS.md"
 THRUM=""
 NO_THRUM=0
-TCP_ROWS="rr rr_pinned rr_agg crr crr_agg stream stream_split"
+TCP_ROWS="rr rr_pinned rr_agg crr crr_agg stream stream_split stream_f2 stream_f8"
 UDP_ROWS="udp_rr udp_rr_pinned udp_rr_agg udp_stream"
 SCALE_ROWS="scale"
 ROWS="tcp,udp,scale"
@@ -94,7 +95,7 @@ for r in ${ROWS//,/ }; do
 	tcp) rows+=($TCP_ROWS) ;;
 	udp) rows+=($UDP_ROWS) ;;
 	scale) rows+=($SCALE_ROWS) ;;
-	rr | rr_pinned | rr_agg | crr | crr_agg | stream | stream_split | udp_rr | udp_rr_pinned | udp_rr_agg | udp_stream) rows+=("$r") ;;
+	rr | rr_pinned | rr_agg | crr | crr_agg | stream | stream_split | stream_f2 | stream_f8 | udp_rr | udp_rr_pinned | udp_rr_agg | udp_stream) rows+=("$r") ;;
 	*) echo "unknown row $r" >&2; exit 2 ;;
 	esac
 done
@@ -192,7 +193,7 @@ for r in $ROWS; do
 	case "$r" in
 	rr | rr_pinned | rr_agg) neper_bins+=(neper-tcp_rr) ;;
 	crr | crr_agg) neper_bins+=(neper-tcp_crr) ;;
-	stream | stream_split) neper_bins+=(neper-tcp_stream) ;;
+	stream | stream_split | stream_f*) neper_bins+=(neper-tcp_stream) ;;
 	udp_rr*) neper_bins+=(neper-udp_rr) ;;
 	udp_stream) neper_bins+=(neper-udp_stream) ;;
 	esac
@@ -206,6 +207,8 @@ tools_for_row() { # prints the tools that take part in a row, thrum first
 	local row="$1" t cands
 	case "$row" in
 	stream | stream_split) cands="thrum floor netperf neper iperf3" ;;
+	# Several flows: netperf and the floor run one flow per process.
+	stream_f2 | stream_f8) cands="thrum neper iperf3" ;;
 	udp_stream) cands="thrum netperf neper iperf3" ;;
 	# Only thrum, neper and netperf (with burst) run many RR flows at once.
 	udp_rr_agg) cands="thrum thrum_uring netperf neper" ;;
@@ -305,6 +308,8 @@ tool_cmds() {
 		stream | stream_split)
 			# 64 KiB sends and receives, as every stream tool here uses.
 			CLI=("$THRUM" run tcp_stream "${common[@]}" -m 64K -M 64K --json) ;;
+		stream_f2 | stream_f8)
+			CLI=("$THRUM" run tcp_stream "${common[@]}" -m 64K -M 64K -F "${row#stream_f}" -T 2 --json) ;;
 		udp_stream)
 			CLI=("$THRUM" run udp_stream "${common[@]}" -m 1472 --json) ;;
 		udp_rr | udp_rr_pinned)
@@ -386,6 +391,8 @@ tool_cmds() {
 		local bin=neper-tcp_rr opts=(-Q 1 -R 1)
 		case "$row" in
 		stream | stream_split) bin=neper-tcp_stream opts=(-B 65536) ;;
+		# Both ends get -F and -T, as in the RR aggregate rows.
+		stream_f2 | stream_f8) bin=neper-tcp_stream opts=(-B 65536 -F "${row#stream_f}" -T 2) ;;
 		# -B 1472: each send is one datagram of that size.
 		udp_stream) bin=neper-udp_stream opts=(-B 1472) ;;
 		udp_rr | udp_rr_pinned) bin=neper-udp_rr ;;
@@ -430,6 +437,9 @@ tool_cmds() {
 		SRV=(iperf3 -s -B 127.0.0.1 -p "$P_IPERF3" -1)
 		if [[ "$row" == udp_stream ]]; then
 			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -u -b 0 -l 1472 --json)
+		elif [[ "$row" == stream_f* ]]; then
+			# -P N: N parallel streams; sum_received is their sum.
+			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K -P "${row#stream_f}" --json)
 		else
 			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K --json)
 		fi
@@ -607,6 +617,7 @@ note	iperf3: `-l 64K`, 64 KiB writes and reads like the others (default 128 KiB)
 note	thrum: tcp_rr `-r 1,1`; tcp_stream `-m 64K -M 64K` (64 KiB sends and receives like the peers; its defaults are 128K). Receive size matters on loopback: in spot checks 64 KiB reads gave neper about 25 Gbit/s against about 19 with 128 KiB, so every tool gets the same sizes. `--warmup 0s`: thrum by default sends 1 s of traffic before its measured window, the peers measure from their first transaction; without warm-up every tool is measured the same way, and no tool's CPU covers traffic outside its window. Its server is a separate `thrum server` process, like the peers' servers.
 note	tcp_crr rows (crr, crr_agg): one connection per transaction (connect, 1-byte request, 1-byte response, close), rate = connections/s. The tools end a connection in two ways, and each is compared with its like. Graceful (FIN both ways, 10 segments per connection on loopback): thrum `tcp_crr -r 1,1` (`--close fin`, the default: the server closes first, so TIME_WAIT lands on the server) and netperf `TCP_CRR -- -r 1,1` (1 flow only: netperf runs one flow per process, so it is not in the 16-flow row). Reset (SO_LINGER 0, no TIME_WAIT): neper-tcp_crr `-Q 1 -R 1` (its default; `-F 16 -T 2` on both ends in the 16-flow row, `throughput=`; 8 segments per connection) and thrum_rst, thrum `tcp_crr -r 1,1 --close rst` (9 segments: the server still sends its FIN). So neper's thrum/peer column is thrum_rst over neper, and thrum_rst's own column is "—". Measured before this split (2026-11-22, 3 s, 16 flows): neper with `--time-wait` (graceful, TIME_WAIT on its client) ran 13,980 connections/s against 22,474 with its default reset. Every thrum connection also carries the 16-byte session token.
 note	stream_split: the tcp_stream row again with every client pinned to CPU 0 and every server to CPU 1 (`taskset` on the whole process). Unpinned, loopback tcp_stream depends on where the scheduler puts the two ends, one CPU or two and which takes the softirq work, and every tool spans ±25 % over five runs; split, the spread is about ±7 %. Issue 7's tcp_stream targets are read from this row when it ran.
+note	stream_f2, stream_f8: tcp_stream with 2 and 8 flows, 64 KiB sends and receives like the stream row, unpinned, rate = the sum over the flows of what the server read. thrum `-m 64K -M 64K -F N -T 2` (2 worker threads per end: one flow per thread, the blocking driver, at 2 flows; 4 flows per thread on epoll at 8); neper-tcp_stream `-B 65536 -F N -T 2` on both ends, `remote_throughput`; iperf3 `-l 64K -P N` (N streams in one process; iperf 3.12 runs them on one thread, later versions one thread per stream), `end.sum_received.bits_per_second`. netperf and the floor run one flow per process and are not in these rows.
 note	rr_agg: tcp_rr with 16 flows on 2 threads, one transaction in flight per flow: thrum `-F 16 -T 2`, neper-tcp_rr `-F 16 -T 2` on both ends.
 note	thrum_uring: thrum with `--driver uring` in the tcp_rr and udp_rr aggregate rows (io_uring completion driver, multishot receive into provided buffers and sends queued with the ring; docs/design.md); its "thrum/peer" is thrum's default driver (epoll at 16 flows) over io_uring, so below 1 means io_uring was faster. tcp_crr and tcp_cc run epoll under `--driver uring` (the result warns), so it is not in the tcp_crr rows.
 note	scale: `thrum run tcp_rr -F 10000 -T 2` against a separate `thrum server` (10,000 sockets per process; the embedded server would need 20,000 in one). No peer runs 10,000 flows this way; the figures are thrum's `summary.setup_s` (first data socket to the server's `started`) and both processes' peak RSS (`max_rss_kb`).

@@ -203,6 +203,10 @@ ROWS = {
     "stream": ("stream", "tcp_stream, 1 flow, client to server"),
     "stream_split": ("stream", "tcp_stream, 1 flow, client to server, client pinned to CPU 0 "
                                "and server to CPU 1"),
+    "stream_f2": ("stream", "tcp_stream, 2 flows on 2 threads (iperf3 -P 2), client to "
+                            "server, unpinned; the sum of the flows"),
+    "stream_f8": ("stream", "tcp_stream, 8 flows on 2 threads (iperf3 -P 8), client to "
+                            "server, unpinned; the sum of the flows"),
     "udp_rr": ("udp_rr", "udp_rr, 1 flow, 1-byte request/response, unpinned"),
     "udp_rr_pinned": ("udp_rr", "udp_rr, 1 flow, 1-byte request/response, client and "
                                 "server pinned to CPU 0"),
@@ -256,7 +260,7 @@ def _thrum_warnings(s):
 
 
 def parse_tcp(tool, row, cli):
-    stream = row in ("stream", "stream_split")
+    stream = ROWS[row][0] == "stream"
     if tool == "floor":
         kv = _kv(cli)
         return float(kv["throughput_bps"] if stream else kv["transactions_per_s"])
@@ -502,6 +506,7 @@ PROFILE_DOC = {
     "udp_rr_agg": "Kernel profile: udp_rr aggregate",
     "crr": "tcp_crr: syscalls per connection", "crr_agg": "tcp_crr: syscalls per connection",
     "stream": "tcp_stream on loopback", "stream_split": "tcp_stream on loopback",
+    "stream_f2": "Issue 21: the bulk path", "stream_f8": "Issue 21: the bulk path",
     "udp_stream": "udp_stream 1472 B",
 }
 
@@ -586,6 +591,9 @@ def _targets(w, runs, meta, dur):
         against(srow, ("iperf3", "netperf", "neper"), 1.0))
     add(f"tcp_stream{where}: CPU per GB ≤ every peer's (ratio peer/thrum ≥ 1)",
         against(srow, ("iperf3", "netperf", "neper"), 1.0, "cpu"))
+    for row, name in (("stream_f2", "-F 2 -T 2"), ("stream_f8", "-F 8 -T 2")):
+        add(f"tcp_stream {name}: ≥ 1.0× neper and iperf3 -P",
+            against(row, ("neper", "iperf3"), 1.0))
     add("udp_stream 1472 B: ≥ 1.0× iperf3", against("udp_stream", ("iperf3",), 1.0))
     for row, name in (("rr_agg", "tcp_rr 16 flows"), ("udp_rr_agg", "udp_rr aggregate")):
         m = _medians(runs, row, dur)

@@ -201,6 +201,13 @@ impl Flow for StreamFlow {
                         if let (Some(t), Some(times)) = (t, &mut self.times) {
                             times.recv.record(t.elapsed().as_nanos() as u64);
                         }
+                        // A short read emptied the queue: under an
+                        // edge-triggered driver the next arrival brings a
+                        // new edge, so the read that would only say EAGAIN
+                        // is skipped (one syscall per wake-up, issue 21).
+                        if n < self.recv_buf.len() && !ev.may_have_more {
+                            break;
+                        }
                     }
                     Err(e) if would_block(&e) => break,
                     Err(e) => return Err(e),
@@ -235,6 +242,13 @@ impl Flow for StreamFlow {
                             self.counters.add_sent(n as u64);
                             if let (Some(t), Some(times)) = (t, &mut self.times) {
                                 times.send.record(t.elapsed().as_nanos() as u64);
+                            }
+                            // A short send filled the socket buffer, and the
+                            // kernel marked it (SOCK_NOSPACE) to wake the
+                            // writer when room comes: the next send would
+                            // only say EAGAIN. Same condition as the read's.
+                            if n < self.send_buf.len() && !ev.may_have_more {
+                                break;
                             }
                         }
                         Err(e) if would_block(&e) => break,
