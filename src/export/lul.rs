@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use plotters::prelude::*;
 
-use crate::result::{PartSummary, TestResult};
+use crate::result::{PartSummary, PhaseFigures, ProbePhases, TestResult};
 use crate::units::BitsPerSec;
 
 /// Colours, fixed so that readers (and tests) can find each series.
@@ -51,15 +51,7 @@ pub fn human(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
             "  {:<9} {:>10} {:>10} {:>10} {:>14} {:>14}",
             "phase", "probe p50", "p90", "p99", "up", "down"
         )?;
-        for (name, f) in [
-            ("idle", &ph.idle),
-            ("loaded", &ph.loaded),
-            ("recovery", &ph.recovery),
-        ] {
-            let (p50, p90, p99) = match &f.probe_latency_ns {
-                Some(l) => (ms(l.p50 as f64), ms(l.p90 as f64), ms(l.p99 as f64)),
-                None => ("-".into(), "-".into(), "-".into()),
-            };
+        for (name, f, [p50, p90, p99]) in phase_rows(ph) {
             writeln!(
                 out,
                 "  {name:<9} {p50:>10} {p90:>10} {p99:>10} {:>14} {:>14}",
@@ -91,6 +83,21 @@ pub fn human(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The three phases in order, each with its probes' p50, p90 and p99 in
+/// milliseconds ("-" without probe samples): the rows of the text and the
+/// HTML phase tables.
+fn phase_rows(ph: &ProbePhases) -> [(&'static str, &PhaseFigures, [String; 3]); 3] {
+    let cells = |f: &PhaseFigures| match &f.probe_latency_ns {
+        Some(l) => [l.p50, l.p90, l.p99].map(|v| ms(v as f64)),
+        None => ["-", "-", "-"].map(String::from),
+    };
+    [
+        ("idle", &ph.idle, cells(&ph.idle)),
+        ("loaded", &ph.loaded, cells(&ph.loaded)),
+        ("recovery", &ph.recovery, cells(&ph.recovery)),
+    ]
 }
 
 /// A part's figure as one line: goodput, or transactions/s and latency.
@@ -167,15 +174,7 @@ pub fn html(r: &TestResult) -> String {
     o.push_str("</table>\n");
     if let Some(ph) = &s.phases {
         o.push_str("<h2>Phases</h2>\n<table class=\"phases\">\n<tr><th>phase</th><th>from (s)</th><th>to (s)</th><th>probe p50</th><th>p90</th><th>p99</th><th>up</th><th>down</th></tr>\n");
-        for (name, f) in [
-            ("idle", &ph.idle),
-            ("loaded", &ph.loaded),
-            ("recovery", &ph.recovery),
-        ] {
-            let (p50, p90, p99) = match &f.probe_latency_ns {
-                Some(l) => (ms(l.p50 as f64), ms(l.p90 as f64), ms(l.p99 as f64)),
-                None => ("-".into(), "-".into(), "-".into()),
-            };
+        for (name, f, [p50, p90, p99]) in phase_rows(ph) {
             let _ = writeln!(
                 o,
                 "<tr><td>{name}</td><td>{:.2}</td><td>{:.2}</td><td>{p50}</td><td>{p90}</td><td>{p99}</td><td>{}</td><td>{}</td></tr>",

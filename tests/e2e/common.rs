@@ -189,6 +189,20 @@ pub fn json(out: &Output) -> Value {
     })
 }
 
+/// A `--json-stream` run's stdout, one JSON object per line; the run must
+/// have succeeded.
+pub fn json_lines(out: &Output) -> Vec<Value> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+        .collect()
+}
+
 pub fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, f, json, not_beside_floods, run_client, u};
+use crate::common::{
+    ServerProc, assert_schema, f, json, json_lines, not_beside_floods, run_client, u,
+};
 
 const TESTS: [&str; 6] = [
     "tcp_stream",
@@ -468,15 +470,7 @@ fn json_stream_lines_match_the_result() {
         ],
         Duration::from_secs(20),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
-        .collect();
+    let lines = json_lines(&out);
     let (last, intervals) = lines.split_last().expect("at least the result line");
     assert_eq!(last["type"], "result");
     let result = &last["result"];

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_rejected, assert_schema, json, run_client, u};
+use crate::common::{ServerProc, assert_rejected, assert_schema, json, json_lines, run_client, u};
 
 /// `thrum run ARGS -H server --json` that must succeed.
 pub fn run_mix(server: &ServerProc, args: &[&str]) -> Value {
@@ -372,15 +372,7 @@ fn stream_and_samples_name_each_part() {
         ],
         Duration::from_secs(60),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
-        .collect();
+    let lines = json_lines(&out);
     let (last, records) = lines.split_last().unwrap();
     let doc = &last["result"];
     assert_schema(doc);
