@@ -320,7 +320,7 @@ fn interval_retransmits(g: &Gathered, i: usize, k: usize) -> Option<u64> {
     };
     match (local, remote) {
         (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
     }
 }
 
