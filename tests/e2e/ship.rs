@@ -97,6 +97,15 @@ fn check_dist(var: &str, target: &str, emulator: Option<&str>) {
     ] {
         assert!(top.join(f).is_file(), "the tarball lacks {f}");
     }
+    // Cargo.toml's `MIT OR Apache-2.0`: both texts, as the repository has them.
+    for f in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        let repo = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(f)).unwrap();
+        assert_eq!(
+            std::fs::read(top.join(f)).ok(),
+            Some(repo),
+            "the tarball's {f} is not the repository's"
+        );
+    }
     let thrum = top.join("thrum");
 
     // Static: no interpreter and no shared library to find at run time, so
@@ -374,6 +383,20 @@ fn deb_installs_works_and_removes() {
     assert!(version.starts_with("thrum "), "{version}");
     let (page, _) = ok(Command::new("man").args(["-w", "thrum"]), SETUP_LIMIT);
     assert!(page.contains("/usr/share/man/man1/thrum.1"), "{page}");
+    // The licence: MIT in full, Apache-2.0 by Debian's own copy.
+    let copyright = std::fs::read_to_string("/usr/share/doc/thrum/copyright").unwrap();
+    for line in [
+        "License: MIT or Apache-2.0",
+        "License: MIT\n",
+        " Permission is hereby granted, free of charge",
+        "License: Apache-2.0\n",
+        "/usr/share/common-licenses/Apache-2.0",
+    ] {
+        assert!(
+            copyright.contains(line),
+            "copyright lacks {line:?}:\n{copyright}"
+        );
+    }
     let unit = Path::new("/lib/systemd/system/thrum-server.service");
     assert!(unit.is_file(), "the unit is installed");
     // Installed, not enabled: nothing links it into a target.
@@ -396,6 +419,7 @@ fn deb_installs_works_and_removes() {
         "/usr/share/man/man1/thrum.1.gz",
         "/lib/systemd/system/thrum-server.service",
         "/usr/share/bash-completion/completions/thrum",
+        "/usr/share/doc/thrum/copyright",
     ] {
         assert!(!Path::new(gone).exists(), "dpkg -r left {gone}");
     }
