@@ -1,7 +1,7 @@
 //! What ships: the `cargo xtask dist` tarball (a static binary that runs
 //! `thrum suite` with an empty environment as an unprivileged user, as in
 //! the `FROM scratch` image; man pages that render; completions that load in
-//! bash and offer the tests and drivers), the systemd unit
+//! bash and offer the tests, the preset mixes and the drivers), the systemd unit
 //! (`systemd-analyze verify`), the .deb (installs, works, removes) and the
 //! Kubernetes manifests (validated against the schemas offline).
 //!
@@ -16,6 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+use thrum::plan::TestKind;
 
 use crate::common::{SETUP_LIMIT, bin, run_cmd};
 
@@ -194,6 +196,16 @@ fn dist_aarch64_runs_suite_under_qemu() {
     );
 }
 
+/// The tests that every TEST argument takes (`thrum run`, `thrum sweep`).
+fn tests() -> Vec<&'static str> {
+    TestKind::ALL.iter().map(|k| k.name()).collect()
+}
+
+/// The preset mixes, which `thrum run` takes as its TEST too.
+fn presets() -> Vec<&'static str> {
+    thrum::plan::mix::PRESETS.iter().map(|p| p.name).collect()
+}
+
 #[test]
 fn man_pages_render_and_completions_offer_tests_and_drivers() {
     // bash is checked by running its completion function; zsh by its parser
@@ -240,17 +252,7 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
             .split_whitespace()
             .collect::<Vec<_>>()
     };
-    for t in [
-        "tcp_stream",
-        "tcp_maerts",
-        "tcp_bidir",
-        "tcp_rr",
-        "tcp_crr",
-        "tcp_cc",
-        "udp_stream",
-        "udp_rr",
-        "capacity",
-    ] {
+    for t in tests() {
         assert!(
             line("RUN: ").contains(&t),
             "`thrum run` completes {t}: {out}"
@@ -260,18 +262,30 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
             "`thrum sweep` completes {t}: {out}"
         );
     }
+    // The preset mixes are tests `thrum run` takes, and only it.
+    for p in presets() {
+        assert!(
+            line("RUN: ").contains(&p),
+            "`thrum run` completes {p}: {out}"
+        );
+        assert!(
+            !line("SWEEP: ").contains(&p),
+            "`thrum sweep` offers {p}: {out}"
+        );
+    }
     assert_eq!(line("DRIVER: "), ["auto", "epoll", "uring"]);
 
-    // zsh: the script parses, and `thrum run`'s TEST offers the eight.
+    // zsh: the script parses, and `thrum run`'s TEST offers the nine tests
+    // and the presets.
     let zsh = top.join("completions/_thrum");
     if has("zsh") {
         ok(Command::new("zsh").arg("-n").arg(&zsh), SETUP_LIMIT);
         let text = std::fs::read_to_string(&zsh).unwrap();
+        let run_values = format!("({} {})", tests().join(" "), presets().join(" "));
         assert!(
-            text.contains(
-                "(tcp_stream tcp_maerts tcp_bidir tcp_rr tcp_crr tcp_cc udp_stream udp_rr capacity)"
-            ),
-            "zsh: no test names"
+            text.contains(&run_values),
+            "zsh: no {run_values} in {}",
+            zsh.display()
         );
     } else {
         skip("zsh not found (apt-get install zsh)");
@@ -283,9 +297,12 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
             top.join("completions/thrum.fish").display()
         );
         let (out, _) = ok(Command::new("fish").args(["-c", &script]), SETUP_LIMIT);
-        let (tests, drivers) = out.split_once("---").expect("two lists");
-        for t in ["tcp_stream", "tcp_rr", "tcp_cc", "udp_stream", "udp_rr"] {
-            assert!(tests.lines().any(|l| l.starts_with(t)), "fish: {t}: {out}");
+        let (offered_tests, drivers) = out.split_once("---").expect("two lists");
+        for t in tests().into_iter().chain(presets()) {
+            let offered = offered_tests
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(t));
+            assert!(offered, "fish: {t}: {out}");
         }
         let drivers: Vec<&str> = drivers
             .lines()
