@@ -60,10 +60,22 @@ pub enum Command {
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which
-/// also takes netperf's spellings (`TCP_RR`). It names the eight tests as
-/// possible values only so that shell completions (clap_complete) offer them.
+/// also takes netperf's spellings (`TCP_RR`), or by `thrum run` as a preset
+/// mix (`plan::mix::PRESETS`). It names the tests ([`TestKind::ALL`]), and
+/// with `presets` the preset mixes, as possible values only so that shell
+/// completions (clap_complete) offer them.
 #[derive(Clone, Copy, Debug)]
-pub struct TestName;
+pub struct TestName {
+    /// Offer the preset mixes too (`thrum run rrul`).
+    pub presets: bool,
+}
+
+impl TestName {
+    /// A single test (`thrum sweep`).
+    pub const TEST: TestName = TestName { presets: false };
+    /// A test or a preset mix (`thrum run`).
+    pub const TEST_OR_PRESET: TestName = TestName { presets: true };
+}
 
 impl clap::builder::TypedValueParser for TestName {
     type Value = String;
@@ -80,10 +92,16 @@ impl clap::builder::TypedValueParser for TestName {
     fn possible_values(
         &self,
     ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let presets = crate::plan::mix::PRESETS
+            .iter()
+            .filter(|_| self.presets)
+            .map(|p| p.name);
         Some(Box::new(
             TestKind::ALL
                 .into_iter()
-                .map(|k| clap::builder::PossibleValue::new(k.name())),
+                .map(TestKind::name)
+                .chain(presets)
+                .map(clap::builder::PossibleValue::new),
         ))
     }
 }
@@ -214,7 +232,7 @@ impl OutputArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream, udp_rr or capacity (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run).
-    #[arg(value_name = "TEST", value_parser = TestName, hide_possible_values = true, required_unless_present = "mix", conflicts_with = "mix")]
+    #[arg(value_name = "TEST", value_parser = TestName::TEST_OR_PRESET, hide_possible_values = true, required_unless_present = "mix", conflicts_with = "mix")]
     pub test: Option<String>,
     /// Several tests in one session, as parts joined by commas. A part is
     /// TEST, then optionally *FLOWS and any of @rate=N @dscp=NAME @tos=N
@@ -892,5 +910,31 @@ mod tests {
     fn pairs() {
         assert_eq!(size_pair("1,64K").unwrap(), (1, 65536));
         assert_eq!(size_pair("1k").unwrap(), (1000, 1000));
+    }
+
+    /// What completions offer as TEST: every test for `run` and `sweep`,
+    /// and the presets for `run` alone (a sweep of a mix is not a thing).
+    #[test]
+    fn test_names_offered_to_completions() {
+        use clap::CommandFactory;
+        let offered = |sub: &str| -> Vec<String> {
+            let cmd = Cli::command();
+            let arg = cmd
+                .find_subcommand(sub)
+                .unwrap()
+                .get_positionals()
+                .find(|a| a.get_id() == "test")
+                .unwrap()
+                .clone();
+            arg.get_possible_values()
+                .iter()
+                .map(|v| v.get_name().to_string())
+                .collect()
+        };
+        let tests: Vec<String> = TestKind::ALL.iter().map(|t| t.name().into()).collect();
+        let mut with_presets = tests.clone();
+        with_presets.extend(["rrul", "rrul_be", "upload", "download"].map(String::from));
+        assert_eq!(offered("run"), with_presets);
+        assert_eq!(offered("sweep"), tests);
     }
 }

@@ -2,6 +2,15 @@
 //! the source points down [`LAYERS`], and no two modules name each other
 //! (a parent and its own child aside: `pub mod` and `use super::Flow` are
 //! how Rust nests). A path in a comment is not an import and is skipped.
+//!
+//! A path is not the only way up. Rust lets any module add methods to a
+//! type of the crate (`workload::kinds` gives `plan::TestKind` its row:
+//! `desc()`, `is_udp()`, ...), and a call of one (`plan.test.is_udp()`)
+//! names no module. So the methods a module adds to a type defined in
+//! another are found too, and a call of one below the module that adds it
+//! counts as an import that does not point down. The scan is by text: a
+//! method of the same name on another type of a lower module would be
+//! reported as well (rename one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -89,30 +98,41 @@ fn resolve(all: &BTreeMap<Module, String>, base: &[String], segs: &[&str]) -> Op
     found
 }
 
-/// Module → the modules its code names.
-fn imports() -> BTreeMap<Module, BTreeSet<Module>> {
+/// Every module of the crate with its code (comment lines dropped), but the
+/// root, `main` and this checker.
+fn checked_modules() -> BTreeMap<Module, String> {
     let mut all = BTreeMap::new();
     modules(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
         &[],
         &mut all,
     );
+    all.into_iter()
+        .filter(|(m, _)| {
+            !(m.is_empty() || m[..] == ["lib"] || m[..] == ["main"] || m[..] == ["layers"])
+        })
+        .map(|(m, text)| {
+            let code = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (m, code)
+        })
+        .collect()
+}
+
+/// Module → the modules its code names.
+fn imports() -> BTreeMap<Module, BTreeSet<Module>> {
+    let all = checked_modules();
     let mut graph = BTreeMap::new();
-    for (m, text) in &all {
-        if m.is_empty() || m[..] == ["lib"] || m[..] == ["main"] || m[..] == ["layers"] {
-            continue;
-        }
-        let code: String = text
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
+    for (m, code) in &all {
         let mut to = BTreeSet::new();
-        for segs in paths(&code, "crate::") {
+        for segs in paths(code, "crate::") {
             to.extend(resolve(&all, &[], &segs));
         }
         let parent = &m[..m.len() - 1];
-        for segs in paths(&code, "super::") {
+        for segs in paths(code, "super::") {
             to.extend(resolve(&all, parent, &segs).or_else(|| Some(parent.to_vec())));
         }
         // The crate root (a top-level file's `super::*` in its tests).
@@ -121,6 +141,75 @@ fn imports() -> BTreeMap<Module, BTreeSet<Module>> {
         graph.insert(m.clone(), to);
     }
     graph
+}
+
+/// Module → the methods it adds to types defined elsewhere: the `fn`s of
+/// each top-level inherent `impl Name {` whose `Name` this module does not
+/// define.
+fn extension_methods(all: &BTreeMap<Module, String>) -> BTreeMap<Module, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for (m, code) in all {
+        let mut lines = code.lines();
+        while let Some(line) = lines.next() {
+            let Some(name) = line
+                .strip_prefix("impl ")
+                .and_then(|l| l.strip_suffix(" {"))
+                .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            else {
+                continue;
+            };
+            let defined = ["struct", "enum", "type", "union"].iter().any(|k| {
+                let def = format!("{k} {name}");
+                code.match_indices(&def).any(|(at, _)| {
+                    !code[at + def.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                })
+            });
+            let methods: Vec<String> = lines
+                .by_ref()
+                .take_while(|l| *l != "}")
+                .filter_map(|l| {
+                    let l = l.trim_start();
+                    l.strip_prefix("pub fn ")
+                        .or_else(|| l.strip_prefix("pub(crate) fn "))
+                })
+                .filter_map(|l| l.split(['(', '<']).next())
+                .map(str::to_string)
+                .collect();
+            if !defined {
+                out.entry(m.clone())
+                    .or_insert_with(Vec::new)
+                    .extend(methods);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_method_added_above_is_called_below() {
+    let all = checked_modules();
+    let mut up = Vec::new();
+    for (adder, methods) in extension_methods(&all) {
+        for (m, code) in &all {
+            if rank(&m[0]) <= rank(&adder[0]) {
+                continue;
+            }
+            for f in &methods {
+                if code.contains(&format!(".{f}(")) {
+                    up.push(format!(
+                        "{} calls {}'s {f}()",
+                        m.join("::"),
+                        adder.join("::")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        up.is_empty(),
+        "calls of methods added by a higher module:\n{}",
+        up.join("\n")
+    );
 }
 
 #[test]
@@ -177,4 +266,10 @@ fn the_checker_sees_an_import() {
         run.contains(&vec!["agg".to_string(), "cpu".to_string()]),
         "{run:?}"
     );
+    // The test's row is added to `plan::TestKind` by `workload::kinds`.
+    let added = extension_methods(&checked_modules());
+    let kinds = &added[&vec!["workload".to_string(), "kinds".to_string()]];
+    for f in ["desc", "is_udp", "is_connect"] {
+        assert!(kinds.iter().any(|k| k == f), "{kinds:?}");
+    }
 }

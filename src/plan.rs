@@ -503,13 +503,29 @@ impl TestPlan {
         }
     }
 
-    /// Check every field against its range and the test it belongs to.
+    /// Check every field against its range and the test it belongs to: a
+    /// mix part by part (`plan::mix`), a single test step by step below, in
+    /// the order the first error is reported. Which options apply to which
+    /// tests is the plan's own rule, written beside the message that names
+    /// them (the tests' rows sit above the plan, in `workload::kinds`).
     pub fn validate(&self) -> Result<(), PlanError> {
         if !self.parts.is_empty() {
             return self.validate_parts();
         }
+        self.validate_flows_and_window()?;
+        self.validate_transactions()?;
+        self.validate_sizes()?;
+        self.validate_direction()?;
+        self.validate_test_flags()?;
+        self.validate_open_loop()?;
+        self.validate_call_times()?;
+        self.validate_percentiles()?;
+        self.validate_socket_options()
+    }
+
+    /// Flows, threads and the window's lengths.
+    fn validate_flows_and_window(&self) -> Result<(), PlanError> {
         use limits::*;
-        let t = self.test;
         check("--flows", self.flows as u64, 1, MAX_FLOWS as u64)?;
         check("--threads", self.threads as u64, 1, MAX_THREADS as u64)?;
         if self.threads > self.flows {
@@ -532,9 +548,12 @@ impl TestPlan {
             MIN_INTERVAL_NS,
             MAX_DURATION_NS,
         )?;
-        // Which options apply to which tests is the plan's own rule, written
-        // beside the message that names them (the tests' rows sit above the
-        // plan, in `workload::kinds`).
+        Ok(())
+    }
+
+    /// `--transactions`: a count-limited run.
+    fn validate_transactions(&self) -> Result<(), PlanError> {
+        let t = self.test;
         if let Some(n) = self.transactions {
             if !matches!(
                 t,
@@ -562,6 +581,13 @@ impl TestPlan {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// Burst, message sizes, `--rate` in bit/s and the rr timeout.
+    fn validate_sizes(&self) -> Result<(), PlanError> {
+        use limits::*;
+        let t = self.test;
         if self.burst > 0 && !matches!(t, TestKind::TcpRr | TestKind::UdpRr) {
             return Err(PlanError::NotApplicable {
                 flag: "--burst",
@@ -602,6 +628,12 @@ impl TestPlan {
             60_000_000_000,
         )?;
         check("--recv-size", self.recv_bytes, 1, MAX_IO_BYTES)?;
+        Ok(())
+    }
+
+    /// `--reverse` and `--both` (capacity).
+    fn validate_direction(&self) -> Result<(), PlanError> {
+        let t = self.test;
         if self.direction != Direction::Forward {
             let flag = match self.direction {
                 Direction::Both => "--both",
@@ -621,6 +653,12 @@ impl TestPlan {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// `--gso`, `--zerocopy` and `--close rst`, each for its tests.
+    fn validate_test_flags(&self) -> Result<(), PlanError> {
+        let t = self.test;
         if self.gso {
             if t != TestKind::UdpStream {
                 return Err(PlanError::NotApplicable {
@@ -654,7 +692,12 @@ impl TestPlan {
                 test: t,
             });
         }
-        self.validate_open_loop()?;
+        Ok(())
+    }
+
+    /// `--call-times` (the stream tests).
+    fn validate_call_times(&self) -> Result<(), PlanError> {
+        let t = self.test;
         if self.call_times
             && !matches!(
                 t,
@@ -667,6 +710,12 @@ impl TestPlan {
                 test: t,
             });
         }
+        Ok(())
+    }
+
+    /// `--percentiles`: how many, and each in (0, 100].
+    fn validate_percentiles(&self) -> Result<(), PlanError> {
+        use limits::*;
         if self.percentiles.len() > MAX_PERCENTILES {
             return Err(PlanError::Invalid(format!(
                 "--percentiles lists {} values (accepted: at most {MAX_PERCENTILES})",
@@ -682,6 +731,12 @@ impl TestPlan {
                 "--percentiles {p} is out of range (accepted: greater than 0 and at most 100)"
             )));
         }
+        Ok(())
+    }
+
+    /// Both ends' socket options: buffers, MSS, congestion control, pacing, busy polling and CPU pinning.
+    fn validate_socket_options(&self) -> Result<(), PlanError> {
+        use limits::*;
         for (flag, v) in [
             ("--local-buffer (send)", self.local.send_buffer_bytes),
             ("--local-buffer (receive)", self.local.recv_buffer_bytes),
@@ -769,7 +824,9 @@ impl TestPlan {
             1,
             limits::MAX_INFLIGHT as u64,
         )?;
-        if t.is_connect() && self.max_inflight != DEFAULT_MAX_INFLIGHT {
+        if !matches!(t, TestKind::TcpRr | TestKind::UdpRr)
+            && self.max_inflight != DEFAULT_MAX_INFLIGHT
+        {
             return Err(PlanError::Invalid(format!(
                 "--max-inflight applies to tcp_rr and udp_rr; {t} with --rate has one connection open per flow (more at once: -F)"
             )));

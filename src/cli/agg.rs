@@ -217,7 +217,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
     /// tcp_rr, udp_rr (or any test; burst applies to tcp_rr and udp_rr only).
-    #[arg(value_name = "TEST", value_parser = super::TestName, hide_possible_values = true)]
+    #[arg(value_name = "TEST", value_parser = super::TestName::TEST, hide_possible_values = true)]
     pub test: String,
     /// Server; absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]

@@ -12,8 +12,9 @@ use super::out::target_or_embedded;
 use super::progress::Ticker;
 use crate::cli::{Format, OutputArgs, RunArgs};
 use crate::control;
-use crate::control::client::Observer;
+use crate::control::client::{Observer, Target};
 use crate::export::{self, Exporter};
+use crate::plan::TestPlan;
 use crate::result::{Interval, TestResult};
 use crate::units::BitsPerSec;
 use crate::warning::{Code, Warning};
@@ -118,20 +119,14 @@ fn write_outputs(
     match &out.output {
         Some(path) => export::write_atomic(path, &bytes)
             .with_context(|| format!("writing --output {}", path.display()))?,
-        None => {
-            let mut so = std::io::stdout().lock();
-            match so.write_all(&bytes).and_then(|_| so.flush()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                r => r.context("writing to standard output")?,
-            }
-        }
+        None => super::out::print(&bytes)?,
     }
     Ok(())
 }
 
 /// `--dry-run`: the SPEC a preset or `--mix` stands for, one line per part,
 /// on stdout; nothing is run.
-fn dry_run(args: &RunArgs, plan: &crate::plan::TestPlan) -> Result<()> {
+fn dry_run(args: &RunArgs, plan: &TestPlan) -> Result<()> {
     let mut out = String::new();
     match args.mix_spec() {
         Some(spec) => {
@@ -160,16 +155,44 @@ fn dry_run(args: &RunArgs, plan: &crate::plan::TestPlan) -> Result<()> {
             plan.flows
         )),
     }
-    let mut so = std::io::stdout().lock();
-    match so.write_all(out.as_bytes()).and_then(|_| so.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing to standard output"),
-    }
+    super::out::print(&out)
 }
 
-/// `thrum run`.
+/// `thrum run`: check the plan, measure, then write the result where it
+/// was asked for and say on stderr what a reader should know.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
+    check_drawings(args, &plan)?;
+    if args.dry_run {
+        dry_run(args, &plan)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    control::stop::on_signals().context("installing signal handlers")?;
+    let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
+    let (mut result, rows_shown, live) = measure(args, &plan, &target)?;
+    let interrupted = control::stop::requested();
+    if interrupted {
+        mark_interrupted(&mut result.summary.error);
+    }
+    // Results to standard output (or -o); everything else to stderr.
+    // A human table of a run that measured nothing would be zeros.
+    let measured = !result.intervals.is_empty() || result.summary.error.is_none();
+    let main = measured || args.out.format() != Format::Human || args.out.json_stream;
+    let mut human = args.human_options();
+    human.rows_shown = rows_shown;
+    write_outputs(&result, &args.out, &human, main)?;
+    write_drawings(args, &plan, &result)?;
+    Ok(say_on_stderr(
+        args,
+        &result,
+        live.error.as_deref(),
+        interrupted,
+    ))
+}
+
+/// `--chart` and `--html` draw a mix (and `--chart` capacity's dispersion
+/// histogram too): refused before anything runs for any other test.
+fn check_drawings(args: &RunArgs, plan: &TestPlan) -> Result<()> {
     for (flag, set, what) in [
         (
             "--chart",
@@ -187,12 +210,18 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             anyhow::bail!("{flag} draws {what}; {} is a single test", plan.test);
         }
     }
-    if args.dry_run {
-        dry_run(args, &plan)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    control::stop::on_signals().context("installing signal handlers")?;
-    let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
+    Ok(())
+}
+
+/// Run the test (or its `--iterations`) with the progress line, the rows
+/// as they complete and the live samples. Returns the result, whether the
+/// rows were shown live, and the samples' writer, which stays open until
+/// `run` ends.
+fn measure(
+    args: &RunArgs,
+    plan: &TestPlan,
+    target: &Target,
+) -> Result<(TestResult, bool, export::live::Live)> {
     let total = plan.transactions.is_none().then(|| {
         std::time::Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.cooldown_ns)
     });
@@ -215,7 +244,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     } else {
         target.label.as_str()
     };
-    export::human::head(&mut head, plan.test, server, &plan)?;
+    export::human::head(&mut head, plan.test, server, plan)?;
     let mut watch = Watch {
         ticker: &ticker,
         rows,
@@ -227,14 +256,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         &plan.percentiles,
         args.out.json_stream,
         args.out.samples.as_deref(),
-        export::csv::PartCols::of_plan(&plan),
+        export::csv::PartCols::of_plan(plan),
     )
     .with_context(|| "opening --samples for writing")?;
-    let mut result = {
+    let result = {
         let mut observer = export::live::Both(&mut watch, &mut live);
         match repeat {
             Some(rep) => {
-                control::client::run_repeated(&target, &plan, rep, &mut observer, &mut |it| {
+                control::client::run_repeated(target, plan, rep, &mut observer, &mut |it| {
                     ticker.above(|| {
                         eprintln!(
                             "iteration {}: {}",
@@ -244,7 +273,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
                     });
                 })
             }
-            None => control::client::run(&target, &plan, &mut observer),
+            None => control::client::run(target, plan, &mut observer),
         }
     };
     let (printed, rows_shown) = (watch.printed, rows && watch.head.is_none());
@@ -259,38 +288,48 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         }
         super::out::print(&late)?;
     }
-    let interrupted = control::stop::requested();
-    if interrupted {
-        // What was measured stands; the run did not end as planned.
-        result.summary.error = Some(match result.summary.error.take() {
-            Some(e) if e != control::stop::INTERRUPTED => {
-                format!("{}: {e}", control::stop::INTERRUPTED)
-            }
-            _ => control::stop::INTERRUPTED.to_string(),
-        });
-    }
-    // Results to standard output (or -o); everything else to stderr.
-    // A human table of a run that measured nothing would be zeros.
-    let measured = !result.intervals.is_empty() || result.summary.error.is_none();
-    let main = measured || args.out.format() != Format::Human || args.out.json_stream;
-    let mut human = args.human_options();
-    human.rows_shown = rows_shown;
-    write_outputs(&result, &args.out, &human, main)?;
+    Ok((result, rows_shown, live))
+}
+
+/// A run stopped by a signal: what was measured stands, and the error
+/// says the run did not end as planned.
+fn mark_interrupted(error: &mut Option<String>) {
+    *error = Some(match error.take() {
+        Some(e) if e != control::stop::INTERRUPTED => {
+            format!("{}: {e}", control::stop::INTERRUPTED)
+        }
+        _ => control::stop::INTERRUPTED.to_string(),
+    });
+}
+
+/// `--chart` (a mix's time series, or capacity's histogram) and `--html`.
+fn write_drawings(args: &RunArgs, plan: &TestPlan, result: &TestResult) -> Result<()> {
     if let Some(path) = &args.chart {
         let svg = if plan.parts.is_empty() {
-            export::capacity::svg(&result)
+            export::capacity::svg(result)
         } else {
-            export::lul::svg(&result)
+            export::lul::svg(result)
         };
         export::write_atomic(path, svg.as_bytes())
             .with_context(|| format!("writing --chart {}", path.display()))?;
     }
     if let Some(path) = &args.html {
-        export::write_atomic(path, export::lul::html(&result).as_bytes())
+        export::write_atomic(path, export::lul::html(result).as_bytes())
             .with_context(|| format!("writing --html {}", path.display()))?;
     }
+    Ok(())
+}
+
+/// What stderr says after the result: a failed samples write, the
+/// warnings a reader asked for, the error; and the exit code it gives.
+fn say_on_stderr(
+    args: &RunArgs,
+    result: &TestResult,
+    live_error: Option<&str>,
+    interrupted: bool,
+) -> ExitCode {
     let mut err = std::io::stderr().lock();
-    if let Some(e) = &live.error {
+    if let Some(e) = live_error {
         let _ = writeln!(err, "warning: writing samples while the test ran: {e}");
     }
     // JSON and key=value carry every warning; the human output says on
@@ -318,11 +357,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             let _ = writeln!(err, "  tip: {tip}");
         }
         if interrupted {
-            return Ok(ExitCode::from(control::stop::EXIT_INTERRUPTED));
+            return ExitCode::from(control::stop::EXIT_INTERRUPTED);
         }
-        return Ok(ExitCode::FAILURE);
+        return ExitCode::FAILURE;
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// Whether the human output says a warning without -c, -C, --cpu or -v:

@@ -61,7 +61,8 @@ impl Dial {
         let test = plan.test.desc();
         let data_addr = SocketAddr::new(server_ip, ports.data_port);
         let opts = DataSocketOpts::from_plan(plan, &plan.local);
-        let buffers = SocketBuffers::as_set(plan, &plan.local, server_ip.is_ipv6()).ok();
+        let buffers =
+            SocketBuffers::as_set(plan, &plan.local, plan.test.is_udp(), server_ip.is_ipv6()).ok();
         let flows_n = plan.flows as usize;
         if let Err(w) = crate::io::fdlimit::ensure(self.fds_needed) {
             warnings.push(Warning::new(Code::DescriptorLimit, w));

@@ -1,8 +1,17 @@
 //! The control protocol and the two ends that speak it.
 //!
-//! `proto` is the wire format; `server` serves sessions (each its own test);
-//! `client` drives one test against one server and gathers the result;
-//! `stop` is the request to end early (Ctrl-C) that sessions read.
+//! - The wire: `proto` (frames and the messages typed by direction),
+//!   `deadline` (a whole message's read bounded in time), `auth` (the
+//!   pre-shared key's challenge and answer).
+//! - The server's end: `server` listens and admits, with `admission` (who
+//!   gets a session), `limits` (what a session may ask for) and `log` (one
+//!   line per session); `session` runs one session step by step, and `data`
+//!   opens its data sockets and builds its flows.
+//! - The client's end: `client` holds one test's conversation with one
+//!   server, `dial` opens its data flows, `timeline` runs the ticks and
+//!   the drain and gathers the record, `analysis` turns that record into
+//!   the result (a pure function), and `repeat` is the `--iterations` loop.
+//! - `stop` is the request to end early (Ctrl-C) that both ends read.
 
 pub mod admission;
 pub(crate) mod analysis;

@@ -664,7 +664,8 @@ impl Report<'_> {
             } else {
                 Vec::new()
             },
-            socket_buffers: SocketBuffers::as_set(plan, &plan.local, self.ipv6).ok(),
+            socket_buffers: SocketBuffers::as_set(plan, &plan.local, plan.test.is_udp(), self.ipv6)
+                .ok(),
             call_times: outs
                 .iter()
                 .find_map(|o| crate::engine::call_times(&o.flows))

@@ -156,7 +156,9 @@ pub fn head(
         "{} to {}: {} flow(s) on {} thread(s)",
         test, server, p.flows, p.threads
     )?;
-    if test == crate::plan::TestKind::UdpStream {
+    // A stream of numbered datagrams whose loss the receiver counts
+    // (udp_stream's row): its size and pacing are what the line says.
+    if test.desc().loss == crate::workload::kinds::Loss::Datagrams {
         match p.rate_bps {
             Some(rate) => writeln!(
                 out,

@@ -158,14 +158,21 @@ pub struct SocketBuffers {
 
 impl SocketBuffers {
     /// The buffers the kernel gives a data socket of this end: a socket of
-    /// the test's transport and address family, given the same options the
-    /// data sockets get before `connect`/`listen`, read back with
-    /// getsockopt. Accepted TCP sockets inherit the listener's, so this is
-    /// the figure of every data socket of the end at its start.
-    pub fn as_set(plan: &TestPlan, this_end: &SocketOpts, ipv6: bool) -> io::Result<SocketBuffers> {
+    /// the test's transport (`udp`, else TCP: the caller reads it from the
+    /// test's row, which sits above this layer) and address family, given
+    /// the same options the data sockets get before `connect`/`listen`,
+    /// read back with getsockopt. Accepted TCP sockets inherit the
+    /// listener's, so this is the figure of every data socket of the end at
+    /// its start.
+    pub fn as_set(
+        plan: &TestPlan,
+        this_end: &SocketOpts,
+        udp: bool,
+        ipv6: bool,
+    ) -> io::Result<SocketBuffers> {
         let opts = DataSocketOpts::from_plan(plan, this_end);
         let domain = if ipv6 { Domain::IPV6 } else { Domain::IPV4 };
-        let s = if plan.test.is_udp() {
+        let s = if udp {
             Socket::new(domain, Type::DGRAM.cloexec(), Some(Protocol::UDP))?
         } else {
             Socket::new(domain, Type::STREAM.cloexec(), Some(Protocol::TCP))?

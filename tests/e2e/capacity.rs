@@ -14,7 +14,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_schema, f, json, ns_client_cmd, one_at_a_time, run_cmd, svg_text, u,
+    ServerProc, assert_schema, diagnostics, f, json, ns_client_cmd, one_at_a_time, run_cmd,
+    svg_text, u,
 };
 use crate::path3::{Path3, TOWARD_A, TOWARD_B};
 
@@ -189,8 +190,8 @@ fn capacity_reverse_and_both_read_each_direction() {
     assert_eq!(doc["spec"]["direction"], "both");
     // The client's receivers end at the drain without waiting for a
     // sender that stops only after it.
-    let warnings = s["warnings"].to_string();
-    assert!(!warnings.contains("drain"), "{warnings}");
+    let undrained = diagnostics(&doc, "drain_timeout");
+    assert!(undrained.is_empty(), "{undrained:?}");
 }
 
 /// On loopback, which has no narrow link, capacity still runs like any

@@ -387,14 +387,42 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
-/// The messages of a result's diagnostics of `code` (`summary.diagnostics`).
-pub fn diagnostics(doc: &serde_json::Value, code: &str) -> Vec<String> {
+/// A result's diagnostics (`summary.diagnostics`): code and message.
+pub fn coded(doc: &serde_json::Value) -> impl Iterator<Item = (&str, &str)> {
     doc["summary"]["diagnostics"]
         .as_array()
         .expect("summary.diagnostics")
         .iter()
-        .filter(|d| d["code"] == code)
-        .map(|d| d["message"].as_str().expect("message").to_string())
+        .map(|d| {
+            let text = |k: &str| d[k].as_str().unwrap_or_else(|| panic!("{k} in {d}"));
+            (text("code"), text("message"))
+        })
+}
+
+/// The messages of a result's diagnostics of `code`.
+pub fn diagnostics(doc: &serde_json::Value, code: &str) -> Vec<String> {
+    coded(doc)
+        .filter(|(c, _)| *c == code)
+        .map(|(_, m)| m.to_string())
+        .collect()
+}
+
+/// The codes of the warnings about the session itself rather than the
+/// machine: the server's errors and implausible usage, refused
+/// connections or datagrams, missing server samples, undrained workers.
+pub const SESSION_CODES: [&str; 5] = [
+    "server_error",
+    "server_usage_implausible",
+    "server_refused",
+    "server_samples_missing",
+    "drain_timeout",
+];
+
+/// A result's diagnostics whose code is one of `codes`, as `code: message`.
+pub fn diagnostics_of(doc: &serde_json::Value, codes: &[&str]) -> Vec<String> {
+    coded(doc)
+        .filter(|(c, _)| codes.contains(c))
+        .map(|(c, m)| format!("{c}: {m}"))
         .collect()
 }
 

@@ -17,7 +17,9 @@ use thrum::control::auth::{self, Psk};
 use thrum::control::proto::{self, ClientMsg, PROTOCOL_VERSION, encode};
 use thrum::plan::{TestKind, TestPlan};
 
-use crate::common::{ServerProc, bin, json, one_at_a_time, run_client, short_rr, u};
+use crate::common::{
+    SESSION_CODES, ServerProc, bin, diagnostics_of, json, one_at_a_time, run_client, short_rr, u,
+};
 
 /// The server's limits in this suite.
 const MAX_FLOWS: &str = "16";
@@ -457,15 +459,8 @@ fn hostile_clients_do_not_disturb_a_running_test() {
         u(&s["remote"]["total"]["bytes_received"])
     );
     assert_eq!(doc["intervals"].as_array().unwrap().len(), 20);
-    let session_warnings = ["server", "refused", "samples", "drained"];
-    assert!(
-        s["warnings"].as_array().is_none_or(|w| !w.iter().any(|w| {
-            let w = w.as_str().unwrap_or("");
-            session_warnings.iter().any(|k| w.contains(k))
-        })),
-        "{}",
-        s["warnings"]
-    );
+    let session = diagnostics_of(&doc, &SESSION_CODES);
+    assert!(session.is_empty(), "{session:?}");
 
     // Back to the baseline.
     assert!(

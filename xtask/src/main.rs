@@ -6,10 +6,10 @@
 //!   whole-program LTO; a profile named `dist` would share target/dist),
 //!   stripped with its debug info kept beside it, and the tarball
 //!   `target/dist/thrum-VERSION-TARGET.tar.gz` holding it with the man pages,
-//!   completions, systemd unit, README and LICENSE files (when there are any).
+//!   completions, systemd unit, README and the two licence files.
 //! - `deb`: the same files as a Debian package, built with `dpkg-deb` from the
 //!   tree `dist` stages (no cargo-deb to compile in CI); the unit is installed,
-//!   not enabled.
+//!   not enabled, and the licence is in `/usr/share/doc/thrum/copyright`.
 //! - `man DIR`, `completions DIR`: only those files, for a packager.
 //!
 //! Man pages and completions come from the CLI's own clap definition
@@ -127,12 +127,8 @@ fn dist(target: &str) -> Result<Dist> {
         stage.join("systemd/thrum-server.service"),
     )
     .context("copying packaging/systemd/thrum-server.service")?;
-    for doc in license_files(&root)?
-        .into_iter()
-        .chain([root.join("README.md")])
-    {
-        fs::copy(&doc, stage.join(doc.file_name().expect("a file name")))
-            .with_context(|| format!("copying {}", doc.display()))?;
+    for doc in LICENSES.iter().chain(&["README.md"]) {
+        fs::copy(root.join(doc), stage.join(doc)).with_context(|| format!("copying {doc}"))?;
     }
 
     let tarball = out.join(format!("{name}.tar.gz"));
@@ -164,20 +160,9 @@ fn objcopy() -> Result<PathBuf> {
         .unwrap_or_else(|| PathBuf::from("objcopy")))
 }
 
-/// LICENSE, LICENSE-MIT, LICENSE-APACHE, ... in the root: shipped when present.
-fn license_files(root: &Path) -> Result<Vec<PathBuf>> {
-    let mut v: Vec<PathBuf> = fs::read_dir(root)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.is_file()
-                && p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("LICENSE") || n.starts_with("COPYING"))
-        })
-        .collect();
-    v.sort();
-    Ok(v)
-}
+/// The licence files in the root, one per licence of Cargo.toml's
+/// `MIT OR Apache-2.0`: every tarball and package ships both.
+const LICENSES: [&str; 2] = ["LICENSE-MIT", "LICENSE-APACHE"];
 
 /// thrum's version (not this crate's), as its CLI states it.
 fn version() -> String {
@@ -331,8 +316,7 @@ fn deb(d: &Dist) -> Result<PathBuf> {
     )?;
     fs::write(
         put("usr/share/doc/thrum/copyright")?,
-        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\
-         Upstream-Name: thrum\n\nFiles: *\nLicense: MIT OR Apache-2.0\n",
+        copyright(&fs::read_to_string(d.stage.join("LICENSE-MIT"))?),
     )?;
     let size_kb = dir_size(&tree)? / 1024 + 1;
     let version = version();
@@ -359,6 +343,37 @@ fn deb(d: &Dist) -> Result<PathBuf> {
         .arg(&tree)
         .arg(&deb))?;
     Ok(deb)
+}
+
+/// Debian's machine-readable copyright file: the MIT text in full, and
+/// Apache-2.0 by the copy every Debian system has (Debian Policy 12.5).
+fn copyright(mit: &str) -> String {
+    // A paragraph's continuation lines start with a space; an empty one is " .".
+    let mit: String = mit
+        .lines()
+        .map(|l| {
+            if l.trim().is_empty() {
+                " .\n".to_string()
+            } else {
+                format!(" {l}\n")
+            }
+        })
+        .collect();
+    format!(
+        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\
+         Upstream-Name: thrum\n\
+         \n\
+         Files: *\n\
+         Copyright: 2026 the thrum developers\n\
+         License: MIT or Apache-2.0\n\
+         \n\
+         License: MIT\n\
+         {mit}\
+         \n\
+         License: Apache-2.0\n \
+         On Debian systems, the full text of the Apache License, Version 2.0\n \
+         is in /usr/share/common-licenses/Apache-2.0.\n"
+    )
 }
 
 fn dir_size(p: &Path) -> Result<u64> {
