@@ -460,16 +460,6 @@ META="$WORK/meta.tsv"
 : >"$RESULTS"
 : >"$CMDS"
 
-qjoin() { # shell-quote only the words that need it, for a readable report
-	local a out=()
-	for a in "$@"; do
-		a="${a#"$ROOT/"}" # thrum's and the helper's paths relative to the repository root
-		[[ "$a" == "$PY" ]] && a=python3
-		if [[ "$a" =~ ^[A-Za-z0-9_./:,=+@%-]+$ ]]; then out+=("$a"); else out+=("$(printf '%q' "$a")"); fi
-	done
-	echo "${out[*]}"
-}
-
 run_one() { # row tool run
 	local row="$1" tool="$2" run="$3"
 	local d="$WORK/$row/$tool/$run" pin=() status=ok value=0 cu=0 su=0 cw=0 other=0

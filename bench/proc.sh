@@ -1,7 +1,7 @@
 # Process control shared by the bench scripts that start a server and a
 # client per run (compare.sh, agg-cost.sh). Sourced, not run. The script
-# sets WORK (its scratch directory), KEEP and FAILED, and CUR_SRV/CUR_CLI to
-# the pids of what is running.
+# sets ROOT, PY and HELPER, WORK (its scratch directory), KEEP and FAILED,
+# and CUR_SRV/CUR_CLI to the pids of what is running.
 
 stop_pid() { # pid: SIGTERM, then SIGKILL if it has not gone after 5 s
 	local pid="$1" i
@@ -83,4 +83,14 @@ stop_server() {
 	stop_pid "$CUR_SRV"
 	wait "$CUR_SRV" 2>/dev/null || true
 	CUR_SRV=""
+}
+
+qjoin() { # shell-quote only the words that need it, for a readable report
+	local a out=()
+	for a in "$@"; do
+		a="${a#"$ROOT/"}" # thrum's and the helper's paths relative to the repository root
+		[[ "$a" == "$PY" ]] && a=python3
+		if [[ "$a" =~ ^[A-Za-z0-9_./:,=+@%-]+$ ]]; then out+=("$a"); else out+=("$(printf '%q' "$a")"); fi
+	done
+	echo "${out[*]}"
 }
