@@ -24,17 +24,19 @@ usage: bench/compare.sh [options]
                   `cargo build --release` first)
   --no-thrum      peers only (ratios are then left out)
   --rows LIST     comma-separated subset of: rr,rr_pinned,rr_agg,crr,crr_agg,
-                  stream,stream_split,stream_f2,stream_f8 (TCP), udp_rr,
-                  udp_rr_pinned,udp_rr_agg,
-                  udp_stream
+                  stream,stream_split,stream_pinned,stream_16k,stream_f2,
+                  stream_f8,maerts,bidir (TCP), udp_rr,udp_rr_pinned,
+                  udp_rr_agg,udp_stream
                   (UDP), scale (10,000 tcp_rr flows, thrum only); "tcp",
                   "udp" and "scale" stand for their groups (default: all)
   --tools LIST    comma-separated subset of:
-                  thrum,thrum_uring,thrum_rst,floor,netperf,neper,sockperf,
-                  qperf,iperf3
-                  (thrum_uring: thrum --driver uring, in the tcp_rr and
-                  udp_rr aggregate rows; thrum_rst: thrum --close rst, in
-                  the tcp_crr rows, where it is compared with neper)
+                  thrum,thrum_uring,thrum_epoll,thrum_rst,floor,netperf,neper,
+                  sockperf,qperf,iperf3
+                  (thrum_uring, thrum_epoll: thrum --driver uring or
+                  --driver epoll, in the tcp_rr and udp_rr aggregate rows,
+                  where plain thrum's --driver auto runs io_uring;
+                  thrum_rst: thrum --close rst, in the tcp_crr rows, where
+                  it is compared with neper)
                   (floor: bench/floor, the minimal blocking reference, built
                   with cargo from its own manifest)
   --quiet-wait S  before each run, wait up to S s (default 20) for the rest
@@ -57,11 +59,11 @@ DURATION=5
 OUT="$ROOT/BENCHMARKS.md"
 THRUM=""
 NO_THRUM=0
-TCP_ROWS="rr rr_pinned rr_agg crr crr_agg stream stream_split stream_f2 stream_f8"
+TCP_ROWS="rr rr_pinned rr_agg crr crr_agg stream stream_split stream_pinned stream_16k stream_f2 stream_f8 maerts bidir"
 UDP_ROWS="udp_rr udp_rr_pinned udp_rr_agg udp_stream"
 SCALE_ROWS="scale"
 ROWS="tcp,udp,scale"
-TOOLS="thrum,thrum_uring,thrum_rst,floor,netperf,neper,sockperf,qperf,iperf3"
+TOOLS="thrum,thrum_uring,thrum_epoll,thrum_rst,floor,netperf,neper,sockperf,qperf,iperf3"
 KEEP=0
 QUIET_WAIT=20
 # Busy CPUs, outside the benchmark, below which the machine counts as quiet.
@@ -95,14 +97,16 @@ for r in ${ROWS//,/ }; do
 	tcp) rows+=($TCP_ROWS) ;;
 	udp) rows+=($UDP_ROWS) ;;
 	scale) rows+=($SCALE_ROWS) ;;
-	rr | rr_pinned | rr_agg | crr | crr_agg | stream | stream_split | stream_f2 | stream_f8 | udp_rr | udp_rr_pinned | udp_rr_agg | udp_stream) rows+=("$r") ;;
+	rr | rr_pinned | rr_agg | crr | crr_agg | stream | stream_split | stream_pinned | stream_16k | \
+		stream_f2 | stream_f8 | maerts | bidir | udp_rr | udp_rr_pinned | udp_rr_agg | udp_stream)
+		rows+=("$r") ;;
 	*) echo "unknown row $r" >&2; exit 2 ;;
 	esac
 done
 ROWS="${rows[*]}"
 for t in ${TOOLS//,/ }; do
 	case "$t" in
-	thrum | thrum_uring | thrum_rst | floor | netperf | neper | sockperf | qperf | iperf3) ;;
+	thrum | thrum_uring | thrum_epoll | thrum_rst | floor | netperf | neper | sockperf | qperf | iperf3) ;;
 	*) echo "unknown tool $t" >&2; exit 2 ;;
 	esac
 done
@@ -184,6 +188,7 @@ check_peer() { # name binaries...
 if ((!NO_THRUM)); then
 	HAVE[thrum]=1
 	want_tool thrum_uring && HAVE[thrum_uring]=1
+	want_tool thrum_epoll && HAVE[thrum_epoll]=1
 	want_tool thrum_rst && HAVE[thrum_rst]=1
 fi
 check_peer netperf netperf netserver
@@ -193,7 +198,7 @@ for r in $ROWS; do
 	case "$r" in
 	rr | rr_pinned | rr_agg) neper_bins+=(neper-tcp_rr) ;;
 	crr | crr_agg) neper_bins+=(neper-tcp_crr) ;;
-	stream | stream_split | stream_f*) neper_bins+=(neper-tcp_stream) ;;
+	stream*) neper_bins+=(neper-tcp_stream) ;;
 	udp_rr*) neper_bins+=(neper-udp_rr) ;;
 	udp_stream) neper_bins+=(neper-udp_stream) ;;
 	esac
@@ -206,14 +211,23 @@ check_peer iperf3 iperf3
 tools_for_row() { # prints the tools that take part in a row, thrum first
 	local row="$1" t cands
 	case "$row" in
-	stream | stream_split) cands="thrum floor netperf neper iperf3" ;;
+	stream | stream_split | stream_pinned | stream_16k) cands="thrum floor netperf neper iperf3" ;;
+	# The server sends: netperf TCP_MAERTS and iperf3 -R; neither neper nor
+	# the floor has a reverse stream.
+	maerts) cands="thrum netperf iperf3" ;;
+	# Both ways at once in one test: only iperf3 --bidir (netperf would
+	# need two processes, a TCP_STREAM and a TCP_MAERTS, whose windows
+	# do not line up).
+	bidir) cands="thrum iperf3" ;;
 	# Several flows: netperf and the floor run one flow per process.
 	stream_f2 | stream_f8) cands="thrum neper iperf3" ;;
 	udp_stream) cands="thrum netperf neper iperf3" ;;
 	# Only thrum, neper and netperf (with burst) run many RR flows at once.
-	udp_rr_agg) cands="thrum thrum_uring netperf neper" ;;
+	# thrum (--driver auto) runs io_uring there, from 4 rr flows per worker;
+	# thrum_epoll keeps the uring-vs-epoll comparison.
+	udp_rr_agg) cands="thrum thrum_uring thrum_epoll netperf neper" ;;
 	# netperf runs one flow per process: not in the 16-flow TCP rows.
-	rr_agg) cands="thrum thrum_uring neper" ;;
+	rr_agg) cands="thrum thrum_uring thrum_epoll neper" ;;
 	# neper closes with a reset by default: thrum_rst is its like.
 	crr_agg) cands="thrum thrum_rst neper" ;;
 	crr) cands="thrum thrum_rst netperf neper" ;;
@@ -240,54 +254,13 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/thrum-compare.XXXXXX")"
 CUR_SRV=""
 CUR_CLI=""
 FAILED=0
-
-stop_pid() { # pid: SIGTERM, then SIGKILL if it has not gone after 5 s
-	local pid="$1" i
-	[[ -n "$pid" ]] || return 0
-	kill -TERM "$pid" 2>/dev/null || return 0
-	for ((i = 0; i < 50; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	stop_pid "$CUR_CLI"
-	stop_pid "$CUR_SRV"
-	wait 2>/dev/null || true
-	if ((KEEP || FAILED)) && [[ -d "$WORK" ]]; then
-		echo "compare.sh: per-run logs kept in $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=bench/proc.sh
+. "$ROOT/bench/proc.sh"
+bench_traps
 
 # Run from the scratch directory: neper, for one, writes log files into its
 # working directory unless told --nolog, and no tool should litter the repo.
 cd "$WORK"
-
-wait_listen() { # pid port...: until the server listens (TCP) or is bound
-	# (UDP) on every port, or fail after 10 s
-	local pid="$1" port i up
-	shift
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 1
-		up=1
-		for port in "$@"; do
-			[[ -n "$(ss -Hltun "sport = :$port")" ]] || { up=0; break; }
-		done
-		((up)) && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # tool_cmds TOOL ROW: set SRV, CLI (argument arrays), PORTS (the ports that
 # tell the server is ready) and SELF_EXIT (1 if the server ends by itself
@@ -296,18 +269,30 @@ tool_cmds() {
 	local tool="$1" row="$2" d="$DURATION"
 	SELF_EXIT=0
 	case "$tool" in
-	thrum | thrum_uring | thrum_rst)
+	thrum | thrum_uring | thrum_epoll | thrum_rst)
 		PORTS=($P_THRUM)
 		SRV=("$THRUM" server --port "$P_THRUM" --listen 127.0.0.1 --max-flows 10000)
 		# --warmup 0s: the peers measure from their first transaction, and
 		# the CPU figures assume no traffic outside the -l window.
 		local common=(-H "127.0.0.1:$P_THRUM" -l "${d}s" --warmup 0s)
 		[[ "$tool" == thrum_uring ]] && common+=(--driver uring)
+		[[ "$tool" == thrum_epoll ]] && common+=(--driver epoll)
 		[[ "$tool" == thrum_rst ]] && common+=(--close rst)
 		case "$row" in
-		stream | stream_split)
+		stream | stream_split | stream_pinned)
 			# 64 KiB sends and receives, as every stream tool here uses.
 			CLI=("$THRUM" run tcp_stream "${common[@]}" -m 64K -M 64K --json) ;;
+		stream_16k)
+			# netperf's default send size, and thrum's default receive
+			# size (128K): netperf receives by default as much as its
+			# socket's initial SO_RCVBUF, 128 KiB here (tcp_rmem).
+			CLI=("$THRUM" run tcp_stream "${common[@]}" -m 16K --json) ;;
+		maerts)
+			# -m is the sender's size, here the server's.
+			CLI=("$THRUM" run tcp_maerts "${common[@]}" -m 64K -M 64K --json) ;;
+		bidir)
+			# throughput_bps is the sum of both directions.
+			CLI=("$THRUM" run tcp_bidir "${common[@]}" -m 64K -M 64K --json) ;;
 		stream_f2 | stream_f8)
 			CLI=("$THRUM" run tcp_stream "${common[@]}" -m 64K -M 64K -F "${row#stream_f}" -T 2 --json) ;;
 		udp_stream)
@@ -333,13 +318,14 @@ tool_cmds() {
 		# One test per server process; it exits when the client is done.
 		PORTS=($P_FLOOR)
 		SELF_EXIT=1
-		local t=tcp_rr
+		local t=tcp_rr send=65536 recv=65536
 		case "$row" in
-		stream | stream_split) t=tcp_stream ;;
+		stream | stream_split | stream_pinned) t=tcp_stream ;;
+		stream_16k) t=tcp_stream send=16384 recv=131072 ;;
 		udp_rr | udp_rr_pinned) t=udp_rr ;;
 		esac
-		SRV=("$FLOOR" serve "$t" --port "$P_FLOOR" --bind 127.0.0.1 -M 65536)
-		CLI=("$FLOOR" run "$t" --connect "127.0.0.1:$P_FLOOR" -l "$d" -m 65536)
+		SRV=("$FLOOR" serve "$t" --port "$P_FLOOR" --bind 127.0.0.1 -M "$recv")
+		CLI=("$FLOOR" run "$t" --connect "127.0.0.1:$P_FLOOR" -l "$d" -m "$send")
 		;;
 	netperf)
 		# -D: stay in the foreground; -f: serve tests in this process instead
@@ -348,10 +334,20 @@ tool_cmds() {
 		SRV=(netserver -D -f -p "$P_NETPERF" -L "127.0.0.1,4")
 		local common=(-H "127.0.0.1,4" -p "$P_NETPERF" -l "$d" -P 0)
 		case "$row" in
-		stream | stream_split)
+		stream | stream_split | stream_pinned)
 			# -f m, not -f b: netperf's "b" divides by 1 and so prints
 			# bytes/s while labelling them "10^0bits/s".
 			CLI=(netperf "${common[@]}" -t TCP_STREAM -f m -- -m 64K -M 64K -o THROUGHPUT) ;;
+		stream_16k)
+			# netperf's defaults: no -m, no -M.
+			CLI=(netperf "${common[@]}" -t TCP_STREAM -f m -- -o THROUGHPUT) ;;
+		maerts)
+			# The test-specific -m and -M take "local,remote" pairs, and a
+			# leading comma sets the second alone: -m ,64K is netserver's
+			# send size (a bare -m 64K would set netperf's own, which does
+			# not send here, and netserver would send 16 KiB), -M ,64K is
+			# netperf's receive size. THROUGHPUT is what netperf received.
+			CLI=(netperf "${common[@]}" -t TCP_MAERTS -f m -- -m ,64K -M ,64K -o THROUGHPUT) ;;
 		udp_stream)
 			# THROUGHPUT of a UDP_STREAM is the receiver's; the call counts
 			# give the loss.
@@ -390,7 +386,9 @@ tool_cmds() {
 		local common=(--nolog -H 127.0.0.1 -C "$P_NEPER_CTL" -P "$P_NEPER_DATA" -l "$d")
 		local bin=neper-tcp_rr opts=(-Q 1 -R 1)
 		case "$row" in
-		stream | stream_split) bin=neper-tcp_stream opts=(-B 65536) ;;
+		stream | stream_split | stream_pinned) bin=neper-tcp_stream opts=(-B 65536) ;;
+		# neper's default buffer, 16 KiB for its writes and its reads.
+		stream_16k) bin=neper-tcp_stream opts=() ;;
 		# Both ends get -F and -T, as in the RR aggregate rows.
 		stream_f2 | stream_f8) bin=neper-tcp_stream opts=(-B 65536 -F "${row#stream_f}" -T 2) ;;
 		# -B 1472: each send is one datagram of that size.
@@ -440,6 +438,15 @@ tool_cmds() {
 		elif [[ "$row" == stream_f* ]]; then
 			# -P N: N parallel streams; sum_received is their sum.
 			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K -P "${row#stream_f}" --json)
+		elif [[ "$row" == stream_16k ]]; then
+			# -l is both the write and the read size: 16 KiB each.
+			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 16K --json)
+		elif [[ "$row" == maerts ]]; then
+			# -R: the server sends; sum_received is what the client read.
+			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K -R --json)
+		elif [[ "$row" == bidir ]]; then
+			# Both ways at once; the parser adds sum_received_bidir_reverse.
+			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K --bidir --json)
 		else
 			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K --json)
 		fi
@@ -453,19 +460,9 @@ META="$WORK/meta.tsv"
 : >"$RESULTS"
 : >"$CMDS"
 
-qjoin() { # shell-quote only the words that need it, for a readable report
-	local a out=()
-	for a in "$@"; do
-		a="${a#"$ROOT/"}" # thrum's and the helper's paths relative to the repository root
-		[[ "$a" == "$PY" ]] && a=python3
-		if [[ "$a" =~ ^[A-Za-z0-9_./:,=+@%-]+$ ]]; then out+=("$a"); else out+=("$(printf '%q' "$a")"); fi
-	done
-	echo "${out[*]}"
-}
-
 run_one() { # row tool run
 	local row="$1" tool="$2" run="$3"
-	local d="$WORK/$row/$tool/$run" pin=() status=ok rc=0 value=0 cu=0 su=0 cw=0 other=0
+	local d="$WORK/$row/$tool/$run" pin=() status=ok value=0 cu=0 su=0 cw=0 other=0
 	local mbps=- loss=- note=- kdrops=0 parsed quiet stat0 stat1 cu_u cu_s su_u su_s
 	mkdir -p "$d"
 	if ((QUIET_WAIT > 0)); then
@@ -484,24 +481,10 @@ run_one() { # row tool run
 		"$(qjoin "${spin[@]}" "${SRV[@]}")" "$(qjoin "${cpin[@]}" "${CLI[@]}")" >>"$CMDS"
 
 	stat0="$("$PY" "$HELPER" stat)"
-	# Deadlines: generous, but they bound every process even if this script
-	# is killed with SIGKILL and never reaches its EXIT trap.
-	"$PY" "$HELPER" run "$d/srv.ru" $((DURATION + 60)) -- "${spin[@]}" "${SRV[@]}" \
-		>"$d/srv.out" 2>"$d/srv.err" </dev/null &
-	CUR_SRV=$!
-	if wait_listen "$CUR_SRV" "${PORTS[@]}"; then
-		# Background + wait rather than foreground, so that a signal to this
-		# script runs the trap at once instead of after the client ends.
-		"$PY" "$HELPER" run "$d/cli.ru" $((DURATION + 30)) -- "${cpin[@]}" "${CLI[@]}" \
-			>"$d/cli.out" 2>"$d/cli.err" </dev/null &
-		CUR_CLI=$!
-		wait "$CUR_CLI" || rc=$?
-		CUR_CLI=""
-		((rc == 0)) || status="client-exit-$rc"
-	else
-		status="server-not-listening"
-	fi
-
+	SRV=("${spin[@]}" "${SRV[@]}")
+	CLI=("${cpin[@]}" "${CLI[@]}")
+	start_and_run "$d" $((DURATION + 60)) $((DURATION + 30))
+	status="$STATUS"
 	if ((SELF_EXIT)) && [[ "$status" == ok ]]; then
 		local i
 		for ((i = 0; i < 100; i++)); do
@@ -509,9 +492,7 @@ run_one() { # row tool run
 			sleep 0.1
 		done
 	fi
-	stop_pid "$CUR_SRV"
-	wait "$CUR_SRV" 2>/dev/null || true
-	CUR_SRV=""
+	stop_server
 	stat1="$("$PY" "$HELPER" stat)"
 
 	if [[ "$status" == ok ]]; then
@@ -617,9 +598,13 @@ note	iperf3: `-l 64K`, 64 KiB writes and reads like the others (default 128 KiB)
 note	thrum: tcp_rr `-r 1,1`; tcp_stream `-m 64K -M 64K` (64 KiB sends and receives like the peers; its defaults are 128K). Receive size matters on loopback: in spot checks 64 KiB reads gave neper about 25 Gbit/s against about 19 with 128 KiB, so every tool gets the same sizes. `--warmup 0s`: thrum by default sends 1 s of traffic before its measured window, the peers measure from their first transaction; without warm-up every tool is measured the same way, and no tool's CPU covers traffic outside its window. Its server is a separate `thrum server` process, like the peers' servers.
 note	tcp_crr rows (crr, crr_agg): one connection per transaction (connect, 1-byte request, 1-byte response, close), rate = connections/s. The tools end a connection in two ways, and each is compared with its like. Graceful (FIN both ways, 10 segments per connection on loopback): thrum `tcp_crr -r 1,1` (`--close fin`, the default: the server closes first, so TIME_WAIT lands on the server) and netperf `TCP_CRR -- -r 1,1` (1 flow only: netperf runs one flow per process, so it is not in the 16-flow row). Reset (SO_LINGER 0, no TIME_WAIT): neper-tcp_crr `-Q 1 -R 1` (its default; `-F 16 -T 2` on both ends in the 16-flow row, `throughput=`; 8 segments per connection) and thrum_rst, thrum `tcp_crr -r 1,1 --close rst` (9 segments: the server still sends its FIN). So neper's thrum/peer column is thrum_rst over neper, and thrum_rst's own column is "—". Measured before this split (2026-11-22, 3 s, 16 flows): neper with `--time-wait` (graceful, TIME_WAIT on its client) ran 13,980 connections/s against 22,474 with its default reset. Every thrum connection also carries the 16-byte session token.
 note	stream_split: the tcp_stream row again with every client pinned to CPU 0 and every server to CPU 1 (`taskset` on the whole process). Unpinned, loopback tcp_stream depends on where the scheduler puts the two ends, one CPU or two and which takes the softirq work, and every tool spans ±25 % over five runs; split, the spread is about ±7 %. Issue 7's tcp_stream targets are read from this row when it ran.
+note	stream_pinned: the tcp_stream row again with both ends pinned to CPU 0 (`taskset -c 0` on the whole process), so that the two processes and the kernel's loopback work share one CPU and the rate is the tools' and the kernel's cost per byte, not the scheduler's placement.
+note	stream_16k: tcp_stream at netperf's default sizes, unpinned: netperf `TCP_STREAM` without `-m`/`-M` sends 16 KiB per call (its send socket buffer's initial size) and receives 128 KiB per call (its receive buffer's initial size, tcp_rmem's default); thrum `-m 16K` with its default `-M 128K`; the floor `-m 16384`, server `-M 131072`; neper-tcp_stream with no `-B` (16 KiB writes and reads, its default); iperf3 `-l 16K` (its one size for writes and reads).
+note	maerts: one flow, the server sends, the client receives, unpinned, 64 KiB sends and receives; rate = bits/s the client received. thrum `tcp_maerts -m 64K -M 64K` (`-m` is the sender's size, the server's here); netperf `TCP_MAERTS -- -m ,64K -M ,64K`: netperf's test options take `local,remote` pairs and a leading comma sets only the remote one, so `-m ,64K` is netserver's send size (a plain `-m 64K` sets netperf's own send size, unused in this test, and netserver sends 16 KiB) and `-M ,64K` netperf's receive size; THROUGHPUT is what netperf received. iperf3 `-R -l 64K`, `end.sum_received.bits_per_second` (the client's reads).
+note	bidir: one connection carrying both directions at once, unpinned, 64 KiB sends and receives; rate = the sum of the two directions' received bits/s. thrum `tcp_bidir -m 64K -M 64K` (`summary.throughput_bps` is the sum; each way is `throughput_bps_c2s`/`_s2c`); iperf3 `--bidir -l 64K` (two connections, one each way), `end.sum_received` + `end.sum_received_bidir_reverse`. netperf has no test that sends both ways on one connection, so it is not in this row.
 note	stream_f2, stream_f8: tcp_stream with 2 and 8 flows, 64 KiB sends and receives like the stream row, unpinned, rate = the sum over the flows of what the server read. thrum `-m 64K -M 64K -F N -T 2` (2 worker threads per end: one flow per thread, the blocking driver, at 2 flows; 4 flows per thread on epoll at 8); neper-tcp_stream `-B 65536 -F N -T 2` on both ends, `remote_throughput`; iperf3 `-l 64K -P N` (N streams in one process; iperf 3.12 runs them on one thread, later versions one thread per stream), `end.sum_received.bits_per_second`. netperf and the floor run one flow per process and are not in these rows.
 note	rr_agg: tcp_rr with 16 flows on 2 threads, one transaction in flight per flow: thrum `-F 16 -T 2`, neper-tcp_rr `-F 16 -T 2` on both ends.
-note	thrum_uring: thrum with `--driver uring` in the tcp_rr and udp_rr aggregate rows (io_uring completion driver, multishot receive into provided buffers and sends queued with the ring; docs/design.md); its "thrum/peer" is thrum's default driver (epoll at 16 flows) over io_uring, so below 1 means io_uring was faster. tcp_crr and tcp_cc run epoll under `--driver uring` (the result warns), so it is not in the tcp_crr rows.
+note	thrum_uring, thrum_epoll: thrum with `--driver uring` and with `--driver epoll` in the tcp_rr and udp_rr aggregate rows (io_uring: completion driver, multishot receive into provided buffers and sends queued with the ring; docs/design.md). Plain thrum runs `--driver auto`, which gives a worker of 4 or more tcp_rr or udp_rr flows to io_uring where the kernel has it: at 16 flows on 2 threads (8 per worker) that is io_uring, so thrum/thrum_uring is about 1 and thrum/thrum_epoll is what auto's choice gains over epoll (above 1: io_uring was faster). tcp_crr and tcp_cc run epoll under `--driver uring` (the result warns), so neither variant is in the tcp_crr rows.
 note	scale: `thrum run tcp_rr -F 10000 -T 2` against a separate `thrum server` (10,000 sockets per process; the embedded server would need 20,000 in one). No peer runs 10,000 flows this way; the figures are thrum's `summary.setup_s` (first data socket to the server's `started`) and both processes' peak RSS (`max_rss_kb`).
 note	floor: bench/floor (`thrum-floor`), this repository's minimal reference, not a peer: one blocking thread per end, no event loop, timers or statistics, the clock read every 64 transactions. tcp_rr: 1-byte write and read per transaction on a TCP_NODELAY socket; udp_rr: the same on connected UDP sockets (the server connects to its first peer); tcp_stream: 64 KiB writes and reads, rate = bytes the server read over the client's send window. Its thrum/peer column is thrum as a ratio of the floor (target: at least 0.95 for the RR rows).
 note	iperf 2 (2.1.8) is installed but not compared: its `--bounceback` RR mode is paced in bursts rather than saturating and rejects 1-byte messages, and its stream mode adds nothing to iperf3.

@@ -191,7 +191,8 @@ ROWS = {
     "rr_pinned": ("rr", "tcp_rr, 1 flow, 1-byte request/response, client and server "
                         "pinned to CPU 0"),
     "rr_agg": ("rr", "tcp_rr aggregate, 16 flows on 2 threads, 1-byte request/response, "
-                     "unpinned (thrum_uring: thrum --driver uring)"),
+                     "unpinned (thrum: --driver auto, which runs io_uring here; thrum_uring "
+                     "and thrum_epoll: --driver uring and --driver epoll)"),
     "crr": ("rr", "tcp_crr, 1 flow: connect, 1-byte request/response, close; "
                   "connections/s, unpinned (thrum and netperf close gracefully; "
                   "thrum_rst: thrum --close rst, and neper reset)"),
@@ -203,6 +204,14 @@ ROWS = {
     "stream": ("stream", "tcp_stream, 1 flow, client to server"),
     "stream_split": ("stream", "tcp_stream, 1 flow, client to server, client pinned to CPU 0 "
                                "and server to CPU 1"),
+    "stream_pinned": ("stream", "tcp_stream, 1 flow, client to server, client and server "
+                                "pinned to CPU 0"),
+    "stream_16k": ("stream", "tcp_stream, 1 flow, client to server, at netperf's default "
+                             "sizes (16 KiB sends, default receives), unpinned"),
+    "maerts": ("stream", "tcp_maerts, 1 flow, server to client (netperf TCP_MAERTS, "
+                         "iperf3 -R), unpinned"),
+    "bidir": ("stream", "tcp_bidir, 1 flow, both directions at once (iperf3 --bidir), "
+                        "unpinned; the sum of the two directions"),
     "stream_f2": ("stream", "tcp_stream, 2 flows on 2 threads (iperf3 -P 2), client to "
                             "server, unpinned; the sum of the flows"),
     "stream_f8": ("stream", "tcp_stream, 8 flows on 2 threads (iperf3 -P 8), client to "
@@ -212,7 +221,8 @@ ROWS = {
                                 "server pinned to CPU 0"),
     "udp_rr_agg": ("udp_rr", "udp_rr aggregate, 16 flows on 2 threads (thrum, neper) or "
                              "2 processes (netperf), burst 16, 1-byte request/response, "
-                             "unpinned"),
+                             "unpinned (thrum: --driver auto, which runs io_uring here; "
+                             "thrum_uring and thrum_epoll: --driver uring and --driver epoll)"),
     "udp_stream": ("udp_stream", "udp_stream, 1 flow, 1472-byte datagrams, unpaced, "
                                  "client to server"),
 }
@@ -285,7 +295,13 @@ def parse_tcp(tool, row, cli):
     if tool == "qperf":
         return _qperf_rate(_qperf_kv(cli))
     if tool == "iperf3":
-        return float(json.loads(cli)["end"]["sum_received"]["bits_per_second"])
+        end = json.loads(cli)["end"]
+        bps = float(end["sum_received"]["bits_per_second"])
+        if row == "bidir":
+            # --bidir: sum_received is the server's reads of the client's
+            # stream, sum_received_bidir_reverse the client's of the server's.
+            bps += float(end["sum_received_bidir_reverse"]["bits_per_second"])
+        return bps
     raise SystemExit(f"unknown tool {tool}")
 
 
@@ -394,7 +410,7 @@ def parse_udp_stream(tool, cli):
 def parse(tool, row, d):
     cli = _read(d, "cli.out")
     kind = ROWS[row][0]
-    if tool in ("thrum_uring", "thrum_rst"):
+    if tool in ("thrum_uring", "thrum_epoll", "thrum_rst"):
         tool = "thrum"
     if row == "scale":
         # The figures of this row are set-up time and memory; the rate is
@@ -506,64 +522,96 @@ PROFILE_DOC = {
     "udp_rr_agg": "Kernel profile: udp_rr aggregate",
     "crr": "tcp_crr: syscalls per connection", "crr_agg": "tcp_crr: syscalls per connection",
     "stream": "tcp_stream on loopback", "stream_split": "tcp_stream on loopback",
+    "stream_pinned": "Issue 21: the bulk path", "stream_16k": "Issue 21: the bulk path",
+    "maerts": "Issue 21: the bulk path", "bidir": "Issue 21: the bulk path",
     "stream_f2": "Issue 21: the bulk path", "stream_f8": "Issue 21: the bulk path",
     "udp_stream": "udp_stream 1472 B",
 }
 
 
+def _fmt(v, row):
+    return _fmt_rate(v, ROWS[row][0])
+
+
+def _unit(row, what):
+    """The unit of a target row's figures."""
+    kind = ROWS[row][0]
+    if what == "cpu":
+        return {"stream": "CPU-s per GB", "udp_stream": "CPU-s per M datagrams"}.get(
+            kind, "CPU-s per M transactions")
+    return {"stream": "Gbit/s", "udp_stream": "datagrams/s received"}.get(
+        kind, "transactions/s")
+
+
+def _against(runs, dur, row, peers, need, what="rate", context=(), me="thrum"):
+    """Verdict on thrum (or its variant `me`) against `peers`: (figures,
+    ratios, verdict), or None when `me` did not run in `row`. `context`
+    tools are shown, not judged. A miss says by how much, whether the runs
+    of thrum and of the peer it missed against overlap (a miss inside the
+    row's spread) and names the docs/performance.md section with its
+    profile."""
+    m = _medians(runs, row, dur)
+    if me not in m:
+        return None
+    m = dict(m, thrum=m[me])
+    have = [p for p in peers if p in m]
+    if not have:
+        return ("no peer ran", "—", "n/a")
+    i = 0 if what == "rate" else 1
+    if what == "rate":
+        ratios = {p: m["thrum"][0] / m[p][0] for p in have}
+    else:  # CPU: the peer's cost over thrum's, so above 1 is better too
+        ratios = {p: m[p][1] / m["thrum"][1] for p in have}
+
+    def fig(t):
+        return _fmt(m[t][0], row) if i == 0 else f"{m[t][1]:.2f}"
+    shown = [t for t in context if t in m]
+    figs = "; ".join(f"{me if t == 'thrum' else t} {fig(t)}"
+                     for t in ("thrum", *have, *shown))
+    figs = f"{figs} ({_unit(row, what)})"
+    worst = min(ratios.values())
+    rat = ", ".join(f"{ratios[p]:.2f} ({p})" for p in have)
+    if worst >= need:
+        return (figs, rat, "yes")
+    verdict = f"missed by {100 * (need - worst) / need:.1f} %"
+    p = min(have, key=lambda t: ratios[t])
+    a, b = _spread(runs, row, dur, me, what), _spread(runs, row, dur, p, what)
+    if a and b:
+        f = (lambda v: _fmt(v, row)) if what == "rate" else (lambda v: f"{v:.2f}")
+        inside = a[1] >= b[0] and b[1] >= a[0]
+        verdict += (f"; {'inside' if inside else 'outside'} the spread "
+                    f"({me} {f(a[0])}–{f(a[1])}, {p} {f(b[0])}–{f(b[1])})")
+    if what == "cpu" and "floor" in m and p in m:
+        verdict += f"; the floor's ratio is {m[p][1] / m['floor'][1]:.2f}"
+    if row in PROFILE_DOC:
+        verdict += f"; profile: docs/performance.md, “{PROFILE_DOC[row]}”"
+    return (figs, rat, verdict)
+
+
+def _write_targets(w, title, rows):
+    """One targets table: (target, figures, ratios, verdict) rows."""
+    if not rows:
+        return
+    w("")
+    w(f"## {title}, read from this run")
+    w("")
+    w("Computed by `compare_helper.py report` from the medians above (ratios are "
+      "thrum/peer for rates and peer/thrum for CPU, so above 1 favours thrum; "
+      "the verdict takes the worst ratio of the row). A miss smaller than the "
+      "row's min–max spread is within run-to-run noise; docs/performance.md has "
+      "the profiles behind each miss.")
+    w("")
+    w("| target | medians | ratio | met? |")
+    w("|---|---|---|---|")
+    for t, figs, rat, v in rows:
+        w(f"| {t} | {figs} | {rat} | {v} |")
+
+
 def _targets(w, runs, meta, dur):
     rows = []  # (target, figures, ratios, verdict)
 
-    def fmt(v, row):
-        return _fmt_rate(v, ROWS[row][0])
-
     def against(row, peers, need, what="rate", context=(), me="thrum"):
-        """Verdict on thrum (or its variant `me`) against `peers`; `context`
-        tools are shown, not judged. A miss says whether the runs of thrum
-        and of the peer it missed against overlap (a miss inside the row's
-        spread) and names the docs/performance.md section with its profile."""
-        m = _medians(runs, row, dur)
-        if me not in m:
-            return None
-        m = dict(m, thrum=m[me])
-        have = [p for p in peers if p in m]
-        if not have:
-            return ("no peer ran", "—", "n/a")
-        i = 0 if what == "rate" else 1
-        if what == "rate":
-            ratios = {p: m["thrum"][0] / m[p][0] for p in have}
-        else:  # CPU: the peer's cost over thrum's, so above 1 is better too
-            ratios = {p: m[p][1] / m["thrum"][1] for p in have}
-        def fig(t):
-            return fmt(m[t][0], row) if i == 0 else f"{m[t][1]:.2f}"
-        shown = [t for t in context if t in m]
-        figs = "; ".join(f"{me if t == 'thrum' else t} {fig(t)}"
-                         for t in ("thrum", *have, *shown))
-        kind = ROWS[row][0]
-        if what == "cpu":
-            unit = {"stream": "CPU-s per GB", "udp_stream": "CPU-s per M datagrams"}.get(
-                kind, "CPU-s per M transactions")
-        else:
-            unit = {"stream": "Gbit/s", "udp_stream": "datagrams/s received"}.get(
-                kind, "transactions/s")
-        figs = f"{figs} ({unit})"
-        worst = min(ratios.values())
-        rat = ", ".join(f"{ratios[p]:.2f} ({p})" for p in have)
-        if worst >= need:
-            return (figs, rat, "yes")
-        verdict = f"missed by {100 * (need - worst) / need:.1f} %"
-        p = min(have, key=lambda t: ratios[t])
-        a, b = _spread(runs, row, dur, me, what), _spread(runs, row, dur, p, what)
-        if a and b:
-            f = (lambda v: fmt(v, row)) if what == "rate" else (lambda v: f"{v:.2f}")
-            inside = a[1] >= b[0] and b[1] >= a[0]
-            verdict += (f"; {'inside' if inside else 'outside'} the spread "
-                        f"({me} {f(a[0])}–{f(a[1])}, {p} {f(b[0])}–{f(b[1])})")
-        if what == "cpu" and "floor" in m and p in m:
-            verdict += f"; the floor's ratio is {m[p][1] / m['floor'][1]:.2f}"
-        if row in PROFILE_DOC:
-            verdict += f"; profile: docs/performance.md, “{PROFILE_DOC[row]}”"
-        return (figs, rat, verdict)
+        return _against(runs, dur, row, peers, need, what, context, me)
 
     def add(target, res):
         if res is not None:
@@ -596,13 +644,15 @@ def _targets(w, runs, meta, dur):
             against(row, ("neper", "iperf3"), 1.0))
     add("udp_stream 1472 B: ≥ 1.0× iperf3", against("udp_stream", ("iperf3",), 1.0))
     for row, name in (("rr_agg", "tcp_rr 16 flows"), ("udp_rr_agg", "udp_rr aggregate")):
+        # thrum_epoll, not thrum: plain thrum (--driver auto) runs io_uring
+        # in these rows.
         m = _medians(runs, row, dur)
-        if "thrum" in m and "thrum_uring" in m:
-            r = m["thrum_uring"][0] / m["thrum"][0]
-            c = m["thrum"][1] / m["thrum_uring"][1]
+        if "thrum_epoll" in m and "thrum_uring" in m:
+            u, e = m["thrum_uring"], m["thrum_epoll"]
+            r, c = u[0] / e[0], e[1] / u[1]
             rows.append((f"io_uring vs epoll, {name}: ≥ 1.15× at equal CPU",
-                         f"uring {fmt(m['thrum_uring'][0], row)}; epoll {fmt(m['thrum'][0], row)}; "
-                         f"CPU per M: {m['thrum_uring'][1]:.2f} vs {m['thrum'][1]:.2f}",
+                         f"uring {_fmt(u[0], row)}; epoll {_fmt(e[0], row)}; "
+                         f"CPU per M: {u[1]:.2f} vs {e[1]:.2f}",
                          f"{r:.2f} rate, {c:.2f} CPU (epoll/uring)",
                          "yes" if r >= 1.15 and c >= 0.95 else
                          f"missed by {100 * (1.15 - r) / 1.15:.1f} %; kernel profile: protocol "
@@ -624,21 +674,56 @@ def _targets(w, runs, meta, dur):
                      f"{len(ok)}/{len(sc)} runs; set-up {min(setups, default=0):.3f}–"
                      f"{max(setups, default=0):.3f} s; RSS ≤ {max(rss, default=0):.1f} MB",
                      "—", "yes" if good else "missed"))
-    if not rows:
-        return
-    w("")
-    w("## Issue 7's targets, read from this run")
-    w("")
-    w("Computed by `compare_helper.py report` from the medians above (ratios are "
-      "thrum/peer for rates and peer/thrum for CPU, so above 1 favours thrum; "
-      "the verdict takes the worst ratio of the row). A miss smaller than the "
-      "row's min–max spread is within run-to-run noise; docs/performance.md has "
-      "the profiles behind each miss.")
-    w("")
-    w("| target | medians | ratio | met? |")
-    w("|---|---|---|---|")
-    for t, figs, rat, v in rows:
-        w(f"| {t} | {figs} | {rat} | {v} |")
+    _write_targets(w, "Issue 7's targets", rows)
+    _write_targets(w, "Issue 21's targets", _targets_issue21(runs, dur))
+
+
+STREAM_PEERS = ("netperf", "iperf3", "neper")
+
+
+def _targets_issue21(runs, dur):
+    """Issue 21's table (performance, second round), a line per row of it
+    that this run can answer, and a line for each it cannot."""
+    rows = []
+
+    def add(target, res):
+        if res is not None:
+            rows.append((target, *res))
+
+    for row, name in (("stream", "unpinned, 64 KiB sends"),
+                      ("stream_split", "split (client on CPU 0, server on CPU 1), 64 KiB sends"),
+                      ("stream_pinned", "pinned (both on CPU 0), 64 KiB sends"),
+                      ("stream_16k", "unpinned, netperf's default sizes (16 KiB sends)")):
+        add(f"tcp_stream 1 flow, {name}: ≥ 1.0× the best of netperf, iperf3, neper",
+            _against(runs, dur, row, STREAM_PEERS, 1.0, context=("floor",)))
+        add(f"tcp_stream 1 flow, {name}: CPU per GB ≤ every peer's (ratio peer/thrum ≥ 1)",
+            _against(runs, dur, row, STREAM_PEERS, 1.0, "cpu", context=("floor",)))
+    add("tcp_maerts 1 flow: ≥ 1.0× netperf TCP_MAERTS",
+        _against(runs, dur, "maerts", ("netperf",), 1.0, context=("iperf3",)))
+    add("tcp_bidir 1 flow: ≥ 1.0× iperf3 --bidir",
+        _against(runs, dur, "bidir", ("iperf3",), 1.0))
+    for row, name in (("stream_f2", "-F 2 -T 2"), ("stream_f8", "-F 8 -T 2")):
+        add(f"tcp_stream {name}: ≥ 1.0× neper and iperf3 -P",
+            _against(runs, dur, row, ("neper", "iperf3"), 1.0))
+    # "With the better driver": no driver runs tcp_crr on io_uring yet (its
+    # sockets are closed while registered), so thrum's own choice stands.
+    add("tcp_crr 1 flow, graceful close: ≥ 1.0× netperf TCP_CRR",
+        _against(runs, dur, "crr", ("netperf",), 1.0))
+    add("tcp_crr 1 flow, reset close: ≥ 1.0× neper tcp_crr",
+        _against(runs, dur, "crr", ("neper",), 1.0, me="thrum_rst"))
+    add("tcp_crr 16 flows, reset close: ≥ 1.0× neper tcp_crr",
+        _against(runs, dur, "crr_agg", ("neper",), 1.0, me="thrum_rst"))
+    # Item 3: --driver auto should run the faster driver where it matters.
+    for row, name in (("rr_agg", "tcp_rr 16 flows"), ("udp_rr_agg", "udp_rr aggregate")):
+        add(f"{name}: --driver auto ≥ 1.0× the better of --driver uring and --driver epoll",
+            _against(runs, dur, row, ("thrum_uring", "thrum_epoll"), 1.0))
+    if rows:
+        rows.append(("100,000 flows: runs, set-up ≤ 10 s, RSS ≤ 1 GB per end",
+                     "not measured by this script (its scale row has 10,000 flows)",
+                     "—", "not measured"))
+        rows.append(("agg CPU per transaction at 16 streams ≤ netperf's aggregate",
+                     "measured by bench/agg-cost.sh, not this script", "—", "not measured"))
+    return rows
 
 def cmd_report(argv):
     results_path, cmds_path, meta_path, out_path = argv

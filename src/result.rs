@@ -138,6 +138,21 @@ impl Environment {
             ..Environment::default()
         }
     }
+
+    /// The drivers one end's workers ran (`local_drivers` or
+    /// `remote_drivers`), each with how many workers ran it, in the order
+    /// they first appear: `--driver auto` may give a worker of 4 flows
+    /// io_uring and its neighbour of 3 epoll.
+    pub fn driver_counts(drivers: &[String]) -> Vec<(&str, usize)> {
+        let mut out: Vec<(&str, usize)> = Vec::new();
+        for d in drivers {
+            match out.iter_mut().find(|(name, _)| name == d) {
+                Some((_, n)) => *n += 1,
+                None => out.push((d, 1)),
+            }
+        }
+        out
+    }
 }
 
 /// One interim sample period, on both ends.
@@ -833,6 +848,16 @@ impl TestResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn driver_counts_group_workers_in_first_seen_order() {
+        let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            Environment::driver_counts(&list(&["uring", "epoll", "uring"])),
+            vec![("uring", 2), ("epoll", 1)]
+        );
+        assert!(Environment::driver_counts(&[]).is_empty());
+    }
 
     /// Measure intervals of tcp_rr with per-flow transaction counts.
     fn intervals(per_flow: &[&[u64]]) -> Vec<Interval> {

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use crate::plan::{TestKind, TestPlan};
 use crate::result::Interval;
 
-/// One of `--tests tps,outbound,inbound,bidir,sync`.
+/// One of `--tests tps,outbound,inbound,bidir,sync,rr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AggTest {
     /// 1-byte burst-mode udp_rr: the packet rate.
@@ -19,15 +19,19 @@ pub enum AggTest {
     Bidir,
     /// 1-byte tcp_rr, one transaction in flight.
     Sync,
+    /// 1-byte tcp_rr, one transaction in flight per stream, ramped like tps:
+    /// netperf's aggregate of concurrent `TCP_RR` processes, one per stream.
+    Rr,
 }
 
 impl AggTest {
-    pub const ALL: [AggTest; 5] = [
+    pub const ALL: [AggTest; 6] = [
         AggTest::Tps,
         AggTest::Outbound,
         AggTest::Inbound,
         AggTest::Bidir,
         AggTest::Sync,
+        AggTest::Rr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,12 +41,13 @@ impl AggTest {
             AggTest::Inbound => "inbound",
             AggTest::Bidir => "bidir",
             AggTest::Sync => "sync",
+            AggTest::Rr => "rr",
         }
     }
 
     pub fn unit(self) -> &'static str {
         match self {
-            AggTest::Tps | AggTest::Sync => "Trans/s",
+            AggTest::Tps | AggTest::Sync | AggTest::Rr => "Trans/s",
             _ => "Mbit/s",
         }
     }
@@ -59,7 +64,7 @@ impl AggTest {
             AggTest::Tps => TestKind::UdpRr,
             AggTest::Outbound => TestKind::TcpStream,
             AggTest::Inbound => TestKind::TcpMaerts,
-            AggTest::Bidir | AggTest::Sync => TestKind::TcpRr,
+            AggTest::Bidir | AggTest::Sync | AggTest::Rr => TestKind::TcpRr,
         };
         let mut p = TestPlan::new(kind);
         p.flows = 1;
@@ -79,7 +84,7 @@ impl AggTest {
                     side.recv_buffer_bytes = Some(1 << 20);
                 }
             }
-            AggTest::Sync => {}
+            AggTest::Sync | AggTest::Rr => {}
         }
         p
     }
@@ -92,7 +97,7 @@ impl AggTest {
     /// The figure in [`AggTest::unit`] from a rate of transactions or bits.
     pub fn value_of(self, plan: &TestPlan, tps: Option<f64>, bps: Option<f64>) -> f64 {
         match self {
-            AggTest::Tps | AggTest::Sync => tps.unwrap_or(0.0),
+            AggTest::Tps | AggTest::Sync | AggTest::Rr => tps.unwrap_or(0.0),
             AggTest::Outbound | AggTest::Inbound => bps.unwrap_or(0.0) / 1e6,
             // Both directions' payload: each transaction moves a request and a response.
             AggTest::Bidir => {
@@ -116,7 +121,7 @@ impl FromStr for AggTest {
             .find(|t| t.name() == s.trim())
             .ok_or_else(|| {
                 format!(
-                    "--tests: unknown test '{s}' (accepted: tps, outbound, inbound, bidir, sync)"
+                    "--tests: unknown test '{s}' (accepted: tps, outbound, inbound, bidir, sync, rr)"
                 )
             })
     }

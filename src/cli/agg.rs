@@ -88,7 +88,7 @@ pub struct AggArgs {
     /// Load generators from DNS: every A and AAAA record of NAME is one (PORT: all of them; default 12880), e.g. a Kubernetes headless Service over a DaemonSet of `thrum server`.
     #[arg(long, value_name = "NAME[:PORT]")]
     pub hosts_dns: Option<String>,
-    /// Tests to run, in order: tps (1-byte burst udp_rr), outbound (tcp_stream), inbound (tcp_maerts), bidir (64K burst tcp_rr), sync (1-byte tcp_rr to each server in turn).
+    /// Tests to run, in order: tps (1-byte burst udp_rr), outbound (tcp_stream), inbound (tcp_maerts), bidir (64K burst tcp_rr), sync (1-byte tcp_rr to each server in turn), rr (1-byte tcp_rr, one transaction in flight per stream, ramped).
     #[arg(long, default_value = "tps,outbound,inbound", value_name = "LIST")]
     pub tests: String,
     /// Streams in the last step (1, 2, 4 … up to this); default: 2 × this host's CPUs, at least one per server.

@@ -87,6 +87,8 @@ pub const KNOWN: &[&str] = &[
     "LOCAL_RX_PACKETS_PER_S",
     "LOCAL_SEND_SIZE",
     "LOCAL_RECV_SIZE",
+    "LOCAL_DRIVER",
+    "REMOTE_DRIVER",
     "ERROR",
     "WARNINGS",
 ];

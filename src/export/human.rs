@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use super::Exporter;
-use crate::result::{Figures, Side, TestResult};
+use crate::result::{Environment, Figures, Side, TestResult};
 use crate::units::{BitsPerSec, fmt_ns};
 
 /// The human table, with what the flags add to it.
@@ -120,6 +120,27 @@ fn open_loop_lines(out: &mut dyn Write, s: &crate::result::Summary) -> io::Resul
         write!(out, "  generator lag p99 {}", fmt_ns(g.p99 as f64))?;
     }
     writeln!(out)
+}
+
+/// The I/O driver each end's workers ran (`--driver auto` chooses per
+/// worker), or None if no worker started: "client uring (2 threads),
+/// server uring (2 threads)".
+fn drivers_line(env: &Environment) -> Option<String> {
+    let end = |who: &str, list: &[String]| {
+        let groups: Vec<String> = Environment::driver_counts(list)
+            .into_iter()
+            .map(|(d, n)| format!("{d} ({n} thread{})", if n == 1 { "" } else { "s" }))
+            .collect();
+        (!groups.is_empty()).then(|| format!("{who} {}", groups.join(" and ")))
+    };
+    let ends: Vec<String> = [
+        end("client", &env.local_drivers),
+        end("server", &env.remote_drivers),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!ends.is_empty()).then(|| ends.join(", "))
 }
 
 fn headline(f: &Figures) -> String {
@@ -327,6 +348,9 @@ impl Exporter for Human {
                 "  {:<8} {:>16} {:>16} {:>14}",
                 name, side.bytes_sent, side.bytes_received, side.transactions
             )?;
+        }
+        if let Some(d) = drivers_line(&r.environment) {
+            writeln!(out, "  {:<23}{d}", "drivers")?;
         }
         if let (Some(i), Some(tx), Some(rx)) =
             (&s.interface, s.tx_packets_per_s, s.rx_packets_per_s)

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::Exporter;
-use crate::result::TestResult;
+use crate::result::{Environment, TestResult};
 
 pub struct Keyval;
 
@@ -165,6 +165,18 @@ impl Exporter for Keyval {
         if r.test.is_stream() {
             writeln!(out, "LOCAL_SEND_SIZE={}", p.send_bytes)?;
             writeln!(out, "LOCAL_RECV_SIZE={}", p.recv_bytes)?;
+        }
+        // The drivers each end's workers ran (`--driver auto` chooses per
+        // worker): distinct names, comma-separated; empty if none started.
+        for (key, list) in [
+            ("LOCAL_DRIVER", &r.environment.local_drivers),
+            ("REMOTE_DRIVER", &r.environment.remote_drivers),
+        ] {
+            let names: Vec<&str> = Environment::driver_counts(list)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect();
+            writeln!(out, "{key}={}", names.join(","))?;
         }
         if let Some(e) = &s.error {
             writeln!(out, "ERROR={}", e.replace('\n', " "))?;

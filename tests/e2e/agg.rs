@@ -577,30 +577,32 @@ fn agg_commands_reject_bad_input() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("burst 2"));
 }
 
+/// `thrum agg --hosts HOSTS EXTRA.. --step 3s` into a new directory, which
+/// must succeed; returns the directory and its results.json, checked
+/// against the schema.
+fn agg_3s_steps(hosts: &str, extra: &[&str]) -> (tempfile::TempDir, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let args = [
+        &["agg", "--hosts", hosts][..],
+        extra,
+        &["--step", "3s", "--out", out_dir],
+    ]
+    .concat();
+    let out = run_client(&args, Duration::from_secs(60));
+    assert!(out.status.success(), "{}", stdout(&out));
+    let doc = read_json(&dir.path().join("results.json"));
+    assert_schema_named(&doc, "thrum.agg.v1.json");
+    (dir, doc)
+}
+
 #[test]
 fn agg_sync_runs_one_stream_to_each_server_in_turn() {
     // Many streams at once: a flood for the loopback accuracy tests.
     let _g = one_at_a_time();
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
-    let dir = tempfile::tempdir().unwrap();
     let hosts = format!("{},{}", s1.addr, s2.addr);
-    let out = run_client(
-        &[
-            "agg",
-            "--hosts",
-            &hosts,
-            "--tests",
-            "sync",
-            "--step",
-            "3s",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ],
-        Duration::from_secs(60),
-    );
-    assert!(out.status.success(), "{}", stdout(&out));
-    let doc = read_json(&dir.path().join("results.json"));
-    assert_schema_named(&doc, "thrum.agg.v1.json");
+    let (dir, doc) = agg_3s_steps(&hosts, &["--tests", "sync"]);
     let t = &doc["tests"][0];
     let steps = t["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2, "one step per server");
@@ -622,6 +624,44 @@ fn agg_sync_runs_one_stream_to_each_server_in_turn() {
         let avg = f(&s["average"]);
         assert!(
             ((avg - by_hand) / by_hand).abs() < 0.01,
+            "{avg} vs {by_hand}"
+        );
+    }
+}
+
+/// `--tests rr`: 1-byte tcp_rr streams, one transaction in flight each,
+/// ramped like tps (netperf's aggregate of concurrent TCP_RR processes):
+/// steps of 1 and 2 streams, each stream's request bytes one per
+/// transaction, each step's average the streams' samples over its window.
+#[test]
+fn agg_rr_ramps_one_byte_tcp_rr_streams() {
+    // Many streams at once: a flood for the loopback accuracy tests.
+    let _g = one_at_a_time();
+    let server = ServerProc::start(&[]);
+    let (dir, doc) = agg_3s_steps(&server.addr, &["--tests", "rr", "--max-streams", "2"]);
+    let t = &doc["tests"][0];
+    assert_eq!(
+        (t["name"].as_str(), t["unit"].as_str()),
+        (Some("rr"), Some("Trans/s"))
+    );
+    let steps = t["steps"].as_array().unwrap();
+    let counts: Vec<u64> = steps.iter().map(|s| u(&s["streams"])).collect();
+    assert_eq!(counts, vec![1, 2], "the ramp 1, 2");
+    for st in t["streams"].as_array().unwrap() {
+        let sum = &st["summary"];
+        let (done, sent) = (u(&sum["transactions"]), u(&sum["bytes_sent"]));
+        // One 1-byte request per transaction; the last may be unanswered.
+        assert!(done > 0 && (done..=done + 1).contains(&sent), "{sum}");
+    }
+    let csv = std::fs::read_to_string(dir.path().join("rr_streams.csv")).unwrap();
+    for s in steps {
+        assert_eq!(s["complete"], true, "{s}");
+        let (avg, by_hand) = (
+            f(&s["average"]),
+            csv_window_average(&csv, f(&s["start"]), f(&s["end"])),
+        );
+        assert!(
+            avg > 0.0 && ((avg - by_hand) / by_hand).abs() < 0.01,
             "{avg} vs {by_hand}"
         );
     }

@@ -2,9 +2,11 @@
 //! tests on epoll, which the result says) and its counts add up on both ends
 //! exactly as under epoll.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
-use crate::common::{ServerProc, diagnostics, not_beside_floods, run_short, u};
+use crate::common::{ServerProc, diagnostics, not_beside_floods, run_client, run_short, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -240,5 +242,74 @@ fn completion_path_moves_exactly_the_bytes_of_its_transactions() {
         assert_eq!(total("remote", "bytes_received"), done * req, "{what}");
         assert_eq!(total("remote", "bytes_sent"), done * resp, "{what}");
         assert_eq!(total("local", "bytes_received"), done * resp, "{what}");
+    }
+}
+
+/// `--driver auto` (the default) gives a worker of 4 or more tcp_rr flows
+/// (`engine::AUTO_URING_FLOWS`) to io_uring where the kernel has it, a
+/// worker of fewer to epoll and a worker of one flow to the blocking
+/// driver, on both ends; and one run says what ran alike in its JSON, its
+/// human table (the `drivers` line) and its key=value (`LOCAL_DRIVER`,
+/// `REMOTE_DRIVER`).
+#[test]
+fn auto_runs_uring_from_four_rr_flows_per_worker_and_says_so() {
+    let server = ServerProc::start(&[]);
+    if !uring_available(&server) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (js, kv) = (dir.path().join("r.json"), dir.path().join("r.kv"));
+    // 8 flows on 2 threads is 4 per worker (the threshold), 6 on 2 is 3.
+    for (flows, threads, want, line) in [
+        (
+            "8",
+            "2",
+            "uring",
+            "client uring (2 threads), server uring (2 threads)",
+        ),
+        (
+            "6",
+            "2",
+            "epoll",
+            "client epoll (2 threads), server epoll (2 threads)",
+        ),
+        (
+            "1",
+            "1",
+            "blocking",
+            "client blocking (1 thread), server blocking (1 thread)",
+        ),
+    ] {
+        let what = format!("-F {flows} -T {threads}");
+        // Human on stdout, the same result as JSON and key=value in files.
+        let files = [
+            "--export-json",
+            js.to_str().unwrap(),
+            "--export-keyval",
+            kv.to_str().unwrap(),
+        ];
+        let shape = ["-F", flows, "-T", threads, "-l", "300ms", "--warmup", "0s"];
+        let args = [&["run", "tcp_rr", "-H", &server.addr][..], &shape, &files].concat();
+        let out = run_client(&args, Duration::from_secs(20));
+        let human = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{what}: {human}");
+        let doc: Value = serde_json::from_slice(&std::fs::read(&js).unwrap()).unwrap();
+        assert_eq!(doc["spec"]["driver"], "auto", "{what}");
+        let workers: usize = threads.parse().unwrap();
+        for key in ["local_drivers", "remote_drivers"] {
+            assert_eq!(drivers(&doc, key), vec![want; workers], "{what}: {key}");
+        }
+        let said = human
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("drivers"))
+            .unwrap_or_else(|| panic!("{what}: no drivers line in\n{human}"));
+        assert_eq!(said.trim(), line, "{what}");
+        let kvs = std::fs::read_to_string(&kv).unwrap();
+        for key in ["LOCAL_DRIVER", "REMOTE_DRIVER"] {
+            assert!(
+                kvs.lines().any(|l| l == format!("{key}={want}")),
+                "{what}: {key} in\n{kvs}"
+            );
+        }
     }
 }
