@@ -3,12 +3,13 @@
 //! ends' own counts), 1-byte and 1400-byte messages work on one flow and on
 //! eight flows over two threads, and the JSON matches the schema.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_schema, f, json, not_beside_floods, run_client, u,
+    ServerProc, assert_rejected, assert_schema, diagnostics, f, json, not_beside_floods,
+    run_client, u,
 };
 
 /// `thrum run ARGS -H server -l 1s --json`, failing on a non-zero exit.
@@ -91,7 +92,9 @@ fn udp_stream_accounts_for_every_datagram() {
             "-S",
             "4M,4M",
         ];
+        let began = Instant::now();
         let doc = run(&server, &args);
+        let lifetime = began.elapsed().as_secs_f64();
         let what = format!("udp_stream -m {size} -F {flows}");
         let sent = total(&doc, "local", "datagrams_sent");
         let received = total(&doc, "remote", "datagrams_received");
@@ -107,11 +110,26 @@ fn udp_stream_accounts_for_every_datagram() {
             "{what}"
         );
         let s = &doc["summary"];
-        let got = f(&s["throughput_bps"]);
         let want = rate_bps * flows.parse::<f64>().unwrap();
+        // What pacing promises, whatever the machine's load. Never ahead:
+        // a flow may have sent at most rate x the time since it started, and
+        // it started after the client process did, so over the whole run
+        // (warm-up, window and drain) no more than rate x the process's
+        // lifetime. (Within the window alone a sender that stalled catches
+        // up, so a window may hold a little more than rate x window.)
+        let all_sent_bits = total(&doc, "local", "bytes_sent") as f64 * 8.0;
         assert!(
-            (got / want - 1.0).abs() < 0.05,
-            "{what}: {got} bit/s received for {want} asked"
+            all_sent_bits <= want * lifetime,
+            "{what}: {all_sent_bits} bits sent in a run of {lifetime:.2} s at {want} bit/s"
+        );
+        // Not behind, or said: a window whose senders fell 5 % short (a
+        // sender descheduled on a busy machine) carries rate_not_reached.
+        // A bound on the received rate instead held only where no sender or
+        // receiver ever waited for a CPU.
+        let sent = f(&s["throughput_bps_sent"]);
+        assert!(
+            sent >= 0.95 * want || !diagnostics(&doc, "rate_not_reached").is_empty(),
+            "{what}: senders reached {sent} bit/s of {want} and said nothing"
         );
         assert_eq!(
             u(&s["datagrams_received"]),
