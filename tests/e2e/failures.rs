@@ -28,18 +28,20 @@ fn read_frame(s: &mut TcpStream) -> serde_json::Value {
 
 #[test]
 fn unreachable_server_fails_fast() {
-    // Nothing listens on port 1 of loopback.
-    let t = Instant::now();
+    // Nothing listens on port 1 of loopback: the kernel answers the SYN
+    // with a reset. Fast means on that answer, not after a timeout, and the
+    // error says which: "refused" is the reset, a timeout would say it
+    // timed out. (A bound on the clock, 5 s before, also passed a client
+    // that sat out its 3 s connect timeout.)
     let out = run_client(
         &["run", "tcp_rr", "-H", "127.0.0.1:1", "--json"],
         Duration::from_secs(10),
     );
-    assert!(t.elapsed() < Duration::from_secs(5));
     assert!(!out.status.success());
     let doc = json(&out);
     let e = doc["summary"]["error"].as_str().unwrap();
     assert!(
-        e.contains("cannot reach") && e.contains("127.0.0.1:1"),
+        e.contains("cannot reach") && e.contains("127.0.0.1:1") && e.contains("refused"),
         "{e}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach"));
