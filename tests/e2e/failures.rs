@@ -11,6 +11,26 @@ use crate::common::{
     ServerProc, assert_rejected, assert_serves, bin, json, run_client, short_rr, u,
 };
 
+/// Wait until `path` has at least `n` lines: what a run streams as it goes
+/// (a busy machine may take seconds to start it, so no fixed sleep).
+fn wait_for_lines(path: &std::path::Path, n: usize) {
+    let t = Instant::now();
+    while std::fs::read_to_string(path).map_or(0, |s| s.lines().count()) < n {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{} never had {n} lines",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The client ends on a dead server: at once when the kernel resets its
+/// connections, at worst one 200 ms interval plus `SAMPLE_TIMEOUT` after
+/// the last sample; the rest is room for a busy machine to schedule it.
+const GIVE_UP: Duration =
+    Duration::from_millis(200 + thrum::control::client::SAMPLE_TIMEOUT.as_millis() as u64 + 1800);
+
 fn frame(v: serde_json::Value) -> Vec<u8> {
     let body = serde_json::to_vec(&v).unwrap();
     let mut out = (body.len() as u32).to_be_bytes().to_vec();
@@ -122,7 +142,8 @@ fn server_killed_mid_test_keeps_samples() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Five intervals' rows (and the header) in the samples: then the kill.
+    wait_for_lines(&csv, 6);
     server.child.kill().unwrap();
     let killed = Instant::now();
     let status = loop {
@@ -130,8 +151,8 @@ fn server_killed_mid_test_keeps_samples() {
             break s;
         }
         assert!(
-            killed.elapsed() < Duration::from_secs(5),
-            "client still running 5 s after the server died"
+            killed.elapsed() < GIVE_UP,
+            "client still running {GIVE_UP:?} after the server died"
         );
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -164,7 +185,8 @@ fn client_killed_mid_test_frees_the_session() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Three intervals streamed: then the kill.
+    wait_for_lines(&stream, 3);
     assert!(
         server.open_fds() > baseline,
         "the test holds sockets on the server"
