@@ -430,6 +430,20 @@ pub fn svg_text(path: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// Wait until `path` has at least `n` lines: what a run streams as it goes
+/// (a busy machine may take seconds to start it, so no fixed sleep).
+pub fn wait_for_lines(path: &std::path::Path, n: usize) {
+    let t = Instant::now();
+    while std::fs::read_to_string(path).map_or(0, |s| s.lines().count()) < n {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{} never had {n} lines",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `thrum ARGS..` on a pseudo-terminal (`script -qec`, util-linux), as a
 /// user at a terminal runs it: stdout and stderr are one stream, with the
 /// progress line and its `\r` and erase codes in it, and a Ctrl-C typed on

@@ -8,22 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_serves, bin, json, run_client, short_rr, u,
+    ServerProc, assert_rejected, assert_serves, bin, json, run_client, short_rr, u, wait_for_lines,
 };
-
-/// Wait until `path` has at least `n` lines: what a run streams as it goes
-/// (a busy machine may take seconds to start it, so no fixed sleep).
-fn wait_for_lines(path: &std::path::Path, n: usize) {
-    let t = Instant::now();
-    while std::fs::read_to_string(path).map_or(0, |s| s.lines().count()) < n {
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "{} never had {n} lines",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// The client ends on a dead server: at once when the kernel resets its
 /// connections, at worst one 200 ms interval plus `SAMPLE_TIMEOUT` after

@@ -374,7 +374,7 @@ fn an_ipv4_client_of_a_dual_stack_server_gets_ipv4_udp_sockets() {
         ServerProc::start_with(std::process::Command::new(crate::common::bin()), "::", &[]);
     let port = server.addr.rsplit(':').next().unwrap().to_string();
     let v4 = format!("127.0.0.1:{port}");
-    let client = std::process::Command::new(crate::common::bin())
+    let mut client = std::process::Command::new(crate::common::bin())
         .args([
             "run", "udp_rr", "-H", &v4, "-F", "2", "-l", "2s", "--warmup", "0s", "--json",
         ])
@@ -382,16 +382,27 @@ fn an_ipv4_client_of_a_dual_stack_server_gets_ipv4_udp_sockets() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn thrum run");
-    std::thread::sleep(Duration::from_millis(1000));
-    let ss = std::process::Command::new("ss")
-        .args(["-Huanp"])
-        .output()
-        .expect("ss");
+    // Look while the run holds its data sockets: from its set-up, whenever
+    // a busy machine gets to it, to the end of its 2 s window.
+    let pid = format!("pid={},", server.pid());
+    let t = Instant::now();
+    let text = loop {
+        let ss = std::process::Command::new("ss")
+            .args(["-Huanp"])
+            .output()
+            .expect("ss");
+        let text = String::from_utf8_lossy(&ss.stdout).into_owned();
+        if text.lines().filter(|l| l.contains(&pid)).count() >= 2
+            || client.try_wait().unwrap().is_some()
+            || t.elapsed() > Duration::from_secs(30)
+        {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let out = client.wait_with_output().expect("thrum run");
     let doc = json(&out);
     assert!(out.status.success(), "{}", doc["summary"]["error"]);
-    let pid = format!("pid={},", server.pid());
-    let text = String::from_utf8_lossy(&ss.stdout);
     let mine: Vec<&str> = text.lines().filter(|l| l.contains(&pid)).collect();
     assert_eq!(
         mine.len(),
