@@ -496,11 +496,17 @@ impl Pty {
     /// if that takes longer than `limit` (a bound on a hung run, not a
     /// timing check).
     pub fn wait_for(&mut self, needle: &str, limit: Duration) {
+        self.wait_until(needle, |t| t.contains(needle), limit);
+    }
+
+    /// Read until what the terminal shows satisfies `shows` (`what` names
+    /// it for the failure message); at most `limit`, as [`Pty::wait_for`].
+    pub fn wait_until(&mut self, what: &str, shows: impl Fn(&str) -> bool, limit: Duration) {
         let t = Instant::now();
-        while !self.text().contains(needle) {
+        while !shows(&self.text()) {
             assert!(
                 t.elapsed() < limit,
-                "no {needle:?} within {limit:?}: {:?}",
+                "no {what} within {limit:?}: {:?}",
                 self.text()
             );
             if let Ok(b) = self.rx.recv_timeout(Duration::from_millis(50)) {

@@ -30,7 +30,12 @@ fn is_row(l: &str) -> bool {
 #[test]
 fn interval_rows_come_as_each_interval_completes() {
     let mut pty = Pty::spawn(&["run", "tcp_rr", "-l", "4s", "--warmup", "0s", "-i", "0.5s"]);
-    pty.wait_for(" measure ", Duration::from_secs(30));
+    // A row, not the progress line (which names the phase too).
+    pty.wait_until(
+        "interval row",
+        |t| screen_lines(t).into_iter().any(is_row),
+        Duration::from_secs(30),
+    );
     let first = Instant::now();
     assert!(!pty.text().contains("-- summary"), "{:?}", pty.text());
     pty.wait_for("-- summary", Duration::from_secs(30));
