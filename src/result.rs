@@ -51,6 +51,13 @@ pub struct Iteration {
     pub duration_s: f64,
     pub local_cpu_util_percent: Option<f64>,
     pub remote_cpu_util_percent: Option<f64>,
+    /// Each end's headline service demand in this run (µs per transaction,
+    /// or per KB for streams): the summary's is their mean, so a reader can
+    /// check it and see the spread.
+    pub local_service_demand_us_per_tran: Option<f64>,
+    pub local_service_demand_us_per_kb: Option<f64>,
+    pub remote_service_demand_us_per_tran: Option<f64>,
+    pub remote_service_demand_us_per_kb: Option<f64>,
     pub error: Option<String>,
 }
 
@@ -64,6 +71,10 @@ impl Iteration {
             duration_s: r.summary.duration_s,
             local_cpu_util_percent: r.summary.local.cpu_util_percent,
             remote_cpu_util_percent: r.summary.remote.cpu_util_percent,
+            local_service_demand_us_per_tran: r.summary.local.service_demand_us_per_tran,
+            local_service_demand_us_per_kb: r.summary.local.service_demand_us_per_kb,
+            remote_service_demand_us_per_tran: r.summary.remote.service_demand_us_per_tran,
+            remote_service_demand_us_per_kb: r.summary.remote.service_demand_us_per_kb,
             error: r.summary.error.clone(),
         }
     }

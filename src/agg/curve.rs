@@ -254,6 +254,11 @@ pub struct Curve {
     pub steps: Vec<Step>,
     pub knee: Option<Point>,
     pub saturation: Option<Point>,
+    /// Ctrl-C or SIGTERM ended the curve early: `steps` are the ones it
+    /// completed (the step under way was cut short and is not kept).
+    /// Records written before this field read as false.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// Why `s` shows a system that no longer keeps up, or None.
@@ -516,6 +521,13 @@ impl Curve {
             &self.saturation,
             "every step kept up with its offered rate",
         ));
+        if self.interrupted {
+            let _ = writeln!(
+                s,
+                "interrupted after {} whole step(s); the step under way is not kept",
+                self.steps.len()
+            );
+        }
         s
     }
 
@@ -723,6 +735,7 @@ mod tests {
             steps: v,
             knee: None,
             saturation: None,
+            interrupted: false,
         };
         analyse(&mut c);
         assert_eq!(c.steps[0].offered_per_s, 1000.0);

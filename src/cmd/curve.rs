@@ -80,7 +80,9 @@ fn planned(p: &TestPlan) -> Duration {
 }
 
 impl Runner<'_> {
-    fn step(&self, n: usize, of: &str, rate: u64) -> Step {
+    /// Run one step; None when a stop request (Ctrl-C) cut its measurement
+    /// window short: a part of a step is not a step.
+    fn step(&self, n: usize, of: &str, rate: u64) -> Option<Step> {
         let mut p = self.base.clone();
         p.offered_per_s = Some(rate);
         self.ticker
@@ -90,6 +92,13 @@ impl Runner<'_> {
             label: format!("offered {rate}/s:"),
         };
         let r = client::run(self.target, &p, &mut obs);
+        // The window ends at the tick at or after its planned length, so a
+        // whole step's is never shorter (the client's own clock).
+        let cut =
+            crate::control::stop::requested() && r.summary.duration_s * 1e9 < p.duration_ns as f64;
+        if cut {
+            return None;
+        }
         let st = step_of(rate, &r);
         let lat = st
             .latency_ns
@@ -101,7 +110,7 @@ impl Runner<'_> {
                 st.achieved_per_s
             )
         });
-        st
+        Some(st)
     }
 
     /// auto: the closed-loop maximum of a short run.
@@ -175,9 +184,15 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
     let mut closed_loop = None;
     let mut steps = Vec::new();
     // A failed step (the server went away) or Ctrl-C ends the curve; what
-    // was measured is still analysed and written.
+    // was measured is still analysed and written: the steps completed (a
+    // failed one among them, with its error), not the one Ctrl-C cut short.
     let go = |steps: &mut Vec<Step>, n: usize, of: &str, rate: u64| {
-        let st = runner.step(n, of, rate);
+        if crate::control::stop::requested() {
+            return false;
+        }
+        let Some(st) = runner.step(n, of, rate) else {
+            return false;
+        };
         let on = st.error.is_none() && !crate::control::stop::requested();
         steps.push(st);
         on
@@ -249,6 +264,7 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
         steps,
         knee: None,
         saturation: None,
+        interrupted: crate::control::stop::requested(),
     };
     curve::analyse(&mut c);
     say(&c, args.json, args.out.as_deref())?;

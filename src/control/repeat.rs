@@ -249,6 +249,13 @@ mod tests {
         assert_eq!(r.summary.local.service_demand_us_per_tran, Some(6.0));
         assert_eq!(r.summary.remote.service_demand_us_per_tran, Some(12.0));
         assert_eq!(r.iterations.len(), 3);
+        // Each iteration keeps its own, the figures the mean is made of.
+        let each: Vec<_> = r
+            .iterations
+            .iter()
+            .map(|i| i.local_service_demand_us_per_tran)
+            .collect();
+        assert_eq!(each, [Some(4.0), Some(6.0), Some(8.0)]);
     }
 
     /// Identical runs meet any width at the minimum; wildly different ones

@@ -1,19 +1,28 @@
 //! Ctrl-C and SIGTERM (issue 20, item 3): the run stops, and what was
 //! measured is printed and written, marked `interrupted`, with exit status
-//! 130; a second Ctrl-C exits at once; `agg` keeps the steps it completed.
+//! 130; a second Ctrl-C exits at once; `agg` keeps the steps it completed,
+//! `sweep` the cells it measured, `curve` its whole steps.
+//!
+//! Where a test must know the run is under way before it types Ctrl-C, it
+//! watches the output (an interval, the progress line), never the clock: a
+//! busy machine may take seconds to start a run.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, assert_schema_named, bin};
+use crate::common::{Pty, ServerProc, assert_schema, assert_schema_named, bin, f, one_at_a_time};
+
+fn kill(pid: u32, sig: i32) {
+    // SAFETY: kill on a process this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+}
 
 fn signal(child: &Child, sig: i32) {
-    // SAFETY: kill on a child we own.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+    kill(child.id(), sig);
 }
 
 /// `thrum run ... --json-stream`, its stdout lines on a channel.
@@ -51,24 +60,61 @@ fn wait(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
     }
 }
 
-/// The first signal stops the run; the measured intervals and the result,
-/// marked interrupted, still come, and the status is 130. SIGTERM alike.
+fn stderr_of(child: &mut Child) -> String {
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    err
+}
+
+/// The result line of a `--json-stream` run's output, if it came.
+fn result_line(lines: &[String]) -> Option<Value> {
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .map(|v| v["result"].clone())
+}
+
+/// `thrum ARGS..` on a terminal, Ctrl-C typed once it shows `under_way`:
+/// it must exit 130 saying `error: interrupted`. Returns all it showed.
+fn ctrl_c_once(args: &[&str], under_way: &str) -> String {
+    let mut pty = Pty::spawn(args);
+    pty.wait_for(under_way, Duration::from_secs(60));
+    pty.ctrl_c();
+    let (status, text) = pty.finish(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(text.contains("error: interrupted"), "{text}");
+    text
+}
+
+/// A 30 s window, the signal after its first 0.5 s interval.
+const PLANNED_S: f64 = 30.0;
+
+/// The first signal stops the run early; the measured intervals and the
+/// result, marked interrupted, still come, and the status is 130. SIGTERM
+/// alike.
 #[test]
 fn a_signal_keeps_what_was_measured_and_exits_130() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let (mut child, rx) =
-            streaming(&["run", "tcp_rr", "-l", "3s", "--warmup", "0s", "-i", "0.5s"]);
+            streaming(&["run", "tcp_rr", "-l", "30s", "--warmup", "0s", "-i", "0.5s"]);
         // One interval in: the run is under way.
         let first = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("a first interval");
         assert!(first.contains("\"interval\""), "{first}");
+        let sent = Instant::now();
         signal(&child, sig);
         let status = wait(&mut child, Duration::from_secs(60));
+        let after = sent.elapsed().as_secs_f64();
         let lines: Vec<String> = rx.iter().collect();
-        let last: Value = serde_json::from_str(lines.last().expect("the result line")).unwrap();
-        let r = &last["result"];
-        assert_schema(r);
+        let r = result_line(&lines).expect("the result line");
+        assert_schema(&r);
         assert_eq!(r["summary"]["error"], "interrupted", "signal {sig}");
         assert!(!r["intervals"].as_array().unwrap().is_empty());
         assert!(
@@ -76,98 +122,143 @@ fn a_signal_keeps_what_was_measured_and_exits_130() {
             "what was measured"
         );
         assert_eq!(status.code(), Some(130), "signal {sig}");
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
+        // Stopped early: a run that waited out its plan would end no sooner
+        // than the rest of its 30 s window after the signal, and its window
+        // would be the whole 30 s. Stopping takes one tick and a loopback
+        // drain (milliseconds); half the plan leaves a busy machine 14 s
+        // for that, and no run that ignored the signal can get under it.
+        assert!(
+            after < PLANNED_S / 2.0,
+            "signal {sig}: ended {after:.1} s after it"
+        );
+        let window = f(&r["summary"]["duration_s"]);
+        assert!(
+            window > 0.0 && window < PLANNED_S / 2.0,
+            "signal {sig}: a window of {window} s of the planned {PLANNED_S}"
+        );
+        let err = stderr_of(&mut child);
         assert!(err.contains("error: interrupted"), "{err}");
     }
 }
 
-/// A second Ctrl-C does not wait for anything: the process ends long
-/// before the 60 s it was asked to run.
+/// A second Ctrl-C does not wait for anything. The server is stopped
+/// (SIGSTOP) before the first, so the drain after it cannot finish: no
+/// flow reads its peer's EOF and no sample or final report comes. With one
+/// signal the client keeps waiting until it gives the silent server up
+/// (`SAMPLE_TIMEOUT`, 3 s after the first tick left unanswered), then
+/// prints what it has, marked interrupted; a second signal ends it from
+/// the handler, with 130 and nothing printed.
 #[test]
 fn a_second_signal_exits_at_once() {
-    let (mut child, rx) =
-        streaming(&["run", "tcp_rr", "-l", "60s", "--warmup", "0s", "-i", "0.2s"]);
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("a first interval");
-    let t = Instant::now();
-    signal(&child, libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(100));
-    signal(&child, libc::SIGINT);
-    let status = wait(&mut child, Duration::from_secs(120));
-    assert_eq!(status.code(), Some(130));
-    assert!(
-        t.elapsed() < Duration::from_secs(60),
-        "it waited for the run: {:?}",
-        t.elapsed()
-    );
+    for second in [false, true] {
+        let server = ServerProc::start(&[]);
+        let (mut child, rx) = streaming(&[
+            "run",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "-l",
+            "60s",
+            "--warmup",
+            "0s",
+            "-i",
+            "0.2s",
+        ]);
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("a first interval");
+        kill(server.pid(), libc::SIGSTOP);
+        signal(&child, libc::SIGINT);
+        // Still draining a second later: the tick whose answer we just read
+        // was sent less than a second before we stopped the server, so the
+        // client cannot give it up before 3 s - 1 s after the signal.
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "one signal ended the run without the drain (second: {second})"
+        );
+        if second {
+            signal(&child, libc::SIGINT);
+        }
+        let status = wait(&mut child, Duration::from_secs(60));
+        kill(server.pid(), libc::SIGCONT);
+        let lines: Vec<String> = rx.iter().collect();
+        let err = stderr_of(&mut child);
+        assert_eq!(status.code(), Some(130), "second {second}: {err}");
+        match result_line(&lines) {
+            // The second signal: out at once, from the handler.
+            Some(r) if second => panic!("the second signal waited for the drain: {r}"),
+            None if second => {}
+            // One signal: the drain ran to its bound and what was measured
+            // was printed, marked interrupted.
+            Some(r) => {
+                let e = r["summary"]["error"].as_str().unwrap();
+                assert!(e.starts_with("interrupted"), "{e}");
+                assert!(!r["intervals"].as_array().unwrap().is_empty());
+                assert!(err.contains("error: interrupted"), "{err}");
+            }
+            None => panic!("one signal printed no result: {lines:?}\n{err}"),
+        }
+    }
 }
 
-/// Ctrl-C typed on a terminal (a pseudo-terminal through `script`): the
-/// human output of what was measured, marked interrupted.
+/// Ctrl-C typed on a terminal: the human output of what was measured,
+/// marked interrupted.
 #[test]
 fn ctrl_c_on_a_terminal_prints_what_was_measured() {
-    let mut child = Command::new("script")
-        .args([
-            "-qec",
-            &format!("{} run tcp_rr -l 3s --warmup 0s -i 0.5s", bin()),
-            "/dev/null",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script(1) from util-linux");
-    let mut out = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = out.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    // The progress line shows an interval: the run is under way.
-    let mut seen = Vec::new();
-    let t = Instant::now();
-    while !String::from_utf8_lossy(&seen).contains("measure") {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "no progress: {seen:?}"
-        );
-        if let Ok(b) = rx.recv_timeout(Duration::from_millis(100)) {
-            seen.extend(b);
-        }
-    }
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"\x03").unwrap();
-    stdin.flush().unwrap();
-    let status = wait(&mut child, Duration::from_secs(60));
-    drop(stdin);
-    for b in rx.iter() {
-        seen.extend(b);
-    }
-    let text = String::from_utf8_lossy(&seen);
+    // A row of the window: the run is under way.
+    let text = ctrl_c_once(
+        &["run", "tcp_rr", "-l", "30s", "--warmup", "0s", "-i", "0.5s"],
+        " measure ",
+    );
     assert!(text.contains("-- summary over"), "{text}");
-    assert!(text.contains("error: interrupted"), "{text}");
-    assert_eq!(status.code(), Some(130), "{text}");
 }
 
-/// agg stopped after its first step keeps that step, says so, and exits 130.
+/// `-o FILE` after Ctrl-C holds the interrupted result: the measured
+/// intervals, `summary.error` interrupted, a window shorter than planned.
+#[test]
+fn ctrl_c_writes_the_interrupted_result_to_the_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out.json");
+    // The progress line names the phase of the interval last reported.
+    ctrl_c_once(
+        &[
+            "run",
+            "tcp_rr",
+            "-l",
+            "30s",
+            "--warmup",
+            "0s",
+            "-i",
+            "0.5s",
+            "--json",
+            "-o",
+            file.to_str().unwrap(),
+        ],
+        "measure",
+    );
+    let r: Value = serde_json::from_slice(&std::fs::read(&file).expect("-o FILE written")).unwrap();
+    assert_schema(&r);
+    assert_eq!(r["summary"]["error"], "interrupted");
+    assert!(!r["intervals"].as_array().unwrap().is_empty(), "{r}");
+    // As in a_signal_keeps_what_was_measured_and_exits_130.
+    let window = f(&r["summary"]["duration_s"]);
+    assert!(window > 0.0 && window < PLANNED_S / 2.0, "{window} s");
+}
+
+/// agg stopped during its second step keeps the first, says so, and exits
+/// 130. On the terminal its progress line shows elapsed and total time
+/// (issue 20, item 6).
 #[test]
 fn agg_keeps_the_steps_it_completed() {
-    let _g = crate::common::one_at_a_time();
+    let _g = one_at_a_time();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("agg");
-    let mut child = Command::new(bin())
-        .args([
+    // Three steps (1, 2, 4 streams) of 3 s: the line counts them and the
+    // planned 9 s. Step 2 is drawn when it begins, that is once the first
+    // step's 3 s have passed: from then on the first is complete.
+    let text = ctrl_c_once(
+        &[
             "agg",
             "--hosts",
             &server.addr,
@@ -180,24 +271,12 @@ fn agg_keeps_the_steps_it_completed() {
             "--max-streams",
             "4",
             "--out",
-        ])
-        .arg(&out_dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Within the ramp of three 3 s steps; where exactly does not matter.
-    std::thread::sleep(Duration::from_secs(4));
-    signal(&child, libc::SIGINT);
-    let status = wait(&mut child, Duration::from_secs(60));
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(status.code(), Some(130), "{err}");
+            out_dir.to_str().unwrap(),
+        ],
+        "step 2/3",
+    );
+    assert!(text.contains("tps      ["), "no progress line: {text:?}");
+    assert!(text.contains("s / 9s"), "no elapsed/total: {text:?}");
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
             .unwrap();
@@ -210,29 +289,75 @@ fn agg_keeps_the_steps_it_completed() {
         let w = t["warnings"].to_string();
         assert!(w.contains("interrupted: stopped after"), "{w}");
     }
-    assert!(err.contains("error: interrupted"), "{err}");
 }
 
-/// sweep stopped by Ctrl-C prints the cells it measured and exits 130.
+/// sweep stopped by Ctrl-C prints the cells it measured, writes them to
+/// `--export-json` (fewer than the grid), and exits 130.
 #[test]
-fn sweep_prints_the_cells_it_measured() {
-    let mut child = Command::new(bin())
-        .args(["sweep", "tcp_rr", "--flows", "1,1,1,1,1,1", "-l", "1s"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Within the six cells of 2 s each; where exactly does not matter.
-    std::thread::sleep(Duration::from_millis(2500));
-    signal(&child, libc::SIGINT);
-    let status = wait(&mut child, Duration::from_secs(60));
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    assert_eq!(status.code(), Some(130), "{out}");
-    assert!(out.contains("rows burst, columns flows"), "{out}");
+fn sweep_prints_and_writes_the_cells_it_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.json");
+    // Cell 2 begins once cell 1 is measured; four cells of 2 s remain.
+    let text = ctrl_c_once(
+        &[
+            "sweep",
+            "tcp_rr",
+            "--flows",
+            "1,1,1,1,1,1",
+            "-l",
+            "1s",
+            "--export-json",
+            file.to_str().unwrap(),
+        ],
+        "cell 2/6",
+    );
+    assert!(text.contains("rows burst, columns flows"), "{text}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&file).expect("--export-json")).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    assert!(
+        (1..6).contains(&cells.len()),
+        "{} cell(s) of 6: {doc}",
+        cells.len()
+    );
+    assert!(
+        cells[0]["transactions_per_s"].as_f64().unwrap() > 0.0,
+        "{doc}"
+    );
+}
+
+/// curve stopped by Ctrl-C analyses and writes the steps it completed,
+/// marked interrupted, and exits 130; the step cut short is not kept.
+#[test]
+fn curve_keeps_the_steps_it_completed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("curve");
+    // Step 2 begins once step 1 is written: its line is on the terminal.
+    let text = ctrl_c_once(
+        &[
+            "curve",
+            "tcp_rr",
+            "--rates",
+            "100,200,300,400",
+            "-l",
+            "2s",
+            "--warmup",
+            "0s",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        "step 2/4",
+    );
+    assert!(text.contains("interrupted after"), "{text}");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    assert_schema_named(&doc, "thrum.curve.v1.json");
+    assert_eq!(doc["interrupted"], true, "{doc}");
+    let steps = doc["steps"].as_array().unwrap();
+    assert!((1..4).contains(&steps.len()), "{doc}");
+    for s in steps {
+        // Whole steps: every one kept its 2 s schedule at these low rates.
+        assert!(s["error"].is_null(), "{s}");
+        assert!(f(&s["achieved_per_s"]) > 0.0, "{s}");
+    }
 }

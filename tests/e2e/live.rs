@@ -2,75 +2,81 @@
 //! output as it completes, the summary after; on a terminal a progress
 //! line with elapsed and total time, kept off the rows.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
-use crate::common::{bin, run_cmd};
+use crate::common::{Pty, bin, run_cmd};
 
-/// The first row comes while the test still runs: read it, and the process
-/// has seconds of its window left.
+/// The terminal's lines as a reader sees them: each line's text after the
+/// last erase code (the progress line drawn and cleared before it).
+fn screen_lines(text: &str) -> Vec<&str> {
+    text.split("\r\n")
+        .map(|l| l.rsplit("\x1b[2K").next().unwrap().trim_start())
+        .collect()
+}
+
+/// An interval's row of the measurement window, starting its line.
+fn is_row(l: &str) -> bool {
+    l.starts_with(|c: char| c.is_ascii_digit()) && l.contains(" measure ")
+}
+
+/// The rows come while the test runs, on a terminal: the first row is on
+/// the screen while most of the window is still to run. The window is 4 s
+/// of 0.5 s intervals, so the first row cannot come before 0.5 s into it
+/// and the summary not before 4 s: at least 3.5 s lie between them, less
+/// whatever the first row was late by. Rows held back to the end (the old
+/// way) come milliseconds before the summary. Half of 3.5 s tells the two
+/// apart and leaves a busy machine 1.75 s of lateness for the first row.
 #[test]
 fn interval_rows_come_as_each_interval_completes() {
-    let mut child = Command::new(bin())
-        .args(["run", "tcp_rr", "-l", "4s", "--warmup", "0s", "-i", "0.5s"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    let row = loop {
-        let l = lines.next().expect("a row before the end").unwrap();
-        seen.push(l.clone());
-        if l.contains(" measure ") {
-            break l;
-        }
-    };
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the row {row:?} came only when the run ended"
+    let mut pty = Pty::spawn(&["run", "tcp_rr", "-l", "4s", "--warmup", "0s", "-i", "0.5s"]);
+    // A row, not the progress line (which names the phase too).
+    pty.wait_until(
+        "interval row",
+        |t| screen_lines(t).into_iter().any(is_row),
+        Duration::from_secs(30),
     );
-    assert!(seen[0].starts_with("tcp_rr to embedded"), "{seen:?}");
-    let rest: Vec<String> = lines.map(Result::unwrap).collect();
-    assert!(child.wait().unwrap().success());
-    // Each row once, the summary after the last.
-    let all: Vec<&String> = seen.iter().chain(&rest).collect();
-    let rows = all.iter().filter(|l| l.contains(" measure ")).count();
-    assert!(rows >= 7, "{all:?}");
-    let summary = all
+    let first = Instant::now();
+    assert!(!pty.text().contains("-- summary"), "{:?}", pty.text());
+    pty.wait_for("-- summary", Duration::from_secs(30));
+    let apart = first.elapsed().as_secs_f64();
+    assert!(
+        apart > 3.5 / 2.0,
+        "the first row came {apart:.2} s before the summary: rows held back"
+    );
+    let (status, text) = pty.finish(Duration::from_secs(30));
+    assert!(status.success(), "{text}");
+    // Each row once, the summary after the last; the head line first.
+    let lines = screen_lines(&text);
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("tcp_rr to embedded"))
+        .expect("the head line");
+    let rows: Vec<usize> = (0..lines.len()).filter(|&k| is_row(lines[k])).collect();
+    assert!(rows.len() >= 7, "{lines:?}");
+    assert!(rows[0] > head, "{lines:?}");
+    let summary = lines
         .iter()
         .position(|l| l.starts_with("-- summary"))
         .unwrap();
-    assert!(
-        all[summary..].iter().all(|l| !l.contains(" measure ")),
-        "{all:?}"
-    );
-    assert_eq!(all.iter().filter(|l| l.contains("start_s")).count(), 1);
+    assert!(rows.iter().all(|&k| k < summary), "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l.contains("start_s")).count(), 1);
 }
 
 /// On a terminal (a pseudo-terminal through `script`) the progress line
 /// shows elapsed of total time, and is cleared before each row.
 #[test]
 fn the_progress_line_shows_elapsed_and_total_time() {
-    let out = run_cmd(
-        Command::new("script").args([
-            "-qec",
-            &format!("{} run tcp_rr -l 2s --warmup 1s -i 0.5s", bin()),
-            "/dev/null",
-        ]),
-        Duration::from_secs(60),
-    );
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let pty = Pty::spawn(&["run", "tcp_rr", "-l", "2s", "--warmup", "1s", "-i", "0.5s"]);
+    let (status, text) = pty.finish(Duration::from_secs(60));
+    assert!(status.success(), "{text:?}");
     assert!(text.contains(" / 3.0s"), "no elapsed/total: {text:?}");
     assert!(text.contains("tcp_rr ["), "{text:?}");
     // Every row starts a clean line: the progress line was cleared first
     // (a row glued to it would not start the line's last segment).
-    let rows = text
-        .split("\r\n")
-        .map(|l| l.rsplit("\x1b[2K").next().unwrap().trim_start())
-        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.contains(" measure "))
+    let rows = screen_lines(&text)
+        .into_iter()
+        .filter(|l| is_row(l))
         .count();
     assert!(rows >= 4, "rows mixed with the progress line: {text:?}");
     // Not on a terminal: no progress line at all.
@@ -79,4 +85,34 @@ fn the_progress_line_shows_elapsed_and_total_time() {
         Duration::from_secs(30),
     );
     assert!(!String::from_utf8_lossy(&plain.stderr).contains('\r'));
+}
+
+/// The progress line of sweep and curve, on a terminal: the label, a bar,
+/// and elapsed of the planned time (agg's is checked in
+/// `interrupt::agg_keeps_the_steps_it_completed`).
+#[test]
+fn sweep_and_curve_show_elapsed_and_total_time() {
+    // Two cells, each the run's default 1 s warm-up and a 0.3 s window.
+    let pty = Pty::spawn(&["sweep", "tcp_rr", "--flows", "1,2", "-l", "0.3s"]);
+    let (status, text) = pty.finish(Duration::from_secs(60));
+    assert!(status.success(), "{text:?}");
+    assert!(text.contains("sweep ["), "no progress line: {text:?}");
+    assert!(
+        text.contains("s / 2.6s  cell "),
+        "no elapsed/total: {text:?}"
+    );
+    // Two steps, each a 1 s window without warm-up: the clock starts again
+    // at every step.
+    let pty = Pty::spawn(&[
+        "curve", "tcp_rr", "--rates", "100,200", "-l", "1s", "--warmup", "0s",
+    ]);
+    let (status, text) = pty.finish(Duration::from_secs(60));
+    assert!(status.success(), "{text:?}");
+    for step in ["step 1/2 [", "step 2/2 ["] {
+        assert!(text.contains(step), "no {step:?}: {text:?}");
+    }
+    assert!(
+        text.contains("s / 1.0s  offered "),
+        "no elapsed/total: {text:?}"
+    );
 }

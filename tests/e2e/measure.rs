@@ -84,6 +84,52 @@ fn iterations_stop_on_the_confidence_rule_and_report_it() {
     );
 }
 
+/// Issue 20, item 4: with `--iterations` each end's service demand in the
+/// summary is the mean over the iterations (netperf's -i), not the last
+/// run's. Every iteration carries its own, so the mean is checked against
+/// the runs it was made of, per transaction (tcp_rr) and per KB (tcp_stream).
+#[test]
+fn service_demand_with_iterations_is_the_mean_of_the_iterations() {
+    let _g = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    for (test, unit) in [("tcp_rr", "us_per_tran"), ("tcp_stream", "us_per_kb")] {
+        let doc = run_short(&server, test, &["--iterations", "3,3"]);
+        // The schema names the new fields.
+        assert_schema(&doc);
+        let its = doc["iterations"].as_array().unwrap();
+        assert_eq!(its.len(), 3, "{test}");
+        for end in ["local", "remote"] {
+            let field = format!("{end}_service_demand_{unit}");
+            let each: Vec<f64> = its
+                .iter()
+                .map(|i| {
+                    i[&field]
+                        .as_f64()
+                        .unwrap_or_else(|| panic!("{test}: no {field} in {i}"))
+                })
+                .collect();
+            let mean = each.iter().sum::<f64>() / each.len() as f64;
+            let summary = f(&doc["summary"][end][format!("service_demand_{unit}")]);
+            // The same three doubles averaged the same way: equal but for
+            // the last bits of rounding (JSON keeps 17 significant digits).
+            assert!(
+                (summary - mean).abs() <= 1e-9 * mean.abs(),
+                "{test} {end}: summary {summary} against the mean {mean} of {each:?}"
+            );
+            // Three runs' CPU readings are never all alike to the last bit;
+            // where the last differs from the mean, the summary is not the
+            // last run's (what it was before the fix).
+            let last = each[2];
+            if (last - mean).abs() > 1e-9 * mean.abs() {
+                assert!(
+                    (summary - last).abs() > 1e-9 * mean.abs(),
+                    "{test} {end}: the summary is the last iteration's {last}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn iterations_print_in_human_output() {
     let server = ServerProc::start(&[]);

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::common::{
     ServerProc, diagnostics, f, ip, json, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server,
-    one_at_a_time, run_cmd, run_ok, u,
+    one_at_a_time, run_cmd, run_ok, u, wait_for_lines,
 };
 
 /// The tbf rate, bits/s; `TBF` spells the same rate for tc (shared/TESTING.md).
@@ -570,7 +570,8 @@ fn data_path_cut_mid_test_ends_cleanly() {
     .stderr(std::process::Stdio::piped())
     .spawn()
     .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Five intervals' rows (and the header) in the samples: then the cut.
+    wait_for_lines(&csv, 6);
     ip(&["-n", &link.a, "link", "del", VETH_A]);
     let cut = Instant::now();
     let status = loop {

@@ -45,10 +45,19 @@ fn signal(pid: u32, sig: &str) {
 fn stalled_run(test: &str, open: bool) -> Value {
     let server = ServerProc::start(&[]);
     let pid = server.pid();
+    let idle_fds = server.open_fds();
     let stopper = thread::spawn(move || {
-        // Warm-up 0, so 2.5 s into the run is the middle of the window
-        // (the client's set-up takes a few ms more).
-        thread::sleep(Duration::from_millis(2500));
+        // Timed from the client's arrival (its control connection is a new
+        // descriptor on the server), not from here: a busy machine may take
+        // seconds to start the client. Warm-up 0, set-up milliseconds, so
+        // 1.5 s after it is well inside the 5 s window, and the 300 ms
+        // stall ends 3 s before the window does.
+        let fds = || std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
+        let t = std::time::Instant::now();
+        while fds() <= idle_fds && t.elapsed() < Duration::from_secs(60) {
+            thread::sleep(Duration::from_millis(5));
+        }
+        thread::sleep(Duration::from_millis(1500));
         signal(pid, "-STOP");
         thread::sleep(Duration::from_millis(300));
         signal(pid, "-CONT");

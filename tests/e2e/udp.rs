@@ -3,12 +3,13 @@
 //! ends' own counts), 1-byte and 1400-byte messages work on one flow and on
 //! eight flows over two threads, and the JSON matches the schema.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_schema, f, json, not_beside_floods, run_client, u,
+    ServerProc, assert_rejected, assert_schema, diagnostics, f, json, not_beside_floods,
+    run_client, u,
 };
 
 /// `thrum run ARGS -H server -l 1s --json`, failing on a non-zero exit.
@@ -91,7 +92,9 @@ fn udp_stream_accounts_for_every_datagram() {
             "-S",
             "4M,4M",
         ];
+        let began = Instant::now();
         let doc = run(&server, &args);
+        let lifetime = began.elapsed().as_secs_f64();
         let what = format!("udp_stream -m {size} -F {flows}");
         let sent = total(&doc, "local", "datagrams_sent");
         let received = total(&doc, "remote", "datagrams_received");
@@ -107,11 +110,26 @@ fn udp_stream_accounts_for_every_datagram() {
             "{what}"
         );
         let s = &doc["summary"];
-        let got = f(&s["throughput_bps"]);
         let want = rate_bps * flows.parse::<f64>().unwrap();
+        // What pacing promises, whatever the machine's load. Never ahead:
+        // a flow may have sent at most rate x the time since it started, and
+        // it started after the client process did, so over the whole run
+        // (warm-up, window and drain) no more than rate x the process's
+        // lifetime. (Within the window alone a sender that stalled catches
+        // up, so a window may hold a little more than rate x window.)
+        let all_sent_bits = total(&doc, "local", "bytes_sent") as f64 * 8.0;
         assert!(
-            (got / want - 1.0).abs() < 0.05,
-            "{what}: {got} bit/s received for {want} asked"
+            all_sent_bits <= want * lifetime,
+            "{what}: {all_sent_bits} bits sent in a run of {lifetime:.2} s at {want} bit/s"
+        );
+        // Not behind, or said: a window whose senders fell 5 % short (a
+        // sender descheduled on a busy machine) carries rate_not_reached.
+        // A bound on the received rate instead held only where no sender or
+        // receiver ever waited for a CPU.
+        let sent = f(&s["throughput_bps_sent"]);
+        assert!(
+            sent >= 0.95 * want || !diagnostics(&doc, "rate_not_reached").is_empty(),
+            "{what}: senders reached {sent} bit/s of {want} and said nothing"
         );
         assert_eq!(
             u(&s["datagrams_received"]),
@@ -356,7 +374,7 @@ fn an_ipv4_client_of_a_dual_stack_server_gets_ipv4_udp_sockets() {
         ServerProc::start_with(std::process::Command::new(crate::common::bin()), "::", &[]);
     let port = server.addr.rsplit(':').next().unwrap().to_string();
     let v4 = format!("127.0.0.1:{port}");
-    let client = std::process::Command::new(crate::common::bin())
+    let mut client = std::process::Command::new(crate::common::bin())
         .args([
             "run", "udp_rr", "-H", &v4, "-F", "2", "-l", "2s", "--warmup", "0s", "--json",
         ])
@@ -364,16 +382,27 @@ fn an_ipv4_client_of_a_dual_stack_server_gets_ipv4_udp_sockets() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn thrum run");
-    std::thread::sleep(Duration::from_millis(1000));
-    let ss = std::process::Command::new("ss")
-        .args(["-Huanp"])
-        .output()
-        .expect("ss");
+    // Look while the run holds its data sockets: from its set-up, whenever
+    // a busy machine gets to it, to the end of its 2 s window.
+    let pid = format!("pid={},", server.pid());
+    let t = Instant::now();
+    let text = loop {
+        let ss = std::process::Command::new("ss")
+            .args(["-Huanp"])
+            .output()
+            .expect("ss");
+        let text = String::from_utf8_lossy(&ss.stdout).into_owned();
+        if text.lines().filter(|l| l.contains(&pid)).count() >= 2
+            || client.try_wait().unwrap().is_some()
+            || t.elapsed() > Duration::from_secs(30)
+        {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let out = client.wait_with_output().expect("thrum run");
     let doc = json(&out);
     assert!(out.status.success(), "{}", doc["summary"]["error"]);
-    let pid = format!("pid={},", server.pid());
-    let text = String::from_utf8_lossy(&ss.stdout);
     let mine: Vec<&str> = text.lines().filter(|l| l.contains(&pid)).collect();
     assert_eq!(
         mine.len(),
