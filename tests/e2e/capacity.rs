@@ -389,26 +389,36 @@ impl Drop for NsGuard {
 }
 
 /// bench/capacity.sh (run by hand, as root, for BENCHMARKS.md): its help
-/// names the table's rates and a bad rate is refused before anything is
-/// built. Its measurement itself is the lead's to run.
+/// names the table's rates and the path's MTU, and a bad rate or MTU is
+/// refused before anything is built. Its measurement itself is the lead's
+/// to run.
 #[test]
 fn bench_capacity_script_checks_its_options() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/capacity.sh");
-    let out = run_cmd(
-        std::process::Command::new("bash").args([script, "--help"]),
-        Duration::from_secs(10),
-    );
+    let run = |args: &[&str]| {
+        run_cmd(
+            std::process::Command::new("bash").arg(script).args(args),
+            Duration::from_secs(10),
+        )
+    };
+    let out = run(&["--help"]);
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && help.contains("--rates LIST"),
         "{help}"
     );
     assert!(help.contains("default 10,50,200"), "{help}");
-    let out = run_cmd(
-        std::process::Command::new("bash").args([script, "--rates", "10,fast"]),
-        Duration::from_secs(10),
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--rates takes whole Mbit/s"), "{err}");
+    assert!(help.contains("--mtu N"), "{help}");
+    for (args, says) in [
+        (["--rates", "10,fast"], "--rates takes whole Mbit/s"),
+        (
+            ["--mtu", "100"],
+            "--mtu takes a whole number of bytes from 1280 to 65535",
+        ),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{err}");
+    }
 }
