@@ -23,6 +23,10 @@ usage: bench/capacity.sh [options]   (as root)
   --warmup D      warm-up per run (default 1s)
   --reverse       shape R's egress toward A instead and measure with
                   --reverse (the server sends the trains)
+  --mtu N         MTU of every veth on the path, 1280 to 65535 (default
+                  1500); thrum's packets fill it (9000: 1 Gbit/s, below)
+  --probe-rate R  the probe's average load, thrum's --rate (default 1M;
+                  with --mtu 9000 give 10M, or a cycle of trains takes 9 s)
   --quick         smoke check: --rates 50 --duration 2s
 USAGE
 }
@@ -33,9 +37,11 @@ RATES="10,50,200"
 DURATION=4s
 WARMUP=1s
 REVERSE=0
+MTU=1500
+PROBE=()
 while (($#)); do
 	case "$1" in
-	--thrum | --rates | --duration | --warmup)
+	--thrum | --rates | --duration | --warmup | --mtu | --probe-rate)
 		(($# >= 2)) || { echo "capacity.sh: $1 needs a value" >&2; exit 2; } ;;
 	esac
 	case "$1" in
@@ -44,6 +50,8 @@ while (($#)); do
 	--duration) DURATION="$2"; shift 2 ;;
 	--warmup) WARMUP="$2"; shift 2 ;;
 	--reverse) REVERSE=1; shift ;;
+	--mtu) MTU="$2"; shift 2 ;;
+	--probe-rate) PROBE=(--rate "$2"); shift 2 ;;
 	--quick) RATES=50; DURATION=2s; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "capacity.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -52,6 +60,10 @@ done
 for r in ${RATES//,/ }; do
 	[[ "$r" =~ ^[1-9][0-9]*$ ]] || { echo "capacity.sh: --rates takes whole Mbit/s (got $r)" >&2; exit 2; }
 done
+if ! [[ "$MTU" =~ ^[1-9][0-9]*$ ]] || ((MTU < 1280 || MTU > 65535)); then
+	echo "capacity.sh: --mtu takes a whole number of bytes from 1280 to 65535 (got $MTU)" >&2
+	exit 2
+fi
 [[ $(id -u) -eq 0 ]] || { echo "capacity.sh: needs root (network namespaces, tc)" >&2; exit 2; }
 for t in ip tc python3; do
 	command -v "$t" >/dev/null || { echo "capacity.sh: $t is required" >&2; exit 2; }
@@ -83,7 +95,7 @@ ip -n "$R" addr add 10.215.2.254/24 dev rb
 ip -n "$B" addr add 10.215.2.1/24 dev vb
 for pair in "$A va" "$R ra" "$R rb" "$B vb"; do
 	set -- $pair
-	ip -n "$1" link set "$2" up
+	ip -n "$1" link set "$2" mtu "$MTU" up
 done
 ip -n "$A" route add default via 10.215.1.254
 ip -n "$B" route add default via 10.215.2.254
@@ -122,12 +134,14 @@ else:
     lo, hi = s["capacity_interval_bps"]
     shaper = s.get("shaper")
     note = f", bucket {shaper['burst_packets']} packets" if shaper else ""
+    if any(d["code"] == "capacity_sender_limited" for d in s["diagnostics"]):
+        note += ", not slowed by the path (capacity_sender_limited)"
     print(f"| {shaped/1e6:.0f} Mbit/s | {c/1e6:.2f} Mbit/s ({lo/1e6:.2f}–{hi/1e6:.2f}){note} "
           f"| {c/shaped:.3f} | {secs:.1f} | {s['probe_load_fraction']:.4f} |")
 PY
 )
 
-echo "capacity by packet trains, $WAY: htb on R's egress ($DEV), -l $DURATION --warmup $WARMUP, $(basename "$THRUM") $("$THRUM" --version 2>/dev/null | head -1 | awk '{print $2}'), $(date -u +%Y-%m-%d)"
+echo "capacity by packet trains, $WAY: htb on R's egress ($DEV), MTU $MTU, -l $DURATION --warmup $WARMUP${PROBE[*]:+ ${PROBE[*]}}, $(basename "$THRUM") $("$THRUM" --version 2>/dev/null | head -1 | awk '{print $2}'), $(date -u +%Y-%m-%d)"
 echo
 echo "| shaped rate | estimate | estimate / shaped | seconds to estimate | probe load fraction |"
 echo "|---|---|---|---|---|"
@@ -139,7 +153,7 @@ for r in ${RATES//,/ }; do
 	ip netns exec "$R" tc class add dev "$DEV" parent 1: classid 1:1 htb rate "${r}mbit" 2>/dev/null
 	t0=$(date +%s.%N)
 	if ! json=$(timeout 120 ip netns exec "$A" "$THRUM" run capacity -H "10.215.2.1:$PORT" \
-		-l "$DURATION" --warmup "$WARMUP" "${EXTRA[@]}" --json); then
+		-l "$DURATION" --warmup "$WARMUP" "${EXTRA[@]}" "${PROBE[@]}" --json); then
 		echo "| ${r} Mbit/s | run failed | | | |"
 		failed=1
 		continue

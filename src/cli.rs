@@ -288,8 +288,8 @@ pub struct RunArgs {
     /// Extra transactions in flight per flow: N+1 outstanding (netperf's burst; tcp_rr, udp_rr).
     #[arg(short = 'b', long, default_value_t = 0, value_name = "N")]
     pub burst: u32,
-    /// Bytes per send call (stream tests; default 128K), or the datagram size of udp_stream (default 1472, at most 65507). K/M/G = 2^10.., k/m/g = 10^3..
-    #[arg(short = 'm', long, value_parser = size, value_name = "SIZE")]
+    /// Bytes per send call (stream tests; default 128K), the datagram size of udp_stream (default 1472, at most 65507), or capacity's packet size (--packet-size; default the payload that fills the path MTU, up to a 9000-byte MTU's; 12 to 65507). K/M/G = 2^10.., k/m/g = 10^3..
+    #[arg(short = 'm', long, visible_alias = "packet-size", value_parser = size, value_name = "SIZE")]
     pub send_size: Option<u64>,
     /// Bytes per receive call (stream tests).
     #[arg(short = 'M', long, default_value = "128K", value_parser = size, value_name = "SIZE")]

@@ -608,9 +608,15 @@ impl TestPlan {
         } else {
             MAX_IO_BYTES
         };
-        // capacity's datagrams carry their train's number, index and length.
-        let min_send = if t == TestKind::Capacity { 8 } else { 1 };
-        check("--send-size", self.send_bytes, min_send, max_send)?;
+        // capacity's datagrams carry their train's number, index, length
+        // and the sender's pace (workload::capacity::TRAIN_HEADER).
+        let min_send = if t == TestKind::Capacity { 12 } else { 1 };
+        let flag = if t == TestKind::Capacity {
+            "--packet-size"
+        } else {
+            "--send-size"
+        };
+        check(flag, self.send_bytes, min_send, max_send)?;
         if let Some(r) = self.rate_bps {
             if !matches!(t, TestKind::UdpStream | TestKind::Capacity) {
                 return Err(PlanError::NotApplicable {

@@ -372,6 +372,17 @@ pub struct CapacityEstimate {
     /// reordered one.
     pub trains: u64,
     pub broken: u64,
+    /// The trains' datagrams that arrived in the window, and those lost:
+    /// missing from a train, in a train missing whole between two that
+    /// arrived, or arriving after a later train (the receiver counts them
+    /// from the trains' numbers, so losses in `broken` trains count too).
+    pub datagrams_received: u64,
+    pub datagrams_lost: u64,
+    /// `datagrams_lost` over received plus lost, percent (null: none sent).
+    pub loss_percent: Option<f64>,
+    /// The rate the sender put its longest trains out at (its time per
+    /// datagram in the kernel); null from a peer that does not say.
+    pub sender_rate_bps: Option<f64>,
 }
 
 /// One end's share of the summary.

@@ -54,11 +54,14 @@ pub enum Code {
     ConfidenceNotReached,
     /// capacity: too few trains arrived whole for an estimate.
     CapacityNoEstimate,
+    /// capacity: the trains arrived as fast as the sender sent them, so
+    /// the estimate is the sender's limit or a bucket deeper than a train.
+    CapacitySenderLimited,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 19] = [
+    pub const ALL: [Code; 20] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -78,6 +81,7 @@ impl Code {
         Code::DrainTimeout,
         Code::ConfidenceNotReached,
         Code::CapacityNoEstimate,
+        Code::CapacitySenderLimited,
     ];
 
     /// The stable code, as JSON carries it.
@@ -102,6 +106,7 @@ impl Code {
             Code::DrainTimeout => "drain_timeout",
             Code::ConfidenceNotReached => "confidence_not_reached",
             Code::CapacityNoEstimate => "capacity_no_estimate",
+            Code::CapacitySenderLimited => "capacity_sender_limited",
         }
     }
 }

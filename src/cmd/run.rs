@@ -169,6 +169,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     }
     control::stop::on_signals().context("installing signal handlers")?;
     let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
+    let mut plan = plan;
+    if plan.test == crate::plan::TestKind::Capacity && args.send_size.is_none() {
+        // capacity's packets fill the path MTU by default: the frame whose
+        // spacing the narrow link sets is then the one the path carries.
+        plan.send_bytes = crate::workload::capacity::packet_size_toward(target.addr, target.bind);
+    }
     let (mut result, rows_shown, live) = measure(args, &plan, &target)?;
     let interrupted = control::stop::requested();
     if interrupted {

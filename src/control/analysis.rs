@@ -788,7 +788,7 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
         ..Summary::default()
     };
     apply_windows(plan, &fig, &g, &mut summary);
-    apply_capacity(&g, &mut summary);
+    apply_capacity(&g, plan.send_bytes, &mut summary);
     TestResult {
         schema: SCHEMA,
         test: plan.test,
@@ -815,15 +815,15 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
 /// and the probe's own average load (its frames, as the link carries
 /// them) over it. The top-level fields carry client to server when it was
 /// measured (what scripts read), else server to client.
-fn apply_capacity(g: &Gathered, s: &mut Summary) {
+fn apply_capacity(g: &Gathered, payload: u64, s: &mut Summary) {
     let up = g
         .train_gaps
         .as_ref()
-        .and_then(|t| capacity_of(t, s.local.send_bps, "client to server", s));
+        .and_then(|t| capacity_of(t, payload, s.local.send_bps, "client to server", s));
     let down = g
         .local_train_gaps
         .as_ref()
-        .and_then(|t| capacity_of(t, s.remote.send_bps, "server to client", s));
+        .and_then(|t| capacity_of(t, payload, s.remote.send_bps, "server to client", s));
     if g.train_gaps.is_none() && g.local_train_gaps.is_none() {
         return;
     }
@@ -838,10 +838,11 @@ fn apply_capacity(g: &Gathered, s: &mut Summary) {
 }
 
 /// One direction's estimate from the gaps its receivers saw, the probe
-/// sending `payload_bps` on average; None (and a warning naming the
-/// direction) when too few trains arrived whole.
+/// sending datagrams of `payload` bytes, `payload_bps` on average; None
+/// (and a warning naming the direction) when too few trains arrived whole.
 fn capacity_of(
     gaps: &crate::stats::dispersion::TrainGaps,
+    payload: u64,
     payload_bps: f64,
     way: &str,
     s: &mut Summary,
@@ -851,18 +852,30 @@ fn capacity_of(
             s.warnings.push(Warning::new(
                 Code::CapacityNoEstimate,
                 format!(
-                    "capacity {way}: too few trains arrived whole for an estimate ({} trains, {} broken)",
-                    gaps.trains, gaps.broken
+                    "capacity {way}: too few trains arrived whole for an estimate ({} trains, {} broken, {} of {} datagrams lost)",
+                    gaps.trains,
+                    gaps.broken,
+                    gaps.lost,
+                    gaps.datagrams + gaps.lost
                 ),
             ));
         }
         return None;
     };
-    let payload = gaps
-        .frame_bytes
-        .saturating_sub(crate::workload::capacity::FRAME_OVERHEAD)
-        .max(1);
+    let payload = payload.max(1);
     let wire_bps = payload_bps * gaps.frame_bytes as f64 / payload as f64;
+    if let Some(sender) = e.sender_rate_bps.filter(|_| e.sender_limited()) {
+        s.warnings.push(Warning::new(
+            Code::CapacitySenderLimited,
+            format!(
+                "capacity {way}: trains of up to {n} packets arrived about as fast as the sender put them out ({} against the sender's {}): nothing on the path slowed them, so the estimate is not the path's capacity but the sender's limit (its CPU; the path carries more) or the burst of a token bucket deeper than {n} packets (its sustained rate unseen); larger packets (--packet-size) take the sender less time per bit",
+                crate::units::BitsPerSec(e.capacity_bps),
+                crate::units::BitsPerSec(sender),
+                n = e.longest_train,
+            ),
+        ));
+    }
+    let offered = gaps.datagrams + gaps.lost;
     Some(crate::result::CapacityEstimate {
         capacity_bps: e.capacity_bps,
         capacity_interval_bps: e.interval_bps,
@@ -871,6 +884,10 @@ fn capacity_of(
         dispersion_histogram: e.histogram,
         trains: gaps.trains,
         broken: gaps.broken,
+        datagrams_received: gaps.datagrams,
+        datagrams_lost: gaps.lost,
+        loss_percent: (offered > 0).then(|| 100.0 * gaps.lost as f64 / offered as f64),
+        sender_rate_bps: e.sender_rate_bps,
     })
 }
 

@@ -225,6 +225,10 @@ mod tests {
             ],
             trains: 60,
             broken: 0,
+            datagrams_received: 1260,
+            datagrams_lost: 0,
+            loss_percent: Some(0.0),
+            sender_rate_bps: Some(900e6),
         };
         r.summary.capacity_by_direction = Some(crate::result::CapacityDirections {
             c2s: Some(est),

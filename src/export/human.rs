@@ -373,6 +373,13 @@ impl Exporter for Human {
                     crate::units::BitsPerSec(hi),
                     100.0 * c.probe_load_fraction
                 )?;
+                if let Some(p) = c.loss_percent {
+                    writeln!(
+                        out,
+                        "  probe datagrams {way}{} received, {} lost ({p:.2} %), {} of {} trains broken",
+                        c.datagrams_received, c.datagrams_lost, c.broken, c.trains
+                    )?;
+                }
                 if let Some(b) = &c.shaper {
                     writeln!(
                         out,

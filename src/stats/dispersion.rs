@@ -61,7 +61,7 @@ pub fn bin_mid_ns(b: u16) -> f64 {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrainGaps {
     /// Bytes one probe datagram takes on the link: payload, UDP 8, IPv4
-    /// 20, Ethernet 14 (what a shaper and a NIC count).
+    /// 20 or IPv6 40, Ethernet 14 (what a shaper and a NIC count).
     pub frame_bytes: u64,
     /// Trains whose first packet arrived.
     pub trains: u64,
@@ -71,24 +71,42 @@ pub struct TrainGaps {
     /// `[index, bin, count]`: `count` gaps ending at packet `index` (1 for
     /// the gap between a train's first and second packet) fell in `bin`.
     pub gaps: Vec<[u64; 3]>,
+    /// Datagrams of the trains that arrived in the window.
+    #[serde(default)]
+    pub datagrams: u64,
+    /// Datagrams of those trains (and of whole trains between them) that
+    /// did not arrive, or arrived after a later train.
+    #[serde(default)]
+    pub lost: u64,
+    /// `[bin, count]`: the sender's time per datagram over its longest
+    /// trains, as the trains' headers carried it (absent from older peers).
+    #[serde(default)]
+    pub pace: Vec<[u64; 2]>,
 }
 
 impl TrainGaps {
     /// Several receivers' gaps as one (None when there are none).
     pub fn merged(all: impl Iterator<Item = TrainGaps>) -> Option<TrainGaps> {
         let mut counts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        let mut pace: BTreeMap<u64, u64> = BTreeMap::new();
         let mut out: Option<TrainGaps> = None;
         for g in all {
             for &[i, b, n] in &g.gaps {
                 *counts.entry((i, b)).or_default() += n;
             }
+            for &[b, n] in &g.pace {
+                *pace.entry(b).or_default() += n;
+            }
             let o = out.get_or_insert_with(TrainGaps::default);
             o.frame_bytes = o.frame_bytes.max(g.frame_bytes);
             o.trains += g.trains;
             o.broken += g.broken;
+            o.datagrams += g.datagrams;
+            o.lost += g.lost;
         }
         let mut out = out?;
         out.gaps = counts.into_iter().map(|((i, b), n)| [i, b, n]).collect();
+        out.pace = pace.into_iter().map(|(b, n)| [b, n]).collect();
         Some(out)
     }
 }
@@ -99,7 +117,10 @@ pub struct GapRecorder {
     frame_bytes: u64,
     trains: u64,
     broken: u64,
+    datagrams: u64,
+    lost: u64,
     counts: BTreeMap<(u16, u16), u64>,
+    pace: BTreeMap<u16, u64>,
 }
 
 impl GapRecorder {
@@ -123,6 +144,21 @@ impl GapRecorder {
         *self.counts.entry((index, bin_of(ns))).or_default() += 1;
     }
 
+    /// One datagram of a train arrived.
+    pub fn datagram(&mut self) {
+        self.datagrams += 1;
+    }
+
+    /// `n` datagrams of the trains did not arrive.
+    pub fn lost(&mut self, n: u64) {
+        self.lost += n;
+    }
+
+    /// The sender took `ns` per datagram over one of its longest trains.
+    pub fn sender_pace(&mut self, ns: u64) {
+        *self.pace.entry(bin_of(ns)).or_default() += 1;
+    }
+
     pub fn gaps(&self) -> TrainGaps {
         TrainGaps {
             frame_bytes: self.frame_bytes,
@@ -133,6 +169,9 @@ impl GapRecorder {
                 .iter()
                 .map(|(&(i, b), &n)| [u64::from(i), u64::from(b), n])
                 .collect(),
+            datagrams: self.datagrams,
+            lost: self.lost,
+            pace: self.pace.iter().map(|(&b, &n)| [u64::from(b), n]).collect(),
         }
     }
 }
@@ -165,6 +204,25 @@ pub struct Estimate {
     /// The gaps the estimate comes from (the second half of the longest
     /// trains), as rates.
     pub histogram: Vec<RateBin>,
+    /// The rate the sender put its longest trains into its kernel at (the
+    /// median of their time per datagram); None when the headers did not
+    /// carry it.
+    pub sender_rate_bps: Option<f64>,
+    /// The longest train the estimate saw, in packets.
+    pub longest_train: u64,
+}
+
+impl Estimate {
+    /// Were the trains never slowed by the path? When the sender could not
+    /// put a train out faster than [`SHAPER_RATIO`] times the estimate,
+    /// the gaps are the sender's own: its CPU (the path carries more), or
+    /// a token bucket deeper than the longest train passing whole trains
+    /// at the sender's pace (its sustained rate unseen). Either way the
+    /// estimate is not the path's capacity.
+    pub fn sender_limited(&self) -> bool {
+        self.sender_rate_bps
+            .is_some_and(|s| s < SHAPER_RATIO * self.capacity_bps)
+    }
 }
 
 /// The mode bin of a histogram (bin → count), with each bin's count taken
@@ -249,11 +307,25 @@ pub fn estimate(g: &TrainGaps) -> Option<Estimate> {
             count: n,
         })
         .collect();
+    // The median of the sender's pace: a preempted sender's slow train
+    // is an outlier on one side only.
+    let paced: u64 = g.pace.iter().map(|&[_, n]| n).sum();
+    let mut below = 0;
+    let sender_rate_bps = g
+        .pace
+        .iter()
+        .find(|&&[_, n]| {
+            below += n;
+            2 * below >= paced
+        })
+        .map(|&[b, _]| rate(bin_mid_ns(b as u16)));
     Some(Estimate {
         capacity_bps,
         interval_bps,
         shaper,
         histogram,
+        sender_rate_bps,
+        longest_train: u64::from(longest) + 1,
     })
 }
 
@@ -357,8 +429,36 @@ mod tests {
     }
 
     #[test]
+    fn trains_as_fast_as_their_sender_are_a_sender_limit() {
+        // Every gap at 400 Mbit/s, and the sender took as long per
+        // datagram: nothing on the path slowed the trains.
+        let mut g = trains(&[2, 4, 8, 16, 32, 64], 10, |_, _| gap(400e6));
+        g.pace = vec![[u64::from(bin_of(gap(410e6))), 10]];
+        let e = estimate(&g).unwrap();
+        assert!(near(e.sender_rate_bps.unwrap(), 410e6, 0.02), "{e:?}");
+        assert!(e.sender_limited());
+        assert_eq!(e.longest_train, 64);
+        // A sender twice as fast as the gaps (htb holding the trains
+        // back), with one preempted train among nine: not a limit.
+        g.pace = vec![[u64::from(bin_of(gap(40e6))), 1]];
+        g.pace.insert(0, [u64::from(bin_of(gap(800e6))), 9]);
+        let e = estimate(&g).unwrap();
+        assert!(near(e.sender_rate_bps.unwrap(), 800e6, 0.02), "{e:?}");
+        assert!(!e.sender_limited());
+        // Without the pace (an older peer) nothing is claimed.
+        g.pace.clear();
+        assert!(!estimate(&g).unwrap().sender_limited());
+    }
+
+    #[test]
     fn receivers_merge_by_index_and_bin() {
         let a = trains(&[4], 2, |_, _| 1000);
+        let mut b = a.clone();
+        b.datagrams = 7;
+        b.lost = 2;
+        b.pace = vec![[5, 1]];
+        let m = TrainGaps::merged([a.clone(), a.clone(), b].into_iter()).unwrap();
+        assert_eq!((m.datagrams, m.lost, m.pace.clone()), (7, 2, vec![[5, 1]]));
         let m = TrainGaps::merged([a.clone(), a.clone()].into_iter()).unwrap();
         assert_eq!(m.trains, 4);
         assert_eq!(m.gaps.iter().map(|g| g[2]).sum::<u64>(), 12);

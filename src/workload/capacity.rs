@@ -11,9 +11,20 @@
 //! from those gaps in [`crate::stats::dispersion::estimate`].
 //!
 //! Each datagram starts with its train's number (u32), its index in the
-//! train (u16) and the train's length (u16), big-endian.
+//! train (u16), the train's length (u16) and the sender's pace (u32, ns),
+//! big-endian. The pace is how long the sender's kernel took per datagram
+//! to take in the last longest train (its `sendmmsg` over the datagrams):
+//! on a path of veths and a software router that call carries each
+//! datagram through every hop whose queue is empty, so a train that no
+//! narrow link holds back takes the sender that long per datagram, and a
+//! receiver that sees gaps no wider than the pace knows the trains were
+//! never slowed by the path ([`crate::stats::dispersion::Estimate::sender_limited`]).
+//! The receiver also counts the datagrams its trains lost: a train's
+//! length follows from its number ([`length_of`]), so a missing tail and
+//! a whole missing train are both counted.
 
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -33,29 +44,100 @@ pub const TRAIN_MAX: u16 = 64;
 /// The probe's average load without `--rate`: 10 % of a 10 Mbit/s link.
 pub const DEFAULT_PROBE_BPS: u64 = 1_000_000;
 /// Bytes of the train header at the front of each datagram.
-pub const TRAIN_HEADER: usize = 8;
+pub const TRAIN_HEADER: usize = 12;
 /// Bytes a datagram takes on an Ethernet link beyond its payload: UDP 8,
-/// IPv4 20, Ethernet 14 (shared/TESTING.md: what tbf and htb count).
-pub const FRAME_OVERHEAD: u64 = 8 + 20 + 14;
+/// IPv4 20 or IPv6 40, Ethernet 14 (shared/TESTING.md: what tbf and htb
+/// count).
+pub fn frame_overhead(ipv6: bool) -> u64 {
+    ip_udp_header(ipv6) + 14
+}
+
+/// The largest MTU the default packet fills: a jumbo frame's. A path
+/// whose MTU is larger (loopback's 65,536) gets no more, so that a longest
+/// train (64 datagrams of 8,972 bytes, 574 KB) stays within what socket
+/// buffers hold; `--packet-size` goes up to 65,507.
+pub const MAX_DEFAULT_MTU: u64 = 9000;
+
+/// IP and UDP header bytes in front of a datagram's payload.
+pub fn ip_udp_header(ipv6: bool) -> u64 {
+    if ipv6 { 40 + 8 } else { 20 + 8 }
+}
+
+/// The default packet size toward `peer`: the payload that fills the path
+/// MTU the kernel knows after a connect (IP_MTU, IPV6_MTU), at most
+/// [`MAX_DEFAULT_MTU`], less the IP and UDP headers of the peer's family;
+/// where the kernel knows none, a 1500-byte MTU's.
+pub fn packet_size_toward(peer: SocketAddr, bind: Option<IpAddr>) -> u64 {
+    let ipv6 = peer.is_ipv6();
+    let mtu = crate::io::socket::udp_connected(&peer, bind, &Default::default())
+        .ok()
+        .and_then(|s| crate::io::socket::path_mtu(&s, ipv6))
+        .map_or(1500, u64::from);
+    mtu.min(MAX_DEFAULT_MTU)
+        .saturating_sub(ip_udp_header(ipv6))
+        .max(TRAIN_HEADER as u64)
+}
+
+/// Socket buffer bytes a longest train of `size`-byte datagrams takes in
+/// the kernel: each datagram is charged its allocation (a power of two
+/// above the payload and its headers: 16 KiB for 8,972 bytes) and its
+/// bookkeeping (under a KiB).
+fn train_buffer_bytes(size: usize) -> usize {
+    usize::from(TRAIN_MAX) * ((size + 1024).next_power_of_two() + 1024)
+}
+
+/// Grow a socket's send or receive buffer to hold a longest train (a
+/// smaller one cuts the train or drops its tail at the receiver, which
+/// then reads as loss). Never shrinks one a user made larger; the kernel
+/// caps the request at net.core.wmem_max / rmem_max (the kernel doubles
+/// what it is asked for, and reports the doubled size).
+fn fit_train(sock: &Socket, size: usize, send: bool) -> io::Result<()> {
+    let want = train_buffer_bytes(size);
+    if send {
+        if sock.send_buffer_size()? < want {
+            sock.set_send_buffer_size(want / 2)?;
+        }
+    } else if sock.recv_buffer_size()? < want {
+        sock.set_recv_buffer_size(want / 2)?;
+    }
+    Ok(())
+}
 
 /// The train lengths in the order they are sent: 2, 4, … [`TRAIN_MAX`].
 pub fn train_lengths() -> impl Iterator<Item = u16> {
     (1..=TRAIN_MAX.ilog2()).map(|k| 1u16 << k)
 }
 
-fn put_header(d: &mut [u8], train: u32, index: u16, len: u16) {
-    d[..4].copy_from_slice(&train.to_be_bytes());
-    d[4..6].copy_from_slice(&index.to_be_bytes());
-    d[6..8].copy_from_slice(&len.to_be_bytes());
+/// The length of train number `train`: [`train_lengths`] in turn.
+pub fn length_of(train: u32) -> u16 {
+    2 << (train % TRAIN_MAX.ilog2())
 }
 
-fn header_of(d: &[u8]) -> Option<(u32, u16, u16)> {
+/// What each datagram carries at its front.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Header {
+    train: u32,
+    index: u16,
+    len: u16,
+    /// The sender's ns per datagram over its last longest train; 0 before.
+    pace_ns: u32,
+}
+
+fn put_header(d: &mut [u8], h: Header) {
+    d[..4].copy_from_slice(&h.train.to_be_bytes());
+    d[4..6].copy_from_slice(&h.index.to_be_bytes());
+    d[6..8].copy_from_slice(&h.len.to_be_bytes());
+    d[8..12].copy_from_slice(&h.pace_ns.to_be_bytes());
+}
+
+fn header_of(d: &[u8]) -> Option<Header> {
     let h = d.get(..TRAIN_HEADER)?;
-    Some((
-        u32::from_be_bytes(h[..4].try_into().ok()?),
-        u16::from_be_bytes(h[4..6].try_into().ok()?),
-        u16::from_be_bytes(h[6..8].try_into().ok()?),
-    ))
+    Some(Header {
+        train: u32::from_be_bytes(h[..4].try_into().ok()?),
+        index: u16::from_be_bytes(h[4..6].try_into().ok()?),
+        len: u16::from_be_bytes(h[6..8].try_into().ok()?),
+        pace_ns: u32::from_be_bytes(h[8..12].try_into().ok()?),
+    })
 }
 
 /// Sends the trains.
@@ -69,12 +151,21 @@ pub struct TrainSender {
     rate: f64,
     train: u32,
     next: Option<Instant>,
+    /// ns per datagram the last longest train took to send (the header's
+    /// `pace_ns`).
+    pace_ns: u32,
 }
 
 impl TrainSender {
     /// `size`: payload bytes per datagram (at least [`TRAIN_HEADER`]).
-    pub fn new(sock: Socket, counters: CounterRef, size: usize, rate_bps: u64) -> TrainSender {
-        TrainSender {
+    pub fn new(
+        sock: Socket,
+        counters: CounterRef,
+        size: usize,
+        rate_bps: u64,
+    ) -> io::Result<TrainSender> {
+        fit_train(&sock, size, true)?;
+        Ok(TrainSender {
             sock,
             counters,
             batch: MsgBatch::new(usize::from(TRAIN_MAX), size.max(TRAIN_HEADER)),
@@ -82,12 +173,8 @@ impl TrainSender {
             rate: rate_bps.max(1) as f64 / 8.0,
             train: 0,
             next: None,
-        }
-    }
-
-    /// This train's length: [`train_lengths`] in turn.
-    fn length(&self) -> u16 {
-        2 << (self.train % TRAIN_MAX.ilog2())
+            pace_ns: 0,
+        })
     }
 }
 
@@ -106,17 +193,19 @@ impl Flow for TrainSender {
         {
             return Ok(Progress::At(t));
         }
-        let len = self.length();
+        let len = length_of(self.train);
         let fd = self.sock.as_raw_fd();
         let size = self.size;
         for index in 0..len {
-            put_header(
-                self.batch.buf_mut(usize::from(index)),
-                self.train,
+            let h = Header {
+                train: self.train,
                 index,
                 len,
-            );
+                pace_ns: self.pace_ns,
+            };
+            put_header(self.batch.buf_mut(usize::from(index)), h);
         }
+        let t0 = Instant::now();
         // Back to back: the whole train in one sendmmsg, so that the gaps
         // the sender leaves are the kernel's, not a system call's each
         // (one send per datagram left 30 µs between them on this VM, slower
@@ -128,6 +217,10 @@ impl Flow for TrainSender {
             Err(e) if would_block(&e) => 0,
             Err(e) => return Err(e),
         };
+        if len == TRAIN_MAX && sent == u64::from(len) {
+            let ns = t0.elapsed().as_nanos() / u128::from(len);
+            self.pace_ns = u32::try_from(ns).unwrap_or(u32::MAX).max(1);
+        }
         self.counters.add_datagrams_sent(sent);
         self.counters.add_sent(sent * size as u64);
         self.train = self.train.wrapping_add(1);
@@ -155,6 +248,11 @@ pub struct TrainReceiver {
     /// packet's timestamp; None once a train broke until the next begins.
     current: Option<(u32, u16, u64)>,
     last_train: Option<u32>,
+    /// Datagrams of the latest train that arrived, and whether that train
+    /// began in the measurement window (its losses count, and a lost tail
+    /// breaks it, when the next train begins).
+    got: u16,
+    counting: bool,
     /// Finish once the drain has begun and the socket is empty: the
     /// client's receiver under `--reverse`/`--both`, whose sender (the
     /// server) stops only after the client has drained, so no end of the
@@ -167,13 +265,17 @@ impl TrainReceiver {
     /// `size`: payload bytes per datagram, as the sender sends them.
     pub fn new(sock: Socket, counters: CounterRef, size: usize) -> io::Result<TrainReceiver> {
         crate::io::tstamp::enable(sock.as_raw_fd())?;
+        fit_train(&sock, size, false)?;
+        let ipv6 = sock.local_addr()?.is_ipv6();
         Ok(TrainReceiver {
             sock,
             counters,
             buf: vec![0u8; size.max(TRAIN_HEADER) + 1],
-            gaps: GapRecorder::new(size as u64 + FRAME_OVERHEAD),
+            gaps: GapRecorder::new(size as u64 + frame_overhead(ipv6)),
             current: None,
             last_train: None,
+            got: 0,
+            counting: false,
             done_at_drain: false,
         })
     }
@@ -190,11 +292,68 @@ impl TrainReceiver {
         self.gaps.gaps()
     }
 
-    /// One datagram of train `train`, index `index`, stamped `at` ns.
-    fn arrive(&mut self, train: u32, index: u16, at: u64, measure: bool) {
+    /// Datagrams lost between the latest train and train `next`, which
+    /// has just begun: the latest one's missing tail and every train
+    /// between the two (a train's length follows from its number). A
+    /// datagram that arrives after a later train began counts as lost.
+    fn lost_before(&self, next: u32) -> u64 {
+        let Some(last) = self.last_train else {
+            return 0;
+        };
+        let skipped = next.wrapping_sub(last);
+        if skipped == 0 {
+            return 0;
+        }
+        let tail = u64::from(length_of(last).saturating_sub(self.got));
+        // Whole trains lost: full cycles of the six lengths, then the rest.
+        let between = skipped - 1;
+        let cycle: u64 = train_lengths().map(u64::from).sum();
+        let cycles = u64::from(between / TRAIN_MAX.ilog2());
+        let rest: u64 = (0..between % TRAIN_MAX.ilog2())
+            .map(|k| u64::from(length_of(last.wrapping_add(1 + k))))
+            .sum();
+        tail + cycles * cycle + rest
+    }
+
+    /// One datagram `h`, stamped `at` ns.
+    fn arrive(&mut self, h: Header, at: u64, measure: bool) {
+        let Header {
+            train,
+            index,
+            pace_ns,
+            ..
+        } = h;
+        if let Some(last) = self.last_train
+            && train.wrapping_sub(last) > u32::MAX / 2
+        {
+            // A straggler of a train already given up on: counted lost
+            // then, and not let back in (it would restart an old train).
+            return;
+        }
+        if measure {
+            self.gaps.datagram();
+        }
         if self.last_train != Some(train) {
             // A new train. A tail lost from the one before leaves no
-            // trace here: its gaps up to the loss are good ones.
+            // trace in the gaps: its gaps up to the loss are good ones.
+            if measure && self.counting {
+                self.gaps.lost(self.lost_before(train));
+                // A lost tail breaks the train as a hole does (one the
+                // hole already broke is counted once).
+                if let Some(last) = self.last_train
+                    && self.current.is_some()
+                    && self.got < length_of(last)
+                {
+                    self.gaps.train_broken();
+                }
+            }
+            // The sender's pace over its last longest train, which is
+            // the one before this when this one is the shortest.
+            if measure && pace_ns > 0 && length_of(train.wrapping_sub(1)) == TRAIN_MAX {
+                self.gaps.sender_pace(u64::from(pace_ns));
+            }
+            self.counting = measure;
+            self.got = 1;
             self.last_train = Some(train);
             self.current = None;
             if index == 0 {
@@ -208,6 +367,7 @@ impl TrainReceiver {
             }
             return;
         }
+        self.got = self.got.saturating_add(1);
         match self.current {
             Some((t, expect, last)) if t == train && expect == index => {
                 if measure {
@@ -249,8 +409,10 @@ impl Flow for TrainReceiver {
             self.counters.add_datagrams_received(1);
             self.counters.add_received(n as u64);
             let at = at.unwrap_or_else(crate::io::icmp::realtime_ns);
-            if let Some((train, index, _len)) = header_of(&self.buf[..n]) {
-                self.arrive(train, index, at, measure);
+            // A datagram whose length field does not match its number
+            // is no train of ours (the numbering sets each length).
+            if let Some(h) = header_of(&self.buf[..n]).filter(|h| h.len == length_of(h.train)) {
+                self.arrive(h, at, measure);
             }
         }
         Ok(Progress::More)
@@ -275,47 +437,90 @@ mod tests {
             train_lengths().collect::<Vec<_>>(),
             vec![2, 4, 8, 16, 32, 64]
         );
-        let mut d = [0u8; 10];
-        put_header(&mut d, 7, 3, 64);
-        assert_eq!(header_of(&d), Some((7, 3, 64)));
-        assert_eq!(header_of(&d[..7]), None);
+        let mut d = [0u8; 14];
+        let h = Header {
+            train: 7,
+            index: 3,
+            len: 64,
+            pace_ns: 12_345,
+        };
+        put_header(&mut d, h);
+        assert_eq!(header_of(&d), Some(h));
+        assert_eq!(header_of(&d[..TRAIN_HEADER - 1]), None);
         let lens: Vec<u16> = train_lengths().collect();
         for train in 0..13u32 {
-            assert_eq!(
-                2u16 << (train % TRAIN_MAX.ilog2()),
-                lens[train as usize % lens.len()]
-            );
+            assert_eq!(length_of(train), lens[train as usize % lens.len()]);
         }
     }
 
-    #[test]
-    fn gaps_are_kept_by_index_and_breaks_counted() {
+    fn receiver() -> TrainReceiver {
         let (a, _b) = std::os::unix::net::UnixDatagram::pair().unwrap();
         let sock = Socket::from(std::os::fd::OwnedFd::from(a));
         let block: std::sync::Arc<[crate::stats::counters::FlowCounters]> =
             vec![crate::stats::counters::FlowCounters::default()].into();
-        let mut r = TrainReceiver {
+        TrainReceiver {
             sock,
             counters: CounterRef::new(block, 0),
             buf: vec![0; 16],
             gaps: GapRecorder::new(1442),
             current: None,
             last_train: None,
+            got: 0,
+            counting: false,
             done_at_drain: false,
-        };
-        // Train 0 whole: 3 packets 1 µs apart; train 1 loses index 1.
-        for (t, i, at) in [
-            (0, 0, 0),
-            (0, 1, 1000),
-            (0, 2, 2000),
-            (1, 0, 9000),
-            (1, 2, 9500),
-        ] {
-            r.arrive(t, i, at, true);
         }
-        let g = r.gaps();
-        assert_eq!((g.trains, g.broken), (2, 1));
+    }
+
+    /// Datagrams `(train, index, pace_ns, at)` into a fresh receiver.
+    fn arrivals(all: &[(u32, u16, u32, u64)]) -> TrainGaps {
+        let mut r = receiver();
+        for &(train, index, pace_ns, at) in all {
+            let h = Header {
+                train,
+                index,
+                len: length_of(train),
+                pace_ns,
+            };
+            r.arrive(h, at, true);
+        }
+        r.gaps()
+    }
+
+    #[test]
+    fn gaps_are_kept_by_index_and_breaks_and_losses_counted() {
+        let g = arrivals(&[
+            // Train 0 (2 packets) whole, 1 µs apart.
+            (0, 0, 0, 0),
+            (0, 1, 0, 1000),
+            // Train 1 (4) loses index 1: broken, one lost.
+            (1, 0, 0, 9000),
+            (1, 2, 0, 9500),
+            (1, 3, 0, 9600),
+            // Trains 2 (8) and 3 (16) lost whole; train 4 (32) keeps
+            // its first packet only.
+            (4, 0, 0, 20_000),
+            // Train 5 (64) lost whole; train 6 carries the sender's pace
+            // over train 5, the longest.
+            (6, 0, 20_000, 30_000),
+            // A straggler of train 1: already counted lost.
+            (1, 1, 0, 31_000),
+        ]);
+        // Broken: train 1 by its hole, train 4 by its lost tail.
+        assert_eq!((g.trains, g.broken), (4, 2));
         let b = u64::from(crate::stats::dispersion::bin_of(1000));
-        assert_eq!(g.gaps, vec![[1, b, 1], [2, b, 1]]);
+        assert_eq!(g.gaps, vec![[1, b, 1]]);
+        assert_eq!(g.datagrams, 7);
+        assert_eq!(g.lost, 1 + 8 + 16 + 31 + 64);
+        let p = u64::from(crate::stats::dispersion::bin_of(20_000));
+        assert_eq!(g.pace, vec![[p, 1]]);
+    }
+
+    #[test]
+    fn whole_cycles_of_lost_trains_are_counted() {
+        // Trains 1 to 12 lost: two cycles of 2 + 4 + … + 64.
+        let g = arrivals(&[(0, 0, 0, 0), (0, 1, 0, 10), (13, 0, 0, 99)]);
+        assert_eq!(g.lost, 2 * 126);
+        // A pace that does not follow the longest train is not taken.
+        assert!(g.pace.is_empty());
     }
 }

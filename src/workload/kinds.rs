@@ -610,7 +610,7 @@ fn capacity_flow(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let size = p.send_bytes as usize;
     if a.sends {
         let rate = p.rate_bps.unwrap_or(DEFAULT_PROBE_BPS);
-        Ok(Box::new(TrainSender::new(sock, a.counters, size, rate)))
+        Ok(Box::new(TrainSender::new(sock, a.counters, size, rate)?))
     } else {
         let r = TrainReceiver::new(sock, a.counters, size)?;
         Ok(Box::new(if a.client { r.done_at_drain() } else { r }))

@@ -112,6 +112,13 @@ impl Path3 {
         }
     }
 
+    /// Shape R's egress toward B with a tbf of `params` (tc's words after
+    /// `tbf`: rate, burst, limit or latency).
+    pub fn tbf(&self, params: &[&str]) {
+        let cmd = [&["qdisc", "add", "dev", TOWARD_B, "root", "tbf"], params].concat();
+        self.shape(&[&cmd]);
+    }
+
     /// Shape R's egress toward B with htb at `rate` (tc's spelling).
     pub fn htb(&self, rate: &str) {
         self.htb_on(TOWARD_B, rate);
@@ -132,6 +139,32 @@ impl Path3 {
                 ],
             ],
         );
+    }
+
+    /// Set the MTU of every veth on the path (both ends of both links).
+    pub fn mtu(&self, mtu: &str) {
+        for (ns, dev) in [
+            (&self.a, "va"),
+            (&self.r, TOWARD_A),
+            (&self.r, TOWARD_B),
+            (&self.b, "vb"),
+        ] {
+            ip(&["-n", ns, "link", "set", dev, "mtu", mtu]);
+        }
+    }
+
+    /// Packets R's qdiscs on `dev` have dropped so far (`tc -s`: the
+    /// kernel's own count).
+    pub fn drops(&self, dev: &str) -> u64 {
+        let out = run_ok(ns_exec(&self.r, "tc").args(["-s", "-j", "qdisc", "show", "dev", dev]));
+        let qdiscs: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("tc -j prints JSON");
+        qdiscs
+            .as_array()
+            .expect("tc -j: a list of qdiscs")
+            .iter()
+            .map(|q| q["drops"].as_u64().unwrap_or(0))
+            .sum()
     }
 
     /// A `thrum server` in B.
