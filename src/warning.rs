@@ -54,11 +54,13 @@ pub enum Code {
     ConfidenceNotReached,
     /// capacity: too few trains arrived whole for an estimate.
     CapacityNoEstimate,
+    /// `--rate` on epoll without epoll_pwait2: waits of whole milliseconds.
+    TimerMilliseconds,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 19] = [
+    pub const ALL: [Code; 20] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -78,6 +80,7 @@ impl Code {
         Code::DrainTimeout,
         Code::ConfidenceNotReached,
         Code::CapacityNoEstimate,
+        Code::TimerMilliseconds,
     ];
 
     /// The stable code, as JSON carries it.
@@ -102,6 +105,7 @@ impl Code {
             Code::DrainTimeout => "drain_timeout",
             Code::ConfidenceNotReached => "confidence_not_reached",
             Code::CapacityNoEstimate => "capacity_no_estimate",
+            Code::TimerMilliseconds => "timer_milliseconds",
         }
     }
 }
