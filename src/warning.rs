@@ -57,11 +57,13 @@ pub enum Code {
     /// capacity: the trains arrived as fast as the sender sent them, so
     /// the estimate is the sender's limit or a bucket deeper than a train.
     CapacitySenderLimited,
+    /// `--rate` on epoll without epoll_pwait2: waits of whole milliseconds.
+    TimerMilliseconds,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 20] = [
+    pub const ALL: [Code; 21] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -82,6 +84,7 @@ impl Code {
         Code::ConfidenceNotReached,
         Code::CapacityNoEstimate,
         Code::CapacitySenderLimited,
+        Code::TimerMilliseconds,
     ];
 
     /// The stable code, as JSON carries it.
@@ -107,6 +110,7 @@ impl Code {
             Code::ConfidenceNotReached => "confidence_not_reached",
             Code::CapacityNoEstimate => "capacity_no_estimate",
             Code::CapacitySenderLimited => "capacity_sender_limited",
+            Code::TimerMilliseconds => "timer_milliseconds",
         }
     }
 }

@@ -279,6 +279,15 @@ impl<'a> Session<'a> {
         if let Some(w) = crate::engine::uring_fallback(plan) {
             self.g.warnings.push(Warning::new(Code::UringFallback, w));
         }
+        if let Some(w) = crate::engine::pacing_resolution(
+            parts.iter().any(|p| p.offered_per_s.is_some()),
+            &engine.drivers(),
+            crate::io::epoll::pwait2_available(),
+        ) {
+            self.g
+                .warnings
+                .push(Warning::new(Code::TimerMilliseconds, w));
+        }
         self.g.env.local_drivers = engine.drivers().iter().map(|d| d.to_string()).collect();
 
         let rx = spawn_reader(&ctrl)?;

@@ -43,6 +43,18 @@ use watchdog::WatchSlot;
 /// due: its checks of the phase and the stop flag run this often.
 const IDLE_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// Open loop: how long before a flow's next intended start the worker stops
+/// sleeping and polls its driver without blocking instead. A timed sleep
+/// ends a wake-up latency after its deadline (tens of µs on a busy VM, with
+/// 1 µs timer slack); sleeping to `deadline - PACER_SPIN` and polling the
+/// rest sends on time whenever the wake-up latency is below it. Only the
+/// last stretch before a deadline spins, so an idle flow at a low rate
+/// costs its CPU `PACER_SPIN` per transaction (3 % of one CPU at 1,000/s
+/// for 30 µs); polling the driver, not just the clock, keeps responses that
+/// arrive meanwhile from waiting for the deadline. Chosen by measurement:
+/// docs/open-loop.md, "Pacing".
+const PACER_SPIN: std::time::Duration = std::time::Duration::from_micros(30);
+
 /// What one worker thread runs.
 pub struct WorkerSpec {
     pub flows: Vec<Box<dyn Flow>>,
@@ -186,6 +198,18 @@ pub fn uring_fallback(plan: &TestPlan) -> Option<String> {
             "--driver uring: {} workers ran epoll (an io_uring poll request keeps a closed socket open)",
             plan.test.name()
         )
+    })
+}
+
+/// The warning for an open-loop run whose epoll workers could not wait to
+/// the microsecond: without epoll_pwait2 (Linux 5.11) their waits round up
+/// to whole milliseconds, so the requests due within one go out together,
+/// the 1 ms bursts a schedule must not make. `open_loop`: some part runs on
+/// a schedule; `drivers`: what the workers ran; `pwait2`: the kernel's
+/// answer (`io::epoll::pwait2_available`).
+pub fn pacing_resolution(open_loop: bool, drivers: &[&str], pwait2: bool) -> Option<String> {
+    (open_loop && !pwait2 && drivers.contains(&DriverKind::Epoll.name())).then(|| {
+        "--rate: this kernel has no epoll_pwait2 (Linux 5.11), so the epoll workers waited in whole milliseconds: requests due within one went out together, up to 1 ms late (generator_lag_ns shows it); --driver uring waits to the microsecond where io_uring is available".to_string()
     })
 }
 
@@ -547,6 +571,13 @@ fn worker_loop(
         watch.enter();
     }
     let mut loops = 0u64;
+    // Only an open-loop schedule spins before its deadlines; paced streams
+    // and timeouts sleep to the moment.
+    let spin = if shared.open_loop {
+        PACER_SPIN
+    } else {
+        std::time::Duration::ZERO
+    };
 
     while remaining > 0 && !shared.stop.load(Relaxed) {
         loops += 1;
@@ -593,8 +624,9 @@ fn worker_loop(
                 }
                 timeout = std::time::Duration::ZERO;
             } else {
-                // To the moment: the driver keeps sub-millisecond timeouts.
-                timeout = timeout.min(w - now);
+                // To the moment (the driver keeps sub-millisecond
+                // timeouts), less the stretch polled before it.
+                timeout = timeout.min((w - now).saturating_sub(spin));
             }
         }
         if let Err(e) = driver.wait(&mut events, timeout) {
@@ -651,4 +683,20 @@ fn worker_loop(
         again.clear();
     }
     flows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pacing_resolution;
+
+    /// Only an open-loop run on epoll without epoll_pwait2 is warned: a
+    /// closed loop has no deadlines, io_uring waits to its timespec.
+    #[test]
+    fn millisecond_waits_are_warned_only_where_they_pace_a_schedule() {
+        let w = pacing_resolution(true, &["epoll", "epoll"], false).expect("warned");
+        assert!(w.contains("--rate") && w.contains("epoll_pwait2"), "{w}");
+        assert_eq!(pacing_resolution(true, &["epoll"], true), None);
+        assert_eq!(pacing_resolution(false, &["epoll"], false), None);
+        assert_eq!(pacing_resolution(true, &["uring"], false), None);
+    }
 }

@@ -20,25 +20,61 @@ pub struct Epoll {
 unsafe impl Send for Epoll {}
 
 /// epoll_pwait2 (Linux 5.11): 1 where the kernel has it, 2 where it
-/// answered ENOSYS, 0 before the first try.
+/// does not, 0 before the probe.
 static PWAIT2: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Does this kernel take epoll timeouts to the nanosecond (epoll_pwait2)?
+/// Probed once, on a descriptor that cannot be an epoll instance: a kernel
+/// with the call answers EBADF; one without it ENOSYS, and a seccomp filter
+/// that does not know it (older container runtimes) ENOSYS or EPERM.
+/// Without it epoll waits round up to whole milliseconds, and an open-loop
+/// schedule's requests due within one go out together (warning
+/// `timer_milliseconds`).
+pub fn pwait2_available() -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    match PWAIT2.load(Relaxed) {
+        1 => return true,
+        2 => return false,
+        _ => {}
+    }
+    let mut ev = libc::epoll_event { events: 0, u64: 0 };
+    let ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: one event's room; ts lives across the call; no signal mask.
+    // An fd of -1 makes the kernel refuse before it waits.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_epoll_pwait2,
+            -1,
+            &mut ev as *mut libc::epoll_event,
+            1,
+            &ts as *const libc::timespec,
+            std::ptr::null::<libc::sigset_t>(),
+            0usize,
+        )
+    };
+    let ok = rc >= 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EBADF);
+    PWAIT2.store(if ok { 1 } else { 2 }, Relaxed);
+    ok
+}
 
 impl Epoll {
     /// epoll_wait with a timeout to the nanosecond where the kernel takes
     /// one (epoll_pwait2), else rounded up to whole milliseconds: an early
     /// wake-up would make a paced sender spin, a late one only delays it.
     fn epoll_wait(&mut self, timeout: std::time::Duration) -> i32 {
-        use std::sync::atomic::Ordering::Relaxed;
         let (ptr, len) = (self.buf.as_mut_ptr(), self.buf.len() as i32);
         let sub_ms = timeout.subsec_nanos() % 1_000_000 != 0;
-        if sub_ms && PWAIT2.load(Relaxed) != 2 {
+        if sub_ms && pwait2_available() {
             let ts = libc::timespec {
                 tv_sec: timeout.as_secs() as _,
                 tv_nsec: timeout.subsec_nanos() as _,
             };
             // SAFETY: buf has len() initialised entries the kernel may
             // overwrite; ts lives across the call; no signal mask.
-            let n = unsafe {
+            return unsafe {
                 libc::syscall(
                     libc::SYS_epoll_pwait2,
                     self.epfd,
@@ -49,11 +85,6 @@ impl Epoll {
                     0usize,
                 )
             } as i32;
-            if n >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
-                PWAIT2.store(1, Relaxed);
-                return n;
-            }
-            PWAIT2.store(2, Relaxed);
         }
         let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
         // SAFETY: buf has len() initialised entries the kernel may overwrite.
@@ -130,5 +161,28 @@ impl Driver for Epoll {
 
     fn name(&self) -> &'static str {
         "epoll"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The probe answers, and answers the same twice (it is cached); a
+    /// sub-millisecond wait with nothing to wake it ends by its timeout,
+    /// never before (early wake-ups would make a paced sender spin).
+    #[test]
+    fn pwait2_probe_is_stable_and_a_short_wait_lasts_its_timeout() {
+        let first = pwait2_available();
+        assert_eq!(pwait2_available(), first);
+        let mut ep = Epoll::new().unwrap();
+        let mut out = Vec::new();
+        // No socket registered: the wait can only end by its timeout.
+        let t = std::time::Instant::now();
+        ep.wait(&mut out, std::time::Duration::from_micros(200))
+            .unwrap();
+        let took = t.elapsed();
+        assert!(out.is_empty());
+        assert!(took >= std::time::Duration::from_micros(200), "{took:?}");
     }
 }

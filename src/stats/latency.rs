@@ -55,6 +55,16 @@ impl LatencyHistogram {
         self.h.reset();
     }
 
+    /// How many latencies are at least `ns` (to the histogram's 3
+    /// significant digits: a value in the bucket that holds `ns` counts).
+    pub fn count_at_least(&self, ns: u64) -> u64 {
+        let top = self.h.max();
+        if self.h.is_empty() || ns > top {
+            return 0;
+        }
+        self.h.count_between(ns.max(1), top)
+    }
+
     /// The summary with the fixed percentiles only.
     pub fn summary(&self) -> Option<LatencySummary> {
         self.summary_with(&[])
@@ -342,6 +352,19 @@ pub struct LatencySummary {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn count_at_least_counts_the_tail() {
+        let mut h = LatencyHistogram::new();
+        for ns in [1_000, 2_000_000, 10_000_000, 300_000_000] {
+            h.record(ns);
+        }
+        assert_eq!(h.count_at_least(1), 4);
+        assert_eq!(h.count_at_least(10_000_000), 2);
+        assert_eq!(h.count_at_least(300_000_000), 1);
+        assert_eq!(h.count_at_least(400_000_000), 0);
+        assert_eq!(LatencyHistogram::new().count_at_least(1), 0);
+    }
 
     #[test]
     fn an_interval_settles_once_every_worker_handed_it_in() {

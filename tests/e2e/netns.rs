@@ -134,7 +134,7 @@ impl Link {
 
     /// Run `thrum run TEST -H SERVER ARGS.. --json` in A and return the
     /// parsed result, failing on a non-zero exit.
-    fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
+    pub(crate) fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
         let out = run_cmd(
             &mut ns_client_cmd(&self.a, server, test, args),
             Duration::from_secs(30),
