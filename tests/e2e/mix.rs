@@ -136,7 +136,21 @@ fn presets_print_their_spec_and_run() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("tcp_rr@rate="));
     }
     let server = ServerProc::start(&[]);
-    let doc = run_mix(&server, &["upload", "-l", "1s", "--warmup", "0"]);
+    // An --rr-timeout given is the mix's, the single test's default too
+    // (a mix's own default is 2 s).
+    let doc = run_mix(
+        &server,
+        &[
+            "upload",
+            "-l",
+            "1s",
+            "--warmup",
+            "0",
+            "--rr-timeout",
+            "50ms",
+        ],
+    );
+    assert_eq!(u(&doc["spec"]["rr_timeout_ns"]), 50_000_000);
     let parts = doc["summary"]["parts"].as_array().unwrap();
     assert_eq!(parts.len(), 3);
     assert_eq!(u(&parts[0]["flows"]), 4);
@@ -202,6 +216,7 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
         .concat(),
     );
     assert_html_report(&doc, &std::fs::read_to_string(&html).unwrap());
+    assert_eq!(u(&doc["spec"]["rr_timeout_ns"]), 2_000_000_000);
     let s = &doc["summary"];
     let ph = &s["phases"];
     // The bulk flows run only in the loaded phase.
