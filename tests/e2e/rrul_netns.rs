@@ -360,12 +360,12 @@ fn a_deep_buffer_adds_its_delay_under_load() {
     // The loaded phase is 20 s, not 8: each direction's acks wait behind
     // the other direction's 200 ms queue, so cubic grows its windows on a
     // 400+ ms, bursty ack clock. The first loaded second carried 30 to 42
-    // Mbit/s up (4 runs, per interval), and on a busy host a receiver
+    // Mbit/s up (6 runs, per interval), and on a busy host a receiver
     // starved of CPU for a second or two reads its backlog later (seen: 24
     // Mbit/s in one second, 519 the next). Inside an 8 s phase those cost
     // one direction up to a third of its goodput (32 to 48 Mbit/s over 8
-    // runs); over 20 s they are diluted: 46.8 to 47.6 Mbit/s each way in
-    // 4 runs at a load average of 7 to 8.
+    // runs); over 20 s they are diluted: 46.8 to 47.9 Mbit/s each way in
+    // 6 runs at load averages of 2 to 9.
     let doc = path.client(&server, "rrul_be", &phases("20s"));
     let lul = doc["summary"]["latency_under_load_ns"]["p50"]
         .as_f64()
