@@ -7,7 +7,9 @@
 # measurement window, from the result's rusage_window, over the bulk parts'
 # bits in that window) and the probe latency under load it reports (loaded
 # minus idle, p50 and p99). Beside it, flent's rrul over netperf when
-# `flent` and `netperf`/`netserver` are on PATH; else a line saying so.
+# `flent` and `netperf`/`netserver` are on PATH; else a line naming what is
+# missing and where it comes from: flent is on PyPI (and in Debian main),
+# netperf only in Debian's non-free section and in netperf's own source.
 #
 # Nothing is installed or built here but thrum (debug or release, as given).
 # Traffic goes to 127.0.0.1 or into namespaces this script creates, named
@@ -111,13 +113,15 @@ per_gbit = f"{cpu_s / (bits / 1e9):.2f}" if bits > 0 else "-"
 ph = s.get("phases") or {}
 loaded = ph.get("loaded", {})
 ms = lambda ns: f"{ns / 1e6:.2f}"
+# Loaded minus idle, with its sign: on a busy host it can be negative.
+signed = lambda ns: f"{ns / 1e6:+.2f}"
 idle = ((ph.get("idle") or {}).get("probe_latency_ns") or {}).get("p50")
 lul = s.get("latency_under_load_ns") or {}
 print(f"| {label} | {per_gbit} | {loaded.get('throughput_up_bps', 0) / 1e6:.1f} / "
       f"{loaded.get('throughput_down_bps', 0) / 1e6:.1f} | "
       f"{ms(idle) if idle is not None else '-'} | "
-      f"{'+' + ms(lul['p50']) if 'p50' in lul else '-'} | "
-      f"{'+' + ms(lul['p99']) if 'p99' in lul else '-'} |")
+      f"{signed(lul['p50']) if 'p50' in lul else '-'} | "
+      f"{signed(lul['p99']) if 'p99' in lul else '-'} |")
 PY
 }
 
@@ -139,8 +143,16 @@ thrum_rrul() {
 # flent's rrul over netperf toward HOST (a netserver there), inside NS.
 flent_rrul() {
 	local label="$1" ns="$2" host="$3"
-	if ! command -v flent >/dev/null || ! command -v netperf >/dev/null || ! command -v netserver >/dev/null; then
-		echo "| $label: flent rrul | not run: flent, netperf and netserver are not all on PATH | | | | |"
+	# What is missing, and where it comes from.
+	local why=""
+	if ! command -v flent >/dev/null; then
+		why="flent is not on PATH (pip install flent, or Debian's flent package)"
+	fi
+	if ! command -v netperf >/dev/null || ! command -v netserver >/dev/null; then
+		why="${why:+$why; }netperf/netserver are not on PATH (not on PyPI; Debian has netperf only in non-free; or build it from its own source)"
+	fi
+	if [[ -n "$why" ]]; then
+		echo "| $label: flent rrul | not run: $why | | | | |"
 		return
 	fi
 	local dir="$SCRATCH/flent-$label"

@@ -335,9 +335,11 @@ pub struct RunArgs {
     /// in JSON). Off by default: two clock reads per call.
     #[arg(long)]
     pub call_times: bool,
-    /// udp_rr: a transaction without a response after this is lost and its slot reused.
-    #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
-    pub rr_timeout: Duration,
+    /// udp_rr: a transaction without a response after this is lost and its
+    /// slot reused. Default: 50ms; 2s in a mix, whose probes must wait out a
+    /// bloated queue to measure it.
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub rr_timeout: Option<Duration>,
     /// SO_BUSY_POLL on data sockets, both ends: a receive spins this many µs on
     /// the device queue before sleeping (NICs with NAPI only; not loopback or veth).
     #[arg(long, value_name = "USEC")]
@@ -575,7 +577,9 @@ impl RunArgs {
         p.arrivals = self.arrivals.parse()?;
         p.max_inflight = self.max_inflight;
         p.call_times = self.call_times;
-        p.rr_timeout_ns = ns(self.rr_timeout);
+        if let Some(t) = self.rr_timeout {
+            p.rr_timeout_ns = ns(t);
+        }
         p.busy_poll_us = self.busy_poll;
         p.zerocopy = self.zerocopy;
         p.gso = self.gso;
@@ -617,8 +621,9 @@ impl RunArgs {
             // A udp_rr probe behind a bloated queue must wait it out to
             // measure it: at the single-test default (50 ms) every probe
             // behind 200 ms of buffer would count as lost, and the
-            // histogram keep only the lucky ones.
-            if self.rr_timeout == Duration::from_millis(50) {
+            // histogram keep only the lucky ones. A --rr-timeout given,
+            // whatever its value, is kept.
+            if self.rr_timeout.is_none() {
                 p.rr_timeout_ns = MIX_RR_TIMEOUT_NS;
             }
         }
@@ -904,6 +909,36 @@ mod tests {
         assert_eq!(cpu_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
         assert!(cpu_list("x").is_err());
         assert!(cpu_list("3-1").is_err());
+    }
+
+    fn plan_of(args: &[&str]) -> TestPlan {
+        let cli = Cli::try_parse_from([&["thrum", "run"][..], args].concat()).unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not a run")
+        };
+        run.to_plan().unwrap()
+    }
+
+    /// A mix waits 2 s for a udp_rr response unless --rr-timeout is given;
+    /// one given is kept even when it is the single test's default (it was
+    /// taken for "not given" and turned into 2 s).
+    #[test]
+    fn a_mix_keeps_an_explicit_rr_timeout() {
+        let ms = |n: u64| n * 1_000_000;
+        assert_eq!(plan_of(&["udp_rr"]).rr_timeout_ns, ms(50));
+        assert_eq!(plan_of(&["rrul"]).rr_timeout_ns, MIX_RR_TIMEOUT_NS);
+        assert_eq!(
+            plan_of(&["rrul", "--rr-timeout", "50ms"]).rr_timeout_ns,
+            ms(50)
+        );
+        assert_eq!(
+            plan_of(&["--mix", "udp_rr@rate=10", "--rr-timeout", "300ms"]).rr_timeout_ns,
+            ms(300)
+        );
+        assert_eq!(
+            plan_of(&["udp_rr", "--rr-timeout", "1s"]).rr_timeout_ns,
+            ms(1000)
+        );
     }
 
     #[test]

@@ -28,8 +28,7 @@ use crate::engine::{Engines, place};
 use crate::io::socket::{
     DataSocketOpts, SocketBuffers, listen, local_port, set_nonblocking, udp_bound,
 };
-use crate::plan::Phase;
-use crate::plan::TestPlan;
+use crate::plan::{LoadStep, Phase, TestPlan};
 use crate::sensors::Provenance;
 use crate::sensors::window::Meter;
 use crate::stats::counters::FlowCounters;
@@ -557,6 +556,13 @@ fn answer_ticks(
         let wait = left.map_or(idle, |l| l.min(idle));
         match read_msg_within::<ClientMsg>(ctrl, frame, wait) {
             Ok(ClientMsg::Tick(Tick { seq, phase, load })) => {
+                // The tick that starts a mix's bulk parts ends the idle
+                // phase: its counts are taken before our bulk receivers
+                // wake. The client's senders started before the tick went
+                // out, and what they sent waits in our socket buffers; read
+                // after the tick, it belongs to the loaded phase (counted
+                // in the idle one, it showed as idle goodput).
+                let idle_counts = (load == Some(LoadStep::Start)).then(|| engine.snapshot());
                 if let Some(step) = load {
                     engine.step(step, phase, seq)?;
                 }
@@ -569,7 +575,7 @@ fn answer_ticks(
                         seq,
                         elapsed_ns: t0.elapsed().as_nanos() as u64,
                         unix_ns: crate::clock::unix_now_ns(),
-                        counts: engine.snapshot(),
+                        counts: idle_counts.unwrap_or_else(|| engine.snapshot()),
                         part_retransmits: if plan.parts.is_empty() {
                             Vec::new()
                         } else {

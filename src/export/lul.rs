@@ -21,6 +21,13 @@ fn ms(ns: f64) -> String {
     format!("{:.2} ms", ns / 1e6)
 }
 
+/// A difference in milliseconds with its sign always shown: the latency
+/// under load is loaded minus idle, and on a busy host the loaded phase's
+/// probes can be the faster ones ("-0.05 ms", never "+-0.05 ms").
+fn signed_ms(ns: i64) -> String {
+    format!("{:+.2} ms", ns as f64 / 1e6)
+}
+
 /// The mix's lines of the human summary: one per part, then the phases,
 /// the latency under load and the fairness.
 pub fn human(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
@@ -68,9 +75,9 @@ pub fn human(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
     if let Some(l) = &s.latency_under_load_ns {
         writeln!(
             out,
-            "  latency under load     p50 +{}  p99 +{}",
-            ms(l.p50 as f64),
-            ms(l.p99 as f64)
+            "  latency under load     p50 {}  p99 {}",
+            signed_ms(l.p50),
+            signed_ms(l.p99)
         )?;
     }
     if let Some(f) = &s.fairness {
@@ -144,9 +151,9 @@ pub fn html(r: &TestResult) -> String {
     if let Some(l) = &s.latency_under_load_ns {
         let _ = writeln!(
             o,
-            "<tr><th>latency under load</th><td>p50 +{}</td><td>p99 +{}</td></tr>",
-            ms(l.p50 as f64),
-            ms(l.p99 as f64)
+            "<tr><th>latency under load</th><td>p50 {}</td><td>p99 {}</td></tr>",
+            signed_ms(l.p50),
+            signed_ms(l.p99)
         );
     }
     if let Some(f) = &s.fairness {
@@ -360,4 +367,16 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::signed_ms;
+
+    #[test]
+    fn latency_under_load_carries_one_sign() {
+        assert_eq!(signed_ms(5_010_000), "+5.01 ms");
+        assert_eq!(signed_ms(-52_170_000), "-52.17 ms");
+        assert_eq!(signed_ms(0), "+0.00 ms");
+    }
 }

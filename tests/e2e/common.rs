@@ -203,6 +203,19 @@ pub fn json_lines(out: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// The JSON result of a client run that must have succeeded; else the
+/// result's error and the client's stderr, under `what`.
+pub fn succeeded(out: &Output, what: &str) -> Value {
+    let doc = json(out);
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}",
+        doc["summary"]["error"],
+        String::from_utf8_lossy(&out.stderr)
+    );
+    doc
+}
+
 pub fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }

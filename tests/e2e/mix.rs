@@ -7,28 +7,37 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_schema, f, json, json_lines, run_client, u,
+    ServerProc, assert_rejected, assert_schema, f, json_lines, run_client, succeeded, svg_text, u,
 };
+
+/// Short phases for loopback runs: 1 s idle, 2 s loaded, 1 s recovery, no
+/// warm-up.
+const SHORT_PHASES: [&str; 8] = [
+    "--idle",
+    "1s",
+    "-l",
+    "2s",
+    "--recovery",
+    "1s",
+    "--warmup",
+    "0",
+];
 
 /// `thrum run ARGS -H server --json` that must succeed.
 pub fn run_mix(server: &ServerProc, args: &[&str]) -> Value {
     let mut all = vec!["run", "-H", &server.addr, "--json"];
     all.extend_from_slice(args);
     let out = run_client(&all, Duration::from_secs(90));
-    let doc = json(&out);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        doc["summary"]["error"],
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let doc = succeeded(&out, &format!("{args:?}"));
     assert_schema(&doc);
     doc
 }
 
 /// Every part conserves as a single test does: TCP bytes sent by one end
-/// are the bytes the other received, after the drain; UDP datagrams sent
-/// are received plus lost; the probe's transactions agree on both ends.
+/// are the bytes the other received, after the drain (a tcp_rr probe's
+/// requests and responses too); UDP datagrams sent are received plus lost;
+/// a udp_rr probe's requests are, once drained, each answered or given up
+/// after --rr-timeout (udp_loss.rs's rule for the single test).
 pub fn assert_conserved(doc: &Value) {
     for p in doc["summary"]["parts"].as_array().expect("parts") {
         let (l, r) = (&p["local"]["total"], &p["remote"]["total"]);
@@ -39,7 +48,21 @@ pub fn assert_conserved(doc: &Value) {
                 u(&r["datagrams_received"]) + u(&r["lost"]),
                 "{name}: sent = received + lost"
             ),
-            "udp_rr" => {}
+            "udp_rr" => {
+                let sent = u(&l["datagrams_sent"]);
+                assert_eq!(
+                    sent,
+                    u(&l["transactions"]) + u(&l["lost"]),
+                    "{name}: requests sent = answered + lost"
+                );
+                // The server answers what reaches it, no more than was sent.
+                assert!(u(&r["datagrams_received"]) <= sent, "{name}: {r}");
+                assert_eq!(
+                    u(&r["datagrams_sent"]),
+                    u(&r["datagrams_received"]),
+                    "{name}: one response per request received"
+                );
+            }
             _ => {
                 assert_eq!(u(&l["bytes_sent"]), u(&r["bytes_received"]), "{name} up");
                 assert_eq!(u(&r["bytes_sent"]), u(&l["bytes_received"]), "{name} down");
@@ -127,7 +150,21 @@ fn presets_print_their_spec_and_run() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("tcp_rr@rate="));
     }
     let server = ServerProc::start(&[]);
-    let doc = run_mix(&server, &["upload", "-l", "1s", "--warmup", "0"]);
+    // An --rr-timeout given is the mix's, the single test's default too
+    // (a mix's own default is 2 s).
+    let doc = run_mix(
+        &server,
+        &[
+            "upload",
+            "-l",
+            "1s",
+            "--warmup",
+            "0",
+            "--rr-timeout",
+            "50ms",
+        ],
+    );
+    assert_eq!(u(&doc["spec"]["rr_timeout_ns"]), 50_000_000);
     let parts = doc["summary"]["parts"].as_array().unwrap();
     assert_eq!(parts.len(), 3);
     assert_eq!(u(&parts[0]["flows"]), 4);
@@ -187,20 +224,13 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
     let doc = run_mix(
         &server,
         &[
-            "rrul_be",
-            "-l",
-            "2s",
-            "--idle",
-            "1s",
-            "--recovery",
-            "1s",
-            "--warmup",
-            "0",
-            "--html",
-            html.to_str().unwrap(),
-        ],
+            &["rrul_be", "--html", html.to_str().unwrap()][..],
+            &SHORT_PHASES,
+        ]
+        .concat(),
     );
     assert_html_report(&doc, &std::fs::read_to_string(&html).unwrap());
+    assert_eq!(u(&doc["spec"]["rr_timeout_ns"]), 2_000_000_000);
     let s = &doc["summary"];
     let ph = &s["phases"];
     // The bulk flows run only in the loaded phase.
@@ -230,6 +260,12 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
     assert_conserved(&doc);
 }
 
+/// A latency difference as the human and HTML outputs print it: one sign
+/// always, never "+-".
+pub fn signed_ms(v: &Value) -> String {
+    format!("{:+.2} ms", v.as_f64().unwrap() / 1e6)
+}
+
 /// `--html` of a mix: the grades, a row per part and per phase, the
 /// chart inline, and a row per interval with its fairness, each figure as
 /// the JSON of the same run has it.
@@ -240,9 +276,9 @@ pub fn assert_html_report(doc: &Value, html: &str) {
     let l = &s["latency_under_load_ns"];
     assert!(
         html.contains(&format!(
-            "<td>p50 +{}</td><td>p99 +{}</td>",
-            ms(&l["p50"]),
-            ms(&l["p99"])
+            "<td>p50 {}</td><td>p99 {}</td>",
+            signed_ms(&l["p50"]),
+            signed_ms(&l["p99"])
         )),
         "latency under load"
     );
@@ -367,25 +403,21 @@ fn stream_and_samples_name_each_part() {
     let csv = dir.path().join("s.csv");
     let out = run_client(
         &[
-            "run",
-            "-H",
-            &server.addr,
-            "--mix",
-            "tcp_stream*2,tcp_maerts,tcp_rr@rate=50@name=probe",
-            "--idle",
-            "1s",
-            "-l",
-            "2s",
-            "--recovery",
-            "1s",
-            "--warmup",
-            "0",
-            "-i",
-            "500ms",
-            "--json-stream",
-            "--samples",
-            csv.to_str().unwrap(),
-        ],
+            &[
+                "run",
+                "-H",
+                &server.addr,
+                "--mix",
+                "tcp_stream*2,tcp_maerts,tcp_rr@rate=50@name=probe",
+                "-i",
+                "500ms",
+                "--json-stream",
+                "--samples",
+                csv.to_str().unwrap(),
+            ][..],
+            &SHORT_PHASES,
+        ]
+        .concat(),
         Duration::from_secs(60),
     );
     let lines = json_lines(&out);
@@ -486,10 +518,160 @@ fn bench_rrul_quick_prints_a_loopback_row() {
         up.parse::<f64>().unwrap() > 0.0 && down.parse::<f64>().unwrap() > 0.0,
         "{row}"
     );
-    // Latency under load, p50: a signed difference in ms.
-    assert!(cols[5].starts_with('+'), "{row}");
-    cols[5][1..]
-        .parse::<f64>()
-        .unwrap_or_else(|_| panic!("{row}"));
-    assert!(text.contains("| loopback: flent rrul |"), "{text}");
+    // Latency under load, p50 and p99: signed differences in ms, one sign
+    // each (negative when the loaded probes were the faster).
+    for col in &cols[5..7] {
+        assert!(col.starts_with(['+', '-']), "{row}");
+        assert!(!col[1..].starts_with(['+', '-']), "{row}");
+        col.parse::<f64>().unwrap_or_else(|_| panic!("{row}"));
+    }
+    let flent = text
+        .lines()
+        .find(|l| l.starts_with("| loopback: flent rrul |"))
+        .unwrap_or_else(|| panic!("no flent row in\n{text}"));
+    if flent.contains("not run") {
+        // The note names what is missing, each with where it comes from.
+        let has = |p: &str| {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {p}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        assert_eq!(
+            flent.contains("flent is not on PATH (pip install flent"),
+            !has("flent"),
+            "{flent}"
+        );
+        assert_eq!(
+            flent.contains("netperf/netserver are not on PATH (not on PyPI"),
+            !(has("netperf") && has("netserver")),
+            "{flent}"
+        );
+    }
+}
+
+/// A mix's human summary fits one screen and leads with the grades as the
+/// JSON has them; its `--chart` is flent's "all scaled" picture: goodput
+/// on the left axis, the probes' latency on a second, right axis, and the
+/// idle and recovery phases shaded, in proportion to their lengths.
+#[test]
+fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (chart, saved) = (dir.path().join("c.svg"), dir.path().join("r.json"));
+    let out = run_client(
+        &[
+            &[
+                "run",
+                "-H",
+                &server.addr,
+                "rrul_be",
+                "--chart",
+                chart.to_str().unwrap(),
+                "--export-json",
+                saved.to_str().unwrap(),
+            ][..],
+            &SHORT_PHASES,
+        ]
+        .concat(),
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_schema(&doc);
+    let s = &doc["summary"];
+
+    // The summary: from its rule to the end, within a 24-line terminal, no
+    // line wider than 100 columns (the widest, a probe's part line, is
+    // about 95), the grades as the JSON has them.
+    let summary: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("-- summary"))
+        .collect();
+    assert!(
+        (10..=24).contains(&summary.len()),
+        "{} lines:\n{text}",
+        summary.len()
+    );
+    for l in &summary {
+        assert!(l.chars().count() <= 100, "too wide: {l}");
+    }
+    let l = &s["latency_under_load_ns"];
+    let headline = format!(
+        "  latency under load     p50 {}  p99 {}",
+        signed_ms(&l["p50"]),
+        signed_ms(&l["p99"])
+    );
+    assert!(summary.contains(&headline.as_str()), "{headline}\n{text}");
+    let j = |v: &Value| format!("{:.3}", v.as_f64().unwrap());
+    let fairness = format!(
+        "  fairness (Jain)        up {}  down {}",
+        j(&s["fairness"]["up"]),
+        j(&s["fairness"]["down"])
+    );
+    assert!(summary.contains(&fairness.as_str()), "{fairness}\n{text}");
+    for ph in ["idle", "loaded", "recovery"] {
+        let p50 = s["phases"][ph]["probe_latency_ns"]["p50"].as_f64().unwrap();
+        let row = summary
+            .iter()
+            .find(|l| l.trim_start().starts_with(ph))
+            .unwrap_or_else(|| panic!("no {ph} row:\n{text}"));
+        let want = format!("{:.2}", p50 / 1e6);
+        assert_eq!(
+            row.split_whitespace().nth(1),
+            Some(want.as_str()),
+            "{ph}: {row}"
+        );
+    }
+
+    // The chart: both axes described, the left one in bit/s, and the three
+    // series in the legend.
+    let words = svg_text(&chart);
+    for want in [
+        "time (s)",
+        "goodput",
+        "probe latency p50 (ms)",
+        "up",
+        "down",
+        "probe p50",
+    ] {
+        assert!(words.iter().any(|w| w == want), "no '{want}' in {words:?}");
+    }
+    assert!(words.iter().any(|w| w.ends_with("bit/s")), "{words:?}");
+    // The phases: two grey rectangles (the loaded phase is left white),
+    // idle left of recovery, each as wide as its phase on one time scale
+    // (plotters rounds each edge to a pixel).
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    let xml = roxmltree::Document::parse(&svg).unwrap();
+    let px = |n: roxmltree::Node, a: &str| -> f64 { n.attribute(a).unwrap().parse().unwrap() };
+    let shaded: Vec<(f64, f64)> = xml
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#EBEBEB"))
+        .map(|n| (px(n, "x"), px(n, "width")))
+        .collect();
+    assert_eq!(shaded.len(), 2, "{shaded:?}");
+    let len = |ph: &str| {
+        let f = &s["phases"][ph];
+        f["end_s"].as_f64().unwrap() - f["start_s"].as_f64().unwrap()
+    };
+    let ((x_idle, w_idle), (x_rec, w_rec)) = (shaded[0], shaded[1]);
+    assert!(x_idle + w_idle <= x_rec, "{shaded:?}");
+    let scale = |w: f64, ph: &str| w / len(ph);
+    let (a, b) = (scale(w_idle, "idle"), scale(w_rec, "recovery"));
+    assert!(
+        (a - b).abs() <= 2.0 / len("idle").min(len("recovery")),
+        "px per s: idle {a}, recovery {b}"
+    );
+    for colour in ["#1F77B4", "#2CA02C", "#D62728"] {
+        assert!(
+            xml.descendants()
+                .any(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some(colour)),
+            "no {colour} line"
+        );
+    }
 }
