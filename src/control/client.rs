@@ -27,6 +27,7 @@ use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader, take_engines};
 use crate::engine::{Engines, place};
 use crate::io::socket::{DataSocketOpts, connect};
+use crate::io::spread::AddrRun;
 use crate::plan::TestPlan;
 use crate::result::{Environment, TestResult};
 use crate::sensors::Provenance;
@@ -343,6 +344,7 @@ impl<'a> Session<'a> {
             ctrl,
             &ClientMsg::from(Spec {
                 plan: Box::new(plan.clone()),
+                flows_per_listener: crate::io::spread::flows_per_listener(),
             }),
         )?;
         let accepted = expect::<Accepted>(ctrl, label)?;
@@ -352,6 +354,8 @@ impl<'a> Session<'a> {
             vec![PartPorts {
                 data_port: accepted.data_port,
                 udp_ports: accepted.udp_ports.clone(),
+                more_data_ports: accepted.more_data_ports.clone(),
+                udp_addrs: accepted.udp_addrs.clone(),
             }]
         } else {
             accepted.parts.clone()
@@ -368,6 +372,7 @@ impl<'a> Session<'a> {
             let dial = Dial {
                 bind: self.target.bind,
                 server_ip,
+                control_ip: ctrl.local_addr()?.ip(),
                 token,
                 // One socket per flow here, and as many again in this
                 // process when the server is embedded.
@@ -383,15 +388,27 @@ impl<'a> Session<'a> {
             .iter_mut()
             .map(|f| std::mem::take(&mut f.udp_ports))
             .collect();
+        let mut udp_addrs: Vec<Vec<AddrRun>> = opened
+            .iter_mut()
+            .map(|f| std::mem::take(&mut f.udp_addrs))
+            .collect();
         let start = if plan.parts.is_empty() {
             Start {
                 udp_ports: udp_ports.pop().unwrap_or_default(),
                 parts_udp_ports: Vec::new(),
+                udp_addrs: udp_addrs.pop().unwrap_or_default(),
+                parts_udp_addrs: Vec::new(),
             }
         } else {
             Start {
                 udp_ports: Vec::new(),
                 parts_udp_ports: udp_ports,
+                udp_addrs: Vec::new(),
+                parts_udp_addrs: if udp_addrs.iter().all(Vec::is_empty) {
+                    Vec::new()
+                } else {
+                    udp_addrs
+                },
             }
         };
         write_msg(ctrl, &ClientMsg::from(start))?;

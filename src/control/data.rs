@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use subtle::ConstantTimeEq;
 
 use crate::io::socket::{DataSocketOpts, same_host, set_nonblocking};
+use crate::io::spread::{AddrRun, expand, may_walk};
 use crate::plan::TestPlan;
 use crate::stats::counters::FlowCounters;
 use crate::workload::crr::TOKEN_LEN;
@@ -25,14 +26,24 @@ pub const TOKEN_TIMEOUT: Duration = crate::workload::crr::TOKEN_TIMEOUT;
 /// flow) after `accepted`.
 pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The client's UDP sockets, as `start` names them.
+#[derive(Clone, Copy)]
+pub(crate) struct ClientUdp<'a> {
+    pub(crate) ports: &'a [u16],
+    pub(crate) addrs: &'a [AddrRun],
+}
+
 /// Connect each flow's UDP socket to the client's socket for that flow, on
-/// the control peer's address only, and build the server's UDP flows.
+/// the control peer's address (or, for a loopback peer, on another
+/// loopback address: see [`crate::io::spread`]) and nowhere else, and build
+/// the server's UDP flows.
 pub(crate) fn udp_flows(
     socks: Vec<socket2::Socket>,
-    client_ports: &[u16],
+    client: ClientUdp<'_>,
     plan: &TestPlan,
     peer: IpAddr,
 ) -> Result<SessionFlows> {
+    let client_ports = client.ports;
     if client_ports.len() != socks.len() {
         bail!(
             "the client named {} UDP ports for {} flows",
@@ -40,14 +51,26 @@ pub(crate) fn udp_flows(
             socks.len()
         );
     }
+    let addrs = expand(client.addrs, peer, socks.len())
+        .map_err(|e| anyhow::anyhow!("the client's UDP addresses: {e}"))?;
+    if let Some(a) = client
+        .addrs
+        .iter()
+        .map(|r| r.addr)
+        .find(|&a| !same_host(a, peer) && !may_walk(a, peer))
+    {
+        bail!(
+            "the client named UDP address {a}, neither its own {peer} nor (from loopback) a loopback one"
+        );
+    }
     let counters: Arc<[FlowCounters]> = (0..socks.len()).map(|_| FlowCounters::default()).collect();
     let mut flows: Vec<Box<dyn Flow>> = Vec::with_capacity(socks.len());
     let mut refused = 0;
-    for (f, (sock, &port)) in socks.into_iter().zip(client_ports).enumerate() {
+    for (f, ((sock, &port), ip)) in socks.into_iter().zip(client_ports).zip(addrs).enumerate() {
         if port == 0 {
             bail!("the client named UDP port 0 for flow {f}");
         }
-        sock.connect(&SocketAddr::new(peer, port).into())
+        sock.connect(&SocketAddr::new(ip.to_canonical(), port).into())
             .with_context(|| format!("connecting UDP flow {f} to the client"))?;
         // connect() filters what arrives from now on; what anyone sent to
         // the port since it was bound at `accepted` is still queued.
@@ -101,8 +124,24 @@ pub(crate) fn bind_data_port<T>(
     what: &str,
     bind: impl Fn(SocketAddr) -> io::Result<T>,
 ) -> Result<T> {
+    bind_port(ip, range, cursor, bind).map_err(|e| match range {
+        Some((lo, hi)) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
+            anyhow::anyhow!("no free port left for {what} in --data-ports {lo}-{hi}")
+        }
+        _ => anyhow::Error::new(e).context(format!("opening {what}")),
+    })
+}
+
+/// [`bind_data_port`] with the kernel's error: EADDRINUSE when the range
+/// (or the ephemeral range) has no free port left.
+pub(crate) fn bind_port<T>(
+    ip: IpAddr,
+    range: Option<(u16, u16)>,
+    cursor: &mut u16,
+    bind: impl Fn(SocketAddr) -> io::Result<T>,
+) -> io::Result<T> {
     let Some((lo, hi)) = range else {
-        return bind(SocketAddr::new(ip, 0)).with_context(|| format!("opening {what}"));
+        return bind(SocketAddr::new(ip, 0));
     };
     for port in (*cursor).max(lo)..=hi {
         if let Ok(s) = bind(SocketAddr::new(ip, port)) {
@@ -110,7 +149,8 @@ pub(crate) fn bind_data_port<T>(
             return Ok(s);
         }
     }
-    bail!("no free port left for {what} in --data-ports {lo}-{hi}")
+    *cursor = hi;
+    Err(io::Error::from_raw_os_error(libc::EADDRINUSE))
 }
 
 /// A data connection that has yet to present its token and flow id.
@@ -131,7 +171,7 @@ struct Pending {
 /// token, a bad or repeated flow id, still silent when the last flow is in)
 /// is counted as refused.
 pub(crate) fn accept_flows(
-    listener: &socket2::Socket,
+    listeners: &[socket2::Socket],
     plan: &TestPlan,
     peer: IpAddr,
     token: &[u8; TOKEN_LEN],
@@ -150,7 +190,10 @@ pub(crate) fn accept_flows(
     // 10,000 flows take a while to connect even in parallel: 1 ms per flow more.
     let limit = ACCEPT_TIMEOUT + Duration::from_millis(n as u64);
     let deadline = Instant::now() + limit;
-    set_nonblocking(listener.as_raw_fd(), true)?;
+    for l in listeners {
+        set_nonblocking(l.as_raw_fd(), true)?;
+    }
+    let k = listeners.len();
     while have < n {
         let now = Instant::now();
         if now >= deadline {
@@ -165,11 +208,11 @@ pub(crate) fn accept_flows(
             .fold(deadline, Instant::min);
         let wait_ms = next.saturating_duration_since(now).as_millis().clamp(1, 50) as i32;
         pfds.clear();
-        pfds.push(libc::pollfd {
-            fd: listener.as_raw_fd(),
+        pfds.extend(listeners.iter().map(|l| libc::pollfd {
+            fd: l.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
-        });
+        }));
         pfds.extend(pending.iter().map(|p| libc::pollfd {
             fd: p.sock.as_raw_fd(),
             events: libc::POLLIN,
@@ -177,7 +220,7 @@ pub(crate) fn accept_flows(
         }));
         // SAFETY: `pfds` is a valid array of pollfds of that length.
         unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, wait_ms) };
-        read_hellos(&mut pending, &pfds[1..]);
+        read_hellos(&mut pending, &pfds[k..]);
         let mut i = 0;
         while i < pending.len() {
             if !pending[i].done {
@@ -203,31 +246,12 @@ pub(crate) fn accept_flows(
             )?);
             have += 1;
         }
-        // Then take every connection waiting in the backlog.
-        loop {
-            let (sock, addr) = match listener.accept() {
-                Ok(x) => x,
-                Err(e)
-                    if e.kind() == io::ErrorKind::WouldBlock
-                        || e.kind() == io::ErrorKind::Interrupted =>
-                {
-                    break;
-                }
-                Err(e) => return Err(e).context("accepting data connections"),
-            };
-            let from = addr.as_socket().map(|a| a.ip());
-            if !from.is_some_and(|ip| same_host(ip, peer)) || pending.len() >= max_pending {
-                refused += 1;
+        // Then take every connection waiting in the backlogs.
+        for (listener, pfd) in listeners.iter().zip(&pfds[..k]) {
+            if pfd.revents == 0 {
                 continue;
             }
-            sock.set_nonblocking(true)?;
-            pending.push(Pending {
-                sock,
-                hello: [0; TOKEN_LEN + 4],
-                got: 0,
-                deadline: Instant::now() + TOKEN_TIMEOUT,
-                done: false,
-            });
+            accept_pending(listener, peer, &mut pending, max_pending, &mut refused)?;
         }
     }
     // Every flow is in: what has not presented its token by now never will
@@ -241,6 +265,45 @@ pub(crate) fn accept_flows(
             .collect(),
         refused,
     ))
+}
+
+/// Take every connection waiting in `listener`'s backlog as pending (or
+/// refused: a foreign address, or too many pending already).
+fn accept_pending(
+    listener: &socket2::Socket,
+    peer: IpAddr,
+    pending: &mut Vec<Pending>,
+    max_pending: usize,
+    refused: &mut u64,
+) -> Result<()> {
+    loop {
+        {
+            let (sock, addr) = match listener.accept() {
+                Ok(x) => x,
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::Interrupted =>
+                {
+                    break;
+                }
+                Err(e) => return Err(e).context("accepting data connections"),
+            };
+            let from = addr.as_socket().map(|a| a.ip());
+            if !from.is_some_and(|ip| same_host(ip, peer)) || pending.len() >= max_pending {
+                *refused += 1;
+                continue;
+            }
+            sock.set_nonblocking(true)?;
+            pending.push(Pending {
+                sock,
+                hello: [0; TOKEN_LEN + 4],
+                got: 0,
+                deadline: Instant::now() + TOKEN_TIMEOUT,
+                done: false,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Read from the pending connections that `pfds` (theirs, in order) say

@@ -12,7 +12,10 @@ use anyhow::{Context, Result};
 
 use super::proto::PartPorts;
 use crate::io::connect::connect_many;
-use crate::io::socket::{DataSocketOpts, SocketBuffers, local_port, path_mtu, udp_connected};
+use crate::io::socket::{
+    DataSocketOpts, SocketBuffers, local_port, path_mtu, same_host, udp_connected,
+};
+use crate::io::spread::{AddrRun, Walk, expand, may_walk, out_of_ports, runs};
 use crate::plan::TestPlan;
 use crate::stats::counters::FlowCounters;
 use crate::warning::{Code, Warning};
@@ -31,6 +34,9 @@ pub(crate) struct Flows {
     pub(crate) flows: Vec<Box<dyn Flow>>,
     /// UDP tests: each flow's local port, for `start`.
     pub(crate) udp_ports: Vec<u16>,
+    /// UDP tests: each flow's local address, in runs, for `start` (none
+    /// when all are on the control connection's address).
+    pub(crate) udp_addrs: Vec<AddrRun>,
 }
 
 /// Where and how this client opens a session's data flows.
@@ -38,6 +44,8 @@ pub(crate) struct Dial {
     /// `--bind`: the local address of every data socket.
     pub(crate) bind: Option<IpAddr>,
     pub(crate) server_ip: IpAddr,
+    /// The control connection's local address.
+    pub(crate) control_ip: IpAddr,
     /// The session token each connection presents.
     pub(crate) token: [u8; TOKEN_LEN],
     /// Descriptors the session needs in this process (its flows; twice
@@ -60,6 +68,11 @@ impl Dial {
         let (server_ip, token) = (self.server_ip, self.token);
         let test = plan.test.desc();
         let data_addr = SocketAddr::new(server_ip, ports.data_port);
+        // Long-lived connections go round the server's listeners.
+        let data_addrs: Vec<SocketAddr> = std::iter::once(ports.data_port)
+            .chain(ports.more_data_ports.iter().copied())
+            .map(|p| SocketAddr::new(server_ip, p))
+            .collect();
         let opts = DataSocketOpts::from_plan(plan, &plan.local);
         let buffers =
             SocketBuffers::as_set(plan, &plan.local, plan.test.is_udp(), server_ip.is_ipv6()).ok();
@@ -75,7 +88,7 @@ impl Dial {
                 hello
             };
             connect_many(
-                &data_addr,
+                &data_addrs,
                 self.bind,
                 &opts,
                 flows_n,
@@ -90,6 +103,18 @@ impl Dial {
         let counters: Arc<[FlowCounters]> = (0..flows_n).map(|_| FlowCounters::default()).collect();
         let mut flows = Vec::with_capacity(flows_n);
         let mut udp_ports = Vec::new();
+        let mut udp_local = Vec::new();
+        let server_udp = if test.transport == Transport::Udp {
+            expand(&ports.udp_addrs, server_ip, flows_n)
+                .map_err(|e| anyhow::anyhow!("the server's UDP addresses: {e}"))?
+        } else {
+            Vec::new()
+        };
+        // Past the ports of our address, on to the next loopback ones
+        // (see crate::io::spread).
+        let may =
+            may_walk(server_ip, server_ip) && self.bind.is_none_or(|b| may_walk(b, server_ip));
+        let mut walk: Option<Walk> = None;
         for f in 0..plan.flows {
             let endpoint = match test.transport {
                 Transport::Tcp => {
@@ -108,11 +133,29 @@ impl Dial {
                         .context("the server sent fewer UDP ports than flows")?;
                     // An IPv4 server reached as ::ffff:a.b.c.d gets an IPv4
                     // socket: see the server's session() on mapped addresses.
-                    let peer = SocketAddr::new(server_ip.to_canonical(), port);
+                    let peer = SocketAddr::new(server_udp[f as usize].to_canonical(), port);
                     let bind = self.bind.map(|b| b.to_canonical());
-                    let sock = udp_connected(&peer, bind, &opts)
-                        .with_context(|| format!("opening UDP socket {f} to {peer}"))?;
+                    let sock = match &mut walk {
+                        None => match udp_connected(&peer, bind, &opts) {
+                            Err(e) if may && out_of_ports(&e) => {
+                                let w = walk.insert(Walk::new(
+                                    bind.unwrap_or(server_ip.to_canonical()),
+                                    true,
+                                ));
+                                w.open(|ip| udp_connected(&peer, Some(ip), &opts))
+                            }
+                            r => r,
+                        },
+                        Some(w) => w.open(|ip| udp_connected(&peer, Some(ip), &opts)),
+                    }
+                    .with_context(|| {
+                        format!(
+                            "opening UDP socket {f} to {peer} (each UDP flow has a port of its own; {} flows)",
+                            plan.flows
+                        )
+                    })?;
                     udp_ports.push(local_port(&sock)?);
+                    udp_local.push(local_ip(&sock)?);
                     if f == 0 {
                         warnings.extend(check_mtu(plan, &sock, peer.is_ipv6()));
                     }
@@ -130,6 +173,14 @@ impl Dial {
                 counters,
                 flows,
                 udp_ports,
+                udp_addrs: {
+                    let r = runs(udp_local);
+                    if r.iter().all(|r| same_host(r.addr, self.control_ip)) {
+                        Vec::new()
+                    } else {
+                        r
+                    }
+                },
             },
             buffers,
         ))
@@ -148,4 +199,13 @@ fn check_mtu(plan: &TestPlan, sock: &socket2::Socket, ipv6: bool) -> Option<Warn
             mtu as u64 - headers
         ))
     })
+}
+
+/// The local address of a bound socket, IPv4-mapped spelled as IPv4.
+fn local_ip(s: &socket2::Socket) -> Result<IpAddr> {
+    Ok(s.local_addr()?
+        .as_socket()
+        .context("a UDP socket with a non-IP address")?
+        .ip()
+        .to_canonical())
 }

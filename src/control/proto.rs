@@ -15,6 +15,7 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::io::spread::AddrRun;
 use crate::plan::Phase;
 use crate::plan::TestPlan;
 use crate::stats::counters::Counts;
@@ -188,6 +189,15 @@ pub struct AuthOk {}
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spec {
     pub plan: Box<TestPlan>,
+    /// Open one data listener per this many long-lived TCP flows (0: one
+    /// listener): the client's connections to one server port all need
+    /// ports of its own ephemeral range (see [`crate::io::spread`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flows_per_listener: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The server took the spec: where to connect, and the session token.
@@ -199,6 +209,13 @@ pub struct Accepted {
     /// UDP tests: the server's socket port of each flow.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub udp_ports: Vec<u16>,
+    /// The listeners after `data_port`, when the client asked for several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_data_ports: Vec<u16>,
+    /// UDP tests: the server's socket address of each flow, in runs; empty
+    /// when every one is on the address the client reached it at.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp_addrs: Vec<AddrRun>,
     /// A mix: each part's data port and UDP ports, in the plan's order
     /// (the two fields above then stay empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -212,6 +229,10 @@ pub struct PartPorts {
     pub data_port: u16,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub udp_ports: Vec<u16>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_data_ports: Vec<u16>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp_addrs: Vec<AddrRun>,
 }
 
 /// Every data flow is up: start the workers.
@@ -225,6 +246,13 @@ pub struct Start {
     /// A mix: each part's client UDP ports, in the plan's order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts_udp_ports: Vec<Vec<u16>>,
+    /// UDP tests: the client's socket address of each flow, in runs; empty
+    /// when every one is on the address of the control connection.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp_addrs: Vec<AddrRun>,
+    /// A mix: each part's `udp_addrs`, in the plan's order (or none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts_udp_addrs: Vec<Vec<AddrRun>>,
 }
 
 /// The server's workers run.
@@ -416,6 +444,7 @@ mod tests {
             .into(),
             Spec {
                 plan: Box::new(TestPlan::new(TestKind::TcpRr)),
+                flows_per_listener: 0,
             }
             .into(),
             Tick {

@@ -283,6 +283,7 @@ mod tests {
             &mut c,
             Spec {
                 plan: Box::new(plan),
+                flows_per_listener: 0,
             },
         );
         let ServerMsg::Accepted(acc) = reply(&mut c) else {
@@ -300,6 +301,8 @@ mod tests {
             Start {
                 udp_ports: vec![],
                 parts_udp_ports: vec![],
+                udp_addrs: vec![],
+                parts_udp_addrs: vec![],
             },
         );
         assert!(matches!(reply(&mut c), ServerMsg::Started(_)));
@@ -389,6 +392,7 @@ mod tests {
             &mut c,
             Spec {
                 plan: Box::new(plan),
+                flows_per_listener: 0,
             },
         );
         let e = error_of(reply(&mut c));

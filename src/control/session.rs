@@ -16,7 +16,7 @@ use anyhow::{Result, anyhow, bail};
 
 use super::admission::{Reservation, Ticket};
 use super::auth::{self, NONCE_LEN, Psk};
-use super::data::{SessionFlows, accept_flows, bind_data_port, udp_flows};
+use super::data::{ClientUdp, SessionFlows, accept_flows, bind_data_port, bind_port, udp_flows};
 use super::deadline::read_msg_within;
 use super::limits::{SessionLimits, memory_estimate, session_threads};
 use super::log::{LogFormat, SessionLine};
@@ -28,6 +28,7 @@ use crate::engine::{Engines, place};
 use crate::io::socket::{
     DataSocketOpts, SocketBuffers, listen, local_port, set_nonblocking, udp_bound,
 };
+use crate::io::spread::{AddrRun, MAX_LISTENERS, Walk, listeners_for, may_walk, runs};
 use crate::plan::{LoadStep, Phase, TestPlan};
 use crate::sensors::Provenance;
 use crate::sensors::window::Meter;
@@ -216,7 +217,7 @@ pub(crate) fn session(
     ctrl.set_nodelay(true)?;
     ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
 
-    let plan = handshake(&mut ctrl, config, state, ticket)?;
+    let (plan, per_listener) = handshake(&mut ctrl, config, state, ticket)?;
     let mix = !plan.parts.is_empty();
     let parts = plan.part_plans();
     let frame = after_spec_frame(plan.flows);
@@ -228,31 +229,38 @@ pub(crate) fn session(
     let mut datas = Vec::with_capacity(parts.len());
     for p in &parts {
         let opts = DataSocketOpts::from_plan(p, &p.local);
-        match open_data(p, config, local_ip, &opts) {
+        match open_data(p, config, local_ip, peer, per_listener, &opts) {
             Ok(d) => datas.push((d, opts)),
             Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
         }
     }
-    let token = accept_data(&mut ctrl, &datas, mix)?;
+    let token = accept_data(&mut ctrl, &datas, local_ip, mix)?;
 
     // Long-lived TCP flows are accepted while the client connects them: it
     // sends `start` only once all are up, and the backlog holds 4096.
     let mut accepting = Vec::with_capacity(parts.len());
     for (p, (data, opts)) in parts.iter().zip(&datas) {
-        accepting.push(match &data.listener {
-            Some(l) if p.test.desc().transport == Transport::Tcp => {
-                let (l, p, opts) = (l.try_clone()?, p.clone(), opts.clone());
-                Some(
-                    std::thread::Builder::new()
-                        .name("thrum-accept".into())
-                        .spawn(move || accept_flows(&l, &p, peer, &token, &opts))?,
-                )
-            }
-            _ => None,
+        accepting.push(if p.test.desc().transport == Transport::Tcp {
+            let ls = data
+                .listeners
+                .iter()
+                .map(|l| l.try_clone())
+                .collect::<std::io::Result<Vec<_>>>()?;
+            let (p, opts) = (p.clone(), opts.clone());
+            Some(
+                std::thread::Builder::new()
+                    .name("thrum-accept".into())
+                    .spawn(move || accept_flows(&ls, &p, peer, &token, &opts))?,
+            )
+        } else {
+            None
         });
     }
     let start: Start = read_expect(&mut ctrl, frame, START_TIMEOUT)?;
-    if mix && start.parts_udp_ports.len() != parts.len() {
+    if mix
+        && (start.parts_udp_ports.len() != parts.len()
+            || !(start.parts_udp_addrs.is_empty() || start.parts_udp_addrs.len() == parts.len()))
+    {
         let m = format!(
             "the client named UDP ports for {} parts of {}",
             start.parts_udp_ports.len(),
@@ -265,13 +273,17 @@ pub(crate) fn session(
     let mut listeners = Vec::new();
     for (i, ((p, (data, _)), acc)) in parts.iter().zip(datas).zip(accepting).enumerate() {
         let test = p.test.desc();
-        let ports = if mix {
-            &start.parts_udp_ports[i]
+        let (ports, addrs) = if mix {
+            (
+                &start.parts_udp_ports[i],
+                start.parts_udp_addrs.get(i).map_or(&[][..], |a| &a[..]),
+            )
         } else {
-            &start.udp_ports
+            (&start.udp_ports, &start.udp_addrs[..])
         };
+        let client = ClientUdp { ports, addrs };
         let (counters, flows, refused) =
-            match server_flows(test, p, data.udp, ports, peer, token, acc, &data.listener) {
+            match server_flows(test, p, data.udp, client, peer, token, acc, &data.listeners) {
                 Ok(x) => x,
                 Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
             };
@@ -284,7 +296,9 @@ pub(crate) fn session(
         ));
         // Long-lived flows are all in: close the listener, so that later
         // connections are refused by the kernel instead of waiting in its backlog.
-        listeners.extend(data.listener.filter(|_| test.transport != Transport::Tcp));
+        if test.transport != Transport::Tcp {
+            listeners.extend(data.listeners);
+        }
     }
 
     state.started = true;
@@ -354,7 +368,7 @@ fn handshake(
     config: &ServerConfig,
     state: &mut SessionState,
     ticket: &mut Ticket,
-) -> Result<TestPlan> {
+) -> Result<(TestPlan, u32)> {
     let hello: Hello = read_expect(ctrl, PRE_SPEC_FRAME, HELLO_TIMEOUT)?;
     if let Some(m) = hello.mismatch("server", "the client") {
         return Err(refuse(ctrl, m));
@@ -375,12 +389,18 @@ fn handshake(
         authenticate(ctrl, psk, nonce)?;
     }
 
-    let Spec { plan } = read_expect(ctrl, SPEC_FRAME, HELLO_TIMEOUT)?;
+    let Spec {
+        plan,
+        flows_per_listener,
+    } = read_expect(ctrl, SPEC_FRAME, HELLO_TIMEOUT)?;
     state.test = Some(plan.test.name());
     if let Err(e) = plan.validate() {
         return Err(refuse(ctrl, format!("invalid spec: {e}")));
     }
     if let Err(e) = config.limits.check(&plan) {
+        return Err(refuse(ctrl, format!("spec refused: {e}")));
+    }
+    if let Some(e) = too_many_listeners(&plan, flows_per_listener) {
         return Err(refuse(ctrl, format!("spec refused: {e}")));
     }
     let want = Reservation {
@@ -395,51 +415,97 @@ fn handshake(
         return Err(refuse(ctrl, e));
     }
     ticket.handshake_done();
-    Ok(plan.for_server())
+    Ok((plan.for_server(), flows_per_listener))
 }
 
-/// A session's data sockets before the flows: a TCP listener, or one
+/// A session's data sockets before the flows: its TCP listeners, or one
 /// bound UDP socket per flow.
 struct DataPorts {
-    listener: Option<socket2::Socket>,
+    listeners: Vec<socket2::Socket>,
     udp: Vec<socket2::Socket>,
 }
 
-/// Open the session's data listener (TCP tests) or its UDP sockets, on
-/// `--data-ports` when the server has a range.
+/// A spec asking for more data listeners than a server opens.
+fn too_many_listeners(plan: &TestPlan, per: u32) -> Option<String> {
+    plan.part_plans()
+        .iter()
+        .filter(|p| p.test.desc().transport == Transport::Tcp)
+        .map(|p| (p.flows, listeners_for(p.flows, per)))
+        .find(|&(_, k)| k > MAX_LISTENERS)
+        .map(|(flows, k)| {
+            format!(
+                "flows_per_listener {per} asks for {k} data listeners for {flows} flows (accepted: up to {MAX_LISTENERS}, so at least {} flows per listener)",
+                flows.div_ceil(MAX_LISTENERS)
+            )
+        })
+}
+
+/// Open the session's data listeners (long-lived TCP tests: one per
+/// `per_listener` flows; other TCP tests: one) or its UDP sockets, on
+/// `--data-ports` when the server has a range. UDP sockets that find no
+/// port left on the address the client reached go on to the next loopback
+/// addresses, when that is loopback ([`crate::io::spread`]).
 fn open_data(
     plan: &TestPlan,
     config: &ServerConfig,
     local_ip: IpAddr,
+    peer: IpAddr,
+    per_listener: u32,
     opts: &DataSocketOpts,
 ) -> Result<DataPorts> {
     let mut cursor = 0;
-    if plan.test.desc().transport == Transport::Udp {
+    let transport = plan.test.desc().transport;
+    if transport == Transport::Udp {
         let mut udp = Vec::with_capacity(plan.flows as usize);
+        // --data-ports names the ports a firewall lets through: running
+        // out of them is the operator's error, said, not walked past.
+        let mut walk = Walk::new(
+            local_ip,
+            config.data_ports.is_none() && may_walk(local_ip, peer),
+        );
+        let mut at = local_ip;
         for f in 0..plan.flows {
-            let what = format!("UDP socket {f}");
-            udp.push(bind_data_port(
-                local_ip,
-                config.data_ports,
-                &mut cursor,
-                &what,
-                |a| udp_bound(a, opts),
-            )?);
+            let sock = walk
+                .open(|ip| {
+                    if ip != at {
+                        (at, cursor) = (ip, 0);
+                    }
+                    bind_port(ip, config.data_ports, &mut cursor, |a| udp_bound(a, opts))
+                })
+                .map_err(|e| match config.data_ports {
+                    Some((lo, hi)) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
+                        anyhow!("no free port left for UDP socket {f} in --data-ports {lo}-{hi}")
+                    }
+                    _ => anyhow!(
+                        "opening UDP socket {f} on {}: {e} (each UDP flow has a port of its own, from the ephemeral range; {} flows)",
+                        walk.current(),
+                        plan.flows
+                    ),
+                })?;
+            udp.push(sock);
         }
         return Ok(DataPorts {
-            listener: None,
+            listeners: Vec::new(),
             udp,
         });
     }
-    let listener = bind_data_port(
-        local_ip,
-        config.data_ports,
-        &mut cursor,
-        "a data listener",
-        |a| listen(&a, opts, 4096),
-    )?;
+    let k = if transport == Transport::Tcp {
+        listeners_for(plan.flows, per_listener)
+    } else {
+        1
+    };
+    let mut listeners = Vec::with_capacity(k as usize);
+    for _ in 0..k {
+        listeners.push(bind_data_port(
+            local_ip,
+            config.data_ports,
+            &mut cursor,
+            "a data listener",
+            |a| listen(&a, opts, 4096),
+        )?);
+    }
     Ok(DataPorts {
-        listener: Some(listener),
+        listeners,
         udp: Vec::new(),
     })
 }
@@ -449,15 +515,21 @@ fn open_data(
 fn accept_data(
     ctrl: &mut TcpStream,
     datas: &[(DataPorts, DataSocketOpts)],
+    local_ip: IpAddr,
     mix: bool,
 ) -> Result<[u8; TOKEN_LEN]> {
     let mut parts = Vec::with_capacity(datas.len());
     for (data, _) in datas {
         parts.push(PartPorts {
-            data_port: match &data.listener {
+            data_port: match data.listeners.first() {
                 Some(l) => local_port(l)?,
                 None => 0,
             },
+            more_data_ports: data.listeners[data.listeners.len().min(1)..]
+                .iter()
+                .map(local_port)
+                .collect::<std::io::Result<Vec<u16>>>()?,
+            udp_addrs: udp_addrs(&data.udp, local_ip)?,
             udp_ports: data
                 .udp
                 .iter()
@@ -473,6 +545,8 @@ fn accept_data(
             data_port: 0,
             token: hex,
             udp_ports: Vec::new(),
+            more_data_ports: Vec::new(),
+            udp_addrs: Vec::new(),
             parts,
         }
     } else {
@@ -481,11 +555,31 @@ fn accept_data(
             data_port: one.data_port,
             token: hex,
             udp_ports: one.udp_ports,
+            more_data_ports: one.more_data_ports,
+            udp_addrs: one.udp_addrs,
             parts: Vec::new(),
         }
     };
     write_msg(ctrl, &ServerMsg::from(accepted))?;
     Ok(token)
+}
+
+/// Where UDP sockets are bound, as runs; none when all are on `control`.
+fn udp_addrs(socks: &[socket2::Socket], control: IpAddr) -> Result<Vec<AddrRun>> {
+    let mut addrs = Vec::with_capacity(socks.len());
+    for s in socks {
+        let a = s
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| anyhow!("a UDP socket with a non-IP address"))?;
+        addrs.push(a.ip().to_canonical());
+    }
+    let r = runs(addrs);
+    Ok(if r.iter().all(|r| r.addr == control) {
+        Vec::new()
+    } else {
+        r
+    })
 }
 
 /// The server's flows once the client has said `start`, as the test's row
@@ -497,16 +591,16 @@ fn server_flows(
     test: &TestDesc,
     plan: &TestPlan,
     udp: Vec<socket2::Socket>,
-    client_udp_ports: &[u16],
+    client: ClientUdp<'_>,
     peer: IpAddr,
     token: [u8; TOKEN_LEN],
     accepting: Option<JoinHandle<Result<SessionFlows>>>,
-    listener: &Option<socket2::Socket>,
+    listeners: &[socket2::Socket],
 ) -> Result<SessionFlows> {
     match test.transport {
-        Transport::Udp => udp_flows(udp, client_udp_ports, plan, peer),
+        Transport::Udp => udp_flows(udp, client, plan, peer),
         Transport::TcpPerTransaction => {
-            let listener = listener.as_ref().expect("tcp tests have a listener");
+            let listener = listeners.first().expect("tcp tests have a listener");
             set_nonblocking(listener.as_raw_fd(), true)?;
             let threads = plan.threads as usize;
             let counters: Arc<[FlowCounters]> =
@@ -563,6 +657,11 @@ fn answer_ticks(
                 // after the tick, it belongs to the loaded phase (counted
                 // in the idle one, it showed as idle goodput).
                 let idle_counts = (load == Some(LoadStep::Start)).then(|| engine.snapshot());
+                // The first tick's sample is the engine's start, as the
+                // client's is: with no warm-up its flows send as soon as
+                // they start, before this tick, and what we counted of
+                // them belongs to the first phase, not before it.
+                let first = (seq == 0).then(|| vec![Default::default(); engine.snapshot().len()]);
                 if let Some(step) = load {
                     engine.step(step, phase, seq)?;
                 }
@@ -575,7 +674,7 @@ fn answer_ticks(
                         seq,
                         elapsed_ns: t0.elapsed().as_nanos() as u64,
                         unix_ns: crate::clock::unix_now_ns(),
-                        counts: idle_counts.unwrap_or_else(|| engine.snapshot()),
+                        counts: first.or(idle_counts).unwrap_or_else(|| engine.snapshot()),
                         part_retransmits: if plan.parts.is_empty() {
                             Vec::new()
                         } else {

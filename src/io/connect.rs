@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{SockAddr, Socket};
 
-use super::socket::{DataSocketOpts, send, tcp_socket};
+use super::socket::{DataSocketOpts, bind_address_no_port, send, tcp_socket};
 
 /// Handshakes in progress at once. The server's data listener has a backlog
 /// of 4096 (net.core.somaxconn caps it, 4096 by default since Linux 5.4).
@@ -30,6 +30,7 @@ pub fn start_connect(
     let s = tcp_socket(addr, true)?;
     opts.apply_before_connect(&s)?;
     if let Some(ip) = bind {
+        bind_address_no_port(&s)?;
         s.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
             .map_err(|e| io::Error::new(e.kind(), format!("binding to {ip}: {e}")))?;
     }
@@ -47,12 +48,14 @@ pub fn start_connect(
     }
 }
 
-/// Connect `n` sockets to `addr` in parallel; connection `i` sends
-/// `greeting(i)` once it is up. Returns the sockets in order of `i`,
-/// non-blocking, options applied. Fails if any connection fails or the whole
-/// set is not up within `timeout`.
+/// Connect `n` sockets to `addrs` in parallel, connection `i` to
+/// `addrs[i % addrs.len()]` (a server's several listeners: see
+/// [`super::spread`]); connection `i` sends `greeting(i)` once it is up.
+/// Returns the sockets in order of `i`, non-blocking, options applied.
+/// Fails if any connection fails or the whole set is not up within
+/// `timeout`.
 pub fn connect_many(
-    addr: &SocketAddr,
+    addrs: &[SocketAddr],
     bind: Option<IpAddr>,
     opts: &DataSocketOpts,
     n: usize,
@@ -82,7 +85,7 @@ pub fn connect_many(
     let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     while done < n {
         while next < n && pending < IN_FLIGHT {
-            let s = start_connect(addr, bind, opts)
+            let s = start_connect(&addrs[next % addrs.len()], bind, opts)
                 .map_err(|e| io::Error::new(e.kind(), format!("data connection {next}: {e}")))?;
             let mut ev = libc::epoll_event {
                 events: libc::EPOLLOUT as u32,
@@ -100,7 +103,10 @@ pub fn connect_many(
         if left.is_zero() {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                format!("only {done} of {n} data connections to {addr} were up within {timeout:?}"),
+                format!(
+                    "only {done} of {n} data connections to {} were up within {timeout:?}",
+                    addrs[0]
+                ),
             ));
         }
         let ms = left.as_millis().clamp(1, 100) as i32;
@@ -128,7 +134,7 @@ pub fn connect_many(
             if let Some(e) = s.take_error()? {
                 return Err(io::Error::new(
                     e.kind(),
-                    format!("data connection {i} to {addr}: {e}"),
+                    format!("data connection {i} to {}: {e}", addrs[i % addrs.len()]),
                 ));
             }
             opts.apply_connected(s)?;
@@ -172,7 +178,7 @@ mod tests {
             seen
         });
         let socks = connect_many(
-            &addr,
+            &[addr],
             None,
             &DataSocketOpts::default(),
             n,
@@ -192,7 +198,7 @@ mod tests {
             .local_addr()
             .unwrap();
         let e = connect_many(
-            &port,
+            &[port],
             None,
             &DataSocketOpts::default(),
             3,

@@ -25,6 +25,7 @@ pub mod fdlimit;
 pub mod icmp;
 pub mod mmsg;
 pub mod socket;
+pub mod spread;
 pub mod tstamp;
 pub mod uring;
 pub mod zerocopy;

@@ -247,6 +247,28 @@ pub fn tcp_socket(addr: &SocketAddr, nonblocking: bool) -> io::Result<Socket> {
     )
 }
 
+/// IP_BIND_ADDRESS_NO_PORT: a `bind` to port 0 leaves the port to
+/// `connect`, which picks one free *to that destination* (a bound port must
+/// be free on the whole address): under `--bind`, as many connections to
+/// each server port as without it.
+pub fn bind_address_no_port(s: &Socket) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: an int option on a socket we own.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&raw const one).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(ctx(io::Error::last_os_error(), "IP_BIND_ADDRESS_NO_PORT"));
+    }
+    Ok(())
+}
+
 /// Connect a blocking TCP socket with a timeout, options applied in the right order.
 pub fn connect(
     addr: &SocketAddr,
@@ -257,6 +279,7 @@ pub fn connect(
     let s = tcp_socket(addr, false)?;
     opts.apply_before_connect(&s)?;
     if let Some(ip) = bind {
+        bind_address_no_port(&s)?;
         s.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
             .map_err(|e| io::Error::new(e.kind(), format!("binding to {ip}: {e}")))?;
     }

@@ -107,6 +107,7 @@ fn bad_data_connections(addr: &str, key: &Psk, test: TestKind) -> TcpStream {
     let mut plan = TestPlan::new(test);
     plan.warmup_ns = 0;
     s.write_all(&encode(&ClientMsg::from(proto::Spec {
+        flows_per_listener: 0,
         plan: Box::new(plan),
     })))
     .unwrap();
@@ -114,6 +115,8 @@ fn bad_data_connections(addr: &str, key: &Psk, test: TestKind) -> TcpStream {
     assert_eq!(acc["type"], "accepted", "{acc}");
     let port = u(&acc["data_port"]);
     s.write_all(&encode(&ClientMsg::from(proto::Start {
+        udp_addrs: vec![],
+        parts_udp_addrs: vec![],
         udp_ports: vec![],
         parts_udp_ports: vec![],
     })))
@@ -245,6 +248,7 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
         let h = next_frame(&mut s).unwrap();
         assert!(h["nonce"].is_string(), "the hello carries a challenge: {h}");
         let spec = encode(&ClientMsg::from(proto::Spec {
+            flows_per_listener: 0,
             plan: Box::new(TestPlan::new(TestKind::TcpRr)),
         }));
         s.write_all(&spec).unwrap();

@@ -26,6 +26,7 @@ fn open_session(addr: &str, plan: TestPlan) -> (TcpStream, Value) {
     s.write_all(&hello()).unwrap();
     assert_eq!(next_frame(&mut s).unwrap()["type"], "hello");
     s.write_all(&encode(&ClientMsg::from(proto::Spec {
+        flows_per_listener: 0,
         plan: Box::new(plan),
     })))
     .unwrap();
@@ -112,6 +113,8 @@ fn a_session_ends_at_its_stated_bound_whatever_the_client_sends() {
                 let (mut s, _) = open_session(&addr, plan);
                 let (_sock, port) = udp_end();
                 s.write_all(&encode(&ClientMsg::from(proto::Start {
+                    udp_addrs: vec![],
+                    parts_udp_addrs: vec![],
                     udp_ports: vec![port],
                     parts_udp_ports: vec![],
                 })))
@@ -166,6 +169,8 @@ fn control_frames_after_the_spec_are_sized_to_the_session() {
     let (mut s, _) = open_session(&server.addr, short_plan(TestKind::UdpStream));
     let (_sock, port) = udp_end();
     s.write_all(&encode(&ClientMsg::from(proto::Start {
+        udp_addrs: vec![],
+        parts_udp_addrs: vec![],
         udp_ports: vec![port],
         parts_udp_ports: vec![],
     })))
@@ -212,6 +217,8 @@ fn udp_datagrams_queued_before_start_are_refused() {
     thread::sleep(Duration::from_millis(100));
     let (_sock, port) = udp_end();
     s.write_all(&encode(&ClientMsg::from(proto::Start {
+        udp_addrs: vec![],
+        parts_udp_addrs: vec![],
         udp_ports: vec![port],
         parts_udp_ports: vec![],
     })))
@@ -254,6 +261,8 @@ fn silent_data_connections_neither_delay_nor_go_uncounted() {
     real.write_all(&token(&acc)).unwrap();
     real.write_all(&0u32.to_be_bytes()).unwrap();
     s.write_all(&encode(&ClientMsg::from(proto::Start {
+        udp_addrs: vec![],
+        parts_udp_addrs: vec![],
         udp_ports: vec![],
         parts_udp_ports: vec![],
     })))
@@ -306,12 +315,15 @@ fn many_sessions_together_stay_under_max_memory() {
                 (plan.flows, plan.threads) = (64, 64);
                 plan.duration_ns = 20_000_000_000;
                 s.write_all(&encode(&ClientMsg::from(proto::Spec {
+                    flows_per_listener: 0,
                     plan: Box::new(plan),
                 })))
                 .unwrap();
                 let reply = next_frame(&mut s).unwrap();
                 if reply["type"] == "accepted" {
                     s.write_all(&encode(&ClientMsg::from(proto::Start {
+                        udp_addrs: vec![],
+                        parts_udp_addrs: vec![],
                         udp_ports: vec![],
                         parts_udp_ports: vec![],
                     })))
@@ -471,6 +483,8 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     data_port: 0,
                     token: "00".repeat(TOKEN_LEN),
                     udp_ports: vec![udp.local_addr().unwrap().port()],
+                    more_data_ports: vec![],
+                    udp_addrs: vec![],
                     parts: vec![],
                 }
                 .into(),

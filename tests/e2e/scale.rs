@@ -8,8 +8,13 @@
 
 use std::time::Duration;
 
+use std::process::Command;
+
+use serde_json::Value;
+
 use crate::common::{
-    SESSION_CODES, ServerProc, assert_schema, diagnostics_of, json, one_at_a_time, run_client, u,
+    SESSION_CODES, ServerProc, assert_schema, diagnostics_of, json, netns_add_or_skip,
+    ns_client_cmd, ns_exec, one_at_a_time, run_client, run_cmd, run_ok, u,
 };
 
 const FLOWS: usize = 10_000;
@@ -62,25 +67,7 @@ fn ten_thousand_tcp_rr_flows_each_complete_their_share() {
     assert_eq!(u(&l["bytes_sent"]), u(&r["bytes_received"]));
     assert_eq!(u(&r["bytes_sent"]), u(&l["bytes_received"]));
 
-    // Every flow ran and completed exactly its share, on both ends.
-    for end in ["local", "remote"] {
-        let mut per_flow = vec![0u64; FLOWS];
-        for iv in doc["intervals"].as_array().expect("intervals") {
-            let flows = iv[end].as_array().expect("per-flow counts");
-            assert_eq!(flows.len(), FLOWS, "{end}: one count per flow");
-            for (i, c) in flows.iter().enumerate() {
-                per_flow[i] += u(&c["transactions"]);
-            }
-        }
-        let wrong: Vec<usize> = (0..FLOWS).filter(|&i| per_flow[i] != PER_FLOW).collect();
-        assert!(
-            wrong.is_empty(),
-            "{end}: {} flows did not complete {PER_FLOW} transactions, e.g. flow {} with {}",
-            wrong.len(),
-            wrong[0],
-            per_flow[wrong[0]]
-        );
-    }
+    every_flow_completes(&doc, FLOWS, PER_FLOW, &["local", "remote"]);
 
     // Set-up time and both ends' memory are reported.
     assert!(
@@ -90,5 +77,99 @@ fn ten_thousand_tcp_rr_flows_each_complete_their_share() {
     );
     for end in ["local", "remote"] {
         assert!(u(&s[end]["rusage"]["max_rss_kb"]) > 0, "{end} max RSS");
+    }
+}
+
+/// Every one of `flows` flows completed exactly `share` transactions, on
+/// each of `ends`, by the per-flow counts of the intervals.
+fn every_flow_completes(doc: &Value, flows: usize, share: u64, ends: &[&str]) {
+    for &end in ends {
+        let mut per_flow = vec![0u64; flows];
+        for iv in doc["intervals"].as_array().expect("intervals") {
+            let counts = iv[end].as_array().expect("per-flow counts");
+            assert_eq!(counts.len(), flows, "{end}: one count per flow");
+            for (i, c) in counts.iter().enumerate() {
+                per_flow[i] += u(&c["transactions"]);
+            }
+        }
+        let wrong: Vec<usize> = (0..flows).filter(|&i| per_flow[i] != share).collect();
+        assert!(
+            wrong.is_empty(),
+            "{end}: {} flows did not complete {share} transactions, e.g. flow {} with {}",
+            wrong.len(),
+            wrong[0],
+            per_flow[wrong[0]]
+        );
+    }
+}
+
+/// A namespace whose ephemeral port range is 500 ports, deleted on drop.
+struct NarrowPorts(String);
+
+impl Drop for NarrowPorts {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// Past one address's ports: in a namespace whose ephemeral range is 500
+/// ports, 1,500 flows cannot each have a port of one address, yet every
+/// flow must run. Long-lived TCP connections to one server port need 1,500
+/// client ports to that destination, which `connect` can only find among
+/// the 500 (it fails with EADDRNOTAVAIL at the 501st): the client must
+/// spread them over several server listeners. UDP flows need 3,000 bound
+/// ports on one host (1,500 a side): both ends must go on to further
+/// loopback addresses. Count-limited, so every flow's share is exact.
+#[test]
+fn flows_spread_past_a_narrow_ephemeral_range() {
+    const FLOWS: usize = 1_500;
+    const PER_FLOW: u64 = 2;
+    let _solo = one_at_a_time();
+    let ns = NarrowPorts(format!("thrum-ports-{}", std::process::id()));
+    if !netns_add_or_skip(&ns.0) {
+        return;
+    }
+    run_ok(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]));
+    run_ok(ns_exec(&ns.0, "sysctl").args(["-qw", "net.ipv4.ip_local_port_range=40000 40499"]));
+    let server = ServerProc::start_with(
+        ns_exec(&ns.0, crate::common::bin()),
+        "127.0.0.1",
+        &["--max-flows", "2000"],
+    );
+    let flows = FLOWS.to_string();
+    let n = (FLOWS as u64 * PER_FLOW).to_string();
+    // 1,500 flows' first requests go out at once: on a busy machine (or a
+    // debug build) some answers take longer than udp_rr's default 50 ms
+    // --rr-timeout, which would count them lost and send again.
+    let wait = ["--rr-timeout", "5s"];
+    for (test, extra) in [("tcp_rr", &[][..]), ("udp_rr", &wait[..])] {
+        let args = [&["-F", &flows, "-T", "2", "-n", &n][..], extra].concat();
+        let out = run_cmd(
+            &mut ns_client_cmd(&ns.0, &server, test, &args),
+            Duration::from_secs(60),
+        );
+        let doc = json(&out);
+        let s = &doc["summary"];
+        assert!(
+            out.status.success(),
+            "{test}: exit {:?}, error {}",
+            out.status,
+            s["error"]
+        );
+        let session = diagnostics_of(&doc, &SESSION_CODES);
+        assert!(session.is_empty(), "{test}: {session:?}");
+        assert_eq!(u(&s["transactions"]), FLOWS as u64 * PER_FLOW, "{test}");
+        let (l, r) = (&s["local"]["total"], &s["remote"]["total"]);
+        assert_eq!(u(&l["transactions"]), u(&r["transactions"]), "{test}");
+        // The udp_rr server counts a transaction once its response is
+        // sent, so the last responses of the window can reach the client
+        // (which then ends it) before the server has counted them: they
+        // fall in the drain, and only the totals above must agree.
+        let ends: &[&str] = if test == "udp_rr" {
+            &["local"]
+        } else {
+            &["local", "remote"]
+        };
+        every_flow_completes(&doc, FLOWS, PER_FLOW, ends);
     }
 }
