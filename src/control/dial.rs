@@ -148,11 +148,16 @@ impl Dial {
                         },
                         Some(w) => w.open(|ip| udp_connected(&peer, Some(ip), &opts)),
                     }
-                    .with_context(|| {
-                        format!(
-                            "opening UDP socket {f} to {peer} (each UDP flow has a port of its own; {} flows)",
-                            plan.flows
-                        )
+                    .map_err(|e| {
+                        let hint = if out_of_ports(&e) {
+                            format!(
+                                " (each UDP flow has a port of its own; {} flows)",
+                                plan.flows
+                            )
+                        } else {
+                            String::new()
+                        };
+                        anyhow::anyhow!("opening UDP socket {f} to {peer}: {e}{hint}")
                     })?;
                     udp_ports.push(local_port(&sock)?);
                     udp_local.push(local_ip(&sock)?);

@@ -28,7 +28,9 @@ use crate::engine::{Engines, place};
 use crate::io::socket::{
     DataSocketOpts, SocketBuffers, listen, local_port, set_nonblocking, udp_bound,
 };
-use crate::io::spread::{AddrRun, MAX_LISTENERS, Walk, listeners_for, may_walk, runs};
+use crate::io::spread::{
+    AddrRun, MAX_LISTENERS, Walk, listeners_for, may_walk, out_of_ports, runs,
+};
 use crate::plan::{LoadStep, Phase, TestPlan};
 use crate::sensors::Provenance;
 use crate::sensors::window::Meter;
@@ -476,11 +478,12 @@ fn open_data(
                     Some((lo, hi)) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
                         anyhow!("no free port left for UDP socket {f} in --data-ports {lo}-{hi}")
                     }
-                    _ => anyhow!(
+                    _ if out_of_ports(&e) => anyhow!(
                         "opening UDP socket {f} on {}: {e} (each UDP flow has a port of its own, from the ephemeral range; {} flows)",
                         walk.current(),
                         plan.flows
                     ),
+                    _ => anyhow!("opening UDP socket {f} on {}: {e}", walk.current()),
                 })?;
             udp.push(sock);
         }
