@@ -78,6 +78,21 @@ impl Dial {
             SocketBuffers::as_set(plan, &plan.local, plan.test.is_udp(), server_ip.is_ipv6()).ok();
         let flows_n = plan.flows as usize;
         if let Err(w) = crate::io::fdlimit::ensure(self.fds_needed) {
+            // Every flow holds a socket: past the limit the test cannot run,
+            // and failing at the flow that hits it would say less.
+            let room =
+                crate::io::fdlimit::soft_limit().saturating_sub(crate::io::fdlimit::open_fds());
+            if self.fds_needed > room {
+                anyhow::bail!(
+                    "-F {}: {w} (one socket per flow{})",
+                    plan.flows,
+                    if self.fds_needed > plan.flows as u64 {
+                        ", in each end of this process"
+                    } else {
+                        ""
+                    }
+                );
+            }
             warnings.push(Warning::new(Code::DescriptorLimit, w));
         }
         let mut tcp_socks = if test.transport == Transport::Tcp {

@@ -248,6 +248,22 @@ mod tests {
         assert_eq!(memory_estimate(&p) - plain, (ring - 1) * p.send_bytes);
     }
 
+    /// 100,000 1-byte rr flows on 2 threads (issue 21) are admitted by a
+    /// server with the default --max-session-memory: they hold about 5.0
+    /// (tcp_rr) and 1.2 KB (udp_rr) each there (bench/flows.sh), and the
+    /// estimate stays above that.
+    #[test]
+    fn a_hundred_thousand_small_rr_flows_fit_the_default_memory() {
+        for (kind, held) in [(TestKind::TcpRr, 5_000), (TestKind::UdpRr, 1_200)] {
+            let mut p = TestPlan::new(kind);
+            p.flows = 100_000;
+            p.threads = 2;
+            let m = memory_estimate(&p);
+            assert!(m <= DEFAULT_MAX_SESSION_MEMORY, "{kind:?}: {m}");
+            assert!(m >= 100_000 * held, "{kind:?}: {m}");
+        }
+    }
+
     /// The case the estimate missed: 1,024 tcp_crr flows on 1,024 threads
     /// hold about 570 MiB of thread stacks and arenas, not 4 MiB.
     #[test]

@@ -225,6 +225,17 @@ pub(crate) fn session(
     let frame = after_spec_frame(plan.flows);
     // Said in the final report, where the client lists the server's errors.
     let fd_warning = crate::io::fdlimit::ensure(plan.flows as u64).err();
+    // Every flow holds a socket here: past the limit the session cannot
+    // run, and is refused before it opens the first.
+    if let Some(w) = &fd_warning
+        && plan.flows as u64
+            > crate::io::fdlimit::soft_limit().saturating_sub(crate::io::fdlimit::open_fds())
+    {
+        return Err(refuse(
+            &mut ctrl,
+            format!("spec refused: --flows {}: {w} on the server", plan.flows),
+        ));
+    }
     let local_ip = ctrl.local_addr()?.ip().to_canonical();
     // Each part of a mix has its own data sockets (a listener, or UDP
     // sockets), built exactly as its test alone would have them.

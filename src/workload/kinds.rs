@@ -421,9 +421,12 @@ fn stream_buffers(p: &TestPlan) -> (u64, u64) {
 }
 
 fn rr_buffers(p: &TestPlan) -> (u64, u64) {
+    // As the server's flow allocates them: a receive buffer of at least
+    // 4 KiB, a send buffer of just the responses in flight (1 byte for
+    // 1-byte ones: 100,000 such flows fit the default 1 GiB).
     let in_flight = p.burst as u64 + 1;
-    let cap = |m: u64| m.saturating_mul(in_flight).clamp(4096, RR_MAX_BUF);
-    (cap(p.request_bytes) + cap(p.response_bytes), 0)
+    let cap = |m: u64, min: u64| m.saturating_mul(in_flight).clamp(min, RR_MAX_BUF);
+    (cap(p.request_bytes, 4096) + cap(p.response_bytes, 1), 0)
 }
 
 /// Connection tests' server flows are one per worker.

@@ -173,3 +173,84 @@ fn flows_spread_past_a_narrow_ephemeral_range() {
         every_flow_completes(&doc, FLOWS, PER_FLOW, ends);
     }
 }
+
+/// A copy of the binary in a directory anyone may enter, removed on drop.
+struct OpenCopy(std::path::PathBuf);
+
+impl OpenCopy {
+    fn new() -> OpenCopy {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("thrum-limited-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::copy(crate::common::bin(), dir.join("thrum")).unwrap();
+        OpenCopy(dir)
+    }
+}
+
+impl Drop for OpenCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `thrum` (the copy) with an open-file limit of 1,000 (`prlimit`) that it
+/// may not raise: as root, run as nobody (`setpriv`).
+fn limited(copy: &OpenCopy, args: &[&str]) -> Command {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let mut cmd = if unsafe { libc::geteuid() } == 0 {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "prlimit",
+        ]);
+        c
+    } else {
+        Command::new("prlimit")
+    };
+    cmd.arg("--nofile=1000:1000")
+        .arg(copy.0.join("thrum"))
+        .args(args);
+    cmd
+}
+
+/// Every flow holds a socket at each end: 2,000 flows cannot run in a
+/// process allowed 1,000 descriptors that may not raise its hard limit.
+/// Either end says so before it opens a socket, naming the flag and the
+/// limit, instead of failing at the flow that hits it; a server that
+/// refused still serves.
+#[test]
+fn flows_past_the_descriptor_limit_are_refused_up_front_by_either_end() {
+    let _shared = crate::common::not_beside_floods();
+    let copy = OpenCopy::new();
+    let refused = |out: &std::process::Output, flag: &str| {
+        assert!(!out.status.success());
+        let e = json(out)["summary"]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            e.contains(flag) && e.contains("RLIMIT_NOFILE") && e.contains("1000"),
+            "{e}"
+        );
+    };
+    // The client's limit.
+    let server = ServerProc::start(&["--max-flows", "2000"]);
+    let args = ["-H", &server.addr, "-F", "2000", "-l", "1", "--json"];
+    let out = run_cmd(
+        &mut limited(&copy, &[&["run", "tcp_rr"][..], &args].concat()),
+        Duration::from_secs(30),
+    );
+    refused(&out, "-F 2000");
+    // The server's: UDP sockets are the server's to open first.
+    let server = ServerProc::start_with(limited(&copy, &[]), "127.0.0.1", &["--max-flows", "2000"]);
+    let args = ["-H", &server.addr, "-F", "2000", "-l", "1", "--json"];
+    let out = run_client(
+        &[&["run", "udp_rr"][..], &args].concat(),
+        Duration::from_secs(30),
+    );
+    refused(&out, "--flows 2000");
+    crate::common::assert_serves(&server);
+}
