@@ -263,6 +263,7 @@ fn measure(
         args.out.json_stream,
         args.out.samples.as_deref(),
         export::csv::PartCols::of_plan(plan),
+        plan.offered_per_s.is_some(),
     )
     .with_context(|| "opening --samples for writing")?;
     let result = {

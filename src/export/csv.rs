@@ -19,11 +19,19 @@ remote_bytes_sent,remote_bytes_received,remote_transactions,remote_datagrams_sen
 latency_count,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p99_9_ns,latency_max_ns";
 
 /// The header, with one more column per percentile asked for with
-/// --percentiles, and for a mix a last `part` column.
-pub fn header(percentiles: &[f64], mix: bool) -> String {
+/// --percentiles; for an open-loop test (`--rate`, not a mix) the
+/// client's late count and the service time (from the actual send) with
+/// the same percentiles; and for a mix a last `part` column.
+pub fn header(percentiles: &[f64], mix: bool, open: bool) -> String {
     let mut h = HEADER.to_string();
     for p in percentiles {
         h.push_str(&format!(",latency_p{p}_ns"));
+    }
+    if open && !mix {
+        h.push_str(",local_late,service_count,service_p50_ns,service_p90_ns,service_p99_ns,service_p99_9_ns,service_max_ns");
+        for p in percentiles {
+            h.push_str(&format!(",service_p{p}_ns"));
+        }
     }
     if mix {
         h.push_str(",part");
@@ -111,7 +119,8 @@ impl Exporter for Csv {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         let extra = &r.spec.plan.percentiles;
         let parts = PartCols::of(r);
-        writeln!(out, "{}", header(extra, !parts.is_empty()))?;
+        let open = r.spec.plan.offered_per_s.is_some();
+        writeln!(out, "{}", header(extra, !parts.is_empty(), open))?;
         for iv in &r.intervals {
             // A mix's latency is its probes', each part's own interval.
             let latency: Vec<Option<&LatencySummary>> = r
@@ -125,10 +134,23 @@ impl Exporter for Csv {
                         .and_then(|pi| pi.latency_ns.as_ref())
                 })
                 .collect();
-            write_interval(out, iv, r.test, extra.len(), &parts, &latency)?;
+            let cols = Cols {
+                percentiles: extra.len(),
+                open,
+            };
+            write_interval(out, iv, r.test, cols, &parts, &latency)?;
         }
         Ok(())
     }
+}
+
+/// What columns a row has beyond the fixed ones (see [`header`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Cols {
+    /// `--percentiles` asked for.
+    pub percentiles: usize,
+    /// Open loop: late count and service time.
+    pub open: bool,
 }
 
 /// The rows of one interval, one per flow (also used while the test runs,
@@ -141,10 +163,11 @@ pub fn write_interval(
     out: &mut dyn Write,
     iv: &Interval,
     test: TestKind,
-    extra: usize,
+    cols: Cols,
     parts: &[PartCols],
     latency_of: &[Option<&LatencySummary>],
 ) -> io::Result<()> {
+    let extra = cols.percentiles;
     // Flow f's part, when a mix.
     let owner: Vec<usize> = parts
         .iter()
@@ -171,7 +194,13 @@ pub fn write_interval(
                 latency(out, latency_of.get(i).copied().flatten(), extra)?;
                 write!(out, ",{}", parts[i].name)?;
             }
-            None => latency(out, iv.latency_ns.as_ref(), extra)?,
+            None => {
+                latency(out, iv.latency_ns.as_ref(), extra)?;
+                if cols.open {
+                    write!(out, ",{}", l.late)?;
+                    latency(out, iv.service_latency_ns.as_ref(), extra)?;
+                }
+            }
         }
         writeln!(out)?;
     }

@@ -43,6 +43,8 @@ pub struct Live {
     csv: Option<File>,
     /// A mix's parts, for the samples' `part` column.
     parts: Vec<csv::PartCols>,
+    /// Open loop: the samples carry late counts and service time.
+    open: bool,
     /// The first write error; later intervals are not written.
     pub error: Option<String>,
 }
@@ -56,13 +58,16 @@ impl Live {
         json_stream: bool,
         samples: Option<&Path>,
         parts: Vec<csv::PartCols>,
+        open: bool,
     ) -> io::Result<Live> {
         let mut csv = match samples {
             Some(p) => super::open_live(p)?,
             None => None,
         };
         if let Some(f) = &mut csv {
-            f.write_all(format!("{}\n", csv::header(percentiles, !parts.is_empty())).as_bytes())?;
+            f.write_all(
+                format!("{}\n", csv::header(percentiles, !parts.is_empty(), open)).as_bytes(),
+            )?;
         }
         Ok(Live {
             test,
@@ -70,6 +75,7 @@ impl Live {
             json_stream,
             csv,
             parts,
+            open,
             error: None,
         })
     }
@@ -87,7 +93,10 @@ impl Live {
                 &mut rows,
                 iv,
                 self.test,
-                self.percentiles.len(),
+                csv::Cols {
+                    percentiles: self.percentiles.len(),
+                    open: self.open,
+                },
                 &self.parts,
                 &latency,
             )?;
@@ -133,7 +142,7 @@ mod tests {
     fn csv_rows_land_as_intervals_complete() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.csv");
-        let mut live = Live::new(TestKind::TcpRr, &[], false, Some(&p), Vec::new()).unwrap();
+        let mut live = Live::new(TestKind::TcpRr, &[], false, Some(&p), Vec::new(), false).unwrap();
         let iv = Interval {
             index: 0,
             phase: Phase::Measure,

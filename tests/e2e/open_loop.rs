@@ -605,3 +605,78 @@ fn open_loop_tcp_rr_is_not_held_by_nagle() {
     let p50 = f(&s["service_latency_ns"]["p50"]);
     assert!(p50 < 1e6, "service p50 {p50} ns: {s}");
 }
+
+/// `--samples` of an open-loop run carries what the JSON's intervals do:
+/// each flow's late count and the interval's service time (from the actual
+/// send), beside the response time (from the intended start). Every row has
+/// the header's columns; per interval, the rows' late counts add up to the
+/// JSON's, and the service-time count is the JSON's.
+#[test]
+fn open_loop_samples_carry_late_counts_and_service_time() {
+    let _quiet = not_beside_floods();
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    let doc = run(
+        &server,
+        "tcp_rr",
+        &[
+            "--rate",
+            "2000",
+            "-F",
+            "2",
+            "-l",
+            "2s",
+            "--warmup",
+            "0s",
+            "-i",
+            "500ms",
+            "--percentiles",
+            "99.99",
+            "--samples",
+            csv.to_str().unwrap(),
+        ],
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
+    };
+    let (interval, late, count, p99, extra) = (
+        col("interval"),
+        col("local_late"),
+        col("service_count"),
+        col("service_p99_ns"),
+        col("service_p99.99_ns"),
+    );
+    let mut late_sum = std::collections::BTreeMap::<u64, u64>::new();
+    let mut service_count = std::collections::BTreeMap::<u64, u64>::new();
+    for line in lines {
+        let row: Vec<&str> = line.split(',').collect();
+        assert_eq!(row.len(), header.len(), "{line}");
+        let i: u64 = row[interval].parse().unwrap();
+        *late_sum.entry(i).or_default() += row[late].parse::<u64>().unwrap();
+        if !row[count].is_empty() {
+            service_count.insert(i, row[count].parse().unwrap());
+            assert!(row[p99].parse::<u64>().unwrap() <= row[extra].parse::<u64>().unwrap());
+        }
+    }
+    let intervals = doc["intervals"].as_array().unwrap();
+    assert!(intervals.len() >= 4, "{}", intervals.len());
+    for iv in intervals {
+        let i = u(&iv["index"]);
+        let json_late: u64 = iv["local"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| u(&c["late"]))
+            .sum();
+        assert_eq!(late_sum[&i], json_late, "interval {i}");
+        let json_count = iv["service_latency_ns"]["count"].as_u64();
+        assert_eq!(service_count.get(&i).copied(), json_count, "interval {i}");
+    }
+}
