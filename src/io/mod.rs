@@ -68,9 +68,9 @@ pub enum Completion {
     Sent { tag: u32, res: i32 },
     /// A connect queued with [`Completions::connect`] finished: 0 or -errno.
     Connected(i32),
-    /// [`Completions::accept_multishot`] took a connection (`res`: its
-    /// descriptor) or failed (-errno). `more`: the accept stays armed.
-    Accepted { res: i32, more: bool },
+    /// [`Completions::accept`] took a connection (`res`: its descriptor)
+    /// or failed (-errno).
+    Accepted(i32),
     /// A close queued with [`Completions::close`] finished: 0 or -errno
     /// (-ECANCELED: a failed request before it in its chain; the
     /// descriptor is then still open).
@@ -138,9 +138,21 @@ pub trait Completions {
         addr: *const libc::sockaddr,
         len: libc::socklen_t,
     ) -> io::Result<()>;
-    /// Accept connections on `listener` for good, each reported as
-    /// [`Completion::Accepted`]; the new sockets are blocking.
-    fn accept_multishot(&mut self, listener: RawFd, token: u64) -> io::Result<()>;
+    /// Queue an accept of one connection on `listener`, reported as
+    /// [`Completion::Accepted`]; the new socket is blocking, and the peer's
+    /// address is written to `addr` (`*len` bytes at most; set it before
+    /// each accept).
+    ///
+    /// # Safety
+    /// `addr` and `len` must stay valid until the accept has completed, or
+    /// until the driver is dropped.
+    unsafe fn accept(
+        &mut self,
+        listener: RawFd,
+        token: u64,
+        addr: *mut libc::sockaddr_storage,
+        len: *mut libc::socklen_t,
+    ) -> io::Result<()>;
     /// Queue one receive into a provided buffer, reported as
     /// [`Completion::Received`], [`Completion::Eof`] or [`Completion::RecvFailed`].
     fn recv_once(&mut self, fd: RawFd, token: u64) -> io::Result<()>;

@@ -36,7 +36,7 @@
 //! chain (tcp_cc: the FIN's receive and the close too) and, once answered,
 //! a receive of the server's FIN with the close hard-linked behind it (or,
 //! with `--close rst`, the close alone), then opens the next connection at
-//! once; the server keeps a multishot accept on the listener, receives each
+//! once; the server keeps an accept queued on the listener, receives each
 //! token and request into provided buffers, sends the response and closes
 //! when the send has completed. No request is ever left on a socket that is
 //! closed: an overdue token's receive is cancelled first.
@@ -713,6 +713,9 @@ pub struct ConnectServer {
     /// Under a completion driver (io_uring): accept, receive, send and
     /// close are ring operations (set in `start`).
     ring: bool,
+    /// Where the ring's accept writes the peer's address and its length:
+    /// on the heap, so that it stays put when the flow moves after `start`.
+    peer_buf: Box<(libc::sockaddr_storage, libc::socklen_t)>,
 }
 
 impl ConnectServer {
@@ -749,6 +752,8 @@ impl ConnectServer {
             pollfds: Vec::new(),
             poll_slots: Vec::new(),
             ring: false,
+            // SAFETY: all-zero bytes are a valid sockaddr_storage.
+            peer_buf: Box::new((unsafe { std::mem::zeroed() }, 0)),
         }
     }
 
@@ -939,7 +944,7 @@ impl ConnectServer {
     }
 
     /// Under a completion driver: one outcome for this server flow. The
-    /// listener has a multishot accept; every connection in the table has
+    /// listener has one accept queued at all times; every connection in the table has
     /// exactly one request on it (a receive, or its response's send) until
     /// it leaves the table, so a closed socket is held by no request.
     fn on_ring(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
@@ -949,18 +954,26 @@ impl ConnectServer {
                     self.sweep_ring(ctx.driver)?;
                 }
             }
-            Completion::Accepted { res, more } => {
-                if !more && res != -libc::ECANCELED {
-                    // Ended by the kernel (an error, a full completion queue): again.
-                    ring(ctx.driver)?.accept_multishot(self.listener, token(ctx.slot, 0))?;
-                }
+            Completion::Accepted(res) => {
                 if res >= 0 {
-                    // SAFETY: a descriptor the accept just made, ours alone.
-                    let sock = unsafe { Socket::from_raw_fd(res) };
-                    self.admit_ring(sock, ctx)?;
-                } else if res != -libc::ECONNABORTED && res != -libc::ECANCELED {
+                    let (storage, len) = *self.peer_buf;
+                    // SAFETY: a descriptor the accept just made, ours
+                    // alone; the kernel wrote `len` bytes of its address.
+                    let (sock, peer) = unsafe {
+                        (
+                            Socket::from_raw_fd(res),
+                            SockAddr::new(storage, len).as_socket(),
+                        )
+                    };
+                    if let Some(peer) = peer {
+                        self.admit_ring(sock, peer, ctx)?;
+                    }
+                } else if res == -libc::ECANCELED {
+                    return Ok(Progress::Idle);
+                } else if res != -libc::ECONNABORTED {
                     return Err(failed(-res));
                 }
+                self.accept_ring(ctx.driver, ctx.slot)?;
             }
             Completion::Sent { tag, res } => self.sent_ring(tag as usize, res, ctx)?,
             Completion::Received { .. } | Completion::Eof | Completion::RecvFailed(_) => {
@@ -974,12 +987,26 @@ impl ConnectServer {
         Ok(self.sweep_at.map_or(Progress::Idle, Progress::At))
     }
 
+    /// Queue the accept of the next connection. One at a time, so that the
+    /// listener's exclusive wake-ups spread connections over the workers.
+    fn accept_ring(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
+        self.peer_buf.1 = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let (addr, len) = (
+            &mut self.peer_buf.0 as *mut _,
+            &mut self.peer_buf.1 as *mut _,
+        );
+        // SAFETY: `peer_buf` is the flow's own heap allocation, dropped
+        // only after the driver (which waits for every pending request).
+        unsafe { ring(driver)?.accept(self.listener, token(slot, 0), addr, len) }
+    }
+
     /// Take an accepted connection into the table and receive its token and request.
-    fn admit_ring(&mut self, sock: Socket, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
-        // A multishot accept does not say who connected.
-        let Some(peer) = sock.peer_addr().ok().and_then(|a| a.as_socket()) else {
-            return Ok(());
-        };
+    fn admit_ring(
+        &mut self,
+        sock: Socket,
+        peer: SocketAddr,
+        ctx: &mut FlowCtx<'_>,
+    ) -> io::Result<()> {
         let Some(idx) = self.admit(sock, peer) else {
             return Ok(());
         };
@@ -1193,9 +1220,9 @@ impl Flow for ConnectServer {
     }
 
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
-        if let Some(c) = driver.completions() {
+        if driver.completions().is_some() {
             self.ring = true;
-            return c.accept_multishot(self.listener, token(slot, 0));
+            return self.accept_ring(driver, slot);
         }
         if driver.waits_in_io() {
             // One flow, so one worker: this listener's only one.

@@ -339,7 +339,7 @@ impl RrClient {
             // This flow queues no connection operations.
             Completion::None
             | Completion::Connected(_)
-            | Completion::Accepted { .. }
+            | Completion::Accepted(_)
             | Completion::Closed(_) => {}
         }
         let next = match self.schedule {
@@ -503,7 +503,7 @@ impl RrServer {
             // This flow queues no connection operations.
             Completion::None
             | Completion::Connected(_)
-            | Completion::Accepted { .. }
+            | Completion::Accepted(_)
             | Completion::Closed(_) => {}
         }
         if !self.tx_busy && self.tx_pending > 0 {

@@ -475,7 +475,7 @@ impl UdpRrClient {
             // This flow queues no connection operations.
             Completion::None
             | Completion::Connected(_)
-            | Completion::Accepted { .. }
+            | Completion::Accepted(_)
             | Completion::Closed(_) => self.expire::<OPEN>(Instant::now(), phase),
         }
         let next = if OPEN {
@@ -756,7 +756,7 @@ impl UdpRrServer {
             // This flow queues no connection operations.
             Completion::None
             | Completion::Connected(_)
-            | Completion::Accepted { .. }
+            | Completion::Accepted(_)
             | Completion::Closed(_) => {}
         }
         Ok(Progress::Idle)
