@@ -316,6 +316,24 @@ impl Uring {
         self.push(e)
     }
 
+    /// Queue a send reported as [`Completion::Sent`] with `tag` and the slot of `token`.
+    fn queue_send(
+        &mut self,
+        fd: RawFd,
+        token: u64,
+        tag: u32,
+        buf: *const u8,
+        len: usize,
+        flags: i32,
+    ) -> io::Result<()> {
+        debug_assert!(tag < 1 << 30);
+        let e = opcode::Send::new(types::Fd(fd), buf, len as u32)
+            .flags(flags)
+            .build()
+            .user_data(OP_SEND | (token & SLOT_MASK) | tag as u64);
+        self.push(e)
+    }
+
     /// Is a receive registered for `slot` (not ended by EOF or an error)?
     fn recv_armed(&self, slot: usize) -> bool {
         self.recv_fds.get(slot).is_some_and(|r| r.is_some())
@@ -603,11 +621,7 @@ impl Completions for Uring {
         buf: *const u8,
         len: usize,
     ) -> io::Result<()> {
-        debug_assert!(tag < 1 << 30);
-        let e = opcode::Send::new(types::Fd(fd), buf, len as u32)
-            .build()
-            .user_data(OP_SEND | (token & SLOT_MASK) | tag as u64);
-        self.push(e)
+        self.queue_send(fd, token, tag, buf, len, 0)
     }
 
     fn received(&self, buf: u16, len: u32) -> &[u8] {
@@ -667,12 +681,7 @@ impl Completions for Uring {
         buf: *const u8,
         len: usize,
     ) -> io::Result<()> {
-        debug_assert!(tag < 1 << 30);
-        let e = opcode::Send::new(types::Fd(fd), buf, len as u32)
-            .flags(libc::MSG_WAITALL)
-            .build()
-            .user_data(OP_SEND | (token & SLOT_MASK) | tag as u64);
-        self.push(e)
+        self.queue_send(fd, token, tag, buf, len, libc::MSG_WAITALL)
     }
 
     fn close(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
