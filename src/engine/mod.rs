@@ -678,7 +678,45 @@ fn worker_loop(
 
 #[cfg(test)]
 mod tests {
-    use super::pacing_resolution;
+    use super::{choose_driver, pacing_resolution};
+    use crate::io::DriverKind;
+    use crate::plan::{CloseMode, DriverChoice};
+    use crate::workload::Flow;
+    use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
+
+    /// `auto` keeps tcp_crr and tcp_cc off io_uring at any number of flows
+    /// per worker (docs/performance.md: it was not ahead), where `uring`
+    /// runs them on it wherever the kernel allows.
+    #[test]
+    fn auto_keeps_connection_tests_off_io_uring() {
+        let block: std::sync::Arc<[crate::stats::counters::FlowCounters]> =
+            (0..8).map(|_| Default::default()).collect();
+        for mode in [ConnectMode::Crr, ConnectMode::Cc] {
+            let flows: Vec<Box<dyn Flow>> = (0..8)
+                .map(|i| {
+                    Box::new(ConnectClient::new(
+                        mode,
+                        "127.0.0.1:9".parse().unwrap(),
+                        None,
+                        Default::default(),
+                        crate::workload::CounterRef::new(block.clone(), i),
+                        [0; TOKEN_LEN],
+                        1,
+                        1,
+                        None,
+                        CloseMode::Fin,
+                    )) as Box<dyn Flow>
+                })
+                .collect();
+            assert_eq!(choose_driver(&flows, DriverChoice::Auto), DriverKind::Epoll);
+            let uring = if crate::io::uring::probe().is_ok() {
+                DriverKind::Uring
+            } else {
+                DriverKind::Epoll
+            };
+            assert_eq!(choose_driver(&flows, DriverChoice::Uring), uring);
+        }
+    }
 
     /// Only an open-loop run on epoll without epoll_pwait2 is warned: a
     /// closed loop has no deadlines, io_uring waits to its timespec.
