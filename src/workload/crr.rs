@@ -37,9 +37,11 @@
 //! a receive of the server's FIN with the close hard-linked behind it (or,
 //! with `--close rst`, the close alone), then opens the next connection at
 //! once; the server keeps an accept queued on the listener, receives each
-//! token and request into provided buffers, sends the response and closes
-//! when the send has completed. No request is ever left on a socket that is
-//! closed: an overdue token's receive is cancelled first.
+//! token and request into provided buffers, and sends the response with
+//! the close hard-linked behind it (a response larger than the server's
+//! buffer goes in pieces, and the close follows the last one's completion).
+//! No request is ever left on a socket that is closed: an overdue token's
+//! receive is cancelled first.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -678,6 +680,10 @@ const EAGER_MAX: u8 = 16;
 const EAGER_ON: u8 = 8;
 const EAGER_PROBE: u32 = 16;
 
+/// The tag of a server's send that carries a whole response (its length in
+/// the bits below), not a piece of a connection in the table.
+const WHOLE_RESPONSE: u32 = 1 << 29;
+
 /// Connections a server worker keeps in progress before it refuses more.
 const MAX_CONNS_PER_WORKER: usize = 65_536;
 
@@ -1057,6 +1063,9 @@ impl ConnectServer {
         }
         self.counters.add_received((expect - TOKEN_LEN) as u64);
         match self.mode {
+            ConnectMode::Crr if self.response as usize <= self.buf.len() => {
+                self.answer_ring(idx, ctx)
+            }
             ConnectMode::Crr => {
                 c.tx_left = self.response;
                 self.send_ring(idx, ctx)
@@ -1068,7 +1077,7 @@ impl ConnectServer {
         }
     }
 
-    /// Queue the next piece of connection `idx`'s response. The close
+    /// Queue the next piece of a response larger than the buffer. The close
     /// follows the last piece's completion, not linked behind its send: the
     /// table owns the socket until then, and a send cancelled when the
     /// driver is dropped must not leave a close behind that runs anyway.
@@ -1085,8 +1094,46 @@ impl ConnectServer {
         }
     }
 
+    /// A response that fits in one send: queue it with the close
+    /// hard-linked behind it (one ring entry less per connection than
+    /// closing once the send has completed), and let go of the connection
+    /// now: the close owns the socket, and the send's completion, tagged
+    /// [`WHOLE_RESPONSE`], needs no table entry.
+    fn answer_ring(&mut self, idx: usize, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
+        let Some(c) = self.conns[idx].take() else {
+            return Ok(());
+        };
+        self.free.push(idx);
+        self.open -= 1;
+        let fd = c.sock.into_raw_fd();
+        let n = self.response as usize;
+        let r = ring(ctx.driver)?;
+        r.link_next(true);
+        // SAFETY: `buf` is allocated once and outlives the driver; what it
+        // holds is no concern of the response's (the client counts bytes).
+        unsafe {
+            r.send_all(
+                fd,
+                token(ctx.slot, 0),
+                WHOLE_RESPONSE | n as u32,
+                self.buf.as_ptr(),
+                n,
+            )?
+        };
+        r.close(fd, token(ctx.slot, 0))
+    }
+
     /// The send of a piece of connection `idx`'s response completed.
     fn sent_ring(&mut self, idx: usize, res: i32, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
+        if idx & WHOLE_RESPONSE as usize != 0 {
+            // A whole response, its close linked behind it.
+            let n = idx & !(WHOLE_RESPONSE as usize);
+            if res >= 0 && res as usize == n {
+                self.counters.add_sent(n as u64);
+                self.counters.add_transactions(1);
+            }
+            return Ok(());
+        }
         let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
             return Ok(());
         };
