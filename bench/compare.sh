@@ -35,6 +35,8 @@ usage: bench/compare.sh [options]
                   (thrum_uring, thrum_epoll: thrum --driver uring or
                   --driver epoll, in the tcp_rr and udp_rr aggregate rows,
                   where plain thrum's --driver auto runs io_uring;
+                  thrum_uring also in the tcp_crr rows, where auto runs
+                  epoll or the blocking driver;
                   thrum_rst: thrum --close rst, in the tcp_crr rows, where
                   it is compared with neper)
                   (floor: bench/floor, the minimal blocking reference, built
@@ -229,8 +231,9 @@ tools_for_row() { # prints the tools that take part in a row, thrum first
 	# netperf runs one flow per process: not in the 16-flow TCP rows.
 	rr_agg) cands="thrum thrum_uring thrum_epoll neper" ;;
 	# neper closes with a reset by default: thrum_rst is its like.
-	crr_agg) cands="thrum thrum_rst neper" ;;
-	crr) cands="thrum thrum_rst netperf neper" ;;
+	# thrum_uring: connect, accept and close as io_uring operations.
+	crr_agg) cands="thrum thrum_uring thrum_rst neper" ;;
+	crr) cands="thrum thrum_uring thrum_rst netperf neper" ;;
 	scale) cands="thrum" ;;
 	*) cands="thrum floor netperf neper sockperf qperf" ;;
 	esac
@@ -604,7 +607,7 @@ note	maerts: one flow, the server sends, the client receives, unpinned, 64 KiB s
 note	bidir: one connection carrying both directions at once, unpinned, 64 KiB sends and receives; rate = the sum of the two directions' received bits/s. thrum `tcp_bidir -m 64K -M 64K` (`summary.throughput_bps` is the sum; each way is `throughput_bps_c2s`/`_s2c`); iperf3 `--bidir -l 64K` (two connections, one each way), `end.sum_received` + `end.sum_received_bidir_reverse`. netperf has no test that sends both ways on one connection, so it is not in this row.
 note	stream_f2, stream_f8: tcp_stream with 2 and 8 flows, 64 KiB sends and receives like the stream row, unpinned, rate = the sum over the flows of what the server read. thrum `-m 64K -M 64K -F N -T 2` (2 worker threads per end: one flow per thread, the blocking driver, at 2 flows; 4 flows per thread on epoll at 8); neper-tcp_stream `-B 65536 -F N -T 2` on both ends, `remote_throughput`; iperf3 `-l 64K -P N` (N streams in one process; iperf 3.12 runs them on one thread, later versions one thread per stream), `end.sum_received.bits_per_second`. netperf and the floor run one flow per process and are not in these rows.
 note	rr_agg: tcp_rr with 16 flows on 2 threads, one transaction in flight per flow: thrum `-F 16 -T 2`, neper-tcp_rr `-F 16 -T 2` on both ends.
-note	thrum_uring, thrum_epoll: thrum with `--driver uring` and with `--driver epoll` in the tcp_rr and udp_rr aggregate rows (io_uring: completion driver, multishot receive into provided buffers and sends queued with the ring; docs/design.md). Plain thrum runs `--driver auto`, which gives a worker of 4 or more tcp_rr or udp_rr flows to io_uring where the kernel has it: at 16 flows on 2 threads (8 per worker) that is io_uring, so thrum/thrum_uring is about 1 and thrum/thrum_epoll is what auto's choice gains over epoll (above 1: io_uring was faster). tcp_crr and tcp_cc run epoll under `--driver uring` (the result warns), so neither variant is in the tcp_crr rows.
+note	thrum_uring, thrum_epoll: thrum with `--driver uring` and with `--driver epoll` in the tcp_rr and udp_rr aggregate rows (io_uring: completion driver, multishot receive into provided buffers and sends queued with the ring; docs/design.md). Plain thrum runs `--driver auto`, which gives a worker of 4 or more tcp_rr or udp_rr flows to io_uring where the kernel has it: at 16 flows on 2 threads (8 per worker) that is io_uring, so thrum/thrum_uring is about 1 and thrum/thrum_epoll is what auto's choice gains over epoll (above 1: io_uring was faster). In the tcp_crr rows thrum_uring is thrum `--driver uring`, which runs tcp_crr on io_uring (connect, accept, receive, send and close as ring operations) where plain thrum's auto runs the blocking driver (1 flow) or epoll (16 flows): thrum/thrum_uring above 1 means auto's choice was faster (docs/performance.md).
 note	scale: `thrum run tcp_rr -F 10000 -T 2` against a separate `thrum server` (10,000 sockets per process; the embedded server would need 20,000 in one). No peer runs 10,000 flows this way; the figures are thrum's `summary.setup_s` (first data socket to the server's `started`) and both processes' peak RSS (`max_rss_kb`).
 note	floor: bench/floor (`thrum-floor`), this repository's minimal reference, not a peer: one blocking thread per end, no event loop, timers or statistics, the clock read every 64 transactions. tcp_rr: 1-byte write and read per transaction on a TCP_NODELAY socket; udp_rr: the same on connected UDP sockets (the server connects to its first peer); tcp_stream: 64 KiB writes and reads, rate = bytes the server read over the client's send window. Its thrum/peer column is thrum as a ratio of the floor (target: at least 0.95 for the RR rows).
 note	iperf 2 (2.1.8) is installed but not compared: its `--bounceback` RR mode is paced in bursts rather than saturating and rejects 1-byte messages, and its stream mode adds nothing to iperf3.

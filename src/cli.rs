@@ -361,8 +361,9 @@ pub struct RunArgs {
     /// I/O driver of the worker threads, both ends: auto (blocking for a
     /// thread with one flow; uring for a thread with 4 or more tcp_rr or
     /// udp_rr flows where the kernel has it; epoll otherwise), epoll, or uring (io_uring:
-    /// multishot receive and queued sends for tcp_rr/udp_rr, multishot poll for
-    /// the rest; falls back to epoll where unavailable, and for tcp_crr/tcp_cc).
+    /// multishot receive and queued sends for tcp_rr/udp_rr; connect, accept,
+    /// receive, send and close as ring operations for tcp_crr/tcp_cc; multishot
+    /// poll for the rest; falls back to epoll where unavailable).
     #[arg(long, default_value = "auto", value_parser = ["auto", "epoll", "uring"], value_name = "DRIVER")]
     pub driver: String,
     /// tcp_crr, tcp_cc: how the client ends each connection. fin: the server

@@ -160,25 +160,24 @@ pub const AUTO_URING_FLOWS: usize = 4;
 
 /// The driver a worker runs. `auto`: the blocking driver for a worker with
 /// one flow that allows it; io_uring for a worker of at least
-/// [`AUTO_URING_FLOWS`] request/response flows where the kernel allows it;
-/// epoll otherwise. `uring`: io_uring where the kernel allows it, except
-/// for connection tests, whose sockets are closed while registered (see
-/// [`crate::io::uring`]), and epoll otherwise.
+/// [`AUTO_URING_FLOWS`] request/response flows where the kernel allows it
+/// (not for connection tests, tcp_crr and tcp_cc: see docs/performance.md);
+/// epoll otherwise. `uring`: io_uring for every test where the kernel
+/// allows it (connection tests with their connects, accepts and closes as
+/// ring operations, see [`crate::io::uring`]), and epoll otherwise.
 pub fn choose_driver(flows: &[Box<dyn Flow>], choice: DriverChoice) -> DriverKind {
     match choice {
         DriverChoice::Auto if flows.len() == 1 && flows[0].blocking_ok() => DriverKind::Blocking,
         DriverChoice::Auto
             if flows.len() >= AUTO_URING_FLOWS
-                && flows.iter().all(|f| f.recv_buffers().is_some())
+                && flows
+                    .iter()
+                    .all(|f| f.recv_buffers().is_some() && !f.closes_sockets())
                 && crate::io::uring::probe().is_ok() =>
         {
             DriverKind::Uring
         }
-        DriverChoice::Uring
-            if crate::io::uring::probe().is_ok() && !flows.iter().any(|f| f.closes_sockets()) =>
-        {
-            DriverKind::Uring
-        }
+        DriverChoice::Uring if crate::io::uring::probe().is_ok() => DriverKind::Uring,
         _ => DriverKind::Epoll,
     }
 }
@@ -188,17 +187,9 @@ pub fn uring_fallback(plan: &TestPlan) -> Option<String> {
     if plan.driver != DriverChoice::Uring {
         return None;
     }
-    if let Err(why) = crate::io::uring::probe() {
-        return Some(format!(
-            "--driver uring: io_uring is unavailable ({why}); workers ran epoll"
-        ));
-    }
-    plan.test.is_connect().then(|| {
-        format!(
-            "--driver uring: {} workers ran epoll (an io_uring poll request keeps a closed socket open)",
-            plan.test.name()
-        )
-    })
+    crate::io::uring::probe()
+        .err()
+        .map(|why| format!("--driver uring: io_uring is unavailable ({why}); workers ran epoll"))
 }
 
 /// The warning for an open-loop run whose epoll workers could not wait to
@@ -687,7 +678,45 @@ fn worker_loop(
 
 #[cfg(test)]
 mod tests {
-    use super::pacing_resolution;
+    use super::{choose_driver, pacing_resolution};
+    use crate::io::DriverKind;
+    use crate::plan::{CloseMode, DriverChoice};
+    use crate::workload::Flow;
+    use crate::workload::crr::{ConnectClient, ConnectMode, TOKEN_LEN};
+
+    /// `auto` keeps tcp_crr and tcp_cc off io_uring at any number of flows
+    /// per worker (docs/performance.md: it was not ahead), where `uring`
+    /// runs them on it wherever the kernel allows.
+    #[test]
+    fn auto_keeps_connection_tests_off_io_uring() {
+        let block: std::sync::Arc<[crate::stats::counters::FlowCounters]> =
+            (0..8).map(|_| Default::default()).collect();
+        for mode in [ConnectMode::Crr, ConnectMode::Cc] {
+            let flows: Vec<Box<dyn Flow>> = (0..8)
+                .map(|i| {
+                    Box::new(ConnectClient::new(
+                        mode,
+                        "127.0.0.1:9".parse().unwrap(),
+                        None,
+                        Default::default(),
+                        crate::workload::CounterRef::new(block.clone(), i),
+                        [0; TOKEN_LEN],
+                        1,
+                        1,
+                        None,
+                        CloseMode::Fin,
+                    )) as Box<dyn Flow>
+                })
+                .collect();
+            assert_eq!(choose_driver(&flows, DriverChoice::Auto), DriverKind::Epoll);
+            let uring = if crate::io::uring::probe().is_ok() {
+                DriverKind::Uring
+            } else {
+                DriverKind::Epoll
+            };
+            assert_eq!(choose_driver(&flows, DriverChoice::Uring), uring);
+        }
+    }
 
     /// Only an open-loop run on epoll without epoll_pwait2 is warned: a
     /// closed loop has no deadlines, io_uring waits to its timespec.

@@ -10,7 +10,9 @@
 //!   their data from it (tcp_rr, udp_rr) it is a completion driver (see
 //!   [`Completions`]): it receives with one multishot receive per socket into
 //!   buffers it provides, sends what flows queue, and reports what was done;
-//!   for the others it reports readiness from multishot poll requests;
+//!   for tcp_crr and tcp_cc it also connects, accepts and closes, with
+//!   requests that each complete (no closed socket is held by a pending
+//!   one); for the others it reports readiness from multishot poll requests;
 //! - [`blocking::Blocking`], for a worker with exactly one flow, which owns
 //!   one socket at a time (the common single-flow case; tcp_crr opens one
 //!   after another). It skips `epoll_wait` entirely: a
@@ -65,6 +67,15 @@ pub enum Completion {
     RecvFailed(i32),
     /// The send the flow queued with `tag` finished: bytes sent, or -errno.
     Sent { tag: u32, res: i32 },
+    /// A connect queued with [`Completions::connect`] finished: 0 or -errno.
+    Connected(i32),
+    /// [`Completions::accept`] took a connection (`res`: its descriptor)
+    /// or failed (-errno).
+    Accepted(i32),
+    /// A close queued with [`Completions::close`] finished: 0 or -errno
+    /// (-ECANCELED: a failed request before it in its chain; the
+    /// descriptor is then still open).
+    Closed(i32),
 }
 
 impl Event {
@@ -106,6 +117,66 @@ pub trait Completions {
     ) -> io::Result<()>;
     /// The bytes of a [`Completion::Received`] of the current wake-up.
     fn received(&self, buf: u16, len: u32) -> &[u8];
+
+    // Connection operations (tcp_crr, tcp_cc): each request completes by
+    // itself, so no request outlives the socket it names (a multishot
+    // request would keep a closed socket open).
+
+    /// Link the next request queued to the one queued after it: that one
+    /// starts only once this one has finished. Not `hard`, only if it
+    /// succeeded (a send with [`Completions::send_all`]: in full), else it
+    /// completes with -ECANCELED; `hard`, whatever its outcome (a close
+    /// that must follow a receive even when it was cancelled).
+    fn link_next(&mut self, hard: bool);
+    /// Queue a connect of `fd` to `addr`, reported as [`Completion::Connected`].
+    ///
+    /// # Safety
+    /// `addr..addr+len` must stay valid until the next wait has submitted it.
+    unsafe fn connect(
+        &mut self,
+        fd: RawFd,
+        token: u64,
+        addr: *const libc::sockaddr,
+        len: libc::socklen_t,
+    ) -> io::Result<()>;
+    /// Queue an accept of one connection on `listener`, reported as
+    /// [`Completion::Accepted`]; the new socket is blocking, and the peer's
+    /// address is written to `addr` (`*len` bytes at most; set it before
+    /// each accept).
+    ///
+    /// # Safety
+    /// `addr` and `len` must stay valid until the accept has completed, or
+    /// until the driver is dropped.
+    unsafe fn accept(
+        &mut self,
+        listener: RawFd,
+        token: u64,
+        addr: *mut libc::sockaddr_storage,
+        len: *mut libc::socklen_t,
+    ) -> io::Result<()>;
+    /// Queue one receive into a provided buffer, reported as
+    /// [`Completion::Received`], [`Completion::Eof`] or [`Completion::RecvFailed`].
+    fn recv_once(&mut self, fd: RawFd, token: u64) -> io::Result<()>;
+    /// [`Completions::send`] that counts as failed unless it sent all
+    /// `len` bytes (MSG_WAITALL: the kernel retries a short one), so a
+    /// request linked after it never starts after half a message.
+    ///
+    /// # Safety
+    /// As for [`Completions::send`].
+    unsafe fn send_all(
+        &mut self,
+        fd: RawFd,
+        token: u64,
+        tag: u32,
+        buf: *const u8,
+        len: usize,
+    ) -> io::Result<()>;
+    /// Queue a close of `fd`, reported as [`Completion::Closed`]; the
+    /// caller gives up the descriptor.
+    fn close(&mut self, fd: RawFd, token: u64) -> io::Result<()>;
+    /// Cancel every request on `fd` (they complete with -ECANCELED), so
+    /// that closing it lets the socket go.
+    fn cancel_fd(&mut self, fd: RawFd) -> io::Result<()>;
 }
 
 /// The provided buffers a completion driver receives into.

@@ -29,23 +29,38 @@
 //! like the client: it blocks in `accept` (netserver's calls: accept, recv,
 //! send, close) and polls only while some connection has yet to present its
 //! request.
+//!
+//! Under the io_uring completion driver (`--driver uring`) both ends make
+//! the same exchanges as ring operations ([`crate::io::Completions`]): the
+//! client queues connect, request and the response's receive as one linked
+//! chain (tcp_cc: the FIN's receive and the close too) and, once answered,
+//! a receive of the server's FIN with the close hard-linked behind it (or,
+//! with `--close rst`, the close alone), then opens the next connection at
+//! once; the server keeps an accept queued on the listener, receives each
+//! token and request into provided buffers, and sends the response with
+//! the close hard-linked behind it (a response larger than the server's
+//! buffer goes in pieces, and the close follows the last one's completion).
+//! No request is ever left on a socket that is closed: an overdue token's
+//! receive is cancelled first.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use socket2::{SockAddr, Socket};
 
 use super::schedule::{InSystem, Schedule};
-use super::{CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Progress, sub_token, token};
+use super::{
+    CounterRef, Flow, FlowCtx, KICK, OPS_PER_CALL, Progress, early_eof, failed, sub_token, token,
+};
 use crate::io::blocking::POLL_TIMEOUT;
 use crate::io::socket::{
     DataSocketOpts, accept_interruptible, accept_nonblocking, poll_one, recv, same_host, send,
     set_nonblocking, tcp_socket, would_block,
 };
-use crate::io::{Driver, Event};
+use crate::io::{Completion, Completions, Driver, Event, RecvBuffers};
 use crate::plan::CloseMode;
 use crate::plan::Phase;
 
@@ -101,7 +116,27 @@ pub struct ConnectClient {
     schedule: Option<Schedule>,
     meant: Instant,
     in_system: InSystem,
+    /// Under a completion driver (io_uring): connect, request, response
+    /// and close are ring operations (set in `start`).
+    ring: bool,
+    /// The open connection's descriptor under a completion driver (tcp_cc:
+    /// already given to the close queued behind its receive).
+    ring_fd: RawFd,
 }
+
+/// Generations of a client's connections wrap here: under a completion
+/// driver the generation is also a send's tag, which must stay below 2^30.
+const GENERATIONS: u32 = 1 << 30;
+
+/// Provided buffers per client flow under a completion driver: one for the
+/// response and one for the previous connection's FIN, with room to spare.
+const CLIENT_RECV_BUFFERS: usize = 4;
+/// Provided buffers per server flow: connections whose request arrives in
+/// one wake-up each hold one until the next.
+const SERVER_RECV_BUFFERS: usize = 64;
+/// The largest provided buffer a connection test asks for; larger messages
+/// take several receives.
+const MAX_RECV_BUFFER: usize = 64 << 10;
 
 impl ConnectClient {
     #[allow(clippy::too_many_arguments)]
@@ -145,6 +180,8 @@ impl ConnectClient {
             schedule: None,
             meant: Instant::now(),
             in_system: InSystem::new(),
+            ring: false,
+            ring_fd: -1,
         }
     }
 
@@ -219,7 +256,7 @@ impl ConnectClient {
                 ));
             }
         }
-        self.generation = self.generation.wrapping_add(1) % KICK;
+        self.generation = (self.generation + 1) % GENERATIONS;
         if self.blocking {
             driver.register_blocking(s.as_raw_fd(), token(slot, self.generation))?;
         } else {
@@ -277,6 +314,182 @@ impl ConnectClient {
         }
     }
 
+    /// Under a completion driver: open the next connection and queue its
+    /// connect, its request and the receive of its answer as one linked
+    /// chain (tcp_cc: the receive of the server's FIN and the close too),
+    /// which goes to the kernel with the worker's next wait.
+    fn open_ring(&mut self, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
+        // Blocking: the ring's requests wait for the socket themselves.
+        let s = tcp_socket(&self.peer, false)?;
+        self.opts.apply_before_connect(&s)?;
+        // The options of a connected socket go on before connect here: the
+        // request leaves in the same submission as the connect.
+        self.opts.apply_connected(&s)?;
+        if self.rst {
+            s.set_linger(Some(std::time::Duration::ZERO))
+                .map_err(|e| io::Error::new(e.kind(), format!("SO_LINGER 0 (--close rst): {e}")))?;
+        }
+        if let Some(b) = &self.bind {
+            s.bind(b)?;
+        }
+        self.generation = (self.generation + 1) % GENERATIONS;
+        let tok = token(ctx.slot, self.generation);
+        let fd = s.as_raw_fd();
+        self.ring_fd = fd;
+        let c = ring(ctx.driver)?;
+        self.started = Instant::now();
+        c.link_next(false);
+        // SAFETY: `addr` is the flow's own field, and flows outlive their
+        // driver's submissions (the driver is dropped first).
+        unsafe { c.connect(fd, tok, self.addr.as_ptr().cast(), self.addr.len())? };
+        c.link_next(false);
+        // SAFETY: `hello` is allocated once and never written after `new`;
+        // the driver waits for every pending send before it is dropped.
+        unsafe {
+            c.send_all(
+                fd,
+                tok,
+                self.generation,
+                self.hello.as_ptr(),
+                self.hello.len(),
+            )?
+        };
+        if self.mode == ConnectMode::Cc {
+            // The receive waits for the server's FIN; the close follows it
+            // whatever the receive's outcome.
+            c.link_next(true);
+        }
+        c.recv_once(fd, tok)?;
+        self.state = match self.mode {
+            ConnectMode::Crr => {
+                self.sock = Some(s);
+                State::Receiving
+            }
+            ConnectMode::Cc => {
+                // The socket is the close's from now on: a flow that holds
+                // none cannot close it twice. (Should the connect fail, the
+                // chain is cancelled and the descriptor stays open: the run
+                // fails then anyway.)
+                c.close(s.into_raw_fd(), tok)?;
+                State::WaitEof
+            }
+        };
+        self.rx_got = 0;
+        Ok(())
+    }
+
+    /// Under a completion driver: give the connection to a ring close,
+    /// after the server's FIN unless `--close rst` aborts it now. The next
+    /// connection may open at once; the close finishes on its own.
+    fn close_ring(&mut self, ctx: &mut FlowCtx<'_>, after_fin: bool) -> io::Result<()> {
+        self.state = State::Closed;
+        let Some(s) = self.sock.take() else {
+            return Ok(());
+        };
+        let fd = s.into_raw_fd();
+        let tok = token(ctx.slot, self.generation);
+        let c = ring(ctx.driver)?;
+        if after_fin {
+            c.recv_once(fd, tok)?;
+            // Hard: a receive cancelled at the end still closes the socket.
+            c.link_next(true);
+        }
+        c.close(fd, tok)
+    }
+
+    /// Under a completion driver: one outcome of the open connection's
+    /// chain. Later ones of a connection already given up are not passed here.
+    fn on_ring_done(&mut self, done: Completion, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
+        match done {
+            Completion::Connected(res) if res < 0 => Err(self.connect_error(res)),
+            Completion::Sent { res, .. } if res < 0 && res != -libc::ECANCELED => {
+                Err(self.connect_error(res))
+            }
+            Completion::Sent { res, .. } if res as usize == self.hello.len() => {
+                self.counters
+                    .add_sent((self.hello.len() - TOKEN_LEN) as u64);
+                Ok(())
+            }
+            Completion::Received { len, .. } => {
+                if self.state == State::WaitEof {
+                    return Err(io::Error::other("the server sent more than the response"));
+                }
+                self.counters.add_received(len as u64);
+                self.rx_got += len as u64;
+                if self.rx_got < self.response {
+                    return ring(ctx.driver)?
+                        .recv_once(self.ring_fd, token(ctx.slot, self.generation));
+                }
+                self.complete(ctx);
+                // Read on for the server's FIN (it closes right after
+                // answering), or abort now with `--close rst`.
+                self.close_ring(ctx, !self.rst)
+            }
+            Completion::Eof if self.state == State::Receiving => Err(early_eof("the server")),
+            Completion::Eof => {
+                // tcp_cc: the server closed first; the close is linked behind.
+                self.state = State::Closed;
+                self.complete(ctx);
+                Ok(())
+            }
+            Completion::RecvFailed(libc::ENOBUFS) => {
+                ring(ctx.driver)?.recv_once(self.ring_fd, token(ctx.slot, self.generation))
+            }
+            // Cancelled: a request before it in the chain failed and says why.
+            Completion::RecvFailed(libc::ECANCELED) => Ok(()),
+            Completion::RecvFailed(e) => Err(failed(e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn connect_error(&self, res: i32) -> io::Error {
+        let e = io::Error::from_raw_os_error(-res);
+        if -res == libc::EADDRNOTAVAIL {
+            return io::Error::new(
+                e.kind(),
+                format!(
+                    "connecting to {}: no local port free ({e}); too many connections in TIME_WAIT?",
+                    self.peer
+                ),
+            );
+        }
+        io::Error::new(e.kind(), format!("connecting to {}: {e}", self.peer))
+    }
+
+    /// Under a completion driver: take the outcome the event carries, then
+    /// open connections while the schedule, the phase and the quota allow.
+    fn on_ring(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        let current = match ev.done {
+            Completion::None => false,
+            Completion::Sent { tag, .. } => tag == self.generation,
+            _ => sub_token(ev.token) == self.generation,
+        };
+        if current && self.state != State::Closed {
+            self.on_ring_done(ev.done, ctx)?;
+        }
+        for _ in 0..OPS_PER_CALL {
+            if self.state != State::Closed {
+                return Ok(Progress::Idle);
+            }
+            let phase = ctx.phase_now();
+            if !self.may_open(phase) {
+                if phase == Phase::Drain {
+                    return Ok(Progress::Done);
+                }
+                if !self.quota_reported {
+                    self.quota_reported = true;
+                    ctx.quota_done.fetch_add(1, Relaxed);
+                }
+                return Ok(Progress::Parked);
+            }
+            if let Some(next) = self.due(ctx) {
+                return Ok(Progress::At(next));
+            }
+            self.open_ring(ctx)?;
+        }
+        Ok(Progress::More)
+    }
+
     fn may_open(&self, phase: Phase) -> bool {
         phase < Phase::Drain && self.quota.is_none_or(|q| self.done_in_measure < q)
     }
@@ -290,6 +503,7 @@ impl Flow for ConnectClient {
     fn start(&mut self, driver: &mut dyn Driver, _slot: usize) -> io::Result<()> {
         // The first connection opens on the engine's start kick.
         self.blocking = driver.waits_in_io();
+        self.ring = driver.completions().is_some();
         if let Some(s) = &mut self.schedule {
             s.begin(Instant::now());
         }
@@ -297,6 +511,9 @@ impl Flow for ConnectClient {
     }
 
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        if self.ring {
+            return self.on_ring(ev, ctx);
+        }
         let sub = sub_token(ev.token);
         if sub != KICK && sub != self.generation {
             // A late event for a connection already closed. Open loop, it
@@ -425,6 +642,20 @@ impl Flow for ConnectClient {
     fn blocking_ok(&self) -> bool {
         self.schedule.is_none()
     }
+
+    fn recv_buffers(&self) -> Option<RecvBuffers> {
+        Some(RecvBuffers {
+            size: (self.response as usize).clamp(64, MAX_RECV_BUFFER),
+            count: CLIENT_RECV_BUFFERS,
+        })
+    }
+}
+
+/// The completion side of a driver that was one when the flow started.
+fn ring(driver: &mut dyn Driver) -> io::Result<&mut dyn Completions> {
+    driver
+        .completions()
+        .ok_or_else(|| io::Error::other("the completion driver went away"))
 }
 
 struct Conn {
@@ -435,6 +666,9 @@ struct Conn {
     tx_left: u64,
     /// When the token must be complete.
     deadline: Instant,
+    /// Under a completion driver: overdue, its receive cancelled; it is
+    /// closed when that receive completes.
+    doomed: bool,
 }
 
 /// The server's score for reading a connection's request right after
@@ -445,6 +679,10 @@ struct Conn {
 const EAGER_MAX: u8 = 16;
 const EAGER_ON: u8 = 8;
 const EAGER_PROBE: u32 = 16;
+
+/// The tag of a server's send that carries a whole response (its length in
+/// the bits below), not a piece of a connection in the table.
+const WHOLE_RESPONSE: u32 = 1 << 29;
 
 /// Connections a server worker keeps in progress before it refuses more.
 const MAX_CONNS_PER_WORKER: usize = 65_536;
@@ -478,6 +716,12 @@ pub struct ConnectServer {
     /// each connection in it, kept to be reused.
     pollfds: Vec<libc::pollfd>,
     poll_slots: Vec<usize>,
+    /// Under a completion driver (io_uring): accept, receive, send and
+    /// close are ring operations (set in `start`).
+    ring: bool,
+    /// Where the ring's accept writes the peer's address and its length:
+    /// on the heap, so that it stays put when the flow moves after `start`.
+    peer_buf: Box<(libc::sockaddr_storage, libc::socklen_t)>,
 }
 
 impl ConnectServer {
@@ -513,6 +757,9 @@ impl ConnectServer {
             blocking: false,
             pollfds: Vec::new(),
             poll_slots: Vec::new(),
+            ring: false,
+            // SAFETY: all-zero bytes are a valid sockaddr_storage.
+            peer_buf: Box::new((unsafe { std::mem::zeroed() }, 0)),
         }
     }
 
@@ -540,6 +787,7 @@ impl ConnectServer {
             token: [0; TOKEN_LEN],
             tx_left: 0,
             deadline: Instant::now() + TOKEN_TIMEOUT,
+            doomed: false,
         });
         self.open += 1;
         Some(idx)
@@ -701,6 +949,241 @@ impl ConnectServer {
         Ok(wake.map_or(Progress::Idle, Progress::At))
     }
 
+    /// Under a completion driver: one outcome for this server flow. The
+    /// listener has one accept queued at all times; every connection in the table has
+    /// exactly one request on it (a receive, or its response's send) until
+    /// it leaves the table, so a closed socket is held by no request.
+    fn on_ring(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        match ev.done {
+            Completion::None => {
+                if self.sweep_at.is_some_and(|t| t <= Instant::now()) {
+                    self.sweep_ring(ctx.driver)?;
+                }
+            }
+            Completion::Accepted(res) => {
+                if res >= 0 {
+                    let (storage, len) = *self.peer_buf;
+                    // SAFETY: a descriptor the accept just made, ours
+                    // alone; the kernel wrote `len` bytes of its address.
+                    let (sock, peer) = unsafe {
+                        (
+                            Socket::from_raw_fd(res),
+                            SockAddr::new(storage, len).as_socket(),
+                        )
+                    };
+                    if let Some(peer) = peer {
+                        self.admit_ring(sock, peer, ctx)?;
+                    }
+                } else if res == -libc::ECANCELED {
+                    return Ok(Progress::Idle);
+                } else if res != -libc::ECONNABORTED {
+                    return Err(failed(-res));
+                }
+                self.accept_ring(ctx.driver, ctx.slot)?;
+            }
+            Completion::Sent { tag, res } => self.sent_ring(tag as usize, res, ctx)?,
+            Completion::Received { .. } | Completion::Eof | Completion::RecvFailed(_) => {
+                let idx = (sub_token(ev.token) as usize).wrapping_sub(1);
+                if idx < self.conns.len() {
+                    self.received_ring(idx, ev.done, ctx)?;
+                }
+            }
+            Completion::Connected(_) | Completion::Closed(_) => {}
+        }
+        Ok(self.sweep_at.map_or(Progress::Idle, Progress::At))
+    }
+
+    /// Queue the accept of the next connection. One at a time, so that the
+    /// listener's exclusive wake-ups spread connections over the workers.
+    fn accept_ring(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
+        self.peer_buf.1 = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let (addr, len) = (
+            &mut self.peer_buf.0 as *mut _,
+            &mut self.peer_buf.1 as *mut _,
+        );
+        // SAFETY: `peer_buf` is the flow's own heap allocation, dropped
+        // only after the driver (which waits for every pending request).
+        unsafe { ring(driver)?.accept(self.listener, token(slot, 0), addr, len) }
+    }
+
+    /// Take an accepted connection into the table and receive its token and request.
+    fn admit_ring(
+        &mut self,
+        sock: Socket,
+        peer: SocketAddr,
+        ctx: &mut FlowCtx<'_>,
+    ) -> io::Result<()> {
+        let Some(idx) = self.admit(sock, peer) else {
+            return Ok(());
+        };
+        self.accepted = self.accepted.wrapping_add(1);
+        let c = self.conns[idx].as_ref().expect("admitted");
+        if self.sweep_at.is_none() {
+            self.sweep_at = Some(c.deadline);
+        }
+        ring(ctx.driver)?.recv_once(c.sock.as_raw_fd(), token(ctx.slot, idx as u32 + 1))
+    }
+
+    /// A receive on connection `idx` completed.
+    fn received_ring(
+        &mut self,
+        idx: usize,
+        done: Completion,
+        ctx: &mut FlowCtx<'_>,
+    ) -> io::Result<()> {
+        let expect = self.expect();
+        let Some(c) = self.conns[idx].as_mut() else {
+            return Ok(());
+        };
+        if c.doomed {
+            return self.close_ring(idx, ctx);
+        }
+        let fd = c.sock.as_raw_fd();
+        let len = match done {
+            Completion::Received { buf, len } => {
+                if c.got < TOKEN_LEN {
+                    let data = ring(ctx.driver)?.received(buf, len);
+                    let k = data.len().min(TOKEN_LEN - c.got);
+                    c.token[c.got..c.got + k].copy_from_slice(&data[..k]);
+                }
+                len as usize
+            }
+            Completion::RecvFailed(libc::ENOBUFS) => {
+                return ring(ctx.driver)?.recv_once(fd, token(ctx.slot, idx as u32 + 1));
+            }
+            _ => return self.close_ring(idx, ctx),
+        };
+        c.got += len;
+        if c.got >= TOKEN_LEN && c.token != self.session_token {
+            self.refused += 1;
+            return self.close_ring(idx, ctx);
+        }
+        if c.got < expect {
+            return ring(ctx.driver)?.recv_once(fd, token(ctx.slot, idx as u32 + 1));
+        }
+        self.counters.add_received((expect - TOKEN_LEN) as u64);
+        match self.mode {
+            ConnectMode::Crr if self.response as usize <= self.buf.len() => {
+                self.answer_ring(idx, ctx)
+            }
+            ConnectMode::Crr => {
+                c.tx_left = self.response;
+                self.send_ring(idx, ctx)
+            }
+            ConnectMode::Cc => {
+                self.counters.add_transactions(1);
+                self.close_ring(idx, ctx)
+            }
+        }
+    }
+
+    /// Queue the next piece of a response larger than the buffer. The close
+    /// follows the last piece's completion, not linked behind its send: the
+    /// table owns the socket until then, and a send cancelled when the
+    /// driver is dropped must not leave a close behind that runs anyway.
+    fn send_ring(&mut self, idx: usize, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
+        let Some(c) = self.conns[idx].as_ref() else {
+            return Ok(());
+        };
+        let fd = c.sock.as_raw_fd();
+        let n = (c.tx_left as usize).min(self.buf.len());
+        // SAFETY: `buf` is allocated once and outlives the driver; what it
+        // holds is no concern of the response's (the client counts bytes).
+        unsafe {
+            ring(ctx.driver)?.send_all(fd, token(ctx.slot, 0), idx as u32, self.buf.as_ptr(), n)
+        }
+    }
+
+    /// A response that fits in one send: queue it with the close
+    /// hard-linked behind it (one ring entry less per connection than
+    /// closing once the send has completed), and let go of the connection
+    /// now: the close owns the socket, and the send's completion, tagged
+    /// [`WHOLE_RESPONSE`], needs no table entry.
+    fn answer_ring(&mut self, idx: usize, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
+        let Some(c) = self.conns[idx].take() else {
+            return Ok(());
+        };
+        self.free.push(idx);
+        self.open -= 1;
+        let fd = c.sock.into_raw_fd();
+        let n = self.response as usize;
+        let r = ring(ctx.driver)?;
+        r.link_next(true);
+        // SAFETY: `buf` is allocated once and outlives the driver; what it
+        // holds is no concern of the response's (the client counts bytes).
+        unsafe {
+            r.send_all(
+                fd,
+                token(ctx.slot, 0),
+                WHOLE_RESPONSE | n as u32,
+                self.buf.as_ptr(),
+                n,
+            )?
+        };
+        r.close(fd, token(ctx.slot, 0))
+    }
+
+    /// The send of a piece of connection `idx`'s response completed.
+    fn sent_ring(&mut self, idx: usize, res: i32, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
+        if idx & WHOLE_RESPONSE as usize != 0 {
+            // A whole response, its close linked behind it.
+            let n = idx & !(WHOLE_RESPONSE as usize);
+            if res >= 0 && res as usize == n {
+                self.counters.add_sent(n as u64);
+                self.counters.add_transactions(1);
+            }
+            return Ok(());
+        }
+        let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+            return Ok(());
+        };
+        let n = (c.tx_left as usize).min(self.buf.len());
+        if res < 0 || res as usize != n {
+            return self.close_ring(idx, ctx);
+        }
+        c.tx_left -= n as u64;
+        self.counters.add_sent(n as u64);
+        if c.tx_left > 0 {
+            return self.send_ring(idx, ctx);
+        }
+        // Answered: count it and close first.
+        self.counters.add_transactions(1);
+        self.close_ring(idx, ctx)
+    }
+
+    /// Take connection `idx` out of the table and close it with the ring
+    /// (no request is on it any more).
+    fn close_ring(&mut self, idx: usize, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
+        let Some(c) = self.conns[idx].take() else {
+            return Ok(());
+        };
+        self.free.push(idx);
+        self.open -= 1;
+        ring(ctx.driver)?.close(c.sock.into_raw_fd(), token(ctx.slot, 0))
+    }
+
+    /// [`ConnectServer::sweep`] under a completion driver: an overdue
+    /// connection's receive is cancelled, and the connection closed when
+    /// that receive completes.
+    fn sweep_ring(&mut self, driver: &mut dyn Driver) -> io::Result<()> {
+        let now = Instant::now();
+        let mut next: Option<Instant> = None;
+        for c in self.conns.iter_mut().flatten() {
+            if c.got >= TOKEN_LEN || c.doomed {
+                continue;
+            }
+            if c.deadline <= now {
+                self.refused += 1;
+                c.doomed = true;
+                ring(driver)?.cancel_fd(c.sock.as_raw_fd())?;
+            } else {
+                next = Some(next.map_or(c.deadline, |n| n.min(c.deadline)));
+            }
+        }
+        self.sweep_at = next;
+        Ok(())
+    }
+
     fn expect(&self) -> usize {
         TOKEN_LEN
             + match self.mode {
@@ -784,6 +1267,10 @@ impl Flow for ConnectServer {
     }
 
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
+        if driver.completions().is_some() {
+            self.ring = true;
+            return self.accept_ring(driver, slot);
+        }
         if driver.waits_in_io() {
             // One flow, so one worker: this listener's only one.
             set_nonblocking(self.listener, false)?;
@@ -796,6 +1283,9 @@ impl Flow for ConnectServer {
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         if self.blocking {
             return self.on_blocking();
+        }
+        if self.ring {
+            return self.on_ring(ev, ctx);
         }
         match sub_token(ev.token) {
             // A kick: a token deadline came, the phase changed, or the last
@@ -830,6 +1320,13 @@ impl Flow for ConnectServer {
     fn blocking_ok(&self) -> bool {
         self.single
     }
+
+    fn recv_buffers(&self) -> Option<RecvBuffers> {
+        Some(RecvBuffers {
+            size: self.expect().clamp(64, MAX_RECV_BUFFER),
+            count: SERVER_RECV_BUFFERS,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -851,8 +1348,27 @@ mod tests {
         (l, addr)
     }
 
+    /// A bench for `flows` flows on epoll, or (`ring`) on the io_uring
+    /// completion driver; None (said on stderr) where io_uring is unavailable.
+    fn bench(flows: usize, ring: bool) -> Option<Harness> {
+        if !ring {
+            return Some(Harness::new(flows));
+        }
+        if let Err(why) = crate::io::uring::probe() {
+            eprintln!("SKIPPED: io_uring unavailable: {why}");
+            return None;
+        }
+        let bufs = RecvBuffers {
+            size: MAX_RECV_BUFFER,
+            count: 128,
+        };
+        let driver = crate::io::uring::Uring::new(Some(bufs)).expect("io_uring driver");
+        Some(Harness::with_driver(flows, Box::new(driver)))
+    }
+
     /// A bench with a server flow (slot 1, counters 1) on `listener` and a
     /// client flow (slot 0, counters 0) presenting `token`.
+    #[allow(clippy::too_many_arguments)]
     fn pair(
         mode: ConnectMode,
         close: CloseMode,
@@ -860,8 +1376,9 @@ mod tests {
         quota: Option<u64>,
         (request, response): (u64, u64),
         l: &(Socket, SocketAddr),
-    ) -> Harness {
-        let mut h = Harness::new(2);
+        ring: bool,
+    ) -> Option<Harness> {
+        let mut h = bench(2, ring)?;
         let (cc, sc) = (h.counter(0), h.counter(1));
         let client = ConnectClient::new(
             mode,
@@ -887,15 +1404,17 @@ mod tests {
         );
         h.add(client);
         h.add(server);
-        h
+        Some(h)
     }
 
     /// Measured until `at_least` transactions, then drained: both ends count
     /// the same transactions and each other's bytes, the server refused
     /// nothing, and only measured cycles were timed.
-    fn cycles(mode: ConnectMode, close: CloseMode, (request, response): (u64, u64)) {
+    fn cycles(mode: ConnectMode, close: CloseMode, (request, response): (u64, u64), ring: bool) {
         let l = listener();
-        let mut h = pair(mode, close, TOKEN, None, (request, response), &l);
+        let Some(mut h) = pair(mode, close, TOKEN, None, (request, response), &l, ring) else {
+            return;
+        };
         h.run_until("measured cycles", |h| h.counts(0).transactions >= 30);
         let measured = h.counts(0).transactions;
         h.set_phase(Phase::Drain);
@@ -922,32 +1441,53 @@ mod tests {
 
     #[test]
     fn crr_cycles_count_at_both_ends() {
-        cycles(ConnectMode::Crr, CloseMode::Fin, (100, 2000));
-        // Larger than the flows' buffers: several calls per message.
-        cycles(ConnectMode::Crr, CloseMode::Fin, (300 << 10, 300 << 10));
+        for ring in [false, true] {
+            cycles(ConnectMode::Crr, CloseMode::Fin, (100, 2000), ring);
+            // Larger than the flows' buffers: several calls per message.
+            cycles(
+                ConnectMode::Crr,
+                CloseMode::Fin,
+                (300 << 10, 300 << 10),
+                ring,
+            );
+        }
     }
 
     #[test]
     fn crr_cycles_ending_in_a_reset_count_at_both_ends() {
-        cycles(ConnectMode::Crr, CloseMode::Rst, (64, 64));
+        for ring in [false, true] {
+            cycles(ConnectMode::Crr, CloseMode::Rst, (64, 64), ring);
+        }
     }
 
     #[test]
     fn cc_cycles_count_at_both_ends() {
-        cycles(ConnectMode::Cc, CloseMode::Fin, (1, 1));
+        for ring in [false, true] {
+            cycles(ConnectMode::Cc, CloseMode::Fin, (1, 1), ring);
+            cycles(ConnectMode::Cc, CloseMode::Rst, (1, 1), ring);
+        }
     }
 
     #[test]
     fn a_quota_parks_the_client_after_that_many_cycles() {
+        for ring in [false, true] {
+            quota_parks(ring);
+        }
+    }
+
+    fn quota_parks(ring: bool) {
         let l = listener();
-        let mut h = pair(
+        let Some(mut h) = pair(
             ConnectMode::Crr,
             CloseMode::Fin,
             TOKEN,
             Some(5),
             (10, 10),
             &l,
-        );
+            ring,
+        ) else {
+            return;
+        };
         h.run_until("the quota", |h| h.status(0) != &Status::Active);
         assert_eq!(h.status(0), &Status::Parked);
         assert_eq!(h.counts(0).transactions, 5);
@@ -964,10 +1504,18 @@ mod tests {
     /// connect, the generator's lag recorded for each.
     #[test]
     fn open_loop_cycles_follow_the_schedule() {
+        for ring in [false, true] {
+            open_loop_cycles(ring);
+        }
+    }
+
+    fn open_loop_cycles(ring: bool) {
         let l = listener();
         let mut p = crate::plan::TestPlan::new(crate::plan::TestKind::TcpCrr);
         p.offered_per_s = Some(1000);
-        let mut h = Harness::new(2);
+        let Some(mut h) = bench(2, ring) else {
+            return;
+        };
         let (cc, sc) = (h.counter(0), h.counter(1));
         let client = ConnectClient::new(
             ConnectMode::Crr,
@@ -1005,15 +1553,24 @@ mod tests {
 
     #[test]
     fn a_wrong_token_is_refused() {
+        for ring in [false, true] {
+            wrong_token(ring);
+        }
+    }
+
+    fn wrong_token(ring: bool) {
         let l = listener();
-        let mut h = pair(
+        let Some(mut h) = pair(
             ConnectMode::Crr,
             CloseMode::Fin,
             [8; TOKEN_LEN],
             None,
             (100, 100),
             &l,
-        );
+            ring,
+        ) else {
+            return;
+        };
         h.run_until("the client's error", |h| h.status(0) != &Status::Active);
         assert!(
             matches!(h.status(0), Status::Failed(_)),
@@ -1024,5 +1581,50 @@ mod tests {
         assert_eq!(h.flow(1).refused(), 1);
         let s = h.counts(1);
         assert_eq!((s.transactions, s.bytes_received, s.bytes_sent), (0, 0, 0));
+    }
+
+    /// A connection that never presents its whole token is closed after
+    /// [`TOKEN_TIMEOUT`] on either driver (under io_uring its pending
+    /// receive is cancelled first, so the close lets the socket go), and a
+    /// well-behaved client is served all the while.
+    #[test]
+    fn a_silent_connection_is_closed_after_the_token_timeout() {
+        for ring in [false, true] {
+            silent_connection(ring);
+        }
+    }
+
+    fn silent_connection(ring: bool) {
+        use std::io::{Read, Write};
+        let l = listener();
+        let Some(mut h) = pair(
+            ConnectMode::Crr,
+            CloseMode::Fin,
+            TOKEN,
+            None,
+            (10, 10),
+            &l,
+            ring,
+        ) else {
+            return;
+        };
+        let mut silent = std::net::TcpStream::connect(l.1).unwrap();
+        let mut half = std::net::TcpStream::connect(l.1).unwrap();
+        half.write_all(&TOKEN[..TOKEN_LEN / 2]).unwrap();
+        let t0 = Instant::now();
+        h.run_until("both refused", |h| h.flow(1).refused() == 2);
+        assert!(t0.elapsed() >= TOKEN_TIMEOUT / 2, "{:?}", t0.elapsed());
+        // The client kept going meanwhile, and goes on.
+        let served = h.counts(0).transactions;
+        assert!(served > 0);
+        h.run_until("more cycles", |h| h.counts(0).transactions > served);
+        // The closes (after the cancelled receives) reach the kernel.
+        h.settle();
+        for s in [&mut silent, &mut half] {
+            s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                .unwrap();
+            let mut b = [0u8; 8];
+            assert_eq!(s.read(&mut b).unwrap(), 0, "closed by the server");
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! A test bench for the flow state machines: the engine's worker loop cut
-//! down to one thread and an epoll driver, so that a unit test can run a
+//! down to one thread and one driver (epoll unless a test names another), so that a unit test can run a
 //! client and a server flow (or one flow against a raw socket it drives by
 //! hand) over loopback and look at their counters, without the engine's
 //! threads, phases by the clock or the control protocol.
@@ -35,7 +35,7 @@ pub enum Status {
 }
 
 pub struct Harness {
-    driver: Epoll,
+    driver: Box<dyn Driver>,
     flows: Vec<Box<dyn Flow>>,
     status: Vec<Status>,
     counters: Arc<[FlowCounters]>,
@@ -51,10 +51,15 @@ pub struct Harness {
 impl Harness {
     /// A bench with counters for `flows` flows, in the measure phase.
     pub fn new(flows: usize) -> Harness {
+        Harness::with_driver(flows, Box::new(Epoll::new().expect("epoll")))
+    }
+
+    /// [`Harness::new`] on another driver (io_uring, to run the completion path).
+    pub fn with_driver(flows: usize, driver: Box<dyn Driver>) -> Harness {
         let counters: Arc<[FlowCounters]> = (0..flows).map(|_| FlowCounters::default()).collect();
         let table = Arc::new(Mutex::new(IntervalTable::new(1, &[])));
         Harness {
-            driver: Epoll::new().expect("epoll"),
+            driver,
             flows: Vec::new(),
             status: Vec::new(),
             counters,
@@ -85,7 +90,7 @@ impl Harness {
     /// Start a flow on the driver; it is kicked in the next round.
     pub fn add(&mut self, mut flow: impl Flow + 'static) -> usize {
         let slot = self.flows.len();
-        flow.start(&mut self.driver, slot).expect("flow start");
+        flow.start(self.driver.as_mut(), slot).expect("flow start");
         self.flows.push(Box::new(flow));
         self.status.push(Status::Active);
         self.wake.push(None);
@@ -142,7 +147,7 @@ impl Harness {
             Duration::ZERO
         };
         let mut events = Vec::new();
-        self.driver.wait(&mut events, timeout).expect("epoll_wait");
+        self.driver.wait(&mut events, timeout).expect("driver wait");
         let kicks: Vec<Event> = std::mem::take(&mut self.ready)
             .into_iter()
             .map(|i| Event::kick(token(i, KICK)))
@@ -157,7 +162,7 @@ impl Harness {
                 phase,
                 hist: &mut self.lat,
                 open: Some(&mut self.open),
-                driver: &mut self.driver,
+                driver: self.driver.as_mut(),
                 quota_done: &self.quota_done,
                 slot: i,
                 live_phase: &self.phase,

@@ -336,7 +336,11 @@ impl RrClient {
             }
             Completion::Eof => return Err(early_eof("the server")),
             Completion::RecvFailed(e) => return Err(failed(e)),
-            Completion::None => {}
+            // This flow queues no connection operations.
+            Completion::None
+            | Completion::Connected(_)
+            | Completion::Accepted(_)
+            | Completion::Closed(_) => {}
         }
         let next = match self.schedule {
             Some(_) => self.issue_due(now.unwrap_or_else(Instant::now), ctx),
@@ -496,7 +500,11 @@ impl RrServer {
             }
             Completion::Eof => self.got_eof = true,
             Completion::RecvFailed(e) => return Err(failed(e)),
-            Completion::None => {}
+            // This flow queues no connection operations.
+            Completion::None
+            | Completion::Connected(_)
+            | Completion::Accepted(_)
+            | Completion::Closed(_) => {}
         }
         if !self.tx_busy && self.tx_pending > 0 {
             queue_send(ctx, fd, 0, &self.send_buf, self.tx_pending as usize)?;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use thrum::control::auth::{self, Psk};
 use thrum::control::proto::{self, ClientMsg, PROTOCOL_VERSION, encode};
-use thrum::plan::{TestKind, TestPlan};
+use thrum::plan::{DriverChoice, TestKind, TestPlan};
 
 use crate::common::{
     SESSION_CODES, ServerProc, bin, diagnostics_of, json, one_at_a_time, run_client, short_rr, u,
@@ -101,11 +101,12 @@ fn key_file(dir: &Path, name: &str, text: &str) -> String {
 
 /// Start a `test` session, then open two data connections, one with a wrong
 /// token and one silent; both must be closed by the server. Returns the
-/// control connection.
-fn bad_data_connections(addr: &str, key: &Psk, test: TestKind) -> TcpStream {
+/// control connection. `driver`: the server's workers' (`--driver`).
+fn bad_data_connections(addr: &str, key: &Psk, test: TestKind, driver: DriverChoice) -> TcpStream {
     let (mut s, _) = handshake(addr, key);
     let mut plan = TestPlan::new(test);
     plan.warmup_ns = 0;
+    plan.driver = driver;
     s.write_all(&encode(&ClientMsg::from(proto::Spec {
         flows_per_listener: 0,
         plan: Box::new(plan),
@@ -260,25 +261,38 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
     checks.push(thread::spawn(move || {
         // A data connection with a wrong token, and one that sends nothing:
         // both closed by the server; the session then fails for want of flows.
-        let mut s = bad_data_connections(&a, &k, TestKind::TcpStream);
+        let mut s = bad_data_connections(&a, &k, TestKind::TcpStream, DriverChoice::Auto);
         let e = error_then_close(&mut s).unwrap();
         assert!(e.contains("0 of 1 data connections"), "{e}");
         "data connections with a wrong token and none"
     }));
-    let (a, k) = (addr.to_string(), key.clone());
-    checks.push(thread::spawn(move || {
-        // The same on a running tcp_crr session, whose workers accept data
-        // connections all along: both are closed and counted as refused.
-        let mut s = bad_data_connections(&a, &k, TestKind::TcpCrr);
-        s.write_all(&encode(&ClientMsg::from(proto::Finish {
-            datagrams_sent: vec![],
-        })))
-        .unwrap();
-        let fin = next_frame(&mut s).unwrap();
-        assert_eq!(fin["type"], "final", "{fin}");
-        assert_eq!(u(&fin["refused"]), 2, "{fin}");
-        "tcp_crr data connections with a wrong token and none"
-    }));
+    for (driver, what) in [
+        (
+            DriverChoice::Auto,
+            "tcp_crr data connections with a wrong token and none",
+        ),
+        // io_uring (where the kernel has it; epoll otherwise): the silent
+        // connection's pending receive is cancelled before its close.
+        (
+            DriverChoice::Uring,
+            "tcp_crr data connections with a wrong token and none, --driver uring",
+        ),
+    ] {
+        let (a, k) = (addr.to_string(), key.clone());
+        checks.push(thread::spawn(move || {
+            // The same on a running tcp_crr session, whose workers accept data
+            // connections all along: both are closed and counted as refused.
+            let mut s = bad_data_connections(&a, &k, TestKind::TcpCrr, driver);
+            s.write_all(&encode(&ClientMsg::from(proto::Finish {
+                datagrams_sent: vec![],
+            })))
+            .unwrap();
+            let fin = next_frame(&mut s).unwrap();
+            assert_eq!(fin["type"], "final", "{fin}");
+            assert_eq!(u(&fin["refused"]), 2, "{fin}");
+            what
+        }));
+    }
     for (args, needle) in [
         (&["-F", "17"][..], "--max-flows"),
         (&["-l", "40s"][..], "--max-duration"),
@@ -511,7 +525,7 @@ fn hostile_clients_do_not_disturb_a_running_test() {
     }
     let ok = lines.iter().filter(|l| l["outcome"] == "ok").count();
     assert_eq!(
-        ok, 4,
-        "the warm-up, the legitimate test, the tcp_crr session and the test during the idle storm ended well"
+        ok, 5,
+        "the warm-up, the legitimate test, the two tcp_crr sessions (auto and uring) and the test during the idle storm ended well"
     );
 }

@@ -1,6 +1,7 @@
-//! `--driver uring` (and `--busy-poll`, the other engine option): every test kind runs on io_uring workers (connection
-//! tests on epoll, which the result says) and its counts add up on both ends
-//! exactly as under epoll.
+//! `--driver uring` (and `--busy-poll`, the other engine option): every test
+//! kind runs on io_uring workers (connection tests with connect, accept,
+//! receive, send and close as ring operations) and its counts add up on
+//! both ends exactly as under epoll.
 
 use std::time::Duration;
 
@@ -56,20 +57,12 @@ fn every_tcp_test_runs_and_adds_up_on_uring() {
     ] {
         // Conservation, intervals adding up, the schema: as under epoll.
         let doc = run_and_check_with(&server, test, 4, 2, &URING);
-        let want = if test.ends_with("crr") || test.ends_with("cc") {
-            // Their sockets are closed while registered: epoll, said in a warning.
-            let w = diagnostics(&doc, "uring_fallback").join("\n");
-            assert!(
-                w.contains("--driver uring") && w.contains("ran epoll"),
-                "{test}: {w}"
-            );
-            "epoll"
-        } else {
-            "uring"
-        };
-        for key in ["local_drivers", "remote_drivers"] {
-            assert_eq!(drivers(&doc, key), vec![want; 2], "{test}: {key}");
-        }
+        assert_eq!(
+            diagnostics(&doc, "uring_fallback"),
+            Vec::<String>::new(),
+            "{test}"
+        );
+        assert_uring_on_both_ends(&doc, test);
     }
 }
 
@@ -309,6 +302,136 @@ fn auto_runs_uring_from_four_rr_flows_per_worker_and_says_so() {
             assert!(
                 kvs.lines().any(|l| l == format!("{key}={want}")),
                 "{what}: {key} in\n{kvs}"
+            );
+        }
+    }
+}
+
+/// The drivers of one end, each checked to be io_uring.
+fn assert_all_uring(doc: &Value, what: &str) {
+    for key in ["local_drivers", "remote_drivers"] {
+        let d = drivers(doc, key);
+        assert!(
+            !d.is_empty() && d.iter().all(|x| x == "uring"),
+            "{what}: {key} {d:?}"
+        );
+    }
+}
+
+/// tcp_crr and tcp_cc on io_uring (connect, accept, receive, send and
+/// close as ring operations), 1 flow and 16 flows on 2 threads, against a
+/// server process and an embedded one: both ends ran io_uring, said no
+/// fallback, and count the same transactions; a count-limited run does
+/// exactly its count.
+#[test]
+fn connection_tests_run_on_uring_and_add_up() {
+    let server = ServerProc::start(&[]);
+    if !uring_available(&server) {
+        return;
+    }
+    for test in ["tcp_crr", "tcp_cc"] {
+        for flows in [&["-F", "1", "-T", "1"][..], &["-F", "16", "-T", "2"][..]] {
+            for host in [Some(server.addr.as_str()), None] {
+                for limit in [&["-l", "1s", "--warmup", "200ms"][..], &["-n", "2001"][..]] {
+                    let mut args = vec!["run", test, "--json"];
+                    args.extend_from_slice(flows);
+                    args.extend_from_slice(limit);
+                    args.extend_from_slice(&URING);
+                    if let Some(h) = host {
+                        args.extend_from_slice(&["-H", h]);
+                    }
+                    let what = &format!("{args:?}");
+                    let out = run_client(&args, Duration::from_secs(60));
+                    let doc = crate::common::json(&out);
+                    assert!(out.status.success(), "{what}: {}", doc["summary"]["error"]);
+                    assert_all_uring(&doc, what);
+                    assert_eq!(
+                        diagnostics(&doc, "uring_fallback"),
+                        Vec::<String>::new(),
+                        "{what}"
+                    );
+                    let total = |end: &str| u(&doc["summary"][end]["total"]["transactions"]);
+                    assert!(total("local") > 0, "{what}");
+                    assert_eq!(total("local"), total("remote"), "{what}");
+                    if limit[0] == "-n" {
+                        let s = &doc["summary"];
+                        assert_eq!(u(&s["transactions"]), 2001, "{what}");
+                        assert_eq!(u(&s["latency_ns"]["count"]), 2001, "{what}");
+                        assert_eq!(total("local"), 2001, "{what}: nothing beyond the quota");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// TIME_WAIT sockets in /proc/net/tcp with an end on `ip` (an IPv4
+/// loopback address of this test's own).
+fn time_wait_on(ip: [u8; 4]) -> usize {
+    // /proc/net/tcp prints the address as a little-endian hex word.
+    let hex = format!("{:02X}{:02X}{:02X}{:02X}:", ip[3], ip[2], ip[1], ip[0]);
+    let text = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    text.lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[3] == "06" && (f[1].starts_with(&hex) || f[2].starts_with(&hex))
+        })
+        .count()
+}
+
+/// `--close rst` on io_uring (SO_LINGER 0, then a ring close) leaves no
+/// TIME_WAIT anywhere, where the default close leaves one per connection on
+/// the server. The server listens on a loopback address of this test's own
+/// and the client binds another, so only this test's sockets count.
+#[test]
+fn close_rst_on_uring_leaves_no_time_wait() {
+    let pid = std::process::id();
+    let (a, b) = ((pid >> 8) as u8, pid as u8);
+    let (srv_ip, cli_ip) = ([127, 77, a, b], [127, 78, a, b]);
+    let srv = format!("{}.{}.{}.{}", srv_ip[0], srv_ip[1], srv_ip[2], srv_ip[3]);
+    let cli = format!("{}.{}.{}.{}", cli_ip[0], cli_ip[1], cli_ip[2], cli_ip[3]);
+    let server =
+        ServerProc::start_with(std::process::Command::new(crate::common::bin()), &srv, &[]);
+    if !uring_available(&server) {
+        return;
+    }
+    for (test, close) in [("tcp_crr", "rst"), ("tcp_cc", "rst"), ("tcp_crr", "fin")] {
+        let before = time_wait_on(srv_ip) + time_wait_on(cli_ip);
+        let args = [
+            "run",
+            test,
+            "-H",
+            &server.addr,
+            "--bind",
+            &cli,
+            "-n",
+            "1000",
+            "-F",
+            "4",
+            "-T",
+            "2",
+            "--close",
+            close,
+            "--json",
+            "--driver",
+            "uring",
+        ];
+        let what = &format!("{test} --close {close}");
+        let out = run_client(&args, Duration::from_secs(60));
+        let doc = crate::common::json(&out);
+        assert!(out.status.success(), "{what}: {}", doc["summary"]["error"]);
+        assert_all_uring(&doc, what);
+        let trans = u(&doc["summary"]["local"]["total"]["transactions"]) as usize;
+        assert_eq!(trans, 1000, "{what}");
+        let tw = time_wait_on(srv_ip) + time_wait_on(cli_ip) - before;
+        if close == "rst" {
+            // The control connection's close may leave one.
+            assert!(tw <= 2, "{what}: {tw} TIME_WAIT for {trans} connections");
+        } else {
+            assert!(
+                tw >= trans,
+                "{what}: {tw} TIME_WAIT for {trans} connections"
             );
         }
     }

@@ -472,7 +472,11 @@ impl UdpRrClient {
             }
             Completion::RecvFailed(e) => return Err(refused(&failed(e))),
             Completion::Eof => return Err(empty_datagram()),
-            Completion::None => self.expire::<OPEN>(Instant::now(), phase),
+            // This flow queues no connection operations.
+            Completion::None
+            | Completion::Connected(_)
+            | Completion::Accepted(_)
+            | Completion::Closed(_) => self.expire::<OPEN>(Instant::now(), phase),
         }
         let next = if OPEN {
             self.issue_due(Instant::now(), ctx)
@@ -749,7 +753,11 @@ impl UdpRrServer {
             }
             Completion::RecvFailed(e) => return Err(refused(&failed(e))),
             Completion::Eof => return Err(empty_datagram()),
-            Completion::None => {}
+            // This flow queues no connection operations.
+            Completion::None
+            | Completion::Connected(_)
+            | Completion::Accepted(_)
+            | Completion::Closed(_) => {}
         }
         Ok(Progress::Idle)
     }
