@@ -390,9 +390,11 @@ impl ConnectClient {
         let tok = token(ctx.slot, self.generation);
         let c = ring(ctx.driver)?;
         if after_fin {
-            c.recv_once(fd, tok)?;
-            // Hard: a receive cancelled at the end still closes the socket.
+            // The receive of the FIN, the close linked behind it (hard: a
+            // receive cancelled at the end still closes the socket).
+            // `link_next` marks the entry pushed next, so it comes first.
             c.link_next(true);
+            c.recv_once(fd, tok)?;
         }
         c.close(fd, tok)
     }
