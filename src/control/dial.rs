@@ -80,9 +80,7 @@ impl Dial {
         if let Err(w) = crate::io::fdlimit::ensure(self.fds_needed) {
             // Every flow holds a socket: past the limit the test cannot run,
             // and failing at the flow that hits it would say less.
-            let room =
-                crate::io::fdlimit::soft_limit().saturating_sub(crate::io::fdlimit::open_fds());
-            if self.fds_needed > room {
+            if !crate::io::fdlimit::fits(self.fds_needed) {
                 anyhow::bail!(
                     "-F {}: {w} (one socket per flow{})",
                     plan.flows,
@@ -120,8 +118,21 @@ impl Dial {
         let mut udp_ports = Vec::new();
         let mut udp_local = Vec::new();
         let server_udp = if test.transport == Transport::Udp {
-            expand(&ports.udp_addrs, server_ip, flows_n)
-                .map_err(|e| anyhow::anyhow!("the server's UDP addresses: {e}"))?
+            let addrs = expand(&ports.udp_addrs, server_ip, flows_n)
+                .map_err(|e| anyhow::anyhow!("the server's UDP addresses: {e}"))?;
+            // As the server checks ours: only the server's own address, or
+            // (a loopback server) another loopback one; never a third host.
+            if let Some(a) = ports
+                .udp_addrs
+                .iter()
+                .map(|r| r.addr)
+                .find(|&a| !same_host(a, server_ip) && !may_walk(a, server_ip))
+            {
+                anyhow::bail!(
+                    "the server named UDP address {a}, neither its own {server_ip} nor (on loopback) a loopback one"
+                );
+            }
+            addrs
         } else {
             Vec::new()
         };

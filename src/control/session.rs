@@ -228,8 +228,7 @@ pub(crate) fn session(
     // Every flow holds a socket here: past the limit the session cannot
     // run, and is refused before it opens the first.
     if let Some(w) = &fd_warning
-        && plan.flows as u64
-            > crate::io::fdlimit::soft_limit().saturating_sub(crate::io::fdlimit::open_fds())
+        && !crate::io::fdlimit::fits(plan.flows as u64)
     {
         return Err(refuse(
             &mut ctrl,

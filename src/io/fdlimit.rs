@@ -55,6 +55,11 @@ pub fn raise_to_hard() {
     }
 }
 
+/// Can this process open `n` more descriptors under its soft limit now?
+pub fn fits(n: u64) -> bool {
+    n <= soft_limit().saturating_sub(open_fds())
+}
+
 /// Descriptors open in this process now.
 pub fn open_fds() -> u64 {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64)

@@ -461,6 +461,13 @@ fn client_strings_cannot_forge_or_flood_the_server_log() {
 /// a one-flow udp_rr run and fills every string it sends with terminal
 /// escapes and forged lines, and its usage with an impossible figure.
 fn hostile_server() -> (String, thread::JoinHandle<()>) {
+    hostile_server_naming(Vec::new())
+}
+
+/// [`hostile_server`], naming `udp_addrs` as where its UDP sockets are.
+fn hostile_server_naming(
+    udp_addrs: Vec<thrum::io::spread::AddrRun>,
+) -> (String, thread::JoinHandle<()>) {
     use thrum::control::proto::{ServerMsg, read_msg, write_msg};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
@@ -484,7 +491,7 @@ fn hostile_server() -> (String, thread::JoinHandle<()>) {
                     token: "00".repeat(TOKEN_LEN),
                     udp_ports: vec![udp.local_addr().unwrap().port()],
                     more_data_ports: vec![],
-                    udp_addrs: vec![],
+                    udp_addrs: udp_addrs.clone(),
                     parts: vec![],
                 }
                 .into(),
@@ -606,4 +613,28 @@ fn sighup_is_logged_and_survived_and_a_loose_key_file_is_warned_about() {
     assert!(text.contains("SIGHUP received and ignored"), "{text}");
     assert!(text.contains("is a symbolic link"), "{text}");
     assert!(text.contains("has mode 644"), "{text}");
+}
+
+/// A server may name other addresses for its UDP sockets only as the
+/// server checks a client's: its own, or loopback ones when it is on
+/// loopback. One that names a third host is refused before the client
+/// opens a socket to it: a server cannot aim a client's datagrams anywhere.
+#[test]
+fn a_server_naming_a_third_host_for_its_udp_sockets_is_refused() {
+    let third = thrum::io::spread::AddrRun {
+        addr: "192.0.2.1".parse().unwrap(),
+        flows: 1,
+    };
+    let (addr, h) = hostile_server_naming(vec![third]);
+    let o = std::process::Command::new(crate::common::bin())
+        .args([
+            "run", "udp_rr", "-H", &addr, "-l", "1s", "--warmup", "0s", "--json",
+        ])
+        .output()
+        .unwrap();
+    h.join().unwrap();
+    assert!(!o.status.success());
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("a JSON result");
+    let e = doc["summary"]["error"].as_str().unwrap_or_default();
+    assert!(e.contains("192.0.2.1") && e.contains("UDP address"), "{e}");
 }
