@@ -376,6 +376,29 @@ pub fn netns_add_or_skip(name: &str) -> bool {
     }
 }
 
+/// A network namespace with only its loopback up, deleted on drop: a
+/// kernel of its own for a test (its port range, its TIME_WAIT table).
+pub struct Netns(pub String);
+
+impl Netns {
+    /// `thrum-TAG-PID`, or None (skipped, see [`netns_add_or_skip`]).
+    pub fn loopback_only(tag: &str) -> Option<Netns> {
+        let ns = Netns(format!("thrum-{tag}-{}", std::process::id()));
+        if !netns_add_or_skip(&ns.0) {
+            return None;
+        }
+        run_ok(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]));
+        Some(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Best effort and never a panic: this also runs while unwinding.
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
 /// `program` run inside namespace `ns`; `ip netns exec` execs it, so the
 /// child's pid is the program's own and killing the child kills it.
 pub fn ns_exec(ns: &str, program: &str) -> Command {

@@ -13,8 +13,8 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::{
-    SESSION_CODES, ServerProc, assert_schema, diagnostics_of, json, netns_add_or_skip,
-    ns_client_cmd, ns_exec, one_at_a_time, run_client, run_cmd, run_ok, u,
+    Netns, SESSION_CODES, ServerProc, assert_schema, diagnostics_of, json, ns_client_cmd, ns_exec,
+    one_at_a_time, run_client, run_cmd, run_ok, u,
 };
 
 const FLOWS: usize = 10_000;
@@ -103,15 +103,6 @@ fn every_flow_completes(doc: &Value, flows: usize, share: u64, ends: &[&str]) {
     }
 }
 
-/// A namespace whose ephemeral port range is 500 ports, deleted on drop.
-struct NarrowPorts(String);
-
-impl Drop for NarrowPorts {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
-
 /// Past one address's ports: in a namespace whose ephemeral range is 500
 /// ports, 1,500 flows cannot each have a port of one address, yet every
 /// flow must run. Long-lived TCP connections to one server port need 1,500
@@ -125,11 +116,9 @@ fn flows_spread_past_a_narrow_ephemeral_range() {
     const FLOWS: usize = 1_500;
     const PER_FLOW: u64 = 2;
     let _solo = one_at_a_time();
-    let ns = NarrowPorts(format!("thrum-ports-{}", std::process::id()));
-    if !netns_add_or_skip(&ns.0) {
+    let Some(ns) = Netns::loopback_only("ports") else {
         return;
-    }
-    run_ok(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]));
+    };
     run_ok(ns_exec(&ns.0, "sysctl").args(["-qw", "net.ipv4.ip_local_port_range=40000 40499"]));
     let server = ServerProc::start_with(
         ns_exec(&ns.0, crate::common::bin()),
@@ -174,23 +163,20 @@ fn flows_spread_past_a_narrow_ephemeral_range() {
     }
 }
 
-/// A copy of the binary in a directory anyone may enter, removed on drop.
-struct OpenCopy(std::path::PathBuf);
+/// A copy of the binary in a directory anyone may enter (made with a
+/// random name, so no one can have planted it), removed on drop.
+struct OpenCopy(tempfile::TempDir);
 
 impl OpenCopy {
     fn new() -> OpenCopy {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("thrum-limited-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::copy(crate::common::bin(), dir.join("thrum")).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("thrum-limited-")
+            .tempdir()
+            .unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::copy(crate::common::bin(), dir.path().join("thrum")).unwrap();
         OpenCopy(dir)
-    }
-}
-
-impl Drop for OpenCopy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -211,7 +197,7 @@ fn limited(copy: &OpenCopy, args: &[&str]) -> Command {
         Command::new("prlimit")
     };
     cmd.arg("--nofile=1000:1000")
-        .arg(copy.0.join("thrum"))
+        .arg(copy.0.path().join("thrum"))
         .args(args);
     cmd
 }

@@ -382,17 +382,6 @@ fn time_wait_on(ns: &str, ip: &str) -> usize {
         .count()
 }
 
-/// A namespace of this test's own, deleted on drop.
-struct Ns(String);
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("ip")
-            .args(["netns", "del", &self.0])
-            .output();
-    }
-}
-
 /// `--close rst` on io_uring (SO_LINGER 0, then a ring close) leaves no
 /// TIME_WAIT anywhere, where the default close (the server's FIN first,
 /// the client's close once it has read it) leaves TIME_WAIT on the server
@@ -402,13 +391,9 @@ impl Drop for Ns {
 /// neither case could fail.
 #[test]
 fn close_rst_on_uring_leaves_no_time_wait() {
-    let ns = Ns(format!("thrum-tw-{}", std::process::id()));
-    if !crate::common::netns_add_or_skip(&ns.0) {
+    let Some(ns) = crate::common::Netns::loopback_only("tw") else {
         return;
-    }
-    crate::common::run_ok(
-        std::process::Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]),
-    );
+    };
     let (srv, cli) = ("127.0.0.1", "127.0.0.2");
     if let Err(why) = thrum::io::uring::probe() {
         eprintln!("SKIPPED: io_uring unavailable: {why}");
