@@ -325,6 +325,9 @@ fn assert_all_uring(doc: &Value, what: &str) {
 /// exactly its count.
 #[test]
 fn connection_tests_run_on_uring_and_add_up() {
+    // Connections as fast as both CPUs go: not beside the shaped-link and
+    // pinned-latency tests, whose CPUs it would take.
+    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     if !uring_available(&server) {
         return;
@@ -391,6 +394,7 @@ fn time_wait_on(ns: &str, ip: &str) -> usize {
 /// neither case could fail.
 #[test]
 fn close_rst_on_uring_leaves_no_time_wait() {
+    let _quiet = not_beside_floods();
     let Some(ns) = crate::common::Netns::loopback_only("tw") else {
         return;
     };
