@@ -95,6 +95,24 @@ fn slower_than(s: &Value, ns: u64) -> u64 {
         .count_at_least(ns)
 }
 
+/// Each transaction of the window has its response time, give or take
+/// what docs/json.md ("Latency") allows: the flow decides a completion's
+/// histogram membership from the phase it reads, and the session switches
+/// the phase and then snapshots the counters, so only the completions of
+/// the one wake-up that races each of the window's two edges can fall on
+/// different sides. A single flow completes one connection at a time
+/// (tcp_crr, tcp_cc) or what was outstanding (tcp_rr, udp_rr): at most one
+/// plus what a generator late by its worst lag issued at once.
+fn assert_each_transaction_timed(test: &str, s: &Value, rate: f64) {
+    let (timed, counted) = (u(&s["latency_ns"]["count"]), u(&s["transactions"]));
+    let lag_s = u(&s["generator_lag_ns"]["max"]) as f64 / 1e9;
+    let per_edge = 1 + (rate * lag_s).ceil() as u64;
+    assert!(
+        timed.abs_diff(counted) <= 2 * per_edge,
+        "{test}: {timed} response times for {counted} transactions (at most {per_edge} apart per window edge)"
+    );
+}
+
 /// "Slow" in the stall test: far above a loopback transaction (tens of µs
 /// to a few ms on a busy machine), far below the 300 ms stall.
 const SLOW_NS: u64 = 10_000_000;
@@ -137,11 +155,7 @@ fn a_stall_is_charged_to_every_transaction_due_in_it() {
         let p99 = u(&s["latency_ns"]["p99"]);
         assert!(p99 >= 150_000_000, "{test} open loop: p99 {p99} ns");
         // Every transaction is in the histogram, the stalled ones included.
-        assert_eq!(
-            u(&s["latency_ns"]["count"]),
-            u(&s["transactions"]),
-            "{test}: each completed transaction has its response time"
-        );
+        assert_each_transaction_timed(test, s, rate);
         assert!(f(&s["offered_per_s"]) == rate);
         assert_eq!(s["lost"].as_u64().unwrap_or(0), 0, "{test}: {s}");
         // The schedule held through the stall: 1 % (the window's edges
@@ -456,8 +470,8 @@ fn tcp_cc_open_loop_holds_its_rate() {
         "tcp_cc {rate}/s: achieved {achieved} (tolerance {tol:.4})"
     );
     let (resp, service) = (&s["latency_ns"], &s["service_latency_ns"]);
-    assert_eq!(u(&resp["count"]), u(&s["transactions"]));
-    assert_eq!(u(&service["count"]), u(&s["transactions"]));
+    assert_each_transaction_timed("tcp_cc", s, rate);
+    assert_eq!(u(&service["count"]), u(&resp["count"]));
     // A connection is opened at or after its intended start, never before.
     assert!(u(&service["p50"]) <= u(&resp["p50"]) && u(&service["max"]) <= u(&resp["max"]));
     assert_littles_law("tcp_cc 500/s", s);
