@@ -367,9 +367,9 @@ impl ConnectClient {
             }
             ConnectMode::Cc => {
                 // The socket is the close's from now on: a flow that holds
-                // none cannot close it twice. (Should the connect fail, the
-                // chain is cancelled and the descriptor stays open: the run
-                // fails then anyway.)
+                // none cannot close it twice. (Should the connect or the
+                // request fail, the close is cancelled with the rest of the
+                // chain, and `chain_failed` closes the descriptor.)
                 c.close(s.into_raw_fd(), tok)?;
                 State::WaitEof
             }
@@ -403,9 +403,9 @@ impl ConnectClient {
     /// chain. Later ones of a connection already given up are not passed here.
     fn on_ring_done(&mut self, done: Completion, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
         match done {
-            Completion::Connected(res) if res < 0 => Err(self.connect_error(res)),
+            Completion::Connected(res) if res < 0 => Err(self.chain_failed(res)),
             Completion::Sent { res, .. } if res < 0 && res != -libc::ECANCELED => {
-                Err(self.connect_error(res))
+                Err(self.chain_failed(res))
             }
             Completion::Sent { res, .. } if res as usize == self.hello.len() => {
                 self.counters
@@ -442,6 +442,20 @@ impl ConnectClient {
             Completion::RecvFailed(e) => Err(failed(e)),
             _ => Ok(()),
         }
+    }
+
+    /// The connect or the request of the open chain failed (-errno `res`):
+    /// the kernel cancels the rest of the chain, a tcp_cc chain's close too,
+    /// so that connection's descriptor, which the flow gave to the close, is
+    /// still open and closed here (tcp_crr's is the flow's own socket).
+    fn chain_failed(&mut self, res: i32) -> io::Error {
+        if self.mode == ConnectMode::Cc && self.state == State::WaitEof {
+            // SAFETY: the descriptor came from `into_raw_fd` in `open_ring`
+            // and no one else closes it: its ring close was cancelled.
+            unsafe { libc::close(self.ring_fd) };
+            self.state = State::Closed;
+        }
+        self.connect_error(res)
     }
 
     fn connect_error(&self, res: i32) -> io::Error {
@@ -1583,6 +1597,58 @@ mod tests {
         assert_eq!(h.flow(1).refused(), 1);
         let s = h.counts(1);
         assert_eq!((s.transactions, s.bytes_received, s.bytes_sent), (0, 0, 0));
+    }
+
+    /// tcp_cc under io_uring gives each connection's descriptor to the ring
+    /// close at the end of its chain. When the connect fails, the kernel
+    /// cancels that close with the rest of the chain, so the flow closes the
+    /// descriptor itself: after the refused connect no socket of this
+    /// process is left on the flow's own bind address.
+    #[test]
+    fn a_refused_tcp_cc_connect_on_uring_leaves_no_socket_open() {
+        let bind: IpAddr = Ipv4Addr::new(127, 77, 3, 9).into();
+        // A port nothing listens on: a listener's, closed again.
+        let refused = listener().1;
+        let Some(mut h) = bench(1, true) else {
+            return;
+        };
+        let client = ConnectClient::new(
+            ConnectMode::Cc,
+            refused,
+            Some(bind),
+            DataSocketOpts::default(),
+            h.counter(0),
+            TOKEN,
+            1,
+            1,
+            None,
+            CloseMode::Fin,
+        );
+        h.add(client);
+        h.run_until("the refused connect", |h| h.status(0) != &Status::Active);
+        assert!(
+            matches!(h.status(0), Status::Failed(e) if e.contains("refused")),
+            "{:?}",
+            h.status(0)
+        );
+        h.settle();
+        let on_bind = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
+            .filter(|&fd| {
+                // SAFETY: getsockname writes at most `len` bytes into `ss`;
+                // a descriptor closed meanwhile just fails.
+                let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+                let mut len = std::mem::size_of_val(&ss) as libc::socklen_t;
+                let rc = unsafe { libc::getsockname(fd, (&raw mut ss).cast(), &mut len) };
+                rc == 0 && ss.ss_family == libc::AF_INET as libc::sa_family_t && {
+                    // SAFETY: an AF_INET address fills a sockaddr_in.
+                    let sin: &libc::sockaddr_in = unsafe { &*(&raw const ss).cast() };
+                    sin.sin_addr.s_addr == u32::from(Ipv4Addr::new(127, 77, 3, 9)).to_be()
+                }
+            })
+            .count();
+        assert_eq!(on_bind, 0, "sockets left open on {bind}");
     }
 
     /// A connection that never presents its whole token is closed after
