@@ -23,7 +23,7 @@ usage: bench/compare.sh [options]
   --thrum PATH    thrum binary (default target/release/thrum, built with
                   `cargo build --release` first)
   --no-thrum      peers only (ratios are then left out)
-  --rows LIST     comma-separated subset of: rr,rr_pinned,rr_agg,crr,crr_agg,
+  --rows LIST     comma-separated subset of: rr,rr_pinned,rr_agg,crr,crr_agg,cc,
                   stream,stream_split,stream_pinned,stream_16k,stream_f2,
                   stream_f8,maerts,bidir (TCP), udp_rr,udp_rr_pinned,
                   udp_rr_agg,udp_stream
@@ -35,10 +35,10 @@ usage: bench/compare.sh [options]
                   (thrum_uring, thrum_epoll: thrum --driver uring or
                   --driver epoll, in the tcp_rr and udp_rr aggregate rows,
                   where plain thrum's --driver auto runs io_uring;
-                  thrum_uring also in the tcp_crr rows, where auto runs
-                  epoll or the blocking driver;
+                  thrum_uring also in the tcp_crr and tcp_cc rows, where
+                  auto runs epoll or the blocking driver;
                   thrum_rst: thrum --close rst, in the tcp_crr rows, where
-                  it is compared with neper)
+                  it is compared with neper, and in the tcp_cc row)
                   (floor: bench/floor, the minimal blocking reference, built
                   with cargo from its own manifest)
   --quiet-wait S  before each run, wait up to S s (default 20) for the rest
@@ -61,7 +61,7 @@ DURATION=5
 OUT="$ROOT/BENCHMARKS.md"
 THRUM=""
 NO_THRUM=0
-TCP_ROWS="rr rr_pinned rr_agg crr crr_agg stream stream_split stream_pinned stream_16k stream_f2 stream_f8 maerts bidir"
+TCP_ROWS="rr rr_pinned rr_agg crr crr_agg cc stream stream_split stream_pinned stream_16k stream_f2 stream_f8 maerts bidir"
 UDP_ROWS="udp_rr udp_rr_pinned udp_rr_agg udp_stream"
 SCALE_ROWS="scale"
 ROWS="tcp,udp,scale"
@@ -99,7 +99,7 @@ for r in ${ROWS//,/ }; do
 	tcp) rows+=($TCP_ROWS) ;;
 	udp) rows+=($UDP_ROWS) ;;
 	scale) rows+=($SCALE_ROWS) ;;
-	rr | rr_pinned | rr_agg | crr | crr_agg | stream | stream_split | stream_pinned | stream_16k | \
+	rr | rr_pinned | rr_agg | crr | crr_agg | cc | stream | stream_split | stream_pinned | stream_16k | \
 		stream_f2 | stream_f8 | maerts | bidir | udp_rr | udp_rr_pinned | udp_rr_agg | udp_stream)
 		rows+=("$r") ;;
 	*) echo "unknown row $r" >&2; exit 2 ;;
@@ -234,6 +234,8 @@ tools_for_row() { # prints the tools that take part in a row, thrum first
 	# thrum_uring: connect, accept and close as io_uring operations.
 	crr_agg) cands="thrum thrum_uring thrum_rst neper" ;;
 	crr) cands="thrum thrum_uring thrum_rst netperf neper" ;;
+	# neper has no connect-and-close test; netperf runs one flow.
+	cc) cands="thrum thrum_uring thrum_rst netperf" ;;
 	scale) cands="thrum" ;;
 	*) cands="thrum floor netperf neper sockperf qperf" ;;
 	esac
@@ -310,6 +312,8 @@ tool_cmds() {
 			CLI=("$THRUM" run tcp_crr "${common[@]}" -r "1,1" --json) ;;
 		crr_agg)
 			CLI=("$THRUM" run tcp_crr "${common[@]}" -r "1,1" -F 16 -T 2 --json) ;;
+		cc)
+			CLI=("$THRUM" run tcp_cc "${common[@]}" --json) ;;
 		scale)
 			# Needs 10,000+ descriptors per process: the server is separate.
 			CLI=("$THRUM" run tcp_rr "${common[@]}" -r "1,1" -F 10000 -T 2 --json) ;;
@@ -376,6 +380,10 @@ tool_cmds() {
 				::: netperf -H "127.0.0.1,4" -p "$P_NETPERF_B" "${burst[@]}") ;;
 		crr)
 			CLI=(netperf "${common[@]}" -t TCP_CRR -- -r "1,1" -o THROUGHPUT) ;;
+		cc)
+			# TCP_CC is not an omni test and takes no -o: its one result
+			# line ends in the rate (connections/s).
+			CLI=(netperf "${common[@]}" -t TCP_CC -- -r "1,1") ;;
 		*)
 			CLI=(netperf "${common[@]}" -t TCP_RR -- -r "1,1" -o THROUGHPUT) ;;
 		esac
@@ -600,6 +608,7 @@ note	qperf: tcp_lat is a ping-pong; it reports `latency` = half the round trip a
 note	iperf3: `-l 64K`, 64 KiB writes and reads like the others (default 128 KiB); rate = `end.sum_received.bits_per_second` from `--json`. The server runs with `-1` (one test, then exit).
 note	thrum: tcp_rr `-r 1,1`; tcp_stream `-m 64K -M 64K` (64 KiB sends and receives like the peers; its defaults are 128K). Receive size matters on loopback: in spot checks 64 KiB reads gave neper about 25 Gbit/s against about 19 with 128 KiB, so every tool gets the same sizes. `--warmup 0s`: thrum by default sends 1 s of traffic before its measured window, the peers measure from their first transaction; without warm-up every tool is measured the same way, and no tool's CPU covers traffic outside its window. Its server is a separate `thrum server` process, like the peers' servers.
 note	tcp_crr rows (crr, crr_agg): one connection per transaction (connect, 1-byte request, 1-byte response, close), rate = connections/s. The tools end a connection in two ways, and each is compared with its like. Graceful (FIN both ways, 10 segments per connection on loopback): thrum `tcp_crr -r 1,1` (`--close fin`, the default: the server closes first, so TIME_WAIT lands on the server) and netperf `TCP_CRR -- -r 1,1` (1 flow only: netperf runs one flow per process, so it is not in the 16-flow row). Reset (SO_LINGER 0, no TIME_WAIT): neper-tcp_crr `-Q 1 -R 1` (its default; `-F 16 -T 2` on both ends in the 16-flow row, `throughput=`; 8 segments per connection) and thrum_rst, thrum `tcp_crr -r 1,1 --close rst` (9 segments: the server still sends its FIN). So neper's thrum/peer column is thrum_rst over neper, and thrum_rst's own column is "—". Measured before this split (2026-11-22, 3 s, 16 flows): neper with `--time-wait` (graceful, TIME_WAIT on its client) ran 13,980 connections/s against 22,474 with its default reset. Every thrum connection also carries the 16-byte session token.
+note	cc: tcp_cc, 1 flow: connect and close with no request or response, rate = connections/s, unpinned. thrum `tcp_cc` (the server closes first, so TIME_WAIT lands on the server), thrum_rst `tcp_cc --close rst` (the client aborts with SO_LINGER 0 once the server's FIN arrives), thrum_uring `tcp_cc --driver uring`; netperf `TCP_CC -- -r 1,1` (not an omni test: no `-o`, the rate is the last field of its result line). neper has no such test. Every thrum connection carries the 16-byte session token, which the server reads before it closes.
 note	stream_split: the tcp_stream row again with every client pinned to CPU 0 and every server to CPU 1 (`taskset` on the whole process). Unpinned, loopback tcp_stream depends on where the scheduler puts the two ends, one CPU or two and which takes the softirq work, and every tool spans ±25 % over five runs; split, the spread is about ±7 %. Issue 7's tcp_stream targets are read from this row when it ran.
 note	stream_pinned: the tcp_stream row again with both ends pinned to CPU 0 (`taskset -c 0` on the whole process), so that the two processes and the kernel's loopback work share one CPU and the rate is the tools' and the kernel's cost per byte, not the scheduler's placement.
 note	stream_16k: tcp_stream at netperf's default sizes, unpinned: netperf `TCP_STREAM` without `-m`/`-M` sends 16 KiB per call (its send socket buffer's initial size) and receives 128 KiB per call (its receive buffer's initial size, tcp_rmem's default); thrum `-m 16K` with its default `-M 128K`; the floor `-m 16384`, server `-M 131072`; neper-tcp_stream with no `-B` (16 KiB writes and reads, its default); iperf3 `-l 16K` (its one size for writes and reads).

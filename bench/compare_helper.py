@@ -199,6 +199,9 @@ ROWS = {
     "crr_agg": ("rr", "tcp_crr aggregate, 16 flows on 2 threads; connections/s, unpinned "
                       "(thrum closes gracefully; thrum_rst: thrum --close rst, and neper "
                       "reset)"),
+    "cc": ("rr", "tcp_cc, 1 flow: connect and close, no request or response; "
+                 "connections/s, unpinned (thrum and netperf close gracefully; "
+                 "thrum_rst: thrum --close rst)"),
     "scale": ("rr", "tcp_rr, 10,000 flows on 2 threads, 1-byte request/response (thrum "
                     "only): set-up time and memory"),
     "stream": ("stream", "tcp_stream, 1 flow, client to server"),
@@ -277,6 +280,11 @@ def parse_tcp(tool, row, cli):
     if tool == "thrum":
         s = json.loads(cli)["summary"]
         return float(s["throughput_bps"] if stream else s["transactions_per_s"])
+    if tool == "netperf" and row == "cc":
+        # TCP_CC takes no -o: with -P 0 its result line is the socket
+        # sizes, request and response sizes, elapsed time and the rate.
+        line = next(ln for ln in cli.splitlines() if len(ln.split()) == 6)
+        return float(line.split()[5])
     if tool == "netperf":
         # -P 0 plus an -o selector leaves exactly one CSV value on stdout:
         # THROUGHPUT, in trans/s for TCP_RR and in 10^6 bits/s (-f m) for
@@ -705,8 +713,8 @@ def _targets_issue21(runs, dur):
     for row, name in (("stream_f2", "-F 2 -T 2"), ("stream_f8", "-F 8 -T 2")):
         add(f"tcp_stream {name}: ≥ 1.0× neper and iperf3 -P",
             _against(runs, dur, row, ("neper", "iperf3"), 1.0))
-    # "With the better driver": no driver runs tcp_crr on io_uring yet (its
-    # sockets are closed while registered), so thrum's own choice stands.
+    # "With the better driver": thrum's own choice (--driver auto keeps
+    # tcp_crr off io_uring; thrum_uring is in the table beside it).
     add("tcp_crr 1 flow, graceful close: ≥ 1.0× netperf TCP_CRR",
         _against(runs, dur, "crr", ("netperf",), 1.0))
     add("tcp_crr 1 flow, reset close: ≥ 1.0× neper tcp_crr",

@@ -287,6 +287,21 @@ fn capacity_runs_on_loopback_with_conservation() {
     assert!((0.2e6..2.0e6).contains(&sent), "probe sent {sent} bit/s");
 }
 
+/// htb's bucket on the jumbo path: one and a half jumbo frames (9,042
+/// bytes on the wire). With tc's default (1,375 bytes, 11 µs of tokens at
+/// 1 Gbit/s) every frame waits for htb's watchdog timer, and a timer late
+/// by more than those 11 µs loses the rest of its lateness for good: with
+/// both CPUs taken 4 ms in every 8 by a real-time spinner (a stand-in for
+/// a busy host or a hypervisor's steal) the link really carried 879
+/// Mbit/s of its 1 Gbit/s, and a CI run read 848. A bucket of 13,563 bytes
+/// keeps up to 108 µs of lateness at 1 Gbit/s (542 µs at 200 Mbit/s): the
+/// frame after a late one leaves that much sooner, so the link holds its
+/// rate. Idle, the bucket lets a train's second frame follow the first at
+/// once and its third half a frame's time later: the estimate names that
+/// head as a bucket of three packets, and reads the rate from the second
+/// half of the longest trains as ever.
+const JUMBO_BUCKET: &str = "13563b";
+
 /// The packets fill the path MTU by default: 9000-byte jumbo frames on
 /// every veth make 8,972-byte datagrams (IPv4 and UDP take 28), whose
 /// spacing R's htb sets as it does a 1500-byte path's. At 1 Gbit/s a
@@ -303,7 +318,7 @@ fn capacity_packets_fill_a_jumbo_path() {
     path.mtu("9000");
     let server = path.server();
     for (rate, bps) in [("200mbit", 200e6), ("1gbit", 1e9)] {
-        path.htb(rate);
+        path.htb_burst(rate, JUMBO_BUCKET);
         // 10 Mbit/s of probe (5 % of 200 Mbit/s): at 1 Mbit/s a cycle of
         // the six train lengths in jumbo frames takes 9 s.
         let doc = capacity(&path, &server, &["-l", "4s", "--rate", "10M"]);

@@ -127,16 +127,30 @@ impl Path3 {
     /// Shape R's egress on `dev` with htb at `rate`: its bucket is small
     /// (shared/TESTING.md).
     pub fn htb_on(&self, dev: &str, rate: &str) {
+        self.htb_class(dev, &["rate", rate]);
+    }
+
+    /// Shape R's egress toward B with htb at `rate` and a bucket (rate and
+    /// ceil alike) of `burst` (tc's spelling).
+    pub fn htb_burst(&self, rate: &str, burst: &str) {
+        self.htb_class(TOWARD_B, &["rate", rate, "burst", burst, "cburst", burst]);
+    }
+
+    fn htb_class(&self, dev: &str, params: &[&str]) {
+        let class = [
+            &[
+                "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+            ],
+            params,
+        ]
+        .concat();
         self.shape_dev(
             dev,
             &[
                 &[
                     "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
                 ],
-                &[
-                    "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate",
-                    rate,
-                ],
+                &class,
             ],
         );
     }
