@@ -403,14 +403,30 @@ impl ConnectClient {
     /// chain. Later ones of a connection already given up are not passed here.
     fn on_ring_done(&mut self, done: Completion, ctx: &mut FlowCtx<'_>) -> io::Result<()> {
         match done {
-            Completion::Connected(res) if res < 0 => Err(self.chain_failed(res)),
-            Completion::Sent { res, .. } if res < 0 && res != -libc::ECANCELED => {
-                Err(self.chain_failed(res))
+            Completion::Connected(res) if res < 0 => {
+                let e = self.connect_error(res);
+                Err(self.chain_failed(e))
+            }
+            // Cancelled: the connect before it failed and says why.
+            Completion::Sent { res, .. } if res == -libc::ECANCELED => Ok(()),
+            Completion::Sent { res, .. } if res < 0 => {
+                let e = self.connect_error(res);
+                Err(self.chain_failed(e))
             }
             Completion::Sent { res, .. } if res as usize == self.hello.len() => {
                 self.counters
                     .add_sent((self.hello.len() - TOKEN_LEN) as u64);
                 Ok(())
+            }
+            // A short send fails the chain as an error does (the receive
+            // behind it is cancelled), so the flow must not wait for it.
+            Completion::Sent { res, .. } => {
+                let e = io::Error::other(format!(
+                    "sending the request to {}: {res} of {} bytes went",
+                    self.peer,
+                    self.hello.len()
+                ));
+                Err(self.chain_failed(e))
             }
             Completion::Received { len, .. } => {
                 if self.state == State::WaitEof {
@@ -444,18 +460,18 @@ impl ConnectClient {
         }
     }
 
-    /// The connect or the request of the open chain failed (-errno `res`):
-    /// the kernel cancels the rest of the chain, a tcp_cc chain's close too,
-    /// so that connection's descriptor, which the flow gave to the close, is
+    /// The connect or the request of the open chain failed with `e`: the
+    /// kernel cancels the rest of the chain, a tcp_cc chain's close too, so
+    /// that connection's descriptor, which the flow gave to the close, is
     /// still open and closed here (tcp_crr's is the flow's own socket).
-    fn chain_failed(&mut self, res: i32) -> io::Error {
+    fn chain_failed(&mut self, e: io::Error) -> io::Error {
         if self.mode == ConnectMode::Cc && self.state == State::WaitEof {
             // SAFETY: the descriptor came from `into_raw_fd` in `open_ring`
             // and no one else closes it: its ring close was cancelled.
             unsafe { libc::close(self.ring_fd) };
             self.state = State::Closed;
         }
-        self.connect_error(res)
+        e
     }
 
     fn connect_error(&self, res: i32) -> io::Error {

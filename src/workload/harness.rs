@@ -1,8 +1,9 @@
 //! A test bench for the flow state machines: the engine's worker loop cut
-//! down to one thread and one driver (epoll unless a test names another), so that a unit test can run a
-//! client and a server flow (or one flow against a raw socket it drives by
-//! hand) over loopback and look at their counters, without the engine's
-//! threads, phases by the clock or the control protocol.
+//! down to one thread and one driver (epoll unless a test names another),
+//! so that a unit test can run a client and a server flow (or one flow
+//! against a raw socket it drives by hand) over loopback and look at their
+//! counters, without the engine's threads, phases by the clock or the
+//! control protocol.
 //!
 //! It keeps the engine's rules for when a flow is called: on its readiness
 //! events, on a kick at start and at each phase change, again at once after
