@@ -559,10 +559,7 @@ impl RunArgs {
         p.pacing_rate_bps = self.pacing_rate;
         // One flag, the test's own unit: payload bits/s for udp_stream,
         // transactions/s for the request/response tests.
-        if matches!(
-            p.test,
-            TestKind::TcpRr | TestKind::UdpRr | TestKind::TcpCrr | TestKind::TcpCc
-        ) {
+        if p.test.traits().rate == crate::plan::Rate::Transactions {
             p.offered_per_s = self.rate;
         } else {
             p.rate_bps = self.rate;

@@ -8,13 +8,12 @@
 use serde::Serialize;
 
 use crate::plan::Phase;
-use crate::plan::{TestKind, TestPlan};
+use crate::plan::{Merit, TestKind, TestPlan};
 use crate::sensors::window::WindowStats;
 use crate::sensors::{CpuUsage, Rusage};
 use crate::stats::counters::Counts;
 use crate::stats::latency::LatencySummary;
 use crate::warning::{Code, Warning, Warnings};
-use crate::workload::kinds::Merit;
 
 pub const SCHEMA: &str = "thrum.result.v1";
 
@@ -235,7 +234,7 @@ impl Stability {
     /// server's sample and lack it are left out.
     pub fn of(plan: &TestPlan, measure: &[&Interval], quota_limited: bool) -> Stability {
         // A figure of bytes the client sends is counted by the server.
-        let d = plan.test.desc();
+        let d = plan.test.traits();
         let needs_remote = d.merit == Merit::Throughput && d.ways(plan).client_sends;
         let xs: Vec<f64> = measure
             .iter()
@@ -325,7 +324,7 @@ impl Figures {
         };
         // Bytes count where they are received: the server's receive counts
         // carry the client's sending direction, ours the server's.
-        let d = plan.test.desc();
+        let d = plan.test.traits();
         let w = d.ways(plan);
         match d.merit {
             Merit::Throughput => {

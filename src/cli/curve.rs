@@ -95,8 +95,9 @@ fn default_interval(step: Duration) -> Duration {
 }
 
 impl CurveArgs {
-    /// The closed-loop plan of every step (and of auto's probe), checked
-    /// with an offered rate so that a test without an open loop is refused.
+    /// The closed-loop plan of every step (and of auto's probe): a test
+    /// without an open loop is refused, and the plan is checked as it runs
+    /// with an offered rate.
     pub fn base_plan(&self) -> Result<TestPlan> {
         let test: TestKind = self.test.parse()?;
         let mut p = TestPlan::new(test);
@@ -112,14 +113,14 @@ impl CurveArgs {
         p.rr_timeout_ns = ns(self.rr_timeout);
         p.arrivals = self.arrivals.parse()?;
         p.max_inflight = self.max_inflight;
+        let open_loop = |t: &crate::plan::Traits| t.rate == crate::plan::Rate::Transactions;
+        if !open_loop(test.traits()) {
+            let applies = TestKind::named(open_loop);
+            bail!("TEST: {test} has no open loop, so no curve (accepted: {applies})");
+        }
         let mut open = p.clone();
         open.offered_per_s = Some(1);
-        if let Err(e) = open.validate() {
-            if let crate::plan::PlanError::NotApplicable { applies, test, .. } = &e {
-                bail!("TEST: {test} has no open loop, so no curve (accepted: {applies})");
-            }
-            return Err(e.into());
-        }
+        open.validate()?;
         if self.probe < Duration::from_millis(100) || self.probe > Duration::from_secs(600) {
             bail!(
                 "--probe {:?} is out of range (accepted: 100ms..=600s)",

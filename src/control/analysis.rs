@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::proto::Rusage;
 use crate::io::socket::SocketBuffers;
 use crate::io::zerocopy::ZeroCopyCounts;
-use crate::plan::{Phase, TestPlan};
+use crate::plan::{Loss, Phase, TestPlan};
 use crate::result::{
     Environment, Fairness, Figures, GeneratorLag, Interval, LatencyUnderLoad, PartInterval,
     PartSummary, PhaseFigures, ProbePhases, SCHEMA, Side, Spec, Stability, Summary, TestResult,
@@ -25,7 +25,6 @@ use crate::stats::calltime::SendRecvTimes;
 use crate::stats::counters::Counts;
 use crate::stats::latency::{LatencyHistogram, LatencySummary};
 use crate::warning::{Code, Warning, Warnings};
-use crate::workload::kinds::Loss;
 
 pub(crate) struct LocalSample {
     pub(crate) at: Duration,
@@ -692,7 +691,7 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     // The client's senders: every flow but those a reversed direction
     // turned into receivers.
     let sending = (0..plan.flows)
-        .filter(|&f| plan.test.desc().flow_ways(plan, f).client_sends)
+        .filter(|&f| plan.test.traits().flow_ways(plan, f).client_sends)
         .count();
     if let (Some(rate), Some(sent)) = (plan.rate_bps, bps(local_w.bytes_sent, local_s)) {
         let wanted = rate as f64 * sending as f64;
@@ -714,7 +713,7 @@ pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) 
     if error.is_none() {
         warnings.extend(stability.warnings);
     }
-    let test = plan.test.desc();
+    let test = plan.test.traits();
     let sent_bps = if is_stream && !measure.is_empty() {
         sent_bps(test.ways(plan), &local_w, local_s, &remote_w, remote_s)
     } else {
@@ -909,7 +908,7 @@ fn remote_window_s(g: &Gathered, measure: &[&Interval]) -> f64 {
 /// What the senders handed to the kernel (bits/s), each direction counted
 /// at its sender, summed over the directions the test's flows carry.
 fn sent_bps(
-    test: crate::workload::kinds::Ways,
+    test: crate::plan::Ways,
     local: &Counts,
     local_s: f64,
     remote: &Counts,
@@ -996,7 +995,7 @@ const ZEROCOPY_COPIED_WARN_PERCENT: f64 = 50.0;
 /// sending server did not report any (an older thrum ignores the option).
 fn zerocopy_warnings(plan: &TestPlan, g: &Gathered) -> Vec<Warning> {
     let mut w = Vec::new();
-    let server_sends = plan.test.desc().server_sends();
+    let server_sends = plan.test.traits().server_sends();
     if server_sends && g.remote_zerocopy.is_none() {
         w.push(Warning::new(Code::ZerocopyNotReported, "--zerocopy: the server reported no zero-copy sends (a thrum server older than the option sends with copies)"));
     }

@@ -179,7 +179,7 @@ pub fn head(
     )?;
     // A stream of numbered datagrams whose loss the receiver counts
     // (udp_stream's row): its size and pacing are what the line says.
-    if test.desc().loss == crate::workload::kinds::Loss::Datagrams {
+    if test.traits().loss == crate::plan::Loss::Datagrams {
         match p.rate_bps {
             Some(rate) => writeln!(
                 out,
