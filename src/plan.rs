@@ -415,8 +415,8 @@ impl TestPlan {
             request_bytes: 1,
             response_bytes: 1,
             burst: 0,
-            // udp_stream, capacity: the largest payload of one 1500-byte
-            // IPv4 packet.
+            // A datagram per send (udp_stream, capacity): the largest
+            // payload of one 1500-byte IPv4 packet.
             send_bytes: if test.traits().send_is_datagram() {
                 1472
             } else {
