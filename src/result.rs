@@ -762,6 +762,9 @@ pub struct PartSummary {
     /// TCP retransmissions of its long-lived connections, both ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_retransmits: Option<u64>,
+    /// The single-test summary: a probe's over the measurement window, a
+    /// bulk part of a phased mix's over the loaded phase it ran in (so its
+    /// `throughput_bps` is its flows' goodputs summed).
     #[serde(flatten)]
     pub summary: Box<Summary>,
     /// The part's own intervals: its figures and latency, interval by interval.

@@ -412,16 +412,20 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
 /// means nothing (the parts, phases and fairness carry the figures).
 pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) -> TestResult {
     let offsets = plan.part_offsets();
+    let held = plan.held_parts();
+    // Over the loaded phase when there is one: the bulk flows run only then.
+    let loaded = loaded_window(&g);
+    let window = loaded.unwrap_or_else(|| measure_window(&g));
     let mut parts = Vec::with_capacity(plan.parts.len());
     for (i, (part, pplan)) in plan.parts.iter().zip(plan.part_plans()).enumerate() {
         let rec = g.parts.get(i).cloned().unwrap_or_default();
         let pg = part_record(&g, offsets[i]..offsets[i + 1], &rec);
-        let r = assemble(&pplan, pg, error.clone());
-        // Over the loaded phase when there is one: the bulk flows run only then.
-        let window = match loaded_window(&g) {
-            Some(w) => w,
-            None => measure_window(&g),
-        };
+        // A bulk part held for the loaded phase is measured over it, as
+        // its flows' goodputs and the phase table are: over the whole
+        // window its figure would be diluted by the idle and recovery
+        // phases it sat out (issue 29).
+        let over = loaded.filter(|_| held.get(i).copied().unwrap_or(false));
+        let r = assemble_over(&pplan, pg, error.clone(), over);
         let flow_throughput_bps = if part.test.is_stream() {
             flow_goodput(&g, part.test, offsets[i]..offsets[i + 1], window)
         } else {
@@ -662,11 +666,26 @@ fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
 /// line, each from a figure computed above (`remote_window_s`, `sent_bps`,
 /// `Figures::compute`, `Stability::of`); splitting it would scatter one
 /// table over several functions.
-pub(crate) fn assemble(plan: &TestPlan, mut g: Gathered, error: Option<String>) -> TestResult {
+pub(crate) fn assemble(plan: &TestPlan, g: Gathered, error: Option<String>) -> TestResult {
+    assemble_over(plan, g, error, None)
+}
+
+/// [`assemble`] with the summary's window narrowed to the measure
+/// intervals within `over` (a phased mix's loaded phase, for the bulk parts
+/// that ran only in it); the intervals stay all of them.
+fn assemble_over(
+    plan: &TestPlan,
+    mut g: Gathered,
+    error: Option<String>,
+    over: Option<Window>,
+) -> TestResult {
     let intervals: Vec<Interval> = (1..g.local.len()).map(|k| interval(plan, &g, k)).collect();
+    // Interval `index` ends at sample `index + 1`.
+    let within =
+        |i: &Interval| over.is_none_or(|(a, b)| a <= i.index as usize && (i.index as usize) < b);
     let measure: Vec<&Interval> = intervals
         .iter()
-        .filter(|i| i.phase == Phase::Measure)
+        .filter(|i| i.phase == Phase::Measure && within(i))
         .collect();
     // fold from +0.0: an empty f64 sum is -0.0.
     let local_s: f64 = measure.iter().fold(0.0, |a, i| a + (i.end_s - i.start_s));
@@ -1212,6 +1231,68 @@ mod tests {
         assert!((40_000..=60_000).contains(&lat.p50), "{lat:?}");
         let h = LatencyHistogram::from_base64(s.histogram.as_deref().unwrap()).unwrap();
         assert_eq!(h.count(), 3);
+    }
+
+    /// Issue 29: a phased mix of a bulk tcp_stream (100 MB/s while loaded)
+    /// and an open-loop tcp_rr probe, 1 s idle, 4 s loaded, 1 s recovery.
+    /// The bulk part's goodput is the loaded phase's, 800 Mbit/s, as its
+    /// flow's and the phase table's are, not 800 × 4/6 over the window.
+    #[test]
+    fn a_held_bulk_part_is_measured_over_the_loaded_phase() {
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.parts = crate::plan::mix::parse_spec("tcp_stream,tcp_rr@rate=10").unwrap();
+        plan.flows = 2;
+        plan.warmup_ns = 0;
+        plan.idle_ns = 1_000_000_000;
+        plan.duration_ns = 4_000_000_000;
+        plan.recovery_ns = 1_000_000_000;
+        assert_eq!(plan.held_parts(), [true, false]);
+        let mb = 100_000_000;
+        let bulk = |k: u64| k.saturating_sub(1).min(4) * mb;
+        let mut g = Gathered::new(Environment::default(), "lg".into(), false, None, false);
+        for k in 0..=6u64 {
+            let phase = if k == 0 {
+                Phase::Warmup
+            } else {
+                Phase::Measure
+            };
+            let rr = counts(k * 10, k * 10, k * 10);
+            g.local.push(LocalSample {
+                at: Duration::from_secs(k),
+                unix_s: k as f64,
+                counts: vec![counts(bulk(k), 0, 0), rr],
+                phase,
+                retransmits: Vec::new(),
+                if_counters: None,
+            });
+            g.remote.push(Some(RemoteSample {
+                elapsed_ns: k * 1_000_000_000,
+                counts: vec![counts(0, bulk(k), 0), rr],
+                retransmits: Vec::new(),
+            }));
+        }
+        g.load_bounds = vec![0, 1, 5, 5, 6];
+        g.parts = vec![PartRecord::default(); 2];
+        let r = assemble_mix(&plan, g, None);
+        let s = &r.summary;
+        let bulk = &s.parts[0];
+        assert_eq!(bulk.summary.throughput_bps, Some(8.0 * mb as f64));
+        assert_eq!(bulk.summary.duration_s, 4.0);
+        assert_eq!(bulk.flow_throughput_bps, [8.0 * mb as f64]);
+        let loaded = &s.phases.as_ref().expect("phases").loaded;
+        assert_eq!(loaded.throughput_up_bps, 8.0 * mb as f64);
+        // Per interval: the loaded seconds carry the flow's rate, the idle
+        // and recovery ones nothing.
+        let per: Vec<_> = bulk
+            .intervals
+            .iter()
+            .map(|i| i.sum.throughput_bps)
+            .collect();
+        let (on, off) = (Some(8.0 * mb as f64), Some(0.0));
+        assert_eq!(per, [off, on, on, on, on, off]);
+        // The probe ran all along: its rate is over the whole window.
+        assert_eq!(s.parts[1].summary.duration_s, 6.0);
+        assert_eq!(s.parts[1].summary.transactions_per_s, Some(10.0));
     }
 
     /// A run that ended early keeps what was gathered and says why, without
