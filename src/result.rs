@@ -383,27 +383,10 @@ pub struct Summary {
     /// intended start (open loop, --rate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
-    /// Open loop (--rate): transactions/s offered by the schedule.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offered_per_s: Option<f64>,
-    /// Open loop: transactions/s completed in the window.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub achieved_per_s: Option<f64>,
-    /// Open loop: requests sent more than one schedule gap after their
-    /// intended start, in the window.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub late: Option<u64>,
-    /// Open loop: service time, from each request's actual send.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub service_latency_ns: Option<LatencySummary>,
-    /// Open loop: how far behind its schedule the generator sent requests.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub generator_lag_ns: Option<GeneratorLag>,
-    /// Open loop: the mean number of transactions in the system (intended
-    /// start passed, response not in) over the window, from the flows' own
-    /// time integral; by Little's law ≈ achieved_per_s × mean response time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_in_flight: Option<f64>,
+    /// Open loop (--rate): the schedule's figures, their keys at this level
+    /// of the JSON; absent in a closed-loop run.
+    #[serde(flatten)]
+    pub open_loop: Option<OpenLoop>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
@@ -478,6 +461,32 @@ pub struct Summary {
     /// Jain's fairness index over the bulk flows of each direction.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness: Option<Fairness>,
+}
+
+/// Open loop (`--rate`): what the schedule offered against what was done,
+/// and the two other clocks (service time from the actual send, the
+/// generator's lag behind its schedule). Flattened into the summary, so
+/// the keys are the summary's own.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OpenLoop {
+    /// Transactions/s offered by the schedule.
+    pub offered_per_s: f64,
+    /// Transactions/s completed in the window.
+    pub achieved_per_s: f64,
+    /// Requests sent more than one schedule gap after their intended start,
+    /// in the window.
+    pub late: u64,
+    /// Service time, from each request's actual send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_latency_ns: Option<LatencySummary>,
+    /// How far behind its schedule the generator sent requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_lag_ns: Option<GeneratorLag>,
+    /// The mean number of transactions in the system (intended start
+    /// passed, response not in) over the window, from the flows' own time
+    /// integral; by Little's law ≈ achieved_per_s × mean response time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_in_flight: Option<f64>,
 }
 
 /// One part of a mix, with the single-test summary it would have alone.

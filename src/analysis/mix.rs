@@ -172,11 +172,7 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
     s.transactions = None;
     s.latency_ns = None;
     s.histogram = None;
-    s.offered_per_s = None;
-    s.achieved_per_s = None;
-    s.late = None;
-    s.service_latency_ns = None;
-    s.generator_lag_ns = None;
+    s.open_loop = None;
     s.datagrams_sent = None;
     s.datagrams_received = None;
     s.lost = None;

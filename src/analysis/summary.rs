@@ -11,7 +11,9 @@ use super::record::Gathered;
 use super::sides::{apply_windows, side};
 use super::stability;
 use crate::plan::{Phase, TestPlan};
-use crate::result::{GeneratorLag, Interval, Provenances, SCHEMA, Spec, Summary, TestResult};
+use crate::result::{
+    GeneratorLag, Interval, OpenLoop, Provenances, SCHEMA, Spec, Summary, TestResult,
+};
 use crate::stats::counters::Counts;
 use crate::warning::{Code, Warning, Warnings};
 use crate::workload::kinds::Loss;
@@ -106,24 +108,19 @@ pub(crate) fn assemble_over(
         transactions: (!is_stream).then_some(local_w.transactions),
         histogram: (!is_stream && latency.is_some()).then(|| g.latency.to_base64()),
         latency_ns: if is_stream { None } else { latency },
-        offered_per_s: plan.offered_per_s.map(|r| r as f64),
-        achieved_per_s: plan.offered_per_s.and(fig.transactions_per_s),
-        late: plan.offered_per_s.map(|_| local_w.late),
-        service_latency_ns: plan
-            .offered_per_s
-            .and_then(|_| g.service_latency.summary_with(&plan.percentiles)),
-        generator_lag_ns: plan
-            .offered_per_s
-            .and_then(|_| g.generator_lag.summary())
-            .map(|s| GeneratorLag {
+        open_loop: plan.offered_per_s.map(|offered| OpenLoop {
+            offered_per_s: offered as f64,
+            // An open-loop test is a transaction test: it has a rate.
+            achieved_per_s: fig.transactions_per_s.unwrap_or(0.0),
+            late: local_w.late,
+            service_latency_ns: g.service_latency.summary_with(&plan.percentiles),
+            generator_lag_ns: g.generator_lag.summary().map(|s| GeneratorLag {
                 p50: s.p50,
                 p99: s.p99,
                 max: s.max,
             }),
-        mean_in_flight: plan
-            .offered_per_s
-            .filter(|_| local_s > 0.0)
-            .map(|_| local_w.in_flight_ns as f64 / (local_s * 1e9)),
+            mean_in_flight: (local_s > 0.0).then(|| local_w.in_flight_ns as f64 / (local_s * 1e9)),
+        }),
         stability_cv: stability.cv,
         trend_percent: stability.trend_percent,
         interface: None,
