@@ -155,7 +155,7 @@ pub fn write_dir(dir: &Path, c: &Curve) -> Result<()> {
         write_atomic(&p, bytes).with_context(|| format!("writing {}", p.display()))
     };
     w("results.json", &serde_json::to_vec_pretty(c)?)?;
-    w("curve.csv", c.csv().as_bytes())?;
+    w("curve.csv", crate::export::curve::csv(c).as_bytes())?;
     let svg = chart::curve_svg(c);
     w("curve.svg", svg.as_bytes())?;
     w("report.html", html::curve_report(c, &svg).as_bytes())?;
@@ -285,7 +285,7 @@ pub fn say(c: &Curve, json: bool, dir: Option<&Path>) -> Result<()> {
     if json {
         print(&format!("{}\n", serde_json::to_string_pretty(c)?))?;
     } else {
-        print(&c.table())?;
+        print(&crate::export::curve::table(c))?;
     }
     if let Some(d) = dir {
         write_dir(d, c)?;
