@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["export"],
     &["agg"],
     &["control"],
+    &["analysis"],
     &["result"],
     &["engine"],
     &["workload"],

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::analysis::{Gathered, assemble, assemble_mix};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
 use super::dial::{Dial, Flows};
@@ -25,6 +24,7 @@ use super::proto::{
 };
 use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader, take_engines};
+use crate::analysis::{Gathered, assemble, assemble_mix};
 use crate::engine::{Engines, place};
 use crate::io::socket::{DataSocketOpts, connect};
 use crate::io::spread::AddrRun;

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::analysis::{Gathered, LocalSample, RemoteSample, interval};
 use super::proto::{ClientMsg, Final, FrameError, ServerMsg, Tick, write_msg};
+use crate::analysis::{Gathered, LocalSample, RemoteSample, interval};
 use crate::engine::Engines;
 use crate::plan::TestPlan;
 use crate::plan::{LoadStep, Loss, Phase};
@@ -545,6 +545,6 @@ pub(crate) fn take_engines(
         outs.iter()
             .flat_map(|o| o.flows.iter().filter_map(|f| f.train_gaps())),
     );
-    g.parts = outs.iter().map(super::analysis::PartRecord::of).collect();
+    g.parts = outs.iter().map(crate::analysis::PartRecord::of).collect();
     (datagrams_sent, error)
 }
