@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_schema, f, json, json_lines, not_beside_floods, run_client, u,
+    ServerProc, assert_schema, f, json, json_lines, not_beside_floods, run_client, run_json, u,
 };
 
 const TESTS: [&str; 6] = [
@@ -64,14 +64,7 @@ pub(crate) fn run_and_check_with(
         "--json",
     ];
     args.extend_from_slice(extra);
-    let out = run_client(&args, Duration::from_secs(30));
-    let doc = json(&out);
-    assert!(
-        out.status.success(),
-        "{test}: exit {:?}, error {}",
-        out.status,
-        doc["summary"]["error"]
-    );
+    let doc = run_json(server.thrum().args(&args), Duration::from_secs(30), test);
     assert_schema(&doc);
     let s = &doc["summary"];
     assert!(s["error"].is_null());

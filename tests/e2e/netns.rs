@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::common::{
     ServerProc, diagnostics, f, ip, json, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server,
-    one_at_a_time, run_cmd, run_ok, u, wait_for_lines,
+    one_at_a_time, run_json, run_ok, u, wait_for_lines,
 };
 
 /// The tbf rate, bits/s; `TBF` spells the same rate for tc (shared/TESTING.md).
@@ -135,18 +135,11 @@ impl Link {
     /// Run `thrum run TEST -H SERVER ARGS.. --json` in A and return the
     /// parsed result, failing on a non-zero exit.
     pub(crate) fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        let out = run_cmd(
+        run_json(
             &mut ns_client_cmd(&self.a, server, test, args),
             Duration::from_secs(30),
-        );
-        let doc = json(&out);
-        assert!(
-            out.status.success(),
-            "{test}: exit {:?}, error {}",
-            out.status,
-            doc["summary"]["error"]
-        );
-        doc
+            test,
+        )
     }
 
     /// One of A's veth counters (`tx_packets`, `rx_packets`, ...). /sys is

@@ -9,7 +9,7 @@ use serde_json::Value;
 use thrum::stats::latency::LatencyHistogram;
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_schema, f, json, not_beside_floods, run_client, u,
+    ServerProc, assert_rejected, assert_schema, f, not_beside_floods, run_client, run_json, u,
 };
 
 /// The open-loop tests the stall test runs (tcp_cc is tcp_crr's machine
@@ -20,12 +20,10 @@ const OPEN_LOOP_TESTS: &[&str] = &["tcp_rr", "udp_rr", "tcp_crr"];
 fn run(server: &ServerProc, test: &str, extra: &[&str]) -> Value {
     let mut args = vec!["run", test, "-H", &server.addr, "--json"];
     args.extend_from_slice(extra);
-    let out = run_client(&args, Duration::from_secs(60));
-    let doc = json(&out);
-    assert!(
-        out.status.success(),
-        "{test} {extra:?}: {}",
-        doc["summary"]["error"]
+    let doc = run_json(
+        server.thrum().args(&args),
+        Duration::from_secs(60),
+        &format!("{test} {extra:?}"),
     );
     assert_schema(&doc);
     doc

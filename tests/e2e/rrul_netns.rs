@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::common::{
     ServerProc, bin, ip, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, one_at_a_time,
-    run_cmd, run_ok, succeeded, u,
+    run_json, run_ok, u,
 };
 use crate::mix::{
     assert_conserved, assert_interval_fairness, assert_interval_retransmits, flow_goodputs, jain,
@@ -206,8 +206,11 @@ impl Bottleneck {
 
 /// Run a client command; its JSON result, which must be a success.
 fn succeed(mut cmd: Command, test: &str, args: &[&str]) -> Value {
-    let out = run_cmd(&mut cmd, Duration::from_secs(90));
-    succeeded(&out, &format!("{test} {args:?}"))
+    run_json(
+        &mut cmd,
+        Duration::from_secs(90),
+        &format!("{test} {args:?}"),
+    )
 }
 
 impl Drop for Bottleneck {

@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, f, ip, json, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, one_at_a_time,
-    run_cmd, run_ok, u,
+    ServerProc, f, ip, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, one_at_a_time,
+    run_json, run_ok, succeeded, u,
 };
 
 /// R's tbf toward B, bits/s; `TBF` spells the same for tc (shared/TESTING.md).
@@ -187,11 +187,11 @@ impl Routed {
     /// Run a client in A to completion and return the parsed result,
     /// failing on a non-zero exit.
     fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        let out = run_cmd(
+        run_json(
             &mut self.client_cmd(server, test, args),
             Duration::from_secs(30),
-        );
-        success(&out, test)
+            test,
+        )
     }
 
     /// Packets R's tbf has dropped so far. R's qdisc sees only the UDP it
@@ -239,18 +239,6 @@ impl Drop for Routed {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
         }
     }
-}
-
-/// Parse a client's JSON and fail unless it exited 0.
-fn success(out: &Output, test: &str) -> Value {
-    let doc = json(out);
-    assert!(
-        out.status.success(),
-        "{test}: exit {:?}, error {}",
-        out.status,
-        doc["summary"]["error"]
-    );
-    doc
 }
 
 /// A client running in the background, its output going to unnamed
@@ -483,7 +471,7 @@ fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
     let start = Instant::now();
     while path.tbf_drops() == 0 {
         if !flood.running() {
-            success(&flood.finish(Duration::ZERO), "udp_stream flood");
+            succeeded(&flood.finish(Duration::ZERO), "udp_stream flood");
             panic!("the flood ended before R's tbf dropped anything");
         }
         assert!(
@@ -526,7 +514,7 @@ fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
         eprintln!("udp_rr: the flood ended before the RR did");
     }
     let flood_out = flood.finish(Duration::from_secs(30));
-    let flood_doc = success(&flood_out, "udp_stream flood");
+    let flood_doc = succeeded(&flood_out, "udp_stream flood");
     let fs = &flood_doc["summary"];
     eprintln!(
         "flood: lost {} of {} sent; sent {:.1} Mbit/s, received {:.1} Mbit/s",
