@@ -7,7 +7,9 @@
 //!   limit;
 //! - [`run`]: running thrum with `--json` and reading its result;
 //! - [`doc`]: reading a result (numbers, schema, diagnostics);
-//! - [`netns`]: namespaces, and the one client–router–server topology;
+//! - [`netns`]: namespaces, commands inside them, the capability probe;
+//! - [`topology`]: the one client–router–server path of the shaped-link
+//!   tests;
 //! - [`serial`]: the lock that keeps floods apart;
 //! - [`pty`]: thrum on a terminal, and files it streams into.
 
@@ -17,6 +19,7 @@ pub mod processes;
 pub mod pty;
 pub mod run;
 pub mod serial;
+pub mod topology;
 
 pub use doc::*;
 pub use netns::*;
@@ -24,3 +27,4 @@ pub use processes::*;
 pub use pty::*;
 pub use run::*;
 pub use serial::*;
+pub use topology::*;
