@@ -205,7 +205,9 @@ pub fn connect_many(
             last_scan = Instant::now();
             for i in 0..next {
                 let Some(t) = started[i] else { continue };
-                if should_retry(&addrs[i % addrs.len()], t.elapsed(), retries[i]) {
+                if should_retry(&addrs[i % addrs.len()], t.elapsed(), retries[i])
+                    && !handshake_over(socks[i].as_ref().expect("pending socket"))
+                {
                     // Closing the socket drops its registration with it.
                     socks[i] = None;
                     socks[i] = Some(start_registered(epfd, addrs, bind, opts, i)?);
@@ -270,6 +272,19 @@ pub fn connect_many(
         }
     }
     Ok(socks.into_iter().map(|s| s.expect("connected")).collect())
+}
+
+/// Whether a pending handshake has ended (up or failed) and its event
+/// is only waiting to be read: then it is not started again, which would
+/// leave the server a connection closed before its token.
+fn handshake_over(s: &Socket) -> bool {
+    let mut p = libc::pollfd {
+        fd: s.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, valid for the call; a zero timeout never blocks.
+    unsafe { libc::poll(&mut p, 1, 0) > 0 }
 }
 
 /// Start connecting data connection `i` (to `addrs[i % addrs.len()]`) and
