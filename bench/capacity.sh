@@ -8,9 +8,10 @@
 # included: what a user waits), and the probe's average load as a fraction
 # of the estimate.
 #
-# Needs root and iproute2 (ip, tc). Namespace names carry this script's
-# PID; an EXIT trap stops the server and deletes the namespaces (and the
-# veths with them). Traffic stays inside them.
+# Needs root and iproute2 (ip, tc). The path is bench/lib/netns.sh's, the
+# e2e tests' own; namespace names carry this script's PID; an EXIT trap
+# stops the server and deletes the namespaces (and the veths with them).
+# Traffic stays inside them.
 set -euo pipefail
 
 usage() {
@@ -71,35 +72,19 @@ done
 [[ -x "$THRUM" ]] || { echo "capacity.sh: no thrum binary at $THRUM (cargo build --release)" >&2; exit 2; }
 THRUM="$(realpath "$THRUM")"
 
-A="thrcap$$a"
-R="thrcap$$r"
-B="thrcap$$b"
+# shellcheck source=bench/lib/netns.sh
+source "$ROOT/bench/lib/netns.sh"
 SERVER=""
 cleanup() {
 	[[ -n "$SERVER" ]] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-	for ns in "$A" "$R" "$B"; do ip netns del "$ns" 2>/dev/null || true; done
+	path3_cleanup
 }
 trap cleanup EXIT
 
 # The path: A 10.215.1.1 — R 10.215.1.254 | 10.215.2.254 — B 10.215.2.1.
-for ns in "$A" "$R" "$B"; do
-	ip netns add "$ns"
-	ip -n "$ns" link set lo up
-	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-done
-ip link add va netns "$A" type veth peer name ra netns "$R"
-ip link add vb netns "$B" type veth peer name rb netns "$R"
-ip -n "$A" addr add 10.215.1.1/24 dev va
-ip -n "$R" addr add 10.215.1.254/24 dev ra
-ip -n "$R" addr add 10.215.2.254/24 dev rb
-ip -n "$B" addr add 10.215.2.1/24 dev vb
-for pair in "$A va" "$R ra" "$R rb" "$B vb"; do
-	set -- $pair
-	ip -n "$1" link set "$2" mtu "$MTU" up
-done
-ip -n "$A" route add default via 10.215.1.254
-ip -n "$B" route add default via 10.215.2.254
-ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+path3_build 215 1
+path3_mtu "$MTU"
+A="$P3_A" R="$P3_R" B="$P3_B"
 
 PORT=12899
 ip netns exec "$B" "$THRUM" server --listen 10.215.2.1 -p "$PORT" >/dev/null 2>&1 &
@@ -147,10 +132,7 @@ echo "| shaped rate | estimate | estimate / shaped | seconds to estimate | probe
 echo "|---|---|---|---|---|"
 failed=0
 for r in ${RATES//,/ }; do
-	ip netns exec "$R" tc qdisc del dev "$DEV" root 2>/dev/null || true
-	ip netns exec "$R" tc qdisc add dev "$DEV" root handle 1: htb default 1
-	# (tc warns that the default quantum is big at high rates: harmless here.)
-	ip netns exec "$R" tc class add dev "$DEV" parent 1: classid 1:1 htb rate "${r}mbit" 2>/dev/null
+	path3_htb "$DEV" "${r}mbit"
 	t0=$(date +%s.%N)
 	if ! json=$(timeout 120 ip netns exec "$A" "$THRUM" run capacity -H "10.215.2.1:$PORT" \
 		-l "$DURATION" --warmup "$WARMUP" "${EXTRA[@]}" "${PROBE[@]}" --json); then

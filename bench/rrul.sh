@@ -58,12 +58,13 @@ THRUM="${THRUM:-$ROOT/target/release/thrum}"
 
 SCRATCH="$(mktemp -d)"
 PIDS=()
-NAMESPACES=()
+# shellcheck source=bench/lib/netns.sh
+source "$ROOT/bench/lib/netns.sh"
 cleanup() {
-	local p ns
+	local p
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	for ns in "${NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+	path3_cleanup
 	rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
@@ -188,31 +189,10 @@ if ((NETNS)) && [[ $EUID -eq 0 ]] && command -v ip >/dev/null && command -v tc >
 	IFS=, read -r -a limits <<<"$BUFFERS"
 	for i in "${!limits[@]}"; do
 		limit="${limits[$i]}"
-		a="thr$$ra$i" r="thr$$rr$i" b="thr$$rb$i"
-		NAMESPACES+=("$a" "$r" "$b")
-		for ns in "$a" "$r" "$b"; do
-			ip netns add "$ns"
-			ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-			ip -n "$ns" link set lo up
-		done
-		ip link add va netns "$a" type veth peer name ra netns "$r"
-		ip link add vb netns "$b" type veth peer name rb netns "$r"
-		near="10.218.$((2 * i))" far="10.218.$((2 * i + 1))"
-		ip -n "$a" addr add "$near.1/24" dev va
-		ip -n "$r" addr add "$near.254/24" dev ra
-		ip -n "$r" addr add "$far.254/24" dev rb
-		ip -n "$b" addr add "$far.1/24" dev vb
-		for pair in "$a va" "$r ra" "$r rb" "$b vb"; do
-			read -r ns dev <<<"$pair"
-			ip -n "$ns" link set "$dev" up
-		done
-		ip -n "$a" route add default via "$near.254"
-		ip -n "$b" route add default via "$far.254"
-		ip netns exec "$r" sysctl -qw net.ipv4.ip_forward=1
+		path3_build 218 $((2 * i))
+		a="$P3_A" b="$P3_B" far="$P3_FAR"
 		for dev in ra rb; do
-			ip netns exec "$r" tc qdisc add dev "$dev" root handle 1: htb default 1 r2q 100
-			ip netns exec "$r" tc class add dev "$dev" parent 1: classid 1:1 htb rate 50mbit
-			ip netns exec "$r" tc qdisc add dev "$dev" parent 1:1 bfifo limit "$limit"
+			path3_htb_bfifo "$dev" 50mbit "$limit"
 		done
 		ip netns exec "$b" "$THRUM" server --listen "$far.1" -p 12880 >"$SCRATCH/server-$i.log" 2>&1 &
 		PIDS+=($!)

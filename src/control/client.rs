@@ -26,7 +26,8 @@ use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader, take_engines};
 use crate::analysis::{Gathered, assemble, assemble_mix};
 use crate::engine::{Engines, place};
-use crate::io::socket::{DataSocketOpts, connect};
+use crate::io::connect::{connect_retrying, time_wait_note};
+use crate::io::socket::DataSocketOpts;
 use crate::io::spread::AddrRun;
 use crate::plan::{TestPlan, Transport};
 use crate::result::{Environment, TestResult};
@@ -127,11 +128,24 @@ fn parse_token(hex: &str) -> Result<[u8; TOKEN_LEN]> {
 
 fn connect_control(target: &Target) -> Result<TcpStream> {
     let opts = DataSocketOpts::default();
-    let s = connect(&target.addr, target.bind, &opts, CONNECT_TIMEOUT).with_context(|| {
-        format!(
-            "cannot reach the thrum server at {} (is `thrum server` running there?)",
-            target.label
+    let s = connect_retrying(&target.addr, target.bind, &opts, CONNECT_TIMEOUT).map_err(|e| {
+        // A handshake unanswered while the TIME_WAIT table is full is most
+        // likely a port pair clashing with one of its entries, not a
+        // missing server (io::connect's module doc).
+        let note = matches!(
+            e.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
         )
+        .then(time_wait_note)
+        .flatten();
+        let why = match note {
+            Some(note) => format!("cannot reach the thrum server at {}: {note}", target.label),
+            None => format!(
+                "cannot reach the thrum server at {} (is `thrum server` running there?)",
+                target.label
+            ),
+        };
+        anyhow!(e).context(why)
     })?;
     let s: TcpStream = s.into();
     s.set_nodelay(true)?;

@@ -14,22 +14,17 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_schema, diagnostics, f, ip, json, ns_client_cmd, ns_server, one_at_a_time,
-    run_cmd, svg_text, u,
+    Pair, ServerProc, assert_schema, diagnostics, f, ns_client_cmd, ns_server, one_at_a_time,
+    run_cmd, run_json, svg_text, u,
 };
-use crate::path3::{Path3, TOWARD_A, TOWARD_B};
+use crate::common::{Path3, TOWARD_A, TOWARD_B};
 
 /// `thrum run capacity` from A for `secs`, which must succeed.
 fn capacity(path: &Path3, server: &ServerProc, args: &[&str]) -> Value {
-    let out = run_cmd(
+    let doc = run_json(
         &mut ns_client_cmd(&path.a, server, "capacity", args),
         Duration::from_secs(60),
-    );
-    let doc = json(&out);
-    assert!(
-        out.status.success(),
-        "capacity: {}",
-        doc["summary"]["error"]
+        "capacity",
     );
     assert_schema(&doc);
     doc
@@ -347,60 +342,27 @@ fn capacity_packets_fill_a_jumbo_path() {
 #[test]
 fn capacity_packet_size_follows_the_family_and_caps_on_loopback() {
     let _serial = one_at_a_time();
-    let pid = std::process::id();
-    let (a, b) = (format!("thr{pid}c208"), format!("thr{pid}d208"));
-    if !crate::common::netns_add_or_skip(&a) {
+    // A and B on fd00:213:208::/64, MTU 1280.
+    let Some(pair) = Pair::build_v6(213, 208) else {
         return;
-    }
-    let _gone = NsGuard(vec![a.clone(), b.clone()]);
-    ip(&["netns", "add", &b]);
-    ip(&[
-        "link", "add", "va", "netns", &a, "type", "veth", "peer", "name", "vb", "netns", &b,
-    ]);
-    for (ns, dev, addr) in [(&a, "va", "fd00:213:208::1"), (&b, "vb", "fd00:213:208::2")] {
-        ip(&["-n", ns, "link", "set", dev, "mtu", "1280"]);
-        ip(&[
-            "-n",
-            ns,
-            "addr",
-            "add",
-            &format!("{addr}/64"),
-            "dev",
-            dev,
-            "nodad",
-        ]);
-        ip(&["-n", ns, "link", "set", dev, "up"]);
-        ip(&["-n", ns, "link", "set", "lo", "up"]);
-    }
+    };
+    pair.mtu("1280");
+    let (a, b) = (&pair.a, &pair.b);
     let size = |ns: &str, server: &ServerProc| {
-        let out = run_cmd(
+        let doc = run_json(
             &mut ns_client_cmd(ns, server, "capacity", &["-l", "1s", "--warmup", "0s"]),
             Duration::from_secs(30),
+            "capacity",
         );
-        let doc = json(&out);
-        assert!(out.status.success(), "{}", doc["summary"]["error"]);
         assert_schema(&doc);
         u(&doc["spec"]["send_bytes"])
     };
-    let over_veth = ns_server(&b, "fd00:213:208::2");
-    assert_eq!(size(&a, &over_veth), 1280 - 48);
-    let lo6 = ns_server(&a, "::1");
-    assert_eq!(size(&a, &lo6), 9000 - 48);
-    let lo4 = ns_server(&a, "127.0.0.1");
-    assert_eq!(size(&a, &lo4), 9000 - 28);
-}
-
-/// Deletes the namespaces it names when dropped (the veths go with them).
-struct NsGuard(Vec<String>);
-
-impl Drop for NsGuard {
-    fn drop(&mut self) {
-        for ns in &self.0 {
-            let _ = std::process::Command::new("ip")
-                .args(["netns", "del", ns])
-                .output();
-        }
-    }
+    let over_veth = ns_server(b, &pair.addr_b());
+    assert_eq!(size(a, &over_veth), 1280 - 48);
+    let lo6 = ns_server(a, "::1");
+    assert_eq!(size(a, &lo6), 9000 - 48);
+    let lo4 = ns_server(a, "127.0.0.1");
+    assert_eq!(size(a, &lo4), 9000 - 28);
 }
 
 /// bench/capacity.sh (run by hand, as root, for BENCHMARKS.md): its help

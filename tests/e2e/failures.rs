@@ -355,3 +355,67 @@ fn max_sessions_refuses_with_the_limit_then_serves_again() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A connect that times out while the kernel's TIME_WAIT table is full
+/// says so, with the table's figures, instead of suggesting that no server
+/// runs there. In a namespace of its own, whose table is capped at 10
+/// (net.ipv4.tcp_max_tw_buckets is per namespace) and filled by a short
+/// tcp_crr (the server closes first: one TIME_WAIT per connection); the
+/// server's address is behind a veth whose far end drops every frame (a
+/// static neighbour entry with nobody's MAC), so the SYN goes unanswered.
+#[test]
+fn a_timeout_with_a_full_time_wait_table_names_the_table() {
+    let Some(ns) = crate::common::Netns::loopback_only("twfull") else {
+        return;
+    };
+    let n = ns.0.as_str();
+    for args in [
+        &[
+            "-n", n, "link", "add", "v0", "type", "veth", "peer", "name", "v1",
+        ][..],
+        &["-n", n, "addr", "add", "10.9.9.1/24", "dev", "v0"],
+        &["-n", n, "link", "set", "v0", "up"],
+        &["-n", n, "link", "set", "v1", "up"],
+        &[
+            "-n",
+            n,
+            "neigh",
+            "add",
+            "10.9.9.9",
+            "lladdr",
+            "02:00:00:00:00:09",
+            "dev",
+            "v0",
+        ],
+    ] {
+        crate::common::ip(args);
+    }
+    crate::common::run_ok(
+        crate::common::ns_exec(n, "sysctl").args(["-qw", "net.ipv4.tcp_max_tw_buckets=10"]),
+    );
+    let server = crate::common::ns_server(n, "127.0.0.1");
+    crate::common::run_json(
+        server
+            .thrum()
+            .args(["run", "tcp_crr", "-H", &server.addr, "-n", "50", "--json"]),
+        Duration::from_secs(30),
+        "tcp_crr filling the table",
+    );
+    let t = Instant::now();
+    let out = crate::common::run_cmd(
+        server
+            .thrum()
+            .args(["run", "tcp_rr", "-H", "10.9.9.9:5999", "-l", "1s", "--json"]),
+        Duration::from_secs(30),
+    );
+    assert!(!out.status.success());
+    let doc = crate::common::json(&out);
+    let err = doc["summary"]["error"].as_str().expect("an error");
+    assert!(
+        err.contains("cannot reach the thrum server at 10.9.9.9:5999: the kernel's TIME_WAIT table is full (10 of 10)"),
+        "{err}"
+    );
+    assert!(!err.contains("is `thrum server` running"), "{err}");
+    // Not a loopback address: one attempt, the whole 3 s.
+    assert!(t.elapsed() >= Duration::from_secs(3), "{:?}", t.elapsed());
+}

@@ -20,7 +20,6 @@ mod mix;
 mod netns;
 mod open_loop;
 mod outputs;
-mod path3;
 mod ping;
 mod reports;
 mod rrul_netns;

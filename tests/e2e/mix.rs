@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_schema, f, json_lines, run_client, succeeded, svg_text, u,
+    ServerProc, assert_rejected, assert_schema, f, json_lines, run_client, run_json, svg_text, u,
 };
 
 /// Short phases for loopback runs: 1 s idle, 2 s loaded, 1 s recovery, no
@@ -27,8 +27,11 @@ const SHORT_PHASES: [&str; 8] = [
 pub fn run_mix(server: &ServerProc, args: &[&str]) -> Value {
     let mut all = vec!["run", "-H", &server.addr, "--json"];
     all.extend_from_slice(args);
-    let out = run_client(&all, Duration::from_secs(90));
-    let doc = succeeded(&out, &format!("{args:?}"));
+    let doc = run_json(
+        server.thrum().args(&all),
+        Duration::from_secs(90),
+        &format!("{args:?}"),
+    );
     assert_schema(&doc);
     doc
 }

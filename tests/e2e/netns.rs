@@ -10,14 +10,13 @@
 //! returns, unless `THRUM_E2E_NETNS=required` is set: a root CI job should
 //! set it, so that losing the capability fails instead of passing silently.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, diagnostics, f, ip, json, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server,
-    one_at_a_time, run_cmd, run_ok, u, wait_for_lines,
+    Pair, ServerProc, VETH_A, VETH_B, diagnostics, f, ip, json, ns_client_cmd, ns_exec,
+    one_at_a_time, run_json, run_ok, u, wait_for_lines,
 };
 
 /// The tbf rate, bits/s; `TBF` spells the same rate for tc (shared/TESTING.md).
@@ -25,12 +24,6 @@ const SHAPED_BPS: f64 = 200e6;
 const TBF: [&str; 8] = [
     "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "50ms",
 ];
-
-/// Interface names inside the namespaces. The veth is created directly in
-/// its namespaces, so the names never exist in the root namespace and
-/// cannot collide between parallel tests or test processes.
-const VETH_A: &str = "va";
-const VETH_B: &str = "vb";
 
 /// Which end of the link gets the tbf. tbf shapes egress only, and on the
 /// sender's own interface it never drops: the kernel holds the socket back
@@ -43,13 +36,17 @@ enum Shaper {
 }
 
 /// Two namespaces A (client) and B (server) on 10.213.`subnet`.0/24, joined
-/// by a veth. Dropping it deletes both namespaces, which destroys the veth
-/// with them, also when the test panics. Declare it before any process
-/// running inside it so that those are dropped (killed) first.
-pub(crate) struct Link {
-    pub(crate) a: String,
-    b: String,
-    subnet: u8,
+/// by a veth (the harness's `Pair`). Dropping it deletes both namespaces,
+/// which destroys the veth with them, also when the test panics. Declare
+/// it before any process running inside it so that those are dropped
+/// (killed) first.
+pub(crate) struct Link(Pair);
+
+impl std::ops::Deref for Link {
+    type Target = Pair;
+    fn deref(&self) -> &Pair {
+        &self.0
+    }
 }
 
 impl Link {
@@ -68,85 +65,26 @@ impl Link {
     }
 
     fn build(subnet: u8, shaper: Shaper, tbf: &[&str]) -> Option<Link> {
-        let pid = std::process::id();
-        let (a, b) = (format!("thr{pid}a{subnet}"), format!("thr{pid}b{subnet}"));
-
-        if !netns_add_or_skip(&a) {
-            return None;
-        }
-        // From here on the guard exists, so a failing step still cleans up.
-        let link = Link { a, b, subnet };
-        let (a, b) = (link.a.as_str(), link.b.as_str());
-        ip(&["netns", "add", b]);
-        for ns in [a, b] {
-            // No IPv6 on the link: otherwise router solicitations, MLD
-            // reports and DAD probes from the fresh link-local addresses
-            // land in the packet counters at unpredictable moments.
-            run_ok(Command::new("ip").args([
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1",
-            ]));
-        }
-        ip(&[
-            "link", "add", VETH_A, "netns", a, "type", "veth", "peer", "name", VETH_B, "netns", b,
-        ]);
-        let (cidr_a, cidr_b) = (
-            format!("{}/24", link.addr_a()),
-            format!("{}/24", link.addr_b()),
-        );
-        ip(&["-n", a, "addr", "add", &cidr_a, "dev", VETH_A]);
-        ip(&["-n", b, "addr", "add", &cidr_b, "dev", VETH_B]);
-        for (ns, dev) in [(a, VETH_A), (b, VETH_B), (a, "lo"), (b, "lo")] {
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
+        let link = Link(Pair::build(213, subnet)?);
         let shaped = match shaper {
             Shaper::None => None,
-            Shaper::A => Some((a, VETH_A)),
-            Shaper::B => Some((b, VETH_B)),
+            Shaper::A => Some((&link.a, VETH_A)),
+            Shaper::B => Some((&link.b, VETH_B)),
         };
         if let Some((ns, dev)) = shaped {
-            run_ok(
-                Command::new("ip")
-                    .args(["netns", "exec", ns, "tc", "qdisc", "add", "dev", dev])
-                    .args(tbf),
-            );
+            link.tc(ns, &[&["qdisc", "add", "dev", dev][..], tbf].concat());
         }
         Some(link)
-    }
-
-    fn addr_a(&self) -> String {
-        format!("10.213.{}.1", self.subnet)
-    }
-
-    fn addr_b(&self) -> String {
-        format!("10.213.{}.2", self.subnet)
-    }
-
-    /// A `thrum server` in B, listening on B's address.
-    pub(crate) fn server(&self) -> ServerProc {
-        ns_server(&self.b, &self.addr_b())
     }
 
     /// Run `thrum run TEST -H SERVER ARGS.. --json` in A and return the
     /// parsed result, failing on a non-zero exit.
     pub(crate) fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        let out = run_cmd(
-            &mut ns_client_cmd(&self.a, server, test, args),
+        run_json(
+            &mut self.client_cmd(server, test, args),
             Duration::from_secs(30),
-        );
-        let doc = json(&out);
-        assert!(
-            out.status.success(),
-            "{test}: exit {:?}, error {}",
-            out.status,
-            doc["summary"]["error"]
-        );
-        doc
+            test,
+        )
     }
 
     /// One of A's veth counters (`tx_packets`, `rx_packets`, ...). /sys is
@@ -158,15 +96,6 @@ impl Link {
         text.trim()
             .parse()
             .unwrap_or_else(|e| panic!("{path}: {text:?}: {e}"))
-    }
-}
-
-impl Drop for Link {
-    fn drop(&mut self) {
-        // Best effort and never a panic: this also runs while unwinding.
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use thrum::stats::latency::LatencyHistogram;
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_schema, f, json, not_beside_floods, run_client, u,
+    ServerProc, assert_rejected, assert_schema, f, not_beside_floods, run_client, run_json, u,
 };
 
 /// The open-loop tests the stall test runs (tcp_cc is tcp_crr's machine
@@ -20,12 +20,10 @@ const OPEN_LOOP_TESTS: &[&str] = &["tcp_rr", "udp_rr", "tcp_crr"];
 fn run(server: &ServerProc, test: &str, extra: &[&str]) -> Value {
     let mut args = vec!["run", test, "-H", &server.addr, "--json"];
     args.extend_from_slice(extra);
-    let out = run_client(&args, Duration::from_secs(60));
-    let doc = json(&out);
-    assert!(
-        out.status.success(),
-        "{test} {extra:?}: {}",
-        doc["summary"]["error"]
+    let doc = run_json(
+        server.thrum().args(&args),
+        Duration::from_secs(60),
+        &format!("{test} {extra:?}"),
     );
     assert_schema(&doc);
     doc
@@ -49,7 +47,9 @@ fn signal(pid: u32, sig: i32) {
 /// just before SIGSTOP to just after SIGCONT: on a busy machine the
 /// sleep between them overruns, and the test counts what really happened).
 fn stalled_run(test: &str, open: bool, stall: bool) -> (Value, Duration) {
-    let server = ServerProc::start(&[]);
+    // tcp_crr's connections leave their TIME_WAIT in a namespace of their
+    // own (`ServerProc::isolated`).
+    let server = ServerProc::isolated("ol-stall", &[]);
     let pid = server.pid();
     let idle_fds = server.open_fds();
     let stopper = thread::spawn(move || {
@@ -409,7 +409,8 @@ fn assert_littles_law(what: &str, s: &Value) {
 fn udp_rr_holds_its_rate_to_100k_and_littles_law() {
     // 100k datagrams/s each way takes both CPUs: alone, as the floods are.
     let _solo = crate::common::one_at_a_time();
-    let server = ServerProc::start(&[]);
+    // Its tcp_crr at 1,000/s: in a namespace of its own.
+    let server = ServerProc::isolated("ol-rates", &[]);
     for rate in ["100", "1000", "10000", "100000"] {
         let doc = run(
             &server,
@@ -475,7 +476,7 @@ fn udp_rr_holds_its_rate_to_100k_and_littles_law() {
 #[test]
 fn tcp_cc_open_loop_holds_its_rate() {
     let _quiet = not_beside_floods();
-    let server = ServerProc::start(&[]);
+    let server = ServerProc::isolated("ol-cc", &[]);
     let rate = 500.0;
     let doc = run(
         &server,
@@ -508,7 +509,7 @@ fn tcp_cc_open_loop_holds_its_rate() {
 #[test]
 fn a_count_limited_open_loop_runs_exactly_n_on_schedule() {
     let _quiet = not_beside_floods();
-    let server = ServerProc::start(&[]);
+    let server = ServerProc::isolated("ol-count", &[]);
     let (n, rate) = (1500u64, 1000.0);
     for test in ["tcp_rr", "udp_rr", "tcp_crr"] {
         let doc = run(

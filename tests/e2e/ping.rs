@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::{Path3, TOWARD_A, TOWARD_B};
 use crate::common::{assert_schema_named, bin, f, json, one_at_a_time, run_cmd, u};
-use crate::path3::{Path3, TOWARD_A, TOWARD_B};
 
 /// Both tools run pinned to CPU 0: unpinned, a round trip that crosses
 /// CPUs swings by ±20 % from run to run on this VM (shared/TESTING.md),

@@ -30,8 +30,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, bin, ip, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, one_at_a_time,
-    run_cmd, run_ok, succeeded, u,
+    Path3, ServerProc, TOWARD_A, TOWARD_B, bin, ns_exec, one_at_a_time, run_json, run_ok, u,
 };
 use crate::mix::{
     assert_conserved, assert_interval_fairness, assert_interval_retransmits, flow_goodputs, jain,
@@ -44,93 +43,27 @@ const DEEP: &str = "1250000";
 /// A shallow buffer: 16,000 bytes, 2.6 ms at 50 Mbit/s.
 const SHALLOW: &str = "16000";
 
-const VETH_A: &str = "va";
-const VETH_RA: &str = "ra";
-const VETH_RB: &str = "rb";
-const VETH_B: &str = "vb";
+/// R's egresses: toward A (the server-to-client way) and toward B.
+const VETH_RA: &str = TOWARD_A;
+const VETH_RB: &str = TOWARD_B;
 
-/// A — R — B on 10.217.`subnet`.0/24 and 10.217.`subnet`+1.0/24, both of
-/// R's egresses shaped; the namespaces carry the process id and the
-/// subnet, and are deleted on drop (also when a test panics).
-struct Bottleneck {
-    a: String,
-    r: String,
-    b: String,
-    subnet: u8,
-}
+/// The A — R — B path (`Path3`) on 10.217.`subnet`.0/24 and
+/// 10.217.`subnet`+1.0/24, both of R's egresses shaped to 50 Mbit/s by
+/// htb with a bfifo of `limit` bytes under it; deleted on drop (also when
+/// a test panics).
+struct Bottleneck(Path3);
 
 impl Bottleneck {
     fn new(subnet: u8, limit: &str) -> Option<Bottleneck> {
-        let pid = std::process::id();
-        let [a, r, b] = ["a", "r", "b"].map(|end| format!("thr{pid}l{end}{subnet}"));
-        if !netns_add_or_skip(&a) {
-            return None;
-        }
-        let path = Bottleneck { a, r, b, subnet };
-        let (a, r, b) = (path.a.as_str(), path.r.as_str(), path.b.as_str());
-        ip(&["netns", "add", r]);
-        ip(&["netns", "add", b]);
-        for ns in [a, r, b] {
-            run_ok(ns_exec(ns, "sysctl").args([
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1",
-            ]));
-        }
-        ip(&[
-            "link", "add", VETH_A, "netns", a, "type", "veth", "peer", "name", VETH_RA, "netns", r,
-        ]);
-        ip(&[
-            "link", "add", VETH_B, "netns", b, "type", "veth", "peer", "name", VETH_RB, "netns", r,
-        ]);
-        let (near, far) = (subnet, subnet + 1);
-        for (ns, dev, addr) in [
-            (a, VETH_A, format!("10.217.{near}.1/24")),
-            (r, VETH_RA, format!("10.217.{near}.254/24")),
-            (r, VETH_RB, format!("10.217.{far}.254/24")),
-            (b, VETH_B, format!("10.217.{far}.1/24")),
-        ] {
-            ip(&["-n", ns, "addr", "add", &addr, "dev", dev]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        ip(&[
-            "-n",
-            a,
-            "route",
-            "add",
-            "default",
-            "via",
-            &format!("10.217.{near}.254"),
-        ]);
-        ip(&[
-            "-n",
-            b,
-            "route",
-            "add",
-            "default",
-            "via",
-            &format!("10.217.{far}.254"),
-        ]);
-        run_ok(ns_exec(r, "sysctl").args(["-qw", "net.ipv4.ip_forward=1"]));
+        let path = Path3::build(217, subnet)?;
         for dev in [VETH_RA, VETH_RB] {
-            path.tc(&[
-                "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1", "r2q",
-                "100",
-            ]);
-            path.tc(&[
-                "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate",
-                "50mbit",
-            ]);
-            path.tc(&[
-                "qdisc", "add", "dev", dev, "parent", "1:1", "bfifo", "limit", limit,
-            ]);
+            path.htb_bfifo(dev, "50mbit", limit);
         }
-        Some(path)
+        Some(Bottleneck(path))
     }
 
     fn tc(&self, args: &[&str]) {
-        run_ok(ns_exec(&self.r, "tc").args(args));
+        self.0.tc(args);
     }
 
     /// A second class on R's egress `dev` (toward B: `VETH_RB`, toward A:
@@ -154,7 +87,7 @@ impl Bottleneck {
     /// show` (this tc prints no JSON for classes): the line after `class
     /// htb ID ...` reads ` Sent N bytes M pkt ...`.
     fn class_bytes(&self, dev: &str, id: &str) -> u64 {
-        let out = run_ok(ns_exec(&self.r, "tc").args(["-s", "class", "show", "dev", dev]));
+        let out = run_ok(ns_exec(&self.0.r, "tc").args(["-s", "class", "show", "dev", dev]));
         let text = String::from_utf8_lossy(&out.stdout);
         let head = format!("class htb {id} ");
         let mut lines = text.lines().skip_while(|l| !l.starts_with(&head));
@@ -169,15 +102,15 @@ impl Bottleneck {
     }
 
     fn server(&self) -> ServerProc {
-        ns_server(&self.b, &format!("10.217.{}.1", self.subnet + 1))
+        self.0.server()
     }
 
     /// The server in B pinned to CPU 0 (`taskset` execs thrum, so the
     /// child is still the server).
     fn pinned_server(&self) -> ServerProc {
-        let mut cmd = ns_exec(&self.b, "taskset");
+        let mut cmd = ns_exec(&self.0.b, "taskset");
         cmd.args(["-c", "0", bin()]);
-        ServerProc::start_with(cmd, &format!("10.217.{}.1", self.subnet + 1), &[])
+        ServerProc::start_with(cmd, &self.0.addr_b(), &[])
     }
 
     /// The EF class's and the default class's bytes on R's egress `dev`
@@ -191,12 +124,12 @@ impl Bottleneck {
 
     /// `thrum run ARGS -H server --json` in A, which must succeed.
     fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        succeed(ns_client_cmd(&self.a, server, test, args), test, args)
+        succeed(self.0.client_cmd(server, test, args), test, args)
     }
 
     /// The same on CPU 0 alone, beside a `pinned_server`.
     fn pinned_client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        let mut cmd = ns_exec(&self.a, "taskset");
+        let mut cmd = ns_exec(&self.0.a, "taskset");
         cmd.args(["-c", "0", bin(), "run", test, "-H", &server.addr])
             .args(args)
             .arg("--json");
@@ -206,16 +139,11 @@ impl Bottleneck {
 
 /// Run a client command; its JSON result, which must be a success.
 fn succeed(mut cmd: Command, test: &str, args: &[&str]) -> Value {
-    let out = run_cmd(&mut cmd, Duration::from_secs(90));
-    succeeded(&out, &format!("{test} {args:?}"))
-}
-
-impl Drop for Bottleneck {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.r, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
+    run_json(
+        &mut cmd,
+        Duration::from_secs(90),
+        &format!("{test} {args:?}"),
+    )
 }
 
 /// The phases of a run through the bottleneck: no warm-up, 3 s idle,

@@ -9,68 +9,14 @@
 
 use std::net::{IpAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::process::Command;
 
 use thrum::sensors::provenance::Interface;
 use thrum::sensors::{IfCounters, Provenance, human_lines, route_interface};
 
-use crate::common::{ip, netns_add_or_skip};
+use crate::common::Pair;
 
 /// Unique among the namespace tests of this binary (see netns.rs).
 const SUBNET: u8 = 31;
-
-/// Namespaces A and B joined by veth `va`–`vb` on 10.213.31.0/24; dropping
-/// it deletes both, and the veth with them.
-struct Pair {
-    a: String,
-    b: String,
-}
-
-impl Pair {
-    fn new() -> Option<Pair> {
-        let pid = std::process::id();
-        let (a, b) = (format!("thr{pid}s{SUBNET}a"), format!("thr{pid}s{SUBNET}b"));
-        if !netns_add_or_skip(&a) {
-            return None;
-        }
-        let pair = Pair { a, b };
-        let (a, b) = (pair.a.as_str(), pair.b.as_str());
-        ip(&["netns", "add", b]);
-        ip(&[
-            "link", "add", "va", "netns", a, "type", "veth", "peer", "name", "vb", "netns", b,
-        ]);
-        ip(&[
-            "-n",
-            a,
-            "addr",
-            "add",
-            &format!("10.213.{SUBNET}.1/24"),
-            "dev",
-            "va",
-        ]);
-        ip(&[
-            "-n",
-            b,
-            "addr",
-            "add",
-            &format!("10.213.{SUBNET}.2/24"),
-            "dev",
-            "vb",
-        ]);
-        for (ns, dev) in [(a, "va"), (b, "vb"), (a, "lo"), (b, "lo")] {
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
-        Some(pair)
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-}
 
 /// Move the calling thread into namespace `ns`.
 fn enter(ns: &str) {
@@ -82,7 +28,9 @@ fn enter(ns: &str) {
 
 #[test]
 fn sensors_see_the_veth_of_their_namespace() {
-    let Some(pair) = Pair::new() else {
+    // A and B joined by veth `va`–`vb` on 10.213.31.0/24; dropping it
+    // deletes both, and the veth with them.
+    let Some(pair) = Pair::build(213, SUBNET) else {
         return;
     };
     let ns = pair.a.clone();

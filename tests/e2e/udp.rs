@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::common::{
     ServerProc, assert_rejected, assert_schema, diagnostics, f, json, not_beside_floods,
-    run_client, u,
+    run_client, run_json, u,
 };
 
 /// `thrum run ARGS -H server -l 1s --json`, failing on a non-zero exit.
@@ -27,12 +27,10 @@ pub fn run(server: &ServerProc, args: &[&str]) -> Value {
         "250ms",
         "--json",
     ]);
-    let out = run_client(&all, Duration::from_secs(30));
-    let doc = json(&out);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        doc["summary"]["error"]
+    let doc = run_json(
+        server.thrum().args(&all),
+        Duration::from_secs(30),
+        &format!("{args:?}"),
     );
     assert_schema(&doc);
     doc

@@ -32,8 +32,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, f, ip, json, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, one_at_a_time,
-    run_cmd, run_ok, u,
+    Path3, ServerProc, TOWARD_B, f, ns_exec, one_at_a_time, run_json, run_ok, succeeded, u,
 };
 
 /// R's tbf toward B, bits/s; `TBF` spells the same for tc (shared/TESTING.md).
@@ -53,155 +52,47 @@ const PAYLOAD: u64 = 1400;
 /// where 50 Mbit/s × 1400/1442 = 48.54 Mbit/s.
 const FRAME: u64 = PAYLOAD + 8 + 20 + 14;
 
-/// Interface names inside the namespaces. Each veth is created directly in
-/// its namespaces, so the names never exist in the root namespace and
-/// cannot collide between tests or test processes. (Not "a" or "br": `ip
-/// link add` reads those as abbreviations of `address` and `broadcast`.)
-const VETH_A: &str = "va";
-const VETH_RA: &str = "ra";
-const VETH_RB: &str = "rb";
-/// The unshaped R — B veth that carries TCP (the control connections).
-const VETH_RC: &str = "rc";
-const VETH_BC: &str = "vc";
-const VETH_B: &str = "vb";
-
-/// A — R — B on 10.213.`subnet`.0/24 (A .1, R .254) and
-/// 10.213.`subnet`+1.0/24 (B .1, R .254), default routes through R, the tbf
-/// on R's veth toward B. Dropping it deletes the three namespaces, which
-/// destroys the veths with them, also when the test panics. Declare it
-/// before any process running inside it so that those are dropped first.
-struct Routed {
-    a: String,
-    r: String,
-    b: String,
-    subnet: u8,
-}
+/// The A — R — B path (`Path3`) on 10.213.`subnet`.0/24 and
+/// 10.213.`subnet`+1.0/24, the tbf on R's veth toward B, TCP around it
+/// (module doc). Declare it before any process running inside it so that
+/// those are dropped first.
+struct Routed(Path3);
 
 impl Routed {
     /// Build the path, or explain on stderr why this machine cannot and
-    /// return None so the caller skips. `subnet` must be unique per test:
-    /// the namespace names carry it, and the process id alone does not
-    /// separate tests running in threads of one process.
+    /// return None so the caller skips. `subnet` must be unique per test.
     fn new(subnet: u8) -> Option<Routed> {
-        let pid = std::process::id();
-        let [a, r, b] = ["a", "r", "b"].map(|end| format!("thr{pid}{end}{subnet}"));
-        if !netns_add_or_skip(&a) {
-            return None;
-        }
-        // From here on the guard exists, so a failing step still cleans up.
-        let path = Routed { a, r, b, subnet };
-        let (a, r, b) = (path.a.as_str(), path.r.as_str(), path.b.as_str());
-        ip(&["netns", "add", r]);
-        ip(&["netns", "add", b]);
-        for ns in [a, r, b] {
-            // No IPv6: router solicitations, MLD reports and DAD probes
-            // would otherwise cross the tbf at unpredictable moments.
-            run_ok(ns_exec(ns, "sysctl").args([
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1",
-            ]));
-        }
-        ip(&[
-            "link", "add", VETH_A, "netns", a, "type", "veth", "peer", "name", VETH_RA, "netns", r,
-        ]);
-        ip(&[
-            "link", "add", VETH_B, "netns", b, "type", "veth", "peer", "name", VETH_RB, "netns", r,
-        ]);
-        // The unshaped R — B veth for TCP (module doc).
-        ip(&[
-            "link", "add", VETH_RC, "netns", r, "type", "veth", "peer", "name", VETH_BC, "netns", b,
-        ]);
-        let (near, far) = (path.subnet, path.subnet + 1);
-        let bypass = path.subnet;
-        for (ns, dev, addr) in [
-            (a, VETH_A, format!("10.213.{near}.1/24")),
-            (r, VETH_RA, format!("10.213.{near}.254/24")),
-            (r, VETH_RB, format!("10.213.{far}.254/24")),
-            (b, VETH_B, format!("10.213.{far}.1/24")),
-            (r, VETH_RC, format!("10.214.{bypass}.254/24")),
-            (b, VETH_BC, format!("10.214.{bypass}.1/24")),
-        ] {
-            ip(&["-n", ns, "addr", "add", &addr, "dev", dev]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        ip(&[
-            "-n",
-            a,
-            "route",
-            "add",
-            "default",
-            "via",
-            &format!("10.213.{near}.254"),
-        ]);
-        ip(&[
-            "-n",
-            b,
-            "route",
-            "add",
-            "default",
-            "via",
-            &format!("10.213.{far}.254"),
-        ]);
-        run_ok(ns_exec(r, "sysctl").args(["-qw", "net.ipv4.ip_forward=1"]));
-        run_ok(
-            ns_exec(r, "tc")
-                .args(["qdisc", "add", "dev", VETH_RB])
-                .args(TBF),
-        );
-        // TCP toward B goes around the tbf (module doc): R routes it to B's
-        // address over rc — vc, and B takes it there (a local address is
-        // local on every interface; rp_filter is off in a new namespace).
-        ip(&["-n", r, "rule", "add", "ipproto", "tcp", "lookup", "100"]);
-        ip(&[
-            "-n",
-            r,
-            "route",
-            "add",
-            &format!("10.213.{far}.0/24"),
-            "via",
-            &format!("10.214.{bypass}.1"),
-            "dev",
-            VETH_RC,
-            "table",
-            "100",
-        ]);
-        Some(path)
-    }
-
-    fn addr_b(&self) -> String {
-        format!("10.213.{}.1", self.subnet + 1)
+        let path = Path3::new(subnet)?;
+        path.tc(&[&["qdisc", "add", "dev", TOWARD_B][..], &TBF].concat());
+        path.tcp_around();
+        Some(Routed(path))
     }
 
     /// A `thrum server` in B, listening on B's address.
     fn server(&self) -> ServerProc {
-        ns_server(&self.b, &self.addr_b())
+        self.0.server()
     }
 
     /// `thrum run TEST -H SERVER ARGS.. --json`, to be run in A.
     fn client_cmd(&self, server: &ServerProc, test: &str, args: &[&str]) -> Command {
-        ns_client_cmd(&self.a, server, test, args)
+        self.0.client_cmd(server, test, args)
     }
 
     /// Run a client in A to completion and return the parsed result,
     /// failing on a non-zero exit.
     fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        let out = run_cmd(
+        run_json(
             &mut self.client_cmd(server, test, args),
             Duration::from_secs(30),
-        );
-        success(&out, test)
+            test,
+        )
     }
 
     /// Packets R's tbf has dropped so far. R's qdisc sees only the UDP it
     /// forwards toward B (TCP goes around it), so each drop is one of the
     /// tests' datagrams.
     fn tbf_drops(&self) -> u64 {
-        let out =
-            run_ok(ns_exec(&self.r, "tc").args(["-s", "-j", "qdisc", "show", "dev", VETH_RB]));
-        let qdiscs: Value = serde_json::from_slice(&out.stdout).expect("tc -j prints JSON");
-        u(&qdiscs[0]["drops"])
+        self.0.drops(TOWARD_B)
     }
 
     /// One of the SNMP counters of namespace `ns`: `proto` "Udp" with
@@ -230,27 +121,6 @@ impl Routed {
             .parse()
             .expect("snmp counter")
     }
-}
-
-impl Drop for Routed {
-    fn drop(&mut self) {
-        // Best effort and never a panic: this also runs while unwinding.
-        for ns in [&self.a, &self.r, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-}
-
-/// Parse a client's JSON and fail unless it exited 0.
-fn success(out: &Output, test: &str) -> Value {
-    let doc = json(out);
-    assert!(
-        out.status.success(),
-        "{test}: exit {:?}, error {}",
-        out.status,
-        doc["summary"]["error"]
-    );
-    doc
 }
 
 /// A client running in the background, its output going to unnamed
@@ -358,12 +228,12 @@ fn udp_stream_loss_is_counted_exactly() {
     // The referee. A's kernel counted every datagram thrum handed it, B's
     // every datagram it queued to a socket.
     let (a_out, b_in) = (
-        Routed::snmp(&path.a, "Udp", "OutDatagrams"),
-        Routed::snmp(&path.b, "Udp", "InDatagrams"),
+        Routed::snmp(&path.0.a, "Udp", "OutDatagrams"),
+        Routed::snmp(&path.0.b, "Udp", "InDatagrams"),
     );
     let (b_rcvbuf, a_retrans, tbf) = (
-        Routed::snmp(&path.b, "Udp", "RcvbufErrors"),
-        Routed::snmp(&path.a, "Tcp", "RetransSegs"),
+        Routed::snmp(&path.0.b, "Udp", "RcvbufErrors"),
+        Routed::snmp(&path.0.a, "Tcp", "RetransSegs"),
         path.tbf_drops(),
     );
     eprintln!(
@@ -483,7 +353,7 @@ fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
     let start = Instant::now();
     while path.tbf_drops() == 0 {
         if !flood.running() {
-            success(&flood.finish(Duration::ZERO), "udp_stream flood");
+            succeeded(&flood.finish(Duration::ZERO), "udp_stream flood");
             panic!("the flood ended before R's tbf dropped anything");
         }
         assert!(
@@ -526,7 +396,7 @@ fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
         eprintln!("udp_rr: the flood ended before the RR did");
     }
     let flood_out = flood.finish(Duration::from_secs(30));
-    let flood_doc = success(&flood_out, "udp_stream flood");
+    let flood_doc = succeeded(&flood_out, "udp_stream flood");
     let fs = &flood_doc["summary"];
     eprintln!(
         "flood: lost {} of {} sent; sent {:.1} Mbit/s, received {:.1} Mbit/s",
@@ -553,9 +423,9 @@ fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
     // The referee: the namespaces' UDP counters hold exactly the two
     // clients' datagrams. Responses travel B to A unshaped and all arrive.
     let (ft, fr) = (&fs["local"]["total"], &fs["remote"]["total"]);
-    let a_out = Routed::snmp(&path.a, "Udp", "OutDatagrams");
-    let a_in = Routed::snmp(&path.a, "Udp", "InDatagrams");
-    let b_in = Routed::snmp(&path.b, "Udp", "InDatagrams");
+    let a_out = Routed::snmp(&path.0.a, "Udp", "OutDatagrams");
+    let a_in = Routed::snmp(&path.0.a, "Udp", "InDatagrams");
+    let b_in = Routed::snmp(&path.0.b, "Udp", "InDatagrams");
     assert_eq!(
         a_out,
         u(&ft["datagrams_sent"]) + sent,

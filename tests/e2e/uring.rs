@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, diagnostics, not_beside_floods, run_client, run_short, u};
+use crate::common::{
+    ServerProc, diagnostics, not_beside_floods, run_client, run_json, run_short, u,
+};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -43,7 +45,9 @@ fn uring_available(server: &ServerProc) -> bool {
 
 #[test]
 fn every_tcp_test_runs_and_adds_up_on_uring() {
-    let server = ServerProc::start(&[]);
+    // tcp_crr and tcp_cc: thousands of connections, their TIME_WAIT in a
+    // namespace of their own (`ServerProc::isolated`).
+    let server = ServerProc::isolated("uring-tcp", &[]);
     if !uring_available(&server) {
         return;
     }
@@ -328,7 +332,7 @@ fn connection_tests_run_on_uring_and_add_up() {
     // Connections as fast as both CPUs go: not beside the shaped-link and
     // pinned-latency tests, whose CPUs it would take.
     let _quiet = not_beside_floods();
-    let server = ServerProc::start(&[]);
+    let server = ServerProc::isolated("uring-crr", &[]);
     if !uring_available(&server) {
         return;
     }
@@ -344,9 +348,7 @@ fn connection_tests_run_on_uring_and_add_up() {
                         args.extend_from_slice(&["-H", h]);
                     }
                     let what = &format!("{args:?}");
-                    let out = run_client(&args, Duration::from_secs(60));
-                    let doc = crate::common::json(&out);
-                    assert!(out.status.success(), "{what}: {}", doc["summary"]["error"]);
+                    let doc = run_json(server.thrum().args(&args), Duration::from_secs(60), what);
                     assert_all_uring(&doc, what);
                     assert_eq!(
                         diagnostics(&doc, "uring_fallback"),
@@ -415,12 +417,11 @@ fn close_rst_on_uring_leaves_no_time_wait() {
             "uring",
         ];
         let what = &format!("{test} --close {close}");
-        let out = crate::common::run_cmd(
+        let doc = run_json(
             &mut crate::common::ns_client_cmd(&ns.0, &server, test, &args),
             Duration::from_secs(60),
+            what,
         );
-        let doc = crate::common::json(&out);
-        assert!(out.status.success(), "{what}: {}", doc["summary"]["error"]);
         assert_all_uring(&doc, what);
         let trans = u(&doc["summary"]["local"]["total"]["transactions"]) as usize;
         assert_eq!(trans, 1000, "{what}");

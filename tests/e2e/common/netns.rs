@@ -1,0 +1,130 @@
+//! Network namespaces: the capability probe (with its skip), a
+//! loopback-only namespace of a test's own, commands run inside one, and
+//! the setup commands' time bound.
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use super::processes::{ServerProc, bin, run_cmd};
+
+/// A `thrum server` inside network namespace `ns`, listening on `addr`.
+pub fn ns_server(ns: &str, addr: &str) -> ServerProc {
+    let mut server = ServerProc::start_with(ns_exec(ns, bin()), addr, &[]);
+    server.ns = Some(ns.to_string());
+    server
+}
+
+/// `thrum run TEST -H SERVER ARGS.. --json`, to be run inside namespace `ns`.
+pub fn ns_client_cmd(ns: &str, server: &ServerProc, test: &str, args: &[&str]) -> Command {
+    let mut cmd = ns_exec(ns, bin());
+    cmd.args(["run", test, "-H", &server.addr])
+        .args(args)
+        .arg("--json");
+    cmd
+}
+
+/// Setup commands (ip, tc, sysctl, cat) finish in milliseconds; this only
+/// bounds a wedged one.
+pub const SETUP_LIMIT: Duration = Duration::from_secs(10);
+
+/// Create network namespace `name`, doubling as the capability probe:
+/// without root or without iproute2's netns support this is what fails.
+/// Then it explains on stderr and returns false so the caller skips, unless
+/// `THRUM_E2E_NETNS=required` is set: a root CI job sets it, so that losing
+/// the capability fails instead of passing silently.
+pub fn netns_add_or_skip(name: &str) -> bool {
+    match netns_add(name) {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}; shaped-link tests need root and iproute2");
+            false
+        }
+    }
+}
+
+/// `ip netns add NAME`, or why not (and a panic under
+/// `THRUM_E2E_NETNS=required`).
+fn netns_add(name: &str) -> Result<(), String> {
+    match Command::new("ip").args(["netns", "add", name]).output() {
+        Ok(out) if out.status.success() => Ok(()),
+        other => {
+            let why = match other {
+                Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                Err(e) => format!("cannot run ip: {e}"),
+            };
+            let msg = format!("`ip netns add` failed ({why})");
+            if std::env::var("THRUM_E2E_NETNS").as_deref() == Ok("required") {
+                panic!("{msg}; shaped-link tests need root and iproute2");
+            }
+            Err(msg)
+        }
+    }
+}
+
+/// A network namespace with only its loopback up, deleted on drop: a
+/// kernel of its own for a test (its port range, its TIME_WAIT table).
+pub struct Netns(pub String);
+
+impl Netns {
+    /// `thrum-TAG-PID`, or None (skipped, see [`netns_add_or_skip`]).
+    pub fn loopback_only(tag: &str) -> Option<Netns> {
+        let ns = Netns(format!("thrum-{tag}-{}", std::process::id()));
+        if !netns_add_or_skip(&ns.0) {
+            return None;
+        }
+        run_ok(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]));
+        Some(ns)
+    }
+
+    /// As [`Netns::loopback_only`], but where namespaces are unavailable
+    /// the caller runs on the host instead of skipping (None, with a note).
+    pub fn loopback_only_or_host(tag: &str) -> Option<Netns> {
+        let ns = Netns(format!("thrum-{tag}-{}", std::process::id()));
+        if let Err(why) = netns_add(&ns.0) {
+            eprintln!("NOTE: {why}; running on the host's loopback");
+            return None;
+        }
+        run_ok(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]));
+        Some(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Best effort and never a panic: this also runs while unwinding.
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// `thrum` inside `ns` (from [`Netns::loopback_only_or_host`]), or on the
+/// host where that gave none.
+pub fn thrum_in(ns: Option<&Netns>) -> Command {
+    match ns {
+        Some(ns) => ns_exec(&ns.0, bin()),
+        None => Command::new(bin()),
+    }
+}
+
+/// `program` run inside namespace `ns`; `ip netns exec` execs it, so the
+/// child's pid is the program's own and killing the child kills it.
+pub fn ns_exec(ns: &str, program: &str) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns, program]);
+    cmd
+}
+
+pub fn ip(args: &[&str]) -> Output {
+    run_ok(Command::new("ip").args(args))
+}
+
+/// Run a setup command under the time bound and fail loudly if it fails.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let shown = format!("{cmd:?}");
+    let out = run_cmd(cmd, SETUP_LIMIT);
+    assert!(
+        out.status.success(),
+        "{shown} failed: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    out
+}
