@@ -64,7 +64,7 @@ pub fn ephemeral_range() -> (u16, u16) {
 /// Linux's default 28,232), at least 16.
 pub fn default_max_ports() -> u64 {
     let (lo, hi) = ephemeral_range();
-    ((hi - lo) as u64 + 1) / PORTS_SHARE
+    (((hi - lo) as u64 + 1) / PORTS_SHARE).max(16)
 }
 
 /// Resident memory of one session thread: the stack pages it touches and
@@ -132,7 +132,7 @@ impl Default for SessionLimits {
             max_memory_bytes: default_max_memory(),
             max_threads: DEFAULT_MAX_THREADS,
             max_sessions_per_client: default_max_sessions_per_client(DEFAULT_MAX_SESSIONS),
-            max_ports: default_max_ports().max(16),
+            max_ports: default_max_ports(),
             start_timeout: START_TIMEOUT,
         }
     }
@@ -232,15 +232,21 @@ fn bytes(b: u64) -> String {
     }
 }
 
-/// The flags of an open-loop udp_rr spec, whose server holds a buffer
-/// per request the window allows (`--max-inflight`), each the size of a
-/// request or a response: named, since they are what to lower.
+/// The flags of an open-loop spec whose server holds a buffer per request
+/// its window allows (`--max-inflight`; udp_rr), each the size of a
+/// request or a response, when the window is most of the estimate: named,
+/// since they are what to lower.
 fn window_flags(plan: &TestPlan) -> Option<String> {
     let p = plan
         .part_plans()
         .into_iter()
         .filter(|p| p.offered_per_s.is_some() && p.test.traits().max_inflight)
-        .max_by_key(|p| (p.test.desc().server_buffers)(p).0)?;
+        .max_by_key(memory_estimate)?;
+    let mut one = p.clone();
+    one.max_inflight = 1;
+    if memory_estimate(&p) < memory_estimate(&one).saturating_mul(2) {
+        return None;
+    }
     Some(format!(
         "--max-inflight {} with -r {},{}{} ({} flow{})",
         p.max_inflight,
@@ -451,6 +457,17 @@ mod tests {
         d.offered_per_s = Some(1000);
         d.driver = crate::plan::DriverChoice::Uring;
         assert!(memory_estimate(&d) < 4 << 20, "{}", memory_estimate(&d));
+        // tcp_rr's server does not size by the window: not named.
+        let mut t = TestPlan::new(TestKind::TcpRr);
+        t.offered_per_s = Some(1000);
+        t.max_inflight = 65_536;
+        t.flows = 100;
+        t.threads = 100;
+        let e = l.check(&t).unwrap_err();
+        assert!(
+            !e.contains("--max-inflight") && e.contains("--max-session-memory"),
+            "{e}"
+        );
         // Epoll allocates neither the send slab nor the ring.
         p.driver = crate::plan::DriverChoice::Epoll;
         assert_eq!((*desc_of(&p))(&p).1, 0);

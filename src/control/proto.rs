@@ -63,6 +63,7 @@ pub struct ServerLimits {
     /// plus [`ServerLimits::start_timeout_per_flow_ns`] per flow.
     #[serde(default)]
     pub start_timeout_ns: u64,
+    /// What each flow adds to the wait for `start` (connecting it).
     #[serde(default)]
     pub start_timeout_per_flow_ns: u64,
 }
