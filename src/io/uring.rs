@@ -774,6 +774,24 @@ mod tests {
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
 
+    /// The ring's size comes from a peer's spec: small buffers keep their
+    /// count (a power of two, up to 32,768), large ones stop at 64 MiB
+    /// unless 1,024 of them are more; nothing here aborts.
+    #[test]
+    fn a_ring_is_bounded_whatever_it_is_asked() {
+        let r = |size, count| RecvBuffers { size, count };
+        assert_eq!(ring_count(r(64, 100)), 128);
+        assert_eq!(ring_count(r(2048, 1 << 20)), 32768);
+        assert_eq!(ring_count(r(16 << 10, 32768)), 4096);
+        assert_eq!(ring_count(r(65_508, 65_537)), 1024);
+        assert_eq!(ring_bytes(r(65_508, 65_537)), 1024 * 65_508);
+        assert!(ring_bytes(r(1 << 20, usize::MAX)) <= 1024 << 20);
+        assert_eq!(zeroed(0).unwrap().len(), 0);
+        assert!(zeroed(4096).unwrap().iter().all(|&b| b == 0));
+        // 64 TiB: refused by the allocator, an error and not an abort.
+        assert!(zeroed(1 << 46).is_err());
+    }
+
     /// A connected loopback TCP pair, or None (said on stderr) without io_uring.
     fn pair_if_uring() -> Option<(TcpStream, TcpStream)> {
         if let Err(why) = probe() {
