@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 use crate::control::auth::Psk;
 use crate::control::limits::{
     DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY, DEFAULT_MAX_THREADS,
+    default_max_sessions_per_client,
 };
 use crate::control::log::LogFormat;
 use crate::control::server::ServerConfig;
@@ -80,6 +81,12 @@ pub struct HardeningArgs {
     /// Threads all sessions together may make the server run, a worker per --threads and one per session (2..=1000000).
     #[arg(long, default_value_t = DEFAULT_MAX_THREADS, value_parser = clap::value_parser!(u64).range(2..=1_000_000), value_name = "N")]
     pub max_threads: u64,
+    /// Sessions one client may hold at once, in their handshake or running; a client is an IPv4 address or an IPv6 /64 (1..=4096; default a quarter of --max-sessions).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), value_name = "N")]
+    pub max_sessions_per_client: Option<u32>,
+    /// Data ports (listeners, UDP sockets) all sessions together may hold (1..=1000000; default a quarter of the ephemeral range, net.ipv4.ip_local_port_range, so that the host keeps ports of its own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), value_name = "N")]
+    pub max_ports: Option<u64>,
     /// Format of the per-session log lines on stderr.
     #[arg(long, value_enum, default_value_t = LogFormatArg::Text, value_name = "FORMAT")]
     pub log_format: LogFormatArg,
@@ -97,6 +104,13 @@ impl HardeningArgs {
             cfg.limits.max_memory_bytes = m;
         }
         cfg.limits.max_threads = self.max_threads;
+        // Read after --max-sessions, which the caller has set.
+        cfg.limits.max_sessions_per_client = self
+            .max_sessions_per_client
+            .unwrap_or_else(|| default_max_sessions_per_client(cfg.limits.max_sessions));
+        if let Some(p) = self.max_ports {
+            cfg.limits.max_ports = p;
+        }
         cfg.log_format = match self.log_format {
             LogFormatArg::Text => LogFormat::Text,
             LogFormatArg::Json => LogFormat::Json,

@@ -1,32 +1,65 @@
-//! Who gets a session: at most `--max-sessions` at once, and at most
-//! [`MAX_HANDSHAKES_PER_ADDRESS`] of them from one address still in their
-//! handshake (hello, authentication, spec).
+//! Who gets a session: at most `--max-sessions` at once, at most
+//! `--max-sessions-per-client` of them from one client (in their handshake
+//! or running), and at most [`MAX_HANDSHAKES_PER_ADDRESS`] of those still in
+//! their handshake (hello, authentication, spec).
 //!
 //! Connections that have proved nothing hold a session slot for up to the
-//! hello timeout. Without the per-address cap, one host opening idle
-//! connections would fill every slot and lock every other client out; with
-//! it, that host holds a few slots and the others stay free. A session that
-//! has passed its handshake no longer counts against its address.
+//! hello timeout, and an accepted session holds one until its start
+//! deadline and then for its stated length. Without a cap per client, one
+//! host opening idle sessions would fill every slot and lock every other
+//! client out; with it, that host holds its share and the others stay free.
+//! A client is one IPv4 address, or one IPv6 /64: a host is given a whole
+//! /64 and picks any address in it, so counting single IPv6 addresses would
+//! bound nothing.
 //!
-//! A session whose spec is accepted also reserves its memory estimate and
-//! its threads against the server's totals (`--max-memory`,
-//! `--max-threads`) until it ends, so that many sessions each within
-//! `--max-session-memory` cannot together exhaust the machine.
+//! A session whose spec is accepted also reserves its memory estimate, its
+//! threads and its data ports against the server's totals (`--max-memory`,
+//! `--max-threads`, `--max-ports`) until it ends, so that many sessions each
+//! within the per-session limits cannot together exhaust the machine: its
+//! memory, or the ephemeral ports the host needs for its own connections.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-/// Handshakes one address may have in progress at once.
+/// Handshakes one client may have in progress at once.
 pub const MAX_HANDSHAKES_PER_ADDRESS: u32 = 16;
 
 pub struct Admission {
     max_sessions: u32,
+    max_per_client: u32,
     active: AtomicU32,
-    handshaking: Mutex<HashMap<IpAddr, u32>>,
-    /// Memory (bytes) and threads reserved by running sessions.
+    clients: Mutex<HashMap<IpAddr, PerClient>>,
+    /// Memory (bytes), threads and ports reserved by running sessions.
     reserved: Mutex<Reservation>,
+}
+
+/// What one client holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PerClient {
+    sessions: u32,
+    handshakes: u32,
+}
+
+/// The client a peer address belongs to: an IPv4 address (also when it
+/// reaches a dual-stack server as `::ffff:a.b.c.d`), or an IPv6 /64.
+pub fn client_of(peer: IpAddr) -> IpAddr {
+    match peer.to_canonical() {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(bits.into())
+        }
+        v4 => v4,
+    }
+}
+
+/// How a client is named in a refusal: its address, or its /64.
+fn shown(client: IpAddr) -> String {
+    match client {
+        IpAddr::V6(_) => format!("{client}/64"),
+        v4 => v4.to_string(),
+    }
 }
 
 /// What running sessions hold.
@@ -34,6 +67,8 @@ pub struct Admission {
 pub struct Reservation {
     pub bytes: u64,
     pub threads: u64,
+    /// Data ports: listeners and UDP sockets.
+    pub ports: u64,
 }
 
 impl Reservation {
@@ -51,6 +86,7 @@ impl Reservation {
         Reservation {
             bytes: field("VmRSS:") * 1024,
             threads: field("Threads:"),
+            ports: 0,
         }
     }
 }
@@ -58,11 +94,12 @@ impl Reservation {
 impl Admission {
     /// `base` is held from the start: the server's own memory and threads
     /// count against its totals too.
-    pub fn new(max_sessions: u32, base: Reservation) -> Arc<Admission> {
+    pub fn new(max_sessions: u32, max_per_client: u32, base: Reservation) -> Arc<Admission> {
         Arc::new(Admission {
             max_sessions,
+            max_per_client,
             active: AtomicU32::new(0),
-            handshaking: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
             reserved: Mutex::new(base),
         })
     }
@@ -76,29 +113,43 @@ impl Admission {
                 "server busy: {max} sessions running, its limit (--max-sessions {max})"
             ));
         }
-        let mut hs = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
-        let n = hs.entry(peer).or_insert(0);
-        if *n >= MAX_HANDSHAKES_PER_ADDRESS {
+        let client = client_of(peer);
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        let c = clients.entry(client).or_default();
+        if c.handshakes >= MAX_HANDSHAKES_PER_ADDRESS {
             return Err(format!(
-                "server busy: {MAX_HANDSHAKES_PER_ADDRESS} connections from {peer} are still in their handshake, the limit per address"
+                "server busy: {MAX_HANDSHAKES_PER_ADDRESS} connections from {} are still in their handshake, the limit per address",
+                shown(client)
             ));
         }
-        *n += 1;
+        if c.sessions >= self.max_per_client {
+            let n = self.max_per_client;
+            return Err(format!(
+                "server busy: {} holds {} sessions ({} in their handshake), the limit per client (--max-sessions-per-client {n})",
+                shown(client),
+                c.sessions,
+                c.handshakes
+            ));
+        }
+        c.handshakes += 1;
+        c.sessions += 1;
         self.active.fetch_add(1, Relaxed);
         Ok(Ticket {
             admission: self.clone(),
-            peer,
+            client,
             handshaking: true,
             holds: Reservation::default(),
         })
     }
 
-    fn handshake_over(&self, peer: IpAddr) {
-        let mut hs = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = hs.get_mut(&peer) {
-            *n -= 1;
-            if *n == 0 {
-                hs.remove(&peer);
+    /// Take one of `client`'s handshakes (`session`: and its session) off its count.
+    fn release(&self, client: IpAddr, handshake: bool, session: bool) {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = clients.get_mut(&client) {
+            c.handshakes -= handshake as u32;
+            c.sessions -= session as u32;
+            if c.sessions == 0 {
+                clients.remove(&client);
             }
         }
     }
@@ -107,7 +158,7 @@ impl Admission {
 /// One admitted session; releases its slot when dropped, also on a panic.
 pub struct Ticket {
     admission: Arc<Admission>,
-    peer: IpAddr,
+    client: IpAddr,
     handshaking: bool,
     holds: Reservation,
 }
@@ -135,24 +186,34 @@ impl Ticket {
                 want.threads, r.threads, max.threads
             ));
         }
+        if r.ports.saturating_add(want.ports) > max.ports {
+            return Err(format!(
+                "server busy: the test needs {} data ports, and the sessions running hold {} of this server's {} (--max-ports)",
+                want.ports, r.ports, max.ports
+            ));
+        }
         r.bytes += want.bytes;
         r.threads += want.threads;
+        r.ports += want.ports;
         self.holds.bytes += want.bytes;
         self.holds.threads += want.threads;
+        self.holds.ports += want.ports;
         Ok(())
     }
 
-    /// The session passed its handshake: it no longer counts against its address.
+    /// The session passed its handshake: it no longer counts against its
+    /// client's handshakes (it still counts as one of its sessions).
     pub fn handshake_done(&mut self) {
         if std::mem::take(&mut self.handshaking) {
-            self.admission.handshake_over(self.peer);
+            self.admission.release(self.client, true, false);
         }
     }
 }
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        self.handshake_done();
+        let handshaking = std::mem::take(&mut self.handshaking);
+        self.admission.release(self.client, handshaking, true);
         let mut r = self
             .admission
             .reserved
@@ -160,6 +221,7 @@ impl Drop for Ticket {
             .unwrap_or_else(|p| p.into_inner());
         r.bytes -= self.holds.bytes;
         r.threads -= self.holds.threads;
+        r.ports -= self.holds.ports;
         drop(r);
         self.admission.active.fetch_sub(1, Relaxed);
     }
@@ -171,15 +233,17 @@ mod tests {
 
     #[test]
     fn reservations_add_up_and_return_when_sessions_end() {
-        let a = Admission::new(8, Reservation::default());
+        let a = Admission::new(8, 8, Reservation::default());
         let peer: IpAddr = [127, 0, 0, 2].into();
         let max = Reservation {
             bytes: 100 << 20,
             threads: 10,
+            ports: 10,
         };
         let want = Reservation {
             bytes: 40 << 20,
             threads: 4,
+            ports: 4,
         };
         let mut t1 = a.admit(peer).unwrap();
         let mut t2 = a.admit(peer).unwrap();
@@ -190,8 +254,19 @@ mod tests {
         let few = Reservation {
             bytes: 1 << 20,
             threads: 3,
+            ports: 0,
         };
         assert!(t3.reserve(few, max).unwrap_err().contains("--max-threads"));
+        let ports = Reservation {
+            bytes: 0,
+            threads: 0,
+            ports: 3,
+        };
+        let e = t3.reserve(ports, max).unwrap_err();
+        assert!(
+            e.contains("--max-ports") && e.contains("hold 8 of this server's 10"),
+            "{e}"
+        );
         drop(t1);
         assert_eq!(t3.reserve(want, max), Ok(()));
         drop((t2, t3));
@@ -200,7 +275,11 @@ mod tests {
 
     #[test]
     fn caps_sessions_and_handshakes_per_address() {
-        let a = Admission::new(MAX_HANDSHAKES_PER_ADDRESS + 2, Reservation::default());
+        let a = Admission::new(
+            MAX_HANDSHAKES_PER_ADDRESS + 2,
+            MAX_HANDSHAKES_PER_ADDRESS + 2,
+            Reservation::default(),
+        );
         let one: IpAddr = [127, 0, 0, 2].into();
         let other: IpAddr = [127, 0, 0, 3].into();
         let mut held: Vec<Ticket> = (0..MAX_HANDSHAKES_PER_ADDRESS)
@@ -216,6 +295,54 @@ mod tests {
         assert!(e.contains("--max-sessions"), "{e}");
         held.clear();
         assert_eq!(a.active.load(Relaxed), 0);
-        assert!(a.handshaking.lock().unwrap().is_empty());
+        assert!(a.clients.lock().unwrap().is_empty());
+    }
+
+    /// Sessions past their handshake count against their client too: 16
+    /// accepted sessions from one address leave the rest of the slots to
+    /// others, and the 17th is told the flag.
+    #[test]
+    fn caps_sessions_per_client_after_their_handshake() {
+        let a = Admission::new(64, 16, Reservation::default());
+        let one: IpAddr = [127, 0, 0, 1].into();
+        let mut held: Vec<Ticket> = (0..16).map(|_| a.admit(one).unwrap()).collect();
+        for t in &mut held {
+            t.handshake_done();
+        }
+        let e = a.admit(one).err().unwrap();
+        assert!(
+            e.contains("--max-sessions-per-client 16") && e.contains("127.0.0.1 holds 16 sessions"),
+            "{e}"
+        );
+        // The same client through a dual-stack server's mapped address.
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert!(a.admit(mapped).is_err());
+        held.push(a.admit([127, 0, 0, 9].into()).unwrap());
+        held.remove(0);
+        held.push(a.admit(one).unwrap());
+        held.clear();
+        assert!(a.clients.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_slash_64() {
+        let a = Admission::new(64, 2, Reservation::default());
+        let x: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let y: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(client_of(x), client_of(y));
+        assert_ne!(client_of(x), client_of(other));
+        // IPv4 clients stay apart: a mapped address is its IPv4 address.
+        assert_eq!(
+            client_of("::ffff:10.0.0.1".parse().unwrap()),
+            IpAddr::from([10, 0, 0, 1])
+        );
+        let _t = (a.admit(x).unwrap(), a.admit(y).unwrap());
+        let e = a.admit("2001:db8:1:2::7".parse().unwrap()).err().unwrap();
+        assert!(
+            e.contains("2001:db8:1:2::/64") && e.contains("--max-sessions-per-client 2"),
+            "{e}"
+        );
+        assert!(a.admit(other).is_ok());
     }
 }

@@ -3,11 +3,21 @@
 //! The plan's own validation bounds every field to what thrum can run at
 //! all (`plan::limits`); these are the tighter bounds a server operator sets
 //! (`--max-flows`, `--max-duration`, `--max-session-memory`, and for all
-//! sessions together `--max-memory` and `--max-threads`), stated in the
-//! server's hello so a client can see them, and checked again here because a
-//! client need not be thrum. A refused spec names the limit and its value.
+//! sessions together `--max-memory`, `--max-threads` and `--max-ports`; per
+//! client `--max-sessions-per-client`), stated in the server's hello so a
+//! client can see them, and checked again here because a client need not be
+//! thrum. A refused spec names the limit and its value.
+//!
+//! [`memory_estimate`] is the bound that keeps a peer from sizing an
+//! allocation the server cannot make: every buffer a spec sizes (per flow,
+//! per worker, the open-loop window's slots, io_uring's receive ring) is in
+//! it, from the test's row (`server_buffers`), and it is checked before the
+//! first is allocated.
 
-use crate::plan::{TestPlan, limits};
+use std::time::Duration;
+
+use crate::io::spread::listeners_for;
+use crate::plan::{TestPlan, Transport, limits};
 
 use super::proto::{MAX_FRAME, ServerLimits};
 
@@ -18,6 +28,44 @@ pub const DEFAULT_MAX_DURATION_NS: u64 = 3600 * 1_000_000_000;
 pub const DEFAULT_MAX_SESSION_MEMORY: u64 = 1 << 30;
 /// `--max-threads`: enough for four sessions of 1,024 worker threads.
 pub const DEFAULT_MAX_THREADS: u64 = 4200;
+/// `--max-sessions-per-client` by default: this fraction of `--max-sessions`
+/// (16 of 64), so that one host never takes every slot.
+pub const PER_CLIENT_SHARE: u32 = 4;
+/// `--max-ports` by default: this fraction of the ephemeral range, so that
+/// sessions held open cannot leave the host without ports of its own.
+pub const PORTS_SHARE: u64 = 4;
+/// The client must send `start` within this after `accepted` (and
+/// [`START_TIMEOUT_PER_FLOW`] more per flow, for connecting them). Until
+/// then the session holds its data ports and listeners while proving
+/// nothing: short, so that a client cannot hold them by repeating.
+pub const START_TIMEOUT: Duration = Duration::from_secs(5);
+/// What each flow adds to [`START_TIMEOUT`]: 1,024 flows get 6 s, 10,000 get 15 s.
+pub const START_TIMEOUT_PER_FLOW: Duration = Duration::from_millis(1);
+
+/// `--max-sessions-per-client` for `max_sessions` sessions: a quarter, at least one.
+pub fn default_max_sessions_per_client(max_sessions: u32) -> u32 {
+    (max_sessions / PER_CLIENT_SHARE).max(1)
+}
+
+/// The ephemeral port range (`net.ipv4.ip_local_port_range`) of this
+/// network namespace, inclusive; Linux's default where it cannot be read.
+pub fn ephemeral_range() -> (u16, u16) {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| {
+            let mut it = s.split_whitespace().map(|x| x.parse::<u16>().ok());
+            Some((it.next()??, it.next()??))
+        })
+        .filter(|(lo, hi)| lo <= hi)
+        .unwrap_or((32768, 60999))
+}
+
+/// `--max-ports` by default: a quarter of the ephemeral range (7,058 of
+/// Linux's default 28,232), at least 16.
+pub fn default_max_ports() -> u64 {
+    let (lo, hi) = ephemeral_range();
+    (((hi - lo) as u64 + 1) / PORTS_SHARE).max(16)
+}
 
 /// Resident memory of one session thread: the stack pages it touches and
 /// its share of malloc's per-thread arenas. Measured with tcp_crr sessions
@@ -64,6 +112,14 @@ pub struct SessionLimits {
     pub max_memory_bytes: u64,
     /// All sessions' [`session_threads`] together.
     pub max_threads: u64,
+    /// Sessions one client (an IPv4 address, an IPv6 /64) may hold at once,
+    /// in their handshake or running.
+    pub max_sessions_per_client: u32,
+    /// All sessions' [`data_ports`] together.
+    pub max_ports: u64,
+    /// How long after `accepted` a session waits for `start`
+    /// ([`SessionLimits::start_timeout_for`] adds a share per flow).
+    pub start_timeout: Duration,
 }
 
 impl Default for SessionLimits {
@@ -75,6 +131,9 @@ impl Default for SessionLimits {
             max_session_memory_bytes: DEFAULT_MAX_SESSION_MEMORY,
             max_memory_bytes: default_max_memory(),
             max_threads: DEFAULT_MAX_THREADS,
+            max_sessions_per_client: default_max_sessions_per_client(DEFAULT_MAX_SESSIONS),
+            max_ports: default_max_ports(),
+            start_timeout: START_TIMEOUT,
         }
     }
 }
@@ -92,7 +151,17 @@ impl SessionLimits {
             max_session_memory_bytes: self.max_session_memory_bytes,
             max_memory_bytes: self.max_memory_bytes,
             max_threads: self.max_threads,
+            max_sessions_per_client: self.max_sessions_per_client,
+            max_ports: self.max_ports,
+            start_timeout_ns: self.start_timeout.as_nanos() as u64,
+            start_timeout_per_flow_ns: START_TIMEOUT_PER_FLOW.as_nanos() as u64,
         }
+    }
+
+    /// How long a session of `flows` flows waits for `start` after `accepted`.
+    pub fn start_timeout_for(&self, flows: u32) -> Duration {
+        self.start_timeout
+            .saturating_add(START_TIMEOUT_PER_FLOW.saturating_mul(flows))
     }
 
     /// Refuse a (validated) spec over a limit, naming the limit.
@@ -129,13 +198,82 @@ impl SessionLimits {
         let mem = memory_estimate(plan);
         if mem > self.max_session_memory_bytes {
             return Err(format!(
-                "the test needs about {} MiB of buffers and threads on the server, over its limit of {} MiB per session (--max-session-memory); use fewer flows, threads or smaller sizes",
-                mem.div_ceil(1 << 20),
-                self.max_session_memory_bytes >> 20
+                "{}the test needs about {} of buffers and threads on the server, over its --max-session-memory {}; use fewer flows, threads or smaller sizes",
+                window_flags(plan).map_or(String::new(), |f| f + ": "),
+                bytes(mem),
+                bytes(self.max_session_memory_bytes)
             ));
         }
         Ok(())
     }
+
+    /// Refuse a spec whose data ports alone pass `--max-ports` (what the
+    /// other sessions hold is [`super::admission`]'s to check).
+    pub fn check_ports(&self, plan: &TestPlan, per_listener: u32) -> Result<(), String> {
+        let n = data_ports(plan, per_listener);
+        if n > self.max_ports {
+            return Err(format!(
+                "the test needs {n} data ports on the server (a UDP socket per flow, or its data listeners), over its --max-ports {}",
+                self.max_ports
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A size for a refusal: the unit that reads best (B, KiB, MiB, GiB).
+fn bytes(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 10 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 10 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// The flags of an open-loop spec whose server holds a buffer per request
+/// its window allows (`--max-inflight`; udp_rr), each the size of a
+/// request or a response, when the window is most of the estimate: named,
+/// since they are what to lower.
+fn window_flags(plan: &TestPlan) -> Option<String> {
+    let p = plan
+        .part_plans()
+        .into_iter()
+        .filter(|p| p.offered_per_s.is_some() && p.test.traits().max_inflight)
+        .max_by_key(memory_estimate)?;
+    let mut one = p.clone();
+    one.max_inflight = 1;
+    if memory_estimate(&p) < memory_estimate(&one).saturating_mul(2) {
+        return None;
+    }
+    Some(format!(
+        "--max-inflight {} with -r {},{}{} ({} flow{})",
+        p.max_inflight,
+        p.request_bytes,
+        p.response_bytes,
+        if p.driver == crate::plan::DriverChoice::Uring {
+            " and --driver uring"
+        } else {
+            ""
+        },
+        p.flows,
+        if p.flows == 1 { "" } else { "s" }
+    ))
+}
+
+/// The data ports a session holds on the server: a UDP socket per flow, or
+/// its data listeners (one per `per_listener` flows for long-lived TCP
+/// flows, one for the connection tests), for every part of a mix.
+pub fn data_ports(plan: &TestPlan, per_listener: u32) -> u64 {
+    plan.part_plans()
+        .iter()
+        .map(|p| match p.test.traits().transport {
+            Transport::Udp => p.flows as u64,
+            Transport::Tcp => listeners_for(p.flows, per_listener) as u64,
+            Transport::TcpPerTransaction => 1,
+        })
+        .sum()
 }
 
 /// Warm-up + measure + cool-down. A count-limited run (-n) has no set
@@ -281,6 +419,94 @@ mod tests {
             ..SessionLimits::default()
         };
         assert!(l.check(&p).unwrap_err().contains("--max-session-memory"));
+    }
+
+    /// Issue 28: a udp_rr open-loop spec with a window of 65,536 responses
+    /// of 65,507 bytes under io_uring made the server allocate 8.6 GB for
+    /// one flow and 2.1 GB of receive ring per worker at `start`. The
+    /// estimate counts both, and the refusal names the flags.
+    #[test]
+    fn an_open_loop_window_is_in_the_estimate() {
+        let mut p = TestPlan::new(TestKind::UdpRr);
+        p.offered_per_s = Some(1000);
+        p.max_inflight = 65_536;
+        p.response_bytes = 65_507;
+        p.driver = crate::plan::DriverChoice::Uring;
+        assert_eq!(p.validate().map_err(|e| e.to_string()), Ok(()));
+        let slab = (2 * 65_536 + 2) * 65_507u64;
+        assert!(memory_estimate(&p) > slab, "{}", memory_estimate(&p));
+        let l = SessionLimits {
+            max_session_memory_bytes: 64 << 20,
+            ..SessionLimits::default()
+        };
+        let e = l.check(&p).unwrap_err();
+        assert!(
+            e.contains("--max-inflight 65536 with -r 1,65507 and --driver uring")
+                && e.contains("8.0 GiB")
+                && e.contains("--max-session-memory 64 MiB"),
+            "{e}"
+        );
+        // A request of 64 KB per buffer of the receive ring: counted (per
+        // worker), and the ring itself capped at 64 MiB.
+        p.response_bytes = 1;
+        p.request_bytes = 65_507;
+        let ring = (*desc_of(&p))(&p).1;
+        assert_eq!(ring, 1024 * 65_508);
+        // The default open loop (1,024 in flight, 1-byte messages) is small.
+        let mut d = TestPlan::new(TestKind::UdpRr);
+        d.offered_per_s = Some(1000);
+        d.driver = crate::plan::DriverChoice::Uring;
+        assert!(memory_estimate(&d) < 4 << 20, "{}", memory_estimate(&d));
+        // tcp_rr's server does not size by the window: not named.
+        let mut t = TestPlan::new(TestKind::TcpRr);
+        t.offered_per_s = Some(1000);
+        t.max_inflight = 65_536;
+        t.flows = 100;
+        t.threads = 100;
+        let e = l.check(&t).unwrap_err();
+        assert!(
+            !e.contains("--max-inflight") && e.contains("--max-session-memory"),
+            "{e}"
+        );
+        // Epoll allocates neither the send slab nor the ring.
+        p.driver = crate::plan::DriverChoice::Epoll;
+        assert_eq!((*desc_of(&p))(&p).1, 0);
+    }
+
+    fn desc_of(p: &TestPlan) -> &'static fn(&TestPlan) -> (u64, u64) {
+        &p.test.desc().server_buffers
+    }
+
+    #[test]
+    fn ports_are_counted_per_socket_and_listener() {
+        let mut p = TestPlan::new(TestKind::UdpStream);
+        p.flows = 1024;
+        assert_eq!(data_ports(&p, 0), 1024);
+        let l = SessionLimits {
+            max_ports: 1000,
+            ..SessionLimits::default()
+        };
+        let e = l.check_ports(&p, 0).unwrap_err();
+        assert!(
+            e.contains("1024 data ports") && e.contains("--max-ports 1000"),
+            "{e}"
+        );
+        let mut t = TestPlan::new(TestKind::TcpStream);
+        t.flows = 1024;
+        assert_eq!(data_ports(&t, 1), 1024);
+        assert_eq!(data_ports(&t, 0), 1);
+        assert_eq!(data_ports(&TestPlan::new(TestKind::TcpCrr), 1), 1);
+    }
+
+    #[test]
+    fn the_start_deadline_is_short_and_grows_with_flows() {
+        let l = SessionLimits::default();
+        assert_eq!(l.start_timeout_for(1), Duration::from_millis(5001));
+        assert_eq!(l.start_timeout_for(1024), Duration::from_millis(6024));
+        let stated = l.stated();
+        assert_eq!(stated.start_timeout_ns, 5_000_000_000);
+        assert_eq!(stated.max_sessions_per_client, 16);
+        assert!(stated.max_ports >= 16);
     }
 
     #[test]

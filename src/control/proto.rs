@@ -51,6 +51,21 @@ pub struct ServerLimits {
     /// The most threads all sessions together may make it run.
     #[serde(default)]
     pub max_threads: u64,
+    /// The most sessions (running or in their handshake) one client may
+    /// hold: one IPv4 address, or one IPv6 /64.
+    #[serde(default)]
+    pub max_sessions_per_client: u32,
+    /// The most data ports (listeners and UDP sockets) all sessions
+    /// together may hold.
+    #[serde(default)]
+    pub max_ports: u64,
+    /// How long the server waits for `start` after `accepted`: this much,
+    /// plus [`ServerLimits::start_timeout_per_flow_ns`] per flow.
+    #[serde(default)]
+    pub start_timeout_ns: u64,
+    /// What each flow adds to the wait for `start` (connecting it).
+    #[serde(default)]
+    pub start_timeout_per_flow_ns: u64,
 }
 
 /// Process resource usage of one end (the same wire names as always).

@@ -61,7 +61,11 @@ impl Server {
         listener.set_nonblocking(true)?;
         Ok(Server {
             listener,
-            admission: Admission::new(config.limits.max_sessions, Reservation::this_process()),
+            admission: Admission::new(
+                config.limits.max_sessions,
+                config.limits.max_sessions_per_client,
+                Reservation::this_process(),
+            ),
             config: Arc::new(config),
             shutdown: Arc::new(AtomicBool::new(false)),
             hangup: Arc::new(AtomicBool::new(false)),
@@ -216,6 +220,11 @@ impl EmbeddedServer {
         cfg.limits.max_session_memory_bytes = u64::MAX;
         cfg.limits.max_memory_bytes = u64::MAX;
         cfg.limits.max_threads = u64::MAX;
+        cfg.limits.max_ports = u64::MAX;
+        cfg.limits.max_sessions_per_client = u32::MAX;
+        // A run of 100,000 flows on a loaded machine may take longer than
+        // a fleet's server allows to connect them.
+        cfg.limits.start_timeout = Duration::from_secs(30);
         Server::bind(cfg)?.spawn()
     }
 }

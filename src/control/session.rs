@@ -18,7 +18,7 @@ use super::admission::{Reservation, Ticket};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::data::{ClientUdp, SessionFlows, accept_flows, bind_data_port, bind_port, udp_flows};
 use super::deadline::read_msg_within;
-use super::limits::{SessionLimits, memory_estimate, session_threads};
+use super::limits::{SessionLimits, data_ports, memory_estimate, session_threads};
 use super::log::{LogFormat, SessionLine};
 use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
@@ -41,8 +41,9 @@ use crate::workload::kinds::{Endpoint, TestDesc};
 
 /// A client must say hello within this.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-/// The client must send `start` within this after `accepted`.
-pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The client must send `start` within this after `accepted` (plus a share
+/// per flow: [`SessionLimits::start_timeout_for`]).
+pub use super::limits::START_TIMEOUT;
 /// Frames a client may send before its spec is accepted (hello, auth):
 /// small, so that a connection that has proved nothing costs little memory.
 pub const PRE_SPEC_FRAME: usize = 64 << 10;
@@ -268,7 +269,10 @@ pub(crate) fn session(
             None
         });
     }
-    let start: Start = read_expect(&mut ctrl, frame, START_TIMEOUT)?;
+    // Until `start` the session holds its data ports and proves nothing:
+    // a short deadline, so that a client cannot hold them by repeating.
+    let start_by = config.limits.start_timeout_for(plan.flows);
+    let start: Start = read_expect(&mut ctrl, frame, start_by)?;
     if mix
         && (start.parts_udp_ports.len() != parts.len()
             || !(start.parts_udp_addrs.is_empty() || start.parts_udp_addrs.len() == parts.len()))
@@ -416,13 +420,20 @@ fn handshake(
     if let Some(e) = too_many_listeners(&plan, flows_per_listener) {
         return Err(refuse(ctrl, format!("spec refused: {e}")));
     }
+    if let Err(e) = config.limits.check_ports(&plan, flows_per_listener) {
+        return Err(refuse(ctrl, format!("spec refused: {e}")));
+    }
+    // Everything the spec makes the server allocate or bind is reserved
+    // here, before the first socket or buffer.
     let want = Reservation {
         bytes: memory_estimate(&plan),
         threads: session_threads(&plan),
+        ports: data_ports(&plan, flows_per_listener),
     };
     let max = Reservation {
         bytes: config.limits.max_memory_bytes,
         threads: config.limits.max_threads,
+        ports: config.limits.max_ports,
     };
     if let Err(e) = ticket.reserve(want, max) {
         return Err(refuse(ctrl, e));

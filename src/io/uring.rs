@@ -44,6 +44,15 @@
 //! their last completions, so a send never outlives the buffer it reads and
 //! the session closes sockets that no request holds.
 //!
+//! The ring of provided buffers is sized from the flows' wants
+//! ([`ring_count`]): a power of two up to 32,768 buffers, and no more than
+//! [`RING_MAX_BYTES`] of them (but at least 1,024) when they are large, since
+//! the sizes come from a peer's spec (a server's udp_rr flows ask for a
+//! buffer of the request's size per request in flight: 32,768 × 64 KB
+//! would be 2.1 GB a worker). A ring that runs dry only ends the multishot
+//! receive until the next submission. The allocation is fallible: a ring
+//! the machine cannot give fails the driver's creation, not the process.
+//!
 //! [`probe`] checks at start-up that the kernel allows io_uring (it may be
 //! disabled by `kernel.io_uring_disabled` or a seccomp filter) and has what
 //! this driver needs, by running one multishot receive into a provided
@@ -82,6 +91,54 @@ const CONN_RECV: u64 = 3 << 59;
 const CONN_CLOSE: u64 = 4 << 59;
 /// The flow-slot half of a token.
 const SLOT_MASK: u64 = !OP_MASK & !0xFFFF_FFFF;
+
+/// The most buffers a ring holds (the kernel's limit is 32,768 entries).
+const RING_MAX_ENTRIES: usize = 32768;
+/// Past this many bytes of buffers a ring holds fewer of them, down to
+/// [`RING_MIN_LARGE`]: 32,768 small buffers, or 1,024 of 64 KiB.
+pub const RING_MAX_BYTES: usize = 64 << 20;
+/// Buffers a ring of large buffers keeps whatever their size.
+const RING_MIN_LARGE: usize = 1024;
+
+/// Buffers in the ring for `spec`: its count as a power of two in
+/// 2..=32768, halved while the ring would pass [`RING_MAX_BYTES`] and
+/// hold more than [`RING_MIN_LARGE`].
+pub fn ring_count(spec: RecvBuffers) -> usize {
+    let size = spec.size.max(1);
+    let mut count = spec.count.clamp(2, RING_MAX_ENTRIES).next_power_of_two();
+    while count > RING_MIN_LARGE && count.saturating_mul(size) > RING_MAX_BYTES {
+        count /= 2;
+    }
+    count
+}
+
+/// The bytes of buffers a ring for `spec` allocates (the memory estimate
+/// of a server session counts them).
+pub fn ring_bytes(spec: RecvBuffers) -> u64 {
+    ring_count(spec) as u64 * spec.size.max(1) as u64
+}
+
+/// `n` zeroed bytes (calloc: the pages are touched only when used), or
+/// ENOMEM where the allocator cannot give them: a buffer sized by a peer
+/// must never abort the process as `vec![0; n]` does.
+pub fn zeroed(n: usize) -> io::Result<Box<[u8]>> {
+    if n == 0 {
+        return Ok(Box::default());
+    }
+    let layout = std::alloc::Layout::array::<u8>(n)
+        .map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
+    // SAFETY: a non-zero size; the pointer is checked before use.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("cannot allocate {n} bytes of buffers"),
+        ));
+    }
+    // SAFETY: `ptr` holds `n` initialised (zeroed) bytes allocated with the
+    // layout a Box<[u8]> of length `n` frees with.
+    Ok(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n)) })
+}
 
 /// Is the io_uring driver usable here? `Err` says why not; probed once.
 pub fn probe() -> Result<(), String> {
@@ -157,8 +214,10 @@ struct BufRing {
 
 impl BufRing {
     fn new(spec: RecvBuffers) -> io::Result<BufRing> {
-        let count = spec.count.next_power_of_two().clamp(2, 32768);
+        let count = ring_count(spec);
         let size = spec.size.max(1);
+        // Before the mapping, so that a failure leaves nothing to undo.
+        let bufs = zeroed(count.saturating_mul(size))?;
         let ring_bytes = count * std::mem::size_of::<types::BufRingEntry>();
         // SAFETY: an anonymous private mapping; the result is checked.
         let ring = unsafe {
@@ -177,7 +236,7 @@ impl BufRing {
         let mut r = BufRing {
             ring: ring.cast(),
             ring_bytes,
-            bufs: vec![0u8; count * size].into_boxed_slice(),
+            bufs,
             size,
             mask: (count - 1) as u16,
             tail: 0,
@@ -714,6 +773,24 @@ mod tests {
     use std::io::Write;
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
+
+    /// The ring's size comes from a peer's spec: small buffers keep their
+    /// count (a power of two, up to 32,768), large ones stop at 64 MiB
+    /// unless 1,024 of them are more; nothing here aborts.
+    #[test]
+    fn a_ring_is_bounded_whatever_it_is_asked() {
+        let r = |size, count| RecvBuffers { size, count };
+        assert_eq!(ring_count(r(64, 100)), 128);
+        assert_eq!(ring_count(r(2048, 1 << 20)), 32768);
+        assert_eq!(ring_count(r(16 << 10, 32768)), 4096);
+        assert_eq!(ring_count(r(65_508, 65_537)), 1024);
+        assert_eq!(ring_bytes(r(65_508, 65_537)), 1024 * 65_508);
+        assert!(ring_bytes(r(1 << 20, usize::MAX)) <= 1024 << 20);
+        assert_eq!(zeroed(0).unwrap().len(), 0);
+        assert!(zeroed(4096).unwrap().iter().all(|&b| b == 0));
+        // 64 TiB: refused by the allocator, an error and not an abort.
+        assert!(zeroed(1 << 46).is_err());
+    }
 
     /// A connected loopback TCP pair, or None (said on stderr) without io_uring.
     fn pair_if_uring() -> Option<(TcpStream, TcpStream)> {

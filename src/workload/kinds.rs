@@ -26,9 +26,10 @@ use super::schedule::Schedule;
 use super::stream::StreamFlow;
 use super::udp::{UdpRrClient, UdpRrServer, UdpStreamReceiver, UdpStreamSender, gso_segments};
 use super::{CounterRef, Flow};
+use crate::io::RecvBuffers;
 use crate::io::mmsg::BATCH;
 use crate::io::socket::DataSocketOpts;
-use crate::plan::{TestKind, TestPlan};
+use crate::plan::{DriverChoice, TestKind, TestPlan};
 
 /// What a flow is built on.
 pub enum Endpoint {
@@ -261,11 +262,22 @@ fn rr_buffers(p: &TestPlan) -> (u64, u64) {
     // 1-byte ones: 100,000 such flows fit the default 1 GiB).
     let in_flight = p.burst as u64 + 1;
     let cap = |m: u64, min: u64| m.saturating_mul(in_flight).clamp(min, RR_MAX_BUF);
-    (cap(p.request_bytes, 4096) + cap(p.response_bytes, 1), 0)
+    // Under io_uring (`workload::rr`'s `provided`): a buffer per request
+    // in flight and one more, each up to 16 KiB.
+    let provided = p
+        .request_bytes
+        .saturating_mul(in_flight)
+        .clamp(64, 16 << 10);
+    (
+        cap(p.request_bytes, 4096) + cap(p.response_bytes, 1),
+        ring(p, provided, in_flight + 1),
+    )
 }
 
 /// Connection tests' server flows are one per worker.
 fn connect_buffers(p: &TestPlan) -> (u64, u64) {
+    // A connection test's flow closes its sockets: no receive ring
+    // (`engine::choose_driver` keeps io_uring's readiness side for it).
     (
         0,
         p.request_bytes.max(p.response_bytes).clamp(64, CRR_MAX_BUF),
@@ -278,9 +290,55 @@ fn udp_stream_buffers(p: &TestPlan) -> (u64, u64) {
     (BATCH as u64 * each, 0)
 }
 
+/// Requests beyond the first a udp_rr server flow is sized for: the
+/// burst, or open loop the client's `--max-inflight` (its window).
+fn udp_rr_window(p: &TestPlan) -> u32 {
+    match p.offered_per_s {
+        Some(_) => p.max_inflight.max(1) - 1,
+        None => p.burst,
+    }
+}
+
+/// What a udp_rr server flow allocates (`UdpRrServer`): a batch of request
+/// and response buffers, at most [`BATCH`]; under io_uring also a send
+/// buffer per response the window may have out, twice over, and its
+/// share of the worker's receive ring (a buffer per request in flight and
+/// one more). Open loop the window is the client's `--max-inflight`, so
+/// both grow with it: 65,536 × 64 KB is 8.6 GB, which is why the estimate
+/// counts them before anything is allocated.
 fn udp_rr_buffers(p: &TestPlan) -> (u64, u64) {
-    let batch = (BATCH as u64).min(p.burst as u64 + 1);
-    (batch * (p.request_bytes + 1 + p.response_bytes), 0)
+    let in_flight = udp_rr_window(p) as u64 + 1;
+    let batch = (BATCH as u64).min(in_flight);
+    let request = p.request_bytes.saturating_add(1);
+    let mut per_flow = batch.saturating_mul(request.saturating_add(p.response_bytes));
+    if may_complete(p) {
+        let slab = (2 * in_flight + 2).saturating_mul(p.response_bytes.max(1));
+        per_flow = per_flow.saturating_add(slab);
+    }
+    (per_flow, ring(p, request, in_flight + 1))
+}
+
+/// May this plan's workers run io_uring's completion driver? `--driver
+/// uring`, and `auto` with enough flows per worker (`engine::choose_driver`
+/// picks it from 4): counted as possible unless the plan says epoll.
+fn may_complete(p: &TestPlan) -> bool {
+    p.driver != DriverChoice::Epoll
+}
+
+/// A worker's io_uring receive ring for its flows, each wanting
+/// `per_flow` buffers of `size` bytes, as the engine and the driver size it
+/// (`io::uring::ring_bytes`); none when the plan cannot run io_uring.
+fn ring(p: &TestPlan, size: u64, per_flow: u64) -> u64 {
+    if !may_complete(p) {
+        return 0;
+    }
+    let flows = p.flows.div_ceil(p.threads.max(1)) as u64;
+    // The engine asks for at least 16 buffers; the driver caps the count.
+    let count = flows.saturating_mul(per_flow).clamp(16, 1 << 20) as usize;
+    crate::io::uring::ring_bytes(RecvBuffers {
+        size: size.min(1 << 20) as usize,
+        count,
+    })
 }
 
 fn none(_: &TestPlan) -> Option<String> {
@@ -480,10 +538,7 @@ fn udp_rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     // the server's batches and (under io_uring) its provided buffers are
     // sized for that many, or a burst after a stall would find the ring
     // empty and queue in the socket behind later requests.
-    let window = match p.offered_per_s {
-        Some(_) => p.max_inflight.max(1) - 1,
-        None => p.burst,
-    };
+    let window = udp_rr_window(p);
     Ok(Box::new(UdpRrServer::new(
         sock,
         a.counters,

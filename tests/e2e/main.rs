@@ -10,6 +10,7 @@ mod common;
 mod curve;
 mod failures;
 mod fields;
+mod hardening;
 mod hostile;
 mod interrupt;
 mod limits;

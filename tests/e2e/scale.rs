@@ -125,7 +125,9 @@ fn flows_spread_past_a_narrow_ephemeral_range() {
     let server = ServerProc::start_with(
         ns_exec(&ns.0, crate::common::bin()),
         "127.0.0.1",
-        &["--max-flows", "2000"],
+        // 1,500 UDP sockets of 500 ports' range: past the server's default
+        // --max-ports (a quarter of the range), on purpose here.
+        &["--max-flows", "2000", "--max-ports", "4000"],
     );
     let flows = FLOWS.to_string();
     let n = (FLOWS as u64 * PER_FLOW).to_string();

@@ -58,12 +58,14 @@ struct SendSlab {
 }
 
 impl SendSlab {
-    fn new(count: usize, size: usize) -> SendSlab {
-        SendSlab {
+    /// Fails (ENOMEM) rather than abort where the memory cannot be had:
+    /// the count and size come from the peer's spec.
+    fn new(count: usize, size: usize) -> io::Result<SendSlab> {
+        Ok(SendSlab {
             size,
-            bufs: vec![0u8; count * size.max(1)].into_boxed_slice(),
+            bufs: crate::io::uring::zeroed(count.saturating_mul(size.max(1)))?,
             free: (0..count as u32).rev().collect(),
-        }
+        })
     }
 
     fn buf_mut(&mut self, tag: u32) -> &mut [u8] {
@@ -639,7 +641,7 @@ impl UdpRrClient {
 impl Flow for UdpRrClient {
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
         if start_on(driver, self.sock.as_raw_fd(), slot)? {
-            self.slab = Some(SendSlab::new(self.in_flight, self.request));
+            self.slab = Some(SendSlab::new(self.in_flight, self.request)?);
         }
         if let Some(s) = &mut self.schedule {
             s.begin(Instant::now());
@@ -768,7 +770,7 @@ impl Flow for UdpRrServer {
         if start_on(driver, self.sock.as_raw_fd(), slot)? {
             // Responses go out as soon as requests come: a buffer stays lent
             // only while the socket has no room, so twice the window will do.
-            self.slab = Some(SendSlab::new(2 * self.in_flight + 2, self.response));
+            self.slab = Some(SendSlab::new(2 * self.in_flight + 2, self.response)?);
         }
         Ok(())
     }
