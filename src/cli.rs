@@ -17,12 +17,15 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
-use crate::control::server::DEFAULT_PORT;
-use crate::plan::TestKind;
+use crate::control::server::{DEFAULT_PORT, ServerConfig};
+use crate::plan::{TestKind, TestPlan};
 use crate::units::{parse_duration, parse_rate, parse_size};
 
 mod agg;
-pub use agg::{AggArgs, AggOutput, BurstChoice, FindBurstArgs, ReportArgs, SweepArgs, target_for};
+pub use agg::{
+    AggArgs, AggOutput, AggOutputArgs, AggRequest, BurstChoice, FindBurstArgs, FindBurstRequest,
+    ReportArgs, ReportRequest, target_for,
+};
 mod curve;
 pub use curve::{CurveArgs, CurveRequest};
 pub mod hardening;
@@ -34,6 +37,8 @@ mod ping;
 pub use ping::{MAX_PING_COUNT, MAX_PING_SIZE, PingArgs, PingPlan};
 mod run;
 pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest};
+mod sweep;
+pub use sweep::{SweepArgs, SweepRequest, U32List};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -329,6 +334,28 @@ pub struct ServerArgs {
     pub quiet: bool,
 }
 
+/// What `thrum server` does: the server's configuration, checked (the
+/// key file read), and what the operator should hear about it.
+#[derive(Debug)]
+pub struct ServeRequest {
+    pub config: ServerConfig,
+    /// Said on the log before serving (a key file others can read, …).
+    pub warnings: Vec<String>,
+}
+
+impl ServerArgs {
+    /// The one conversion: the listener, the limits, the hardening.
+    pub fn to_request(&self) -> Result<ServeRequest> {
+        let mut config = ServerConfig::new(SocketAddr::new(self.listen, self.port));
+        config.data_ports = self.data_ports;
+        config.once = self.once;
+        config.limits.max_sessions = self.max_sessions;
+        let warnings = self.hardening.apply(&mut config)?;
+        config.log = !self.quiet;
+        Ok(ServeRequest { config, warnings })
+    }
+}
+
 fn port_range(s: &str) -> Result<(u16, u16), String> {
     let (a, b) = s
         .split_once('-')
@@ -360,6 +387,39 @@ pub struct SuiteArgs {
     /// Print the results as a JSON array of thrum.result.v1 documents.
     #[arg(long)]
     pub json: bool,
+}
+
+/// What `thrum suite` does: a plan per test, each validated.
+#[derive(Debug)]
+pub struct SuiteRequest {
+    /// Every test but capacity (loopback has no narrow link), in
+    /// [`TestKind::ALL`]'s order.
+    pub plans: Vec<TestPlan>,
+    /// `--json`: a JSON array instead of the table.
+    pub json: bool,
+}
+
+impl SuiteArgs {
+    /// The one conversion.
+    pub fn to_request(&self) -> Result<SuiteRequest> {
+        let mut plans = Vec::new();
+        // capacity measures a path's narrow link, which loopback has not.
+        for test in TestKind::ALL
+            .into_iter()
+            .filter(|&t| t != TestKind::Capacity)
+        {
+            let mut plan = TestPlan::new(test);
+            plan.duration_ns = self.duration.as_nanos() as u64;
+            plan.flows = self.flows;
+            plan.threads = self.threads;
+            plan.validate()?;
+            plans.push(plan);
+        }
+        Ok(SuiteRequest {
+            plans,
+            json: self.json,
+        })
+    }
 }
 
 #[cfg(test)]
