@@ -14,7 +14,6 @@ use crate::cli::{Format, Outputs, RunArgs, RunRequest};
 use crate::control;
 use crate::control::client::{Observer, Target};
 use crate::export::{self, Exporter};
-use crate::plan::TestPlan;
 use crate::result::{Interval, TestResult};
 use crate::units::BitsPerSec;
 use crate::warning::{Code, Warning};
@@ -163,20 +162,20 @@ fn dry_run(req: &RunRequest) -> Result<()> {
 /// result where it was asked for and say on stderr what a reader should
 /// know.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let req = args.to_request()?;
+    let mut req = args.to_request()?;
     if req.dry_run {
         dry_run(&req)?;
         return Ok(ExitCode::SUCCESS);
     }
     control::stop::on_signals().context("installing signal handlers")?;
-    let (target, _server) = target_or_embedded(req.target.clone(), req.bind)?;
-    let mut plan = req.plan.clone();
+    let (target, _server) = target_or_embedded(req.target.take(), req.bind)?;
     if req.fill_path_mtu {
         // capacity's packets fill the path MTU by default: the frame whose
         // spacing the narrow link sets is then the one the path carries.
-        plan.send_bytes = crate::workload::capacity::packet_size_toward(target.addr, target.bind);
+        req.plan.send_bytes =
+            crate::workload::capacity::packet_size_toward(target.addr, target.bind);
     }
-    let (mut result, rows_shown, live) = measure(&req, &plan, &target)?;
+    let (mut result, rows_shown, live) = measure(&req, &target)?;
     let interrupted = control::stop::requested();
     if interrupted {
         mark_interrupted(&mut result.summary.error);
@@ -201,11 +200,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 /// as they complete and the live samples. Returns the result, whether the
 /// rows were shown live, and the samples' writer, which stays open until
 /// `run` ends.
-fn measure(
-    req: &RunRequest,
-    plan: &TestPlan,
-    target: &Target,
-) -> Result<(TestResult, bool, export::live::Live)> {
+fn measure(req: &RunRequest, target: &Target) -> Result<(TestResult, bool, export::live::Live)> {
+    let plan = &req.plan;
     let total = plan.transactions.is_none().then(|| {
         std::time::Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.cooldown_ns)
     });
