@@ -287,7 +287,7 @@ impl RunArgs {
     }
 
     /// The test plan, validated.
-    pub fn to_plan(&self) -> Result<TestPlan> {
+    fn to_plan(&self) -> Result<TestPlan> {
         let parts = match self.mix_spec() {
             Some(spec) => crate::plan::mix::parse_spec(spec)?,
             None => Vec::new(),
