@@ -188,6 +188,39 @@ mod tests {
         W::try_parse_from([&["thrum"], args].concat()).map(|w| w.a)
     }
 
+    /// `curve` flattens the flows' options it shares with `run`, and no
+    /// more: a flag added to `FlowArgs` would appear here too.
+    #[test]
+    fn curve_takes_its_own_flags_only() {
+        use clap::CommandFactory;
+        let cmd = crate::cli::Cli::command();
+        let curve = cmd.find_subcommand("curve").unwrap();
+        let mut longs: Vec<&str> = curve.get_arguments().filter_map(|a| a.get_long()).collect();
+        longs.sort_unstable();
+        assert_eq!(
+            longs,
+            [
+                "arrivals",
+                "duration",
+                "flows",
+                "host",
+                "interval",
+                "json",
+                "max-inflight",
+                "nodelay",
+                "out",
+                "probe",
+                "psk-file",
+                "rates",
+                "rr-size",
+                "rr-timeout",
+                "slo",
+                "threads",
+                "warmup"
+            ]
+        );
+    }
+
     #[test]
     fn plans_and_refusals() {
         let a = parse(&["tcp_rr", "--rates", "100,200", "-l", "1s"]).unwrap();
