@@ -5,12 +5,13 @@
 //! this list, and `layers.rs` checks it: `cmd` (one file per command) →
 //! `cli` (clap's types, checked into a plan) → `export` (formats, charts) →
 //! `agg` (the aggregate method) → `control` (protocol, client and server
-//! sessions, analysis) → `result` → `engine` (worker threads) → `workload`
-//! (flow state machines) → `io` (drivers, sockets) → `sensors`, `stats`
-//! (counters, histograms) → `plan`, `text`, `clock`, `term`,
-//! `warning` → `units`.
+//! sessions) → `analysis` (the record turned into a result) → `result` →
+//! `engine` (worker threads) → `workload` (flow state machines) → `io`
+//! (drivers, sockets) → `sensors`, `stats` (counters, histograms) → `plan`,
+//! `text`, `clock`, `term`, `warning` → `units`.
 
 pub mod agg;
+pub mod analysis;
 pub mod cli;
 pub mod clock;
 pub mod cmd;

@@ -5,79 +5,20 @@
 //! control protocol's spec message, so it is serde-serialisable and the server
 //! validates it again with the same [`TestPlan::validate`]: a hostile client
 //! gets the same range errors a user does.
+//!
+//! Which options apply to which test is asked of the test's facts
+//! ([`kinds`]: `TestKind::traits()`), and each error's list of the tests an
+//! option applies to is built from the same table.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub mod kinds;
 pub mod mix;
-/// The test types. Names are the lower-case ones; netperf's upper-case names
-/// (`TCP_RR`, `TCP_STREAM`, ...) are accepted as aliases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TestKind {
-    TcpStream,
-    TcpMaerts,
-    TcpBidir,
-    TcpRr,
-    TcpCrr,
-    TcpCc,
-    UdpStream,
-    UdpRr,
-    /// Path capacity by packet trains (`workload::capacity`).
-    Capacity,
-}
 
-impl TestKind {
-    /// Every test, in the order `thrum suite` runs them.
-    pub const ALL: [TestKind; 9] = [
-        TestKind::TcpStream,
-        TestKind::TcpMaerts,
-        TestKind::TcpBidir,
-        TestKind::TcpRr,
-        TestKind::TcpCrr,
-        TestKind::TcpCc,
-        TestKind::UdpStream,
-        TestKind::UdpRr,
-        TestKind::Capacity,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            TestKind::TcpStream => "tcp_stream",
-            TestKind::TcpMaerts => "tcp_maerts",
-            TestKind::TcpBidir => "tcp_bidir",
-            TestKind::TcpRr => "tcp_rr",
-            TestKind::TcpCrr => "tcp_crr",
-            TestKind::TcpCc => "tcp_cc",
-            TestKind::UdpStream => "udp_stream",
-            TestKind::UdpRr => "udp_rr",
-            TestKind::Capacity => "capacity",
-        }
-    }
-
-    // What a test is (its transport, who sends, its figure of merit, its
-    // flows) is its row in `workload::kinds`: `TestKind::desc()`.
-}
-
-impl fmt::Display for TestKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for TestKind {
-    type Err = PlanError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let lower = s.to_ascii_lowercase();
-        TestKind::ALL
-            .into_iter()
-            .find(|k| k.name() == lower)
-            .ok_or_else(|| PlanError::UnknownTest(s.to_string()))
-    }
-}
+pub use kinds::{Loss, Merit, Rate, TestKind, Traits, Transport, Ways};
 
 /// Which I/O driver the worker threads use (`--driver`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -393,10 +334,12 @@ pub enum PlanError {
         min: String,
         max: String,
     },
+    /// `applies` names the tests the flag applies to, from their facts
+    /// ([`TestKind::named`]).
     #[error("{flag} applies only to {applies}, not to {test}")]
     NotApplicable {
         flag: &'static str,
-        applies: &'static str,
+        applies: String,
         test: TestKind,
     },
     #[error("{0}")]
@@ -452,7 +395,10 @@ impl TestPlan {
     /// service time becomes one schedule gap (measured on loopback at
     /// 1,000/s: p50 1.0 ms with Nagle, 9 us without).
     pub fn open_loop_tcp_rr(&self) -> bool {
-        self.offered_per_s.is_some() && self.test == TestKind::TcpRr
+        let t = self.test.traits();
+        self.offered_per_s.is_some()
+            && t.transport == Transport::Tcp
+            && t.merit == Merit::Transactions
     }
 
     /// A plan with the defaults of `thrum run TEST`.
@@ -469,9 +415,9 @@ impl TestPlan {
             request_bytes: 1,
             response_bytes: 1,
             burst: 0,
-            // udp_stream, capacity: the largest payload of one 1500-byte
-            // IPv4 packet.
-            send_bytes: if matches!(test, TestKind::UdpStream | TestKind::Capacity) {
+            // A datagram per send (udp_stream, capacity): the largest
+            // payload of one 1500-byte IPv4 packet.
+            send_bytes: if test.traits().send_is_datagram() {
                 1472
             } else {
                 128 << 10
@@ -506,8 +452,8 @@ impl TestPlan {
     /// Check every field against its range and the test it belongs to: a
     /// mix part by part (`plan::mix`), a single test step by step below, in
     /// the order the first error is reported. Which options apply to which
-    /// tests is the plan's own rule, written beside the message that names
-    /// them (the tests' rows sit above the plan, in `workload::kinds`).
+    /// tests is asked of the test's facts (`kinds::Traits`), and the
+    /// message names the tests the same facts allow.
     pub fn validate(&self) -> Result<(), PlanError> {
         if !self.parts.is_empty() {
             return self.validate_parts();
@@ -555,13 +501,11 @@ impl TestPlan {
     fn validate_transactions(&self) -> Result<(), PlanError> {
         let t = self.test;
         if let Some(n) = self.transactions {
-            if !matches!(
-                t,
-                TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc | TestKind::UdpRr
-            ) {
+            let counted = |x: &Traits| x.merit == Merit::Transactions;
+            if !counted(t.traits()) {
                 return Err(PlanError::NotApplicable {
                     flag: "--transactions",
-                    applies: "tcp_rr, tcp_crr, tcp_cc and udp_rr",
+                    applies: TestKind::named(counted),
                     test: t,
                 });
             }
@@ -588,40 +532,36 @@ impl TestPlan {
     fn validate_sizes(&self) -> Result<(), PlanError> {
         use limits::*;
         let t = self.test;
-        if self.burst > 0 && !matches!(t, TestKind::TcpRr | TestKind::UdpRr) {
+        let f = t.traits();
+        if self.burst > 0 && !f.burst {
             return Err(PlanError::NotApplicable {
                 flag: "--burst",
-                applies: "tcp_rr and udp_rr",
+                applies: TestKind::named(|x| x.burst),
                 test: t,
             });
         }
         check("--burst", self.burst as u64, 0, MAX_BURST as u64)?;
-        let max_rr = if matches!(t, TestKind::UdpRr) {
+        let max_rr = if f.rr_is_datagram() {
             MAX_DATAGRAM_BYTES
         } else {
             MAX_RR_BYTES
         };
         check("--rr-size (request)", self.request_bytes, 1, max_rr)?;
         check("--rr-size (response)", self.response_bytes, 1, max_rr)?;
-        let max_send = if matches!(t, TestKind::UdpStream | TestKind::Capacity) {
+        let max_send = if f.send_is_datagram() {
             MAX_DATAGRAM_BYTES
         } else {
             MAX_IO_BYTES
         };
-        // capacity's datagrams carry their train's number, index, length
-        // and the sender's pace (workload::capacity::TRAIN_HEADER).
-        let min_send = if t == TestKind::Capacity { 12 } else { 1 };
-        let flag = if t == TestKind::Capacity {
-            "--packet-size"
-        } else {
-            "--send-size"
-        };
-        check(flag, self.send_bytes, min_send, max_send)?;
+        check(f.send_flag, self.send_bytes, f.min_send_bytes, max_send)?;
         if let Some(r) = self.rate_bps {
-            if !matches!(t, TestKind::UdpStream | TestKind::Capacity) {
+            if !f.rate.in_bits() {
                 return Err(PlanError::NotApplicable {
                     flag: "--rate",
-                    applies: "udp_stream and capacity (tcp tests: --pacing-rate)",
+                    applies: format!(
+                        "{} (tcp tests: --pacing-rate)",
+                        TestKind::named(|x| x.rate.in_bits())
+                    ),
                     test: t,
                 });
             }
@@ -645,10 +585,13 @@ impl TestPlan {
                 Direction::Both => "--both",
                 _ => "--reverse",
             };
-            if t != TestKind::Capacity {
+            if !t.traits().reverse {
                 return Err(PlanError::NotApplicable {
                     flag,
-                    applies: "capacity (tcp_maerts is tcp_stream reversed, tcp_bidir both ways)",
+                    applies: format!(
+                        "{} (tcp_maerts is tcp_stream reversed, tcp_bidir both ways)",
+                        TestKind::named(|x| x.reverse)
+                    ),
                     test: t,
                 });
             }
@@ -665,11 +608,12 @@ impl TestPlan {
     /// `--gso`, `--zerocopy` and `--close rst`, each for its tests.
     fn validate_test_flags(&self) -> Result<(), PlanError> {
         let t = self.test;
+        let f = t.traits();
         if self.gso {
-            if t != TestKind::UdpStream {
+            if !f.gso {
                 return Err(PlanError::NotApplicable {
                     flag: "--gso",
-                    applies: "udp_stream",
+                    applies: TestKind::named(|x| x.gso),
                     test: t,
                 });
             }
@@ -679,22 +623,17 @@ impl TestPlan {
                 ));
             }
         }
-        if self.zerocopy
-            && !matches!(
-                t,
-                TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
-            )
-        {
+        if self.zerocopy && !f.zerocopy {
             return Err(PlanError::NotApplicable {
                 flag: "--zerocopy",
-                applies: "tcp_stream, tcp_maerts and tcp_bidir",
+                applies: TestKind::named(|x| x.zerocopy),
                 test: t,
             });
         }
-        if self.close == CloseMode::Rst && !matches!(t, TestKind::TcpCrr | TestKind::TcpCc) {
+        if self.close == CloseMode::Rst && !f.close {
             return Err(PlanError::NotApplicable {
                 flag: "--close rst",
-                applies: "tcp_crr and tcp_cc",
+                applies: TestKind::named(|x| x.close),
                 test: t,
             });
         }
@@ -704,15 +643,10 @@ impl TestPlan {
     /// `--call-times` (the stream tests).
     fn validate_call_times(&self) -> Result<(), PlanError> {
         let t = self.test;
-        if self.call_times
-            && !matches!(
-                t,
-                TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
-            )
-        {
+        if self.call_times && !t.traits().call_times {
             return Err(PlanError::NotApplicable {
                 flag: "--call-times",
-                applies: "tcp_stream, tcp_maerts and tcp_bidir",
+                applies: TestKind::named(|x| x.call_times),
                 test: t,
             });
         }
@@ -808,13 +742,11 @@ impl TestPlan {
             }
             return Ok(());
         };
-        if !matches!(
-            t,
-            TestKind::TcpRr | TestKind::TcpCrr | TestKind::TcpCc | TestKind::UdpRr
-        ) {
+        let f = t.traits();
+        if f.rate != Rate::Transactions {
             return Err(PlanError::NotApplicable {
                 flag: "--rate (transactions/s)",
-                applies: "tcp_rr, udp_rr, tcp_crr and tcp_cc",
+                applies: TestKind::named(|x| x.rate == Rate::Transactions),
                 test: t,
             });
         }
@@ -830,11 +762,10 @@ impl TestPlan {
             1,
             limits::MAX_INFLIGHT as u64,
         )?;
-        if !matches!(t, TestKind::TcpRr | TestKind::UdpRr)
-            && self.max_inflight != DEFAULT_MAX_INFLIGHT
-        {
+        if !f.max_inflight && self.max_inflight != DEFAULT_MAX_INFLIGHT {
             return Err(PlanError::Invalid(format!(
-                "--max-inflight applies to tcp_rr and udp_rr; {t} with --rate has one connection open per flow (more at once: -F)"
+                "--max-inflight applies to {}; {t} with --rate has one connection open per flow (more at once: -F)",
+                TestKind::named(|x| x.max_inflight)
             )));
         }
         Ok(())
@@ -918,6 +849,87 @@ mod tests {
         p.burst = 4;
         let e = p.validate().unwrap_err().to_string();
         assert!(e.contains("--burst") && e.contains("tcp_rr"), "{e}");
+    }
+
+    /// Each option's "applies only to" list, built from the tests' facts,
+    /// says what it said when it was written out by hand (the open loop's
+    /// now in `TestKind::ALL`'s order, as the others).
+    #[test]
+    fn applies_lists_name_the_tests_the_facts_allow() {
+        let err = |t: TestKind, f: &dyn Fn(&mut TestPlan)| {
+            let mut p = TestPlan::new(t);
+            f(&mut p);
+            p.validate().unwrap_err().to_string()
+        };
+        use TestKind::*;
+        for (e, want) in [
+            (
+                err(TcpStream, &|p| p.burst = 1),
+                "--burst applies only to tcp_rr and udp_rr, not to tcp_stream",
+            ),
+            (
+                err(TcpStream, &|p| p.transactions = Some(10)),
+                "--transactions applies only to tcp_rr, tcp_crr, tcp_cc and udp_rr, not to tcp_stream",
+            ),
+            (
+                err(TcpRr, &|p| p.rate_bps = Some(1000)),
+                "--rate applies only to udp_stream and capacity (tcp tests: --pacing-rate), not to tcp_rr",
+            ),
+            (
+                err(UdpStream, &|p| p.offered_per_s = Some(10)),
+                "--rate (transactions/s) applies only to tcp_rr, tcp_crr, tcp_cc and udp_rr, not to udp_stream",
+            ),
+            (
+                err(TcpStream, &|p| p.direction = Direction::Reverse),
+                "--reverse applies only to capacity (tcp_maerts is tcp_stream reversed, tcp_bidir both ways), not to tcp_stream",
+            ),
+            (
+                err(UdpRr, &|p| p.gso = true),
+                "--gso applies only to udp_stream, not to udp_rr",
+            ),
+            (
+                err(UdpRr, &|p| p.zerocopy = true),
+                "--zerocopy applies only to tcp_stream, tcp_maerts and tcp_bidir, not to udp_rr",
+            ),
+            (
+                err(TcpRr, &|p| p.call_times = true),
+                "--call-times applies only to tcp_stream, tcp_maerts and tcp_bidir, not to tcp_rr",
+            ),
+            (
+                err(TcpRr, &|p| p.close = CloseMode::Rst),
+                "--close rst applies only to tcp_crr and tcp_cc, not to tcp_rr",
+            ),
+            (
+                err(TcpCc, &|p| {
+                    p.offered_per_s = Some(10);
+                    p.max_inflight = 4;
+                }),
+                "--max-inflight applies to tcp_rr and udp_rr; tcp_cc with --rate has one connection open per flow (more at once: -F)",
+            ),
+            (
+                err(Capacity, &|p| p.send_bytes = 11),
+                "--packet-size 11 is out of range (accepted: 12..=65507)",
+            ),
+            (
+                err(UdpStream, &|p| p.send_bytes = 65_508),
+                "--send-size 65508 is out of range (accepted: 1..=65507)",
+            ),
+            (
+                err(UdpRr, &|p| p.request_bytes = 65_508),
+                "--rr-size (request) 65508 is out of range (accepted: 1..=65507)",
+            ),
+        ] {
+            assert_eq!(e, want);
+        }
+        // Sizes a test does not send are held to the wider limits.
+        let mut p = TestPlan::new(UdpStream);
+        p.request_bytes = 65_508;
+        assert_eq!(p.validate(), Ok(()));
+        let mut p = TestPlan::new(UdpRr);
+        p.send_bytes = 65_508;
+        assert_eq!(p.validate(), Ok(()));
+        assert_eq!(TestPlan::new(Capacity).send_bytes, 1472);
+        assert_eq!(TestPlan::new(TcpStream).send_bytes, 128 << 10);
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! The result of one test: what every exporter writes.
+//! The result of one test: what every exporter writes. Data only: every
+//! figure in it is computed by `analysis` from the run's record; what is
+//! here are the types, their names in the JSON, and plain accessors.
 //!
 //! Names here are a contract (scripts parse the JSON); they are documented in
 //! docs/json.md and checked against schema/thrum.result.v1.json in the tests.
@@ -9,12 +11,10 @@ use serde::Serialize;
 
 use crate::plan::Phase;
 use crate::plan::{TestKind, TestPlan};
-use crate::sensors::window::WindowStats;
 use crate::sensors::{CpuUsage, Rusage};
 use crate::stats::counters::Counts;
 use crate::stats::latency::LatencySummary;
-use crate::warning::{Code, Warning, Warnings};
-use crate::workload::kinds::Merit;
+use crate::warning::{Warning, Warnings};
 
 pub const SCHEMA: &str = "thrum.result.v1";
 
@@ -227,71 +227,6 @@ pub struct Stability {
     pub warnings: Vec<Warning>,
 }
 
-/// A trend beyond this (in percent, either way) gets a warning.
-pub const TREND_WARN_PERCENT: f64 = 10.0;
-
-impl Stability {
-    /// Judge the measure-phase intervals. Intervals whose figure needs the
-    /// server's sample and lack it are left out.
-    pub fn of(plan: &TestPlan, measure: &[&Interval], quota_limited: bool) -> Stability {
-        // A figure of bytes the client sends is counted by the server.
-        let d = plan.test.desc();
-        let needs_remote = d.merit == Merit::Throughput && d.ways(plan).client_sends;
-        let xs: Vec<f64> = measure
-            .iter()
-            .filter(|i| !needs_remote || !i.remote.is_empty())
-            .filter_map(|i| i.headline())
-            .collect();
-        let mut st = Stability::default();
-        let n = xs.len();
-        if n >= 2 {
-            let mean = xs.iter().sum::<f64>() / n as f64;
-            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            st.cv = (mean > 0.0).then(|| var.sqrt() / mean);
-        }
-        if n >= 3 {
-            let third = n / 3;
-            let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-            let (first, last) = (avg(&xs[..third]), avg(&xs[n - third..]));
-            if first > 0.0 {
-                let t = 100.0 * (last - first) / first;
-                st.trend_percent = Some(t);
-                if t.abs() > TREND_WARN_PERCENT {
-                    st.warnings.push(Warning::new(Code::Trend, format!(
-                        "the figure trends {t:+.1} % from the first third of the window to the last: the system did not reach a steady state (longer --warmup or --duration?)"
-                    )));
-                }
-            }
-        }
-        // A flow that stops moving while the others go on (neper's
-        // correlation coefficient stays near 1 when that happens; this does
-        // not). Count-limited runs are left out: flows that met their quota idle.
-        if !quota_limited {
-            let moved = |i: &Interval, f: usize| {
-                i.local
-                    .get(f)
-                    .is_some_and(|c| c.bytes_sent + c.bytes_received + c.transactions > 0)
-            };
-            let flows = measure.iter().map(|i| i.local.len()).max().unwrap_or(0);
-            for f in 0..flows {
-                let stalled: Vec<u32> = measure
-                    .iter()
-                    .filter(|i| !moved(i, f) && (0..flows).any(|g| g != f && moved(i, g)))
-                    .map(|i| i.index)
-                    .collect();
-                if let (Some(a), Some(b)) = (stalled.first(), stalled.last()) {
-                    st.warnings.push(Warning::new(Code::FlowStalled, format!(
-                        "flow {f} moved nothing in {} of {} measure intervals while other flows did (intervals {a}..={b})",
-                        stalled.len(),
-                        measure.len()
-                    )));
-                }
-            }
-        }
-        st
-    }
-}
-
 /// Counts of a window on both ends, and the rates they give.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Figures {
@@ -306,45 +241,6 @@ pub struct Figures {
     pub throughput_bps_s2c: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions_per_s: Option<f64>,
-}
-
-impl Figures {
-    /// Rates of a window of `local_s` seconds on this end and `remote_s` on the server.
-    pub fn compute(
-        plan: &TestPlan,
-        local: Counts,
-        remote: Counts,
-        local_s: f64,
-        remote_s: f64,
-    ) -> Figures {
-        let rate = |v: u64, s: f64| if s > 0.0 { v as f64 / s } else { 0.0 };
-        let mut f = Figures {
-            local,
-            remote,
-            ..Figures::default()
-        };
-        // Bytes count where they are received: the server's receive counts
-        // carry the client's sending direction, ours the server's.
-        let d = plan.test.desc();
-        let w = d.ways(plan);
-        match d.merit {
-            Merit::Throughput => {
-                let c2s = w
-                    .client_sends
-                    .then(|| rate(remote.bytes_received * 8, remote_s));
-                let s2c = w
-                    .client_receives
-                    .then(|| rate(local.bytes_received * 8, local_s));
-                if w.client_sends && w.client_receives {
-                    f.throughput_bps_c2s = c2s;
-                    f.throughput_bps_s2c = s2c;
-                }
-                f.throughput_bps = Some(c2s.unwrap_or(0.0) + s2c.unwrap_or(0.0));
-            }
-            Merit::Transactions => f.transactions_per_s = Some(rate(local.transactions, local_s)),
-        }
-        f
-    }
 }
 
 /// capacity: the estimate of each direction measured.
@@ -465,166 +361,6 @@ pub struct LinkUtil {
     pub rx: Option<f64>,
 }
 
-/// Service demands from the two sources that differ by more than this
-/// (percent of the smaller) get a warning.
-pub const DEMAND_DISAGREE_PERCENT: f64 = 15.0;
-/// CPU busy beyond thrum's own, as a share of the machine, that gets a warning.
-pub const OTHER_BUSY_PERCENT: f64 = 10.0;
-/// Steal time, percent of the window, that gets a warning.
-pub const STEAL_WARN_PERCENT: f64 = 5.0;
-
-/// The service demand to headline and its source: process CPU time on a
-/// virtual machine, where tick-based /proc/stat misreads; /proc/stat
-/// elsewhere (netperf's); whichever exists when only one does.
-pub fn headline_demand(
-    proc_stat: Option<f64>,
-    rusage: Option<f64>,
-    hypervisor: bool,
-) -> (Option<f64>, Option<&'static str>) {
-    match (proc_stat, rusage) {
-        (Some(_), Some(r)) if hypervisor => (Some(r), Some("rusage")),
-        (Some(p), _) => (Some(p), Some("proc_stat")),
-        (None, Some(r)) => (Some(r), Some("rusage")),
-        (None, None) => (None, None),
-    }
-}
-
-/// What a side's CPU figures are computed from.
-pub struct CpuBasis<'a> {
-    /// "local" or "remote", for warnings.
-    pub end: &'static str,
-    pub window: &'a WindowStats,
-    /// The figure of merit: transactions/s, or bytes/s for streams.
-    pub units_per_s: f64,
-    pub per_kb: bool,
-    /// CPU seconds of the other thrum process in the window when it runs
-    /// on this host as a separate process (a server on loopback), else 0.
-    pub other_thrum_cpu_s: f64,
-    pub hypervisor: bool,
-    /// Add warnings (false for the second end on one host: the same machine twice).
-    pub warn: bool,
-}
-
-impl Side {
-    /// Fill the CPU, service demand and packet fields from the window's readings.
-    pub fn apply_window(&mut self, b: &CpuBasis, all_warnings: &mut Vec<Warning>) {
-        let mut ignored = Vec::new();
-        let warnings = if b.warn { all_warnings } else { &mut ignored };
-        let w = b.window;
-        self.rusage_window = w.rusage;
-        self.interface = w.interface.clone();
-        if let Some(p) = w.packets {
-            self.tx_packets = Some(p.tx_packets);
-            self.rx_packets = Some(p.rx_packets);
-            if w.elapsed_s > 0.0 {
-                self.tx_packets_per_s = Some(p.tx_packets as f64 / w.elapsed_s);
-                self.rx_packets_per_s = Some(p.rx_packets as f64 / w.elapsed_s);
-            }
-        }
-        self.link_speed_bps = w.link_speed_bps;
-        if let (Some(p), Some(speed)) = (w.packets, w.link_speed_bps) {
-            let util = |b| crate::sensors::link_util_percent(b, w.elapsed_s, speed);
-            self.link_util_percent = LinkUtil {
-                tx: util(p.tx_bytes),
-                rx: util(p.rx_bytes),
-            };
-        }
-        let units = if b.per_kb {
-            b.units_per_s / 1024.0
-        } else {
-            b.units_per_s
-        };
-        let unit = if b.per_kb { "µs/KB" } else { "µs/Tr" };
-        let cpu = w.cpu.as_ref().filter(|c| c.ticks > 0 && c.cpus > 0);
-        if let Some(c) = cpu {
-            self.cpu = Some(c.clone());
-            self.cpu_util_percent = Some(c.overall.util_percent);
-            self.cpus = Some(c.cpus);
-            if c.overall.steal_percent > STEAL_WARN_PERCENT {
-                warnings.push(Warning::new(Code::CpuStolen, format!(
-                    "{} host: the hypervisor stole {:.1} % of CPU time in the window; CPU figures and rates suffer",
-                    b.end, c.overall.steal_percent
-                )));
-            }
-        }
-        let (proc_stat, rusage) = if units > 0.0 && w.elapsed_s > 0.0 {
-            (
-                cpu.map(|c| crate::sensors::service_demand(c.overall.util_percent, c.cpus, units)),
-                w.rusage.map(|r| {
-                    crate::sensors::service_demand_from_cpu_s(
-                        r.cpu_s() + b.other_thrum_cpu_s,
-                        units * w.elapsed_s,
-                    )
-                }),
-            )
-        } else {
-            (None, None)
-        };
-        self.service_demand_proc_stat = proc_stat;
-        self.service_demand_rusage = rusage;
-        let (headline, source) = headline_demand(proc_stat, rusage, b.hypervisor);
-        self.service_demand_source = source;
-        if b.per_kb {
-            self.service_demand_us_per_kb = headline;
-        } else {
-            self.service_demand_us_per_tran = headline;
-        }
-        if let (Some(p), Some(r)) = (proc_stat, rusage) {
-            let lo = p.min(r);
-            if lo > 0.0 && 100.0 * (p - r).abs() / lo > DEMAND_DISAGREE_PERCENT {
-                warnings.push(Warning::new(Code::ServiceDemandDisagrees, format!(
-                    "{} service demand: /proc/stat gives {p:.3} {unit}, thrum's own CPU time {r:.3} {unit}, {:.0} % apart; the headline uses {}{}",
-                    b.end,
-                    100.0 * (p - r).abs() / lo,
-                    source.unwrap_or("-"),
-                    if b.hypervisor {
-                        " (virtual machine: tick-based /proc/stat is unreliable)"
-                    } else {
-                        ""
-                    }
-                )));
-            }
-        }
-        // Busy time that thrum did not spend: other processes skew service demand.
-        if let (Some(c), Some(r)) = (cpu, w.rusage) {
-            let machine_s = c.cpus as f64 * w.elapsed_s;
-            let busy_s = c.overall.util_percent / 100.0 * machine_s;
-            let other_s = busy_s - r.cpu_s() - b.other_thrum_cpu_s;
-            if machine_s > 0.0 && 100.0 * other_s / machine_s > OTHER_BUSY_PERCENT {
-                warnings.push(Warning::new(Code::CpuBusyElsewhere, format!(
-                    "{} host: CPUs were busy beyond thrum's own use in the window ({:.2} CPU-s of {:.2}, {:.0} % of the machine): other processes or interrupt work skew service demand",
-                    b.end,
-                    other_s,
-                    machine_s,
-                    100.0 * other_s / machine_s
-                )));
-            }
-        }
-    }
-}
-
-impl Side {
-    pub fn new(window: Counts, window_s: f64, total: Counts, rusage: Option<Rusage>) -> Side {
-        let rate = |v: f64| if window_s > 0.0 { v / window_s } else { 0.0 };
-        Side {
-            bytes_sent: window.bytes_sent,
-            bytes_received: window.bytes_received,
-            transactions: window.transactions,
-            window_s,
-            send_bps: rate(window.bytes_sent as f64 * 8.0),
-            recv_bps: rate(window.bytes_received as f64 * 8.0),
-            transactions_per_s: rate(window.transactions as f64),
-            datagrams_sent: window.datagrams_sent,
-            datagrams_received: window.datagrams_received,
-            datagrams_sent_per_s: rate(window.datagrams_sent as f64),
-            datagrams_received_per_s: rate(window.datagrams_received as f64),
-            total,
-            rusage,
-            ..Side::default()
-        }
-    }
-}
-
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {
     /// Length of the measurement window (client clock).
@@ -647,27 +383,10 @@ pub struct Summary {
     /// intended start (open loop, --rate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
-    /// Open loop (--rate): transactions/s offered by the schedule.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offered_per_s: Option<f64>,
-    /// Open loop: transactions/s completed in the window.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub achieved_per_s: Option<f64>,
-    /// Open loop: requests sent more than one schedule gap after their
-    /// intended start, in the window.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub late: Option<u64>,
-    /// Open loop: service time, from each request's actual send.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub service_latency_ns: Option<LatencySummary>,
-    /// Open loop: how far behind its schedule the generator sent requests.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub generator_lag_ns: Option<GeneratorLag>,
-    /// Open loop: the mean number of transactions in the system (intended
-    /// start passed, response not in) over the window, from the flows' own
-    /// time integral; by Little's law ≈ achieved_per_s × mean response time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_in_flight: Option<f64>,
+    /// Open loop (--rate): the schedule's figures, their keys at this level
+    /// of the JSON; absent in a closed-loop run.
+    #[serde(flatten)]
+    pub open_loop: Option<OpenLoop>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
@@ -744,6 +463,32 @@ pub struct Summary {
     pub fairness: Option<Fairness>,
 }
 
+/// Open loop (`--rate`): what the schedule offered against what was done,
+/// and the two other clocks (service time from the actual send, the
+/// generator's lag behind its schedule). Flattened into the summary, so
+/// the keys are the summary's own.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OpenLoop {
+    /// Transactions/s offered by the schedule.
+    pub offered_per_s: f64,
+    /// Transactions/s completed in the window.
+    pub achieved_per_s: f64,
+    /// Requests sent more than one schedule gap after their intended start,
+    /// in the window.
+    pub late: u64,
+    /// Service time, from each request's actual send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_latency_ns: Option<LatencySummary>,
+    /// How far behind its schedule the generator sent requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_lag_ns: Option<GeneratorLag>,
+    /// The mean number of transactions in the system (intended start
+    /// passed, response not in) over the window, from the flows' own time
+    /// integral; by Little's law ≈ achieved_per_s × mean response time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_in_flight: Option<f64>,
+}
+
 /// One part of a mix, with the single-test summary it would have alone.
 #[derive(Clone, Debug, Serialize)]
 pub struct PartSummary {
@@ -762,6 +507,9 @@ pub struct PartSummary {
     /// TCP retransmissions of its long-lived connections, both ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_retransmits: Option<u64>,
+    /// The single-test summary: a probe's over the measurement window, a
+    /// bulk part of a phased mix's over the loaded phase it ran in (so its
+    /// `throughput_bps` is its flows' goodputs summed).
     #[serde(flatten)]
     pub summary: Box<Summary>,
     /// The part's own intervals: its figures and latency, interval by interval.
@@ -826,31 +574,6 @@ pub struct Fairness {
     pub down: Option<f64>,
 }
 
-/// Jain's fairness index of `x`: 1 when all are equal, 1/n when one has all.
-pub fn jain(x: &[f64]) -> Option<f64> {
-    let sum: f64 = x.iter().sum();
-    let sq: f64 = x.iter().map(|v| v * v).sum();
-    (!x.is_empty() && sq > 0.0).then(|| sum * sum / (x.len() as f64 * sq))
-}
-
-impl Summary {
-    /// How far the client's packets/s each way (tx, rx) part from
-    /// transactions/s, in percent, counting one packet per message each way
-    /// (two on `lo`, where a packet is counted leaving and arriving). None
-    /// without packet counts or transactions.
-    pub fn packets_off_percent(&self) -> Option<(f64, f64)> {
-        let tps = self.transactions_per_s.filter(|t| *t > 0.0)?;
-        let (tx, rx) = (self.tx_packets_per_s?, self.rx_packets_per_s?);
-        let per = if self.interface.as_deref() == Some("lo") {
-            2.0
-        } else {
-            1.0
-        };
-        let off = |pps: f64| 100.0 * (pps / per - tps) / tps;
-        Some((off(tx), off(rx)))
-    }
-}
-
 impl TestResult {
     pub fn ok(&self) -> bool {
         self.summary.error.is_none()
@@ -879,114 +602,5 @@ mod tests {
             vec![("uring", 2), ("epoll", 1)]
         );
         assert!(Environment::driver_counts(&[]).is_empty());
-    }
-
-    /// Measure intervals of tcp_rr with per-flow transaction counts.
-    fn intervals(per_flow: &[&[u64]]) -> Vec<Interval> {
-        per_flow
-            .iter()
-            .enumerate()
-            .map(|(k, flows)| {
-                let local: Vec<Counts> = flows
-                    .iter()
-                    .map(|&t| Counts {
-                        transactions: t,
-                        bytes_sent: t,
-                        bytes_received: t,
-                        ..Counts::default()
-                    })
-                    .collect();
-                let sum = Figures::compute(
-                    &TestPlan::new(TestKind::TcpRr),
-                    Counts::sum(&local),
-                    Counts::default(),
-                    1.0,
-                    1.0,
-                );
-                Interval {
-                    index: k as u32,
-                    phase: Phase::Measure,
-                    start_s: k as f64,
-                    end_s: k as f64 + 1.0,
-                    unix_end_s: 0.0,
-                    local,
-                    remote: Vec::new(),
-                    sum,
-                    latency_ns: None,
-                    service_latency_ns: None,
-                    fairness: None,
-                    parts: Vec::new(),
-                    link_util_percent: Default::default(),
-                }
-            })
-            .collect()
-    }
-
-    fn judge(per_flow: &[&[u64]]) -> Stability {
-        let ivs = intervals(per_flow);
-        let refs: Vec<&Interval> = ivs.iter().collect();
-        Stability::of(&TestPlan::new(TestKind::TcpRr), &refs, false)
-    }
-
-    #[test]
-    fn steady_figures_are_stable() {
-        let st = judge(&[
-            &[100, 100],
-            &[101, 99],
-            &[100, 100],
-            &[99, 101],
-            &[100, 100],
-            &[100, 100],
-        ]);
-        assert!(st.cv.unwrap() < 0.01);
-        assert!(st.trend_percent.unwrap().abs() < 1.0);
-        assert!(st.warnings.is_empty(), "{:?}", st.warnings);
-    }
-
-    #[test]
-    fn a_flow_that_stops_halfway_is_named() {
-        // Flow 1 stops after three intervals. The correlation of the
-        // cumulative total against time (neper's correlation_coefficient)
-        // still reads 0.98 here.
-        let st = judge(&[
-            &[100, 100],
-            &[100, 100],
-            &[100, 100],
-            &[100, 0],
-            &[100, 0],
-            &[100, 0],
-        ]);
-        assert!(
-            st.warnings.iter().any(|w| w.code == Code::FlowStalled
-                && w.message.contains("flow 1 moved nothing in 3 of 6")),
-            "{:?}",
-            st.warnings
-        );
-        assert!((st.trend_percent.unwrap() + 50.0).abs() < 1e-9);
-        assert!(
-            st.warnings
-                .iter()
-                .any(|w| w.code == Code::Trend && w.message.contains("trends -50.0 %"))
-        );
-        assert!(st.cv.unwrap() > 0.2);
-    }
-
-    #[test]
-    fn a_rising_figure_trends() {
-        let st = judge(&[&[100], &[100], &[110], &[120], &[130], &[130]]);
-        assert!((st.trend_percent.unwrap() - 30.0).abs() < 1e-9);
-        assert_eq!(st.warnings.len(), 1);
-    }
-
-    #[test]
-    fn quota_limited_runs_do_not_flag_idle_flows() {
-        let ivs = intervals(&[&[100, 100], &[100, 0]]);
-        let refs: Vec<&Interval> = ivs.iter().collect();
-        assert!(
-            Stability::of(&TestPlan::new(TestKind::TcpRr), &refs, true)
-                .warnings
-                .is_empty()
-        );
-        assert!(judge(&[&[100]]).cv.is_none());
     }
 }

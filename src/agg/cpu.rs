@@ -101,7 +101,8 @@ pub fn step_cpu(
     let cpu_s = last.rusage.since(&first.rusage).cpu_s();
     let proc_stat = units_per_s.map(|u| crate::sensors::service_demand(util, usage.cpus, u));
     let rusage = units_per_s.map(|u| crate::sensors::service_demand_from_cpu_s(cpu_s, u * elapsed));
-    let (service_demand, source) = crate::result::headline_demand(proc_stat, rusage, hypervisor);
+    let (service_demand, source) =
+        crate::analysis::sides::headline_demand(proc_stat, rusage, hypervisor);
     Some(StepCpu {
         util_percent: util,
         service_demand,

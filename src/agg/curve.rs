@@ -431,152 +431,19 @@ pub fn analyse(c: &mut Curve) {
     c.knee = knee(&c.steps, c.spec.slo.as_ref());
 }
 
-fn lat(s: &Step, f: impl Fn(&LatencySummary) -> u64) -> Option<u64> {
-    s.latency_ns.as_ref().map(f)
-}
-
-fn opt_ns(v: Option<u64>) -> String {
-    v.map_or("n/a".into(), |v| fmt_ns(v as f64))
-}
-
-fn opt_f(v: Option<f64>, digits: usize) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.digits$}"))
-}
-
 impl Curve {
     /// Whether a step's run failed: the curve's verdict, as a run's.
     pub fn failed(&self) -> bool {
         self.steps.iter().any(|s| s.error.is_some())
     }
-
-    /// The terminal table, the knee and the saturation point.
-    pub fn table(&self) -> String {
-        let mut s = format!(
-            "{} to {}: open-loop steps of {} s; response time from the intended start\n",
-            self.test, self.server, self.spec.step_s
-        );
-        if let Some(c) = self.spec.closed_loop_per_s {
-            let _ = writeln!(s, "closed-loop probe: {c:.0} trans/s");
-        }
-        let _ = writeln!(
-            s,
-            "{:>4} {:>11} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>6} {:>8} {:>6} {:>8}",
-            "step",
-            "offered/s",
-            "achieved/s",
-            "p50",
-            "p90",
-            "p99",
-            "p99.9",
-            "max",
-            "late",
-            "lost",
-            "cpu%",
-            "us/tr",
-            "rcpu%",
-            "r us/tr"
-        );
-        for st in &self.steps {
-            let mark = match (&self.knee, &self.saturation) {
-                (Some(k), _) if k.step == st.index => " <- knee",
-                (_, Some(p)) if p.step == st.index => " <- saturation",
-                _ => "",
-            };
-            let _ = writeln!(
-                s,
-                "{:>4} {:>11.0} {:>11.0} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>6} {:>8} {:>6} {:>8}{mark}",
-                st.index,
-                st.offered_per_s,
-                st.achieved_per_s,
-                opt_ns(lat(st, |l| l.p50)),
-                opt_ns(lat(st, |l| l.p90)),
-                opt_ns(lat(st, |l| l.p99)),
-                opt_ns(lat(st, |l| l.p99_9)),
-                opt_ns(lat(st, |l| l.max)),
-                st.late,
-                st.lost,
-                opt_f(st.local.cpu_util_percent, 1),
-                opt_f(st.local.service_demand_us_per_tran, 2),
-                opt_f(st.remote.cpu_util_percent, 1),
-                opt_f(st.remote.service_demand_us_per_tran, 2),
-            );
-            if let Some(e) = &st.error {
-                let _ = writeln!(s, "     step {} failed: {e}", st.index);
-            }
-        }
-        let point = |name: &str, p: &Option<Point>, none: &str| match p {
-            Some(p) => format!(
-                "{name}: {:.0} trans/s (step {}): {}\n",
-                p.achieved_per_s, p.step, p.reason
-            ),
-            None => format!("{name}: none ({none})\n"),
-        };
-        s.push_str(&point(
-            "knee",
-            &self.knee,
-            "no step below saturation met the SLO",
-        ));
-        s.push_str(&point(
-            "saturation",
-            &self.saturation,
-            "every step kept up with its offered rate",
-        ));
-        if self.interrupted {
-            let _ = writeln!(
-                s,
-                "interrupted after {} whole step(s); the step under way is not kept",
-                self.steps.len()
-            );
-        }
-        s
-    }
-
-    /// curve.csv: one row per step.
-    pub fn csv(&self) -> String {
-        let mut s = String::from(
-            "step,offered_per_s,achieved_per_s,p50_ns,p90_ns,p99_ns,p99_9_ns,max_ns,mean_ns,\
-service_p50_ns,service_p99_ns,late,lost,generator_lag_p99_ns,local_cpu_util_percent,\
-local_service_demand_us_per_tran,remote_cpu_util_percent,remote_service_demand_us_per_tran,knee,saturation,error\n",
-        );
-        let o = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
-        let of = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
-        for st in &self.steps {
-            let sv = |f: fn(&LatencySummary) -> u64| st.service_latency_ns.as_ref().map(f);
-            let _ = writeln!(
-                s,
-                "{},{:.3},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                st.index,
-                st.offered_per_s,
-                st.achieved_per_s,
-                o(lat(st, |l| l.p50)),
-                o(lat(st, |l| l.p90)),
-                o(lat(st, |l| l.p99)),
-                o(lat(st, |l| l.p99_9)),
-                o(lat(st, |l| l.max)),
-                of(st.latency_ns.as_ref().map(|l| l.mean)),
-                o(sv(|l| l.p50)),
-                o(sv(|l| l.p99)),
-                st.late,
-                st.lost,
-                o(st.generator_lag_p99_ns),
-                of(st.local.cpu_util_percent),
-                of(st.local.service_demand_us_per_tran),
-                of(st.remote.cpu_util_percent),
-                of(st.remote.service_demand_us_per_tran),
-                self.knee.as_ref().is_some_and(|k| k.step == st.index),
-                self.saturation.as_ref().is_some_and(|k| k.step == st.index),
-                st.error.as_deref().unwrap_or("").replace([',', '\n'], ";"),
-            );
-        }
-        s
-    }
 }
 
+/// Constructed steps and curves, for the tests here and the exporters'.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixtures {
     use super::*;
 
-    fn lat(p50: u64, p99: u64) -> LatencySummary {
+    pub(crate) fn lat(p50: u64, p99: u64) -> LatencySummary {
         LatencySummary {
             count: 1000,
             min: p50 / 2,
@@ -591,7 +458,7 @@ mod tests {
         }
     }
 
-    fn step(offered: f64, achieved: f64, p50: u64, p99: u64) -> Step {
+    pub(crate) fn step(offered: f64, achieved: f64, p50: u64, p99: u64) -> Step {
         Step {
             index: 0,
             offered_per_s: offered,
@@ -608,7 +475,7 @@ mod tests {
         }
     }
 
-    fn numbered(mut v: Vec<Step>) -> Vec<Step> {
+    pub(crate) fn numbered(mut v: Vec<Step>) -> Vec<Step> {
         for (i, s) in v.iter_mut().enumerate() {
             s.index = i;
         }
@@ -616,7 +483,7 @@ mod tests {
     }
 
     /// A curve with its turn at 4,000/s: the step offered 5,000 achieves 4,300.
-    fn curve() -> Vec<Step> {
+    pub(crate) fn curve() -> Vec<Step> {
         numbered(vec![
             step(1000.0, 1000.0, 50_000, 80_000),
             step(2000.0, 1999.0, 52_000, 120_000),
@@ -625,6 +492,39 @@ mod tests {
             step(6000.0, 4310.0, 20_000_000, 90_000_000),
         ])
     }
+
+    /// A curve record of `steps` with a plain spec, not yet analysed.
+    pub(crate) fn record(steps: Vec<Step>) -> Curve {
+        Curve {
+            schema: SCHEMA.into(),
+            test: "tcp_rr".into(),
+            server: "x".into(),
+            spec: CurveSpec {
+                rates: "auto".into(),
+                step_s: 1.0,
+                warmup_s: 0.0,
+                interval_s: 0.1,
+                flows: 1,
+                threads: 1,
+                request_bytes: 1,
+                response_bytes: 1,
+                arrivals: "fixed".into(),
+                max_inflight: 1024,
+                slo: None,
+                closed_loop_per_s: None,
+            },
+            steps,
+            knee: None,
+            saturation: None,
+            interrupted: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
 
     #[test]
     fn saturation_is_the_first_step_that_falls_behind() {
@@ -714,38 +614,11 @@ mod tests {
     fn analyse_orders_and_numbers() {
         let mut v = curve();
         v.reverse();
-        let mut c = Curve {
-            schema: SCHEMA.into(),
-            test: "tcp_rr".into(),
-            server: "x".into(),
-            spec: CurveSpec {
-                rates: "auto".into(),
-                step_s: 1.0,
-                warmup_s: 0.0,
-                interval_s: 0.1,
-                flows: 1,
-                threads: 1,
-                request_bytes: 1,
-                response_bytes: 1,
-                arrivals: "fixed".into(),
-                max_inflight: 1024,
-                slo: None,
-                closed_loop_per_s: None,
-            },
-            steps: v,
-            knee: None,
-            saturation: None,
-            interrupted: false,
-        };
+        let mut c = record(v);
         analyse(&mut c);
         assert_eq!(c.steps[0].offered_per_s, 1000.0);
         assert_eq!(c.saturation.as_ref().unwrap().step, 3);
         assert_eq!(c.knee.as_ref().unwrap().step, 2);
-        let t = c.table();
-        assert!(t.contains("<- knee") && t.contains("<- saturation"), "{t}");
-        let csv = c.csv();
-        assert_eq!(csv.lines().count(), 6);
-        assert!(csv.lines().nth(3).unwrap().contains(",true,false,"));
     }
 
     #[test]

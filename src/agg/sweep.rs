@@ -12,6 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::sides::packets_off_percent;
 use crate::plan::{TestKind, TestPlan};
 use crate::result::Summary;
 
@@ -67,8 +68,7 @@ impl Cell {
             rx_packets_per_s: s.rx_packets_per_s,
             valid: packets_match(plan, s),
             error: s.error.clone(),
-            packets_per_transaction: s
-                .packets_off_percent()
+            packets_per_transaction: packets_off_percent(s)
                 .map(|(tx, rx)| (1.0 + tx / 100.0, 1.0 + rx / 100.0)),
             local_cpu_util_percent: s.local.cpu_util_percent,
             remote_cpu_util_percent: s.remote.cpu_util_percent,
@@ -102,7 +102,7 @@ pub fn packets_match(plan: &TestPlan, s: &Summary) -> bool {
     if !one_byte_tcp_rr {
         return true;
     }
-    s.packets_off_percent().is_none_or(|(tx, rx)| {
+    packets_off_percent(s).is_none_or(|(tx, rx)| {
         tx.abs() <= 100.0 * PACKET_TOLERANCE && rx.abs() <= 100.0 * PACKET_TOLERANCE
     })
 }

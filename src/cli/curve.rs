@@ -134,8 +134,9 @@ impl CurveArgs {
         })
     }
 
-    /// The closed-loop plan of every step (and of auto's probe), checked
-    /// with an offered rate so that a test without an open loop is refused.
+    /// The closed-loop plan of every step (and of auto's probe): a test
+    /// without an open loop is refused, and the plan is checked as it runs
+    /// with an offered rate.
     fn base_plan(&self) -> Result<TestPlan> {
         let test: TestKind = self.test.parse()?;
         let mut p = TestPlan::new(test);
@@ -145,14 +146,14 @@ impl CurveArgs {
         p.interval_ns = ns(self
             .interval
             .unwrap_or_else(|| default_interval(self.duration)));
+        let open_loop = |t: &crate::plan::Traits| t.rate == crate::plan::Rate::Transactions;
+        if !open_loop(test.traits()) {
+            let applies = TestKind::named(open_loop);
+            bail!("TEST: {test} has no open loop, so no curve (accepted: {applies})");
+        }
         let mut open = p.clone();
         open.offered_per_s = Some(1);
-        if let Err(e) = open.validate() {
-            if let crate::plan::PlanError::NotApplicable { applies, test, .. } = &e {
-                bail!("TEST: {test} has no open loop, so no curve (accepted: {applies})");
-            }
-            return Err(e.into());
-        }
+        open.validate()?;
         if self.probe < Duration::from_millis(100) || self.probe > Duration::from_secs(600) {
             bail!(
                 "--probe {:?} is out of range (accepted: 100ms..=600s)",

@@ -18,7 +18,7 @@ use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 
 use super::{CpuList, cpu_list_arg, duration, ns, rate, size, size_pair};
-use crate::plan::{Arrivals, CloseMode, DriverChoice, SocketOpts, TestKind, TestPlan};
+use crate::plan::{Arrivals, CloseMode, DriverChoice, SocketOpts, TestPlan};
 
 /// The flows and their transactions: the load options `run` and `curve`
 /// share, with `run`'s help. `curve` says them in its own words and gives
@@ -176,10 +176,7 @@ impl LoadArgs {
         p.pacing_rate_bps = self.pacing_rate;
         // One flag, the test's own unit: payload bits/s for udp_stream,
         // transactions/s for the request/response tests.
-        if matches!(
-            p.test,
-            TestKind::TcpRr | TestKind::UdpRr | TestKind::TcpCrr | TestKind::TcpCc
-        ) {
+        if p.test.traits().rate == crate::plan::Rate::Transactions {
             p.offered_per_s = self.rate;
         } else {
             p.rate_bps = self.rate;

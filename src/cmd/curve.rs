@@ -46,15 +46,19 @@ fn cpu(side: &Side) -> StepCpu {
 /// A step's record from its run.
 pub fn step_of(offered: u64, r: &TestResult) -> Step {
     let s = &r.summary;
+    let ol = s.open_loop.as_ref();
     Step {
         index: 0,
-        offered_per_s: s.offered_per_s.unwrap_or(offered as f64),
-        achieved_per_s: s.achieved_per_s.or(s.transactions_per_s).unwrap_or(0.0),
+        offered_per_s: ol.map_or(offered as f64, |o| o.offered_per_s),
+        achieved_per_s: ol
+            .map(|o| o.achieved_per_s)
+            .or(s.transactions_per_s)
+            .unwrap_or(0.0),
         latency_ns: s.latency_ns.clone(),
-        service_latency_ns: s.service_latency_ns.clone(),
+        service_latency_ns: ol.and_then(|o| o.service_latency_ns.clone()),
         lost: s.lost.unwrap_or(0),
-        late: s.late.unwrap_or(0),
-        generator_lag_p99_ns: s.generator_lag_ns.map(|g| g.p99),
+        late: ol.map_or(0, |o| o.late),
+        generator_lag_p99_ns: ol.and_then(|o| o.generator_lag_ns).map(|g| g.p99),
         interval_p50_ns: r
             .intervals
             .iter()
@@ -151,7 +155,7 @@ pub fn write_dir(dir: &Path, c: &Curve) -> Result<()> {
         write_atomic(&p, bytes).with_context(|| format!("writing {}", p.display()))
     };
     w("results.json", &serde_json::to_vec_pretty(c)?)?;
-    w("curve.csv", c.csv().as_bytes())?;
+    w("curve.csv", crate::export::curve::csv(c).as_bytes())?;
     let svg = chart::curve_svg(c);
     w("curve.svg", svg.as_bytes())?;
     w("report.html", html::curve_report(c, &svg).as_bytes())?;
@@ -273,7 +277,7 @@ pub fn say(c: &Curve, json: bool, dir: Option<&Path>) -> Result<()> {
     if json {
         print(&format!("{}\n", serde_json::to_string_pretty(c)?))?;
     } else {
-        print(&c.table())?;
+        print(&crate::export::curve::table(c))?;
     }
     if let Some(d) = dir {
         write_dir(d, c)?;

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::analysis::{Gathered, assemble, assemble_mix};
 use super::auth::{self, NONCE_LEN, Psk};
 use super::deadline::read_msg_within;
 use super::dial::{Dial, Flows};
@@ -25,10 +24,11 @@ use super::proto::{
 };
 use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader, take_engines};
+use crate::analysis::{Gathered, assemble, assemble_mix};
 use crate::engine::{Engines, place};
 use crate::io::socket::{DataSocketOpts, connect};
 use crate::io::spread::AddrRun;
-use crate::plan::TestPlan;
+use crate::plan::{TestPlan, Transport};
 use crate::result::{Environment, TestResult};
 use crate::sensors::Provenance;
 use crate::sensors::window::{Meter, on_hypervisor};
@@ -36,7 +36,6 @@ use crate::stats::counters::Counts;
 use crate::text;
 use crate::warning::{Code, Warning};
 use crate::workload::crr::TOKEN_LEN;
-use crate::workload::kinds::Transport;
 
 pub use super::dial::CONNECT_TIMEOUT;
 pub use super::timeline::{DRAIN_TIMEOUT, Observer, Quiet, SAMPLE_TIMEOUT};
@@ -319,7 +318,7 @@ impl<'a> Session<'a> {
         // Our flows have drained: tell the server, and read its final report.
         if parts
             .iter()
-            .any(|p| p.test.desc().transport == Transport::Udp)
+            .any(|p| p.test.traits().transport == Transport::Udp)
         {
             // Datagrams still queued on the path reach the server before it stops counting.
             std::thread::sleep(UDP_SETTLE);

@@ -16,11 +16,11 @@ use crate::io::socket::{
     DataSocketOpts, SocketBuffers, local_port, path_mtu, same_host, udp_connected,
 };
 use crate::io::spread::{AddrRun, Walk, expand, may_walk, out_of_ports, runs};
-use crate::plan::TestPlan;
+use crate::plan::{TestPlan, Transport};
 use crate::stats::counters::FlowCounters;
 use crate::warning::{Code, Warning};
 use crate::workload::crr::TOKEN_LEN;
-use crate::workload::kinds::{Endpoint, Transport};
+use crate::workload::kinds::Endpoint;
 use crate::workload::{CounterRef, Flow};
 
 /// How long connecting to a server may take before it counts as
@@ -67,6 +67,7 @@ impl Dial {
     ) -> Result<(Flows, Option<SocketBuffers>)> {
         let (server_ip, token) = (self.server_ip, self.token);
         let test = plan.test.desc();
+        let transport = plan.test.traits().transport;
         let data_addr = SocketAddr::new(server_ip, ports.data_port);
         // Long-lived connections go round the server's listeners.
         let data_addrs: Vec<SocketAddr> = std::iter::once(ports.data_port)
@@ -93,7 +94,7 @@ impl Dial {
             }
             warnings.push(Warning::new(Code::DescriptorLimit, w));
         }
-        let mut tcp_socks = if test.transport == Transport::Tcp {
+        let mut tcp_socks = if transport == Transport::Tcp {
             let greeting = |f: usize| {
                 let mut hello = Vec::with_capacity(TOKEN_LEN + 4);
                 hello.extend_from_slice(&token);
@@ -117,7 +118,7 @@ impl Dial {
         let mut flows = Vec::with_capacity(flows_n);
         let mut udp_ports = Vec::new();
         let mut udp_local = Vec::new();
-        let server_udp = if test.transport == Transport::Udp {
+        let server_udp = if transport == Transport::Udp {
             let addrs = expand(&ports.udp_addrs, server_ip, flows_n)
                 .map_err(|e| anyhow::anyhow!("the server's UDP addresses: {e}"))?;
             // As the server checks ours: only the server's own address, or
@@ -142,7 +143,7 @@ impl Dial {
             may_walk(server_ip, server_ip) && self.bind.is_none_or(|b| may_walk(b, server_ip));
         let mut walk: Option<Walk> = None;
         for f in 0..plan.flows {
-            let endpoint = match test.transport {
+            let endpoint = match transport {
                 Transport::Tcp => {
                     Endpoint::Socket(tcp_socks.next().expect("one connection per flow"))
                 }

@@ -9,12 +9,11 @@
 //!   opens its data sockets and builds its flows.
 //! - The client's end: `client` holds one test's conversation with one
 //!   server, `dial` opens its data flows, `timeline` runs the ticks and
-//!   the drain and gathers the record, `analysis` turns that record into
-//!   the result (a pure function), and `repeat` is the `--iterations` loop.
+//!   the drain and gathers the record (`analysis` below turns it into the
+//!   result, a pure function), and `repeat` is the `--iterations` loop.
 //! - `stop` is the request to end early (Ctrl-C) that both ends read.
 
 pub mod admission;
-pub(crate) mod analysis;
 pub mod auth;
 pub mod client;
 mod data;

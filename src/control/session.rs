@@ -31,13 +31,13 @@ use crate::io::socket::{
 use crate::io::spread::{
     AddrRun, MAX_LISTENERS, Walk, listeners_for, may_walk, out_of_ports, runs,
 };
-use crate::plan::{LoadStep, Phase, TestPlan};
+use crate::plan::{LoadStep, Loss, Phase, TestPlan, Transport};
 use crate::sensors::Provenance;
 use crate::sensors::window::Meter;
 use crate::stats::counters::FlowCounters;
 use crate::workload::CounterRef;
 use crate::workload::crr::TOKEN_LEN;
-use crate::workload::kinds::{Endpoint, Loss, TestDesc, Transport};
+use crate::workload::kinds::{Endpoint, TestDesc};
 
 /// A client must say hello within this.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -252,7 +252,7 @@ pub(crate) fn session(
     // sends `start` only once all are up, and the backlog holds 4096.
     let mut accepting = Vec::with_capacity(parts.len());
     for (p, (data, opts)) in parts.iter().zip(&datas) {
-        accepting.push(if p.test.desc().transport == Transport::Tcp {
+        accepting.push(if p.test.traits().transport == Transport::Tcp {
             let ls = data
                 .listeners
                 .iter()
@@ -285,6 +285,7 @@ pub(crate) fn session(
     let mut listeners = Vec::new();
     for (i, ((p, (data, _)), acc)) in parts.iter().zip(datas).zip(accepting).enumerate() {
         let test = p.test.desc();
+        let transport = p.test.traits().transport;
         let (ports, addrs) = if mix {
             (
                 &start.parts_udp_ports[i],
@@ -308,7 +309,7 @@ pub(crate) fn session(
         ));
         // Long-lived flows are all in: close the listener, so that later
         // connections are refused by the kernel instead of waiting in its backlog.
-        if test.transport != Transport::Tcp {
+        if transport != Transport::Tcp {
             listeners.extend(data.listeners);
         }
     }
@@ -342,7 +343,7 @@ pub(crate) fn session(
         parts
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.test.desc().transport == Transport::Tcp)
+            .filter(|(_, p)| p.test.traits().transport == Transport::Tcp)
             .map(|(i, _)| engine.running_of(i))
             .sum::<u32>()
     };
@@ -441,7 +442,7 @@ struct DataPorts {
 fn too_many_listeners(plan: &TestPlan, per: u32) -> Option<String> {
     plan.part_plans()
         .iter()
-        .filter(|p| p.test.desc().transport == Transport::Tcp)
+        .filter(|p| p.test.traits().transport == Transport::Tcp)
         .map(|p| (p.flows, listeners_for(p.flows, per)))
         .find(|&(_, k)| k > MAX_LISTENERS)
         .map(|(flows, k)| {
@@ -466,7 +467,7 @@ fn open_data(
     opts: &DataSocketOpts,
 ) -> Result<DataPorts> {
     let mut cursor = 0;
-    let transport = plan.test.desc().transport;
+    let transport = plan.test.traits().transport;
     if transport == Transport::Udp {
         let mut udp = Vec::with_capacity(plan.flows as usize);
         // --data-ports names the ports a firewall lets through: running
@@ -610,7 +611,7 @@ fn server_flows(
     accepting: Option<JoinHandle<Result<SessionFlows>>>,
     listeners: &[socket2::Socket],
 ) -> Result<SessionFlows> {
-    match test.transport {
+    match test.kind.traits().transport {
         Transport::Udp => udp_flows(udp, client, plan, peer),
         Transport::TcpPerTransaction => {
             let listener = listeners.first().expect("tcp tests have a listener");
@@ -749,7 +750,7 @@ impl Report<'_> {
             let mut c = out.counts.clone();
             let sent = self.client_sent.get(offset..offset + c.len());
             offset += c.len();
-            if let (Loss::Datagrams, Some(sent)) = (p.test.desc().loss, sent) {
+            if let (Loss::Datagrams, Some(sent)) = (p.test.traits().loss, sent) {
                 // The exact loss: what the client sent that never arrived, including
                 // losses at the tail that no later datagram revealed.
                 for (c, sent) in c.iter_mut().zip(sent) {

@@ -16,17 +16,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::analysis::{Gathered, LocalSample, RemoteSample, interval};
 use super::proto::{ClientMsg, Final, FrameError, ServerMsg, Tick, write_msg};
+use crate::analysis::{Gathered, LocalSample, RemoteSample, interval};
 use crate::engine::Engines;
 use crate::plan::TestPlan;
-use crate::plan::{LoadStep, Phase};
+use crate::plan::{LoadStep, Loss, Phase};
 use crate::result::Interval;
 use crate::sensors::window::Meter;
 use crate::stats::counters::Counts;
 use crate::text;
 use crate::warning::{Code, Warning};
-use crate::workload::kinds::Loss;
 
 /// How long the ends may take to drain after the last phase.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -522,7 +521,7 @@ pub(crate) fn take_engines(
         g.service_latency.merge(&out.service_latency);
         g.generator_lag.merge(&out.generator_lag);
         error = error.or(out.error.clone());
-        if part.test.desc().loss == Loss::Datagrams {
+        if part.test.traits().loss == Loss::Datagrams {
             datagrams_sent.extend(out.counts.iter().map(|c| c.datagrams_sent));
         } else if mix {
             datagrams_sent.extend(out.counts.iter().map(|_| 0));
@@ -546,6 +545,6 @@ pub(crate) fn take_engines(
         outs.iter()
             .flat_map(|o| o.flows.iter().filter_map(|f| f.train_gaps())),
     );
-    g.parts = outs.iter().map(super::analysis::PartRecord::of).collect();
+    g.parts = outs.iter().map(crate::analysis::PartRecord::of).collect();
     (datagrams_sent, error)
 }

@@ -100,15 +100,16 @@ fn buffer_line(side: &Side, opts: &crate::plan::SocketOpts, udp: bool) -> String
 /// other clocks (service time from the send; the generator's own lag), so
 /// a generator-bound run says so.
 fn open_loop_lines(out: &mut dyn Write, s: &crate::result::Summary) -> io::Result<()> {
-    let (Some(offered), Some(achieved)) = (s.offered_per_s, s.achieved_per_s) else {
+    let Some(o) = &s.open_loop else {
         return Ok(());
     };
+    let (offered, achieved) = (o.offered_per_s, o.achieved_per_s);
     writeln!(
         out,
         "  open loop  offered {offered:.0}/s  achieved {achieved:.1}/s  late {}",
-        s.late.unwrap_or(0)
+        o.late
     )?;
-    if let Some(sv) = &s.service_latency_ns {
+    if let Some(sv) = &o.service_latency_ns {
         write!(
             out,
             "           service p50 {}  p99 {}",
@@ -116,7 +117,7 @@ fn open_loop_lines(out: &mut dyn Write, s: &crate::result::Summary) -> io::Resul
             fmt_ns(sv.p99 as f64)
         )?;
     }
-    if let Some(g) = &s.generator_lag_ns {
+    if let Some(g) = &o.generator_lag_ns {
         write!(out, "  generator lag p99 {}", fmt_ns(g.p99 as f64))?;
     }
     writeln!(out)
@@ -179,7 +180,7 @@ pub fn head(
     )?;
     // A stream of numbered datagrams whose loss the receiver counts
     // (udp_stream's row): its size and pacing are what the line says.
-    if test.desc().loss == crate::workload::kinds::Loss::Datagrams {
+    if test.traits().loss == crate::plan::Loss::Datagrams {
         match p.rate_bps {
             Some(rate) => writeln!(
                 out,

@@ -49,14 +49,15 @@ impl Exporter for Keyval {
             writeln!(out, "LATENCY_UNITS=us")?;
         }
         // Open loop (--rate); latencies in us as above.
-        if let (Some(o), Some(a)) = (s.offered_per_s, s.achieved_per_s) {
+        if let Some(ol) = &s.open_loop {
+            let (o, a) = (ol.offered_per_s, ol.achieved_per_s);
             writeln!(out, "OFFERED_RATE={o:.2}\nACHIEVED_RATE={a:.2}")?;
-            writeln!(out, "LATE={}", s.late.unwrap_or(0))?;
-            if let Some(v) = &s.service_latency_ns {
+            writeln!(out, "LATE={}", ol.late)?;
+            if let Some(v) = &ol.service_latency_ns {
                 writeln!(out, "P50_SERVICE_LATENCY={:.3}", v.p50 as f64 / 1e3)?;
                 writeln!(out, "P99_SERVICE_LATENCY={:.3}", v.p99 as f64 / 1e3)?;
             }
-            if let Some(g) = &s.generator_lag_ns {
+            if let Some(g) = &ol.generator_lag_ns {
                 writeln!(out, "P99_GENERATOR_LAG={:.3}", g.p99 as f64 / 1e3)?;
             }
         }

@@ -8,6 +8,7 @@
 pub mod capacity;
 pub mod chart;
 pub mod csv;
+pub mod curve;
 pub mod fields;
 pub mod html;
 pub mod human;

@@ -22,7 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{PlanError, TestKind, TestPlan};
+use super::{Merit, PlanError, TestKind, TestPlan, Transport};
 
 /// The most parts a mix may have.
 pub const MAX_PARTS: usize = 32;
@@ -43,10 +43,13 @@ pub struct PartPlan {
 }
 
 impl PartPlan {
-    /// A latency probe: an open-loop request/response part, whose
-    /// latency is the figure of a latency-under-load test.
+    /// A latency probe: an open-loop request/response part on long-lived
+    /// flows, whose latency is the figure of a latency-under-load test.
     pub fn is_probe(&self) -> bool {
-        self.offered_per_s.is_some() && matches!(self.test, TestKind::TcpRr | TestKind::UdpRr)
+        let t = self.test.traits();
+        self.offered_per_s.is_some()
+            && t.merit == Merit::Transactions
+            && t.transport != Transport::TcpPerTransaction
     }
 }
 
@@ -248,13 +251,18 @@ pub fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
 }
 
-/// Which way a part's payload goes, for the per-direction figures.
+/// Which way a part's payload goes, for the per-direction figures: its
+/// row's ways for a load, "rr" for the rest (transactions, capacity's
+/// trains).
 pub fn direction(test: TestKind) -> &'static str {
-    match test {
-        TestKind::TcpStream | TestKind::UdpStream => "up",
-        TestKind::TcpMaerts => "down",
-        TestKind::TcpBidir => "both",
-        _ => "rr",
+    let t = test.traits();
+    if !t.carries_load() {
+        return "rr";
+    }
+    match (t.client_sends, t.client_receives) {
+        (true, false) => "up",
+        (false, true) => "down",
+        _ => "both",
     }
 }
 
@@ -355,6 +363,30 @@ impl TestPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A part's direction and whether it is a probe, from its test's facts.
+    #[test]
+    fn directions_and_probes_by_test() {
+        let dirs: Vec<_> = TestKind::ALL.into_iter().map(direction).collect();
+        assert_eq!(
+            dirs,
+            ["up", "down", "both", "rr", "rr", "rr", "up", "rr", "rr"]
+        );
+        let probes: Vec<_> = TestKind::ALL
+            .into_iter()
+            .filter(|&test| {
+                PartPlan {
+                    name: String::new(),
+                    test,
+                    flows: 1,
+                    offered_per_s: Some(10),
+                    tos: None,
+                }
+                .is_probe()
+            })
+            .collect();
+        assert_eq!(probes, [TestKind::TcpRr, TestKind::UdpRr]);
+    }
 
     #[test]
     fn parses_the_issue_example() {

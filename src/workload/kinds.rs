@@ -1,12 +1,16 @@
-//! One description per test, read by both ends and the analysis.
+//! One workload per test, read by both ends and the analysis.
 //!
-//! A test is a row of [`TESTS`]: how its flows reach the server, which end
-//! sends on a flow, what its figure of merit is, how the client and the
-//! server build a flow, and what the UDP tests' I/O path is. The client,
-//! the server, the analysis and the exporters read the row instead of
-//! matching the test kind each in their own way (neper's `struct neper_fn`
-//! is the model). Adding a test is its flow file in `workload/` plus one
-//! row here (and its name in [`TestKind`]).
+//! A test's workload is a row of [`TESTS`]: how the client and the server
+//! build a flow, what the UDP tests' I/O path is, the largest datagram a
+//! plan sends and the buffers the server's flows allocate. The client and
+//! the server read the row instead of matching the test kind each in their
+//! own way (neper's `struct neper_fn` is the model). What a test is — its
+//! transport, which end sends on a flow, its figure of merit, which
+//! options apply — needs no workload and sits below it, in
+//! `plan::kinds` (`TestKind::traits()`), where the plan and the command
+//! line read it too. Adding a test is its flow file in `workload/` plus
+//! one row here, one row of `plan::kinds::TRAITS` and its name in
+//! [`TestKind`].
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -25,51 +29,6 @@ use super::{CounterRef, Flow};
 use crate::io::mmsg::BATCH;
 use crate::io::socket::DataSocketOpts;
 use crate::plan::{TestKind, TestPlan};
-
-/// How a test's flows reach the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
-    /// One long-lived TCP connection per flow, opened before the start; it
-    /// presents the session token and its flow id first.
-    Tcp,
-    /// A new TCP connection per transaction; the server accepts on one
-    /// listener with one flow per worker thread.
-    TcpPerTransaction,
-    /// One connected UDP socket per flow at each end.
-    Udp,
-}
-
-/// What a test's headline figure counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Merit {
-    /// Bits per second received (goodput), in each direction that carries data.
-    Throughput,
-    /// Transactions per second, counted where the response completes (the client).
-    Transactions,
-}
-
-impl Merit {
-    /// The unit the human output prints beside the figure.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Merit::Throughput => "bit/s",
-            Merit::Transactions => "trans/s",
-        }
-    }
-}
-
-/// How a test counts what did not arrive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Loss {
-    /// TCP: nothing is lost (retransmissions are reported apart).
-    None,
-    /// Sequence-numbered datagrams, counted by the receiver; the client's
-    /// total sent per flow goes in `finish`, so the final loss is exact.
-    Datagrams,
-    /// Transactions whose response did not come within `--rr-timeout`,
-    /// counted by the client.
-    Transactions,
-}
 
 /// What a flow is built on.
 pub enum Endpoint {
@@ -125,18 +84,11 @@ impl FlowArgs<'_> {
 /// Builds one end's flow.
 pub type Builder = fn(FlowArgs<'_>) -> io::Result<Box<dyn Flow>>;
 
-/// One test, for both ends and the analysis.
+/// One test's workload, for both ends and the analysis: what needs the
+/// flows. Its facts (transport, ways, figure of merit, ...) are its
+/// `plan::Traits`.
 pub struct TestDesc {
     pub kind: TestKind,
-    pub transport: Transport,
-    /// On each flow, does the client send data, and does it receive? The
-    /// server does the crossed: request/response tests do both at both ends.
-    pub client_sends: bool,
-    pub client_receives: bool,
-    pub merit: Merit,
-    pub loss: Loss,
-    /// Does `--burst` (transactions in flight per flow) apply?
-    pub burst: bool,
     pub client: Builder,
     pub server: Builder,
     /// The datagram I/O path this plan runs, for the result (UDP tests).
@@ -150,51 +102,7 @@ pub struct TestDesc {
     pub server_buffers: fn(&TestPlan) -> (u64, u64),
 }
 
-/// Which ends send on a flow, or in a session: the row's way, crossed
-/// where the plan turns it (`--reverse`, `--both`), as tcp_maerts is
-/// tcp_stream's row crossed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ways {
-    pub client_sends: bool,
-    pub client_receives: bool,
-}
-
 impl TestDesc {
-    /// Flow `flow`'s ways under `plan`'s direction.
-    pub fn flow_ways(&self, plan: &TestPlan, flow: u32) -> Ways {
-        if plan.direction.crosses(flow) {
-            Ways {
-                client_sends: self.client_receives,
-                client_receives: self.client_sends,
-            }
-        } else {
-            Ways {
-                client_sends: self.client_sends,
-                client_receives: self.client_receives,
-            }
-        }
-    }
-
-    /// The session's ways: any flow's, so `--both` carries data both ways
-    /// as tcp_bidir does.
-    pub fn ways(&self, plan: &TestPlan) -> Ways {
-        let (a, b) = (self.flow_ways(plan, 0), self.flow_ways(plan, 1));
-        let one_flow = plan.flows < 2;
-        Ways {
-            client_sends: a.client_sends || (!one_flow && b.client_sends),
-            client_receives: a.client_receives || (!one_flow && b.client_receives),
-        }
-    }
-
-    /// The server's flow directions: the client's, crossed.
-    pub fn server_sends(&self) -> bool {
-        self.client_receives
-    }
-
-    pub fn server_receives(&self) -> bool {
-        self.client_sends
-    }
-
     /// Build the client's flow `flow` on `endpoint`.
     pub fn client_flow(
         &self,
@@ -203,7 +111,7 @@ impl TestDesc {
         counters: CounterRef,
         endpoint: Endpoint,
     ) -> io::Result<Box<dyn Flow>> {
-        let w = self.flow_ways(plan, flow);
+        let w = self.kind.traits().flow_ways(plan, flow);
         (self.client)(FlowArgs {
             plan,
             flow,
@@ -223,7 +131,7 @@ impl TestDesc {
         counters: CounterRef,
         endpoint: Endpoint,
     ) -> io::Result<Box<dyn Flow>> {
-        let w = self.flow_ways(plan, flow);
+        let w = self.kind.traits().flow_ways(plan, flow);
         (self.server)(FlowArgs {
             plan,
             flow,
@@ -240,12 +148,6 @@ impl TestDesc {
 pub static TESTS: [TestDesc; 9] = [
     TestDesc {
         kind: TestKind::TcpStream,
-        transport: Transport::Tcp,
-        client_sends: true,
-        client_receives: false,
-        merit: Merit::Throughput,
-        loss: Loss::None,
-        burst: false,
         client: stream,
         server: stream,
         udp_io: none,
@@ -254,12 +156,6 @@ pub static TESTS: [TestDesc; 9] = [
     },
     TestDesc {
         kind: TestKind::TcpMaerts,
-        transport: Transport::Tcp,
-        client_sends: false,
-        client_receives: true,
-        merit: Merit::Throughput,
-        loss: Loss::None,
-        burst: false,
         client: stream,
         server: stream,
         udp_io: none,
@@ -268,12 +164,6 @@ pub static TESTS: [TestDesc; 9] = [
     },
     TestDesc {
         kind: TestKind::TcpBidir,
-        transport: Transport::Tcp,
-        client_sends: true,
-        client_receives: true,
-        merit: Merit::Throughput,
-        loss: Loss::None,
-        burst: false,
         client: stream,
         server: stream,
         udp_io: none,
@@ -282,12 +172,6 @@ pub static TESTS: [TestDesc; 9] = [
     },
     TestDesc {
         kind: TestKind::TcpRr,
-        transport: Transport::Tcp,
-        client_sends: true,
-        client_receives: true,
-        merit: Merit::Transactions,
-        loss: Loss::None,
-        burst: true,
         client: rr_client,
         server: rr_server,
         udp_io: none,
@@ -296,12 +180,6 @@ pub static TESTS: [TestDesc; 9] = [
     },
     TestDesc {
         kind: TestKind::TcpCrr,
-        transport: Transport::TcpPerTransaction,
-        client_sends: true,
-        client_receives: true,
-        merit: Merit::Transactions,
-        loss: Loss::None,
-        burst: false,
         client: crr_client,
         server: crr_server,
         udp_io: none,
@@ -310,12 +188,6 @@ pub static TESTS: [TestDesc; 9] = [
     },
     TestDesc {
         kind: TestKind::TcpCc,
-        transport: Transport::TcpPerTransaction,
-        client_sends: true,
-        client_receives: true,
-        merit: Merit::Transactions,
-        loss: Loss::None,
-        burst: false,
         client: cc_client,
         server: cc_server,
         udp_io: none,
@@ -324,12 +196,6 @@ pub static TESTS: [TestDesc; 9] = [
     },
     TestDesc {
         kind: TestKind::UdpStream,
-        transport: Transport::Udp,
-        client_sends: true,
-        client_receives: false,
-        merit: Merit::Throughput,
-        loss: Loss::Datagrams,
-        burst: false,
         client: udp_stream_client,
         server: udp_stream_server,
         udp_io: udp_stream_io,
@@ -338,12 +204,6 @@ pub static TESTS: [TestDesc; 9] = [
     },
     TestDesc {
         kind: TestKind::UdpRr,
-        transport: Transport::Udp,
-        client_sends: true,
-        client_receives: true,
-        merit: Merit::Transactions,
-        loss: Loss::Transactions,
-        burst: true,
         client: udp_rr_client,
         server: udp_rr_server,
         udp_io: udp_rr_io,
@@ -352,12 +212,6 @@ pub static TESTS: [TestDesc; 9] = [
     },
     TestDesc {
         kind: TestKind::Capacity,
-        transport: Transport::Udp,
-        client_sends: true,
-        client_receives: false,
-        merit: Merit::Throughput,
-        loss: Loss::None,
-        burst: false,
         client: capacity_flow,
         server: capacity_flow,
         udp_io: |_| Some("send, recvmsg with SO_TIMESTAMPNS".into()),
@@ -374,25 +228,6 @@ impl TestKind {
         debug_assert_eq!(d.kind, self, "TESTS is in TestKind's order");
         d
     }
-
-    /// Bulk tests report bits/s; the others report transactions/s.
-    pub fn is_stream(self) -> bool {
-        self.desc().merit == Merit::Throughput
-    }
-
-    pub fn is_udp(self) -> bool {
-        self.desc().transport == Transport::Udp
-    }
-
-    /// Request/response tests, where `--burst` applies.
-    pub fn is_rr(self) -> bool {
-        self.desc().burst
-    }
-
-    /// Tests that open one connection per transaction instead of long-lived flows.
-    pub fn is_connect(self) -> bool {
-        self.desc().transport == Transport::TcpPerTransaction
-    }
 }
 
 /// rr buffers are capped (`workload::rr`): at most this per direction.
@@ -403,7 +238,7 @@ const CRR_MAX_BUF: u64 = 256 << 10;
 /// A bulk server flow: its receive buffer where it receives, its send
 /// buffer (a ring of them with `--zerocopy`) where it sends.
 fn stream_buffers(p: &TestPlan) -> (u64, u64) {
-    let d = p.test.desc();
+    let d = p.test.traits();
     let send = if p.zerocopy {
         p.send_bytes
             .saturating_mul(crate::io::zerocopy::RING_SLOTS as u64)
@@ -692,73 +527,6 @@ mod tests {
             assert_eq!(k.desc().kind, k);
         }
         assert_eq!(TESTS.len(), TestKind::ALL.len());
-    }
-
-    /// The tables both ends used to write out by hand, now derived from one
-    /// row: which end sends on a flow.
-    #[test]
-    fn directions_cross_between_the_ends() {
-        let t = TestKind::TcpStream.desc();
-        assert!(t.client_sends && !t.client_receives);
-        assert!(!t.server_sends() && t.server_receives());
-        let m = TestKind::TcpMaerts.desc();
-        assert!(m.server_sends() && !m.server_receives());
-        for k in [TestKind::TcpBidir, TestKind::TcpRr, TestKind::UdpRr] {
-            let d = k.desc();
-            assert!(d.server_sends() && d.server_receives(), "{k}");
-        }
-    }
-
-    #[test]
-    fn reverse_and_both_cross_the_row_per_flow() {
-        let d = TestKind::Capacity.desc();
-        let mut p = TestPlan::new(TestKind::Capacity);
-        let fwd = Ways {
-            client_sends: true,
-            client_receives: false,
-        };
-        let rev = Ways {
-            client_sends: false,
-            client_receives: true,
-        };
-        assert_eq!((d.flow_ways(&p, 0), d.ways(&p)), (fwd, fwd));
-        p.direction = crate::plan::Direction::Reverse;
-        assert_eq!((d.flow_ways(&p, 0), d.ways(&p)), (rev, rev));
-        p.direction = crate::plan::Direction::Both;
-        p.flows = 2;
-        assert_eq!((d.flow_ways(&p, 0), d.flow_ways(&p, 1)), (fwd, rev));
-        let both = d.ways(&p);
-        assert!(both.client_sends && both.client_receives);
-    }
-
-    #[test]
-    fn the_classes_of_tests() {
-        let streams: Vec<_> = TestKind::ALL
-            .into_iter()
-            .filter(|k| k.is_stream())
-            .collect();
-        assert_eq!(
-            streams,
-            [
-                TestKind::TcpStream,
-                TestKind::TcpMaerts,
-                TestKind::TcpBidir,
-                TestKind::UdpStream,
-                TestKind::Capacity
-            ]
-        );
-        let rr: Vec<_> = TestKind::ALL.into_iter().filter(|k| k.is_rr()).collect();
-        assert_eq!(rr, [TestKind::TcpRr, TestKind::UdpRr]);
-        let connect: Vec<_> = TestKind::ALL
-            .into_iter()
-            .filter(|k| k.is_connect())
-            .collect();
-        assert_eq!(connect, [TestKind::TcpCrr, TestKind::TcpCc]);
-        let udp: Vec<_> = TestKind::ALL.into_iter().filter(|k| k.is_udp()).collect();
-        assert_eq!(
-            udp,
-            [TestKind::UdpStream, TestKind::UdpRr, TestKind::Capacity]
-        );
     }
 
     #[test]

@@ -1,0 +1,319 @@
+//! A mix (`--mix`, the `rrul` presets): each part analysed as the single
+//! test it is, over its slice of the record (a bulk part of a phased mix
+//! over the loaded phase it ran in), and the session's own figures: the
+//! idle, loaded and recovery phases, the latency under load and the
+//! fairness (docs/latency-under-load.md).
+
+use super::goodput::{flow_goodput, jain, loaded_window, measure_window, received, window_s};
+use super::intervals::interval_retransmits;
+use super::record::{Gathered, LocalSample, PartRecord, RemoteSample};
+use super::summary::{assemble, assemble_over};
+use crate::plan::TestPlan;
+use crate::result::{
+    Fairness, LatencyUnderLoad, PartInterval, PartSummary, PhaseFigures, ProbePhases, TestResult,
+};
+use crate::stats::counters::Counts;
+use crate::stats::latency::LatencyHistogram;
+use crate::warning::{Code, Warnings};
+
+/// The record of part `i` of a mix alone: its slice of every sample and
+/// total, its own histograms; the session's environment and readings.
+fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) -> Gathered {
+    let slice = |v: &[Counts]| {
+        v.get(range.clone())
+            .map(<[Counts]>::to_vec)
+            .unwrap_or_default()
+    };
+    let mut p = Gathered::new(
+        g.env.clone(),
+        g.server_label.clone(),
+        g.embedded,
+        g.bind.clone(),
+        g.hypervisor,
+    );
+    p.local = g
+        .local
+        .iter()
+        .map(|l| LocalSample {
+            at: l.at,
+            unix_s: l.unix_s,
+            counts: slice(&l.counts),
+            phase: l.phase,
+            retransmits: Vec::new(),
+            if_counters: l.if_counters,
+        })
+        .collect();
+    p.remote = g
+        .remote
+        .iter()
+        .map(|r| {
+            r.as_ref().map(|r| RemoteSample {
+                elapsed_ns: r.elapsed_ns,
+                counts: slice(&r.counts),
+                retransmits: Vec::new(),
+            })
+        })
+        .collect();
+    p.latency = rec.latency.clone();
+    p.interval_latency = rec.interval_latency.clone();
+    p.service_latency = rec.service_latency.clone();
+    p.service_interval_latency = rec.service_interval_latency.clone();
+    p.generator_lag = rec.generator_lag.clone();
+    p.local_final = slice(&g.local_final);
+    p.remote_final = slice(&g.remote_final);
+    p.local_total = g.local_total.map(|_| Counts::sum(&p.local_final));
+    p.remote_total = g.remote_total.map(|_| Counts::sum(&p.remote_final));
+    p.local_retransmits = rec.local_retransmits;
+    p.remote_retransmits = rec.remote_retransmits;
+    p.server_on_this_host = g.server_on_this_host;
+    p.setup_s = g.setup_s;
+    p.server_address = g.server_address.clone();
+    p
+}
+
+/// The result of a mix: each part analysed as the test it is, alone, and
+/// the session's result with the parts in `summary.parts`. The session's
+/// own figures of merit are left out: a sum over different tests' flows
+/// means nothing (the parts, phases and fairness carry the figures).
+pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) -> TestResult {
+    let offsets = plan.part_offsets();
+    let held = plan.held_parts();
+    // Over the loaded phase when there is one: the bulk flows run only then.
+    let loaded = loaded_window(&g);
+    let window = loaded.unwrap_or_else(|| measure_window(&g));
+    let mut parts = Vec::with_capacity(plan.parts.len());
+    for (i, (part, pplan)) in plan.parts.iter().zip(plan.part_plans()).enumerate() {
+        let rec = g.parts.get(i).cloned().unwrap_or_default();
+        let pg = part_record(&g, offsets[i]..offsets[i + 1], &rec);
+        // A bulk part held for the loaded phase is measured over it, as
+        // its flows' goodputs and the phase table are: over the whole
+        // window its figure would be diluted by the idle and recovery
+        // phases it sat out (issue 29).
+        let over = loaded.filter(|_| held.get(i).copied().unwrap_or(false));
+        let r = assemble_over(&pplan, pg, error.clone(), over);
+        let flow_throughput_bps = if part.test.is_stream() {
+            flow_goodput(&g, part.test, offsets[i]..offsets[i + 1], window)
+        } else {
+            Vec::new()
+        };
+        let tcp_retransmits = match (rec.local_retransmits, rec.remote_retransmits) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        let mut summary = r.summary;
+        // The session's warnings are said once, at the top.
+        summary.warnings = Warnings::default();
+        summary.error = None;
+        parts.push(PartSummary {
+            name: part.name.clone(),
+            test: part.test,
+            flows: part.flows,
+            direction: crate::plan::mix::direction(part.test),
+            tos: pplan.tos,
+            flow_throughput_bps,
+            tcp_retransmits,
+            summary: Box::new(summary),
+            intervals: r
+                .intervals
+                .iter()
+                .map(|iv| PartInterval {
+                    name: None,
+                    index: iv.index,
+                    phase: iv.phase,
+                    start_s: iv.start_s,
+                    end_s: iv.end_s,
+                    sum: iv.sum.clone(),
+                    latency_ns: iv.latency_ns.clone(),
+                    tcp_retransmits: interval_retransmits(&g, i, iv.index as usize + 1),
+                })
+                .collect(),
+        });
+    }
+    let phases = probe_phases(plan, &g);
+    let fairness = {
+        let of = |dir: &str| -> Vec<f64> {
+            parts
+                .iter()
+                .filter(|p| p.direction == dir)
+                .flat_map(|p| p.flow_throughput_bps.iter().copied())
+                .collect()
+        };
+        let (up, down) = (of("up"), of("down"));
+        (!up.is_empty() || !down.is_empty()).then(|| Fairness {
+            up: jain(&up),
+            down: jain(&down),
+        })
+    };
+    let mut r = assemble(plan, g, error);
+    let s = &mut r.summary;
+    s.latency_under_load_ns = phases.as_ref().and_then(|ph| {
+        let (idle, loaded) = (
+            ph.idle.probe_latency_ns.as_ref()?,
+            ph.loaded.probe_latency_ns.as_ref()?,
+        );
+        Some(LatencyUnderLoad {
+            p50: loaded.p50 as i64 - idle.p50 as i64,
+            p99: loaded.p99 as i64 - idle.p99 as i64,
+        })
+    });
+    s.phases = phases;
+    s.fairness = fairness;
+    // The session's stability is a sum over unlike parts, and in a phased
+    // mix the bulk flows are idle by design outside the loaded phase:
+    // neither a trend nor a stalled flow says anything there.
+    s.warnings
+        .0
+        .retain(|w| !matches!(w.code, Code::Trend | Code::FlowStalled));
+    s.throughput_bps = None;
+    s.throughput_bps_c2s = None;
+    s.throughput_bps_s2c = None;
+    s.throughput_bps_sent = None;
+    s.transactions_per_s = None;
+    s.transactions = None;
+    s.latency_ns = None;
+    s.histogram = None;
+    s.open_loop = None;
+    s.datagrams_sent = None;
+    s.datagrams_received = None;
+    s.lost = None;
+    s.reordered = None;
+    s.duplicates = None;
+    s.stability_cv = None;
+    s.trend_percent = None;
+    s.parts = parts;
+    for iv in &mut r.intervals {
+        iv.latency_ns = None;
+        iv.service_latency_ns = None;
+        // Each part's intervals are in `summary.parts[].intervals`.
+        iv.parts = Vec::new();
+    }
+    r
+}
+
+/// The probes' latency and the goodput each way in the idle, loaded and
+/// recovery phases of a phased mix; None when the run did not reach the
+/// end of its recovery phase.
+fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
+    let [b0, b1, b2, b3, b4] = g.load_bounds[..] else {
+        return None;
+    };
+    let offsets = plan.part_offsets();
+    let t0 = |k: u32| g.local.get(k as usize).map_or(0.0, |l| l.at.as_secs_f64());
+    let phase = |a: u32, b: u32| {
+        let w = (a as usize, b as usize);
+        let secs = window_s(g, w);
+        let mut hist = LatencyHistogram::new();
+        let (mut up, mut down) = (0u64, 0u64);
+        for (i, part) in plan.parts.iter().enumerate() {
+            let flows = offsets[i]..offsets[i + 1];
+            if part.is_probe() {
+                if let Some(rec) = g.parts.get(i) {
+                    for (_, h) in rec.interval_histograms.range(a..b) {
+                        hist.merge(h);
+                    }
+                }
+                continue;
+            }
+            match crate::plan::mix::direction(part.test) {
+                "up" => up += flows.map(|f| received(g, f, w, true)).sum::<u64>(),
+                "down" => down += flows.map(|f| received(g, f, w, false)).sum::<u64>(),
+                "both" => {
+                    up += flows.clone().map(|f| received(g, f, w, true)).sum::<u64>();
+                    down += flows.map(|f| received(g, f, w, false)).sum::<u64>();
+                }
+                _ => {}
+            }
+        }
+        let bps = |bytes: u64| {
+            if secs > 0.0 {
+                bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        };
+        PhaseFigures {
+            start_s: t0(a),
+            end_s: t0(b),
+            probe_latency_ns: hist.summary_with(&plan.percentiles),
+            throughput_up_bps: bps(up),
+            throughput_down_bps: bps(down),
+        }
+    };
+    Some(ProbePhases {
+        idle: phase(b0, b1),
+        loaded: phase(b1, b2),
+        recovery: phase(b3, b4),
+        drain_s: t0(b3) - t0(b2),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::record::fixtures::counts;
+    use crate::plan::{Phase, TestKind};
+    use crate::result::Environment;
+    use std::time::Duration;
+
+    /// Issue 29: a phased mix of a bulk tcp_stream (100 MB/s while loaded)
+    /// and an open-loop tcp_rr probe, 1 s idle, 4 s loaded, 1 s recovery.
+    /// The bulk part's goodput is the loaded phase's, 800 Mbit/s, as its
+    /// flow's and the phase table's are, not 800 × 4/6 over the window.
+    #[test]
+    fn a_held_bulk_part_is_measured_over_the_loaded_phase() {
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.parts = crate::plan::mix::parse_spec("tcp_stream,tcp_rr@rate=10").unwrap();
+        plan.flows = 2;
+        plan.warmup_ns = 0;
+        plan.idle_ns = 1_000_000_000;
+        plan.duration_ns = 4_000_000_000;
+        plan.recovery_ns = 1_000_000_000;
+        assert_eq!(plan.held_parts(), [true, false]);
+        let mb = 100_000_000;
+        let bulk = |k: u64| k.saturating_sub(1).min(4) * mb;
+        let mut g = Gathered::new(Environment::default(), "lg".into(), false, None, false);
+        for k in 0..=6u64 {
+            let phase = if k == 0 {
+                Phase::Warmup
+            } else {
+                Phase::Measure
+            };
+            let rr = counts(k * 10, k * 10, k * 10);
+            g.local.push(LocalSample {
+                at: Duration::from_secs(k),
+                unix_s: k as f64,
+                counts: vec![counts(bulk(k), 0, 0), rr],
+                phase,
+                retransmits: Vec::new(),
+                if_counters: None,
+            });
+            g.remote.push(Some(RemoteSample {
+                elapsed_ns: k * 1_000_000_000,
+                counts: vec![counts(0, bulk(k), 0), rr],
+                retransmits: Vec::new(),
+            }));
+        }
+        g.load_bounds = vec![0, 1, 5, 5, 6];
+        g.parts = vec![PartRecord::default(); 2];
+        let r = assemble_mix(&plan, g, None);
+        let s = &r.summary;
+        let bulk = &s.parts[0];
+        assert_eq!(bulk.summary.throughput_bps, Some(8.0 * mb as f64));
+        assert_eq!(bulk.summary.duration_s, 4.0);
+        assert_eq!(bulk.flow_throughput_bps, [8.0 * mb as f64]);
+        let loaded = &s.phases.as_ref().expect("phases").loaded;
+        assert_eq!(loaded.throughput_up_bps, 8.0 * mb as f64);
+        // Per interval: the loaded seconds carry the flow's rate, the idle
+        // and recovery ones nothing.
+        let per: Vec<_> = bulk
+            .intervals
+            .iter()
+            .map(|i| i.sum.throughput_bps)
+            .collect();
+        let (on, off) = (Some(8.0 * mb as f64), Some(0.0));
+        assert_eq!(per, [off, on, on, on, on, off]);
+        // The probe ran all along: its rate is over the whole window.
+        assert_eq!(s.parts[1].summary.duration_s, 6.0);
+        assert_eq!(s.parts[1].summary.transactions_per_s, Some(10.0));
+    }
+}
