@@ -1,6 +1,7 @@
 //! Command-line types of the aggregate commands (`agg`, `find-burst`,
-//! `sweep`, `report`) and their checks. Every bad value is named with its
-//! flag and accepted range before anything runs.
+//! `report`; `sweep` has its own file), their checks, and the plain
+//! requests they become. Every bad value is named with its flag and
+//! accepted range before anything runs.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use super::{duration, resolve, size_pair};
+use super::{duration, resolve};
 use crate::agg::hosts;
 use crate::agg::kinds::AggTest;
 use crate::control::client::Target;
@@ -30,21 +31,6 @@ fn burst_choice(s: &str) -> Result<BurstChoice, String> {
         _ => Err(format!(
             "'{s}' is not a burst (accepted: auto or 0..={})",
             crate::plan::limits::MAX_BURST
-        )),
-    }
-}
-
-/// A comma-separated list of numbers (a newtype, so clap takes it as one value).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct U32List(pub Vec<u32>);
-
-/// A comma-separated list of numbers (`0,1,2,4`).
-fn u32_list(s: &str) -> Result<U32List, String> {
-    let v: Result<Vec<u32>, _> = s.split(',').map(|x| x.trim().parse::<u32>()).collect();
-    match v {
-        Ok(v) if !v.is_empty() => Ok(U32List(v)),
-        _ => Err(format!(
-            "'{s}' is not a list of whole numbers (e.g. 0,1,2,4)"
         )),
     }
 }
@@ -107,12 +93,12 @@ pub struct AggArgs {
     #[arg(long, default_value = "500ms", value_parser = duration, value_name = "DURATION")]
     pub interval: Duration,
     #[command(flatten)]
-    pub output: AggOutput,
+    pub output: AggOutputArgs,
 }
 
 /// Where `agg` and `report` write, and how much they print.
 #[derive(Debug, Args)]
-pub struct AggOutput {
+pub struct AggOutputArgs {
     /// Directory for results.json, TEST_streams.csv, TEST_overall.svg and report.html (agg: default ./thrum-agg-DATE/; report: none, summary only).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -130,9 +116,89 @@ pub struct AggOutput {
     pub export_json: Vec<PathBuf>,
 }
 
+/// Where `agg` and `report` write, and how much they print: the flags of
+/// [`AggOutputArgs`], plain.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AggOutput {
+    /// `--out DIR`; `agg` has a default (see [`AggRequest::dir`]).
+    pub out: Option<PathBuf>,
+    /// `--individual`: one SVG per stream too.
+    pub individual: bool,
+    /// `--intervals`: every step's average, minimum and maximum.
+    pub intervals: bool,
+    /// `--json`: the document on standard output instead of the summary.
+    pub json: bool,
+    /// `--export-json FILE`s.
+    pub export_json: Vec<PathBuf>,
+}
+
+impl AggOutputArgs {
+    fn to_output(&self) -> AggOutput {
+        AggOutput {
+            out: self.out.clone(),
+            individual: self.individual,
+            intervals: self.intervals,
+            json: self.json,
+            export_json: self.export_json.clone(),
+        }
+    }
+}
+
+/// What `thrum agg` does, checked: everything `cmd::agg` reads.
+#[derive(Debug)]
+pub struct AggRequest {
+    /// The load generators as written, and resolved (same order).
+    pub hosts: Vec<String>,
+    pub targets: Vec<Target>,
+    /// The tests, in order, each once.
+    pub tests: Vec<AggTest>,
+    /// Streams in the last step.
+    pub max_streams: u32,
+    /// How long each step holds, and the streams' sample period.
+    pub step: Duration,
+    pub interval: Duration,
+    /// `--burst`, and the length of each probe of its search.
+    pub burst: BurstChoice,
+    pub burst_probe: Duration,
+    /// The output directory: `--out`, or `./thrum-agg-DATE/`.
+    pub dir: PathBuf,
+    pub output: AggOutput,
+}
+
 impl AggArgs {
+    /// The one conversion: the durations, the load generators (resolved,
+    /// with their key), the tests and the stream count.
+    pub fn to_request(&self) -> Result<AggRequest> {
+        self.check()?;
+        let hosts = self.host_list()?;
+        let tests = self.test_list()?;
+        let max_streams = self.max_streams(hosts.len())?;
+        let targets = hosts
+            .iter()
+            .map(|h| target_for(h, self.psk_file.as_deref()))
+            .collect::<Result<_>>()?;
+        let dir = self.output.out.clone().unwrap_or_else(|| {
+            PathBuf::from(format!(
+                "thrum-agg-{}",
+                crate::clock::date_stamp(crate::clock::unix_now() as u64)
+            ))
+        });
+        Ok(AggRequest {
+            hosts,
+            targets,
+            tests,
+            max_streams,
+            step: self.step,
+            interval: self.interval,
+            burst: self.burst,
+            burst_probe: self.burst_probe,
+            dir,
+            output: self.output.to_output(),
+        })
+    }
+
     /// The load generators as written (for --hosts-dns: the addresses its name has).
-    pub fn host_list(&self) -> Result<Vec<String>> {
+    fn host_list(&self) -> Result<Vec<String>> {
         match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
             (Some(h), _, _) => Ok(hosts::parse_list(h)?),
             (None, Some(f), _) => {
@@ -145,7 +211,7 @@ impl AggArgs {
         }
     }
 
-    pub fn test_list(&self) -> Result<Vec<AggTest>> {
+    fn test_list(&self) -> Result<Vec<AggTest>> {
         let mut v = Vec::new();
         for t in self.tests.split(',') {
             let t: AggTest = t.parse().map_err(anyhow::Error::msg)?;
@@ -157,7 +223,7 @@ impl AggArgs {
     }
 
     /// `--max-streams`, by default 2 × CPUs but at least one per server (as runemomniaggdemo.sh).
-    pub fn max_streams(&self, servers: usize) -> Result<u32> {
+    fn max_streams(&self, servers: usize) -> Result<u32> {
         let n = self.max_streams.unwrap_or_else(|| {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
             (2 * cpus).max(servers as u32)
@@ -169,7 +235,7 @@ impl AggArgs {
     }
 
     /// Check the durations against each other.
-    pub fn check(&self) -> Result<()> {
+    fn check(&self) -> Result<()> {
         if self.step < MIN_STEP || self.step > MAX_STEP {
             bail!(
                 "--step {:?} is out of range (accepted: 3s..=1h; a step loses 1 s at each end)",
@@ -211,38 +277,31 @@ pub struct FindBurstArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Args)]
-pub struct SweepArgs {
-    /// Prove this pre-shared key to the server(s) (HMAC-SHA256 challenge-response), as `thrum run --psk-file`.
-    #[arg(long, value_name = "FILE")]
-    pub psk_file: Option<PathBuf>,
-    /// tcp_rr, udp_rr (or any test; burst applies to tcp_rr and udp_rr only).
-    #[arg(value_name = "TEST", value_parser = super::TestName::TEST, hide_possible_values = true)]
-    pub test: String,
-    /// Server; absent: an embedded server on loopback.
-    #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
-    pub host: Option<String>,
-    /// Bursts, the matrix's rows.
-    #[arg(long, default_value = "0", value_parser = u32_list, value_name = "LIST")]
-    pub burst: U32List,
-    /// Flows, the matrix's columns (each flow on its own worker thread, up to this host's CPUs).
-    #[arg(long, default_value = "1", value_parser = u32_list, value_name = "LIST")]
-    pub flows: U32List,
-    /// Request and response sizes, REQ[,RESP]; repeat the flag for one matrix per size.
-    #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]", action = clap::ArgAction::Append)]
-    pub rr_size: Vec<(u64, u64)>,
-    /// Measurement window of each cell.
-    #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
-    pub duration: Duration,
-    /// Print every cell as JSON on standard output instead of the table.
-    #[arg(long)]
+/// What `thrum find-burst` does, checked.
+#[derive(Debug)]
+pub struct FindBurstRequest {
+    pub target: Target,
+    /// The length of each probe.
+    pub probe: Duration,
+    /// `--json`: the search as JSON instead of the table.
     pub json: bool,
-    /// Also write the matrix as CSV to FILE (repeatable; --csv is the old name).
-    #[arg(long, alias = "csv", value_name = "FILE")]
-    pub export_csv: Vec<PathBuf>,
-    /// Also write every cell as JSON to FILE (repeatable).
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Vec<PathBuf>,
+}
+
+impl FindBurstArgs {
+    /// The one conversion: `--probe`'s range, then the server.
+    pub fn to_request(&self) -> Result<FindBurstRequest> {
+        if self.probe < Duration::from_millis(100) || self.probe > Duration::from_secs(600) {
+            bail!(
+                "--probe {:?} is out of range (accepted: 100ms..=600s)",
+                self.probe
+            );
+        }
+        Ok(FindBurstRequest {
+            target: target_for(&self.host, self.psk_file.as_deref())?,
+            probe: self.probe,
+            json: self.json,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -251,7 +310,25 @@ pub struct ReportArgs {
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
     #[command(flatten)]
+    pub output: AggOutputArgs,
+}
+
+/// What `thrum report` does: the saved run and where it goes.
+#[derive(Debug)]
+pub struct ReportRequest {
+    /// A results.json, netperf log, or a directory of either.
+    pub path: PathBuf,
     pub output: AggOutput,
+}
+
+impl ReportArgs {
+    /// The one conversion.
+    pub fn to_request(&self) -> ReportRequest {
+        ReportRequest {
+            path: self.path.clone(),
+            output: self.output.to_output(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -259,7 +336,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn burst_and_lists() {
+    fn bursts() {
         assert_eq!(burst_choice("auto"), Ok(BurstChoice::Auto));
         assert_eq!(burst_choice("8"), Ok(BurstChoice::Fixed(8)));
         assert!(
@@ -267,7 +344,5 @@ mod tests {
                 .unwrap_err()
                 .contains("accepted: auto or 0..=")
         );
-        assert_eq!(u32_list("0,1, 4").unwrap().0, vec![0, 1, 4]);
-        assert!(u32_list("1,x").is_err());
     }
 }

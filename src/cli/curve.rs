@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{duration, ns, size_pair};
+use super::{FlowArgs, duration, ns};
 use crate::agg::curve::{Rates, Slo};
 use crate::control::client::Target;
 use crate::plan::{TestKind, TestPlan};
@@ -24,7 +24,20 @@ fn slo(s: &str) -> Result<Slo, String> {
         .map_err(|e: crate::agg::curve::CurveError| e.to_string())
 }
 
+/// `thrum curve`'s flags. The flows' are [`FlowArgs`], as `thrum run`'s,
+/// said here in curve's words, and `--rr-timeout` keeps its own default
+/// (50ms: curve runs no mix, whose probes wait longer).
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("flows", |a| a.help("Number of flows; the offered rate is spread over them")),
+    mut_arg("threads", |a| a.help("Worker threads on each end")),
+    mut_arg("rr_size", |a| a.help("Request and response sizes in bytes, REQ[,RESP]")),
+    mut_arg("arrivals", |a| a.help("`fixed` spacing, or `poisson` arrivals of the same mean rate")),
+    mut_arg("max_inflight", |a| a.help("The most transactions in flight per flow")),
+    mut_arg("rr_timeout", |a| a
+        .help("udp_rr: a transaction without a response after this is lost")
+        .default_value(CURVE_RR_TIMEOUT)),
+)]
 pub struct CurveArgs {
     /// tcp_rr, udp_rr, tcp_crr or tcp_cc: the tests with an open loop (--rate).
     #[arg(value_name = "TEST")]
@@ -58,27 +71,8 @@ pub struct CurveArgs {
     /// auto: length of the closed-loop probe.
     #[arg(long, default_value = "2s", value_parser = duration, value_name = "DURATION")]
     pub probe: Duration,
-    /// Number of flows; the offered rate is spread over them.
-    #[arg(short = 'F', long, default_value_t = 1, value_name = "F")]
-    pub flows: u32,
-    /// Worker threads on each end.
-    #[arg(short = 'T', long, default_value_t = 1, value_name = "T")]
-    pub threads: u32,
-    /// Request and response sizes in bytes, REQ[,RESP].
-    #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]")]
-    pub rr_size: (u64, u64),
-    /// `fixed` spacing, or `poisson` arrivals of the same mean rate.
-    #[arg(long, default_value = "fixed", value_parser = ["fixed", "poisson"], value_name = "fixed|poisson")]
-    pub arrivals: String,
-    /// The most transactions in flight per flow.
-    #[arg(long, default_value_t = crate::plan::DEFAULT_MAX_INFLIGHT, value_name = "N")]
-    pub max_inflight: u32,
-    /// udp_rr: a transaction without a response after this is lost.
-    #[arg(long, default_value = "50ms", value_parser = duration, value_name = "DURATION")]
-    pub rr_timeout: Duration,
-    /// Set TCP_NODELAY on data sockets, both ends.
-    #[arg(long)]
-    pub nodelay: bool,
+    #[command(flatten)]
+    pub flow: FlowArgs,
     /// Print the record (results.json's document, schema thrum.curve.v1) on
     /// standard output instead of the table.
     #[arg(long)]
@@ -89,30 +83,69 @@ pub struct CurveArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `--rr-timeout`'s default in a curve (in `run` the plan's, or a mix's).
+const CURVE_RR_TIMEOUT: &str = "50ms";
+
 /// The interval for a step of `step`: a tenth of it, within 100ms..=1s.
 fn default_interval(step: Duration) -> Duration {
     (step / 10).clamp(Duration::from_millis(100), Duration::from_secs(1))
 }
 
+/// What `thrum curve` does, checked: everything `cmd::curve` reads.
+#[derive(Debug)]
+pub struct CurveRequest {
+    /// The closed-loop plan every step (and auto's probe) starts from.
+    pub base: TestPlan,
+    /// `--rates`: the offered rates, or auto.
+    pub rates: Rates,
+    /// `--slo`: the bound the knee must meet.
+    pub slo: Option<Slo>,
+    /// auto: the length of the closed-loop probe.
+    pub probe: Duration,
+    /// `--json`: the record on standard output instead of the table.
+    pub json: bool,
+    /// `--out DIR`: results.json, curve.csv, curve.svg, report.html.
+    pub out: Option<PathBuf>,
+    /// The server; None: an embedded one on loopback.
+    pub target: Option<Target>,
+}
+
 impl CurveArgs {
+    /// The one conversion: the plan, `--out`, then the server.
+    pub fn to_request(&self) -> Result<CurveRequest> {
+        let base = self.base_plan()?;
+        if let Some(d) = &self.out
+            && d.exists()
+            && !d.is_dir()
+        {
+            bail!(
+                "--out {}: exists and is not a directory (accepted: a directory, created if missing)",
+                d.display()
+            );
+        }
+        Ok(CurveRequest {
+            base,
+            rates: self.rates.clone(),
+            slo: self.slo,
+            probe: self.probe,
+            json: self.json,
+            out: self.out.clone(),
+            target: self.target()?,
+        })
+    }
+
     /// The closed-loop plan of every step (and of auto's probe): a test
     /// without an open loop is refused, and the plan is checked as it runs
     /// with an offered rate.
-    pub fn base_plan(&self) -> Result<TestPlan> {
+    fn base_plan(&self) -> Result<TestPlan> {
         let test: TestKind = self.test.parse()?;
         let mut p = TestPlan::new(test);
-        p.flows = self.flows;
-        p.threads = self.threads;
+        self.flow.apply(&mut p);
         p.duration_ns = ns(self.duration);
         p.warmup_ns = ns(self.warmup);
         p.interval_ns = ns(self
             .interval
             .unwrap_or_else(|| default_interval(self.duration)));
-        (p.request_bytes, p.response_bytes) = self.rr_size;
-        p.nodelay = self.nodelay;
-        p.rr_timeout_ns = ns(self.rr_timeout);
-        p.arrivals = self.arrivals.parse()?;
-        p.max_inflight = self.max_inflight;
         let open_loop = |t: &crate::plan::Traits| t.rate == crate::plan::Rate::Transactions;
         if !open_loop(test.traits()) {
             let applies = TestKind::named(open_loop);
@@ -131,7 +164,7 @@ impl CurveArgs {
     }
 
     /// The server to use; None means start an embedded one.
-    pub fn target(&self) -> Result<Option<Target>> {
+    fn target(&self) -> Result<Option<Target>> {
         match &self.host {
             Some(h) => Ok(Some(super::target_for(h, self.psk_file.as_deref())?)),
             None if self.psk_file.is_some() => {
@@ -156,10 +189,44 @@ mod tests {
         W::try_parse_from([&["thrum"], args].concat()).map(|w| w.a)
     }
 
+    /// `curve` flattens the flows' options it shares with `run`, and no
+    /// more: a flag added to `FlowArgs` would appear here too.
+    #[test]
+    fn curve_takes_its_own_flags_only() {
+        use clap::CommandFactory;
+        let cmd = crate::cli::Cli::command();
+        let curve = cmd.find_subcommand("curve").unwrap();
+        let mut longs: Vec<&str> = curve.get_arguments().filter_map(|a| a.get_long()).collect();
+        longs.sort_unstable();
+        assert_eq!(
+            longs,
+            [
+                "arrivals",
+                "duration",
+                "flows",
+                "host",
+                "interval",
+                "json",
+                "max-inflight",
+                "nodelay",
+                "out",
+                "probe",
+                "psk-file",
+                "rates",
+                "rr-size",
+                "rr-timeout",
+                "slo",
+                "threads",
+                "warmup"
+            ]
+        );
+    }
+
     #[test]
     fn plans_and_refusals() {
         let a = parse(&["tcp_rr", "--rates", "100,200", "-l", "1s"]).unwrap();
         let p = a.base_plan().unwrap();
+        assert_eq!(p.rr_timeout_ns, 50_000_000);
         assert_eq!(p.offered_per_s, None);
         assert_eq!(p.interval_ns, 100_000_000);
         let e = parse(&["tcp_stream"]).unwrap().base_plan().unwrap_err();

@@ -3,7 +3,6 @@
 //! each test and writes the output directory after every test. Everything
 //! it computes lives in [`crate::agg`].
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -14,8 +13,7 @@ use crate::agg::kinds::AggTest;
 use crate::agg::model::{self, AggResult, AggSpec};
 use crate::agg::progress::RampProgress;
 use crate::agg::run::{self, RampConfig};
-use crate::cli::{AggArgs, BurstChoice, target_for};
-use crate::clock::{self, date_stamp};
+use crate::cli::{AggArgs, BurstChoice};
 use crate::control::client::{self, Quiet, Target};
 use crate::plan::{TestKind, TestPlan};
 use crate::result::Environment;
@@ -48,31 +46,19 @@ fn preflight(targets: &[Target]) -> Result<()> {
 
 /// `thrum agg`.
 pub fn agg(args: &AggArgs) -> Result<ExitCode> {
-    args.check()?;
+    let req = args.to_request()?;
     crate::control::stop::on_signals().context("installing signal handlers")?;
-    let hosts = args.host_list()?;
-    let tests = args.test_list()?;
-    let max_streams = args.max_streams(hosts.len())?;
-    let targets: Vec<Target> = hosts
-        .iter()
-        .map(|h| target_for(h, args.psk_file.as_deref()))
-        .collect::<Result<_>>()?;
-    let out = args.output.out.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "thrum-agg-{}",
-            date_stamp(clock::unix_now() as u64)
-        ))
-    });
+    let (targets, out) = (&req.targets, &req.dir);
     let mut result = AggResult {
         schema: model::SCHEMA.into(),
         source: "thrum agg".into(),
         spec: AggSpec {
-            hosts: hosts.clone(),
-            tests: tests.iter().map(|t| t.name().to_string()).collect(),
-            max_streams,
-            step_s: args.step.as_secs_f64(),
-            interval_s: args.interval.as_secs_f64(),
-            burst: match args.burst {
+            hosts: req.hosts.clone(),
+            tests: req.tests.iter().map(|t| t.name().to_string()).collect(),
+            max_streams: req.max_streams,
+            step_s: req.step.as_secs_f64(),
+            interval_s: req.interval.as_secs_f64(),
+            burst: match req.burst {
                 BurstChoice::Auto => "auto".into(),
                 BurstChoice::Fixed(n) => n.to_string(),
             },
@@ -83,20 +69,20 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     };
     let cfg = RampConfig {
         targets: targets.clone(),
-        max_streams,
-        step: args.step,
-        interval: args.interval,
+        max_streams: req.max_streams,
+        step: req.step,
+        interval: req.interval,
         trim: std::time::Duration::from_secs(1),
     };
-    preflight(&targets)?;
-    let search = match args.burst {
-        BurstChoice::Auto if tests.contains(&AggTest::Tps) => {
+    preflight(targets)?;
+    let search = match req.burst {
+        BurstChoice::Auto if req.tests.contains(&AggTest::Tps) => {
             let status = StatusLine::stderr();
             status.draw(&format!(
                 "finding the burst against {} ...",
                 targets[0].label
             ));
-            let s = run::find_burst(&targets[0], args.burst_probe, BURST_MIN_GAIN)
+            let s = run::find_burst(&targets[0], req.burst_probe, BURST_MIN_GAIN)
                 .context("--burst auto: the burst search failed")?;
             Some(s)
         }
@@ -104,7 +90,7 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     };
     // As runemomniaggdemo.sh: the search is for tps; bidir keeps 13 × 64K in
     // flight, inside its 1M socket buffers, unless a burst is given.
-    let burst_of = |t: AggTest| match (args.burst, &search, t) {
+    let burst_of = |t: AggTest| match (req.burst, &search, t) {
         (BurstChoice::Fixed(n), _, _) => n,
         (BurstChoice::Auto, Some(s), AggTest::Tps) => s.burst,
         (BurstChoice::Auto, _, AggTest::Bidir) => BIDIR_AUTO_BURST,
@@ -112,21 +98,21 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     };
     let mut progress = RampProgress::new();
     let mut failed = false;
-    for test in tests {
+    for &test in &req.tests {
         let mut t = run::run_ramp(test, burst_of(test), &cfg, &mut progress);
         if test == AggTest::Tps {
             t.burst_search = search.clone();
         }
         failed |= model::failed(&t);
-        say_test(&t, &args.output)?;
+        say_test(&t, &req.output)?;
         result.tests.push(t);
         // After every test, so a later failure keeps what was gathered.
-        write_dir(&out, &result, args.output.individual)?;
+        write_dir(out, &result, req.output.individual)?;
         if crate::control::stop::requested() {
             break;
         }
     }
-    finish(&result, &args.output, Some(&out))?;
+    finish(&result, &req.output, Some(out))?;
     if crate::control::stop::requested() {
         eprintln!("error: {}", crate::control::stop::INTERRUPTED);
         return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));

@@ -162,23 +162,15 @@ pub fn write_dir(dir: &Path, c: &Curve) -> Result<()> {
     Ok(())
 }
 
-/// `thrum curve`.
+/// `thrum curve`: the flags become the request, then the steps run.
 pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
-    let base = args.base_plan()?;
+    let req = args.to_request()?;
     crate::control::stop::on_signals().context("installing signal handlers")?;
-    if let Some(d) = &args.out
-        && d.exists()
-        && !d.is_dir()
-    {
-        bail!(
-            "--out {}: exists and is not a directory (accepted: a directory, created if missing)",
-            d.display()
-        );
-    }
-    let (target, _server) = target_or_embedded(args.target()?, None)?;
+    let base = &req.base;
+    let (target, _server) = target_or_embedded(req.target.clone(), None)?;
     let runner = Runner {
         target: &target,
-        base: &base,
+        base,
         ticker: Ticker::start(
             std::io::IsTerminal::is_terminal(&std::io::stderr()),
             base.test.name(),
@@ -201,7 +193,7 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
         steps.push(st);
         on
     };
-    match &args.rates {
+    match &req.rates {
         Rates::List(v) => {
             let of = v.len().to_string();
             for (i, &r) in v.iter().enumerate() {
@@ -211,7 +203,7 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
             }
         }
         Rates::Auto => 'auto: {
-            let max = runner.probe(args.probe)?;
+            let max = runner.probe(req.probe)?;
             runner
                 .ticker
                 .above(|| eprintln!("closed-loop probe: {max:.0} trans/s"));
@@ -235,7 +227,7 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
                     break 'auto;
                 }
             }
-            for r in curve::refine_rates(&steps, args.slo.as_ref()) {
+            for r in curve::refine_rates(&steps, req.slo.as_ref()) {
                 let n = steps.len() + 1;
                 if !go(&mut steps, n, "refine", r) {
                     break 'auto;
@@ -249,7 +241,7 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
         test: base.test.name().into(),
         server: target.label.clone(),
         spec: CurveSpec {
-            rates: match &args.rates {
+            rates: match &req.rates {
                 Rates::Auto => "auto".into(),
                 Rates::List(v) => v.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
             },
@@ -260,9 +252,9 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
             threads: base.threads,
             request_bytes: base.request_bytes,
             response_bytes: base.response_bytes,
-            arrivals: args.arrivals.clone(),
+            arrivals: crate::cli::arrivals_name(base.arrivals).into(),
             max_inflight: base.max_inflight,
-            slo: args.slo,
+            slo: req.slo,
             closed_loop_per_s: closed_loop,
         },
         steps,
@@ -271,7 +263,7 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
         interrupted: crate::control::stop::requested(),
     };
     curve::analyse(&mut c);
-    say(&c, args.json, args.out.as_deref())?;
+    say(&c, req.json, req.out.as_deref())?;
     if crate::control::stop::requested() {
         eprintln!("error: {}", crate::control::stop::INTERRUPTED);
         return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));

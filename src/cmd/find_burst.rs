@@ -3,27 +3,19 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use super::out::print;
 use crate::agg::{burst, run};
-use crate::cli::{FindBurstArgs, target_for};
+use crate::cli::FindBurstArgs;
 
 /// A rise of less than this fraction ends the burst search.
 pub const BURST_MIN_GAIN: f64 = 0.01;
 /// `thrum find-burst`.
 pub fn find_burst(args: &FindBurstArgs) -> Result<ExitCode> {
-    if args.probe < std::time::Duration::from_millis(100)
-        || args.probe > std::time::Duration::from_secs(600)
-    {
-        bail!(
-            "--probe {:?} is out of range (accepted: 100ms..=600s)",
-            args.probe
-        );
-    }
-    let target = target_for(&args.host, args.psk_file.as_deref())?;
-    let s = run::find_burst(&target, args.probe, BURST_MIN_GAIN)?;
-    if args.json {
+    let req = args.to_request()?;
+    let s = run::find_burst(&req.target, req.probe, BURST_MIN_GAIN)?;
+    if req.json {
         print(&format!("{}\n", serde_json::to_string_pretty(&s)?))?;
     } else {
         let mut o = String::from("   burst      trans/s\n");

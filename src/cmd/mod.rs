@@ -1,9 +1,11 @@
 //! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
 //! `ping`, and the aggregate commands `agg`, `find-burst`, `sweep` and `report`. This
-//! is the top of the library: a command parses nothing (clap's types come
-//! checked from [`crate::cli`]), gathers with [`crate::control`] or
-//! [`crate::agg`], and writes with [`crate::export`]. What two commands
-//! share is in [`out`].
+//! is the top of the library: a command parses nothing. Its first line
+//! turns clap's arguments into one plain request ([`crate::cli`]'s
+//! `RunRequest`, `CurveRequest`, …: checked, the server resolved), and
+//! nothing after reads a clap type; then it gathers with
+//! [`crate::control`] or [`crate::agg`], and writes with
+//! [`crate::export`]. What two commands share is in [`out`].
 
 pub mod agg;
 pub mod curve;

@@ -127,18 +127,20 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
 
 /// `thrum report`.
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
-    if let Some(c) = load_curve(&args.path)? {
-        super::curve::say(&c, args.output.json, args.output.out.as_deref())?;
+    let req = args.to_request();
+    let out = &req.output;
+    if let Some(c) = load_curve(&req.path)? {
+        super::curve::say(&c, out.json, out.out.as_deref())?;
         return Ok(super::curve::verdict(&c));
     }
-    let r = load(&args.path)?;
+    let r = load(&req.path)?;
     for t in &r.tests {
-        say_test(t, &args.output)?;
+        say_test(t, out)?;
     }
-    if let Some(dir) = &args.output.out {
-        write_dir(dir, &r, args.output.individual)?;
+    if let Some(dir) = &out.out {
+        write_dir(dir, &r, out.individual)?;
     }
-    finish(&r, &args.output, args.output.out.as_deref())?;
+    finish(&r, out, out.out.as_deref())?;
     // The run's verdict: a report of a failed run fails as `agg` did.
     Ok(if r.tests.iter().any(model::failed) {
         ExitCode::FAILURE

@@ -10,11 +10,10 @@ use anyhow::{Context, Result};
 
 use super::out::target_or_embedded;
 use super::progress::Ticker;
-use crate::cli::{Format, OutputArgs, RunArgs};
+use crate::cli::{Format, Outputs, RunArgs, RunRequest};
 use crate::control;
 use crate::control::client::{Observer, Target};
 use crate::export::{self, Exporter};
-use crate::plan::TestPlan;
 use crate::result::{Interval, TestResult};
 use crate::units::BitsPerSec;
 use crate::warning::{Code, Warning};
@@ -56,16 +55,16 @@ impl Observer for Watch<'_> {
 /// netperf's default for `-o` without a list.
 const DEFAULT_FIELDS: [&str; 2] = ["THROUGHPUT", "THROUGHPUT_UNITS"];
 
-fn exporter(out: &OutputArgs, human: &export::human::Human) -> Box<dyn Exporter> {
+fn exporter(out: &Outputs, human: &export::human::Human) -> Box<dyn Exporter> {
     use export::fields::{Fields, Style};
     let fields = |style| -> Box<dyn Exporter> {
-        let names = match &out.output_fields {
-            Some(f) => f.0.clone(),
+        let names = match &out.fields {
+            Some(f) => f.clone(),
             None => DEFAULT_FIELDS.map(str::to_string).to_vec(),
         };
         Box::new(Fields { names, style })
     };
-    match (out.format(), out.output_fields.is_some()) {
+    match (out.format, out.fields.is_some()) {
         (Format::Human, false) => Box::new(human.clone()),
         (Format::Human, true) => fields(Style::Human),
         (Format::Json, _) => Box::new(export::json::Json),
@@ -78,7 +77,7 @@ fn exporter(out: &OutputArgs, human: &export::human::Human) -> Box<dyn Exporter>
 /// Write every requested output; called on success and on failure alike.
 fn write_outputs(
     result: &TestResult,
-    out: &OutputArgs,
+    out: &Outputs,
     human: &export::human::Human,
     main: bool,
 ) -> Result<()> {
@@ -126,9 +125,10 @@ fn write_outputs(
 
 /// `--dry-run`: the SPEC a preset or `--mix` stands for, one line per part,
 /// on stdout; nothing is run.
-fn dry_run(args: &RunArgs, plan: &TestPlan) -> Result<()> {
+fn dry_run(req: &RunRequest) -> Result<()> {
+    let plan = &req.plan;
     let mut out = String::new();
-    match args.mix_spec() {
+    match &req.mix_spec {
         Some(spec) => {
             let spec: String = spec.split_whitespace().collect();
             out.push_str(&format!("--mix {spec}\n"));
@@ -158,24 +158,24 @@ fn dry_run(args: &RunArgs, plan: &TestPlan) -> Result<()> {
     super::out::print(&out)
 }
 
-/// `thrum run`: check the plan, measure, then write the result where it
-/// was asked for and say on stderr what a reader should know.
+/// `thrum run`: turn the flags into the request, measure, then write the
+/// result where it was asked for and say on stderr what a reader should
+/// know.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let plan = args.to_plan()?;
-    check_drawings(args, &plan)?;
-    if args.dry_run {
-        dry_run(args, &plan)?;
+    let mut req = args.to_request()?;
+    if req.dry_run {
+        dry_run(&req)?;
         return Ok(ExitCode::SUCCESS);
     }
     control::stop::on_signals().context("installing signal handlers")?;
-    let (target, _server) = target_or_embedded(args.target()?, args.bind)?;
-    let mut plan = plan;
-    if plan.test == crate::plan::TestKind::Capacity && args.send_size.is_none() {
+    let (target, _server) = target_or_embedded(req.target.take(), req.bind)?;
+    if req.fill_path_mtu {
         // capacity's packets fill the path MTU by default: the frame whose
         // spacing the narrow link sets is then the one the path carries.
-        plan.send_bytes = crate::workload::capacity::packet_size_toward(target.addr, target.bind);
+        req.plan.send_bytes =
+            crate::workload::capacity::packet_size_toward(target.addr, target.bind);
     }
-    let (mut result, rows_shown, live) = measure(args, &plan, &target)?;
+    let (mut result, rows_shown, live) = measure(&req, &target)?;
     let interrupted = control::stop::requested();
     if interrupted {
         mark_interrupted(&mut result.summary.error);
@@ -183,55 +183,29 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // Results to standard output (or -o); everything else to stderr.
     // A human table of a run that measured nothing would be zeros.
     let measured = !result.intervals.is_empty() || result.summary.error.is_none();
-    let main = measured || args.out.format() != Format::Human || args.out.json_stream;
-    let mut human = args.human_options();
+    let main = measured || !req.outputs.is_human();
+    let mut human = req.human.clone();
     human.rows_shown = rows_shown;
-    write_outputs(&result, &args.out, &human, main)?;
-    write_drawings(args, &plan, &result)?;
+    write_outputs(&result, &req.outputs, &human, main)?;
+    write_drawings(&req, &result)?;
     Ok(say_on_stderr(
-        args,
+        &req,
         &result,
         live.error.as_deref(),
         interrupted,
     ))
 }
 
-/// `--chart` and `--html` draw a mix (and `--chart` capacity's dispersion
-/// histogram too): refused before anything runs for any other test.
-fn check_drawings(args: &RunArgs, plan: &TestPlan) -> Result<()> {
-    for (flag, set, what) in [
-        (
-            "--chart",
-            args.chart.is_some(),
-            "a mix (--mix SPEC or a preset such as rrul) or capacity's dispersion histogram",
-        ),
-        (
-            "--html",
-            args.html.is_some(),
-            "a mix (--mix SPEC or a preset such as rrul)",
-        ),
-    ] {
-        let capacity_chart = flag == "--chart" && plan.test == crate::plan::TestKind::Capacity;
-        if set && plan.parts.is_empty() && !capacity_chart {
-            anyhow::bail!("{flag} draws {what}; {} is a single test", plan.test);
-        }
-    }
-    Ok(())
-}
-
 /// Run the test (or its `--iterations`) with the progress line, the rows
 /// as they complete and the live samples. Returns the result, whether the
 /// rows were shown live, and the samples' writer, which stays open until
 /// `run` ends.
-fn measure(
-    args: &RunArgs,
-    plan: &TestPlan,
-    target: &Target,
-) -> Result<(TestResult, bool, export::live::Live)> {
+fn measure(req: &RunRequest, target: &Target) -> Result<(TestResult, bool, export::live::Live)> {
+    let plan = &req.plan;
     let total = plan.transactions.is_none().then(|| {
         std::time::Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.cooldown_ns)
     });
-    let repeat = args.repeat();
+    let repeat = req.repeat;
     let ticker = Ticker::start(
         std::io::stderr().is_terminal(),
         plan.test.name(),
@@ -239,11 +213,8 @@ fn measure(
     );
     // Rows live only for one run of the human output on stdout; the rows
     // of --iterations would interleave runs.
-    let rows = args.out.format() == Format::Human
-        && args.out.output_fields.is_none()
-        && args.out.output.is_none()
-        && !args.out.json_stream
-        && repeat.is_none();
+    let out = &req.outputs;
+    let rows = out.is_human() && out.fields.is_none() && out.output.is_none() && repeat.is_none();
     let mut head = Vec::new();
     let server = if target.embedded {
         "embedded"
@@ -260,8 +231,8 @@ fn measure(
     let mut live = export::live::Live::new(
         plan.test,
         &plan.percentiles,
-        args.out.json_stream,
-        args.out.samples.as_deref(),
+        out.json_stream,
+        out.samples.as_deref(),
         export::csv::PartCols::of_plan(plan),
         plan.offered_per_s.is_some(),
     )
@@ -310,9 +281,9 @@ fn mark_interrupted(error: &mut Option<String>) {
 }
 
 /// `--chart` (a mix's time series, or capacity's histogram) and `--html`.
-fn write_drawings(args: &RunArgs, plan: &TestPlan, result: &TestResult) -> Result<()> {
-    if let Some(path) = &args.chart {
-        let svg = if plan.parts.is_empty() {
+fn write_drawings(req: &RunRequest, result: &TestResult) -> Result<()> {
+    if let Some(path) = &req.drawings.chart {
+        let svg = if req.plan.parts.is_empty() {
             export::capacity::svg(result)
         } else {
             export::lul::svg(result)
@@ -320,7 +291,7 @@ fn write_drawings(args: &RunArgs, plan: &TestPlan, result: &TestResult) -> Resul
         export::write_atomic(path, svg.as_bytes())
             .with_context(|| format!("writing --chart {}", path.display()))?;
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &req.drawings.html {
         export::write_atomic(path, export::lul::html(result).as_bytes())
             .with_context(|| format!("writing --html {}", path.display()))?;
     }
@@ -330,7 +301,7 @@ fn write_drawings(args: &RunArgs, plan: &TestPlan, result: &TestResult) -> Resul
 /// What stderr says after the result: a failed samples write, the
 /// warnings a reader asked for, the error; and the exit code it gives.
 fn say_on_stderr(
-    args: &RunArgs,
+    req: &RunRequest,
     result: &TestResult,
     live_error: Option<&str>,
     interrupted: bool,
@@ -341,8 +312,9 @@ fn say_on_stderr(
     }
     // JSON and key=value carry every warning; the human output says on
     // stderr those a reader asked for (see `shown`).
-    if args.out.format() == Format::Human && !args.out.json_stream {
-        let detail = args.local_cpu || args.remote_cpu || args.cpu || args.verbose;
+    if req.outputs.is_human() {
+        let h = &req.human;
+        let detail = h.local_cpu || h.remote_cpu || h.verbose;
         for w in result
             .summary
             .warnings
@@ -360,7 +332,7 @@ fn say_on_stderr(
     }
     if let Some(e) = &result.summary.error {
         let _ = writeln!(err, "error: {e}");
-        if let Some(tip) = args.host.as_deref().and_then(crate::cli::ipv6_port_hint) {
+        if let Some(tip) = &req.error_tip {
             let _ = writeln!(err, "  tip: {tip}");
         }
         if interrupted {

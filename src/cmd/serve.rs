@@ -6,21 +6,20 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::{Context, Result};
 
-use crate::cli::ServerArgs;
+use crate::cli::{ServeRequest, ServerArgs};
 use crate::control;
-use crate::control::server::{Server, ServerConfig};
+use crate::control::server::Server;
 
 /// `thrum server`.
 pub fn serve(args: &ServerArgs) -> Result<ExitCode> {
-    let mut cfg = ServerConfig::new(std::net::SocketAddr::new(args.listen, args.port));
-    cfg.data_ports = args.data_ports;
-    cfg.once = args.once;
-    cfg.limits.max_sessions = args.max_sessions;
-    for warning in args.hardening.apply(&mut cfg)? {
+    let ServeRequest {
+        config: cfg,
+        warnings,
+    } = args.to_request()?;
+    for warning in warnings {
         control::log::server_event(cfg.log_format, &format!("warning: {warning}"));
     }
-    cfg.log = !args.quiet;
-    let log_format = cfg.log_format;
+    let (log_format, quiet) = (cfg.log_format, !cfg.log);
     let server = Server::bind(cfg)?;
     let flag = server.shutdown_flag();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -36,7 +35,7 @@ pub fn serve(args: &ServerArgs) -> Result<ExitCode> {
     );
     let _ = std::io::stdout().flush();
     server.serve()?;
-    if flag.load(Relaxed) && !args.quiet {
+    if flag.load(Relaxed) && !quiet {
         control::log::server_event(log_format, "stopped by signal");
     }
     Ok(ExitCode::SUCCESS)

@@ -9,32 +9,23 @@ use super::out::target_or_embedded;
 use crate::cli::SuiteArgs;
 use crate::control;
 use crate::control::client::Quiet;
-use crate::plan::{TestKind, TestPlan};
 use crate::result::TestResult;
 use crate::term::StatusLine;
 use crate::units::{self, BitsPerSec};
 
 /// `thrum suite`.
 pub fn suite(args: &SuiteArgs) -> Result<ExitCode> {
+    let req = args.to_request()?;
     let (target, _server) = target_or_embedded(None, None)?;
     let mut results = Vec::new();
     let status = StatusLine::stderr();
-    // capacity measures a path's narrow link, which loopback has not.
-    for test in TestKind::ALL
-        .into_iter()
-        .filter(|&t| t != TestKind::Capacity)
-    {
-        let mut plan = TestPlan::new(test);
-        plan.duration_ns = args.duration.as_nanos() as u64;
-        plan.flows = args.flows;
-        plan.threads = args.threads;
-        plan.validate()?;
-        status.draw(&format!("running {test} ..."));
-        let r = control::client::run(&target, &plan, &mut Quiet);
+    for plan in &req.plans {
+        status.draw(&format!("running {} ...", plan.test));
+        let r = control::client::run(&target, plan, &mut Quiet);
         results.push(r);
     }
     status.clear();
-    if args.json {
+    if req.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
         print_suite_table(&results);

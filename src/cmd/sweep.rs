@@ -3,46 +3,22 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::out::print;
 use super::progress::Ticker;
 use crate::agg::sweep::{Cell, Sweep};
-use crate::cli::{SweepArgs, target_for};
+use crate::cli::SweepArgs;
 use crate::control::client::{self, Quiet, Target};
 use crate::control::server::EmbeddedServer;
 use crate::export::write_atomic;
-use crate::plan::{TestKind, TestPlan};
 
 /// `thrum sweep`.
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
-    let kind: TestKind = args.test.parse()?;
-    let (bursts, flows) = (args.burst.0.clone(), args.flows.0.clone());
-    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    let mut sizes = args.rr_size.clone();
-    sizes.dedup();
-    let mut plans = Vec::new();
-    for &rr in &sizes {
-        for &b in &bursts {
-            for &f in &flows {
-                let mut p = TestPlan::new(kind);
-                p.burst = b;
-                p.flows = f;
-                p.threads = f.clamp(1, ncpu);
-                p.duration_ns = args.duration.as_nanos() as u64;
-                (p.request_bytes, p.response_bytes) = rr;
-                p.validate().with_context(|| {
-                    format!("sweep cell -r {},{} burst {b}, flows {f}", rr.0, rr.1)
-                })?;
-                plans.push(p);
-            }
-        }
-    }
-    let (target, _server) = match &args.host {
-        Some(h) => (target_for(h, args.psk_file.as_deref())?, None),
-        None if args.psk_file.is_some() => {
-            bail!("--psk-file needs -H: the embedded server asks for no key")
-        }
+    let req = args.to_request()?;
+    let plans = &req.plans;
+    let (target, _server) = match &req.target {
+        Some(t) => (t.clone(), None),
         None => {
             let s = EmbeddedServer::start().context("starting the embedded server")?;
             let t = Target {
@@ -86,23 +62,23 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     drop(ticker);
     let sw = Sweep {
         schema: "thrum.sweep.v1".into(),
-        test: kind.name().into(),
+        test: req.test.name().into(),
         server: target.label.clone(),
-        rr_sizes: sizes,
-        bursts,
-        flows,
+        rr_sizes: req.rr_sizes.clone(),
+        bursts: req.bursts.clone(),
+        flows: req.flows.clone(),
         cells,
     };
-    if args.json {
+    if req.json {
         print(&format!("{}\n", serde_json::to_string_pretty(&sw)?))?;
     } else {
         print(&sw.table())?;
     }
-    for p in &args.export_csv {
+    for p in &req.export_csv {
         write_atomic(p, sw.csv().as_bytes())
             .with_context(|| format!("writing --export-csv {}", p.display()))?;
     }
-    for p in &args.export_json {
+    for p in &req.export_json {
         write_atomic(p, &serde_json::to_vec_pretty(&sw)?)
             .with_context(|| format!("writing --export-json {}", p.display()))?;
     }

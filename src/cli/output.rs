@@ -1,0 +1,112 @@
+//! Where and how `thrum run` writes its result: the flags ([`OutputArgs`])
+//! and the plain [`Outputs`] they become, which is what `cmd::run` reads.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// The main output's format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+    Keyval,
+    /// `--csv`: one CSV line of the output fields.
+    Csv,
+}
+
+/// `--output-fields` as one flag value (a newtype, so clap does not take it for repeated values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldList(pub Vec<String>);
+
+fn field_list(s: &str) -> Result<FieldList, String> {
+    crate::export::fields::parse_list(s).map(FieldList)
+}
+
+/// Where and how results are written.
+#[derive(Debug, Args, Clone)]
+pub struct OutputArgs {
+    /// Write the result as one JSON document (schema thrum.result.v1).
+    #[arg(long, conflicts_with = "keyval")]
+    pub json: bool,
+    /// Write the result as netperf-style KEY=value lines (only the --output-fields, when given).
+    #[arg(long, conflicts_with = "csv")]
+    pub keyval: bool,
+    /// Write the --output-fields (default THROUGHPUT,THROUGHPUT_UNITS) as one CSV line under a header of their names (netperf's -o).
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// netperf's omni output selectors (-o/-O/-k): the fields, by netperf's names and thrum's own (THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P99_LATENCY,LOCAL_CPU_UTIL,REMOTE_SD, …), that --csv, --keyval or, alone, one human line shows.
+    #[arg(long, value_parser = field_list, value_name = "LIST", conflicts_with = "json")]
+    pub output_fields: Option<FieldList>,
+    /// Write the result to FILE instead of standard output ('-' is standard output). A regular file is replaced atomically through an exclusively created temp file; a FIFO or device is written directly.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write per-interval, per-flow samples as CSV to FILE, a row at a time as they arrive; the finished file replaces it atomically at the end.
+    #[arg(long, value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+    /// Write JSON Lines to standard output as the test runs: one line per interval as it completes, then the whole result as the last line.
+    #[arg(long, conflicts_with_all = ["json", "keyval", "output"])]
+    pub json_stream: bool,
+    /// Also write the result as JSON to FILE, beside the output on the terminal (repeatable; hyperfine's habit).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Vec<PathBuf>,
+    /// Also write the per-interval, per-flow samples as CSV to FILE (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Vec<PathBuf>,
+    /// Also write the result as netperf-style KEY=value lines to FILE (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub export_keyval: Vec<PathBuf>,
+}
+
+/// What `thrum run` writes, and where: the output flags, checked by clap
+/// (the formats exclude each other) and plain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outputs {
+    /// The main output's format (`--json`, `--keyval`, `--csv`, or human).
+    pub format: Format,
+    /// `--output-fields`: the fields `--csv`, `--keyval` or one human line show.
+    pub fields: Option<Vec<String>>,
+    /// `-o FILE`; None: standard output.
+    pub output: Option<PathBuf>,
+    /// `--samples FILE`: per-interval, per-flow CSV as the test runs.
+    pub samples: Option<PathBuf>,
+    /// `--json-stream`: JSON Lines on standard output as the test runs.
+    pub json_stream: bool,
+    /// `--export-json`, `--export-csv`, `--export-keyval`: files beside the main output.
+    pub export_json: Vec<PathBuf>,
+    pub export_csv: Vec<PathBuf>,
+    pub export_keyval: Vec<PathBuf>,
+}
+
+impl Outputs {
+    /// The human text on standard output (or `-o`), the one output that
+    /// can show rows live and says warnings on stderr.
+    pub fn is_human(&self) -> bool {
+        self.format == Format::Human && !self.json_stream
+    }
+}
+
+impl OutputArgs {
+    /// The plain outputs.
+    pub fn to_outputs(&self) -> Outputs {
+        let format = if self.json {
+            Format::Json
+        } else if self.keyval {
+            Format::Keyval
+        } else if self.csv {
+            Format::Csv
+        } else {
+            Format::Human
+        };
+        Outputs {
+            format,
+            fields: self.output_fields.as_ref().map(|f| f.0.clone()),
+            output: self.output.clone(),
+            samples: self.samples.clone(),
+            json_stream: self.json_stream,
+            export_json: self.export_json.clone(),
+            export_csv: self.export_csv.clone(),
+            export_keyval: self.export_keyval.clone(),
+        }
+    }
+}

@@ -1,0 +1,535 @@
+//! `thrum run`'s flags ([`RunArgs`]) and the plain [`RunRequest`] they
+//! become at the top of `cmd::run`: the checked [`TestPlan`], the server,
+//! the outputs and drawings, the repetition and what the human output
+//! shows. After [`RunArgs::to_request`] nothing reads a clap type.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+use super::{LoadArgs, OutputArgs, Outputs, TestName, duration, ns, resolve};
+use crate::control::client::Target;
+use crate::control::repeat::Repeat;
+use crate::export::human::Human;
+use crate::plan::{TestKind, TestPlan};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream, udp_rr or capacity (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run).
+    #[arg(value_name = "TEST", value_parser = TestName::TEST_OR_PRESET, hide_possible_values = true, required_unless_present = "mix", conflicts_with = "mix")]
+    pub test: Option<String>,
+    /// Several tests in one session, as parts joined by commas. A part is
+    /// TEST, then optionally *FLOWS and any of @rate=N @dscp=NAME @tos=N
+    /// @name=LABEL, e.g. tcp_stream*4,udp_rr@rate=100 (see
+    /// docs/latency-under-load.md).
+    #[arg(long, value_name = "SPEC")]
+    pub mix: Option<String>,
+    /// DSCP/TOS mark on the data sockets, both ends: a DSCP name (EF, CS5, AF41, BE, BK) or the TOS byte 0..255 (IP_TOS, IPV6_TCLASS).
+    #[arg(long, value_name = "DSCP|TOS")]
+    pub tos: Option<String>,
+    /// A mix with latency probes and bulk parts: the probes run alone this long at the start of the measurement window (the idle phase), before the bulk parts start; 0 with --recovery 0: no phases.
+    #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    pub idle: Duration,
+    /// A mix with latency probes and bulk parts: the probes run on alone this long after the bulk parts have drained (the recovery phase).
+    #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    pub recovery: Duration,
+    /// capacity: the server sends the trains and the client times them, for
+    /// the server-to-client direction's narrow link (default: client to
+    /// server).
+    #[arg(long, conflicts_with = "both")]
+    pub reverse: bool,
+    /// capacity: both directions in one session, each on its own flows
+    /// (--flows and --threads are per direction) and reported apart.
+    #[arg(long)]
+    pub both: bool,
+    /// Write a chart as SVG to FILE. A mix: the time series (throughput up and down, probe latency, phases shaded). capacity: the histogram of the trains' gaps as rates, with the estimate, its interval and any token bucket marked.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<std::path::PathBuf>,
+    /// A mix: write a self-contained HTML report (grades, parts, phases, the chart, every interval's goodput, probe latency, fairness and retransmits) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+    /// Print the plan (a preset's or --mix's SPEC and its parts) and exit without running.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
+    #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
+    pub host: Option<String>,
+    /// Length of the measurement window (10s, 500ms, 2m, 1h30m).
+    #[arg(short = 'l', long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
+    pub duration: Duration,
+    /// Measure this many transactions instead of a duration (tcp_rr, tcp_crr, tcp_cc, udp_rr).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub transactions: Option<u64>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Use IPv4 only.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6')]
+    pub ipv6: bool,
+    /// Local address for the control and data connections.
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// Prove this pre-shared key to the server (HMAC-SHA256 challenge-response); the file holds 16..=4096 bytes.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+    /// Interim sample period.
+    #[arg(short = 'i', long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
+    pub interval: Duration,
+    /// Traffic before the measurement window (default 1s; none with -n).
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    pub warmup: Option<Duration>,
+    /// Traffic after the measurement window, before the drain.
+    #[arg(long, default_value = "0s", value_parser = duration, value_name = "DURATION")]
+    pub cooldown: Duration,
+    /// Latency percentiles to report besides p50, p90, p99 and p99.9 (50,99.99; each in (0, 100]).
+    #[arg(long, value_parser = percentile_list, value_name = "LIST")]
+    pub percentiles: Option<PercentileList>,
+    /// Print a log-scale latency histogram (human output; the JSON always carries the histogram).
+    #[arg(long)]
+    pub histogram: bool,
+    /// Show this end's CPU utilisation and service demand (always measured; always in JSON).
+    #[arg(short = 'c', long)]
+    pub local_cpu: bool,
+    /// Show the server's CPU utilisation and service demand.
+    #[arg(short = 'C', long)]
+    pub remote_cpu: bool,
+    /// Show CPU utilisation and service demand of both ends (-c and -C).
+    #[arg(long)]
+    pub cpu: bool,
+    /// Repeat the whole test at least MIN and at most MAX times (1..=30), until --confidence is met.
+    #[arg(long, value_parser = iterations_arg, value_name = "MIN,MAX")]
+    pub iterations: Option<(u32, u32)>,
+    /// Confidence LEVEL (95 or 99) and interval WIDTH in percent of the mean (default 5: ±2.5 %).
+    #[arg(long, value_parser = confidence_arg, value_name = "LEVEL[,WIDTH]")]
+    pub confidence: Option<(u32, f64)>,
+    /// Print provenance (versions, kernel, interface, offloads, sysctls) above the result.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// A list of latency percentiles as one flag value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PercentileList(pub Vec<f64>);
+
+fn percentile_list(s: &str) -> Result<PercentileList, String> {
+    let v = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let x: f64 = p.trim().parse().map_err(|_| {
+                format!("'{p}' is not a percentile (accepted: numbers in (0, 100], as in 50,99.9)")
+            })?;
+            if x.is_finite() && x > 0.0 && x <= 100.0 {
+                Ok(x)
+            } else {
+                Err(format!(
+                    "{p} is out of range (accepted: greater than 0 and at most 100)"
+                ))
+            }
+        })
+        .collect::<Result<Vec<f64>, String>>()?;
+    if v.is_empty() {
+        return Err("empty list (accepted: numbers in (0, 100], as in 50,99.9)".into());
+    }
+    Ok(PercentileList(v))
+}
+
+/// Most iterations netperf allows too.
+pub const MAX_ITERATIONS: u32 = 30;
+
+fn iterations_arg(s: &str) -> Result<(u32, u32), String> {
+    let num = |x: &str| {
+        x.trim().parse::<u32>().map_err(|_| {
+            format!(
+                "'{x}' is not a count (accepted: MIN,MAX with 1 <= MIN <= MAX <= {MAX_ITERATIONS})"
+            )
+        })
+    };
+    let (min, max) = match s.split_once(',') {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => {
+            let n = num(s)?;
+            (n, n)
+        }
+    };
+    if min < 1 || min > max || max > MAX_ITERATIONS {
+        return Err(format!(
+            "{min},{max} is out of range (accepted: MIN,MAX with 1 <= MIN <= MAX <= {MAX_ITERATIONS})"
+        ));
+    }
+    Ok((min, max))
+}
+
+fn confidence_arg(s: &str) -> Result<(u32, f64), String> {
+    let (level, width) = match s.split_once(',') {
+        Some((a, b)) => (a, Some(b)),
+        None => (s, None),
+    };
+    let level: u32 = match level.trim() {
+        "95" => 95,
+        "99" => 99,
+        other => {
+            return Err(format!(
+                "level '{other}' is not supported (accepted: 95 or 99)"
+            ));
+        }
+    };
+    let width = match width {
+        None => 5.0,
+        Some(w) => {
+            let w: f64 = w.trim().trim_end_matches('%').parse().map_err(|_| {
+                format!("width '{w}' is not a number (accepted: a percentage in (0, 100])")
+            })?;
+            if !(w.is_finite() && w > 0.0 && w <= 100.0) {
+                return Err(format!(
+                    "width {w} is out of range (accepted: a percentage in (0, 100])"
+                ));
+            }
+            w
+        }
+    };
+    Ok((level, width))
+}
+
+/// A mix's `--rr-timeout` unless one is given: 2 s.
+const MIX_RR_TIMEOUT_NS: u64 = 2_000_000_000;
+
+/// `--tos`: a DSCP name or a TOS byte 0..=255.
+fn parse_tos(s: &str) -> Result<u8> {
+    if let Ok(n) = s.parse::<u16>() {
+        return u8::try_from(n).map_err(|_| {
+            anyhow::anyhow!(
+                "--tos {s} is out of range (accepted: 0..=255, or a DSCP name as EF, CS5, AF41)"
+            )
+        });
+    }
+    crate::plan::mix::dscp_tos(s).map_err(|e| anyhow::anyhow!("--tos: {e}"))
+}
+
+/// `--chart` and `--html`: the drawings a mix (and capacity's `--chart`)
+/// writes after the result.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Drawings {
+    /// `--chart FILE`: a mix's time series, or capacity's histogram, as SVG.
+    pub chart: Option<PathBuf>,
+    /// `--html FILE`: a mix's self-contained report.
+    pub html: Option<PathBuf>,
+}
+
+/// What `thrum run` does, checked: everything `cmd::run` reads.
+#[derive(Debug)]
+pub struct RunRequest {
+    /// The test, validated.
+    pub plan: TestPlan,
+    /// `--dry-run`: print the plan and exit; nothing is dialled, and the
+    /// server is not resolved.
+    pub dry_run: bool,
+    /// The mix's SPEC (`--mix`, or a preset's); None for a single test.
+    pub mix_spec: Option<String>,
+    /// The server; None: an embedded one on loopback (or a dry run).
+    pub target: Option<Target>,
+    /// `--bind`: the local address, also toward an embedded server.
+    pub bind: Option<IpAddr>,
+    /// capacity without `--send-size`: its packets fill the path MTU,
+    /// which only the target's route knows.
+    pub fill_path_mtu: bool,
+    pub outputs: Outputs,
+    pub drawings: Drawings,
+    /// `--iterations`/`--confidence`; None: one run.
+    pub repeat: Option<Repeat>,
+    /// What the human output shows beyond the defaults.
+    pub human: Human,
+    /// Said under the error of a failed run: how to write a port after an
+    /// IPv6 address (`-H fe80::1:5201` is read as an address).
+    pub error_tip: Option<String>,
+}
+
+impl RunArgs {
+    /// The one conversion: check every flag and return the plain request.
+    /// Errors come in the order a user fixes them: the plan, the drawings,
+    /// then the server (not resolved for a dry run).
+    pub fn to_request(&self) -> Result<RunRequest> {
+        let plan = self.to_plan()?;
+        let drawings = Drawings {
+            chart: self.chart.clone(),
+            html: self.html.clone(),
+        };
+        check_drawings(&drawings, &plan)?;
+        let target = if self.dry_run { None } else { self.target()? };
+        Ok(RunRequest {
+            fill_path_mtu: plan.test == TestKind::Capacity && self.load.send_size.is_none(),
+            plan,
+            dry_run: self.dry_run,
+            mix_spec: self.mix_spec().map(str::to_string),
+            target,
+            bind: self.bind,
+            outputs: self.out.to_outputs(),
+            drawings,
+            repeat: self.repeat(),
+            human: self.human_options(),
+            error_tip: self.host.as_deref().and_then(super::ipv6_port_hint),
+        })
+    }
+
+    /// The mix's SPEC: `--mix`, or the preset named as the test; None for a single test.
+    fn mix_spec(&self) -> Option<&str> {
+        self.mix.as_deref().or_else(|| {
+            let name = self.test.as_deref()?;
+            crate::plan::mix::preset(name).map(|p| p.spec)
+        })
+    }
+
+    /// The test plan, validated.
+    fn to_plan(&self) -> Result<TestPlan> {
+        let parts = match self.mix_spec() {
+            Some(spec) => crate::plan::mix::parse_spec(spec)?,
+            None => Vec::new(),
+        };
+        let test: TestKind = match parts.first() {
+            Some(first) => first.test,
+            None => self.test.as_deref().unwrap_or_default().parse()?,
+        };
+        let mut p = TestPlan::new(test);
+        self.load.apply(&mut p);
+        p.duration_ns = ns(self.duration);
+        p.transactions = self.transactions;
+        p.warmup_ns = match (self.warmup, self.transactions) {
+            (Some(w), _) => ns(w),
+            (None, Some(_)) => 0,
+            (None, None) => 1_000_000_000,
+        };
+        p.cooldown_ns = ns(self.cooldown);
+        p.interval_ns = ns(self.interval);
+        let (flows, threads) = (self.load.flow.flows, self.load.flow.threads);
+        if self.both {
+            // Each direction gets the flows and threads asked for.
+            p.direction = crate::plan::Direction::Both;
+            p.flows = flows.saturating_mul(2);
+            p.threads = threads.saturating_mul(2);
+        } else if self.reverse {
+            p.direction = crate::plan::Direction::Reverse;
+        }
+        p.percentiles = self
+            .percentiles
+            .as_ref()
+            .map(|l| l.0.clone())
+            .unwrap_or_default();
+        p.tos = match &self.tos {
+            Some(t) => Some(parse_tos(t)?),
+            None => None,
+        };
+        if !parts.is_empty() {
+            // -F, -T and --rate belong to a single test; a mix says them per part.
+            if flows != 1
+                || threads != 1
+                || self.load.rate.is_some()
+                || self.transactions.is_some()
+                || self.load.send_size.is_some()
+            {
+                bail!(
+                    "--flows, --threads, --rate, --transactions and --send-size do not apply to a mix: give each part its flows as TEST*N and its rate as @rate=N (each part sends its test's default sizes)"
+                );
+            }
+            p.flows = parts.iter().map(|x| x.flows).sum();
+            p.threads = 1;
+            p.parts = parts;
+            p.idle_ns = ns(self.idle);
+            p.recovery_ns = ns(self.recovery);
+            // A udp_rr probe behind a bloated queue must wait it out to
+            // measure it: at the single-test default (50 ms) every probe
+            // behind 200 ms of buffer would count as lost, and the
+            // histogram keep only the lucky ones. A --rr-timeout given,
+            // whatever its value, is kept.
+            if self.load.flow.rr_timeout.is_none() {
+                p.rr_timeout_ns = MIX_RR_TIMEOUT_NS;
+            }
+        }
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The repetition asked for with --iterations and/or --confidence
+    /// (netperf's defaults fill the other: 3,10 and 99,5).
+    fn repeat(&self) -> Option<Repeat> {
+        if self.iterations.is_none() && self.confidence.is_none() {
+            return None;
+        }
+        let (min, max) = self.iterations.unwrap_or((3, 10));
+        let (level, width_percent) = self.confidence.unwrap_or((99, 5.0));
+        Some(Repeat {
+            min,
+            max,
+            level,
+            width_percent,
+        })
+    }
+
+    /// What the human output shows beyond the defaults.
+    fn human_options(&self) -> Human {
+        Human {
+            histogram: self.histogram,
+            local_cpu: self.local_cpu || self.cpu,
+            remote_cpu: self.remote_cpu || self.cpu,
+            verbose: self.verbose,
+            rows_shown: false,
+        }
+    }
+
+    /// The server to use; None means start an embedded one.
+    fn target(&self) -> Result<Option<Target>> {
+        let Some(host) = &self.host else {
+            if self.psk_file.is_some() {
+                bail!("--psk-file needs -H: the embedded server asks for no key");
+            }
+            return Ok(None);
+        };
+        let addr = resolve(host, self.ipv4, self.ipv6)?;
+        let psk = match &self.psk_file {
+            Some(p) => Some(crate::control::auth::Psk::from_file(p)?),
+            None => None,
+        };
+        Ok(Some(Target {
+            addr,
+            label: host.clone(),
+            bind: self.bind,
+            embedded: false,
+            psk,
+        }))
+    }
+}
+
+/// `--chart` and `--html` draw a mix (and `--chart` capacity's dispersion
+/// histogram too): refused before anything runs for any other test.
+fn check_drawings(d: &Drawings, plan: &TestPlan) -> Result<()> {
+    for (flag, set, what) in [
+        (
+            "--chart",
+            d.chart.is_some(),
+            "a mix (--mix SPEC or a preset such as rrul) or capacity's dispersion histogram",
+        ),
+        (
+            "--html",
+            d.html.is_some(),
+            "a mix (--mix SPEC or a preset such as rrul)",
+        ),
+    ] {
+        let capacity_chart = flag == "--chart" && plan.test == TestKind::Capacity;
+        if set && plan.parts.is_empty() && !capacity_chart {
+            bail!("{flag} draws {what}; {} is a single test", plan.test);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn args_of(args: &[&str]) -> Box<RunArgs> {
+        let cli = Cli::try_parse_from([&["thrum", "run"][..], args].concat()).unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not a run")
+        };
+        run
+    }
+
+    fn plan_of(args: &[&str]) -> TestPlan {
+        args_of(args).to_plan().unwrap()
+    }
+
+    /// A mix waits 2 s for a udp_rr response unless --rr-timeout is given;
+    /// one given is kept even when it is the single test's default (it was
+    /// taken for "not given" and turned into 2 s).
+    #[test]
+    fn a_mix_keeps_an_explicit_rr_timeout() {
+        let ms = |n: u64| n * 1_000_000;
+        assert_eq!(plan_of(&["udp_rr"]).rr_timeout_ns, ms(50));
+        assert_eq!(plan_of(&["rrul"]).rr_timeout_ns, MIX_RR_TIMEOUT_NS);
+        assert_eq!(
+            plan_of(&["rrul", "--rr-timeout", "50ms"]).rr_timeout_ns,
+            ms(50)
+        );
+        assert_eq!(
+            plan_of(&["--mix", "udp_rr@rate=10", "--rr-timeout", "300ms"]).rr_timeout_ns,
+            ms(300)
+        );
+        assert_eq!(
+            plan_of(&["udp_rr", "--rr-timeout", "1s"]).rr_timeout_ns,
+            ms(1000)
+        );
+    }
+
+    /// The enums clap parses land in the plan as given.
+    #[test]
+    fn driver_close_and_arrivals_reach_the_plan() {
+        use crate::plan::{Arrivals, CloseMode, DriverChoice};
+        let p = plan_of(&[
+            "tcp_crr",
+            "--driver",
+            "uring",
+            "--close",
+            "rst",
+            "--rate",
+            "100",
+            "--arrivals",
+            "poisson",
+        ]);
+        assert_eq!(
+            (p.driver, p.close, p.arrivals, p.offered_per_s),
+            (
+                DriverChoice::Uring,
+                CloseMode::Rst,
+                Arrivals::Poisson,
+                Some(100)
+            )
+        );
+        let p = plan_of(&["tcp_rr"]);
+        assert_eq!(
+            (p.driver, p.close, p.arrivals),
+            (DriverChoice::Auto, CloseMode::Fin, Arrivals::Fixed)
+        );
+        let e = Cli::try_parse_from(["thrum", "run", "tcp_rr", "--driver", "x"]).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("--driver") && e.contains("auto, epoll, uring"),
+            "{e}"
+        );
+    }
+
+    /// A dry run resolves no server; a capacity run without --send-size
+    /// sizes its packets to the path.
+    #[test]
+    fn the_request() {
+        let r = args_of(&["rrul", "--dry-run", "-H", "no-such-host.invalid"])
+            .to_request()
+            .unwrap();
+        assert!(r.dry_run && r.target.is_none());
+        assert!(r.mix_spec.is_some_and(|s| s.contains("udp_rr")));
+        assert!(args_of(&["capacity"]).to_request().unwrap().fill_path_mtu);
+        assert!(
+            !args_of(&["capacity", "-m", "1000"])
+                .to_request()
+                .unwrap()
+                .fill_path_mtu
+        );
+        let e = args_of(&["tcp_rr", "--html", "x.html"])
+            .to_request()
+            .unwrap_err();
+        assert!(e.to_string().contains("--html draws"), "{e}");
+        let r = args_of(&["tcp_rr", "--json", "-c", "--iterations", "3,5"])
+            .to_request()
+            .unwrap();
+        assert_eq!(r.outputs.format, crate::cli::Format::Json);
+        assert!(r.human.local_cpu && !r.human.remote_cpu);
+        assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((3, 5)));
+    }
+}
