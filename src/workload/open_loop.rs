@@ -157,3 +157,45 @@ impl InSystem {
         self.n = self.n.saturating_sub(k);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::plan::TestKind;
+    use crate::workload::harness::Harness;
+
+    /// 1,000/s on one flow: one transaction per ms. One taken half a gap
+    /// behind its intended start is on time, one taken three gaps behind is
+    /// late; only the measured one's lag is recorded; each is in the system
+    /// from its intended start until both leave it together.
+    #[test]
+    fn taking_counts_the_lag_the_late_and_the_time_in_the_system() {
+        let ms = Duration::from_millis(1);
+        let mut p = TestPlan::new(TestKind::TcpRr);
+        p.offered_per_s = Some(1000);
+        let mut h = Harness::new(1);
+        let c = h.counter(0);
+        let mut g = OpenLoop::of(&p, 0).unwrap();
+        let t0 = Instant::now() + ms;
+        g.begin(t0 - ms);
+        assert_eq!(g.wait(t0 - ms), None, "due from the start");
+        let now = t0 - ms / 2;
+        assert_eq!(g.take(now, Phase::Measure, Some(&mut h.open), &c), t0 - ms);
+        assert_eq!(g.wait(now), Some(t0));
+        let now = t0 + 3 * ms;
+        assert_eq!(g.take(now, Phase::Warmup, Some(&mut h.open), &c), t0);
+        g.completed(2, t0 + 4 * ms, &c);
+        let k = c.snapshot();
+        assert_eq!(k.late, 1);
+        assert_eq!(h.open.lag.count(), 1);
+        // 5 ms for the first (from t0 - 1 ms), 4 ms for the second.
+        assert_eq!(k.in_flight_ns, 9_000_000);
+    }
+
+    #[test]
+    fn closed_loop_plans_have_no_generator() {
+        assert!(OpenLoop::of(&TestPlan::new(TestKind::TcpRr), 0).is_none());
+    }
+}

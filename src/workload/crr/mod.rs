@@ -12,7 +12,7 @@
 //! has the response (crr) or the server's FIN (cc): its reset also ends the
 //! server's half-closed socket, so no TIME_WAIT is left anywhere.
 //!
-//! With `--rate` the client is open-loop (see [`crate::workload::schedule`]):
+//! With `--rate` the client is open-loop (see [`crate::workload::open_loop`]):
 //! each scheduled transaction is a new connection, opened when its intended
 //! start comes, and its response time (`latency_ns`) runs from that intended
 //! start to the response's last byte (crr) or the server's close (cc); the
