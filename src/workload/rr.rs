@@ -12,10 +12,10 @@
 //! user-space work between the two).
 //!
 //! With `--rate` the flow is open-loop: its [`OpenLoop`] generator decides
-//! when each request is due, not the responses. Response time then runs from the
-//! intended start (its FIFO beside the send times), service time from the
-//! send, and a request that goes out late (the in-flight bound was full, or
-//! the thread woke late) keeps its intended start.
+//! when each request is due, not the responses. Response time then runs
+//! from the intended start (its FIFO beside the send times), service time
+//! from the send, and a request that goes out late (the in-flight bound was
+//! full, or the thread woke late) keeps its intended start.
 //!
 //! The server answers each complete request with one response and counts it.
 //!
