@@ -71,7 +71,10 @@ impl OpenLoop {
     /// while `phase` is the measured one, one more than a schedule gap
     /// counts it late, and it is in the system from its intended start.
     /// Returns that intended start, which its response time runs from.
-    #[inline]
+    // Inlined into each flow's issuing loop, where this code was before it
+    // had a type of its own (left to itself the compiler keeps one copy
+    // and calls it, per transaction).
+    #[inline(always)]
     pub fn take(
         &mut self,
         now: Instant,
@@ -102,7 +105,7 @@ impl OpenLoop {
     /// A measured transaction answered at `now`: its response time from its
     /// intended start `meant`, its service time from `started` (the send, or
     /// the connect).
-    #[inline]
+    #[inline(always)]
     pub fn record(ctx: &mut FlowCtx<'_>, meant: Instant, started: Instant, now: Instant) {
         ctx.hist.record(now.duration_since(meant).as_nanos() as u64);
         if let Some(o) = ctx.open.as_deref_mut() {
