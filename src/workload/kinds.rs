@@ -21,8 +21,8 @@ use socket2::Socket;
 
 use super::capacity::{DEFAULT_PROBE_BPS, TrainReceiver, TrainSender};
 use super::crr::{ConnectClient, ConnectMode, ConnectServer, TOKEN_LEN};
+use super::open_loop::OpenLoop;
 use super::rr::{RrClient, RrServer};
-use super::schedule::Schedule;
 use super::stream::StreamFlow;
 use super::udp::{UdpRrClient, UdpRrServer, UdpStreamReceiver, UdpStreamSender, gso_segments};
 use super::{CounterRef, Flow};
@@ -383,6 +383,20 @@ fn stream(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     }))
 }
 
+/// A request/response client flow, run open-loop by its generator when the
+/// plan has a rate (`--rate`), closed-loop otherwise.
+fn on_schedule<F: Flow + 'static>(
+    f: F,
+    p: &TestPlan,
+    flow: u32,
+    open_loop: fn(F, OpenLoop) -> F,
+) -> Box<dyn Flow> {
+    match OpenLoop::of(p, flow) {
+        Some(g) => Box::new(open_loop(f, g)),
+        None => Box::new(f),
+    }
+}
+
 fn rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
@@ -394,10 +408,7 @@ fn rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.burst,
         p.flow_quota(a.flow),
     );
-    Ok(Box::new(match Schedule::of(p, a.flow) {
-        Some(s) => f.open_loop(s),
-        None => f,
-    }))
+    Ok(on_schedule(f, p, a.flow, RrClient::open_loop))
 }
 
 fn rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
@@ -437,10 +448,7 @@ fn connect_client(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow
         p.flow_quota(a.flow),
         p.close,
     );
-    Ok(Box::new(match Schedule::of(p, a.flow) {
-        Some(s) => f.open_loop(s),
-        None => f,
-    }))
+    Ok(on_schedule(f, p, a.flow, ConnectClient::open_loop))
 }
 
 fn connect_server(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
@@ -525,10 +533,7 @@ fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         Duration::from_nanos(p.rr_timeout_ns),
         p.flow_quota(a.flow),
     );
-    Ok(Box::new(match Schedule::of(p, a.flow) {
-        Some(s) => f.open_loop(s),
-        None => f,
-    }))
+    Ok(on_schedule(f, p, a.flow, UdpRrClient::open_loop))
 }
 
 fn udp_rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {

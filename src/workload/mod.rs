@@ -12,6 +12,7 @@ pub mod crr;
 #[cfg(test)]
 pub(crate) mod harness;
 pub mod kinds;
+pub mod open_loop;
 pub mod rr;
 pub mod schedule;
 pub mod stream;

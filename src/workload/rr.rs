@@ -11,11 +11,11 @@
 //! reading per transaction: the latency then includes the few dozen ns of
 //! user-space work between the two).
 //!
-//! With `--rate` the flow is open-loop: a [`Schedule`] decides when each
-//! request is due, not the responses. Response time then runs from the
-//! intended start (its FIFO beside the send times), service time from the
-//! send, and a request that goes out late (the in-flight bound was full, or
-//! the thread woke late) keeps its intended start.
+//! With `--rate` the flow is open-loop: its [`OpenLoop`] generator decides
+//! when each request is due, not the responses. Response time then runs
+//! from the intended start (its FIFO beside the send times), service time
+//! from the send, and a request that goes out late (the in-flight bound was
+//! full, or the thread woke late) keeps its intended start.
 //!
 //! The server answers each complete request with one response and counts it.
 //!
@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use socket2::Socket;
 
-use super::schedule::{InSystem, Schedule};
+use super::open_loop::OpenLoop;
 use super::{
     CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, failed, queue_send, start_on,
 };
@@ -96,11 +96,10 @@ pub struct RrClient {
     tx_busy: bool,
     /// When that send was queued.
     tx_started: Instant,
-    /// Open loop: the schedule, and the intended starts of the transactions
-    /// issued and not yet completed (oldest first, as `sent_at`).
-    schedule: Option<Schedule>,
+    /// Open loop: the generator, and the intended starts of the
+    /// transactions issued and not yet completed (oldest first, as `sent_at`).
+    open_loop: Option<OpenLoop>,
     intended: VecDeque<Instant>,
-    in_system: InSystem,
 }
 
 impl RrClient {
@@ -135,18 +134,17 @@ impl RrClient {
             completion: false,
             tx_busy: false,
             tx_started: Instant::now(),
-            schedule: None,
+            open_loop: None,
             intended: VecDeque::new(),
-            in_system: InSystem::new(),
         }
     }
 
-    /// Run open-loop on `schedule`: nothing is in flight until its first
+    /// Run open-loop on `open_loop`: nothing is in flight until its first
     /// transaction is due, and at most its `max_inflight` at a time.
-    pub fn open_loop(mut self, schedule: Schedule) -> RrClient {
+    pub fn open_loop(mut self, open_loop: OpenLoop) -> RrClient {
         self.outstanding = 0;
         self.tx_pending = 0;
-        let bound = schedule.max_inflight;
+        let bound = open_loop.max_inflight();
         // Buffers for the in-flight bound, up to the usual cap; the FIFOs
         // start small and grow only if a stall fills them.
         self.send_buf = vec![0u8; buf_len(self.request, bound)];
@@ -154,7 +152,7 @@ impl RrClient {
         self.intended = VecDeque::with_capacity(bound.min(64) as usize);
         self.sent_at = VecDeque::with_capacity(bound.min(64) as usize);
         self.in_flight = bound;
-        self.schedule = Some(schedule);
+        self.open_loop = Some(open_loop);
         self
     }
 
@@ -165,27 +163,16 @@ impl RrClient {
     /// None while the bound is full or the flow is done issuing.
     fn issue_due(&mut self, now: Instant, ctx: &mut FlowCtx<'_>) -> Option<Instant> {
         let phase = ctx.phase_now();
-        let measuring = phase == Phase::Measure;
         loop {
-            let (next, gap, bound) = {
-                let s = self.schedule.as_ref()?;
-                (s.next(), s.gap(), s.max_inflight)
-            };
-            if next > now {
+            let g = self.open_loop.as_ref()?;
+            if let Some(next) = g.wait(now) {
                 return Some(next);
             }
-            if self.outstanding >= bound || !self.may_issue(phase) {
+            if self.outstanding >= g.max_inflight() || !self.may_issue(phase) {
                 return None;
             }
-            let due = self.schedule.as_mut().expect("open loop").take();
-            let lag = now.duration_since(due);
-            if measuring && let Some(o) = ctx.open.as_deref_mut() {
-                o.lag.record(lag.as_nanos() as u64);
-            }
-            if lag > gap {
-                self.counters.add_late(1);
-            }
-            self.in_system.arrive(due, now, &self.counters);
+            let g = self.open_loop.as_mut()?;
+            let due = g.take(now, phase, ctx.open.as_deref_mut(), &self.counters);
             self.intended.push_back(due);
             self.outstanding += 1;
             self.tx_pending += self.request;
@@ -258,14 +245,11 @@ impl RrClient {
         let measuring = phase == Phase::Measure;
         for _ in 0..completed {
             let sent = self.sent_at.pop_front().unwrap_or(now);
-            if self.schedule.is_some() {
+            if self.open_loop.is_some() {
                 // Response time from the intended start; service time from the send.
                 let meant = self.intended.pop_front().unwrap_or(sent);
                 if measuring {
-                    ctx.hist.record(now.duration_since(meant).as_nanos() as u64);
-                    if let Some(o) = ctx.open.as_deref_mut() {
-                        o.service.record(now.duration_since(sent).as_nanos() as u64);
-                    }
+                    OpenLoop::record(ctx, meant, sent, now);
                 }
             } else if measuring {
                 ctx.hist.record(now.duration_since(sent).as_nanos() as u64);
@@ -276,8 +260,8 @@ impl RrClient {
         if measuring {
             self.done_in_measure += completed;
         }
-        if self.schedule.is_some() {
-            self.in_system.depart(completed, now, &self.counters);
+        if let Some(g) = &mut self.open_loop {
+            g.completed(completed, now, &self.counters);
             // The schedule, not the responses, issues the next requests.
             return Some(now);
         }
@@ -308,7 +292,7 @@ impl RrClient {
             shutdown_write(fd)?;
             self.sent_fin = true;
         }
-        if self.schedule.is_some() && ctx.phase < Phase::Drain && !self.quota_reported {
+        if self.open_loop.is_some() && ctx.phase < Phase::Drain && !self.quota_reported {
             // Open loop between two sends: the schedule wakes it.
             return Ok(None);
         }
@@ -342,7 +326,7 @@ impl RrClient {
             | Completion::Accepted(_)
             | Completion::Closed(_) => {}
         }
-        let next = match self.schedule {
+        let next = match self.open_loop {
             Some(_) => self.issue_due(now.unwrap_or_else(Instant::now), ctx),
             None => None,
         };
@@ -367,8 +351,8 @@ impl Flow for RrClient {
 
     fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
         self.completion = start_on(driver, self.sock.as_raw_fd(), slot)?;
-        if let Some(s) = &mut self.schedule {
-            s.begin(Instant::now());
+        if let Some(g) = &mut self.open_loop {
+            g.begin(Instant::now());
         }
         Ok(())
     }
@@ -391,7 +375,7 @@ impl Flow for RrClient {
         let mut fresh = None;
         // Open loop: what the schedule says is due by now goes out first.
         let mut next = None;
-        if self.schedule.is_some() {
+        if self.open_loop.is_some() {
             let now = Instant::now();
             next = self.issue_due(now, ctx);
             fresh = Some(now);
@@ -417,7 +401,7 @@ impl Flow for RrClient {
             };
             drained = (n as usize) < self.recv_buf.len();
             fresh = self.received(n, ctx);
-            if let (Some(now), Some(_)) = (fresh, &self.schedule) {
+            if let (Some(now), Some(_)) = (fresh, &self.open_loop) {
                 next = self.issue_due(now, ctx);
             }
         }
@@ -426,7 +410,7 @@ impl Flow for RrClient {
 
     /// A blocking receive would hold an open-loop flow past its schedule.
     fn blocking_ok(&self) -> bool {
-        self.schedule.is_none()
+        self.open_loop.is_none()
     }
 }
 

@@ -11,10 +11,13 @@
 //! intended start. How far behind the schedule each request went out is the
 //! generator's own lag, reported apart so that a generator-bound run says
 //! so instead of blaming the system under test.
+//!
+//! The schedule is the times alone; [`super::open_loop::OpenLoop`] is the
+//! generator that runs a flow on it (what is in the system, the lag, the
+//! late count).
 
 use std::time::{Duration, Instant};
 
-use super::CounterRef;
 use crate::plan::{Arrivals, TestPlan};
 
 /// One flow's schedule.
@@ -95,58 +98,6 @@ impl Schedule {
         };
         self.next = t + Duration::from_nanos(gap as u64);
         t
-    }
-}
-
-/// Open loop: how many transactions are in the system (their intended
-/// start has passed and their response has not come), integrated over time
-/// into the flow's `in_flight_ns` counter. Over a window it gives the mean
-/// number in flight, which Little's law ties to the achieved rate and the
-/// mean response time: a check on the response times that does not read
-/// them (it counts queue entries and reads the clock at its own moments).
-pub struct InSystem {
-    n: u64,
-    last: Instant,
-}
-
-impl InSystem {
-    pub fn new() -> InSystem {
-        InSystem {
-            n: 0,
-            last: Instant::now(),
-        }
-    }
-
-    /// The area up to `now` at the current count.
-    #[inline]
-    fn advance(&mut self, now: Instant, c: &CounterRef) {
-        if now > self.last {
-            let dt = now.duration_since(self.last).as_nanos() as u64;
-            c.add_in_flight_ns(self.n * dt);
-            self.last = now;
-        }
-    }
-
-    /// A transaction due at `due` was taken from the schedule at `now`: it
-    /// has been in the system since `due`.
-    #[inline]
-    pub fn arrive(&mut self, due: Instant, now: Instant, c: &CounterRef) {
-        self.advance(now, c);
-        c.add_in_flight_ns(self.last.saturating_duration_since(due).as_nanos() as u64);
-        self.n += 1;
-    }
-
-    /// `k` transactions left the system at `now` (answered, or lost).
-    #[inline]
-    pub fn depart(&mut self, k: u64, now: Instant, c: &CounterRef) {
-        self.advance(now, c);
-        self.n = self.n.saturating_sub(k);
-    }
-}
-
-impl Default for InSystem {
-    fn default() -> Self {
-        InSystem::new()
     }
 }
 

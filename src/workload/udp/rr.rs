@@ -9,7 +9,7 @@
 //! (netperf's UDP_RR waits for its test timer, neper's udp_rr for good).
 //!
 //! With `--rate` the client is open-loop, as tcp_rr's (see
-//! [`crate::workload::schedule`]): the schedule issues the requests, never
+//! [`crate::workload::open_loop`]): the schedule issues the requests, never
 //! the responses nor the losses, at most `--max-inflight` at a time; a
 //! request held back keeps its intended start. Response time runs from the
 //! intended start, service time from the send, and `--rr-timeout` from the
@@ -36,7 +36,7 @@ use crate::io::mmsg::{BATCH, MsgBatch};
 use crate::io::socket::{recv, send, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
 use crate::plan::Phase;
-use crate::workload::schedule::{InSystem, Schedule};
+use crate::workload::open_loop::OpenLoop;
 use crate::workload::{
     CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, failed, queue_send, start_on,
 };
@@ -117,13 +117,12 @@ pub struct UdpRrClient {
     in_flight: usize,
     /// Under a completion driver: its send buffers (the driver does the I/O).
     slab: Option<SendSlab>,
-    /// Open loop: the schedule, the intended starts of the requests owed
+    /// Open loop: the generator, the intended starts of the requests owed
     /// and not yet sent (oldest first, `to_send` of them), and, FIFO mode,
     /// those of the requests in flight (beside `fifo`).
-    schedule: Option<Schedule>,
+    open_loop: Option<OpenLoop>,
     owed: VecDeque<Instant>,
     fifo_meant: VecDeque<Instant>,
-    in_system: InSystem,
 }
 
 impl UdpRrClient {
@@ -160,17 +159,16 @@ impl UdpRrClient {
             quota_reported: false,
             in_flight,
             slab: None,
-            schedule: None,
+            open_loop: None,
             owed: VecDeque::new(),
             fifo_meant: VecDeque::new(),
-            in_system: InSystem::new(),
         }
     }
 
-    /// Run open-loop on `schedule`: nothing is in flight until its first
+    /// Run open-loop on `open_loop`: nothing is in flight until its first
     /// transaction is due, and at most its `max_inflight` at a time.
-    pub fn open_loop(mut self, schedule: Schedule) -> UdpRrClient {
-        let bound = schedule.max_inflight as usize;
+    pub fn open_loop(mut self, open_loop: OpenLoop) -> UdpRrClient {
+        let bound = open_loop.max_inflight() as usize;
         self.to_send = 0;
         self.in_flight = bound;
         // The queues start small and grow only if a stall fills them.
@@ -182,7 +180,7 @@ impl UdpRrClient {
         self.tx = MsgBatch::new(BATCH.min(bound), self.request);
         self.rx = MsgBatch::new(BATCH.min(bound), self.response + 1);
         self.single = false;
-        self.schedule = Some(schedule);
+        self.open_loop = Some(open_loop);
         self
     }
 
@@ -193,29 +191,17 @@ impl UdpRrClient {
     /// while the bound is full or the flow is done issuing.
     fn issue_due(&mut self, now: Instant, ctx: &mut FlowCtx<'_>) -> Option<Instant> {
         let phase = ctx.phase_now();
-        let measuring = phase == Phase::Measure;
         loop {
-            let (next, gap, bound) = {
-                let s = self.schedule.as_ref()?;
-                (s.next(), s.gap(), s.max_inflight as usize)
-            };
-            if next > now {
+            let g = self.open_loop.as_ref()?;
+            if let Some(next) = g.wait(now) {
                 return Some(next);
             }
+            let bound = g.max_inflight() as usize;
             if self.outstanding() + self.to_send >= bound || !self.may_issue(phase) {
                 return None;
             }
-            let due = self.schedule.as_mut().expect("open loop").take();
-            let lag = now.duration_since(due);
-            if measuring {
-                if let Some(o) = ctx.open.as_deref_mut() {
-                    o.lag.record(lag.as_nanos() as u64);
-                }
-            }
-            if lag > gap {
-                self.counters.add_late(1);
-            }
-            self.in_system.arrive(due, now, &self.counters);
+            let g = self.open_loop.as_mut()?;
+            let due = g.take(now, phase, ctx.open.as_deref_mut(), &self.counters);
             self.owed.push_back(due);
             self.to_send += 1;
         }
@@ -306,10 +292,10 @@ impl UdpRrClient {
         }
         if lost > 0 {
             self.counters.add_lost(lost as u64);
-            if OPEN {
+            if OPEN && let Some(g) = &mut self.open_loop {
                 // The expired were the oldest in flight: their intended starts go too.
                 self.fifo_meant.drain(..self.fifo_meant.len().min(lost));
-                self.in_system.depart(lost as u64, now, &self.counters);
+                g.completed(lost as u64, now, &self.counters);
             }
             for _ in 0..lost {
                 if self.may_issue(phase) {
@@ -356,8 +342,8 @@ impl UdpRrClient {
             }
         };
         let latency = now.duration_since(started);
-        if OPEN {
-            self.in_system.depart(1, now, &self.counters);
+        if OPEN && let Some(g) = &mut self.open_loop {
+            g.completed(1, now, &self.counters);
         }
         if latency >= self.timeout {
             // Too late: lost, even though it came before the next expiry scan.
@@ -366,10 +352,7 @@ impl UdpRrClient {
         if measuring {
             if OPEN {
                 // Response time from the intended start; service time from the send.
-                ctx.hist.record(now.duration_since(meant).as_nanos() as u64);
-                if let Some(o) = ctx.open.as_deref_mut() {
-                    o.service.record(latency.as_nanos() as u64);
-                }
+                OpenLoop::record(ctx, meant, started, now);
             } else {
                 ctx.hist.record(latency.as_nanos() as u64);
             }
@@ -643,8 +626,8 @@ impl Flow for UdpRrClient {
         if start_on(driver, self.sock.as_raw_fd(), slot)? {
             self.slab = Some(SendSlab::new(self.in_flight, self.request)?);
         }
-        if let Some(s) = &mut self.schedule {
-            s.begin(Instant::now());
+        if let Some(g) = &mut self.open_loop {
+            g.begin(Instant::now());
         }
         Ok(())
     }
@@ -658,7 +641,7 @@ impl Flow for UdpRrClient {
     }
 
     fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
-        match (self.slab.is_some(), self.schedule.is_some()) {
+        match (self.slab.is_some(), self.open_loop.is_some()) {
             (true, false) => self.on_completion::<false>(ev, ctx),
             (true, true) => self.on_completion::<true>(ev, ctx),
             (false, false) => self.on_ready::<false>(ev, ctx),
@@ -668,7 +651,7 @@ impl Flow for UdpRrClient {
 
     /// A blocking receive would hold an open-loop flow past its schedule.
     fn blocking_ok(&self) -> bool {
-        self.schedule.is_none()
+        self.open_loop.is_none()
     }
 
     fn blocking_timeout(&self) -> Duration {
@@ -869,11 +852,11 @@ mod tests {
         (Socket::from(a), Socket::from(b))
     }
 
-    fn schedule(rate: u64, max_inflight: u32) -> Schedule {
+    fn schedule(rate: u64, max_inflight: u32) -> OpenLoop {
         let mut p = TestPlan::new(TestKind::UdpRr);
         p.offered_per_s = Some(rate);
         p.max_inflight = max_inflight;
-        Schedule::of(&p, 0).unwrap()
+        OpenLoop::of(&p, 0).unwrap()
     }
 
     /// Open loop against a server flow: the schedule, not the responses,
