@@ -297,9 +297,14 @@ impl UdpRrClient {
                 self.fifo_meant.drain(..self.fifo_meant.len().min(lost));
                 g.completed(lost as u64, now, &self.counters);
             }
-            for _ in 0..lost {
-                if self.may_issue(phase) {
-                    self.to_send += 1;
+            // Closed loop: a lost transaction's slot goes to a new request.
+            // Open loop: the schedule alone issues (a request sent here would
+            // have no intended start and raise the offered rate with the loss).
+            if !OPEN {
+                for _ in 0..lost {
+                    if self.may_issue(phase) {
+                        self.to_send += 1;
+                    }
                 }
             }
         }
@@ -907,5 +912,21 @@ mod tests {
             // 4 slots per ~10 ms against 20 requests due per 10 ms: held back.
             assert!(c.late > 0, "{c:?}");
         }
+    }
+
+    /// Open loop against a silent peer with room in flight: every request
+    /// that goes out was taken from the schedule (one lag reading each), so
+    /// losses do not add requests of their own beyond the offered rate.
+    #[test]
+    fn open_loop_losses_issue_nothing_off_schedule() {
+        let (a, _silent) = udp_pair();
+        let mut h = Harness::new(1);
+        let cc = h.counter(0);
+        let c = UdpRrClient::new(a, cc, 64, 64, 0, Duration::from_millis(5), None);
+        h.add(c.open_loop(schedule(2_000, 1_000)));
+        h.run_until("many lost", |h| h.counts(0).lost >= 50);
+        let c = h.counts(0);
+        let taken = h.open.lag.count();
+        assert_eq!(c.datagrams_sent, taken, "{c:?}");
     }
 }
