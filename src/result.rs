@@ -18,7 +18,7 @@ use crate::workload::kinds::Merit;
 
 pub const SCHEMA: &str = "thrum.result.v1";
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TestResult {
     pub schema: &'static str,
     pub test: TestKind,
@@ -35,14 +35,14 @@ pub struct TestResult {
 }
 
 /// Both ends' provenance; the server's is null when its final report did not arrive.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Provenances {
     pub local: Option<crate::sensors::Provenance>,
     pub remote: Option<crate::sensors::Provenance>,
 }
 
 /// One run's figures, when the test is repeated.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Iteration {
     pub index: u32,
     /// The figure of merit (bits/s or transactions/s) and its unit.
@@ -81,7 +81,7 @@ impl Iteration {
 }
 
 /// netperf's -i/-I: the interval of the mean of the figure of merit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Confidence {
     /// 95 or 99 (percent).
     pub level: u32,
@@ -102,7 +102,7 @@ pub struct Confidence {
     pub remote_cpu_width_percent_achieved: Option<f64>,
 }
 /// The plan plus where it ran.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Spec {
     #[serde(flatten)]
     pub plan: TestPlan,
@@ -114,7 +114,7 @@ pub struct Spec {
     pub bind: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Environment {
     pub thrum_version: String,
     pub command_line: Vec<String>,
@@ -167,7 +167,7 @@ impl Environment {
 }
 
 /// One interim sample period, on both ends.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Interval {
     pub index: u32,
     pub phase: Phase,
@@ -210,7 +210,7 @@ impl Interval {
 }
 
 /// The open-loop generator's lateness behind its schedule, ns.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GeneratorLag {
     pub p50: u64,
     pub p99: u64,
@@ -293,7 +293,7 @@ impl Stability {
 }
 
 /// Counts of a window on both ends, and the rates they give.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Figures {
     pub local: Counts,
     pub remote: Counts,
@@ -348,7 +348,7 @@ impl Figures {
 }
 
 /// capacity: the estimate of each direction measured.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CapacityDirections {
     /// Client to server: the client sends the trains, the server times them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -360,7 +360,7 @@ pub struct CapacityDirections {
 
 /// capacity: one direction's estimate, as the summary's top-level fields
 /// give it, and the trains it comes from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CapacityEstimate {
     pub capacity_bps: f64,
     pub capacity_interval_bps: [f64; 2],
@@ -386,7 +386,7 @@ pub struct CapacityEstimate {
 }
 
 /// One end's share of the summary.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Side {
     /// Counts in the measurement window.
     pub bytes_sent: u64,
@@ -459,7 +459,7 @@ pub struct Side {
 /// Link utilisation each way, percent of the link speed: the interface's
 /// byte counters over the window (frames from the MAC header on, all of
 /// the host's traffic on that interface, not only thrum's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct LinkUtil {
     pub tx: Option<f64>,
     pub rx: Option<f64>,
@@ -625,7 +625,7 @@ impl Side {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Length of the measurement window (client clock).
     pub duration_s: f64,
@@ -745,7 +745,7 @@ pub struct Summary {
 }
 
 /// One part of a mix, with the single-test summary it would have alone.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PartSummary {
     pub name: String,
     pub test: TestKind,
@@ -769,7 +769,7 @@ pub struct PartSummary {
 }
 
 /// One interval of one part.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PartInterval {
     /// The part's name: in a stream record's `parts`, not in the part's
     /// own `intervals`.
@@ -789,7 +789,7 @@ pub struct PartInterval {
 }
 
 /// The three probe phases of a latency-under-load run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ProbePhases {
     pub idle: PhaseFigures,
     pub loaded: PhaseFigures,
@@ -801,7 +801,7 @@ pub struct ProbePhases {
 }
 
 /// What the probes and the bulk flows did in one phase.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct PhaseFigures {
     pub start_s: f64,
     pub end_s: f64,
@@ -812,7 +812,7 @@ pub struct PhaseFigures {
 }
 
 /// Loaded minus idle, ns: what the load added to the probes' latency.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
 pub struct LatencyUnderLoad {
     pub p50: i64,
     pub p99: i64,
@@ -820,7 +820,7 @@ pub struct LatencyUnderLoad {
 
 /// Jain's index, (Σx)² / (n·Σx²), over the per-flow goodputs of each
 /// direction; null for a direction with no bulk flow.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
 pub struct Fairness {
     pub up: Option<f64>,
     pub down: Option<f64>,

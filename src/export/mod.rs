@@ -15,6 +15,7 @@ pub mod json;
 pub mod keyval;
 pub mod live;
 pub mod lul;
+pub mod schema;
 
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

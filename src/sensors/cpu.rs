@@ -128,7 +128,7 @@ impl CpuSnapshot {
 }
 
 /// How one CPU (or all together) spent a window, in percent of the window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuShare {
     /// user + nice + system + irq + softirq: 0–100.
     pub util_percent: f64,
@@ -163,7 +163,7 @@ impl CpuShare {
 }
 
 /// One CPU's share of the window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PerCpu {
     /// N of `cpuN`.
     pub cpu: u32,
@@ -172,7 +172,7 @@ pub struct PerCpu {
 }
 
 /// CPU utilisation over the window between two snapshots.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuUsage {
     /// All CPUs together (the `cpu` line, i.e. the average over CPUs
     /// weighted by their ticks): 0–100, where 100 is every CPU busy.

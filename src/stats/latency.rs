@@ -324,7 +324,7 @@ pub struct OpenLoopRecorder {
 }
 
 /// The latency at one requested percentile.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Percentile {
     /// 0..=100, as asked with --percentiles.
     pub percentile: f64,
@@ -332,7 +332,7 @@ pub struct Percentile {
 }
 
 /// The latency figures every RR-type result reports, in nanoseconds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     pub count: u64,
     pub min: u64,

@@ -128,7 +128,12 @@ fn every_open_loop_keyval_key_is_an_output_field() {
         .lines()
         .filter_map(|l| l.split_once('=').map(|(k, _)| k))
         .collect();
-    for k in ["OFFERED_RATE", "ACHIEVED_RATE", "LATE", "P99_SERVICE_LATENCY"] {
+    for k in [
+        "OFFERED_RATE",
+        "ACHIEVED_RATE",
+        "LATE",
+        "P99_SERVICE_LATENCY",
+    ] {
         assert!(keys.contains(&k), "{k} missing from {text}");
     }
     let list = keys.join(",");
