@@ -114,6 +114,7 @@ pub struct Spec {
     pub bind: Option<String>,
 }
 
+/// Where the client ran. Open: more facts (NICs, sysctls, CPU) will be added.
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Environment {
     pub thrum_version: String,
@@ -362,21 +363,30 @@ pub struct CapacityDirections {
 /// give it, and the trains it comes from.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CapacityEstimate {
+    /// The path's bottleneck capacity from the packet trains' dispersion
+    /// (the mode of the gaps in the second half of the longest trains),
+    /// bits/s of frames (payload + 42 bytes over IPv4, + 62 over IPv6).
     pub capacity_bps: f64,
+    /// The mode's extent, [low, high] bits/s: neighbouring histogram bins
+    /// holding at least half the mode's count.
     pub capacity_interval_bps: [f64; 2],
     /// The probe's frames per second over the estimate.
     pub probe_load_fraction: f64,
     pub shaper: Option<crate::stats::dispersion::Shaper>,
+    /// The gaps the estimate comes from, each log-spaced bin (3.7 % wide)
+    /// as the rate range its gaps give.
     pub dispersion_histogram: Vec<crate::stats::dispersion::RateBin>,
     /// Trains whose first packet arrived, and those that lost or
     /// reordered one.
     pub trains: u64,
+    /// Of those, trains that lost or reordered a packet.
     pub broken: u64,
     /// The trains' datagrams that arrived in the window, and those lost:
     /// missing from a train, in a train missing whole between two that
     /// arrived, or arriving after a later train (the receiver counts them
     /// from the trains' numbers, so losses in `broken` trains count too).
     pub datagrams_received: u64,
+    /// The trains' datagrams that did not arrive (as above).
     pub datagrams_lost: u64,
     /// `datagrams_lost` over received plus lost, percent (null: none sent).
     pub loss_percent: Option<f64>,

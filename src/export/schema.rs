@@ -10,6 +10,8 @@
 //! rules that tie fields to the test (`result_rules.json`: a bulk test has
 //! no transaction figures, udp_stream has datagram accounting, ...).
 
+use std::collections::BTreeSet;
+
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 
@@ -71,6 +73,91 @@ fn close(s: &mut Value) {
     }
 }
 
+/// The property paths a schema describes (`summary.local.cpu.per_cpu[].cpu`;
+/// `[]` for an array's items, `*` for a map's values), through `$ref`s,
+/// `anyOf`/`oneOf`/`allOf` and conditions, but not the root's test rules,
+/// which only repeat paths the types give.
+pub fn paths(schema: &Value) -> BTreeSet<String> {
+    fn walk(
+        s: &Value,
+        defs: &Value,
+        path: &str,
+        chain: &mut Vec<String>,
+        out: &mut BTreeSet<String>,
+    ) {
+        let Some(o) = s.as_object() else { return };
+        if let Some(name) = o
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.rsplit('/').next())
+        {
+            if !chain.iter().any(|c| c == name) {
+                chain.push(name.to_string());
+                walk(&defs[name], defs, path, chain, out);
+                chain.pop();
+            }
+        }
+        for (k, v) in o
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let p = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            out.insert(p.clone());
+            walk(v, defs, &p, chain, out);
+        }
+        if let Some(items) = o.get("items").filter(|i| i.is_object()) {
+            walk(items, defs, &format!("{path}[]"), chain, out);
+        }
+        if let Some(more) = o.get("additionalProperties").filter(|i| i.is_object()) {
+            walk(more, defs, &format!("{path}.*"), chain, out);
+        }
+        for k in ["allOf", "anyOf", "oneOf"] {
+            for v in o.get(k).and_then(Value::as_array).into_iter().flatten() {
+                walk(v, defs, path, chain, out);
+            }
+        }
+        for k in ["if", "then", "else", "not"] {
+            if let Some(v) = o.get(k) {
+                walk(v, defs, path, chain, out);
+            }
+        }
+    }
+    let mut root = schema.clone();
+    if let Some(o) = root.as_object_mut() {
+        o.remove("allOf");
+    }
+    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
+    let mut out = BTreeSet::new();
+    walk(&root, &defs, "", &mut Vec::new(), &mut out);
+    out
+}
+
+/// The property paths the result schema has ever promised
+/// (`result_paths.txt`, one a line), with those it gives now: `cargo xtask
+/// schema` writes this union back, so the list only grows, and a test
+/// fails when a generated schema drops one of them.
+pub fn promised_paths(committed: &str) -> String {
+    let mut all: BTreeSet<String> = committed
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    all.extend(paths(&result()));
+    let mut s = all.into_iter().collect::<Vec<_>>().join("\n");
+    s.push('\n');
+    s
+}
+
+/// Where the list of promised paths lives, from the workspace root.
+pub const PATHS_FILE: &str = "src/export/result_paths.txt";
+
 /// A schema as committed: pretty, with a final newline.
 pub fn text(v: &Value) -> String {
     let mut s = serde_json::to_string_pretty(v).expect("a Value serializes");
@@ -93,6 +180,27 @@ mod tests {
                 "schema/{name} differs from what the result types give: run `cargo xtask schema` and commit it"
             );
         }
+    }
+
+    /// The schema only grows: every property path the result schema ever
+    /// described (the hand-written one's 920 to begin with) is still
+    /// there, and the list names every path there is now.
+    #[test]
+    fn no_promised_path_is_dropped() {
+        let committed = include_str!("result_paths.txt");
+        let now = paths(&result());
+        let missing: Vec<&str> = committed
+            .lines()
+            .filter(|l| !l.is_empty() && !now.contains(*l))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "the result schema no longer describes {missing:?}: a field a script may read was renamed or removed"
+        );
+        assert!(
+            committed == promised_paths(committed),
+            "{PATHS_FILE} lacks paths the schema now has: run `cargo xtask schema` and commit it"
+        );
     }
 
     /// Results as the exporters see them validate against the generated

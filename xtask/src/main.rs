@@ -72,6 +72,11 @@ fn schemas() -> Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
         println!("{}", path.display());
     }
+    let paths = root().join(thrum::export::schema::PATHS_FILE);
+    let committed = fs::read_to_string(&paths).unwrap_or_default();
+    fs::write(&paths, thrum::export::schema::promised_paths(&committed))
+        .with_context(|| format!("writing {}", paths.display()))?;
+    println!("{}", paths.display());
     Ok(())
 }
 
