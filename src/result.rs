@@ -1,7 +1,9 @@
 //! The result of one test: what every exporter writes.
 //!
 //! Names here are a contract (scripts parse the JSON); they are documented in
-//! docs/json.md and checked against schema/thrum.result.v1.json in the tests.
+//! docs/json.md, and schema/thrum.result.v1.json is generated from these
+//! types (`JsonSchema` beside `Serialize`, doc comments as descriptions;
+//! `cargo xtask schema`, see `export::schema`).
 //! Intervals never straddle phases, so the measurement window's figures are
 //! exactly the sum of its intervals.
 
