@@ -3,7 +3,8 @@
 //! is the top of the library: a command parses nothing (clap's types come
 //! checked from [`crate::cli`]), gathers with [`crate::control`] or
 //! [`crate::agg`], and writes with [`crate::export`]. What two commands
-//! share is in [`out`].
+//! share is in [`out`]; every JSON Schema the commands' documents follow,
+//! in [`schema`].
 
 pub mod agg;
 pub mod curve;
@@ -13,6 +14,7 @@ pub mod ping;
 pub mod progress;
 pub mod report;
 pub mod run;
+pub mod schema;
 pub mod serve;
 pub mod suite;
 pub mod sweep;

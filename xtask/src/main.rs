@@ -11,9 +11,9 @@
 //!   tree `dist` stages (no cargo-deb to compile in CI); the unit is installed,
 //!   not enabled, and the licence is in `/usr/share/doc/thrum/copyright`.
 //! - `man DIR`, `completions DIR`: only those files, for a packager.
-//! - `schema`: the JSON Schemas in schema/, generated from the result
-//!   types (`thrum::export::schema`); run it after changing what a
-//!   document holds, and commit what it writes.
+//! - `schema`: the JSON Schemas in schema/ (`thrum::cmd::schema::SCHEMAS`),
+//!   generated from the types of the documents; run it after changing what
+//!   a document holds, and commit what it writes.
 //!
 //! Man pages and completions come from the CLI's own clap definition
 //! (`thrum::cli::Cli`), so they cannot drift from `--help`; generating them
@@ -66,7 +66,7 @@ fn main() -> Result<()> {
 /// (`thrum::export::schema`); a test fails while a committed one differs.
 fn schemas() -> Result<()> {
     let dir = root().join("schema");
-    for (name, generate) in thrum::export::schema::FILES {
+    for (name, generate) in thrum::cmd::schema::SCHEMAS {
         let path = dir.join(name);
         fs::write(&path, thrum::export::schema::text(&generate()))
             .with_context(|| format!("writing {}", path.display()))?;
