@@ -79,16 +79,7 @@ struct PingResult {
 /// `schema/thrum.ping.v1.json`, generated from the types `--json` writes
 /// (`cargo xtask schema`; a test fails while the committed file differs).
 pub fn schema() -> serde_json::Value {
-    let g = schemars::generate::SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator();
-    let mut doc = g.into_root_schema_for::<PingResult>().to_value();
-    doc["title"] = "thrum ping --json".into();
-    doc["properties"]["schema"] = serde_json::json!({ "const": PING_SCHEMA });
-    crate::export::schema::close(&mut doc);
-    crate::export::schema::close_defs(&mut doc, &[]);
-    crate::export::schema::unwrap_descriptions(&mut doc);
-    doc
+    crate::export::schema::generate::<PingResult>("thrum ping --json", PING_SCHEMA, true, &[])
 }
 
 /// Nearest-rank percentile `p` of sorted `v` (not empty).

@@ -10,11 +10,22 @@ use serde_json::Value;
 pub type Generator = fn() -> Value;
 
 /// Every generated schema: its file name under schema/ and its generator.
-/// thrum.agg.v1.json and thrum.curve.v1.json are still written by hand.
+/// thrum.agg.v1.json is still written by hand.
 pub const SCHEMAS: &[(&str, Generator)] = &[
     ("thrum.result.v1.json", crate::export::schema::result),
+    ("thrum.curve.v1.json", curve),
     ("thrum.ping.v1.json", super::ping::schema),
 ];
+
+/// results.json of `thrum curve` and `thrum report` on a curve.
+fn curve() -> Value {
+    crate::export::schema::generate::<crate::agg::curve::Curve>(
+        "thrum curve / thrum report results.json of a latency-vs-throughput curve",
+        crate::agg::curve::SCHEMA,
+        true,
+        &[],
+    )
+}
 
 #[cfg(test)]
 mod tests {

@@ -75,6 +75,30 @@ pub fn unwrap_descriptions(v: &mut Value) {
     }
 }
 
+/// The schema of a document of type `T` as `Serialize` writes it: `title`,
+/// its `schema` field pinned to `name`, every object closed (the root too
+/// when `closed_root`) but the definitions named `open`, and descriptions
+/// unwrapped.
+pub fn generate<T: schemars::JsonSchema>(
+    title: &str,
+    name: &str,
+    closed_root: bool,
+    open: &[&str],
+) -> Value {
+    let g = SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    let mut doc = g.into_root_schema_for::<T>().to_value();
+    doc["title"] = title.into();
+    doc["properties"]["schema"] = json!({ "const": name });
+    if closed_root {
+        close(&mut doc);
+    }
+    close_defs(&mut doc, open);
+    unwrap_descriptions(&mut doc);
+    doc
+}
+
 /// Close every definition of a generated schema but those named `open`.
 pub fn close_defs(doc: &mut Value, open: &[&str]) {
     if let Some(defs) = doc.get_mut("$defs").and_then(Value::as_object_mut) {
