@@ -10,12 +10,22 @@ use serde_json::Value;
 pub type Generator = fn() -> Value;
 
 /// Every generated schema: its file name under schema/ and its generator.
-/// thrum.agg.v1.json is still written by hand.
 pub const SCHEMAS: &[(&str, Generator)] = &[
     ("thrum.result.v1.json", crate::export::schema::result),
+    ("thrum.agg.v1.json", agg),
     ("thrum.curve.v1.json", curve),
     ("thrum.ping.v1.json", super::ping::schema),
 ];
+
+/// results.json of `thrum agg` and `thrum report` on a ramp.
+fn agg() -> Value {
+    crate::export::schema::generate::<crate::agg::model::AggResult>(
+        "thrum agg / thrum report results.json",
+        crate::agg::model::SCHEMA,
+        true,
+        &[],
+    )
+}
 
 /// results.json of `thrum curve` and `thrum report` on a curve.
 fn curve() -> Value {
