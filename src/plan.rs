@@ -151,12 +151,15 @@ pub struct SocketOpts {
 pub struct TestPlan {
     pub test: TestKind,
     /// Number of flows (connections, or connection loops for crr/cc).
+    #[schemars(range(min = 1))]
     pub flows: u32,
     /// Worker threads on each end (never more than `flows`).
+    #[schemars(range(min = 1))]
     pub threads: u32,
     /// Measurement window when time-limited.
     pub duration_ns: u64,
     /// Stop the measurement after this many transactions (rr tests) instead of a duration.
+    #[schemars(range(min = 1))]
     pub transactions: Option<u64>,
     pub warmup_ns: u64,
     pub cooldown_ns: u64,

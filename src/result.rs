@@ -31,6 +31,7 @@ pub struct TestResult {
     pub intervals: Vec<Interval>,
     pub summary: Summary,
     /// Every run of the test: one, or several with --iterations.
+    #[schemars(length(min = 1))]
     pub iterations: Vec<Iteration>,
     /// The confidence interval of the mean over the iterations, when asked for.
     pub confidence: Option<Confidence>,
@@ -46,9 +47,11 @@ pub struct Provenances {
 /// One run's figures, when the test is repeated.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Iteration {
+    #[schemars(range(min = 1))]
     pub index: u32,
     /// The figure of merit (bits/s or transactions/s) and its unit.
     pub figure: f64,
+    #[schemars(extend("enum" = ["bit/s", "trans/s"]))]
     pub unit: &'static str,
     pub duration_s: f64,
     pub local_cpu_util_percent: Option<f64>,
@@ -86,15 +89,20 @@ impl Iteration {
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Confidence {
     /// 95 or 99 (percent).
+    #[schemars(extend("enum" = [95, 99]))]
     pub level: u32,
     /// The whole interval as a percentage of the mean (5: the mean ± 2.5 %).
+    #[schemars(range(max = 100), extend("exclusiveMinimum" = 0))]
     pub width_percent_requested: f64,
     /// The figure of merit's interval; null with one iteration.
     pub width_percent_achieved: Option<f64>,
     /// Every interval (figure, and CPU utilisation where measured) within the width.
     pub achieved: bool,
+    #[schemars(range(min = 1))]
     pub iterations_min: u32,
+    #[schemars(range(min = 1))]
     pub iterations_max: u32,
+    #[schemars(range(min = 1))]
     pub iterations_run: u32,
     /// Mean, sample standard deviation and half-width of the figure of merit.
     pub mean: f64,
@@ -125,6 +133,7 @@ pub struct Environment {
     pub kernel: String,
     pub machine: String,
     pub cpu_model: String,
+    #[schemars(range(min = 1))]
     pub cpus: usize,
     /// Server software as stated in its hello.
     pub server_software: Option<String>,
@@ -368,6 +377,7 @@ pub struct CapacityEstimate {
     /// The path's bottleneck capacity from the packet trains' dispersion
     /// (the mode of the gaps in the second half of the longest trains),
     /// bits/s of frames (payload + 42 bytes over IPv4, + 62 over IPv6).
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub capacity_bps: f64,
     /// The mode's extent, [low, high] bits/s: neighbouring histogram bins
     /// holding at least half the mode's count.
@@ -421,6 +431,7 @@ pub struct Side {
     pub rusage: Option<Rusage>,
     /// Overall CPU utilisation of this end's host over the window, percent
     /// (0–100, where 100 is every CPU busy), from /proc/stat.
+    #[schemars(range(min = 0, max = 100))]
     pub cpu_util_percent: Option<f64>,
     /// CPUs of this end's host.
     pub cpus: Option<usize>,
@@ -440,6 +451,7 @@ pub struct Side {
     pub service_demand_rusage: Option<f64>,
     /// Which one the headline uses: `rusage` on a virtual machine, where
     /// tick-based /proc/stat is unreliable, `proc_stat` elsewhere.
+    #[schemars(extend("enum" = ["proc_stat", "rusage", null]))]
     pub service_demand_source: Option<&'static str>,
     /// The interface toward the peer, and its packets over the window.
     pub interface: Option<String>,
@@ -698,6 +710,7 @@ pub struct Summary {
     /// capacity: the path's bottleneck capacity from the packet trains'
     /// dispersion (the mode of their gaps), bits/s of frames.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub capacity_bps: Option<f64>,
     /// capacity: the mode's extent, `[low, high]` bits/s.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -761,8 +774,10 @@ pub struct Summary {
 pub struct PartSummary {
     pub name: String,
     pub test: TestKind,
+    #[schemars(range(min = 1))]
     pub flows: u32,
     /// `up` (client to server), `down`, `both`, or `rr` for request/response.
+    #[schemars(extend("enum" = ["up", "down", "both", "rr"]))]
     pub direction: &'static str,
     /// The TOS byte its data sockets carried, when marked.
     #[serde(skip_serializing_if = "Option::is_none")]

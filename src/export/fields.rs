@@ -632,6 +632,7 @@ pub(crate) mod tests {
             side.cpu = Some(crate::sensors::CpuUsage {
                 busiest_cpu: Some(1),
                 busiest_cpu_percent: Some(99.5),
+                cpus: 2,
                 ..Default::default()
             });
             side.tcp_retransmits = Some(7);
@@ -649,6 +650,7 @@ pub(crate) mod tests {
         let environment = Environment {
             local_drivers: vec!["uring".into(), "epoll".into(), "uring".into()],
             remote_drivers: vec!["epoll".into()],
+            cpus: 2,
             ..Environment::default()
         };
         TestResult {
@@ -676,7 +678,10 @@ pub(crate) mod tests {
         let mut r = full_open_loop();
         r.test = TestKind::UdpStream;
         r.spec.plan = TestPlan::new(TestKind::UdpStream);
-        r.environment = Environment::default();
+        r.environment = Environment {
+            cpus: 2,
+            ..Environment::default()
+        };
         r.summary = Summary {
             duration_s: 2.0,
             throughput_bps: Some(123_456_789.4),

@@ -247,7 +247,8 @@ mod tests {
         let mut schema = result();
         schema.as_object_mut().unwrap().remove("allOf");
         let v = jsonschema::validator_for(&schema).expect("the schema compiles");
-        for r in [full_open_loop(), bulk()] {
+        for mut r in [full_open_loop(), bulk()] {
+            r.iterations = vec![crate::result::Iteration::of(1, &r)];
             let doc = serde_json::to_value(&r).unwrap();
             let errors: Vec<String> = v
                 .iter_errors(&doc)

@@ -104,6 +104,7 @@ pub struct Provenance {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub cpus: Option<usize>,
     /// net.ipv4.tcp_congestion_control: the default for new sockets.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -180,6 +180,7 @@ impl GapRecorder {
 /// at `burst_rate_bps`, the rest at `sustained_rate_bps`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Shaper {
+    #[schemars(range(min = 1))]
     pub burst_packets: u64,
     pub burst_rate_bps: f64,
     pub sustained_rate_bps: f64,
