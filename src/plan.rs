@@ -21,7 +21,9 @@ pub mod mix;
 pub use kinds::{Loss, Merit, Rate, TestKind, Traits, Transport, Ways};
 
 /// Which I/O driver the worker threads use (`--driver`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum DriverChoice {
     /// The blocking driver for a thread with one flow that allows it, epoll otherwise.
@@ -46,7 +48,9 @@ impl FromStr for DriverChoice {
 }
 
 /// How a tcp_crr/tcp_cc client ends each connection (`--close`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum CloseMode {
     /// The server closes first after answering, the client closes on its
@@ -73,7 +77,7 @@ impl FromStr for CloseMode {
 }
 
 /// Socket options applied to one end's data sockets.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SocketOpts {
     /// SO_SNDBUF in bytes; None keeps the kernel's autotuning.
     pub send_buffer_bytes: Option<u64>,
@@ -84,16 +88,19 @@ pub struct SocketOpts {
 }
 
 /// Everything a test needs, on both ends.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestPlan {
     pub test: TestKind,
     /// Number of flows (connections, or connection loops for crr/cc).
+    #[schemars(range(min = 1))]
     pub flows: u32,
     /// Worker threads on each end (never more than `flows`).
+    #[schemars(range(min = 1))]
     pub threads: u32,
     /// Measurement window when time-limited.
     pub duration_ns: u64,
     /// Stop the measurement after this many transactions (rr tests) instead of a duration.
+    #[schemars(range(min = 1))]
     pub transactions: Option<u64>,
     pub warmup_ns: u64,
     pub cooldown_ns: u64,
@@ -186,7 +193,9 @@ pub struct TestPlan {
 
 /// Which way a test's payload goes (`--reverse`, `--both`): its row's
 /// way, the other, or both at once on alternate flows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// As the test's row says (capacity: the client sends the trains).
@@ -231,7 +240,9 @@ fn default_max_inflight() -> u32 {
 }
 
 /// How an open-loop schedule spaces a flow's transactions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     /// Evenly, one every flows/R seconds.
@@ -256,7 +267,19 @@ impl FromStr for Arrivals {
 
 /// The phases of a test (docs/design.md, "Phases, and the drain"). Only
 /// `Measure` counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum Phase {

@@ -3,7 +3,9 @@
 //! here are the types, their names in the JSON, and plain accessors.
 //!
 //! Names here are a contract (scripts parse the JSON); they are documented in
-//! docs/json.md and checked against schema/thrum.result.v1.json in the tests.
+//! docs/json.md, and schema/thrum.result.v1.json is generated from these
+//! types (`JsonSchema` beside `Serialize`, doc comments as descriptions;
+//! `cargo xtask schema`, see `export::schema`).
 //! Intervals never straddle phases, so the measurement window's figures are
 //! exactly the sum of its intervals.
 
@@ -18,7 +20,7 @@ use crate::warning::{Warning, Warnings};
 
 pub const SCHEMA: &str = "thrum.result.v1";
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TestResult {
     pub schema: &'static str,
     pub test: TestKind,
@@ -29,24 +31,27 @@ pub struct TestResult {
     pub intervals: Vec<Interval>,
     pub summary: Summary,
     /// Every run of the test: one, or several with --iterations.
+    #[schemars(length(min = 1))]
     pub iterations: Vec<Iteration>,
     /// The confidence interval of the mean over the iterations, when asked for.
     pub confidence: Option<Confidence>,
 }
 
 /// Both ends' provenance; the server's is null when its final report did not arrive.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Provenances {
     pub local: Option<crate::sensors::Provenance>,
     pub remote: Option<crate::sensors::Provenance>,
 }
 
 /// One run's figures, when the test is repeated.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Iteration {
+    #[schemars(range(min = 1))]
     pub index: u32,
     /// The figure of merit (bits/s or transactions/s) and its unit.
     pub figure: f64,
+    #[schemars(extend("enum" = ["bit/s", "trans/s"]))]
     pub unit: &'static str,
     pub duration_s: f64,
     pub local_cpu_util_percent: Option<f64>,
@@ -81,18 +86,23 @@ impl Iteration {
 }
 
 /// netperf's -i/-I: the interval of the mean of the figure of merit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Confidence {
     /// 95 or 99 (percent).
+    #[schemars(extend("enum" = [95, 99]))]
     pub level: u32,
     /// The whole interval as a percentage of the mean (5: the mean ± 2.5 %).
+    #[schemars(range(max = 100), extend("exclusiveMinimum" = 0))]
     pub width_percent_requested: f64,
     /// The figure of merit's interval; null with one iteration.
     pub width_percent_achieved: Option<f64>,
     /// Every interval (figure, and CPU utilisation where measured) within the width.
     pub achieved: bool,
+    #[schemars(range(min = 1))]
     pub iterations_min: u32,
+    #[schemars(range(min = 1))]
     pub iterations_max: u32,
+    #[schemars(range(min = 1))]
     pub iterations_run: u32,
     /// Mean, sample standard deviation and half-width of the figure of merit.
     pub mean: f64,
@@ -102,7 +112,7 @@ pub struct Confidence {
     pub remote_cpu_width_percent_achieved: Option<f64>,
 }
 /// The plan plus where it ran.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Spec {
     #[serde(flatten)]
     pub plan: TestPlan,
@@ -114,7 +124,8 @@ pub struct Spec {
     pub bind: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+/// Where the client ran. Open: more facts (NICs, sysctls, CPU) will be added.
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Environment {
     pub thrum_version: String,
     pub command_line: Vec<String>,
@@ -122,6 +133,7 @@ pub struct Environment {
     pub kernel: String,
     pub machine: String,
     pub cpu_model: String,
+    #[schemars(range(min = 1))]
     pub cpus: usize,
     /// Server software as stated in its hello.
     pub server_software: Option<String>,
@@ -167,7 +179,7 @@ impl Environment {
 }
 
 /// One interim sample period, on both ends.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Interval {
     pub index: u32,
     pub phase: Phase,
@@ -210,7 +222,7 @@ impl Interval {
 }
 
 /// The open-loop generator's lateness behind its schedule, ns.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GeneratorLag {
     pub p50: u64,
     pub p99: u64,
@@ -228,7 +240,7 @@ pub struct Stability {
 }
 
 /// Counts of a window on both ends, and the rates they give.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Figures {
     pub local: Counts,
     pub remote: Counts,
@@ -244,7 +256,7 @@ pub struct Figures {
 }
 
 /// capacity: the estimate of each direction measured.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CapacityDirections {
     /// Client to server: the client sends the trains, the server times them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -256,23 +268,33 @@ pub struct CapacityDirections {
 
 /// capacity: one direction's estimate, as the summary's top-level fields
 /// give it, and the trains it comes from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CapacityEstimate {
+    /// The path's bottleneck capacity from the packet trains' dispersion
+    /// (the mode of the gaps in the second half of the longest trains),
+    /// bits/s of frames (payload + 42 bytes over IPv4, + 62 over IPv6).
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub capacity_bps: f64,
+    /// The mode's extent, [low, high] bits/s: neighbouring histogram bins
+    /// holding at least half the mode's count.
     pub capacity_interval_bps: [f64; 2],
     /// The probe's frames per second over the estimate.
     pub probe_load_fraction: f64,
     pub shaper: Option<crate::stats::dispersion::Shaper>,
+    /// The gaps the estimate comes from, each log-spaced bin (3.7 % wide)
+    /// as the rate range its gaps give.
     pub dispersion_histogram: Vec<crate::stats::dispersion::RateBin>,
     /// Trains whose first packet arrived, and those that lost or
     /// reordered one.
     pub trains: u64,
+    /// Of those, trains that lost or reordered a packet.
     pub broken: u64,
     /// The trains' datagrams that arrived in the window, and those lost:
     /// missing from a train, in a train missing whole between two that
     /// arrived, or arriving after a later train (the receiver counts them
     /// from the trains' numbers, so losses in `broken` trains count too).
     pub datagrams_received: u64,
+    /// The trains' datagrams that did not arrive (as above).
     pub datagrams_lost: u64,
     /// `datagrams_lost` over received plus lost, percent (null: none sent).
     pub loss_percent: Option<f64>,
@@ -282,7 +304,7 @@ pub struct CapacityEstimate {
 }
 
 /// One end's share of the summary.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Side {
     /// Counts in the measurement window.
     pub bytes_sent: u64,
@@ -305,6 +327,7 @@ pub struct Side {
     pub rusage: Option<Rusage>,
     /// Overall CPU utilisation of this end's host over the window, percent
     /// (0–100, where 100 is every CPU busy), from /proc/stat.
+    #[schemars(range(min = 0, max = 100))]
     pub cpu_util_percent: Option<f64>,
     /// CPUs of this end's host.
     pub cpus: Option<usize>,
@@ -324,6 +347,7 @@ pub struct Side {
     pub service_demand_rusage: Option<f64>,
     /// Which one the headline uses: `rusage` on a virtual machine, where
     /// tick-based /proc/stat is unreliable, `proc_stat` elsewhere.
+    #[schemars(extend("enum" = ["proc_stat", "rusage", null]))]
     pub service_demand_source: Option<&'static str>,
     /// The interface toward the peer, and its packets over the window.
     pub interface: Option<String>,
@@ -355,13 +379,13 @@ pub struct Side {
 /// Link utilisation each way, percent of the link speed: the interface's
 /// byte counters over the window (frames from the MAC header on, all of
 /// the host's traffic on that interface, not only thrum's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct LinkUtil {
     pub tx: Option<f64>,
     pub rx: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Length of the measurement window (client clock).
     pub duration_s: f64,
@@ -405,6 +429,7 @@ pub struct Summary {
     /// capacity: the path's bottleneck capacity from the packet trains'
     /// dispersion (the mode of their gaps), bits/s of frames.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub capacity_bps: Option<f64>,
     /// capacity: the mode's extent, `[low, high]` bits/s.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -467,22 +492,22 @@ pub struct Summary {
 /// and the two other clocks (service time from the actual send, the
 /// generator's lag behind its schedule). Flattened into the summary, so
 /// the keys are the summary's own.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct OpenLoop {
-    /// Transactions/s offered by the schedule.
+    /// Open loop (--rate): transactions/s offered by the schedule.
     pub offered_per_s: f64,
-    /// Transactions/s completed in the window.
+    /// Open loop: transactions/s completed in the window.
     pub achieved_per_s: f64,
-    /// Requests sent more than one schedule gap after their intended start,
+    /// Open loop: requests sent more than one schedule gap after their intended start,
     /// in the window.
     pub late: u64,
-    /// Service time, from each request's actual send.
+    /// Open loop: service time, from each request's actual send.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_latency_ns: Option<LatencySummary>,
-    /// How far behind its schedule the generator sent requests.
+    /// Open loop: how far behind its schedule the generator sent requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generator_lag_ns: Option<GeneratorLag>,
-    /// The mean number of transactions in the system (intended start
+    /// Open loop: the mean number of transactions in the system (intended start
     /// passed, response not in) over the window, from the flows' own time
     /// integral; by Little's law ≈ achieved_per_s × mean response time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -490,12 +515,14 @@ pub struct OpenLoop {
 }
 
 /// One part of a mix, with the single-test summary it would have alone.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PartSummary {
     pub name: String,
     pub test: TestKind,
+    #[schemars(range(min = 1))]
     pub flows: u32,
     /// `up` (client to server), `down`, `both`, or `rr` for request/response.
+    #[schemars(extend("enum" = ["up", "down", "both", "rr"]))]
     pub direction: &'static str,
     /// The TOS byte its data sockets carried, when marked.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -517,7 +544,7 @@ pub struct PartSummary {
 }
 
 /// One interval of one part.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PartInterval {
     /// The part's name: in a stream record's `parts`, not in the part's
     /// own `intervals`.
@@ -537,7 +564,7 @@ pub struct PartInterval {
 }
 
 /// The three probe phases of a latency-under-load run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ProbePhases {
     pub idle: PhaseFigures,
     pub loaded: PhaseFigures,
@@ -549,7 +576,7 @@ pub struct ProbePhases {
 }
 
 /// What the probes and the bulk flows did in one phase.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct PhaseFigures {
     pub start_s: f64,
     pub end_s: f64,
@@ -560,7 +587,7 @@ pub struct PhaseFigures {
 }
 
 /// Loaded minus idle, ns: what the load added to the probes' latency.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
 pub struct LatencyUnderLoad {
     pub p50: i64,
     pub p99: i64,
@@ -568,7 +595,7 @@ pub struct LatencyUnderLoad {
 
 /// Jain's index, (Σx)² / (n·Σx²), over the per-flow goodputs of each
 /// direction; null for a direction with no bulk flow.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
 pub struct Fairness {
     pub up: Option<f64>,
     pub down: Option<f64>,

@@ -121,6 +121,22 @@ impl Serialize for Code {
     }
 }
 
+/// The schema says what [`Serialize`] writes: one of the stable codes.
+impl schemars::JsonSchema for Code {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Code".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let codes: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        schemars::json_schema!({
+            "description": "The warning's stable code (docs/json.md lists them).",
+            "type": "string",
+            "enum": codes,
+        })
+    }
+}
+
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -128,7 +144,7 @@ impl fmt::Display for Code {
 }
 
 /// One warning: its code and its sentence.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Warning {
     pub code: Code,
     pub message: String,
@@ -189,6 +205,39 @@ impl Extend<Warning> for Warnings {
     }
 }
 
+/// The schema of the two fields [`Serialize`] writes into the object that
+/// holds the warnings (flattened there).
+impl schemars::JsonSchema for Warnings {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Warnings".into()
+    }
+
+    // Always flattened into its holder, never a definition of its own.
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut diagnostics = g.subschema_for::<Vec<Warning>>();
+        diagnostics.insert(
+            "description".into(),
+            "The warnings with their stable codes, in the order of warnings.".into(),
+        );
+        schemars::json_schema!({
+            "type": "object",
+            "required": ["warnings", "diagnostics"],
+            "properties": {
+                "warnings": {
+                    "description": "Every warning's sentence: a figure that cannot be taken at face value, and why.",
+                    "type": "array",
+                    "items": { "type": "string" },
+                },
+                "diagnostics": diagnostics,
+            },
+        })
+    }
+}
+
 impl Serialize for Warnings {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("Warnings", 2)?;
@@ -231,8 +280,7 @@ mod tests {
     fn the_schema_lists_every_code() {
         let schema: serde_json::Value =
             serde_json::from_str(include_str!("../schema/thrum.result.v1.json")).unwrap();
-        let listed = schema["$defs"]["summary"]["properties"]["diagnostics"]["items"]["properties"]
-            ["code"]["enum"]
+        let listed = schema["$defs"]["Code"]["enum"]
             .as_array()
             .cloned()
             .unwrap_or_default();

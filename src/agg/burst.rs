@@ -8,7 +8,7 @@
 pub const MAX_BURST: u32 = 1024;
 
 /// What a search tried and what it chose.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct BurstSearch {
     /// The chosen burst.
     pub burst: u32,

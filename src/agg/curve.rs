@@ -102,7 +102,7 @@ impl FromStr for Rates {
 }
 
 /// Which response-time figure an SLO bounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SloPercentile {
     P50,
@@ -136,7 +136,7 @@ impl SloPercentile {
 }
 
 /// `--slo p99=500us`: a bound on one percentile of response time.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Slo {
     pub percentile: SloPercentile,
     pub bound_ns: u64,
@@ -181,7 +181,7 @@ impl FromStr for Slo {
 }
 
 /// One end's CPU over a step's window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepCpu {
     /// Overall utilisation of the host, percent (100 = every CPU busy).
     pub cpu_util_percent: Option<f64>,
@@ -190,10 +190,11 @@ pub struct StepCpu {
 }
 
 /// One open-loop run of the curve.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     /// 0-based, in order of offered rate.
     pub index: usize,
+    /// Transactions/s the open-loop schedule offered.
     pub offered_per_s: f64,
     /// Transactions/s completed in the step's window.
     pub achieved_per_s: f64,
@@ -217,7 +218,7 @@ pub struct Step {
 }
 
 /// A named point of the curve (the knee, the saturation point).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Point {
     pub achieved_per_s: f64,
     /// Index into `steps`.
@@ -226,7 +227,7 @@ pub struct Point {
 }
 
 /// What was asked for.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CurveSpec {
     /// `auto` or the list given.
     pub rates: String,
@@ -245,12 +246,13 @@ pub struct CurveSpec {
 }
 
 /// results.json of `thrum curve`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Curve {
     pub schema: String,
     pub test: String,
     pub server: String,
     pub spec: CurveSpec,
+    /// In order of offered rate.
     pub steps: Vec<Step>,
     pub knee: Option<Point>,
     pub saturation: Option<Point>,

@@ -15,7 +15,7 @@ use super::series::{self, Sample};
 pub const SCHEMA: &str = "thrum.agg.v1";
 
 /// The whole document.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AggResult {
     pub schema: String,
     /// `thrum agg`, or `netperf demo-mode logs` for a re-analysed netperf run.
@@ -23,12 +23,13 @@ pub struct AggResult {
     pub spec: AggSpec,
     /// Where and by what it ran (thrum version, command line, host, kernel, CPUs).
     #[serde(default)]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub provenance: serde_json::Value,
     pub tests: Vec<TestAgg>,
 }
 
 /// What was asked for.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct AggSpec {
     pub hosts: Vec<String>,
@@ -43,7 +44,7 @@ pub struct AggSpec {
 }
 
 /// One test's ramp.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestAgg {
     pub name: String,
     /// Unit of every figure of this test (`Trans/s`, `Mbit/s`, or netperf's own).
@@ -67,18 +68,20 @@ pub struct TestAgg {
 }
 
 /// One step of the ramp and its measurement window.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     pub index: usize,
     /// Streams running in this step: `first_stream .. first_stream + streams`
     /// (0 for a ramp; the sync test runs one stream per step, to each server in turn).
     pub streams: u32,
+    /// 0 for a ramp; the sync test runs one stream per step, to each server in turn.
     #[serde(default)]
     pub first_stream: u32,
     /// When the step's first added stream was started, unix seconds.
     pub started: f64,
     /// The measurement window, unix seconds.
     pub start: f64,
+    /// End of the measurement window, unix seconds.
     pub end: f64,
     /// Of the per-second aggregate over the window; null when not every
     /// stream of the step ran for the whole window.
@@ -99,7 +102,7 @@ pub struct Step {
 }
 
 /// One stream: one flow on its own worker thread against one server.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamSeries {
     pub index: u32,
     pub server: String,
@@ -116,7 +119,7 @@ pub struct StreamSeries {
 
 /// One stream's final result: its session's measurement window (from its
 /// start to the end of the last step it ran in, not a step's window).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct StreamSummary {
     /// Length of its measurement window, seconds.

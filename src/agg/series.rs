@@ -11,10 +11,13 @@
 use serde::{Deserialize, Serialize};
 
 /// One interim sample: `value` units/s over the `interval_s` seconds ending at `end` (unix s).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
+    /// CLOCK_REALTIME at the end of the sample's interval, unix seconds.
     pub end: f64,
+    /// Length of the interval the value covers, seconds.
     pub interval_s: f64,
+    /// The stream's rate over that interval, in the test's unit.
     pub value: f64,
 }
 

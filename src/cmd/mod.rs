@@ -5,7 +5,8 @@
 //! `RunRequest`, `CurveRequest`, …: checked, the server resolved), and
 //! nothing after reads a clap type; then it gathers with
 //! [`crate::control`] or [`crate::agg`], and writes with
-//! [`crate::export`]. What two commands share is in [`out`].
+//! [`crate::export`]. What two commands share is in [`out`]; every JSON Schema the
+//! commands' documents follow, in [`schema`].
 
 pub mod agg;
 pub mod curve;
@@ -15,6 +16,7 @@ pub mod ping;
 pub mod progress;
 pub mod report;
 pub mod run;
+pub mod schema;
 pub mod serve;
 pub mod suite;
 pub mod sweep;

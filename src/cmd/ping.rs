@@ -23,8 +23,9 @@ use crate::units::fmt_ns;
 /// The schema name of `thrum ping --json` (schema/thrum.ping.v1.json).
 pub const PING_SCHEMA: &str = "thrum.ping.v1";
 
-/// Round-trip times of one size, nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+/// Round-trip times in ns: send time before send(2) to the kernel's
+/// receive timestamp (SO_TIMESTAMPNS); nearest-rank percentiles.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Rtt {
     pub min: u64,
     pub p50: u64,
@@ -33,7 +34,7 @@ pub struct Rtt {
 }
 
 /// The figures of one packet size.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SizeStats {
     /// ICMP payload bytes (0 with --tcp).
     pub size: usize,
@@ -46,26 +47,39 @@ pub struct SizeStats {
     pub errors: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct Summary {
     sizes: Vec<SizeStats>,
     /// Why the host counts as unavailable; null when anything answered.
     error: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct PingResult {
     schema: &'static str,
+    /// HOST as given.
     host: String,
+    /// The address pinged.
     address: String,
-    /// `icmp_dgram`, `icmp_raw` or `tcp`.
+    /// icmp_dgram: the unprivileged ICMP datagram socket
+    /// (net.ipv4.ping_group_range); icmp_raw: a raw socket (root); tcp:
+    /// --tcp PORT, connect time.
+    #[schemars(extend("enum" = ["icmp_dgram", "icmp_raw", "tcp"]))]
     method: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     tcp_port: Option<u16>,
+    /// Echo requests (or connects) per size.
     count: u32,
     interval_s: f64,
+    /// How long each reply was awaited; later ones count as lost.
     timeout_s: f64,
     summary: Summary,
+}
+
+/// `schema/thrum.ping.v1.json`, generated from the types `--json` writes
+/// (`cargo xtask schema`; a test fails while the committed file differs).
+pub fn schema() -> serde_json::Value {
+    crate::export::schema::generate::<PingResult>("thrum ping --json", PING_SCHEMA, true, &[])
 }
 
 /// Nearest-rank percentile `p` of sorted `v` (not empty).

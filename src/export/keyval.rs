@@ -1,194 +1,143 @@
-//! netperf-style `KEY=value` lines (the omni output selectors' names where
-//! they mean the same thing), for scripts written against netperf.
+//! netperf-style `KEY=value` lines: every field of [`super::fields::FIELDS`]
+//! the result carries, in the table's order (the omni output selectors'
+//! names where they mean the same thing), for scripts written against
+//! netperf.
 
 use std::io::{self, Write};
 
 use super::Exporter;
-use crate::result::{Environment, TestResult};
+use crate::result::TestResult;
 
 pub struct Keyval;
 
 impl Exporter for Keyval {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
-        let s = &r.summary;
-        let p = &r.spec.plan;
-        writeln!(out, "TEST={}", r.test.name())?;
-        writeln!(out, "ELAPSED_TIME={:.3}", s.duration_s)?;
-        writeln!(out, "FLOWS={}", p.flows)?;
-        writeln!(out, "THREADS={}", p.threads)?;
-        if let Some(t) = s.throughput_bps {
-            writeln!(out, "THROUGHPUT={:.2}", t / 1e6)?;
-            writeln!(out, "THROUGHPUT_UNITS=10^6bits/s")?;
-            writeln!(out, "THROUGHPUT_BPS={t:.0}")?;
+        for (k, v) in super::fields::values(r) {
+            writeln!(out, "{k}={v}")?;
         }
-        if let (Some(a), Some(b)) = (s.throughput_bps_c2s, s.throughput_bps_s2c) {
-            writeln!(out, "THROUGHPUT_C2S_BPS={a:.0}")?;
-            writeln!(out, "THROUGHPUT_S2C_BPS={b:.0}")?;
-        }
-        if let Some(t) = s.transactions_per_s {
-            writeln!(out, "THROUGHPUT={t:.2}")?;
-            writeln!(out, "THROUGHPUT_UNITS=Trans/s")?;
-            writeln!(out, "TRANSACTION_RATE={t:.2}")?;
-            writeln!(out, "TRANSACTIONS={}", s.transactions.unwrap_or(0))?;
-            writeln!(out, "REQUEST_SIZE={}", p.request_bytes)?;
-            writeln!(out, "RESPONSE_SIZE={}", p.response_bytes)?;
-            writeln!(out, "BURST_SIZE={}", p.burst)?;
-        }
-        if let Some(l) = &s.latency_ns {
-            // netperf reports latency in microseconds.
-            writeln!(out, "MIN_LATENCY={:.3}", l.min as f64 / 1e3)?;
-            writeln!(out, "MEAN_LATENCY={:.3}", l.mean / 1e3)?;
-            // netperf's name for the mean round trip.
-            writeln!(out, "RT_LATENCY={:.3}", l.mean / 1e3)?;
-            writeln!(out, "STDDEV_LATENCY={:.3}", l.stddev / 1e3)?;
-            writeln!(out, "P50_LATENCY={:.3}", l.p50 as f64 / 1e3)?;
-            writeln!(out, "P90_LATENCY={:.3}", l.p90 as f64 / 1e3)?;
-            writeln!(out, "P99_LATENCY={:.3}", l.p99 as f64 / 1e3)?;
-            writeln!(out, "P999_LATENCY={:.3}", l.p99_9 as f64 / 1e3)?;
-            writeln!(out, "MAX_LATENCY={:.3}", l.max as f64 / 1e3)?;
-            writeln!(out, "LATENCY_UNITS=us")?;
-        }
-        // Open loop (--rate); latencies in us as above.
-        if let Some(ol) = &s.open_loop {
-            let (o, a) = (ol.offered_per_s, ol.achieved_per_s);
-            writeln!(out, "OFFERED_RATE={o:.2}\nACHIEVED_RATE={a:.2}")?;
-            writeln!(out, "LATE={}", ol.late)?;
-            if let Some(v) = &ol.service_latency_ns {
-                writeln!(out, "P50_SERVICE_LATENCY={:.3}", v.p50 as f64 / 1e3)?;
-                writeln!(out, "P99_SERVICE_LATENCY={:.3}", v.p99 as f64 / 1e3)?;
-            }
-            if let Some(g) = &ol.generator_lag_ns {
-                writeln!(out, "P99_GENERATOR_LAG={:.3}", g.p99 as f64 / 1e3)?;
-            }
-        }
-        for (k, v) in [
-            ("DATAGRAMS_SENT", s.datagrams_sent),
-            ("DATAGRAMS_RECVD", s.datagrams_received),
-            ("LOST", s.lost),
-            ("REORDERED", s.reordered),
-            ("DUPLICATES", s.duplicates),
-        ] {
-            if let Some(v) = v {
-                writeln!(out, "{k}={v}")?;
-            }
-        }
-        if r.test.is_udp() {
-            writeln!(
-                out,
-                "LOCAL_DATAGRAMS_SENT_PER_S={:.2}",
-                s.local.datagrams_sent_per_s
-            )?;
-            writeln!(
-                out,
-                "LOCAL_DATAGRAMS_RECVD_PER_S={:.2}",
-                s.local.datagrams_received_per_s
-            )?;
-        }
-        writeln!(out, "LOCAL_BYTES_SENT={}", s.local.bytes_sent)?;
-        writeln!(out, "LOCAL_BYTES_RECVD={}", s.local.bytes_received)?;
-        writeln!(out, "REMOTE_BYTES_SENT={}", s.remote.bytes_sent)?;
-        writeln!(out, "REMOTE_BYTES_RECVD={}", s.remote.bytes_received)?;
-        for (pre, side) in [("LOCAL", &s.local), ("REMOTE", &s.remote)] {
-            if let Some(u) = side.cpu_util_percent {
-                writeln!(out, "{pre}_CPU_UTIL={u:.2}")?;
-            }
-            if let Some(n) = side.cpus {
-                writeln!(out, "{pre}_CPU_COUNT={n}")?;
-            }
-            if let Some(sd) = side
-                .service_demand_us_per_tran
-                .or(side.service_demand_us_per_kb)
-            {
-                writeln!(out, "{pre}_SD={sd:.3}")?;
-                writeln!(
-                    out,
-                    "{pre}_SD_SOURCE={}",
-                    side.service_demand_source.unwrap_or("")
-                )?;
-            }
-            if let Some(c) = &side.cpu {
-                writeln!(out, "{pre}_CPU_STEAL={:.2}", c.overall.steal_percent)?;
-                if let Some(b) = c.busiest_cpu {
-                    writeln!(out, "{pre}_CPU_PEAK_ID={b}")?;
-                    writeln!(
-                        out,
-                        "{pre}_CPU_PEAK_UTIL={:.2}",
-                        c.busiest_cpu_percent.unwrap_or(0.0)
-                    )?;
-                }
-            }
-            if let Some(t) = side.tcp_retransmits {
-                writeln!(out, "{pre}_TRANSPORT_RETRANS={t}")?;
-            }
-            // netperf omni's names: LSS/LSR (local send/receive socket
-            // size), RSS/RSR (remote); _REQ is what was asked.
-            let e = &pre[..1];
-            let opts = if pre == "LOCAL" { &p.local } else { &p.remote };
-            if let Some(b) = &side.socket_buffers {
-                writeln!(out, "{e}SS_SIZE={}", b.send_bytes)?;
-                writeln!(out, "{e}SR_SIZE={}", b.recv_bytes)?;
-            }
-            if let Some(v) = opts.send_buffer_bytes {
-                writeln!(out, "{e}SS_SIZE_REQ={v}")?;
-            }
-            if let Some(v) = opts.recv_buffer_bytes {
-                writeln!(out, "{e}SR_SIZE_REQ={v}")?;
-            }
-            if let Some(z) = &side.zerocopy {
-                writeln!(out, "{pre}_ZEROCOPY_SENDS={}", z.sends)?;
-                writeln!(out, "{pre}_ZEROCOPY_COMPLETIONS={}", z.completions)?;
-                writeln!(out, "{pre}_ZEROCOPY_COPIED={}", z.copied)?;
-            }
-        }
-        if r.test.is_stream() {
-            writeln!(out, "SD_UNITS=us/KB")?;
-        } else {
-            writeln!(out, "SD_UNITS=us/Tr")?;
-        }
-        if let (Some(i), Some(tx), Some(rx)) =
-            (&s.interface, s.tx_packets_per_s, s.rx_packets_per_s)
-        {
-            writeln!(out, "LOCAL_INTERFACE_NAME={i}")?;
-            writeln!(out, "LOCAL_TX_PACKETS_PER_S={tx:.2}")?;
-            writeln!(out, "LOCAL_RX_PACKETS_PER_S={rx:.2}")?;
-        }
-        if let Some(speed) = s.link_speed_bps {
-            writeln!(out, "LOCAL_LINK_SPEED_BPS={speed}")?;
-        }
-        for (dir, u) in [
-            ("TX", s.link_util_percent.tx),
-            ("RX", s.link_util_percent.rx),
-        ] {
-            if let Some(u) = u {
-                writeln!(out, "LOCAL_LINK_UTIL_{dir}_PERCENT={u:.3}")?;
-            }
-        }
-        if r.test.is_stream() {
-            writeln!(out, "LOCAL_SEND_SIZE={}", p.send_bytes)?;
-            writeln!(out, "LOCAL_RECV_SIZE={}", p.recv_bytes)?;
-        }
-        // The drivers each end's workers ran (`--driver auto` chooses per
-        // worker): distinct names, comma-separated; empty if none started.
-        for (key, list) in [
-            ("LOCAL_DRIVER", &r.environment.local_drivers),
-            ("REMOTE_DRIVER", &r.environment.remote_drivers),
-        ] {
-            let names: Vec<&str> = Environment::driver_counts(list)
-                .into_iter()
-                .map(|(name, _)| name)
-                .collect();
-            writeln!(out, "{key}={}", names.join(","))?;
-        }
-        if let Some(e) = &s.error {
-            writeln!(out, "ERROR={}", e.replace('\n', " "))?;
-        }
-        // Every warning, on one line as key=value wants: joined by " | ".
-        let warnings: Vec<String> = s
-            .warnings
-            .iter()
-            .map(|w| w.message.replace('\n', " "))
-            .collect();
-        writeln!(out, "WARNINGS={}", warnings.join(" | "))?;
         Ok(())
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fields::tests::{bulk, full_open_loop};
+
+    /// What keyval printed before the field table (issue 27), key for
+    /// key and digit for digit.
+    #[test]
+    fn keys_values_and_order_are_as_before_the_table() {
+        for (r, want) in [(full_open_loop(), OPEN_LOOP), (bulk(), BULK)] {
+            let text = String::from_utf8(crate::export::render(&Keyval, &r)).unwrap();
+            assert_eq!(text, want);
+        }
+    }
+
+    const OPEN_LOOP: &str = "\
+TEST=udp_rr
+ELAPSED_TIME=1.000
+FLOWS=1
+THREADS=1
+THROUGHPUT=501.73
+THROUGHPUT_UNITS=Trans/s
+TRANSACTION_RATE=501.73
+TRANSACTIONS=502
+REQUEST_SIZE=1
+RESPONSE_SIZE=1
+BURST_SIZE=0
+MIN_LATENCY=17.776
+MEAN_LATENCY=26.664
+RT_LATENCY=26.664
+STDDEV_LATENCY=5.925
+P50_LATENCY=17.777
+P90_LATENCY=35.552
+P99_LATENCY=53.328
+P999_LATENCY=71.104
+MAX_LATENCY=88.880
+LATENCY_UNITS=us
+OFFERED_RATE=500.00
+ACHIEVED_RATE=501.73
+LATE=21
+P50_SERVICE_LATENCY=5.402
+P99_SERVICE_LATENCY=16.203
+P99_GENERATOR_LAG=4395.007
+LOST=3
+LOCAL_DATAGRAMS_SENT_PER_S=500.73
+LOCAL_DATAGRAMS_RECVD_PER_S=501.73
+LOCAL_BYTES_SENT=501
+LOCAL_BYTES_RECVD=502
+REMOTE_BYTES_SENT=502
+REMOTE_BYTES_RECVD=502
+LOCAL_CPU_UTIL=12.35
+LOCAL_CPU_COUNT=2
+LOCAL_SD=106.276
+LOCAL_SD_SOURCE=rusage
+LOCAL_CPU_STEAL=0.00
+LOCAL_CPU_PEAK_ID=1
+LOCAL_CPU_PEAK_UTIL=99.50
+LOCAL_TRANSPORT_RETRANS=7
+LSS_SIZE=212992
+LSR_SIZE=106496
+LSS_SIZE_REQ=65536
+LOCAL_ZEROCOPY_SENDS=10
+LOCAL_ZEROCOPY_COMPLETIONS=9
+LOCAL_ZEROCOPY_COPIED=1
+REMOTE_CPU_UTIL=12.35
+REMOTE_CPU_COUNT=2
+REMOTE_SD=106.276
+REMOTE_SD_SOURCE=rusage
+REMOTE_CPU_STEAL=0.00
+REMOTE_CPU_PEAK_ID=1
+REMOTE_CPU_PEAK_UTIL=99.50
+REMOTE_TRANSPORT_RETRANS=7
+RSS_SIZE=212992
+RSR_SIZE=106496
+RSR_SIZE_REQ=32768
+REMOTE_ZEROCOPY_SENDS=10
+REMOTE_ZEROCOPY_COMPLETIONS=9
+REMOTE_ZEROCOPY_COPIED=1
+SD_UNITS=us/Tr
+LOCAL_INTERFACE_NAME=eth0
+LOCAL_TX_PACKETS_PER_S=1005.51
+LOCAL_RX_PACKETS_PER_S=1004.20
+LOCAL_LINK_SPEED_BPS=10000000000
+LOCAL_LINK_UTIL_TX_PERCENT=0.012
+LOCAL_LINK_UTIL_RX_PERCENT=0.046
+LOCAL_DRIVER=uring,epoll
+REMOTE_DRIVER=epoll
+ERROR=lost the server
+WARNINGS=one warning | another
+";
+
+    const BULK: &str = "\
+TEST=udp_stream
+ELAPSED_TIME=2.000
+FLOWS=1
+THREADS=1
+THROUGHPUT=123.46
+THROUGHPUT_UNITS=10^6bits/s
+THROUGHPUT_BPS=123456789
+THROUGHPUT_C2S_BPS=100000001
+THROUGHPUT_S2C_BPS=23456789
+DATAGRAMS_SENT=10
+DATAGRAMS_RECVD=9
+LOST=1
+REORDERED=2
+DUPLICATES=0
+LOCAL_DATAGRAMS_SENT_PER_S=0.00
+LOCAL_DATAGRAMS_RECVD_PER_S=0.00
+LOCAL_BYTES_SENT=0
+LOCAL_BYTES_RECVD=0
+REMOTE_BYTES_SENT=0
+REMOTE_BYTES_RECVD=0
+LOCAL_SD=0.510
+LOCAL_SD_SOURCE=
+SD_UNITS=us/KB
+LOCAL_SEND_SIZE=1472
+LOCAL_RECV_SIZE=131072
+LOCAL_DRIVER=
+REMOTE_DRIVER=
+WARNINGS=
+";
 }

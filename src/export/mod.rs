@@ -1,6 +1,8 @@
 //! Exporters: the result as a human table, JSON, netperf-style key=value, and
 //! per-interval CSV samples; an aggregate run's SVG charts and HTML report,
-//! a mix's time series and capacity's dispersion histogram.
+//! a mix's time series and capacity's dispersion histogram. `fields` is the
+//! one table of machine-readable fields (`--keyval`, `--output-fields`);
+//! `schema` generates the result's JSON Schema from its types.
 //! Files are written atomically (an exclusively created temp file in the
 //! same directory, then rename), so a reader never sees half a result and no
 //! planted link is followed; see [`write_atomic`].
@@ -16,6 +18,7 @@ pub mod json;
 pub mod keyval;
 pub mod live;
 pub mod lul;
+pub mod schema;
 
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

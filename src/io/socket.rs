@@ -142,7 +142,9 @@ impl DataSocketOpts {
 /// its own bookkeeping, socket(7)) and caps the request at
 /// `net.core.wmem_max`/`rmem_max` first, so what a socket gets is rarely
 /// what was asked; netperf reports the getsockopt figure for that reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct SocketBuffers {
     /// SO_SNDBUF asked for (`-s`/`-S`); None: the kernel's default.
     pub send_requested_bytes: Option<u64>,

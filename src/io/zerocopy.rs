@@ -36,7 +36,9 @@ const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
 const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
 
 /// What one end's zero-copy sends came to, over the whole test.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct ZeroCopyCounts {
     /// `send(MSG_ZEROCOPY)` calls that queued data.
     pub sends: u64,

@@ -21,7 +21,7 @@ use super::{PlanError, TestPlan};
 
 /// The test types. Names are the lower-case ones; netperf's upper-case names
 /// (`TCP_RR`, `TCP_STREAM`, ...) are accepted as aliases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TestKind {
     TcpStream,

@@ -28,7 +28,7 @@ use super::{Merit, PlanError, TestKind, TestPlan, Transport};
 pub const MAX_PARTS: usize = 32;
 
 /// One part of a mix: a test on its own flows with its own options.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartPlan {
     /// Unique within the mix: the test's name, with `#k` when it repeats.
     pub name: String,

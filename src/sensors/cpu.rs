@@ -128,17 +128,25 @@ impl CpuSnapshot {
 }
 
 /// How one CPU (or all together) spent a window, in percent of the window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuShare {
     /// user + nice + system + irq + softirq: 0–100.
+    #[schemars(range(min = 0, max = 100))]
     pub util_percent: f64,
     /// user + nice (guest time is inside it).
+    #[schemars(range(min = 0, max = 100))]
     pub user_percent: f64,
+    #[schemars(range(min = 0, max = 100))]
     pub system_percent: f64,
+    #[schemars(range(min = 0, max = 100))]
     pub softirq_percent: f64,
+    #[schemars(range(min = 0, max = 100))]
     pub irq_percent: f64,
+    #[schemars(range(min = 0, max = 100))]
     pub iowait_percent: f64,
+    #[schemars(range(min = 0, max = 100))]
     pub steal_percent: f64,
+    #[schemars(range(min = 0, max = 100))]
     pub idle_percent: f64,
 }
 
@@ -163,7 +171,7 @@ impl CpuShare {
 }
 
 /// One CPU's share of the window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PerCpu {
     /// N of `cpuN`.
     pub cpu: u32,
@@ -172,18 +180,20 @@ pub struct PerCpu {
 }
 
 /// CPU utilisation over the window between two snapshots.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuUsage {
     /// All CPUs together (the `cpu` line, i.e. the average over CPUs
     /// weighted by their ticks): 0–100, where 100 is every CPU busy.
     #[serde(flatten)]
     pub overall: CpuShare,
     /// CPUs present in both snapshots.
+    #[schemars(range(min = 1))]
     pub cpus: usize,
     pub per_cpu: Vec<PerCpu>,
     /// The CPU with the highest `util_percent` (a single CPU saturated by
     /// softirq can cap a test while the average looks idle).
     pub busiest_cpu: Option<u32>,
+    #[schemars(range(min = 0, max = 100))]
     pub busiest_cpu_percent: Option<f64>,
     /// Ticks the window spanned on all CPUs together; 0 means the window
     /// was shorter than a tick and every percentage is 0.

@@ -109,7 +109,9 @@ struct SsetInfo {
 /// Interrupt coalescing: struct ethtool_coalesce, field for field (without
 /// `cmd`). Times in µs, counts in frames; 0 usually means "not used".
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Coalesce {
     pub rx_usecs: u32,
     pub rx_frames: u32,
@@ -151,7 +153,9 @@ pub struct DrvInfo {
 }
 
 /// The offloads engineers ask about first, from the legacy get ioctls.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Offloads {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tso: Option<bool>,

@@ -17,7 +17,7 @@ use super::ethtool::Ethtool;
 pub use super::ethtool::{Coalesce, Offloads};
 
 /// uname(2).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Kernel {
     pub sysname: String,
     pub release: String,
@@ -27,7 +27,7 @@ pub struct Kernel {
 }
 
 /// Socket-buffer limits, by their sysctl names.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sysctls {
     #[serde(rename = "net.core.rmem_max", skip_serializing_if = "Option::is_none")]
     pub rmem_max: Option<u64>,
@@ -41,7 +41,7 @@ pub struct Sysctls {
 }
 
 /// The interface that carries the test's traffic.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interface {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,7 +92,7 @@ impl Interface {
 }
 
 /// Where and how a result was measured, on one end.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenance {
     pub thrum_version: String,
     /// The command line, each argument shell-quoted where it needs it.
@@ -104,6 +104,7 @@ pub struct Provenance {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub cpus: Option<usize>,
     /// net.ipv4.tcp_congestion_control: the default for new sockets.
     #[serde(skip_serializing_if = "Option::is_none")]

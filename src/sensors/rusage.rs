@@ -11,7 +11,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 /// Resource usage of this process, or its change over a window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Rusage {
     pub user_s: f64,
     pub system_s: f64,

@@ -24,7 +24,7 @@ pub const ROWS: [&str; 8] = [
 ];
 
 /// One histogram of call times.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CallTimes {
     /// Calls timed.
     pub calls: u64,
@@ -80,7 +80,7 @@ impl AddAssign<&CallTimes> for CallTimes {
 }
 
 /// A bulk flow's two histograms.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SendRecvTimes {
     pub send: CallTimes,
     pub recv: CallTimes,

@@ -324,19 +324,23 @@ pub struct OpenLoopRecorder {
 }
 
 /// The latency at one requested percentile.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Percentile {
     /// 0..=100, as asked with --percentiles.
+    #[schemars(range(max = 100), extend("exclusiveMinimum" = 0))]
     pub percentile: f64,
     pub ns: u64,
 }
 
 /// The latency figures every RR-type result reports, in nanoseconds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
+    #[schemars(range(min = 1))]
     pub count: u64,
     pub min: u64,
+    #[schemars(range(min = 0))]
     pub mean: f64,
+    #[schemars(range(min = 0))]
     pub stddev: f64,
     pub p50: u64,
     pub p90: u64,

@@ -108,3 +108,51 @@ fn output_fields_choose_what_csv_keyval_and_one_line_show() {
         &["'THROUGPUT' is not a field", "MEAN_LATENCY", "REMOTE_SD"],
     )]);
 }
+
+/// Issue 27, item 5: `--keyval` and `--output-fields` read one table, so
+/// every key an open-loop run prints (OFFERED_RATE, LATE,
+/// P99_SERVICE_LATENCY, ... were refused while the two lists were apart)
+/// is a field one can ask for, with the value key=value gives it in the
+/// same run.
+#[test]
+fn every_open_loop_keyval_key_is_an_output_field() {
+    let base = ["run", "udp_rr", "--rate", "500", "-l", "1s", "--keyval"];
+    let out = run_client(&base, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let keys: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    for k in [
+        "OFFERED_RATE",
+        "ACHIEVED_RATE",
+        "LATE",
+        "P99_SERVICE_LATENCY",
+    ] {
+        assert!(keys.contains(&k), "{k} missing from {text}");
+    }
+    let list = keys.join(",");
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all.kv");
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--output-fields", &list, "--export-keyval"]);
+    args.push(all.to_str().unwrap());
+    let again = run_client(&args, Duration::from_secs(30));
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let full = kv(&std::fs::read_to_string(&all).unwrap());
+    let want: Vec<String> = keys
+        .iter()
+        .map(|k| format!("{k}={}", full.get(*k).map_or("", String::as_str)))
+        .collect();
+    let got = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert_eq!(got.lines().collect::<Vec<_>>(), want, "{got}");
+}

@@ -11,6 +11,9 @@
 //!   tree `dist` stages (no cargo-deb to compile in CI); the unit is installed,
 //!   not enabled, and the licence is in `/usr/share/doc/thrum/copyright`.
 //! - `man DIR`, `completions DIR`: only those files, for a packager.
+//! - `schema`: the JSON Schemas in schema/ (`thrum::cmd::schema::SCHEMAS`),
+//!   generated from the types of the documents; run it after changing what
+//!   a document holds, and commit what it writes.
 //!
 //! Man pages and completions come from the CLI's own clap definition
 //! (`thrum::cli::Cli`), so they cannot drift from `--help`; generating them
@@ -29,7 +32,8 @@ const DEFAULT_TARGET: &str = "x86_64-unknown-linux-musl";
 const USAGE: &str = "usage: cargo xtask dist [--target TRIPLE]
        cargo xtask deb [--target TRIPLE]
        cargo xtask man DIR
-       cargo xtask completions DIR";
+       cargo xtask completions DIR
+       cargo xtask schema";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -52,8 +56,27 @@ fn main() -> Result<()> {
         }
         Some("man") => man_pages(Path::new(args.get(1).context(USAGE)?))?,
         Some("completions") => completions(Path::new(args.get(1).context(USAGE)?))?,
+        Some("schema") => schemas()?,
         _ => bail!("{USAGE}"),
     }
+    Ok(())
+}
+
+/// `schema`: schema/*.json from the types they describe
+/// (`thrum::export::schema`); a test fails while a committed one differs.
+fn schemas() -> Result<()> {
+    let dir = root().join("schema");
+    for (name, generate) in thrum::cmd::schema::SCHEMAS {
+        let path = dir.join(name);
+        fs::write(&path, thrum::export::schema::text(&generate()))
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("{}", path.display());
+    }
+    let paths = root().join(thrum::export::schema::PATHS_FILE);
+    let committed = fs::read_to_string(&paths).unwrap_or_default();
+    fs::write(&paths, thrum::export::schema::promised_paths(&committed))
+        .with_context(|| format!("writing {}", paths.display()))?;
+    println!("{}", paths.display());
     Ok(())
 }
 
