@@ -161,16 +161,29 @@ pub fn head(
     p: &crate::plan::TestPlan,
 ) -> io::Result<()> {
     if !p.parts.is_empty() {
-        writeln!(
+        let bulk = p
+            .parts
+            .iter()
+            .any(|part| crate::plan::mix::direction(part.test) != "rr");
+        write!(
             out,
-            "mix to {server}: {} part(s), {} flow(s); rows are all flows' goodput",
+            "mix to {server}: {} part(s), {} flow(s)",
             p.parts.len(),
             p.flows
         )?;
+        if !bulk {
+            writeln!(out, "; rows are all flows' transactions")?;
+            return writeln!(
+                out,
+                "{:>8} {:>8}  {:<9} {:>22}",
+                "start_s", "end_s", "phase", "result"
+            );
+        }
+        writeln!(out, "; rows are the bulk flows' goodput each way")?;
         return writeln!(
             out,
-            "{:>8} {:>8}  {:<9} {:>22}",
-            "start_s", "end_s", "phase", "result"
+            "{:>8} {:>8}  {:<9} {:>16} {:>16}",
+            "start_s", "end_s", "phase", "up", "down"
         );
     }
     write!(
@@ -214,14 +227,29 @@ pub fn head(
     Ok(())
 }
 
-/// One interval's row.
+/// One interval's row. A mix's names its segment of the window (idle,
+/// loaded, drain, recovery) and, with bulk parts (whose intervals carry a
+/// fairness), their goodput up and down.
 pub fn row(out: &mut dyn Write, iv: &crate::result::Interval) -> io::Result<()> {
+    let phase = iv.load_phase.map_or(iv.phase.name(), |p| p.name());
+    if iv.fairness.is_some() {
+        let way = |v: Option<f64>| v.map_or("-".to_string(), |v| BitsPerSec(v).to_string());
+        return writeln!(
+            out,
+            "{:>8.2} {:>8.2}  {:<9} {:>16} {:>16}",
+            iv.start_s,
+            iv.end_s,
+            phase,
+            way(iv.sum.throughput_bps_c2s),
+            way(iv.sum.throughput_bps_s2c)
+        );
+    }
     writeln!(
         out,
         "{:>8.2} {:>8.2}  {:<9} {:>22}",
         iv.start_s,
         iv.end_s,
-        iv.phase.name(),
+        phase,
         headline(&iv.sum)
     )
 }
