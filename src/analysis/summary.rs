@@ -91,7 +91,13 @@ pub(crate) fn assemble_over(
     let latency = g.latency.summary_with(&plan.percentiles);
     let is_stream = plan.test.is_stream();
     let stability = stability::of(plan, &measure, plan.transactions.is_some());
-    if error.is_none() {
+    // capacity's load is its probe: trains at a set average pace, each sent
+    // whole at its turn, so a second holds one, two or none of them. That
+    // load's trend or a flow idle between trains says nothing about the
+    // path (the estimate is from the gaps within trains), so it warns of
+    // neither (issue 29).
+    let probe_load = plan.test.traits().rate == crate::plan::Rate::ProbeBits;
+    if error.is_none() && !probe_load {
         warnings.extend(stability.warnings);
     }
     let test = plan.test.traits();
