@@ -299,15 +299,14 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
             10f64.powf((hi * 1.01).log10().ceil()),
         )
     };
-    // To the data's extent, rounded up to a nice figure, with room for the
-    // last point's marker.
+    // To the data's extent, rounded up to a nice figure (a last step at
+    // 80 k ends the axis there; its marker may touch the frame).
     let x_max = nice_ceil(
         steps
             .iter()
             .map(|s| s.offered_per_s)
             .fold(0.0f64, f64::max)
-            .max(1.0)
-            * 1.02,
+            .max(1.0),
     );
     let root = SVGBackend::with_string(out, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
