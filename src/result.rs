@@ -212,6 +212,42 @@ pub struct Interval {
     /// its counters read at the interval's two ticks (as the summary's over
     /// the window); null where the link speed is unknown.
     pub link_util_percent: LinkUtil,
+    /// A phased mix: the segment of the measurement window the interval
+    /// lies in (idle, loaded, drain, recovery); absent before and outside
+    /// them and for a single test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_phase: Option<LoadPhase>,
+}
+
+/// A phased mix's segments of its measurement window, in their order
+/// (docs/latency-under-load.md): no load, bulk load, the bulk flows'
+/// buffers draining, no load again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadPhase {
+    Idle,
+    Loaded,
+    Drain,
+    Recovery,
+}
+
+impl LoadPhase {
+    /// The segments in their order, as the bounds of a record delimit them.
+    pub const ORDER: [LoadPhase; 4] = [
+        LoadPhase::Idle,
+        LoadPhase::Loaded,
+        LoadPhase::Drain,
+        LoadPhase::Recovery,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadPhase::Idle => "idle",
+            LoadPhase::Loaded => "loaded",
+            LoadPhase::Drain => "drain",
+            LoadPhase::Recovery => "recovery",
+        }
+    }
 }
 
 impl Interval {

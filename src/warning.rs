@@ -59,11 +59,16 @@ pub enum Code {
     CapacitySenderLimited,
     /// `--rate` on epoll without epoll_pwait2: waits of whole milliseconds.
     TimerMilliseconds,
+    /// The measurement window ran far longer than asked (an overloaded host).
+    WindowOverran,
+    /// capacity over loopback: no link on the path, the figure is the
+    /// host's own limit.
+    CapacityLoopback,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 21] = [
+    pub const ALL: [Code; 23] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -85,6 +90,8 @@ impl Code {
         Code::CapacityNoEstimate,
         Code::CapacitySenderLimited,
         Code::TimerMilliseconds,
+        Code::WindowOverran,
+        Code::CapacityLoopback,
     ];
 
     /// The stable code, as JSON carries it.
@@ -111,6 +118,8 @@ impl Code {
             Code::CapacityNoEstimate => "capacity_no_estimate",
             Code::CapacitySenderLimited => "capacity_sender_limited",
             Code::TimerMilliseconds => "timer_milliseconds",
+            Code::WindowOverran => "window_overran",
+            Code::CapacityLoopback => "capacity_loopback",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! capacity: the bottleneck's estimate of each direction from the
 //! packet-train gaps its receivers recorded (`stats::dispersion`), and the
-//! warnings where the trains cannot give one.
+//! warnings where the trains cannot give one or where what they give is
+//! not a path's (loopback: the host's own limit).
 
 use super::record::Gathered;
 use crate::result::{CapacityDirections, CapacityEstimate, Summary};
@@ -29,7 +30,28 @@ pub(crate) fn apply_capacity(g: &Gathered, payload: u64, s: &mut Summary) {
         s.shaper = Some(c.shaper);
         s.dispersion_histogram = Some(c.dispersion_histogram.clone());
     }
+    if let (Some(c), true) = (&s.capacity_bps, over_loopback(g)) {
+        s.warnings.push(Warning::new(
+            Code::CapacityLoopback,
+            format!(
+                "capacity over loopback: the server is on this host, so no link is on the path and {} is this host's own limit (how fast its kernel and CPUs pass packets), not a network's capacity; it varies with the load on the host",
+                crate::units::BitsPerSec(*c)
+            ),
+        ));
+    }
     s.capacity_by_direction = Some(CapacityDirections { c2s: up, s2c: down });
+}
+
+/// Did the trains cross loopback alone? The embedded server, one on this
+/// host at any of its addresses (the kernel routes a host's own addresses
+/// over `lo`), or a loopback address.
+fn over_loopback(g: &Gathered) -> bool {
+    let loopback_ip = g
+        .server_address
+        .as_deref()
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .is_some_and(|a| a.ip().is_loopback());
+    g.embedded || g.server_on_this_host || loopback_ip
 }
 
 /// One direction's estimate from the gaps its receivers saw, the probe

@@ -6,7 +6,7 @@ use super::goodput::{flow_goodput, jain};
 use super::record::{Gathered, LocalSample};
 use crate::plan::Merit;
 use crate::plan::TestPlan;
-use crate::result::{Fairness, Figures, Interval, PartInterval};
+use crate::result::{Fairness, Figures, Interval, LoadPhase, PartInterval};
 use crate::stats::counters::Counts;
 
 /// The interval that ends at local sample `k`, both ends' counts of it.
@@ -35,13 +35,14 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
     };
     let local_s = (b.at - a.at).as_secs_f64();
     let parts = part_intervals(plan, g, k, &local, &remote, local_s, remote_s);
-    let sum = figures(
+    let mut sum = figures(
         plan,
         Counts::sum(&local),
         Counts::sum(&remote),
         local_s,
         remote_s,
     );
+    mix_goodput(plan, &parts, &mut sum);
     Interval {
         index: (k - 1) as u32,
         phase: b.phase,
@@ -56,7 +57,49 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         fairness: interval_fairness(plan, g, k),
         parts,
         link_util_percent: link_util(a, b, g.link_speed_bps),
+        load_phase: load_phase(&g.load_bounds, k),
     }
+}
+
+/// A phased mix: the segment that the interval ending at sample `k` lies
+/// in. `bounds` are the samples that enter idle, loaded, drain and
+/// recovery and the one that leaves recovery, as many as are known yet
+/// (live, the later ones have not happened; an interval never straddles
+/// a bound, so the count of bounds at or before its start says where it
+/// is). A drain of no interval gives two equal bounds and is skipped.
+pub(super) fn load_phase(bounds: &[u32], k: usize) -> Option<LoadPhase> {
+    let start = (k - 1) as u32;
+    let entered = bounds.iter().filter(|&&b| b <= start).count();
+    LoadPhase::ORDER.get(entered.checked_sub(1)?).copied()
+}
+
+/// A mix with bulk parts: the interval's goodput is its bulk flows', each
+/// direction apart (`throughput_bps_c2s` up, `throughput_bps_s2c` down,
+/// `throughput_bps` both together), from each part's own figures; the
+/// single-test reading of the summed counts would take one direction for
+/// all (issue 29). A mix without bulk parts keeps its transaction rate.
+fn mix_goodput(plan: &TestPlan, parts: &[PartInterval], sum: &mut Figures) {
+    let (mut up, mut down) = (None::<f64>, None::<f64>);
+    let add =
+        |to: &mut Option<f64>, v: Option<f64>| *to = Some(to.unwrap_or(0.0) + v.unwrap_or(0.0));
+    for (part, p) in plan.parts.iter().zip(parts) {
+        match crate::plan::mix::direction(part.test) {
+            "up" => add(&mut up, p.sum.throughput_bps),
+            "down" => add(&mut down, p.sum.throughput_bps),
+            "both" => {
+                add(&mut up, p.sum.throughput_bps_c2s);
+                add(&mut down, p.sum.throughput_bps_s2c);
+            }
+            _ => {}
+        }
+    }
+    if up.is_none() && down.is_none() {
+        return;
+    }
+    sum.throughput_bps = Some(up.unwrap_or(0.0) + down.unwrap_or(0.0));
+    sum.throughput_bps_c2s = up;
+    sum.throughput_bps_s2c = down;
+    sum.transactions_per_s = None;
 }
 
 /// The client interface's utilisation each way between two samples: its

@@ -316,4 +316,97 @@ mod tests {
         assert_eq!(s.parts[1].summary.duration_s, 6.0);
         assert_eq!(s.parts[1].summary.transactions_per_s, Some(10.0));
     }
+
+    /// Issue 29: a mix's interval rows carry its bulk flows' goodput up
+    /// and down apart (not the single-test reading of the summed counts,
+    /// which took the upload alone) and the segment of the window they lie
+    /// in: warm-up, idle, loaded, drain, recovery (the human row that
+    /// shows them is e2e `mix::mix_rows_show_both_directions_and_their_phase`).
+    #[test]
+    fn a_mix_interval_has_both_directions_and_its_segment() {
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.parts = crate::plan::mix::parse_spec("tcp_stream,tcp_maerts,tcp_rr@rate=10").unwrap();
+        plan.flows = 3;
+        plan.idle_ns = 1_000_000_000;
+        plan.duration_ns = 2_000_000_000;
+        plan.recovery_ns = 1_000_000_000;
+        let mb = 1_000_000;
+        // Samples at 0..=6 s: warm-up 0-1, idle 1-2, loaded 2-4, drain
+        // 4-5, recovery 5-6; up 100 MB/s and down 300 MB/s while loaded.
+        let moved = |k: u64, per: u64| k.saturating_sub(2).min(2) * per;
+        let mut g = Gathered::new(Environment::default(), "lg".into(), false, None, false);
+        for k in 0..=6u64 {
+            let (up, down, rr) = (moved(k, 100 * mb), moved(k, 300 * mb), k * 10);
+            g.local.push(LocalSample {
+                at: Duration::from_secs(k),
+                unix_s: k as f64,
+                counts: vec![counts(up, 0, 0), counts(0, down, 0), counts(rr, rr, rr)],
+                phase: if k == 0 {
+                    Phase::Warmup
+                } else {
+                    Phase::Measure
+                },
+                retransmits: Vec::new(),
+                if_counters: None,
+            });
+            g.remote.push(Some(RemoteSample {
+                elapsed_ns: k * 1_000_000_000,
+                counts: vec![counts(0, up, 0), counts(down, 0, 0), counts(rr, rr, rr)],
+                retransmits: Vec::new(),
+            }));
+        }
+        g.load_bounds = vec![1, 2, 4, 5, 6];
+        g.parts = vec![PartRecord::default(); 3];
+        let r = assemble_mix(&plan, g, None);
+        let segments: Vec<_> = r
+            .intervals
+            .iter()
+            .map(|iv| iv.load_phase.map(|p| p.name()))
+            .collect();
+        assert_eq!(
+            segments,
+            [
+                None,
+                Some("idle"),
+                Some("loaded"),
+                Some("loaded"),
+                Some("drain"),
+                Some("recovery")
+            ]
+        );
+        let loaded = &r.intervals[2].sum;
+        assert_eq!(loaded.throughput_bps_c2s, Some(800.0 * mb as f64));
+        assert_eq!(loaded.throughput_bps_s2c, Some(2400.0 * mb as f64));
+        assert_eq!(loaded.throughput_bps, Some(3200.0 * mb as f64));
+        assert_eq!(r.intervals[1].sum.throughput_bps_s2c, Some(0.0));
+    }
+
+    /// Live, the later bounds are not known yet: an interval is placed by
+    /// the bounds at or before its start alone.
+    #[test]
+    fn a_segment_needs_only_the_bounds_before_it() {
+        use crate::result::LoadPhase;
+        assert_eq!(super::super::intervals::load_phase(&[], 3), None);
+        assert_eq!(super::super::intervals::load_phase(&[2], 2), None);
+        assert_eq!(
+            super::super::intervals::load_phase(&[2], 3),
+            Some(LoadPhase::Idle)
+        );
+        assert_eq!(
+            super::super::intervals::load_phase(&[2, 3], 4),
+            Some(LoadPhase::Loaded)
+        );
+        // No drain interval: loaded straight to recovery.
+        let b = [0, 1, 3, 3, 4];
+        assert_eq!(
+            super::super::intervals::load_phase(&b, 3),
+            Some(LoadPhase::Loaded)
+        );
+        assert_eq!(
+            super::super::intervals::load_phase(&b, 4),
+            Some(LoadPhase::Recovery)
+        );
+        // After the recovery: none.
+        assert_eq!(super::super::intervals::load_phase(&b, 5), None);
+    }
 }

@@ -113,6 +113,7 @@ mod tests {
                     fairness: None,
                     parts: Vec::new(),
                     link_util_percent: Default::default(),
+                    load_phase: None,
                 }
             })
             .collect()

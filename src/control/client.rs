@@ -110,6 +110,16 @@ pub fn expect<T: Message<ServerMsg>>(ctrl: &mut TcpStream, server: &str) -> Resu
         Err(FrameError::Timeout) => {
             bail!("server {server} did not answer within {REPLY_TIMEOUT:?} (waiting for '{want}')")
         }
+        // No thrum server sends a frame over the limit: its first bytes
+        // were another protocol's answer.
+        Err(FrameError::TooLarge(len, _)) => {
+            let head = u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes();
+            let rest = super::foreign::rest_of_line(ctrl);
+            bail!(
+                "{server} is not a thrum server ({})",
+                super::foreign::describe(head, &rest)
+            )
+        }
         Err(e) => Err(anyhow!(e)).with_context(|| format!("waiting for '{want}' from {server}")),
     }
 }

@@ -10,7 +10,8 @@
 //! - The client's end: `client` holds one test's conversation with one
 //!   server, `dial` opens its data flows, `timeline` runs the ticks and
 //!   the drain and gathers the record (`analysis` below turns it into the
-//!   result, a pure function), and `repeat` is the `--iterations` loop.
+//!   result, a pure function), and `repeat` is the `--iterations` loop;
+//!   `foreign` names a peer that answered in another protocol.
 //! - `stop` is the request to end early (Ctrl-C) that both ends read.
 
 pub mod admission;
@@ -19,6 +20,7 @@ pub mod client;
 mod data;
 pub mod deadline;
 mod dial;
+mod foreign;
 pub mod limits;
 pub mod log;
 pub mod proto;

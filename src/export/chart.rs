@@ -9,9 +9,10 @@
 //! prefixes (180 k, 1.2 M, 2.5 Gbit/s) on a light grid.
 //!
 //! The curve chart (`thrum curve`) plots response-time percentiles on a log
-//! axis against the achieved rate, with the knee, the saturation point and
-//! the SLO marked.
+//! axis against the offered rate, in step order, with the knee, the
+//! saturation point and the SLO marked and the legend beside the plot.
 
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 use crate::agg::curve::Curve;
@@ -34,7 +35,8 @@ pub const PERCENTILES: [RGBColor; 5] = [
 ];
 pub const KNEE: RGBColor = RGBColor(0, 128, 0);
 pub const SATURATION: RGBColor = RGBColor(255, 0, 0);
-pub const SLO: RGBColor = RGBColor(230, 140, 0);
+/// Teal, dashed: apart from every percentile's colour (p99's is orange).
+pub const SLO: RGBColor = RGBColor(0, 160, 160);
 
 /// The grid: light enough that the data reads first.
 pub const GRID_BOLD: RGBColor = RGBColor(215, 215, 215);
@@ -232,6 +234,25 @@ pub fn curve_svg(c: &Curve) -> String {
     render(|svg| try_curve(c, svg))
 }
 
+/// The least of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten
+/// that is at least `v`: an axis end a reader can take in, close to the
+/// data's extent.
+pub fn nice_ceil(v: f64) -> f64 {
+    if v.is_nan() || v <= 0.0 {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&x| x >= v * (1.0 - 1e-12))
+        .unwrap_or(10.0 * p)
+}
+
+/// The curve chart's width for the plot; the rest, on the right, is the
+/// legend's, so that it covers no point.
+const CURVE_PLOT_W: u32 = 800;
+
 fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
     type Pick = fn(&crate::stats::latency::LatencySummary) -> u64;
     let series: [(&str, Pick); 5] = [
@@ -241,16 +262,30 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
         ("p99.9", |l| l.p99_9),
         ("max", |l| l.max),
     ];
-    let points = |pick: Pick| -> Vec<(f64, f64)> {
-        c.steps
+    // Against the offered rate, in step order: the steps' offered rates
+    // increase strictly, so the line never runs backwards. Against the
+    // achieved rate, the steps past saturation achieve less than those
+    // before and the line folded back on itself (issue 29); the achieved
+    // rate is the table's, and the knee's and saturation's labels.
+    let mut steps: Vec<&crate::agg::curve::Step> = c.steps.iter().collect();
+    steps.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
+    let sat = c.saturation.as_ref().map(|p| p.step);
+    // From the saturation point on, no step keeps up: those points are
+    // drawn hollow.
+    let past = |s: &crate::agg::curve::Step| sat.is_some_and(|k| s.index >= k);
+    let points = |pick: Pick| -> Vec<((f64, f64), bool)> {
+        steps
             .iter()
-            .filter_map(|s| Some((s.achieved_per_s, pick(s.latency_ns.as_ref()?).max(1) as f64)))
+            .filter_map(|s| {
+                let y = pick(s.latency_ns.as_ref()?).max(1) as f64;
+                Some(((s.offered_per_s, y), past(s)))
+            })
             .collect()
     };
     let slo_ns = c.spec.slo.map(|s| s.bound_ns as f64);
     let all: Vec<f64> = series
         .iter()
-        .flat_map(|(_, p)| points(*p).into_iter().map(|x| x.1))
+        .flat_map(|(_, p)| points(*p).into_iter().map(|x| x.0.1))
         .chain(slo_ns)
         .collect();
     // Whole decades around the data, so the log axis has labelled ticks.
@@ -264,18 +299,21 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
             10f64.powf((hi * 1.01).log10().ceil()),
         )
     };
-    let x_max = c
-        .steps
-        .iter()
-        .map(|s| s.achieved_per_s.max(s.offered_per_s))
-        .fold(0.0f64, f64::max)
-        .max(1.0)
-        * 1.08;
+    // To the data's extent, rounded up to a nice figure (a last step at
+    // 80 k ends the axis there; its marker may touch the frame).
+    let x_max = nice_ceil(
+        steps
+            .iter()
+            .map(|s| s.offered_per_s)
+            .fold(0.0f64, f64::max)
+            .max(1.0),
+    );
     let root = SVGBackend::with_string(out, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
+    let (plot, side) = root.split_horizontally(CURVE_PLOT_W);
+    let mut chart = ChartBuilder::on(&plot)
         .caption(
-            format!("{}: response time against achieved rate", c.test),
+            format!("{}: response time against offered rate", c.test),
             ("sans-serif", 20),
         )
         .margin(12)
@@ -284,55 +322,213 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
         .build_cartesian_2d(0f64..x_max, (y_lo..y_hi).log_scale())?;
     chart
         .configure_mesh()
-        .x_desc("achieved rate (transactions/s)")
+        .x_desc("offered rate (transactions/s)")
         .y_desc("response time from the intended start")
         .bold_line_style(GRID_BOLD)
         .light_line_style(GRID_LIGHT)
         .x_label_formatter(&|v| fmt_si(*v))
         .y_label_formatter(&|v| fmt_ns(*v))
         .draw()?;
+    // The legend's entries, drawn beside the plot once it is done.
+    let mut legend: Vec<(String, RGBColor, Mark)> = Vec::new();
     for ((name, pick), colour) in series.iter().zip(PERCENTILES) {
         let pts = points(*pick);
-        chart
-            .draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))?
-            .label(*name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-            });
-        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, colour.filled())))?;
+        chart.draw_series(LineSeries::new(
+            pts.iter().map(|p| p.0),
+            colour.stroke_width(2),
+        ))?;
+        chart.draw_series(pts.into_iter().map(|(p, past)| {
+            let style = if past {
+                WHITE.filled()
+            } else {
+                colour.filled()
+            };
+            EmptyElement::at(p)
+                + Circle::new((0, 0), 3, style)
+                + Circle::new((0, 0), 3, colour.stroke_width(1))
+        }))?;
+        legend.push((name.to_string(), colour, Mark::Line));
     }
-    let mut vertical = |p: &Option<crate::agg::curve::Point>, colour: RGBColor, name: &str| {
-        if let Some(p) = p {
-            let x = p.achieved_per_s;
+    type Labelled = Result<Option<String>, Box<dyn std::error::Error>>;
+    let mut vertical =
+        |p: &Option<crate::agg::curve::Point>, colour: RGBColor, name: &str, y: f64| -> Labelled {
+            let Some(p) = p else {
+                return Ok(None);
+            };
+            let Some(x) = steps
+                .iter()
+                .find(|s| s.index == p.step)
+                .map(|s| s.offered_per_s)
+            else {
+                return Ok(None);
+            };
             chart.draw_series(std::iter::once(PathElement::new(
                 vec![(x, y_lo), (x, y_hi)],
                 colour.stroke_width(2),
             )))?;
+            // Left of the line in the plot's right third, so it stays inside.
+            use plotters::style::text_anchor::{HPos, Pos, VPos};
+            let h = if x > 0.66 * x_max {
+                HPos::Right
+            } else {
+                HPos::Left
+            };
+            let style = TextStyle::from(("sans-serif", 13).into_font())
+                .color(&colour)
+                .pos(Pos::new(h, VPos::Top));
             chart.draw_series(std::iter::once(Text::new(
-                format!("{name} {}/s", fmt_si(x)),
-                (x, y_hi / 1.6),
-                ("sans-serif", 13).into_font().color(&colour),
+                format!(" {name}: {}/s achieved ", fmt_si(p.achieved_per_s)),
+                (x, y),
+                style,
             )))?;
-        }
-        DrawResult::Ok(())
-    };
-    vertical(&c.knee, KNEE, "knee")?;
-    vertical(&c.saturation, SATURATION, "saturation")?;
-    if let (Some(slo), Some(ns)) = (c.spec.slo, slo_ns) {
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(0.0, ns), (x_max, ns)],
-                SLO.stroke_width(2),
-            )))?
-            .label(format!("SLO {slo}"))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], SLO.stroke_width(2)));
+            Ok(Some(format!("{name} (step {})", p.step + 1)))
+        };
+    if let Some(l) = vertical(&c.knee, KNEE, "knee", y_hi / 1.3)? {
+        legend.push((l, KNEE, Mark::Line));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    if let Some(l) = vertical(&c.saturation, SATURATION, "saturation", y_hi / 2.6)? {
+        legend.push((l, SATURATION, Mark::Line));
+    }
+    if let (Some(slo), Some(ns)) = (c.spec.slo, slo_ns) {
+        chart.draw_series(std::iter::once(DashedPathElement::new(
+            vec![(0.0, ns), (x_max, ns)],
+            8,
+            5,
+            SLO.stroke_width(2),
+        )))?;
+        legend.push((format!("SLO {slo}"), SLO, Mark::Dashed));
+    }
+    if sat.is_some() {
+        legend.push(("past saturation".into(), PERCENTILES[4], Mark::Hollow));
+    }
+    draw_legend(&side, &legend)?;
     root.present()?;
     Ok(())
+}
+
+/// How a legend entry shows its series.
+enum Mark {
+    Line,
+    Dashed,
+    Hollow,
+}
+
+/// The legend in its own area (beside the plot, not over it): one entry a
+/// line, its mark then its name.
+fn draw_legend(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    entries: &[(String, RGBColor, Mark)],
+) -> DrawResult {
+    let (x, mut y) = (8, 60);
+    for (name, colour, mark) in entries {
+        let (a, b) = ((x, y), (x + 24, y));
+        match mark {
+            Mark::Line => area.draw(&PathElement::new(vec![a, b], colour.stroke_width(2)))?,
+            Mark::Dashed => area.draw(&DashedPathElement::new(
+                vec![a, b],
+                6,
+                4,
+                colour.stroke_width(2),
+            ))?,
+            Mark::Hollow => {
+                area.draw(&Circle::new((x + 12, y), 3, WHITE.filled()))?;
+                area.draw(&Circle::new((x + 12, y), 3, colour.stroke_width(1)))?
+            }
+        }
+        area.draw(&Text::new(
+            name.clone(),
+            (x + 32, y - 7),
+            ("sans-serif", 14).into_font(),
+        ))?;
+        y += 22;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agg::curve::fixtures::{numbered, record, step};
+    use crate::agg::curve::{Slo, analyse};
+
+    fn hex(c: RGBColor) -> String {
+        format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+    }
+
+    /// Issue 29: past saturation the achieved rate falls (27k, 24k, 21k
+    /// achieved of 30k, 40k, 49k offered). The curve runs against the
+    /// offered rate in step order, so no line runs backwards; the x axis
+    /// ends at the data's extent, rounded (50 k, not 53 k); the SLO has
+    /// a colour of its own; the legend is beside the plot, over no point.
+    #[test]
+    fn the_curve_never_runs_backwards_and_its_legend_covers_nothing() {
+        let mut c = record(numbered(vec![
+            step(2000.0, 2000.0, 50_000, 300_000),
+            step(10_000.0, 9990.0, 66_000, 400_000),
+            step(20_000.0, 19_950.0, 150_000, 900_000),
+            step(30_000.0, 27_100.0, 2_000_000, 12_000_000),
+            step(40_000.0, 24_000.0, 6_000_000, 40_000_000),
+            step(49_000.0, 21_000.0, 13_000_000, 80_000_000),
+        ]));
+        c.spec.slo = Some("p99=2ms".parse::<Slo>().unwrap());
+        analyse(&mut c);
+        assert_eq!(c.saturation.as_ref().map(|p| p.step), Some(3));
+        let svg = curve_svg(&c);
+        let xml = roxmltree::Document::parse(&svg).unwrap();
+        let attr = |n: &roxmltree::Node, a: &str| n.attribute(a).unwrap_or_default().to_string();
+        let lines: Vec<(String, Vec<f64>)> = xml
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .map(|n| {
+                let xs = attr(&n, "points")
+                    .split_whitespace()
+                    .map(|p| p.split(',').next().unwrap().parse().unwrap())
+                    .collect();
+                (attr(&n, "stroke"), xs)
+            })
+            .collect();
+        for colour in PERCENTILES {
+            let series: Vec<&Vec<f64>> = lines
+                .iter()
+                .filter(|(s, xs)| *s == hex(colour) && xs.len() == c.steps.len())
+                .map(|(_, xs)| xs)
+                .collect();
+            assert_eq!(series.len(), 1, "{}", hex(colour));
+            assert!(series[0].windows(2).all(|w| w[0] < w[1]), "{:?}", series[0]);
+        }
+        assert!(!PERCENTILES.contains(&SLO) && SLO != KNEE && SLO != SATURATION);
+        assert!(lines.iter().any(|(s, _)| *s == hex(SLO)), "no SLO line");
+        let texts: Vec<(f64, String)> = xml
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .map(|n| {
+                (
+                    attr(&n, "x").parse().unwrap(),
+                    n.text().unwrap_or_default().trim().to_string(),
+                )
+            })
+            .collect();
+        let at = |want: &str| texts.iter().find(|t| t.1 == want).map(|t| t.0);
+        for entry in [
+            "p50",
+            "p99",
+            "max",
+            "SLO p99 <= 2.00 ms",
+            "saturation (step 4)",
+        ] {
+            let x = at(entry).unwrap_or_else(|| panic!("no {entry} in {texts:?}"));
+            assert!(x >= CURVE_PLOT_W as f64, "{entry} at {x}");
+        }
+        assert!(at("offered rate (transactions/s)").is_some(), "{texts:?}");
+        assert!(at("50 k").is_some() && at("55 k").is_none(), "{texts:?}");
+    }
+
+    #[test]
+    fn axis_ends_are_nice() {
+        assert_eq!(nice_ceil(27_540.0), 30_000.0);
+        assert_eq!(nice_ceil(49_980.0), 50_000.0);
+        assert_eq!(nice_ceil(1020.0), 1200.0);
+        assert_eq!(nice_ceil(1000.0), 1000.0);
+        assert_eq!(nice_ceil(0.0), 1.0);
+    }
 }

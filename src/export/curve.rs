@@ -1,6 +1,11 @@
 //! The latency-vs-throughput curve (`thrum curve`) as text: the terminal
 //! table and curve.csv. Its SVG is in `chart` and its HTML report in
 //! `html`; the record, the knee and the saturation point are `agg::curve`'s.
+//!
+//! People count steps from 1, as the progress lines do while the curve
+//! runs: the table and the knee and saturation lines say `step index + 1`.
+//! The record (`steps[].index`, `knee.step`, `saturation.step`) and the
+//! CSV's `step` column keep the index from 0, as the schema has it.
 
 use std::fmt::Write;
 
@@ -44,7 +49,7 @@ pub fn table(c: &Curve) -> String {
         let _ = writeln!(
             s,
             "{:>4} {:>11.0} {:>11.0} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>6} {:>8} {:>6} {:>8}{mark}",
-            st.index,
+            st.index + 1,
             st.offered_per_s,
             st.achieved_per_s,
             opt_ns(lat(st, |l| l.p50)),
@@ -60,13 +65,15 @@ pub fn table(c: &Curve) -> String {
             opt_f(st.remote.service_demand_us_per_tran, 2),
         );
         if let Some(e) = &st.error {
-            let _ = writeln!(s, "     step {} failed: {e}", st.index);
+            let _ = writeln!(s, "     step {} failed: {e}", st.index + 1);
         }
     }
     let point = |name: &str, p: &Option<Point>, none: &str| match p {
         Some(p) => format!(
             "{name}: {:.0} trans/s (step {}): {}\n",
-            p.achieved_per_s, p.step, p.reason
+            p.achieved_per_s,
+            p.step + 1,
+            p.reason
         ),
         None => format!("{name}: none ({none})\n"),
     };
@@ -156,6 +163,17 @@ mod tests {
         analyse(&mut c);
         let t = table(&c);
         assert!(t.contains("<- knee") && t.contains("<- saturation"), "{t}");
+        // Counted from 1, as the progress lines: the saturation point is
+        // index 3, the fourth step.
+        assert_eq!(c.saturation.as_ref().map(|p| p.step), Some(3));
+        assert!(t.contains("(step 4)") && !t.contains("(step 0)"), "{t}");
+        let first: Vec<&str> = t
+            .lines()
+            .skip(2)
+            .take(5)
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(first, ["1", "2", "3", "4", "5"], "{t}");
         let csv = csv(&c);
         assert_eq!(csv.lines().count(), 6);
         assert!(csv.lines().nth(3).unwrap().contains(",true,false,"));

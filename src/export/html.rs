@@ -138,7 +138,7 @@ Response time runs from each transaction's intended start.{}</p>",
                 o,
                 "<li>{name}: {:.0} transactions/s (step {}): {}</li>",
                 p.achieved_per_s,
-                p.step,
+                p.step + 1,
                 escape(&p.reason)
             ),
             None => write!(o, "<li>{name}: none</li>"),
@@ -168,7 +168,8 @@ Response time runs from each transaction's intended start.{}</p>",
             o,
             "<tr{class}><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            s.index,
+            // Counted from 1, as the terminal's lines and table.
+            s.index + 1,
             s.offered_per_s,
             s.achieved_per_s,
             ns(l.map(|l| l.p50)),

@@ -161,16 +161,29 @@ pub fn head(
     p: &crate::plan::TestPlan,
 ) -> io::Result<()> {
     if !p.parts.is_empty() {
-        writeln!(
+        let bulk = p
+            .parts
+            .iter()
+            .any(|part| crate::plan::mix::direction(part.test) != "rr");
+        write!(
             out,
-            "mix to {server}: {} part(s), {} flow(s); rows are all flows' goodput",
+            "mix to {server}: {} part(s), {} flow(s)",
             p.parts.len(),
             p.flows
         )?;
+        if !bulk {
+            writeln!(out, "; rows are all flows' transactions")?;
+            return writeln!(
+                out,
+                "{:>8} {:>8}  {:<9} {:>22}",
+                "start_s", "end_s", "phase", "result"
+            );
+        }
+        writeln!(out, "; rows are the bulk flows' goodput each way")?;
         return writeln!(
             out,
-            "{:>8} {:>8}  {:<9} {:>22}",
-            "start_s", "end_s", "phase", "result"
+            "{:>8} {:>8}  {:<9} {:>16} {:>16}",
+            "start_s", "end_s", "phase", "up", "down"
         );
     }
     write!(
@@ -180,7 +193,16 @@ pub fn head(
     )?;
     // A stream of numbered datagrams whose loss the receiver counts
     // (udp_stream's row): its size and pacing are what the line says.
-    if test.traits().loss == crate::plan::Loss::Datagrams {
+    if test.traits().rate == crate::plan::Rate::ProbeBits {
+        // capacity: the rows can only be its probe's load (the estimate
+        // comes from the gaps within trains, gathered over the whole
+        // window), so the head says what they are.
+        writeln!(
+            out,
+            ", packet trains of {} B datagrams; rows are the probe's load, not the capacity (that is in the summary)",
+            p.send_bytes
+        )?;
+    } else if test.traits().loss == crate::plan::Loss::Datagrams {
         match p.rate_bps {
             Some(rate) => writeln!(
                 out,
@@ -214,14 +236,29 @@ pub fn head(
     Ok(())
 }
 
-/// One interval's row.
+/// One interval's row. A mix's names its segment of the window (idle,
+/// loaded, drain, recovery) and, with bulk parts (whose intervals carry a
+/// fairness), their goodput up and down.
 pub fn row(out: &mut dyn Write, iv: &crate::result::Interval) -> io::Result<()> {
+    let phase = iv.load_phase.map_or(iv.phase.name(), |p| p.name());
+    if iv.fairness.is_some() {
+        let way = |v: Option<f64>| v.map_or("-".to_string(), |v| BitsPerSec(v).to_string());
+        return writeln!(
+            out,
+            "{:>8.2} {:>8.2}  {:<9} {:>16} {:>16}",
+            iv.start_s,
+            iv.end_s,
+            phase,
+            way(iv.sum.throughput_bps_c2s),
+            way(iv.sum.throughput_bps_s2c)
+        );
+    }
     writeln!(
         out,
         "{:>8.2} {:>8.2}  {:<9} {:>22}",
         iv.start_s,
         iv.end_s,
-        iv.phase.name(),
+        phase,
         headline(&iv.sum)
     )
 }
@@ -254,14 +291,20 @@ impl Exporter for Human {
         if !s.parts.is_empty() {
             super::lul::human(r, out)?;
         }
+        // capacity's load is its probe's, not a figure of the path.
+        let load = if r.test.traits().rate == crate::plan::Rate::ProbeBits {
+            "probe load"
+        } else {
+            "throughput"
+        };
         if let Some(t) = s.throughput_bps {
-            writeln!(out, "  throughput (received)  {}", BitsPerSec(t))?;
+            writeln!(out, "  {load:<10} (received)  {}", BitsPerSec(t))?;
             if let (Some(a), Some(b)) = (s.throughput_bps_c2s, s.throughput_bps_s2c) {
                 writeln!(out, "    client->server       {}", BitsPerSec(a))?;
                 writeln!(out, "    server->client       {}", BitsPerSec(b))?;
             }
             if let Some(sent) = s.throughput_bps_sent {
-                writeln!(out, "  throughput (sent)      {}", BitsPerSec(sent))?;
+                writeln!(out, "  {load:<10} (sent)      {}", BitsPerSec(sent))?;
             }
         }
         if let (Some(sent), Some(recvd)) = (s.datagrams_sent, s.datagrams_received) {
@@ -331,7 +374,9 @@ impl Exporter for Human {
                 writeln!(out, "    {row}")?;
             }
         }
-        if let Some(cv) = s.stability_cv {
+        // A probe's trains are bursty by design: their load's steadiness
+        // says nothing (the JSON keeps the figures).
+        if let Some(cv) = s.stability_cv.filter(|_| load == "throughput") {
             write!(out, "  stability              cv {:.1} %", 100.0 * cv)?;
             match s.trend_percent {
                 Some(t) => writeln!(out, ", trend {t:+.1} % (last third vs first)")?,

@@ -157,6 +157,7 @@ mod tests {
             fairness: None,
             parts: Vec::new(),
             link_util_percent: Default::default(),
+            load_phase: None,
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

@@ -399,3 +399,56 @@ fn bench_capacity_script_checks_its_options() {
         assert!(err.contains(says), "{err}");
     }
 }
+
+/// Issue 29: on loopback, capacity's rows say they are the probe's load,
+/// its bursty trains raise no stability warning, and the estimate is said
+/// to be the host's own limit (`capacity_loopback`).
+#[test]
+fn capacity_on_loopback_says_what_its_figures_are() {
+    let _quiet = crate::common::not_beside_floods();
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("r.json");
+    let out = crate::common::run_client(
+        &[
+            "run",
+            "capacity",
+            "-H",
+            &server.addr,
+            "-l",
+            "3s",
+            "--warmup",
+            "0",
+            "-i",
+            "500ms",
+            "--export-json",
+            saved.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{text}\n{err}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_schema(&doc);
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .ends_with("rows are the probe's load, not the capacity (that is in the summary)"),
+        "{text}"
+    );
+    assert!(text.contains("  probe load (received)"), "{text}");
+    assert!(!text.contains("stability"), "{text}");
+    for code in ["trend", "flow_stalled"] {
+        assert!(diagnostics(&doc, code).is_empty(), "{code}: {err}");
+    }
+    assert!(!err.contains("steady state"), "{err}");
+    if doc["summary"]["capacity_bps"].is_number() {
+        let told = diagnostics(&doc, "capacity_loopback");
+        assert_eq!(told.len(), 1, "{err}");
+        assert!(told[0].contains("this host's own limit"), "{}", told[0]);
+    }
+}

@@ -135,7 +135,7 @@ fn curve_loopback_writes_every_output_and_report_rerenders() {
         "p99",
         "p99.9",
         "max",
-        "achieved rate (transactions/s)",
+        "offered rate (transactions/s)",
     ] {
         assert!(labels.contains(&want), "{want} not in {labels:?}");
     }

@@ -98,6 +98,36 @@ fn client_refuses_another_protocol_version() {
     h.join().unwrap();
 }
 
+/// Issue 29: pointed at a server of another protocol (here an HTTP
+/// server's 400), the client says that the peer is not a thrum server and
+/// what it looked like, not "a control frame of 1213486160 bytes".
+#[test]
+fn a_peer_that_is_not_thrum_is_named_as_such() {
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = fake.local_addr().unwrap().to_string();
+    let h = std::thread::spawn(move || {
+        let (mut s, _) = fake.accept().unwrap();
+        let mut hello = [0u8; 64];
+        let _ = s.read(&mut hello);
+        s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+    });
+    let out = run_client(&["run", "tcp_rr", "-H", &addr], Duration::from_secs(10));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{addr} is not a thrum server")),
+        "{err}"
+    );
+    assert!(
+        err.contains(r#"it answered like HTTP: "HTTP/1.1 400 Bad Request""#),
+        "{err}"
+    );
+    assert!(!err.contains("1213486160"), "{err}");
+    h.join().unwrap();
+}
+
 #[test]
 fn server_killed_mid_test_keeps_samples() {
     let mut server = ServerProc::start(&[]);

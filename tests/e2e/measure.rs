@@ -435,3 +435,62 @@ fn cpu_and_service_demand_on_both_ends() {
         assert!(kv.contains(needle), "keyval lacks {needle}:\n{kv}");
     }
 }
+
+/// Issue 29: a window that ran far longer than asked says so. The client
+/// is stopped (SIGSTOP) for 2 s inside a `-l 1s` window, once its first
+/// interval is out: its timeline cannot end the window on time, the
+/// window runs about 2.2 s, and the result carries `window_overran` with
+/// both lengths (the rate is over the window as it ran).
+#[test]
+fn a_window_that_overran_is_told() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let server = ServerProc::start(&[]);
+    let mut child = Command::new(bin())
+        .args([
+            "run",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "--warmup",
+            "0",
+            "-l",
+            "1s",
+            "-i",
+            "200ms",
+            "--json-stream",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut result = None;
+    let mut stopped = false;
+    for l in lines.by_ref().map_while(Result::ok) {
+        let v: Value = serde_json::from_str(&l).unwrap();
+        if v["type"] == "interval" && !stopped {
+            // SAFETY: signals to a process this test started.
+            assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) }, 0);
+            std::thread::sleep(Duration::from_secs(2));
+            assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGCONT) }, 0);
+            stopped = true;
+        }
+        if v["type"] == "result" {
+            result = Some(v["result"].clone());
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let doc = result.expect("a result line");
+    assert_schema(&doc);
+    let window = f(&doc["summary"]["duration_s"]);
+    assert!(window > 2.0, "the window ran {window} s");
+    let told = diagnostics(&doc, "window_overran");
+    assert_eq!(told.len(), 1, "{doc}");
+    assert!(
+        told[0].contains(&format!("{window:.3} s")) && told[0].contains("1.000 s"),
+        "{}",
+        told[0]
+    );
+}

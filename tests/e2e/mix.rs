@@ -728,3 +728,98 @@ fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
         );
     }
 }
+
+/// Issue 29: a mix's interval rows show its bulk flows' goodput up and
+/// down, each row under the segment of the window it lies in (warm-up,
+/// idle, loaded, drain, recovery), as the JSON's `load_phase` has it; no
+/// row reads `measure`.
+#[test]
+fn mix_rows_show_both_directions_and_their_phase() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("r.json");
+    let out = run_client(
+        &[
+            &[
+                "run",
+                "-H",
+                &server.addr,
+                "rrul_be",
+                "-i",
+                "1s",
+                "--export-json",
+                saved.to_str().unwrap(),
+            ][..],
+            &SHORT_PHASES,
+        ]
+        .concat(),
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_schema(&doc);
+    let mut lines = text.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .ends_with("rows are the bulk flows' goodput each way"),
+        "{text}"
+    );
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["start_s", "end_s", "phase", "up", "down"],
+        "{text}"
+    );
+    let rows: Vec<&str> = lines.take_while(|l| !l.starts_with("-- summary")).collect();
+    let ivs = doc["intervals"].as_array().unwrap();
+    assert_eq!(rows.len(), ivs.len(), "{text}");
+    let mut seen = Vec::new();
+    for (row, iv) in rows.iter().zip(ivs) {
+        let words: Vec<&str> = row.split_whitespace().collect();
+        let phase = iv["load_phase"].as_str().or(iv["phase"].as_str()).unwrap();
+        assert_eq!(words[2], phase, "{row}\n{iv}");
+        assert_ne!(phase, "measure", "{text}");
+        // Up and down, each a figure with its unit.
+        assert_eq!(words.len(), 7, "{row}");
+        assert!(
+            words[4].ends_with("bit/s") && words[6].ends_with("bit/s"),
+            "{row}"
+        );
+        seen.push(phase);
+    }
+    for want in ["idle", "loaded", "recovery"] {
+        assert!(seen.contains(&want), "no {want} row:\n{text}");
+    }
+    // While loaded, both directions move, and the sum is both.
+    let loaded: Vec<&Value> = ivs
+        .iter()
+        .filter(|iv| iv["load_phase"] == "loaded")
+        .collect();
+    assert!(
+        loaded
+            .iter()
+            .any(|iv| f(&iv["sum"]["throughput_bps_c2s"]) > 0.0),
+        "{doc}"
+    );
+    assert!(
+        loaded
+            .iter()
+            .any(|iv| f(&iv["sum"]["throughput_bps_s2c"]) > 0.0),
+        "{doc}"
+    );
+    for iv in &loaded {
+        let s = &iv["sum"];
+        let both = f(&s["throughput_bps_c2s"]) + f(&s["throughput_bps_s2c"]);
+        assert!(
+            (f(&s["throughput_bps"]) - both).abs() <= 1e-6 * both.max(1.0),
+            "{s}"
+        );
+    }
+}
