@@ -189,8 +189,8 @@ fn ns(d: Duration) -> u64 {
 /// said after clap's error. Hints, not aliases: `-P` or `-R` meaning
 /// something here would make a typo run the wrong test.
 pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<String> {
-    use clap::error::ErrorKind::{InvalidSubcommand, UnknownArgument};
-    if !matches!(kind, UnknownArgument | InvalidSubcommand) {
+    use clap::error::ErrorKind::{InvalidSubcommand, UnknownArgument, ValueValidation};
+    if !matches!(kind, UnknownArgument | InvalidSubcommand | ValueValidation) {
         return None;
     }
     let run = args.iter().position(|a| a == "run")?;
@@ -207,7 +207,29 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
         })
     };
     let has = |flag: &str| rest.iter().any(|a| a == flag);
-    if let Some(test) = value_after("-t") {
+    if kind == ValueValidation {
+        // netperf's -b (a count) refusing iperf3's -b (a bit rate).
+        let b = value_after("-b").filter(|v| v.parse::<u32>().is_err() && parse_rate(v).is_ok())?;
+        let b = crate::text::echo(&b);
+        return Some(format!(
+            "-b is the burst here (netperf's: extra transactions in flight, a count); \
+             for a bit rate (iperf3's -b): --rate {b} (udp_stream) or --pacing-rate {b} (per TCP flow)"
+        ));
+    }
+    if let Some(t) = value_after("-t") {
+        // iperf3's -t is the duration: a number (of seconds) or a duration.
+        if t.starts_with(|c: char| c.is_ascii_digit()) && parse_duration(&t).is_ok() {
+            let l = if t.bytes().all(|c| c.is_ascii_digit() || c == b'.') {
+                format!("{t}s")
+            } else {
+                t.clone()
+            };
+            let l = crate::text::echo(&l);
+            return Some(format!(
+                "the duration is -l here, not -t (iperf3's): -l {l}"
+            ));
+        }
+        let test = t;
         let test = crate::text::echo(&test);
         return Some(format!(
             "the test is positional, not -t (netperf's): thrum run {test}"
@@ -233,6 +255,9 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
             "--json is a switch (JSON on standard output); for a file beside the terminal output: --export-json {f}"
         ));
     }
+    if let Some(h) = value_after("-c").filter(|h| h.parse::<TestKind>().is_err()) {
+        return Some(client_hint(&h));
+    }
     if let Some(p) = value_after("-p") {
         let p = crate::text::echo(&p);
         return Some(format!(
@@ -241,6 +266,30 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
     }
     None
 }
+
+/// iperf3's `-c HOST`: here -c is `--local-cpu`, and the server is `-H`.
+fn client_hint(host: &str) -> String {
+    let host = crate::text::echo(host);
+    format!(
+        "thrum's client takes the server as -H HOST (-c is --local-cpu here, not iperf3's client), e.g. thrum run tcp_stream -H {host}"
+    )
+}
+
+/// An error said with a tip under it, as clap's are: `main` prints the
+/// message as `error: …` and the tip as `  tip: …` after a blank line.
+#[derive(Debug)]
+pub struct Tipped {
+    pub error: anyhow::Error,
+    pub tip: String,
+}
+
+impl std::fmt::Display for Tipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl std::error::Error for Tipped {}
 
 /// Split `host`, `host:port`, `[v6]:port` or a bare IPv6 address.
 pub fn split_host_port(s: &str) -> Result<(String, u16)> {

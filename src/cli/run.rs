@@ -294,7 +294,21 @@ impl RunArgs {
         };
         let test: TestKind = match parts.first() {
             Some(first) => first.test,
-            None => self.test.as_deref().unwrap_or_default().parse()?,
+            None => {
+                let name = self.test.as_deref().unwrap_or_default();
+                match name.parse() {
+                    Ok(t) => t,
+                    // `-c HOST` took HOST for the test: iperf3's habit.
+                    Err(e) if self.local_cpu => {
+                        return Err(super::Tipped {
+                            error: anyhow::Error::from(e),
+                            tip: super::client_hint(name),
+                        }
+                        .into());
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
         };
         let mut p = TestPlan::new(test);
         self.load.apply(&mut p);
