@@ -40,6 +40,21 @@ pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest};
 mod sweep;
 pub use sweep::{SweepArgs, SweepRequest, U32List};
 
+/// The headings `--help` groups options under, in the order they first
+/// appear (clap lists headings in the order of their first option): where
+/// the test runs and for how long, then what load, of what sizes, on what
+/// sockets, open or closed loop, a mix, and what is written.
+pub mod heading {
+    pub const TARGET: &str = "Target and duration";
+    pub const LOAD: &str = "Load";
+    pub const SIZES: &str = "Sizes";
+    pub const SOCKETS: &str = "Sockets";
+    pub const OPEN_LOOP: &str = "Open loop";
+    pub const MIX: &str = "Mix";
+    pub const OUTPUT: &str = "Output";
+    pub const REPETITION: &str = "Repetition";
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "thrum",
@@ -534,5 +549,52 @@ mod tests {
         with_presets.extend(["rrul", "rrul_be", "upload", "download"].map(String::from));
         assert_eq!(offered("run"), with_presets);
         assert_eq!(offered("sweep"), tests);
+    }
+
+    /// `run --help` groups its options under headings, in the order a user
+    /// reaches for them (the target first, -H before --mix), and `-h` is
+    /// the short form: one line a flag.
+    #[test]
+    fn run_help_has_headings_in_order() {
+        use clap::CommandFactory;
+        let mut cmd = Cli::command();
+        cmd.build();
+        let run = cmd.find_subcommand_mut("run").unwrap();
+        let long = run.render_long_help().to_string();
+        let short = run.render_help().to_string();
+        let at = |text: &str, needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("no {needle:?} in:\n{text}"))
+        };
+        for text in [&long, &short] {
+            let order = [
+                "Target and duration:",
+                "Load:",
+                "Sizes:",
+                "Sockets:",
+                "Open loop:",
+                "Mix:",
+                "Output:",
+            ]
+            .map(|h| at(text, &format!("\n{h}\n")));
+            assert!(order.is_sorted(), "headings out of order: {order:?}");
+            assert!(at(text, "--host") < at(text, "--mix"));
+        }
+        assert!(
+            short.lines().count() < long.lines().count(),
+            "-h is not shorter than --help"
+        );
+        // The same headings in curve.
+        let curve = cmd.find_subcommand_mut("curve").unwrap();
+        let help = curve.render_help().to_string();
+        let order = [
+            "Target and duration:",
+            "Load:",
+            "Sizes:",
+            "Open loop:",
+            "Output:",
+        ]
+        .map(|h| at(&help, &format!("\n{h}\n")));
+        assert!(order.is_sorted(), "curve's headings out of order: {help}");
     }
 }
