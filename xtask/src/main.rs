@@ -3,7 +3,8 @@
 //! beyond the Rust toolchain and the tar, gzip and dpkg-deb every Debian has.
 //!
 //! - `dist`: the static musl binary (profile `release-lto`: release with
-//!   whole-program LTO; a profile named `dist` would share target/dist),
+//!   whole-program LTO; a profile named `dist` would share target/dist; the
+//!   target's standard library added by `rustup target add` if missing),
 //!   stripped with its debug info kept beside it, and the tarball
 //!   `target/dist/thrum-VERSION-TARGET.tar.gz` holding it with the man pages,
 //!   completions, systemd unit, README and the two licence files.
@@ -90,6 +91,7 @@ struct Dist {
 
 fn dist(target: &str) -> Result<Dist> {
     let root = root();
+    ensure_target(target)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     run(Command::new(cargo)
         .current_dir(&root)
@@ -144,6 +146,40 @@ fn dist(target: &str) -> Result<Dist> {
         tarball,
         debug,
     })
+}
+
+/// The target's standard library, which a fresh toolchain lacks (cargo
+/// would fail on "can't find crate for `core`"): added with rustup when
+/// rustup is there; otherwise, or when that fails, one line saying what to
+/// run.
+fn ensure_target(target: &str) -> Result<()> {
+    let out = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .context("cannot run rustc")?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if sysroot
+        .join("lib/rustlib")
+        .join(target)
+        .join("lib")
+        .is_dir()
+    {
+        return Ok(());
+    }
+    let fix = format!("rustup target add {target}");
+    eprintln!("xtask: the standard library for {target} is missing: running `{fix}`");
+    match Command::new("rustup")
+        .args(["target", "add", target])
+        .stdout(std::io::stderr())
+        .status()
+    {
+        Ok(st) if st.success() => Ok(()),
+        Ok(st) => bail!("`{fix}` failed ({st}): run it yourself, then cargo xtask dist again"),
+        Err(_) => bail!(
+            "the standard library for {target} is missing and rustup is not installed: \
+             run `{fix}` with rustup, or install your toolchain's {target} standard library"
+        ),
+    }
 }
 
 /// The toolchain's own objcopy (LLVM's, which reads every target's ELF;
