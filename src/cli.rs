@@ -138,6 +138,55 @@ impl clap::builder::TypedValueParser for TestName {
     }
 }
 
+/// A value taken as written (checked later, where its error names the
+/// flag) whose usual values completions offer: `thrum curve`'s tests, `agg
+/// --tests`' names, `--tos`' DSCP names. Without them a shell would offer
+/// file names.
+#[derive(Clone, Copy, Debug)]
+pub struct Offered(pub fn() -> Vec<&'static str>);
+
+impl Offered {
+    /// The tests with an open loop: `thrum curve`'s.
+    pub const OPEN_LOOP_TEST: Offered = Offered(|| {
+        TestKind::ALL
+            .into_iter()
+            .filter(|t| t.traits().rate == crate::plan::Rate::Transactions)
+            .map(TestKind::name)
+            .collect()
+    });
+    /// `--tos`: the DSCP names (a TOS byte is accepted too).
+    pub const DSCP: Offered = Offered(|| {
+        vec![
+            "BE", "BK", "LE", "CS0", "CS1", "CS2", "CS3", "CS4", "CS5", "CS6", "CS7", "AF11",
+            "AF12", "AF13", "AF21", "AF22", "AF23", "AF31", "AF32", "AF33", "AF41", "AF42", "AF43",
+            "EF", "VA",
+        ]
+    });
+}
+
+impl clap::builder::TypedValueParser for Offered {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            (self.0)()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
 fn size(s: &str) -> Result<u64, String> {
     parse_size(s).map(|b| b.0).map_err(|e| e.to_string())
 }

@@ -75,7 +75,7 @@ pub struct AggArgs {
     #[arg(long, value_name = "NAME[:PORT]")]
     pub hosts_dns: Option<String>,
     /// Tests to run, in order: tps (1-byte burst udp_rr), outbound (tcp_stream), inbound (tcp_maerts), bidir (64K burst tcp_rr), sync (1-byte tcp_rr to each server in turn), rr (1-byte tcp_rr, one transaction in flight per stream, ramped).
-    #[arg(long, default_value = "tps,outbound,inbound", value_name = "LIST")]
+    #[arg(long, default_value = "tps,outbound,inbound", value_name = "LIST", value_parser = super::Offered(agg_test_names), hide_possible_values = true)]
     pub tests: String,
     /// Streams in the last step (1, 2, 4 … up to this); default: 2 × this host's CPUs, at least one per server.
     #[arg(long, value_name = "N")]
@@ -329,6 +329,14 @@ impl ReportArgs {
             output: self.output.to_output(),
         }
     }
+}
+
+/// `--tests`' names, offered to completions (a list is checked whole later).
+fn agg_test_names() -> Vec<&'static str> {
+    crate::agg::kinds::AggTest::ALL
+        .into_iter()
+        .map(|t| t.name())
+        .collect()
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ fn slo(s: &str) -> Result<Slo, String> {
 )]
 pub struct CurveArgs {
     /// tcp_rr, udp_rr, tcp_crr or tcp_cc: the tests with an open loop (--rate).
-    #[arg(value_name = "TEST")]
+    #[arg(value_name = "TEST", value_parser = super::Offered::OPEN_LOOP_TEST, hide_possible_values = true)]
     pub test: String,
     /// Server as HOST or HOST:PORT; absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]

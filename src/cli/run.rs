@@ -103,7 +103,7 @@ pub struct RunArgs {
     /// DSCP name or TOS byte on the data sockets, both ends.
     ///
     /// DSCP/TOS mark on the data sockets, both ends: a DSCP name (EF, CS5, AF41, BE, BK) or the TOS byte 0..255 (IP_TOS, IPV6_TCLASS).
-    #[arg(long, value_name = "DSCP|TOS")]
+    #[arg(long, value_name = "DSCP|TOS", value_parser = super::Offered::DSCP, hide_possible_values = true)]
     #[arg(help_heading = super::heading::SOCKETS)]
     pub tos: Option<String>,
     /// capacity: the server-to-client direction.
