@@ -479,7 +479,7 @@ fn deb_installs_works_and_removes() {
         "README.md.gz",
         "docs/install.md.gz",
         "docs/json.md.gz",
-        "changelog.Debian.gz",
+        "changelog.gz",
     ] {
         let path = Path::new("/usr/share/doc/thrum").join(doc);
         assert!(path.is_file(), "the package lacks {}", path.display());

@@ -14,7 +14,8 @@
 //! - `deb`: the same files as a Debian package, built with `dpkg-deb` from the
 //!   tree `dist` stages (no cargo-deb to compile in CI); the unit is installed,
 //!   not enabled, and the licence is in `/usr/share/doc/thrum/copyright`,
-//!   beside the documents and the changelog Debian asks for.
+//!   beside the documents and the changelog (`changelog.gz`: a native
+//!   package's name) Debian asks for.
 //! - `man DIR`, `completions DIR`: only those files, for a packager.
 //!
 //! Man pages and completions come from the CLI's own clap definition
@@ -569,9 +570,13 @@ fn deb(d: &Dist) -> Result<PathBuf> {
         gzip_to(&d.stage.join(&doc), &put(&to)?)?;
     }
     let version = version();
-    let changelog = put("usr/share/doc/thrum/changelog.Debian")?;
+    // A version without a Debian revision (0.1.0, not 0.1.0-1) makes this
+    // a native package, whose changelog Debian names changelog.gz (the
+    // .Debian.gz name is a non-native package's; lintian refuses either
+    // in the other's place).
+    let changelog = put("usr/share/doc/thrum/changelog")?;
     fs::write(&changelog, debian_changelog(&version))?;
-    gzip_to(&changelog, &put("usr/share/doc/thrum/changelog.Debian.gz")?)?;
+    gzip_to(&changelog, &put("usr/share/doc/thrum/changelog.gz")?)?;
     fs::remove_file(&changelog)?;
     fs::write(
         put("usr/share/doc/thrum/copyright")?,
