@@ -40,6 +40,21 @@ pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest};
 mod sweep;
 pub use sweep::{SweepArgs, SweepRequest, U32List};
 
+/// The headings `--help` groups options under, in the order they first
+/// appear (clap lists headings in the order of their first option): where
+/// the test runs and for how long, then what load, of what sizes, on what
+/// sockets, open or closed loop, a mix, and what is written.
+pub mod heading {
+    pub const TARGET: &str = "Target and duration";
+    pub const LOAD: &str = "Load";
+    pub const SIZES: &str = "Sizes";
+    pub const SOCKETS: &str = "Sockets";
+    pub const OPEN_LOOP: &str = "Open loop";
+    pub const MIX: &str = "Mix";
+    pub const OUTPUT: &str = "Output";
+    pub const REPETITION: &str = "Repetition";
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "thrum",
@@ -123,6 +138,55 @@ impl clap::builder::TypedValueParser for TestName {
     }
 }
 
+/// A value taken as written (checked later, where its error names the
+/// flag) whose usual values completions offer: `thrum curve`'s tests, `agg
+/// --tests`' names, `--tos`' DSCP names. Without them a shell would offer
+/// file names.
+#[derive(Clone, Copy, Debug)]
+pub struct Offered(pub fn() -> Vec<&'static str>);
+
+impl Offered {
+    /// The tests with an open loop: `thrum curve`'s.
+    pub const OPEN_LOOP_TEST: Offered = Offered(|| {
+        TestKind::ALL
+            .into_iter()
+            .filter(|t| t.traits().rate == crate::plan::Rate::Transactions)
+            .map(TestKind::name)
+            .collect()
+    });
+    /// `--tos`: the DSCP names (a TOS byte is accepted too).
+    pub const DSCP: Offered = Offered(|| {
+        vec![
+            "BE", "BK", "LE", "CS0", "CS1", "CS2", "CS3", "CS4", "CS5", "CS6", "CS7", "AF11",
+            "AF12", "AF13", "AF21", "AF22", "AF23", "AF31", "AF32", "AF33", "AF41", "AF42", "AF43",
+            "EF", "VA",
+        ]
+    });
+}
+
+impl clap::builder::TypedValueParser for Offered {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            (self.0)()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
 fn size(s: &str) -> Result<u64, String> {
     parse_size(s).map(|b| b.0).map_err(|e| e.to_string())
 }
@@ -189,8 +253,8 @@ fn ns(d: Duration) -> u64 {
 /// said after clap's error. Hints, not aliases: `-P` or `-R` meaning
 /// something here would make a typo run the wrong test.
 pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<String> {
-    use clap::error::ErrorKind::{InvalidSubcommand, UnknownArgument};
-    if !matches!(kind, UnknownArgument | InvalidSubcommand) {
+    use clap::error::ErrorKind::{InvalidSubcommand, UnknownArgument, ValueValidation};
+    if !matches!(kind, UnknownArgument | InvalidSubcommand | ValueValidation) {
         return None;
     }
     let run = args.iter().position(|a| a == "run")?;
@@ -207,7 +271,29 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
         })
     };
     let has = |flag: &str| rest.iter().any(|a| a == flag);
-    if let Some(test) = value_after("-t") {
+    if kind == ValueValidation {
+        // netperf's -b (a count) refusing iperf3's -b (a bit rate).
+        let b = value_after("-b").filter(|v| v.parse::<u32>().is_err() && parse_rate(v).is_ok())?;
+        let b = crate::text::echo(&b);
+        return Some(format!(
+            "-b is the burst here (netperf's: extra transactions in flight, a count); \
+             for a bit rate (iperf3's -b): --rate {b} (udp_stream) or --pacing-rate {b} (per TCP flow)"
+        ));
+    }
+    if let Some(t) = value_after("-t") {
+        // iperf3's -t is the duration: a number (of seconds) or a duration.
+        if t.starts_with(|c: char| c.is_ascii_digit()) && parse_duration(&t).is_ok() {
+            let l = if t.bytes().all(|c| c.is_ascii_digit() || c == b'.') {
+                format!("{t}s")
+            } else {
+                t.clone()
+            };
+            let l = crate::text::echo(&l);
+            return Some(format!(
+                "the duration is -l here, not -t (iperf3's): -l {l}"
+            ));
+        }
+        let test = t;
         let test = crate::text::echo(&test);
         return Some(format!(
             "the test is positional, not -t (netperf's): thrum run {test}"
@@ -233,6 +319,9 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
             "--json is a switch (JSON on standard output); for a file beside the terminal output: --export-json {f}"
         ));
     }
+    if let Some(h) = value_after("-c").filter(|h| h.parse::<TestKind>().is_err()) {
+        return Some(client_hint(&h));
+    }
     if let Some(p) = value_after("-p") {
         let p = crate::text::echo(&p);
         return Some(format!(
@@ -241,6 +330,30 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
     }
     None
 }
+
+/// iperf3's `-c HOST`: here -c is `--local-cpu`, and the server is `-H`.
+fn client_hint(host: &str) -> String {
+    let host = crate::text::echo(host);
+    format!(
+        "thrum's client takes the server as -H HOST (-c is --local-cpu here, not iperf3's client), e.g. thrum run tcp_stream -H {host}"
+    )
+}
+
+/// An error said with a tip under it, as clap's are: `main` prints the
+/// message as `error: …` and the tip as `  tip: …` after a blank line.
+#[derive(Debug)]
+pub struct Tipped {
+    pub error: anyhow::Error,
+    pub tip: String,
+}
+
+impl std::fmt::Display for Tipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl std::error::Error for Tipped {}
 
 /// Split `host`, `host:port`, `[v6]:port` or a bare IPv6 address.
 pub fn split_host_port(s: &str) -> Result<(String, u16)> {
@@ -485,5 +598,52 @@ mod tests {
         with_presets.extend(["rrul", "rrul_be", "upload", "download"].map(String::from));
         assert_eq!(offered("run"), with_presets);
         assert_eq!(offered("sweep"), tests);
+    }
+
+    /// `run --help` groups its options under headings, in the order a user
+    /// reaches for them (the target first, -H before --mix), and `-h` is
+    /// the short form: one line a flag.
+    #[test]
+    fn run_help_has_headings_in_order() {
+        use clap::CommandFactory;
+        let mut cmd = Cli::command();
+        cmd.build();
+        let run = cmd.find_subcommand_mut("run").unwrap();
+        let long = run.render_long_help().to_string();
+        let short = run.render_help().to_string();
+        let at = |text: &str, needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("no {needle:?} in:\n{text}"))
+        };
+        for text in [&long, &short] {
+            let order = [
+                "Target and duration:",
+                "Load:",
+                "Sizes:",
+                "Sockets:",
+                "Open loop:",
+                "Mix:",
+                "Output:",
+            ]
+            .map(|h| at(text, &format!("\n{h}\n")));
+            assert!(order.is_sorted(), "headings out of order: {order:?}");
+            assert!(at(text, "--host") < at(text, "--mix"));
+        }
+        assert!(
+            short.lines().count() < long.lines().count(),
+            "-h is not shorter than --help"
+        );
+        // The same headings in curve.
+        let curve = cmd.find_subcommand_mut("curve").unwrap();
+        let help = curve.render_help().to_string();
+        let order = [
+            "Target and duration:",
+            "Load:",
+            "Sizes:",
+            "Open loop:",
+            "Output:",
+        ]
+        .map(|h| at(&help, &format!("\n{h}\n")));
+        assert!(order.is_sorted(), "curve's headings out of order: {help}");
     }
 }

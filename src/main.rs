@@ -41,8 +41,13 @@ fn main() -> ExitCode {
                     }
                     let at = lines.iter().position(|l| l.is_empty()).unwrap_or(1);
                     let tip = format!("  tip: {h}");
+                    // A blank line either side, as clap sets its own tip.
                     lines.insert(at + 1, &tip);
-                    let text = lines.join("\n").replace("\n\n\n", "\n\n");
+                    lines.insert(at + 2, "");
+                    let mut text = lines.join("\n");
+                    while text.contains("\n\n\n") {
+                        text = text.replace("\n\n\n", "\n\n");
+                    }
                     eprintln!("{text}");
                 }
                 // clap prints help and --version itself, to stdout with status 0.
@@ -57,6 +62,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
+            if let Some(t) = e.downcast_ref::<thrum::cli::Tipped>() {
+                eprintln!("\n  tip: {}", t.tip);
+            }
             ExitCode::from(2)
         }
     }

@@ -59,6 +59,7 @@ const MAX_STREAMS: u32 = 1024;
 pub struct AggArgs {
     /// Prove this pre-shared key to the server(s) (HMAC-SHA256 challenge-response), as `thrum run --psk-file`.
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub psk_file: Option<PathBuf>,
     /// Load generators running `thrum server`: HOST[:PORT],HOST[:PORT],...
     #[arg(
@@ -67,30 +68,39 @@ pub struct AggArgs {
         conflicts_with_all = ["hosts_file", "hosts_dns"],
         required_unless_present_any = ["hosts_file", "hosts_dns"]
     )]
+    #[arg(help_heading = super::heading::TARGET)]
     pub hosts: Option<String>,
     /// File of load generators: one HOST[:PORT] per line, or netperf's remote_hosts form (REMOTE_HOSTS[0]=lg1, NUM_REMOTE_HOSTS=2), read as data.
     #[arg(long, value_name = "FILE", conflicts_with = "hosts_dns")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub hosts_file: Option<PathBuf>,
     /// Load generators from DNS: every A and AAAA record of NAME is one (PORT: all of them; default 12880), e.g. a Kubernetes headless Service over a DaemonSet of `thrum server`.
     #[arg(long, value_name = "NAME[:PORT]")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub hosts_dns: Option<String>,
     /// Tests to run, in order: tps (1-byte burst udp_rr), outbound (tcp_stream), inbound (tcp_maerts), bidir (64K burst tcp_rr), sync (1-byte tcp_rr to each server in turn), rr (1-byte tcp_rr, one transaction in flight per stream, ramped).
-    #[arg(long, default_value = "tps,outbound,inbound", value_name = "LIST")]
+    #[arg(long, default_value = "tps,outbound,inbound", value_name = "LIST", value_parser = super::Offered(agg_test_names), hide_possible_values = true)]
+    #[arg(help_heading = super::heading::LOAD)]
     pub tests: String,
     /// Streams in the last step (1, 2, 4 … up to this); default: 2 × this host's CPUs, at least one per server.
     #[arg(long, value_name = "N")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub max_streams: Option<u32>,
     /// How long each step holds (at least 3s).
     #[arg(long, default_value = "60s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub step: Duration,
     /// Transactions in flight beyond one per stream for tps and bidir: auto (tps: search as find_max_burst.sh; bidir: 12) or N for both.
     #[arg(long, default_value = "auto", value_parser = burst_choice, value_name = "auto|N")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub burst: BurstChoice,
     /// Length of each probe of the automatic burst search.
     #[arg(long, default_value = "2s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub burst_probe: Duration,
     /// Interim sample period of every stream.
     #[arg(long, default_value = "500ms", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub interval: Duration,
     #[command(flatten)]
     pub output: AggOutputArgs,
@@ -101,18 +111,23 @@ pub struct AggArgs {
 pub struct AggOutputArgs {
     /// Directory for results.json, TEST_streams.csv, TEST_overall.svg and report.html (agg: default ./thrum-agg-DATE/; report: none, summary only).
     #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub out: Option<PathBuf>,
     /// Also draw one SVG per stream (TEST_stream_K.svg).
     #[arg(long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub individual: bool,
     /// Print every step's average, minimum and maximum, not only the peak's.
     #[arg(long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub intervals: bool,
     /// Print the result (results.json's document) as JSON on standard output instead of the summary.
     #[arg(long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub json: bool,
     /// Also write the result as JSON to FILE (repeatable).
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub export_json: Vec<PathBuf>,
 }
 
@@ -329,6 +344,14 @@ impl ReportArgs {
             output: self.output.to_output(),
         }
     }
+}
+
+/// `--tests`' names, offered to completions (a list is checked whole later).
+fn agg_test_names() -> Vec<&'static str> {
+    crate::agg::kinds::AggTest::ALL
+        .into_iter()
+        .map(|t| t.name())
+        .collect()
 }
 
 #[cfg(test)]

@@ -29,57 +29,86 @@ fn slo(s: &str) -> Result<Slo, String> {
 /// (50ms: curve runs no mix, whose probes wait longer).
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("flows", |a| a.help("Number of flows; the offered rate is spread over them")),
-    mut_arg("threads", |a| a.help("Worker threads on each end")),
-    mut_arg("rr_size", |a| a.help("Request and response sizes in bytes, REQ[,RESP]")),
-    mut_arg("arrivals", |a| a.help("`fixed` spacing, or `poisson` arrivals of the same mean rate")),
-    mut_arg("max_inflight", |a| a.help("The most transactions in flight per flow")),
+    mut_arg("flows", |a| a.long_help(None::<&str>).help("Number of flows; the offered rate is spread over them")),
+    mut_arg("threads", |a| a.long_help(None::<&str>).help("Worker threads on each end")),
+    mut_arg("rr_size", |a| a.long_help(None::<&str>).help("Request and response sizes in bytes, REQ[,RESP]")),
+    mut_arg("nodelay", |a| a),
+    mut_arg("arrivals", |a| a.long_help(None::<&str>).help("`fixed` spacing, or `poisson` arrivals of the same mean rate")),
+    mut_arg("max_inflight", |a| a.long_help(None::<&str>).help("The most transactions in flight per flow")),
     mut_arg("rr_timeout", |a| a
+        .long_help(None::<&str>)
         .help("udp_rr: a transaction without a response after this is lost")
         .default_value(CURVE_RR_TIMEOUT)),
+    // mut_arg moves an option to the end, and clap lists headings in the
+    // order of their first option: the rest follow, so that the headings
+    // keep run's order.
+    mut_arg("rates", |a| a),
+    mut_arg("slo", |a| a),
+    mut_arg("json", |a| a),
+    mut_arg("out", |a| a),
 )]
 pub struct CurveArgs {
     /// tcp_rr, udp_rr, tcp_crr or tcp_cc: the tests with an open loop (--rate).
-    #[arg(value_name = "TEST")]
+    #[arg(value_name = "TEST", value_parser = super::Offered::OPEN_LOOP_TEST, hide_possible_values = true)]
     pub test: String,
     /// Server as HOST or HOST:PORT; absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub host: Option<String>,
     /// Prove this pre-shared key to the server, as `thrum run --psk-file`.
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub psk_file: Option<PathBuf>,
+    /// Measurement window of each step.
+    #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub duration: Duration,
+    /// Traffic before each step's window.
+    #[arg(long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub warmup: Duration,
+    /// Interim sample period; default a tenth of a step.
+    ///
+    /// Interim sample period; default a tenth of a step (100ms..=1s), so
+    /// that growth of latency over a step can be seen (it needs 6 intervals).
+    #[arg(short = 'i', long, value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub interval: Option<Duration>,
+    /// auto: length of the closed-loop probe.
+    #[arg(long, default_value = "2s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub probe: Duration,
+    #[command(flatten)]
+    pub flow: FlowArgs,
+    /// Offered rates in transactions/s (1000,5k,20k), or auto.
+    ///
     /// Offered rates in transactions/s, strictly increasing (1000,5k,20k), or
     /// auto: probe the closed-loop maximum, step geometrically from 5 % to
     /// 120 % of it (and up to 4 steps beyond while none saturated), then
     /// add steps between the last good one and the turn.
     #[arg(long, default_value = "auto", value_parser = rates, value_name = "LIST|auto")]
+    #[arg(help_heading = super::heading::OPEN_LOOP)]
     pub rates: Rates,
+    /// A bound on response time the knee must meet, PCT=DURATION.
+    ///
     /// A bound on response time, PCT=DURATION (p50, p90, p99, p99.9 or max):
     /// the knee is the highest achieved rate below saturation that meets it.
     #[arg(long, value_parser = slo, value_name = "PCT=DURATION")]
+    #[arg(help_heading = super::heading::OPEN_LOOP)]
     pub slo: Option<Slo>,
-    /// Measurement window of each step.
-    #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
-    pub duration: Duration,
-    /// Traffic before each step's window.
-    #[arg(long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
-    pub warmup: Duration,
-    /// Interim sample period; default a tenth of a step (100ms..=1s), so
-    /// that growth of latency over a step can be seen (it needs 6 intervals).
-    #[arg(short = 'i', long, value_parser = duration, value_name = "DURATION")]
-    pub interval: Option<Duration>,
-    /// auto: length of the closed-loop probe.
-    #[arg(long, default_value = "2s", value_parser = duration, value_name = "DURATION")]
-    pub probe: Duration,
-    #[command(flatten)]
-    pub flow: FlowArgs,
+    /// Print the record (thrum.curve.v1) instead of the table.
+    ///
     /// Print the record (results.json's document, schema thrum.curve.v1) on
     /// standard output instead of the table.
     #[arg(long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub json: bool,
+    /// Directory for results.json, curve.csv, curve.svg and report.html.
+    ///
     /// Directory for results.json (schema thrum.curve.v1), curve.csv,
     /// curve.svg and report.html.
     #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub out: Option<PathBuf>,
 }
 

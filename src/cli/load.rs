@@ -28,13 +28,26 @@ use crate::plan::{Arrivals, CloseMode, DriverChoice, SocketOpts, TestPlan};
 pub struct FlowArgs {
     /// Number of flows (connections).
     #[arg(short = 'F', long, default_value_t = 1, value_name = "F")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub flows: u32,
+    /// Worker threads on each end.
+    ///
     /// Worker threads on each end; flows are spread evenly over them.
     #[arg(short = 'T', long, default_value_t = 1, value_name = "T")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub threads: u32,
+    /// Request and response sizes in bytes (rr, crr).
+    ///
     /// Request and response sizes in bytes, REQ[,RESP] (rr, crr).
     #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]")]
+    #[arg(help_heading = super::heading::SIZES)]
     pub rr_size: (u64, u64),
+    /// Set TCP_NODELAY on data sockets, both ends.
+    #[arg(long)]
+    #[arg(help_heading = super::heading::SOCKETS)]
+    pub nodelay: bool,
+    /// With --rate: fixed or poisson arrivals.
+    ///
     /// With --rate on a request/response test: `fixed` spacing, or `poisson`
     /// arrivals of the same mean rate.
     #[arg(
@@ -43,20 +56,24 @@ pub struct FlowArgs {
         default_value = "fixed",
         value_name = "fixed|poisson"
     )]
+    #[arg(help_heading = super::heading::OPEN_LOOP)]
     pub arrivals: Arrivals,
+    /// With --rate: most transactions in flight per flow.
+    ///
     /// With --rate on tcp_rr or udp_rr: the most transactions in flight per
     /// flow; when full, the schedule keeps running and the owed requests go
     /// out as slots free. tcp_crr and tcp_cc keep one connection per flow.
     #[arg(long, default_value_t = crate::plan::DEFAULT_MAX_INFLIGHT, value_name = "N")]
+    #[arg(help_heading = super::heading::OPEN_LOOP)]
     pub max_inflight: u32,
+    /// udp_rr: a transaction unanswered this long is lost.
+    ///
     /// udp_rr: a transaction without a response after this is lost and its
     /// slot reused. Default: 50ms; 2s in a mix, whose probes must wait out a
     /// bloated queue to measure it.
     #[arg(long, value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::OPEN_LOOP)]
     pub rr_timeout: Option<Duration>,
-    /// Set TCP_NODELAY on data sockets, both ends.
-    #[arg(long)]
-    pub nodelay: bool,
 }
 
 impl FlowArgs {
@@ -81,30 +98,46 @@ impl FlowArgs {
 pub struct LoadArgs {
     #[command(flatten)]
     pub flow: FlowArgs,
+    /// Extra transactions in flight per flow (netperf's burst).
+    ///
     /// Extra transactions in flight per flow: N+1 outstanding (netperf's burst; tcp_rr, udp_rr).
     #[arg(short = 'b', long, default_value_t = 0, value_name = "N")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub burst: u32,
+    /// Bytes per send call, or datagram or packet size.
+    ///
     /// Bytes per send call (stream tests; default 128K), the datagram size of udp_stream (default 1472, at most 65507), or capacity's packet size (--packet-size; default the payload that fills the path MTU, up to a 9000-byte MTU's; 12 to 65507). K/M/G = 2^10.., k/m/g = 10^3..
     #[arg(short = 'm', long, visible_alias = "packet-size", value_parser = size, value_name = "SIZE")]
+    #[arg(help_heading = super::heading::SIZES)]
     pub send_size: Option<u64>,
     /// Bytes per receive call (stream tests).
     #[arg(short = 'M', long, default_value = "128K", value_parser = size, value_name = "SIZE")]
+    #[arg(help_heading = super::heading::SIZES)]
     pub recv_size: u64,
+    /// Local socket buffers SO_SNDBUF[,SO_RCVBUF].
+    ///
     /// Local socket buffers SO_SNDBUF[,SO_RCVBUF]; default: kernel autotuning.
     #[arg(short = 's', long, value_parser = size_pair, value_name = "SND[,RCV]")]
+    #[arg(help_heading = super::heading::SOCKETS)]
     pub local_buffer: Option<(u64, u64)>,
     /// Server socket buffers SO_SNDBUF[,SO_RCVBUF].
     #[arg(short = 'S', long, value_parser = size_pair, value_name = "SND[,RCV]")]
+    #[arg(help_heading = super::heading::SOCKETS)]
     pub remote_buffer: Option<(u64, u64)>,
     /// TCP congestion control, both ends (cubic, bbr, ...).
     #[arg(long, value_name = "ALGO")]
+    #[arg(help_heading = super::heading::SOCKETS)]
     pub cc: Option<String>,
     /// TCP_MAXSEG, both ends.
     #[arg(long, value_name = "BYTES")]
+    #[arg(help_heading = super::heading::SOCKETS)]
     pub mss: Option<u32>,
     /// SO_MAX_PACING_RATE per flow, in bits/s (100M = 10^8 bit/s).
     #[arg(long, value_parser = rate, value_name = "RATE")]
+    #[arg(help_heading = super::heading::SOCKETS)]
     pub pacing_rate: Option<u64>,
+    /// Open loop: bits/s (udp_stream) or transactions/s (rr, crr, cc).
+    ///
     /// Open loop. udp_stream: send each flow's datagrams at RATE bits/s of
     /// payload (as iperf3 -b). tcp_rr, udp_rr, tcp_crr, tcp_cc: offer RATE
     /// transactions/s in all (10k = 10,000/s), spread over the flows, on a
@@ -113,30 +146,45 @@ pub struct LoadArgs {
     /// sets TCP_NODELAY on both ends. Default: as fast as possible (closed
     /// loop).
     #[arg(long, value_parser = rate, value_name = "RATE")]
+    #[arg(help_heading = super::heading::OPEN_LOOP)]
     pub rate: Option<u64>,
+    /// Stream tests: time every send and receive call.
+    ///
     /// tcp_stream, tcp_maerts, tcp_bidir: time every send and receive call
     /// on both ends into histograms (netperf's -v 2; shown with -v, always
     /// in JSON). Off by default: two clock reads per call.
     #[arg(long)]
+    #[arg(help_heading = super::heading::LOAD)]
     pub call_times: bool,
+    /// SO_BUSY_POLL on data sockets, both ends, in µs.
+    ///
     /// SO_BUSY_POLL on data sockets, both ends: a receive spins this many µs on
     /// the device queue before sleeping (NICs with NAPI only; not loopback or veth).
     #[arg(long, value_name = "USEC")]
+    #[arg(help_heading = super::heading::SOCKETS)]
     pub busy_poll: Option<u32>,
+    /// Stream tests: send with MSG_ZEROCOPY.
+    ///
     /// tcp_stream, tcp_maerts, tcp_bidir: send with MSG_ZEROCOPY (SO_ZEROCOPY)
     /// on the sending end(s), from a ring of 16 buffers of --send-size that
     /// are reused once the kernel reports their completion. Over loopback and
     /// veth the kernel copies anyway on delivery, which makes sends slower, not
     /// faster; the result counts the sends, completions and copies.
     #[arg(long)]
+    #[arg(help_heading = super::heading::SOCKETS)]
     pub zerocopy: bool,
+    /// udp_stream: send with UDP_SEGMENT (GSO), receive with UDP_GRO.
+    ///
     /// udp_stream, unpaced: the sender hands the kernel up to 64 datagrams
     /// per send (UDP_SEGMENT, GSO) and the receiver takes them coalesced
     /// (UDP_GRO), counting datagrams by the segment size. Never the default:
     /// it measures the kernel's GSO/GRO path, where datagrams are split and
     /// merged in bulk, not one datagram per packet through the stack.
     #[arg(long)]
+    #[arg(help_heading = super::heading::SOCKETS)]
     pub gso: bool,
+    /// I/O driver of the worker threads.
+    ///
     /// I/O driver of the worker threads, both ends: auto (blocking for a
     /// thread with one flow; uring for a thread with 4 or more tcp_rr or
     /// udp_rr flows where the kernel has it; epoll otherwise), epoll, or uring (io_uring:
@@ -144,20 +192,26 @@ pub struct LoadArgs {
     /// receive, send and close as ring operations for tcp_crr/tcp_cc; multishot
     /// poll for the rest; falls back to epoll where unavailable).
     #[arg(long, value_enum, default_value = "auto", value_name = "DRIVER")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub driver: DriverChoice,
-    /// tcp_crr, tcp_cc: how the client ends each connection. fin: the server
+    /// tcp_crr, tcp_cc: how the client ends a connection.
+    ///
+    /// tcp_crr, tcp_cc: how the client ends a connection. fin: the server
     /// closes first once it has answered and the client closes on its FIN
     /// (graceful; TIME_WAIT on the server, as netperf's TCP_CRR). rst: the
     /// client aborts with SO_LINGER 0 (a reset) as soon as it has the
     /// response (crr) or the server's FIN (cc): no TIME_WAIT on either end,
     /// two packets fewer per connection (neper tcp_crr's default).
     #[arg(long, value_enum, default_value = "fin", value_name = "MODE")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub close: CloseMode,
     /// Pin local worker threads to these CPUs, round-robin (0,2-3).
     #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub cpu_pin: Option<CpuList>,
     /// Pin the server's worker threads to these CPUs.
     #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub remote_cpu_pin: Option<CpuList>,
 }
 

@@ -28,33 +28,61 @@ fn field_list(s: &str) -> Result<FieldList, String> {
 pub struct OutputArgs {
     /// Write the result as one JSON document (schema thrum.result.v1).
     #[arg(long, conflicts_with = "keyval")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub json: bool,
+    /// Write the result as netperf-style KEY=value lines.
+    ///
     /// Write the result as netperf-style KEY=value lines (only the --output-fields, when given).
     #[arg(long, conflicts_with = "csv")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub keyval: bool,
+    /// Write the --output-fields as one CSV line (netperf's -o).
+    ///
     /// Write the --output-fields (default THROUGHPUT,THROUGHPUT_UNITS) as one CSV line under a header of their names (netperf's -o).
     #[arg(long, conflicts_with = "json")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub csv: bool,
+    /// netperf's output selectors (-o/-O/-k): the fields shown.
+    ///
     /// netperf's omni output selectors (-o/-O/-k): the fields, by netperf's names and thrum's own (THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P99_LATENCY,LOCAL_CPU_UTIL,REMOTE_SD, …), that --csv, --keyval or, alone, one human line shows.
     #[arg(long, value_parser = field_list, value_name = "LIST", conflicts_with = "json")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub output_fields: Option<FieldList>,
+    /// Write the result to FILE instead of standard output.
+    ///
     /// Write the result to FILE instead of standard output ('-' is standard output). A regular file is replaced atomically through an exclusively created temp file; a FIFO or device is written directly.
     #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub output: Option<PathBuf>,
+    /// Write per-interval, per-flow samples as CSV to FILE.
+    ///
     /// Write per-interval, per-flow samples as CSV to FILE, a row at a time as they arrive; the finished file replaces it atomically at the end.
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub samples: Option<PathBuf>,
+    /// Write JSON Lines as the test runs: each interval, then the result.
+    ///
     /// Write JSON Lines to standard output as the test runs: one line per interval as it completes, then the whole result as the last line.
     #[arg(long, conflicts_with_all = ["json", "keyval", "output"])]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub json_stream: bool,
+    /// Also write the result as JSON to FILE (repeatable).
+    ///
     /// Also write the result as JSON to FILE, beside the output on the terminal (repeatable; hyperfine's habit).
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub export_json: Vec<PathBuf>,
+    /// Also write the samples as CSV to FILE (repeatable).
+    ///
     /// Also write the per-interval, per-flow samples as CSV to FILE (repeatable).
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub export_csv: Vec<PathBuf>,
+    /// Also write KEY=value lines to FILE (repeatable).
+    ///
     /// Also write the result as netperf-style KEY=value lines to FILE (repeatable).
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub export_keyval: Vec<PathBuf>,
 }
 

@@ -18,97 +18,164 @@ use crate::plan::{TestKind, TestPlan};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// The test (tcp_stream, tcp_rr, udp_stream, …) or a preset mix (rrul, …).
+    ///
     /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream, udp_rr or capacity (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run).
     #[arg(value_name = "TEST", value_parser = TestName::TEST_OR_PRESET, hide_possible_values = true, required_unless_present = "mix", conflicts_with = "mix")]
     pub test: Option<String>,
+    /// Server as HOST[:PORT]; absent: an embedded one on loopback.
+    ///
+    /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
+    #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub host: Option<String>,
+    /// Length of the measurement window.
+    ///
+    /// Length of the measurement window (10s, 500ms, 2m, 1h30m).
+    #[arg(short = 'l', long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub duration: Duration,
+    /// Measure this many transactions instead of a duration.
+    ///
+    /// Measure this many transactions instead of a duration (tcp_rr, tcp_crr, tcp_cc, udp_rr).
+    #[arg(short = 'n', long, value_name = "N")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub transactions: Option<u64>,
+    /// Interim sample period.
+    #[arg(short = 'i', long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub interval: Duration,
+    /// Traffic before the measurement window (default 1s; none with -n).
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub warmup: Option<Duration>,
+    /// Traffic after the measurement window, before the drain.
+    #[arg(long, default_value = "0s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub cooldown: Duration,
+    /// Use IPv4 only.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6')]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub ipv6: bool,
+    /// Local address for the control and data connections.
+    #[arg(long, value_name = "ADDR")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub bind: Option<IpAddr>,
+    /// Prove this pre-shared key (FILE) to the server.
+    ///
+    /// Prove this pre-shared key to the server (HMAC-SHA256 challenge-response); the file holds 16..=4096 bytes.
+    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub psk_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Several tests in one session: TEST[*FLOWS][@rate=N…],….
+    ///
     /// Several tests in one session, as parts joined by commas. A part is
     /// TEST, then optionally *FLOWS and any of @rate=N @dscp=NAME @tos=N
     /// @name=LABEL, e.g. tcp_stream*4,udp_rr@rate=100 (see
     /// docs/latency-under-load.md).
     #[arg(long, value_name = "SPEC")]
+    #[arg(help_heading = super::heading::MIX)]
     pub mix: Option<String>,
-    /// DSCP/TOS mark on the data sockets, both ends: a DSCP name (EF, CS5, AF41, BE, BK) or the TOS byte 0..255 (IP_TOS, IPV6_TCLASS).
-    #[arg(long, value_name = "DSCP|TOS")]
-    pub tos: Option<String>,
+    /// A mix: the probes alone this long before the bulk parts.
+    ///
     /// A mix with latency probes and bulk parts: the probes run alone this long at the start of the measurement window (the idle phase), before the bulk parts start; 0 with --recovery 0: no phases.
     #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::MIX)]
     pub idle: Duration,
+    /// A mix: the probes alone this long after the bulk parts.
+    ///
     /// A mix with latency probes and bulk parts: the probes run on alone this long after the bulk parts have drained (the recovery phase).
     #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::MIX)]
     pub recovery: Duration,
+    /// Print the plan and exit without running.
+    ///
+    /// Print the plan (a preset's or --mix's SPEC and its parts) and exit without running.
+    #[arg(long)]
+    #[arg(help_heading = super::heading::MIX)]
+    pub dry_run: bool,
+    /// DSCP name or TOS byte on the data sockets, both ends.
+    ///
+    /// DSCP/TOS mark on the data sockets, both ends: a DSCP name (EF, CS5, AF41, BE, BK) or the TOS byte 0..255 (IP_TOS, IPV6_TCLASS).
+    #[arg(long, value_name = "DSCP|TOS", value_parser = super::Offered::DSCP, hide_possible_values = true)]
+    #[arg(help_heading = super::heading::SOCKETS)]
+    pub tos: Option<String>,
+    /// capacity: the server-to-client direction.
+    ///
     /// capacity: the server sends the trains and the client times them, for
     /// the server-to-client direction's narrow link (default: client to
     /// server).
     #[arg(long, conflicts_with = "both")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub reverse: bool,
+    /// capacity: both directions, reported apart.
+    ///
     /// capacity: both directions in one session, each on its own flows
     /// (--flows and --threads are per direction) and reported apart.
     #[arg(long)]
+    #[arg(help_heading = super::heading::LOAD)]
     pub both: bool,
+    /// Write a chart as SVG to FILE (a mix, or capacity).
+    ///
     /// Write a chart as SVG to FILE. A mix: the time series (throughput up and down, probe latency, phases shaded). capacity: the histogram of the trains' gaps as rates, with the estimate, its interval and any token bucket marked.
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub chart: Option<std::path::PathBuf>,
+    /// A mix: write a self-contained HTML report to FILE.
+    ///
     /// A mix: write a self-contained HTML report (grades, parts, phases, the chart, every interval's goodput, probe latency, fairness and retransmits) to FILE.
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub html: Option<std::path::PathBuf>,
-    /// Print the plan (a preset's or --mix's SPEC and its parts) and exit without running.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Server as HOST or HOST:PORT ([v6]:PORT); absent: an embedded server on loopback.
-    #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
-    pub host: Option<String>,
-    /// Length of the measurement window (10s, 500ms, 2m, 1h30m).
-    #[arg(short = 'l', long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
-    pub duration: Duration,
-    /// Measure this many transactions instead of a duration (tcp_rr, tcp_crr, tcp_cc, udp_rr).
-    #[arg(short = 'n', long, value_name = "N")]
-    pub transactions: Option<u64>,
-    #[command(flatten)]
-    pub load: LoadArgs,
-    /// Use IPv4 only.
-    #[arg(short = '4', conflicts_with = "ipv6")]
-    pub ipv4: bool,
-    /// Use IPv6 only.
-    #[arg(short = '6')]
-    pub ipv6: bool,
-    /// Local address for the control and data connections.
-    #[arg(long, value_name = "ADDR")]
-    pub bind: Option<IpAddr>,
-    /// Prove this pre-shared key to the server (HMAC-SHA256 challenge-response); the file holds 16..=4096 bytes.
-    #[arg(long, value_name = "FILE")]
-    pub psk_file: Option<PathBuf>,
-    /// Interim sample period.
-    #[arg(short = 'i', long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
-    pub interval: Duration,
-    /// Traffic before the measurement window (default 1s; none with -n).
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
-    pub warmup: Option<Duration>,
-    /// Traffic after the measurement window, before the drain.
-    #[arg(long, default_value = "0s", value_parser = duration, value_name = "DURATION")]
-    pub cooldown: Duration,
+    /// More latency percentiles to report (50,99.99).
+    ///
     /// Latency percentiles to report besides p50, p90, p99 and p99.9 (50,99.99; each in (0, 100]).
     #[arg(long, value_parser = percentile_list, value_name = "LIST")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub percentiles: Option<PercentileList>,
+    /// Print a log-scale latency histogram.
+    ///
     /// Print a log-scale latency histogram (human output; the JSON always carries the histogram).
     #[arg(long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub histogram: bool,
+    /// Show this end's CPU utilisation and service demand.
+    ///
     /// Show this end's CPU utilisation and service demand (always measured; always in JSON).
     #[arg(short = 'c', long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub local_cpu: bool,
     /// Show the server's CPU utilisation and service demand.
     #[arg(short = 'C', long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub remote_cpu: bool,
     /// Show CPU utilisation and service demand of both ends (-c and -C).
     #[arg(long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub cpu: bool,
+    /// Repeat the test MIN..MAX times until --confidence is met.
+    ///
     /// Repeat the whole test at least MIN and at most MAX times (1..=30), until --confidence is met.
     #[arg(long, value_parser = iterations_arg, value_name = "MIN,MAX")]
+    #[arg(help_heading = super::heading::REPETITION)]
     pub iterations: Option<(u32, u32)>,
+    /// Confidence LEVEL (95, 99) and interval WIDTH in % of the mean.
+    ///
     /// Confidence LEVEL (95 or 99) and interval WIDTH in percent of the mean (default 5: ±2.5 %).
     #[arg(long, value_parser = confidence_arg, value_name = "LEVEL[,WIDTH]")]
+    #[arg(help_heading = super::heading::REPETITION)]
     pub confidence: Option<(u32, f64)>,
+    /// Print provenance (versions, kernel, interface, …) above the result.
+    ///
     /// Print provenance (versions, kernel, interface, offloads, sysctls) above the result.
     #[arg(short = 'v', long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub verbose: bool,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -294,7 +361,21 @@ impl RunArgs {
         };
         let test: TestKind = match parts.first() {
             Some(first) => first.test,
-            None => self.test.as_deref().unwrap_or_default().parse()?,
+            None => {
+                let name = self.test.as_deref().unwrap_or_default();
+                match name.parse() {
+                    Ok(t) => t,
+                    // `-c HOST` took HOST for the test: iperf3's habit.
+                    Err(e) if self.local_cpu => {
+                        return Err(super::Tipped {
+                            error: anyhow::Error::from(e),
+                            tip: super::client_hint(name),
+                        }
+                        .into());
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
         };
         let mut p = TestPlan::new(test);
         self.load.apply(&mut p);

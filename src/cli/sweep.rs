@@ -30,33 +30,42 @@ fn u32_list(s: &str) -> Result<U32List, String> {
 pub struct SweepArgs {
     /// Prove this pre-shared key to the server(s) (HMAC-SHA256 challenge-response), as `thrum run --psk-file`.
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub psk_file: Option<PathBuf>,
     /// tcp_rr, udp_rr (or any test; burst applies to tcp_rr and udp_rr only).
     #[arg(value_name = "TEST", value_parser = super::TestName::TEST, hide_possible_values = true)]
     pub test: String,
     /// Server; absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub host: Option<String>,
     /// Bursts, the matrix's rows.
     #[arg(long, default_value = "0", value_parser = u32_list, value_name = "LIST")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub burst: U32List,
     /// Flows, the matrix's columns (each flow on its own worker thread, up to this host's CPUs).
     #[arg(long, default_value = "1", value_parser = u32_list, value_name = "LIST")]
+    #[arg(help_heading = super::heading::LOAD)]
     pub flows: U32List,
     /// Request and response sizes, REQ[,RESP]; repeat the flag for one matrix per size.
     #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]", action = clap::ArgAction::Append)]
+    #[arg(help_heading = super::heading::SIZES)]
     pub rr_size: Vec<(u64, u64)>,
     /// Measurement window of each cell.
     #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
     pub duration: Duration,
     /// Print every cell as JSON on standard output instead of the table.
     #[arg(long)]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub json: bool,
     /// Also write the matrix as CSV to FILE (repeatable; --csv is the old name).
     #[arg(long, alias = "csv", value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub export_csv: Vec<PathBuf>,
     /// Also write every cell as JSON to FILE (repeatable).
     #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::heading::OUTPUT)]
     pub export_json: Vec<PathBuf>,
 }
 

@@ -2,7 +2,9 @@
 //! `thrum suite` with an empty environment as an unprivileged user, as in
 //! the `FROM scratch` image; man pages that render; completions that load in
 //! bash and offer the tests, the preset mixes and the drivers), the systemd unit
-//! (`systemd-analyze verify`), the .deb (installs, works, removes) and the
+//! (`systemd-analyze verify`), the .deb (installs, works, removes; no
+//! lintian error), the documents the README links to, man pages with
+//! EXAMPLES and EXIT STATUS, and the
 //! Kubernetes manifests (validated against the schemas offline).
 //!
 //! The release build takes minutes, so these tests do not run it: CI runs
@@ -108,6 +110,14 @@ fn check_dist(var: &str, target: &str, emulator: Option<&str>) {
             "the tarball's {f} is not the repository's"
         );
     }
+    // The README's links to the repository's own files work in the
+    // tarball: docs/*.md and the rest are shipped where it points.
+    for link in readme_links() {
+        assert!(
+            top.join(&link).is_file(),
+            "the tarball lacks {link}, which README.md links to"
+        );
+    }
     let thrum = top.join("thrum");
 
     // Static: no interpreter and no shared library to find at run time, so
@@ -196,6 +206,27 @@ fn dist_aarch64_runs_suite_under_qemu() {
     );
 }
 
+/// The README's relative links to files (`docs/install.md`, without an
+/// `#anchor`), as the repository has them.
+fn readme_links() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let mut links: Vec<String> = readme
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .map(|l| l.split('#').next().unwrap_or_default().to_string())
+        .filter(|l| !l.is_empty() && !l.contains("://") && !l.starts_with("mailto:"))
+        .collect();
+    links.sort();
+    links.dedup();
+    assert!(
+        links.iter().any(|l| l.starts_with("docs/")),
+        "README.md links to no docs/: {links:?}"
+    );
+    links
+}
+
 /// The tests that every TEST argument takes (`thrum run`, `thrum sweep`).
 fn tests() -> Vec<&'static str> {
     TestKind::ALL.iter().map(|k| k.name()).collect()
@@ -230,6 +261,13 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
             text.contains("NAME") && text.contains("SYNOPSIS"),
             "{page:?}"
         );
+        // Each page shows how it is used and what its exit status means,
+        // and names no page that is not shipped (clap's thrum-help).
+        for section in ["EXAMPLES", "EXIT STATUS", "SEE ALSO"] {
+            assert!(text.contains(section), "{page:?} has no {section}");
+        }
+        assert!(!text.contains("thrum-help"), "{page:?} names thrum-help");
+        assert!(text.contains("130"), "{page:?}: the interrupted status");
         pages += 1;
     }
     // thrum(1) and one per subcommand (run, server, suite, curve, ping,
@@ -241,7 +279,10 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
         "source {}; complete -p thrum || exit 9
          COMP_WORDS=(thrum run ''); COMP_CWORD=2; _thrum thrum '' run; echo \"RUN: ${{COMPREPLY[*]}}\"
          COMP_WORDS=(thrum run tcp_rr --driver ''); COMP_CWORD=4; _thrum thrum '' --driver; echo \"DRIVER: ${{COMPREPLY[*]}}\"
-         COMP_WORDS=(thrum sweep ''); COMP_CWORD=2; _thrum thrum '' sweep; echo \"SWEEP: ${{COMPREPLY[*]}}\"",
+         COMP_WORDS=(thrum sweep ''); COMP_CWORD=2; _thrum thrum '' sweep; echo \"SWEEP: ${{COMPREPLY[*]}}\"
+         COMP_WORDS=(thrum curve ''); COMP_CWORD=2; _thrum thrum '' curve; echo \"CURVE: ${{COMPREPLY[*]}}\"
+         COMP_WORDS=(thrum agg --tests ''); COMP_CWORD=3; _thrum thrum '' --tests; echo \"AGGTESTS: ${{COMPREPLY[*]}}\"
+         COMP_WORDS=(thrum run tcp_rr --tos ''); COMP_CWORD=4; _thrum thrum '' --tos; echo \"TOS: ${{COMPREPLY[*]}}\"",
         top.join("completions/thrum.bash").display()
     );
     let (out, _) = ok(Command::new("bash").args(["-c", &script]), SETUP_LIMIT);
@@ -274,6 +315,25 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
         );
     }
     assert_eq!(line("DRIVER: "), ["auto", "epoll", "uring"]);
+    // curve's tests (those with an open loop), agg's test names and the
+    // DSCP names, not file names.
+    for t in ["tcp_rr", "tcp_crr", "tcp_cc", "udp_rr"] {
+        assert!(
+            line("CURVE: ").contains(&t),
+            "`thrum curve` completes {t}: {out}"
+        );
+    }
+    assert!(!line("CURVE: ").contains(&"tcp_stream"), "{out}");
+    assert_eq!(
+        line("AGGTESTS: "),
+        ["tps", "outbound", "inbound", "bidir", "sync", "rr"]
+    );
+    for dscp in ["EF", "CS5", "AF41", "BE"] {
+        assert!(
+            line("TOS: ").contains(&dscp),
+            "--tos completes {dscp}: {out}"
+        );
+    }
 
     // zsh: the script parses, and `thrum run`'s TEST offers the nine tests
     // and the presets.
@@ -414,6 +474,16 @@ fn deb_installs_works_and_removes() {
             "copyright lacks {line:?}:\n{copyright}"
         );
     }
+    // The documents, and the changelog Debian asks for.
+    for doc in [
+        "README.md.gz",
+        "docs/install.md.gz",
+        "docs/json.md.gz",
+        "changelog.gz",
+    ] {
+        let path = Path::new("/usr/share/doc/thrum").join(doc);
+        assert!(path.is_file(), "the package lacks {}", path.display());
+    }
     let unit = Path::new("/lib/systemd/system/thrum-server.service");
     assert!(unit.is_file(), "the unit is installed");
     // Installed, not enabled: nothing links it into a target.
@@ -440,6 +510,33 @@ fn deb_installs_works_and_removes() {
     ] {
         assert!(!Path::new(gone).exists(), "dpkg -r left {gone}");
     }
+}
+
+/// lintian finds no error in the package (a maintainer address on a real
+/// host, a changelog, the copyright file, …).
+#[test]
+fn deb_has_no_lintian_errors() {
+    let Ok(deb) = std::env::var("THRUM_DEB") else {
+        skip("THRUM_DEB is not set: run `cargo xtask deb` and set it to the package's path");
+        return;
+    };
+    if !has("lintian") {
+        skip("lintian not found (apt-get install lintian)");
+        return;
+    }
+    // lintian exits non-zero on any error tag: read the tags, not the status.
+    let out = run_cmd(
+        Command::new("lintian").args(["--no-cfg"]).arg(&deb),
+        Duration::from_secs(300),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("E:")).collect();
+    assert!(
+        errors.is_empty(),
+        "lintian errors:\n{}\n{}",
+        errors.join("\n"),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The image recipe: `FROM scratch` with only the static binary, started as

@@ -84,3 +84,38 @@ fn a_bare_ipv6_address_with_a_port_gets_a_tip_when_it_fails() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("tip: ") && err.contains("-H [::1]:9"), "{err}");
 }
+
+/// iperf3's habits (issue 29, item 12), each answered with thrum's way:
+/// `-t 10` is the duration (-l 10s), `-c HOST` the server (-H HOST), and
+/// `-b 100M` a bit rate (--rate or --pacing-rate; -b is netperf's burst).
+#[test]
+fn iperf3_duration_client_and_bitrate_get_tips() {
+    assert_rejected(&[
+        (
+            &["run", "-t", "10"],
+            &["tip: the duration is -l here", "-l 10s"],
+        ),
+        (&["run", "tcp_stream", "-t", "2m"], &["tip:", "-l 2m"]),
+        // -c is --local-cpu, so HOST is taken for the test.
+        (
+            &["run", "-c", "HOST"],
+            &[
+                "unknown test 'HOST'",
+                "tip: thrum's client takes the server as -H HOST",
+                "thrum run tcp_stream -H HOST",
+            ],
+        ),
+        (
+            &["run", "tcp_stream", "-c", "HOST"],
+            &["tip:", "thrum run tcp_stream -H HOST"],
+        ),
+        (
+            &["run", "tcp_stream", "-b", "100M"],
+            &[
+                "tip: -b is the burst here",
+                "--rate 100M",
+                "--pacing-rate 100M",
+            ],
+        ),
+    ]);
+}

@@ -3,13 +3,19 @@
 //! beyond the Rust toolchain and the tar, gzip and dpkg-deb every Debian has.
 //!
 //! - `dist`: the static musl binary (profile `release-lto`: release with
-//!   whole-program LTO; a profile named `dist` would share target/dist),
+//!   whole-program LTO; a profile named `dist` would share target/dist; the
+//!   target's standard library added by `rustup target add` if missing),
 //!   stripped with its debug info kept beside it, and the tarball
 //!   `target/dist/thrum-VERSION-TARGET.tar.gz` holding it with the man pages,
-//!   completions, systemd unit, README and the two licence files.
+//!   completions, systemd unit, README, the documents it links to
+//!   (`docs/*.md`, BENCHMARKS.md) and the two licence files. Each man page
+//!   ends with its EXAMPLES (checked against the CLI), the EXIT STATUS and
+//!   SEE ALSO.
 //! - `deb`: the same files as a Debian package, built with `dpkg-deb` from the
 //!   tree `dist` stages (no cargo-deb to compile in CI); the unit is installed,
-//!   not enabled, and the licence is in `/usr/share/doc/thrum/copyright`.
+//!   not enabled, and the licence is in `/usr/share/doc/thrum/copyright`,
+//!   beside the documents and the changelog (`changelog.gz`: a native
+//!   package's name) Debian asks for.
 //! - `man DIR`, `completions DIR`: only those files, for a packager.
 //! - `schema`: the JSON Schemas in schema/ (`thrum::cmd::schema::SCHEMAS`),
 //!   generated from the types of the documents; run it after changing what
@@ -113,6 +119,7 @@ struct Dist {
 
 fn dist(target: &str) -> Result<Dist> {
     let root = root();
+    ensure_target(target)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     run(Command::new(cargo)
         .current_dir(&root)
@@ -153,6 +160,13 @@ fn dist(target: &str) -> Result<Dist> {
     for doc in LICENSES.iter().chain(&["README.md"]) {
         fs::copy(root.join(doc), stage.join(doc)).with_context(|| format!("copying {doc}"))?;
     }
+    // What the README links to, at the same relative paths, so that its
+    // links work in the unpacked tarball: docs/*.md and BENCHMARKS.md.
+    for doc in docs(&root)? {
+        let to = stage.join(&doc);
+        fs::create_dir_all(to.parent().expect("a parent"))?;
+        fs::copy(root.join(&doc), &to).with_context(|| format!("copying {}", doc.display()))?;
+    }
 
     let tarball = out.join(format!("{name}.tar.gz"));
     run(Command::new("tar")
@@ -167,6 +181,57 @@ fn dist(target: &str) -> Result<Dist> {
         tarball,
         debug,
     })
+}
+
+/// The target's standard library, which a fresh toolchain lacks (cargo
+/// would fail on "can't find crate for `core`"): added with rustup when
+/// rustup is there; otherwise, or when that fails, one line saying what to
+/// run.
+fn ensure_target(target: &str) -> Result<()> {
+    let out = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .context("cannot run rustc")?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if sysroot
+        .join("lib/rustlib")
+        .join(target)
+        .join("lib")
+        .is_dir()
+    {
+        return Ok(());
+    }
+    let fix = format!("rustup target add {target}");
+    eprintln!("xtask: the standard library for {target} is missing: running `{fix}`");
+    match Command::new("rustup")
+        .args(["target", "add", target])
+        .stdout(std::io::stderr())
+        .status()
+    {
+        Ok(st) if st.success() => Ok(()),
+        Ok(st) => bail!("`{fix}` failed ({st}): run it yourself, then cargo xtask dist again"),
+        Err(_) => bail!(
+            "the standard library for {target} is missing and rustup is not installed: \
+             run `{fix}` with rustup, or install your toolchain's {target} standard library"
+        ),
+    }
+}
+
+/// The documents shipped beside the README, relative to the root:
+/// `BENCHMARKS.md` and every `docs/*.md`, sorted.
+fn docs(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = vec![PathBuf::from("BENCHMARKS.md")];
+    let mut md: Vec<PathBuf> = fs::read_dir(root.join("docs"))
+        .context("reading docs/")?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    md.retain(|p| p.extension().is_some_and(|e| e == "md"));
+    md.sort();
+    out.extend(
+        md.into_iter()
+            .map(|p| Path::new("docs").join(p.file_name().expect("a file name"))),
+    );
+    Ok(out)
 }
 
 /// The toolchain's own objcopy (LLVM's, which reads every target's ELF;
@@ -203,26 +268,211 @@ fn cli() -> clap::Command {
     cmd
 }
 
-/// `thrum.1` and one page per subcommand (`thrum-run.1`, ...), in section 1.
+/// `thrum.1` and one page per subcommand (`thrum-run.1`, ...), in section
+/// 1, each with its EXAMPLES, the EXIT STATUS and SEE ALSO after clap's
+/// sections. clap's own `help` subcommand is left out (`thrum help run` is
+/// `thrum run --help`), so that thrum(1) names no thrum-help(1) it lacks.
 fn man_pages(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir)?;
-    let cmd = cli();
+    let mut cmd = thrum::cli::Cli::command().disable_help_subcommand(true);
+    cmd.build();
     let mut pages = vec![cmd.clone()];
-    // clap's own `help` subcommand gets no page: thrum(1) covers it.
-    pages.extend(
-        cmd.get_subcommands()
-            .filter(|s| !s.is_hide_set() && s.get_name() != "help")
-            .cloned(),
-    );
+    pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+    let names: Vec<String> = pages.iter().map(page_name).collect();
     for page in pages {
+        let name = page_name(&page);
+        let sub = name.strip_prefix("thrum-").unwrap_or("");
         let man = clap_mangen::Man::new(page);
         let path = dir.join(man.get_filename());
         let mut buf = Vec::new();
         man.render(&mut buf)?;
+        buf.extend(examples_section(sub)?.into_bytes());
+        buf.extend(EXIT_STATUS.as_bytes());
+        let others: Vec<String> = names
+            .iter()
+            .filter(|n| **n != name)
+            .map(|n| format!("\\fB{}\\fR(1)", n.replace('-', "\\-")))
+            .collect();
+        buf.extend(format!(".SH \"SEE ALSO\"\n{}\n", others.join(", ")).into_bytes());
         fs::write(&path, buf).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }
+
+/// A page's name as clap_mangen names its file: `thrum`, `thrum-run`.
+fn page_name(cmd: &clap::Command) -> String {
+    cmd.get_display_name()
+        .unwrap_or_else(|| cmd.get_name())
+        .to_string()
+}
+
+/// Each page's examples (`""` is thrum(1)'s): the command and what it does.
+/// Every one is parsed by thrum's own CLI when the pages are made, so an
+/// example cannot name a flag that is gone.
+const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
+    (
+        "",
+        &[
+            ("thrum server", "Serve tests on port 12880 (IPv6 and IPv4)."),
+            (
+                "thrum run tcp_rr -H lg",
+                "Measure request/response latency and rate against the server on host lg.",
+            ),
+            (
+                "thrum suite",
+                "Run every test for a few seconds on loopback and print one table.",
+            ),
+        ],
+    ),
+    (
+        "run",
+        &[
+            (
+                "thrum run tcp_stream -H lg -F 4 -l 30s",
+                "Bulk throughput to lg on 4 flows for 30 seconds.",
+            ),
+            (
+                "thrum run tcp_rr -H lg -b 3 --json",
+                "Request/response with 4 transactions in flight, as one JSON document.",
+            ),
+            (
+                "thrum run udp_rr -H lg --rate 10k",
+                "Open loop: 10,000 transactions/s, latency from each one's intended start.",
+            ),
+            (
+                "thrum run udp_stream -H lg --rate 100M",
+                "UDP at 100 Mbit/s of payload, with the datagrams lost.",
+            ),
+            (
+                "thrum run rrul -H lg --html rrul.html",
+                "Latency under load (a preset mix), with a report to open in a browser.",
+            ),
+        ],
+    ),
+    (
+        "server",
+        &[
+            (
+                "thrum server",
+                "Serve on port 12880, logging each session to stderr.",
+            ),
+            (
+                "thrum server --psk-file /etc/thrum/psk --data-ports 20000-20100",
+                "Serve only clients that hold the key, on data ports a firewall can open.",
+            ),
+            (
+                "thrum server --once -p 12881",
+                "Serve one test on port 12881, then exit.",
+            ),
+        ],
+    ),
+    (
+        "suite",
+        &[
+            (
+                "thrum suite",
+                "Every test for 3 seconds against an embedded server.",
+            ),
+            (
+                "thrum suite -l 1s --json",
+                "One second each, as a JSON array.",
+            ),
+        ],
+    ),
+    (
+        "agg",
+        &[
+            (
+                "thrum agg --hosts lg1,lg2 --out results",
+                "Ramp streams over two load generators and write results.json, CSV and charts to results/.",
+            ),
+            (
+                "thrum agg --hosts lg1 --tests rr,outbound --step 10s",
+                "Only the rr and outbound tests, 10 seconds a step.",
+            ),
+        ],
+    ),
+    (
+        "find-burst",
+        &[(
+            "thrum find-burst -H lg",
+            "Find the burst that maximises one udp_rr flow's transactions/s to lg.",
+        )],
+    ),
+    (
+        "sweep",
+        &[(
+            "thrum sweep tcp_rr -H lg --burst 0,1,3 --flows 1,2,4",
+            "tcp_rr over every burst × flows combination, as a matrix.",
+        )],
+    ),
+    (
+        "curve",
+        &[
+            (
+                "thrum curve tcp_rr -H lg --slo p99=1ms --out curve",
+                "Latency against offered rate, the knee under a 1 ms p99, written to curve/.",
+            ),
+            (
+                "thrum curve udp_rr --rates 1000,5k,20k",
+                "Three chosen rates on loopback.",
+            ),
+        ],
+    ),
+    (
+        "report",
+        &[(
+            "thrum report results/results.json --out again",
+            "Re-analyse an agg run's record and draw its charts again.",
+        )],
+    ),
+    (
+        "ping",
+        &[
+            ("thrum ping -c 5 lg", "Five ICMP echoes per size to lg."),
+            (
+                "thrum ping --tcp 12880 lg",
+                "TCP connect times to lg's port 12880 instead.",
+            ),
+        ],
+    ),
+];
+
+/// A page's EXAMPLES section, each example checked against the CLI.
+fn examples_section(sub: &str) -> Result<String> {
+    let (_, list) = EXAMPLES
+        .iter()
+        .find(|(name, _)| *name == sub)
+        .with_context(|| format!("no man page examples for `thrum {sub}`: add them to EXAMPLES"))?;
+    let mut out = String::from(".SH EXAMPLES\n");
+    for (line, what) in *list {
+        thrum::cli::Cli::command()
+            .try_get_matches_from(line.split_whitespace())
+            .with_context(|| format!("the man page example `{line}` does not parse"))?;
+        out += &format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            line.replace('-', "\\-"),
+            what.replace('-', "\\-")
+        );
+    }
+    Ok(out)
+}
+
+/// The exit status, as `main` and the commands map them.
+const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
+.TP
+0
+Success; also \fB\-\-help\fR and \fB\-\-version\fR.
+.TP
+1
+The measurement ran and failed: the test reported an error (\fBrun\fR, \fBping\fR), or a test, step or cell failed (\fBsuite\fR, \fBagg\fR, \fBsweep\fR, \fBcurve\fR, and \fBreport\fR of a failed run). What was measured is still written.
+.TP
+2
+A usage error (an unknown flag or a value out of range, said with what is accepted), or an error that stopped the command before or outside the measurement: a server that cannot be reached or refuses the test, a file that cannot be read or written.
+.TP
+130
+Interrupted by SIGINT or SIGTERM (\fBrun\fR, \fBagg\fR, \fBsweep\fR, \fBcurve\fR): what was measured until then is written first.
+"#;
 
 /// bash (`thrum.bash`), zsh (`_thrum`) and fish (`thrum.fish`) completions.
 fn completions(dir: &Path) -> Result<()> {
@@ -337,19 +587,32 @@ fn deb(d: &Dist) -> Result<PathBuf> {
         &d.stage.join("README.md"),
         &put("usr/share/doc/thrum/README.md.gz")?,
     )?;
+    // The documents the README links to, at the same relative paths.
+    for doc in docs(&root())? {
+        let to = format!("usr/share/doc/thrum/{}.gz", doc.display());
+        gzip_to(&d.stage.join(&doc), &put(&to)?)?;
+    }
+    let version = version();
+    // A version without a Debian revision (0.1.0, not 0.1.0-1) makes this
+    // a native package, whose changelog Debian names changelog.gz (the
+    // .Debian.gz name is a non-native package's; lintian refuses either
+    // in the other's place).
+    let changelog = put("usr/share/doc/thrum/changelog")?;
+    fs::write(&changelog, debian_changelog(&version))?;
+    gzip_to(&changelog, &put("usr/share/doc/thrum/changelog.gz")?)?;
+    fs::remove_file(&changelog)?;
     fs::write(
         put("usr/share/doc/thrum/copyright")?,
         copyright(&fs::read_to_string(d.stage.join("LICENSE-MIT"))?),
     )?;
     let size_kb = dir_size(&tree)? / 1024 + 1;
-    let version = version();
     fs::write(
         put("DEBIAN/control")?,
         format!(
             "Package: thrum\n\
              Version: {version}\n\
              Architecture: {arch}\n\
-             Maintainer: thrum developers <thrum@localhost>\n\
+             Maintainer: {MAINTAINER}\n\
              Installed-Size: {size_kb}\n\
              Section: net\n\
              Priority: optional\n\
@@ -366,6 +629,29 @@ fn deb(d: &Dist) -> Result<PathBuf> {
         .arg(&tree)
         .arg(&deb))?;
     Ok(deb)
+}
+
+/// The package's maintainer, in the control file and the changelog: an
+/// address of the project's (lintian refuses a made-up host).
+const MAINTAINER: &str = "thrum maintainers <thrum@users.noreply.github.com>";
+
+/// The package's Debian changelog: one entry for this version, dated by
+/// the commit it is built from (so that a rebuild is the same package).
+fn debian_changelog(version: &str) -> String {
+    let date = Command::new("git")
+        .args(["log", "-1", "--format=%aD"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "Thu, 01 Jan 2026 00:00:00 +0000".into());
+    format!(
+        "thrum ({version}) unstable; urgency=medium\n\n  \
+         * Release {version}: see README.md and docs/ in /usr/share/doc/thrum.\n\n \
+         -- {MAINTAINER}  {date}\n"
+    )
 }
 
 /// Debian's machine-readable copyright file: the MIT text in full, and
