@@ -59,11 +59,14 @@ pub enum Code {
     CapacitySenderLimited,
     /// `--rate` on epoll without epoll_pwait2: waits of whole milliseconds.
     TimerMilliseconds,
+    /// The server reported a figure no receiver can produce (a count near
+    /// 2^64, a capacity histogram outside its bins); it is left out.
+    ServerFigureImplausible,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 21] = [
+    pub const ALL: [Code; 22] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -85,6 +88,7 @@ impl Code {
         Code::CapacityNoEstimate,
         Code::CapacitySenderLimited,
         Code::TimerMilliseconds,
+        Code::ServerFigureImplausible,
     ];
 
     /// The stable code, as JSON carries it.
@@ -111,6 +115,7 @@ impl Code {
             Code::CapacityNoEstimate => "capacity_no_estimate",
             Code::CapacitySenderLimited => "capacity_sender_limited",
             Code::TimerMilliseconds => "timer_milliseconds",
+            Code::ServerFigureImplausible => "server_figure_implausible",
         }
     }
 }

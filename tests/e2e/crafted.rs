@@ -1,0 +1,145 @@
+//! Crafted input against the client and the report tools (issue 28,
+//! items 5 to 10): a server whose final report carries figures no
+//! receiver can produce, results files and netperf logs with spans and
+//! strings no run writes, and report inputs that are symlinks. Each must
+//! end in bounded time and memory, with the crafted field named, and
+//! nothing from a file may reach the terminal as an escape sequence.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{ServerProc, diagnostics, run_client};
+
+/// A proxy in front of the real server's control port that passes every
+/// frame through and hands the server's `final` to `rewrite` on its way
+/// to the client: a hostile server, with a real one doing the test. The
+/// data connections go to the server's own ports, as the server names
+/// them. Returns the proxy's address.
+fn rewriting_proxy(server: &str, rewrite: fn(&mut Value)) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = server.to_string();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut up) = TcpStream::connect(&server) else {
+                return;
+            };
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), up.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c2, &mut u2);
+                let _ = u2.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                loop {
+                    let mut len = [0u8; 4];
+                    if up.read_exact(&mut len).is_err() {
+                        break;
+                    }
+                    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+                    if up.read_exact(&mut body).is_err() {
+                        break;
+                    }
+                    let mut frame: Value = serde_json::from_slice(&body).unwrap();
+                    if frame["type"] == "final" {
+                        rewrite(&mut frame);
+                        body = serde_json::to_vec(&frame).unwrap();
+                    }
+                    let mut out = (body.len() as u32).to_be_bytes().to_vec();
+                    out.extend_from_slice(&body);
+                    if client.write_all(&out).is_err() {
+                        break;
+                    }
+                }
+                let _ = client.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 28 item 5: `[[1, b, 1]]` for every u16 `b` made the estimate walk
+/// its bins for ever (a u16 wrapped), and counts of 2^64 − 1 were printed
+/// as measurements ("18446744073709551615 lost", "probe load NaN %").
+/// Any number of `v` that no measurement gives: 2^64 − 1 or NaN.
+fn has_crafted_number(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.as_u64() == Some(u64::MAX),
+        Value::Array(a) => a.iter().any(has_crafted_number),
+        Value::Object(o) => o.values().any(has_crafted_number),
+        _ => false,
+    }
+}
+
+/// Issue 28 item 5: `[[1, b, 1]]` for every u16 `b` made the estimate walk
+/// its bins for ever (a u16 wrapped), and counts of 2^64 − 1 were printed
+/// as measurements ("18446744073709551615 lost", "probe load NaN %").
+#[test]
+fn a_hostile_servers_final_report_is_bounded_and_named() {
+    let server = ServerProc::start(&[]);
+    let proxy = rewriting_proxy(&server.addr, |f| {
+        let gaps: Vec<Value> = (0..=u64::from(u16::MAX))
+            .map(|b| serde_json::json!([1, b, 1]))
+            .collect();
+        f["train_gaps"]["gaps"] = Value::Array(gaps);
+        f["refused"] = serde_json::json!(u64::MAX);
+    });
+    let t = Instant::now();
+    let out = run_client(
+        &[
+            "run", "capacity", "-H", &proxy, "-l", "1s", "--warmup", "0s", "--json",
+        ],
+        Duration::from_secs(30),
+    );
+    let took = t.elapsed();
+    eprintln!("hostile final: client ended in {took:?}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let named = diagnostics(&doc, "server_figure_implausible");
+    eprintln!("{named:?}");
+    assert!(
+        named
+            .iter()
+            .any(|m| m.contains("train_gaps.gaps [1, 512, 1]")),
+        "{named:?}"
+    );
+    assert!(
+        named.iter().any(|m| m.contains("final.refused")),
+        "{named:?}"
+    );
+    assert!(!has_crafted_number(&doc["summary"]), "{}", doc["summary"]);
+    assert!(
+        doc["summary"]["capacity_bps"].is_null(),
+        "{}",
+        doc["summary"]
+    );
+
+    // Counts of 2^64 − 1: the human output names the field once and
+    // prints no figure from it.
+    let proxy = rewriting_proxy(&server.addr, |f| {
+        f["train_gaps"]["lost"] = serde_json::json!(u64::MAX);
+        f["train_gaps"]["frame_bytes"] = serde_json::json!(0);
+    });
+    let out = run_client(
+        &[
+            "run", "capacity", "-H", &proxy, "-l", "1s", "--warmup", "0s",
+        ],
+        Duration::from_secs(30),
+    );
+    let human =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    eprintln!("{human}");
+    assert!(human.contains("train_gaps.frame_bytes 0"), "{human}");
+    for bad in ["18446744073709551615", "NaN", "0.00 bit/s"] {
+        assert!(!human.contains(bad), "{bad}: {human}");
+    }
+}
