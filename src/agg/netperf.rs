@@ -34,6 +34,8 @@ pub enum NetperfError {
         "{0}: no ramp found (expected runemomniaggdemo.sh's 'Starting netperfs at', 'Pausing for', 'Resuming at' and 'Netperfs stopping' lines)"
     )]
     NoRamp(PathBuf),
+    #[error("{0}: {1}; refused (a crafted or corrupt log)")]
+    Span(PathBuf, String),
 }
 
 /// The ramp read from a log.
@@ -236,6 +238,8 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
     };
     let text = std::fs::read_to_string(log).map_err(io(log))?;
     let ramp = parse_log(log, &text)?;
+    model::check_span((ramp.start, ramp.end), &ramp.steps, 0)
+        .map_err(|e| NetperfError::Span(log.to_path_buf(), format!("ramp {e}")))?;
     let dir = log
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -269,6 +273,9 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
             samples,
         });
     }
+    let samples = streams.iter().map(|s| s.samples.len()).sum();
+    model::check_span((ramp.start, ramp.end), &ramp.steps, samples)
+        .map_err(|e| NetperfError::Span(log.to_path_buf(), e))?;
     let name = test_name(log);
     let unit = unit.unwrap_or_else(|| "units/s".into());
     let mut t = model::analyse(

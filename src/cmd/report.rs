@@ -61,6 +61,26 @@ pub fn load(path: &Path) -> Result<AggResult> {
             model::SCHEMA
         );
     }
+    for t in &saved.tests {
+        let spans: Vec<model::StepSpan> = t
+            .steps
+            .iter()
+            .map(|s| model::StepSpan {
+                streams: s.streams,
+                first_stream: s.first_stream,
+                started: s.started,
+                window: (s.start, s.end),
+            })
+            .collect();
+        let samples = t.streams.iter().map(|s| s.samples.len()).sum();
+        model::check_span((t.start, t.end), &spans, samples).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: test {}: {e}; refused (a crafted or corrupt file)",
+                path.display(),
+                crate::text::echo(&t.name)
+            )
+        })?;
+    }
     let coverage = if saved.source == "thrum agg" {
         Coverage::Required { slack_s: 0.05 }
     } else {

@@ -143,3 +143,131 @@ fn a_hostile_servers_final_report_is_bounded_and_named() {
         assert!(!human.contains(bad), "{bad}: {human}");
     }
 }
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/netperf");
+
+/// A copy of the netperf tps fixture in a fresh directory, with `edit`
+/// applied to the log's text.
+fn netperf_copy(tag: &str, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("thrum-crafted-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(FIXTURES).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        if name.starts_with("netperf_tps") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let text = if name.ends_with(".log") {
+                edit(&text)
+            } else {
+                text
+            };
+            std::fs::write(dir.join(&name), text).unwrap();
+        }
+    }
+    dir
+}
+
+/// Bytes under `dir`, recursively.
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .map(|e| {
+                let m = e.metadata().unwrap();
+                if m.is_dir() {
+                    bytes_under(&e.path())
+                } else {
+                    m.len()
+                }
+            })
+            .sum()
+    })
+}
+
+/// Issue 28 item 6: a step that ends 10^12 s after it starts aborted the
+/// process ("memory allocation of 8000000000000 bytes failed"); 2·10^7 s
+/// made a 2 KB input write 580 MB. Both are refused, the field named.
+#[test]
+fn report_refuses_spans_no_run_has() {
+    // The netperf log: its stopping time 10^12 s on.
+    let dir = netperf_copy("span-log", |t| {
+        t.replace(
+            "Netperfs stopping 1013.60",
+            "Netperfs stopping 1000000001000",
+        )
+    });
+    let t = Instant::now();
+    let out = run_client(
+        &["report", dir.join("netperf_tps.log").to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("log: {:?} in {:?}: {err}", out.status.code(), t.elapsed());
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("step 1: end") && err.contains("refused"),
+        "{err}"
+    );
+
+    // A results.json (from the same fixture), its test's end moved on.
+    let good = netperf_copy("span-json", |t| t.to_string());
+    let saved = good.join("saved");
+    let out = run_client(
+        &[
+            "report",
+            good.join("netperf_tps.log").to_str().unwrap(),
+            "--out",
+            saved.to_str().unwrap(),
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = saved.join("results.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for (later, field) in [(1e12, "end"), (2e7, "end")] {
+        let mut d = doc.clone();
+        let start = d["tests"][0]["start"].as_f64().unwrap();
+        d["tests"][0]["end"] = serde_json::json!(start + later);
+        let crafted = good.join("crafted.json");
+        std::fs::write(&crafted, d.to_string()).unwrap();
+        let outdir = good.join("out");
+        let t = Instant::now();
+        let out = run_client(
+            &[
+                "report",
+                crafted.to_str().unwrap(),
+                "--out",
+                outdir.to_str().unwrap(),
+            ],
+            Duration::from_secs(20),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        let written = bytes_under(&outdir);
+        eprintln!(
+            "json +{later} s: {:?} in {:?}, {written} bytes written: {err}",
+            out.status.code(),
+            t.elapsed()
+        );
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains(field) && err.contains("refused"), "{err}");
+        assert!(written < 20 << 20, "{written}");
+    }
+    // The last step's window a day and a second on.
+    let mut d = doc.clone();
+    let start = d["tests"][0]["start"].as_f64().unwrap();
+    d["tests"][0]["steps"][0]["end"] = serde_json::json!(start + 86_401.0);
+    let crafted = good.join("crafted.json");
+    std::fs::write(&crafted, d.to_string()).unwrap();
+    let out = run_client(
+        &["report", crafted.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("step 0: end"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&good);
+}
