@@ -213,6 +213,8 @@ impl EmbeddedServer {
     pub fn start() -> Result<EmbeddedServer> {
         let mut cfg = ServerConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
         cfg.log = false;
+        // The machine's own details, to the process that runs on it.
+        cfg.provenance_to_all = true;
         // No operator to protect: the user's own process, on loopback. Only
         // what the plan itself allows applies.
         cfg.limits.max_flows = limits::MAX_FLOWS;

@@ -98,6 +98,10 @@ pub struct ServerConfig {
     /// Log one line per session to stderr.
     pub log: bool,
     pub log_format: LogFormat,
+    /// Give every client the full provenance, keyed or not: the embedded
+    /// server, whose only client is the process that started it. A
+    /// standalone server gives it only to a client that proved `psk`.
+    pub provenance_to_all: bool,
 }
 
 impl ServerConfig {
@@ -110,6 +114,7 @@ impl ServerConfig {
             psk: None,
             log: true,
             log_format: LogFormat::Text,
+            provenance_to_all: false,
         }
     }
 
@@ -320,7 +325,13 @@ pub(crate) fn session(
 
     state.started = true;
     let mut meter = Meter::new(peer);
-    let provenance = Provenance::gather(meter.interface());
+    // Only a client that proved the key learns more than the version
+    // (docs/server.md, "Provenance"): without --psk-file anyone can ask.
+    let provenance = if config.psk.is_some() || config.provenance_to_all {
+        Provenance::gather(meter.interface())
+    } else {
+        Provenance::version_only()
+    };
     let rusage0 = Rusage::process();
     let mut engine = Engines::start(blocks, &plan.held_parts(), Phase::Warmup, plan.driver, &[])?;
     let t0 = Instant::now();

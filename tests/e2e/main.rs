@@ -22,6 +22,7 @@ mod mix;
 mod netns;
 mod open_loop;
 mod outputs;
+mod peers;
 mod ping;
 mod reports;
 mod rrul_netns;

@@ -1,0 +1,73 @@
+//! What a server gives and takes from clients it does not know (issue 28,
+//! items 8, 9 and 11): its machine's details only to a client that proved
+//! the key, the TOS of its replies only within the classes below CS6
+//! unless its operator allows any, and its log at a bounded rate however
+//! fast clients connect.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{ServerProc, json, run_client};
+
+fn key_file(dir: &std::path::Path) -> String {
+    let key = dir.join("key");
+    std::fs::write(&key, "a key of at least sixteen bytes\n").unwrap();
+    key.to_str().unwrap().to_string()
+}
+
+/// `thrum run tcp_rr` against `server` for 300 ms, `extra` added; the JSON.
+fn tcp_rr(server: &ServerProc, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "run",
+        "tcp_rr",
+        "-H",
+        &server.addr,
+        "-l",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--json",
+    ];
+    args.extend(extra);
+    let out = run_client(&args, Duration::from_secs(30));
+    let doc = json(&out);
+    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    doc
+}
+
+/// Issue 28 item 8: `final.provenance` gave every client, keyed or not,
+/// the server's command line, hostname, kernel build, CPU, sysctls and
+/// NIC. Without a key it carries the version only.
+#[test]
+fn provenance_goes_only_to_a_client_that_proved_the_key() {
+    let open = ServerProc::start(&[]);
+    let p = tcp_rr(&open, &[])["provenance"]["remote"].clone();
+    eprintln!("unkeyed: {p}");
+    assert!(!p["thrum_version"].as_str().unwrap().is_empty(), "{p}");
+    assert_eq!(p["command_line"], "", "{p}");
+    for field in [
+        "hostname",
+        "kernel",
+        "cpu_model",
+        "cpus",
+        "interface",
+        "congestion_control",
+    ] {
+        assert!(p[field].is_null(), "{field}: {p}");
+    }
+    assert_eq!(p["sysctls"], serde_json::json!({}), "{p}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path());
+    let keyed = ServerProc::start(&["--psk-file", &key]);
+    let p = tcp_rr(&keyed, &["--psk-file", &key])["provenance"]["remote"].clone();
+    assert!(
+        p["command_line"].as_str().unwrap().contains("--psk-file"),
+        "{p}"
+    );
+    assert!(
+        p["kernel"].is_object() && p["interface"]["name"] == "lo",
+        "{p}"
+    );
+}
