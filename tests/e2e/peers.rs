@@ -71,3 +71,56 @@ fn provenance_goes_only_to_a_client_that_proved_the_key() {
         "{p}"
     );
 }
+
+/// Issue 28 item 9: a mix part with `tos=255` made the server's replies
+/// carry DSCP 63 and ECN CE, and CS6/CS7 were taken too. A server takes
+/// DSCP classes below CS6 with the ECN bits clear, unless its operator
+/// says `--allow-tos-any`; the refusal names the field.
+#[test]
+fn a_server_takes_only_tos_below_cs6_unless_allowed() {
+    let server = ServerProc::start(&[]);
+    let run = |server: &ServerProc, extra: &[&str]| {
+        let mut args = vec!["run", "-H", &server.addr, "-l", "300ms", "--warmup", "0s"];
+        args.extend(extra);
+        run_client(&args, Duration::from_secs(30))
+    };
+    for (extra, named) in [
+        (
+            &["--mix", "tcp_rr@tos=255"][..],
+            "part 'tcp_rr' tos 0xff (DSCP 63, ECN 3)",
+        ),
+        (
+            &["tcp_rr", "--tos", "CS6"][..],
+            "--tos 0xc0 (DSCP 48, ECN 0)",
+        ),
+        (&["tcp_rr", "--tos", "224"][..], "--tos 0xe0"),
+        (&["tcp_rr", "--tos", "1"][..], "--tos 0x01 (DSCP 0, ECN 1)"),
+    ] {
+        let out = run(&server, extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        eprintln!("{extra:?}: {err}");
+        assert!(!out.status.success(), "{extra:?}");
+        assert!(
+            err.contains(named) && err.contains("--allow-tos-any"),
+            "{extra:?}: {err}"
+        );
+    }
+    for extra in [
+        &["tcp_rr", "--tos", "EF"][..],
+        &["--mix", "tcp_rr@dscp=CS5"][..],
+    ] {
+        let out = run(&server, extra);
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let any = ServerProc::start(&["--allow-tos-any"]);
+    let out = run(&any, &["--mix", "tcp_rr@tos=255"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
