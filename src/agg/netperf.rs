@@ -209,7 +209,9 @@ pub fn parse_out(text: &str) -> (Vec<Sample>, Option<String>) {
         }
     }
     out.retain(|s| s.interval_s > 0.0 && s.value.is_finite() && s.end.is_finite());
-    (out, unit)
+    // The unit is printed, charted and written to CSV: a file's
+    // `NETPERF_UNITS=ESC]0;…` must not reach a terminal as it is.
+    (out, unit.map(|u| crate::text::echo(&u)))
 }
 
 /// `netperf_tps_00003_to_lg1.out` → (3, "lg1").
@@ -219,7 +221,7 @@ fn stream_name(file: &str, prefix: &str) -> Option<(u32, String)> {
     let (id, tail) = rest.split_once('_')?;
     let id = id.parse().ok()?;
     let server = tail.rsplit_once("to_").map_or(tail, |(_, h)| h);
-    Some((id, server.to_string()))
+    Some((id, crate::text::echo(server)))
 }
 
 /// The test name of a log: `netperf_tps.log` → `tps`.
@@ -227,7 +229,7 @@ pub fn test_name(log: &Path) -> String {
     let stem = log
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-    stem.strip_prefix("netperf_").unwrap_or(&stem).to_string()
+    crate::text::echo(stem.strip_prefix("netperf_").unwrap_or(&stem))
 }
 
 /// Read a log and the `.out` files beside it, and analyse them.

@@ -46,13 +46,20 @@ pub fn load(path: &Path) -> Result<AggResult> {
     }
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let saved: AggResult = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{}: not a results.json of schema {} (nor a netperf_TEST.log)",
-            path.display(),
-            model::SCHEMA
-        )
-    })?;
+    // Every string a file carries (names, units, servers, errors) with its
+    // control characters escaped before anything prints or writes it.
+    let saved: AggResult = serde_json::from_str(&text)
+        .and_then(|mut v| {
+            crate::text::escape_json_strings(&mut v);
+            serde_json::from_value(v)
+        })
+        .with_context(|| {
+            format!(
+                "{}: not a results.json of schema {} (nor a netperf_TEST.log)",
+                path.display(),
+                model::SCHEMA
+            )
+        })?;
     if saved.schema != model::SCHEMA {
         bail!(
             "{}: schema '{}' (accepted: {})",
@@ -132,10 +139,11 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
     }
     let text =
         std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
-    let doc: serde_json::Value = match serde_json::from_str(&text) {
+    let mut doc: serde_json::Value = match serde_json::from_str(&text) {
         Ok(d) => d,
         Err(_) => return Ok(None),
     };
+    crate::text::escape_json_strings(&mut doc);
     if doc["schema"] != curve::SCHEMA {
         return Ok(None);
     }

@@ -149,6 +149,18 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/netp
 /// A copy of the netperf tps fixture in a fresh directory, with `edit`
 /// applied to the log's text.
 fn netperf_copy(tag: &str, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
+    netperf_copy_each(tag, |name, text| {
+        if name.ends_with(".log") {
+            edit(text)
+        } else {
+            text.to_string()
+        }
+    })
+}
+
+/// A copy of the netperf tps fixture, each file's text through `edit`
+/// (given its name).
+fn netperf_copy_each(tag: &str, edit: impl Fn(&str, &str) -> String) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("thrum-crafted-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -157,12 +169,7 @@ fn netperf_copy(tag: &str, edit: impl Fn(&str) -> String) -> std::path::PathBuf 
         let name = p.file_name().unwrap().to_str().unwrap().to_string();
         if name.starts_with("netperf_tps") {
             let text = std::fs::read_to_string(&p).unwrap();
-            let text = if name.ends_with(".log") {
-                edit(&text)
-            } else {
-                text
-            };
-            std::fs::write(dir.join(&name), text).unwrap();
+            std::fs::write(dir.join(&name), edit(&name, &text)).unwrap();
         }
     }
     dir
@@ -270,4 +277,120 @@ fn report_refuses_spans_no_run_has() {
     assert!(err.contains("step 0: end"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&good);
+}
+
+/// What a terminal would obey: ESC, BEL, CSI (C1) anywhere in `b`.
+fn raw_escapes(b: &[u8]) -> bool {
+    b.contains(&0x1b) || b.contains(&0x07) || String::from_utf8_lossy(b).contains('\u{9b}')
+}
+
+/// Issue 28 item 7: `report` printed names, units, sources, servers and
+/// step errors from results.json, and a netperf `.out`'s NETPERF_UNITS,
+/// as they were (`ESC ]0;…BEL ESC [2J` cleared the terminal), and
+/// `_streams.csv` wrote server and unit strings unescaped.
+#[test]
+fn report_escapes_every_string_from_a_file() {
+    const EVIL: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    // A netperf run whose units and server name are escape sequences.
+    let dir = netperf_copy_each("escapes", |name, text| {
+        if name.ends_with(".out") {
+            text.replace("Trans/s", EVIL)
+        } else {
+            text.to_string()
+        }
+    });
+    let evil_out = dir.join(format!("netperf_tps_00002_to_{EVIL},x.out"));
+    std::fs::write(
+        &evil_out,
+        std::fs::read_to_string(dir.join("netperf_tps_00000_to_lg1.out")).unwrap(),
+    )
+    .unwrap();
+    let saved = dir.join("saved");
+    let out = run_client(
+        &[
+            "report",
+            dir.join("netperf_tps.log").to_str().unwrap(),
+            "--out",
+            saved.to_str().unwrap(),
+            "--intervals",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !raw_escapes(&out.stdout),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        !raw_escapes(&out.stderr),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read(saved.join("tps_streams.csv")).unwrap();
+    assert!(!raw_escapes(&csv));
+    let csv = String::from_utf8(csv).unwrap();
+    assert!(csv.contains("\\u{1b}]0;pwned\\u{7}"), "{csv}");
+    // The server name with a comma is one quoted cell.
+    assert!(
+        csv.lines()
+            .skip(1)
+            .all(|l| l.matches(',').count() == 6 || l.contains('"')),
+        "{csv}"
+    );
+
+    // A results.json whose strings are escape sequences everywhere.
+    let json = saved.join("results.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    doc["source"] = serde_json::json!(format!("thrum agg{EVIL}"));
+    doc["tests"][0]["name"] = serde_json::json!(format!("tps{EVIL}"));
+    doc["tests"][0]["unit"] = serde_json::json!(EVIL);
+    doc["tests"][0]["streams"][0]["server"] = serde_json::json!(EVIL);
+    doc["tests"][0]["streams"][0]["error"] = serde_json::json!(format!("failed {EVIL}"));
+    doc["tests"][0]["warnings"] = serde_json::json!([format!("step 0: {EVIL}"), EVIL]);
+    let crafted = dir.join("crafted.json");
+    std::fs::write(&crafted, doc.to_string()).unwrap();
+    for extra in [&[][..], &["--intervals"][..], &["--json"][..]] {
+        let mut args = vec!["report", crafted.to_str().unwrap()];
+        args.extend(extra);
+        let out = run_client(&args, Duration::from_secs(20));
+        let all = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+        eprintln!(
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&all)
+                .lines()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        assert!(
+            !raw_escapes(&all),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&all)
+        );
+        assert!(
+            String::from_utf8_lossy(&all).contains("\\u{1b}"),
+            "{extra:?}"
+        );
+    }
+    let outdir = dir.join("again");
+    let out = run_client(
+        &[
+            "report",
+            crafted.to_str().unwrap(),
+            "--out",
+            outdir.to_str().unwrap(),
+        ],
+        Duration::from_secs(20),
+    );
+    for e in std::fs::read_dir(&outdir).unwrap() {
+        let p = e.unwrap().path();
+        assert!(!raw_escapes(&std::fs::read(&p).unwrap()), "{}", p.display());
+    }
+    let _ = out;
+    let _ = std::fs::remove_dir_all(&dir);
 }
