@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 
 use super::out::{finish, say_test, write_dir};
 use crate::agg::curve::{self, Curve};
+use crate::agg::input;
 use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::netperf;
 use crate::cli::ReportArgs;
@@ -22,9 +23,16 @@ pub fn load(path: &Path) -> Result<AggResult> {
             && p.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("netperf_"))
     };
-    if path.is_dir() {
+    if input::is_link(path) && path.is_dir() {
+        bail!(
+            "{} is a symbolic link to a directory: {}",
+            path.display(),
+            input::NO_LINKS
+        );
+    }
+    if input::is_real_dir(path) {
         let json = path.join("results.json");
-        if json.is_file() {
+        if json.is_file() || input::is_link(&json) {
             return load(&json);
         }
         let mut logs: Vec<PathBuf> = std::fs::read_dir(path)
@@ -129,7 +137,7 @@ fn from_logs(logs: &[PathBuf]) -> Result<AggResult> {
 /// `thrum.curve.v1`, or a directory holding one), re-analysed; None when it
 /// names something else.
 pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
-    let json = if path.is_dir() {
+    let json = if input::is_real_dir(path) {
         path.join("results.json")
     } else {
         path.to_path_buf()
@@ -138,7 +146,7 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
         return Ok(None);
     }
     let text =
-        std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+        input::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
     let mut doc: serde_json::Value = match serde_json::from_str(&text) {
         Ok(d) => d,
         Err(_) => return Ok(None),
