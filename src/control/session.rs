@@ -19,7 +19,7 @@ use super::auth::{self, NONCE_LEN, Psk};
 use super::data::{ClientUdp, SessionFlows, accept_flows, bind_data_port, bind_port, udp_flows};
 use super::deadline::read_msg_within;
 use super::limits::{SessionLimits, data_ports, memory_estimate, session_threads};
-use super::log::{LogFormat, SessionLine};
+use super::log::{LogFormat, LogLimit, SessionLine};
 use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
     Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
@@ -98,6 +98,8 @@ pub struct ServerConfig {
     /// Log one line per session to stderr.
     pub log: bool,
     pub log_format: LogFormat,
+    /// Session log lines a second (`--log-rate`), shared by all sessions.
+    pub log_limit: LogLimit,
     /// Give every client the full provenance, keyed or not: the embedded
     /// server, whose only client is the process that started it. A
     /// standalone server gives it only to a client that proved `psk`.
@@ -114,13 +116,14 @@ impl ServerConfig {
             psk: None,
             log: true,
             log_format: LogFormat::Text,
+            log_limit: LogLimit::default(),
             provenance_to_all: false,
         }
     }
 
     pub(crate) fn emit(&self, line: SessionLine<'_>) {
         if self.log {
-            line.emit(self.log_format);
+            self.log_limit.emit(&line, self.log_format);
         }
     }
 }

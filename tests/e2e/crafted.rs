@@ -406,33 +406,63 @@ fn report_follows_no_symbolic_link() {
     std::fs::remove_file(&out_file).unwrap();
     std::os::unix::fs::symlink("/etc/os-release", &out_file).unwrap();
     let log = dir.join("netperf_tps.log");
-    let out = run_client(&["report", log.to_str().unwrap(), "--json"], Duration::from_secs(20));
+    let out = run_client(
+        &["report", log.to_str().unwrap(), "--json"],
+        Duration::from_secs(20),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!("linked .out: {:?}: {err}", out.status.code());
-    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("PRETTY_NAME"));
-    assert!(err.contains("netperf_tps_00001_to_lg2.out is a symbolic link") && err.contains("O_NOFOLLOW"), "{err}");
+    assert!(
+        err.contains("netperf_tps_00001_to_lg2.out is a symbolic link")
+            && err.contains("O_NOFOLLOW"),
+        "{err}"
+    );
 
     // A results.json, and a directory, reached through links.
     let good = netperf_copy("links-json", |t| t.to_string());
     let saved = good.join("saved");
     let out = run_client(
-        &["report", good.join("netperf_tps.log").to_str().unwrap(), "--out", saved.to_str().unwrap()],
+        &[
+            "report",
+            good.join("netperf_tps.log").to_str().unwrap(),
+            "--out",
+            saved.to_str().unwrap(),
+        ],
         Duration::from_secs(20),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let linked = good.join("linked.json");
     std::os::unix::fs::symlink(saved.join("results.json"), &linked).unwrap();
     let linked_dir = good.join("linked-dir");
     std::os::unix::fs::symlink(&saved, &linked_dir).unwrap();
-    for (p, says) in [(&linked, "linked.json is a symbolic link"), (&linked_dir, "linked-dir is a symbolic link to a directory")] {
+    for (p, says) in [
+        (&linked, "linked.json is a symbolic link"),
+        (&linked_dir, "linked-dir is a symbolic link to a directory"),
+    ] {
         let out = run_client(&["report", p.to_str().unwrap()], Duration::from_secs(20));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains(says), "{err}");
     }
     // The real file still reads.
-    let out = run_client(&["report", saved.to_str().unwrap()], Duration::from_secs(20));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run_client(
+        &["report", saved.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&good);
 }

@@ -124,3 +124,42 @@ fn a_server_takes_only_tos_below_cs6_unless_allowed() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 28 item 11: `thrum ping --tcp PORT -c 3000 -i 1ms` wrote 3,000
+/// log lines, one per connection. The server's log passes a burst of ten
+/// seconds' worth of `--log-rate` (10 lines/s by default), then that rate,
+/// and counts what it dropped in a line of its own.
+#[test]
+fn connection_log_lines_are_rate_limited() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = ServerProc::start_logged(&["--log-format", "json"], &log);
+    let port = server.addr.rsplit_once(':').unwrap().1.to_string();
+    let out = run_client(
+        &["ping", "--tcp", &port, "-c", "3000", "-i", "1ms", "-W", "1s", "127.0.0.1"],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The last sessions end when their hello times out; then one real
+    // test, whose line carries the count of what was dropped before it.
+    std::thread::sleep(Duration::from_secs(7));
+    let doc = tcp_rr(&server, &[]);
+    assert!(doc["summary"]["error"].is_null());
+    std::thread::sleep(Duration::from_millis(300));
+    let lines = ServerProc::log_lines(&log);
+    let sessions = lines.iter().filter(|l| l["peer"].is_string()).count();
+    let dropped: u64 = lines
+        .iter()
+        .filter(|l| l["event"] == "log lines suppressed")
+        .map(|l| l["suppressed"].as_u64().unwrap())
+        .sum();
+    eprintln!("ping --tcp -c 3000: {sessions} session lines written, {dropped} counted as suppressed");
+    // 100 at once, 10 a second for the ~12 s of the test, and slack.
+    assert!(sessions < 300, "{sessions}");
+    assert!(sessions as u64 + dropped >= 3000, "{sessions} + {dropped}");
+    assert!(
+        lines.last().is_some_and(|l| l["outcome"] == "ok" && l["test"] == "tcp_rr"),
+        "{:?}",
+        lines.last()
+    );
+}
