@@ -136,10 +136,25 @@ fn connection_log_lines_are_rate_limited() {
     let server = ServerProc::start_logged(&["--log-format", "json"], &log);
     let port = server.addr.rsplit_once(':').unwrap().1.to_string();
     let out = run_client(
-        &["ping", "--tcp", &port, "-c", "3000", "-i", "1ms", "-W", "1s", "127.0.0.1"],
+        &[
+            "ping",
+            "--tcp",
+            &port,
+            "-c",
+            "3000",
+            "-i",
+            "1ms",
+            "-W",
+            "1s",
+            "127.0.0.1",
+        ],
         Duration::from_secs(60),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The last sessions end when their hello times out; then one real
     // test, whose line carries the count of what was dropped before it.
     std::thread::sleep(Duration::from_secs(7));
@@ -153,12 +168,16 @@ fn connection_log_lines_are_rate_limited() {
         .filter(|l| l["event"] == "log lines suppressed")
         .map(|l| l["suppressed"].as_u64().unwrap())
         .sum();
-    eprintln!("ping --tcp -c 3000: {sessions} session lines written, {dropped} counted as suppressed");
+    eprintln!(
+        "ping --tcp -c 3000: {sessions} session lines written, {dropped} counted as suppressed"
+    );
     // 100 at once, 10 a second for the ~12 s of the test, and slack.
     assert!(sessions < 300, "{sessions}");
     assert!(sessions as u64 + dropped >= 3000, "{sessions} + {dropped}");
     assert!(
-        lines.last().is_some_and(|l| l["outcome"] == "ok" && l["test"] == "tcp_rr"),
+        lines
+            .last()
+            .is_some_and(|l| l["outcome"] == "ok" && l["test"] == "tcp_rr"),
         "{:?}",
         lines.last()
     );
