@@ -4,7 +4,10 @@
 //! are written into logs and terminals. Unescaped, a control character
 //! there can clear a terminal, move its cursor, forge a whole log line
 //! (`\n`) or cut one (`\0`); unbounded, one connection can write a
-//! megabyte-long line. Everything echoed from a peer goes through here.
+//! megabyte-long line. Everything echoed from a peer goes through here, and
+//! so does every string read from a file a user may have been handed (a
+//! results.json, a netperf log): [`escape_json_strings`] at load time, and
+//! [`csv_field`] for a CSV cell.
 
 use std::fmt::Write;
 
@@ -49,6 +52,42 @@ pub fn message(s: &str) -> String {
     escape(s, MESSAGE_CHARS)
 }
 
+/// Every string of `v` (and every object key) with its control characters
+/// escaped as [`escape`] does, none cut: a document read from a file then
+/// prints, renders and writes back without a raw escape sequence. Strings
+/// without a control character are left as they are, byte for byte.
+pub fn escape_json_strings(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    let clean = |s: &str| !s.chars().any(char::is_control);
+    match v {
+        Value::String(s) if !clean(s) => *s = escape(s, usize::MAX),
+        Value::Array(a) => a.iter_mut().for_each(escape_json_strings),
+        Value::Object(o) => {
+            if o.keys().all(|k| clean(k)) {
+                o.values_mut().for_each(escape_json_strings);
+            } else {
+                let taken = std::mem::take(o);
+                for (k, mut x) in taken {
+                    escape_json_strings(&mut x);
+                    o.insert(escape(&k, usize::MAX), x);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A CSV cell from text that may hold anything: control characters
+/// escaped, then quoted (RFC 4180) when it holds a comma or a quote.
+pub fn csv_field(s: &str) -> String {
+    let e = escape(s, usize::MAX);
+    if e.contains([',', '"']) {
+        format!("\"{}\"", e.replace('"', "\"\""))
+    } else {
+        e
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +114,19 @@ mod tests {
     fn nothing_escaped_prints_a_control_character() {
         let all: String = (0u32..0x200).filter_map(char::from_u32).collect();
         assert!(!escape(&all, usize::MAX).chars().any(char::is_control));
+    }
+
+    #[test]
+    fn documents_and_csv_cells_carry_no_control_character() {
+        let mut v = serde_json::json!({"name": "x\u{1b}]0;t\u{7}", "ok": "plain", "n": 1.5,
+            "m": {"k\u{1b}": ["\u{1b}[2J"]}});
+        escape_json_strings(&mut v);
+        assert_eq!(v["name"], "x\\u{1b}]0;t\\u{7}");
+        assert_eq!(v["ok"], "plain");
+        assert_eq!(v["n"], 1.5);
+        assert_eq!(v["m"]["k\\u{1b}"][0], "\\u{1b}[2J");
+        assert_eq!(csv_field("a,b\u{1b}"), "\"a,b\\u{1b}\"");
+        assert_eq!(csv_field("lo1"), "lo1");
+        assert_eq!(csv_field("say \"hi\"\n"), "\"say \"\"hi\"\"\\n\"");
     }
 }

@@ -64,11 +64,14 @@ pub enum Code {
     /// capacity over loopback: no link on the path, the figure is the
     /// host's own limit.
     CapacityLoopback,
+    /// The server reported a figure no receiver can produce (a count near
+    /// 2^64, a capacity histogram outside its bins); it is left out.
+    ServerFigureImplausible,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 24] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -92,6 +95,7 @@ impl Code {
         Code::TimerMilliseconds,
         Code::WindowOverran,
         Code::CapacityLoopback,
+        Code::ServerFigureImplausible,
     ];
 
     /// The stable code, as JSON carries it.
@@ -120,6 +124,7 @@ impl Code {
             Code::TimerMilliseconds => "timer_milliseconds",
             Code::WindowOverran => "window_overran",
             Code::CapacityLoopback => "capacity_loopback",
+            Code::ServerFigureImplausible => "server_figure_implausible",
         }
     }
 }

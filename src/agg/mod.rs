@@ -4,7 +4,8 @@
 //!
 //! Bottom to top: `series` (interval arithmetic on timestamped samples),
 //! `ramp` (the doubling schedule), `burst` (the search), `hosts` (load
-//! generator lists), `kinds` (which thrum plan each aggregate test runs),
+//! generator lists), `input` (report inputs opened without following
+//! symbolic links), `kinds` (which thrum plan each aggregate test runs),
 //! `model` (results.json and the analysis every source shares), `netperf`
 //! (netperf's demo-mode files), `curve` (the latency-vs-throughput curve's
 //! record, its knee and saturation point), `run` (the ramp against live servers),
@@ -16,6 +17,7 @@ pub mod burst;
 pub mod cpu;
 pub mod curve;
 pub mod hosts;
+pub mod input;
 pub mod kinds;
 pub mod model;
 pub mod netperf;

@@ -171,6 +171,53 @@ pub enum Coverage {
     Assumed,
 }
 
+/// The longest test a saved run or a netperf log may span, s: a day. The
+/// per-second aggregate has one element per second of it (1.7 MB of JSON
+/// and as much CSV at a day), so a crafted end 10^12 s after the start
+/// would ask for terabytes; no aggregate run lasts a day.
+pub const MAX_SPAN_S: f64 = 86_400.0;
+/// The most interim samples a saved run may carry over all its streams:
+/// every second of the aggregate sums over all of them.
+pub const MAX_SAMPLES: usize = 2_000_000;
+
+/// Refuse a test whose times no run produces, naming the field: a start
+/// or end that is not a finite number, an end before the start or more
+/// than [`MAX_SPAN_S`] after it, a step window or start outside that,
+/// more than [`MAX_SAMPLES`] samples. Checked before anything is
+/// allocated by the span (`thrum report` on a crafted file).
+pub fn check_span(
+    (start, end): (f64, f64),
+    spans: &[StepSpan],
+    samples: usize,
+) -> Result<(), String> {
+    let within = |t: f64| t.is_finite() && t >= start - MAX_SPAN_S && t <= start + MAX_SPAN_S;
+    if !start.is_finite() {
+        return Err(format!("start {start} is not a time"));
+    }
+    if !within(end) || end < start {
+        return Err(format!(
+            "end {end} is not within a day ({MAX_SPAN_S} s) after start {start}"
+        ));
+    }
+    for (i, sp) in spans.iter().enumerate() {
+        for (field, t) in [
+            ("started", sp.started),
+            ("start", sp.window.0),
+            ("end", sp.window.1),
+        ] {
+            if !within(t) {
+                return Err(format!(
+                    "step {i}: {field} {t} is not within a day ({MAX_SPAN_S} s) of the test's start {start}"
+                ));
+            }
+        }
+    }
+    if samples > MAX_SAMPLES {
+        return Err(format!("{samples} interim samples (at most {MAX_SAMPLES})"));
+    }
+    Ok(())
+}
+
 /// Analyse one test: per-second aggregate, per-step stats, the peak step.
 pub fn analyse(
     name: &str,

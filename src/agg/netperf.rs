@@ -34,6 +34,8 @@ pub enum NetperfError {
         "{0}: no ramp found (expected runemomniaggdemo.sh's 'Starting netperfs at', 'Pausing for', 'Resuming at' and 'Netperfs stopping' lines)"
     )]
     NoRamp(PathBuf),
+    #[error("{0}: {1}; refused (a crafted or corrupt log)")]
+    Span(PathBuf, String),
 }
 
 /// The ramp read from a log.
@@ -207,7 +209,9 @@ pub fn parse_out(text: &str) -> (Vec<Sample>, Option<String>) {
         }
     }
     out.retain(|s| s.interval_s > 0.0 && s.value.is_finite() && s.end.is_finite());
-    (out, unit)
+    // The unit is printed, charted and written to CSV: a file's
+    // `NETPERF_UNITS=ESC]0;…` must not reach a terminal as it is.
+    (out, unit.map(|u| crate::text::echo(&u)))
 }
 
 /// `netperf_tps_00003_to_lg1.out` → (3, "lg1").
@@ -217,7 +221,7 @@ fn stream_name(file: &str, prefix: &str) -> Option<(u32, String)> {
     let (id, tail) = rest.split_once('_')?;
     let id = id.parse().ok()?;
     let server = tail.rsplit_once("to_").map_or(tail, |(_, h)| h);
-    Some((id, server.to_string()))
+    Some((id, crate::text::echo(server)))
 }
 
 /// The test name of a log: `netperf_tps.log` → `tps`.
@@ -225,7 +229,7 @@ pub fn test_name(log: &Path) -> String {
     let stem = log
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-    stem.strip_prefix("netperf_").unwrap_or(&stem).to_string()
+    crate::text::echo(stem.strip_prefix("netperf_").unwrap_or(&stem))
 }
 
 /// Read a log and the `.out` files beside it, and analyse them.
@@ -234,8 +238,10 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
         let p = path.to_path_buf();
         move |source| NetperfError::Io { path: p, source }
     };
-    let text = std::fs::read_to_string(log).map_err(io(log))?;
+    let text = super::input::read_to_string(log).map_err(io(log))?;
     let ramp = parse_log(log, &text)?;
+    model::check_span((ramp.start, ramp.end), &ramp.steps, 0)
+        .map_err(|e| NetperfError::Span(log.to_path_buf(), format!("ramp {e}")))?;
     let dir = log
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -255,7 +261,7 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
     let mut unit = None;
     let mut streams = Vec::new();
     for (id, server, path) in files {
-        let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+        let text = super::input::read_to_string(&path).map_err(io(&path))?;
         let (samples, u) = parse_out(&text);
         if unit.is_none() {
             unit = u;
@@ -269,6 +275,9 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
             samples,
         });
     }
+    let samples = streams.iter().map(|s| s.samples.len()).sum();
+    model::check_span((ramp.start, ramp.end), &ramp.steps, samples)
+        .map_err(|e| NetperfError::Span(log.to_path_buf(), e))?;
     let name = test_name(log);
     let unit = unit.unwrap_or_else(|| "units/s".into());
     let mut t = model::analyse(

@@ -87,6 +87,12 @@ pub struct HardeningArgs {
     /// Data ports (listeners, UDP sockets) all sessions together may hold (1..=1000000; default a quarter of the ephemeral range, net.ipv4.ip_local_port_range, so that the host keeps ports of its own).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), value_name = "N")]
     pub max_ports: Option<u64>,
+    /// Accept any TOS byte from clients (--tos, a mix part's tos=/dscp=); by default only DSCP classes below CS6 (TOS < 0xc0) with the ECN bits clear.
+    #[arg(long)]
+    pub allow_tos_any: bool,
+    /// Session log lines per second, in bursts of ten seconds' worth; the lines dropped are counted in the next line written (0: no limit).
+    #[arg(long, default_value_t = crate::control::log::DEFAULT_LOG_RATE, value_name = "LINES")]
+    pub log_rate: u32,
     /// Format of the per-session log lines on stderr.
     #[arg(long, value_enum, default_value_t = LogFormatArg::Text, value_name = "FORMAT")]
     pub log_format: LogFormatArg,
@@ -111,6 +117,8 @@ impl HardeningArgs {
         if let Some(p) = self.max_ports {
             cfg.limits.max_ports = p;
         }
+        cfg.limits.allow_tos_any = self.allow_tos_any;
+        cfg.log_limit = crate::control::log::LogLimit::new(self.log_rate);
         cfg.log_format = match self.log_format {
             LogFormatArg::Text => LogFormat::Text,
             LogFormatArg::Json => LogFormat::Json,

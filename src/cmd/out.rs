@@ -78,12 +78,12 @@ pub fn streams_csv(t: &TestAgg) -> String {
             s.push_str(&format!(
                 "{},{},{:.6},{:.6},{:.6},{},{}\n",
                 st.index,
-                st.server,
+                crate::text::csv_field(&st.server),
                 x.start(),
                 x.end,
                 x.interval_s,
                 x.value,
-                t.unit
+                crate::text::csv_field(&t.unit)
             ));
         }
     }

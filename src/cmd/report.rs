@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 
 use super::out::{finish, say_test, write_dir};
 use crate::agg::curve::{self, Curve};
+use crate::agg::input;
 use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::netperf;
 use crate::cli::ReportArgs;
@@ -22,9 +23,16 @@ pub fn load(path: &Path) -> Result<AggResult> {
             && p.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("netperf_"))
     };
-    if path.is_dir() {
+    if input::is_link(path) && path.is_dir() {
+        bail!(
+            "{} is a symbolic link to a directory: {}",
+            path.display(),
+            input::NO_LINKS
+        );
+    }
+    if input::is_real_dir(path) {
         let json = path.join("results.json");
-        if json.is_file() {
+        if json.is_file() || input::is_link(&json) {
             return load(&json);
         }
         let mut logs: Vec<PathBuf> = std::fs::read_dir(path)
@@ -46,13 +54,20 @@ pub fn load(path: &Path) -> Result<AggResult> {
     }
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let saved: AggResult = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{}: not a results.json of schema {} (nor a netperf_TEST.log)",
-            path.display(),
-            model::SCHEMA
-        )
-    })?;
+    // Every string a file carries (names, units, servers, errors) with its
+    // control characters escaped before anything prints or writes it.
+    let saved: AggResult = serde_json::from_str(&text)
+        .and_then(|mut v| {
+            crate::text::escape_json_strings(&mut v);
+            serde_json::from_value(v)
+        })
+        .with_context(|| {
+            format!(
+                "{}: not a results.json of schema {} (nor a netperf_TEST.log)",
+                path.display(),
+                model::SCHEMA
+            )
+        })?;
     if saved.schema != model::SCHEMA {
         bail!(
             "{}: schema '{}' (accepted: {})",
@@ -60,6 +75,26 @@ pub fn load(path: &Path) -> Result<AggResult> {
             saved.schema,
             model::SCHEMA
         );
+    }
+    for t in &saved.tests {
+        let spans: Vec<model::StepSpan> = t
+            .steps
+            .iter()
+            .map(|s| model::StepSpan {
+                streams: s.streams,
+                first_stream: s.first_stream,
+                started: s.started,
+                window: (s.start, s.end),
+            })
+            .collect();
+        let samples = t.streams.iter().map(|s| s.samples.len()).sum();
+        model::check_span((t.start, t.end), &spans, samples).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: test {}: {e}; refused (a crafted or corrupt file)",
+                path.display(),
+                crate::text::echo(&t.name)
+            )
+        })?;
     }
     let coverage = if saved.source == "thrum agg" {
         Coverage::Required { slack_s: 0.05 }
@@ -102,7 +137,7 @@ fn from_logs(logs: &[PathBuf]) -> Result<AggResult> {
 /// `thrum.curve.v1`, or a directory holding one), re-analysed; None when it
 /// names something else.
 pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
-    let json = if path.is_dir() {
+    let json = if input::is_real_dir(path) {
         path.join("results.json")
     } else {
         path.to_path_buf()
@@ -111,11 +146,12 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
         return Ok(None);
     }
     let text =
-        std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
-    let doc: serde_json::Value = match serde_json::from_str(&text) {
+        input::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let mut doc: serde_json::Value = match serde_json::from_str(&text) {
         Ok(d) => d,
         Err(_) => return Ok(None),
     };
+    crate::text::escape_json_strings(&mut doc);
     if doc["schema"] != curve::SCHEMA {
         return Ok(None);
     }

@@ -466,14 +466,31 @@ impl<'a> Session<'a> {
         g.remote_zerocopy = fin.zerocopy;
         g.remote_socket_buffers = fin.socket_buffers;
         g.remote_call_times = fin.call_times.map(|t| *t);
-        g.train_gaps = fin.train_gaps;
+        g.train_gaps = fin.train_gaps.filter(|t| match t.implausible() {
+            None => true,
+            Some(why) => {
+                g.warnings.push(Warning::new(
+                    Code::ServerFigureImplausible,
+                    format!("server reported {why}; its capacity figures are left out"),
+                ));
+                false
+            }
+        });
         for e in fin.errors {
             g.warnings.push(Warning::new(
                 Code::ServerError,
                 format!("server: {}", text::message(&e)),
             ));
         }
-        if fin.refused > 0 {
+        if fin.refused > crate::stats::dispersion::MAX_COUNT {
+            g.warnings.push(Warning::new(
+                Code::ServerFigureImplausible,
+                format!(
+                    "server reported final.refused {} (at most 2^48); left out",
+                    fin.refused
+                ),
+            ));
+        } else if fin.refused > 0 {
             g.warnings.push(Warning::new(Code::ServerRefused, format!(
                 "server refused {} data connection(s) or datagram(s) (another address, a wrong or missing token, or sent before the test)",
                 fin.refused

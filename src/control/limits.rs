@@ -120,6 +120,28 @@ pub struct SessionLimits {
     /// How long after `accepted` a session waits for `start`
     /// ([`SessionLimits::start_timeout_for`] adds a share per flow).
     pub start_timeout: Duration,
+    /// Accept any TOS byte from a client (`--allow-tos-any`); otherwise
+    /// only [`tos_allowed`] ones.
+    pub allow_tos_any: bool,
+}
+
+/// The TOS bytes a server accepts from a client without
+/// `--allow-tos-any`: DSCP classes below CS6 (TOS < 0xC0) with the ECN
+/// bits clear. CS6 and CS7 are network control (RFC 4594: routing
+/// protocols ride them, and a test's bulk there starves them), and ECN
+/// bits set by a sender claim ECT or CE on the server's replies (RFC 3168:
+/// CE marks congestion the path never had).
+pub fn tos_allowed(tos: u8) -> bool {
+    tos < 0xC0 && tos & 0x3 == 0
+}
+
+/// The refusal of a TOS byte, naming the field it came from.
+fn tos_refused(field: &str, tos: u8) -> String {
+    format!(
+        "{field} 0x{tos:02x} (DSCP {}, ECN {}) is refused: this server accepts DSCP classes below CS6 (TOS below 0xc0) with the ECN bits clear (its operator can allow any with --allow-tos-any)",
+        tos >> 2,
+        tos & 3
+    )
 }
 
 impl Default for SessionLimits {
@@ -134,6 +156,7 @@ impl Default for SessionLimits {
             max_sessions_per_client: default_max_sessions_per_client(DEFAULT_MAX_SESSIONS),
             max_ports: default_max_ports(),
             start_timeout: START_TIMEOUT,
+            allow_tos_any: false,
         }
     }
 }
@@ -194,6 +217,19 @@ impl SessionLimits {
                 plan.interval_ns as f64 / 1e9,
                 self.max_duration_ns as f64 / 1e9
             ));
+        }
+        if !self.allow_tos_any {
+            if let Some(t) = plan.tos.filter(|&t| !tos_allowed(t)) {
+                return Err(tos_refused("--tos", t));
+            }
+            for p in &plan.parts {
+                if let Some(t) = p.tos.filter(|&t| !tos_allowed(t)) {
+                    return Err(tos_refused(
+                        &format!("part '{}' tos", crate::text::echo(&p.name)),
+                        t,
+                    ));
+                }
+            }
         }
         let mem = memory_estimate(plan);
         if mem > self.max_session_memory_bytes {
@@ -327,6 +363,25 @@ pub fn memory_estimate(plan: &TestPlan) -> u64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn tos_below_cs6_with_ecn_clear_is_allowed() {
+        for ok in [0x00, 0x20, 0xb8, 0xa0, 0x88] {
+            assert!(tos_allowed(ok), "{ok:#x}");
+        }
+        for bad in [0xc0, 0xe0, 0xff, 0x01, 0x02, 0xbb] {
+            assert!(!tos_allowed(bad), "{bad:#x}");
+        }
+        let mut plan = TestPlan::new(crate::plan::TestKind::TcpRr);
+        plan.tos = Some(0xc0);
+        let l = SessionLimits::default();
+        assert!(l.check(&plan).unwrap_err().starts_with("--tos 0xc0"));
+        let any = SessionLimits {
+            allow_tos_any: true,
+            ..SessionLimits::default()
+        };
+        assert_eq!(any.check(&plan), Ok(()));
+    }
     use super::*;
     use crate::plan::TestKind;
 

@@ -8,10 +8,17 @@
 //! escaped and cut to [`crate::text::MESSAGE_CHARS`] before it is written:
 //! a client can neither forge a line nor write a terminal escape, and the
 //! JSON format stays one object per line.
+//!
+//! Lines are rate-limited ([`LogLimit`], a token bucket): a client that
+//! opens connections as fast as it can (`thrum ping --tcp PORT -c 3000 -i
+//! 1ms` wrote 3,000 lines) cannot fill the operator's disk or bury the
+//! lines that matter. What the bucket drops is counted, and the count is
+//! logged with the next line the refilled bucket lets through.
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -98,6 +105,102 @@ impl<'a> SessionLine<'a> {
     }
 }
 
+/// Session log lines per second by default (`--log-rate`).
+pub const DEFAULT_LOG_RATE: u32 = 10;
+/// The bucket holds this many seconds of lines: a burst of sessions (an
+/// aggregate's streams ending together) is logged whole.
+const BURST_SECONDS: u32 = 10;
+
+/// A token bucket of session log lines, shared by every session of a
+/// server: `rate` lines a second, bursts of [`BURST_SECONDS`] times that;
+/// rate 0 lets every line through.
+#[derive(Clone, Debug)]
+pub struct LogLimit {
+    rate: u32,
+    bucket: Arc<Mutex<Bucket>>,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+    suppressed: u64,
+}
+
+impl Default for LogLimit {
+    fn default() -> Self {
+        LogLimit::new(DEFAULT_LOG_RATE)
+    }
+}
+
+impl LogLimit {
+    pub fn new(rate: u32) -> LogLimit {
+        LogLimit {
+            rate,
+            bucket: Arc::new(Mutex::new(Bucket {
+                tokens: f64::from(rate.saturating_mul(BURST_SECONDS)),
+                last: Instant::now(),
+                suppressed: 0,
+            })),
+        }
+    }
+
+    pub fn rate(&self) -> u32 {
+        self.rate
+    }
+
+    /// May a line be written `now`? None: dropped (and counted). Some(n):
+    /// yes, and `n` lines were dropped since the last one written.
+    fn admit(&self, now: Instant) -> Option<u64> {
+        if self.rate == 0 {
+            return Some(0);
+        }
+        let mut b = self.bucket.lock().unwrap_or_else(|p| p.into_inner());
+        let rate = f64::from(self.rate);
+        let burst = f64::from(self.rate.saturating_mul(BURST_SECONDS));
+        let refill = now.saturating_duration_since(b.last).as_secs_f64() * rate;
+        b.tokens = (b.tokens + refill).min(burst);
+        b.last = now;
+        if b.tokens < 1.0 {
+            b.suppressed += 1;
+            return None;
+        }
+        b.tokens -= 1.0;
+        Some(std::mem::take(&mut b.suppressed))
+    }
+
+    /// Write `line` if the bucket allows, after the count of the lines it
+    /// dropped before.
+    pub fn emit(&self, line: &SessionLine<'_>, format: LogFormat) {
+        let Some(dropped) = self.admit(Instant::now()) else {
+            return;
+        };
+        if dropped > 0 {
+            suppressed_event(format, dropped, self.rate);
+        }
+        line.emit(format);
+    }
+}
+
+/// The count of session lines the bucket dropped, as its own line.
+fn suppressed_event(format: LogFormat, dropped: u64, rate: u32) {
+    let line = match format {
+        LogFormat::Text => format!(
+            "thrum server: {dropped} session log line(s) suppressed (--log-rate {rate} lines/s)\n"
+        ),
+        LogFormat::Json => format!(
+            "{}\n",
+            serde_json::json!({
+                "unix_s": crate::clock::unix_now(),
+                "event": "log lines suppressed",
+                "suppressed": dropped,
+                "log_rate": rate,
+            })
+        ),
+    };
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
 /// A line about the server itself, not a session (it stopped, accept failed),
 /// in the same format as the session lines.
 pub fn server_event(format: LogFormat, event: &str) {
@@ -118,6 +221,21 @@ pub fn server_event(format: LogFormat, event: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bucket_passes_its_burst_then_its_rate_and_counts_the_rest() {
+        let l = LogLimit::new(10);
+        let t0 = Instant::now();
+        let passed = (0..3000).filter(|_| l.admit(t0).is_some()).count();
+        assert_eq!(passed, 100);
+        // A second on: ten more, the first carrying the count.
+        let t1 = t0 + Duration::from_secs(1);
+        assert_eq!(l.admit(t1), Some(2900));
+        assert_eq!((1..10).filter(|_| l.admit(t1) == Some(0)).count(), 9);
+        assert_eq!(l.admit(t1), None);
+        let open = LogLimit::new(0);
+        assert!((0..10_000).all(|_| open.admit(t0) == Some(0)));
+    }
 
     #[test]
     fn both_formats() {

@@ -213,6 +213,8 @@ impl EmbeddedServer {
     pub fn start() -> Result<EmbeddedServer> {
         let mut cfg = ServerConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)));
         cfg.log = false;
+        // The machine's own details, to the process that runs on it.
+        cfg.provenance_to_all = true;
         // No operator to protect: the user's own process, on loopback. Only
         // what the plan itself allows applies.
         cfg.limits.max_flows = limits::MAX_FLOWS;
@@ -221,6 +223,7 @@ impl EmbeddedServer {
         cfg.limits.max_memory_bytes = u64::MAX;
         cfg.limits.max_threads = u64::MAX;
         cfg.limits.max_ports = u64::MAX;
+        cfg.limits.allow_tos_any = true;
         cfg.limits.max_sessions_per_client = u32::MAX;
         // A run of 100,000 flows on a loaded machine may take longer than
         // a fleet's server allows to connect them.

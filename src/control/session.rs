@@ -19,7 +19,7 @@ use super::auth::{self, NONCE_LEN, Psk};
 use super::data::{ClientUdp, SessionFlows, accept_flows, bind_data_port, bind_port, udp_flows};
 use super::deadline::read_msg_within;
 use super::limits::{SessionLimits, data_ports, memory_estimate, session_threads};
-use super::log::{LogFormat, SessionLine};
+use super::log::{LogFormat, LogLimit, SessionLine};
 use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
     Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
@@ -98,6 +98,12 @@ pub struct ServerConfig {
     /// Log one line per session to stderr.
     pub log: bool,
     pub log_format: LogFormat,
+    /// Session log lines a second (`--log-rate`), shared by all sessions.
+    pub log_limit: LogLimit,
+    /// Give every client the full provenance, keyed or not: the embedded
+    /// server, whose only client is the process that started it. A
+    /// standalone server gives it only to a client that proved `psk`.
+    pub provenance_to_all: bool,
 }
 
 impl ServerConfig {
@@ -110,12 +116,14 @@ impl ServerConfig {
             psk: None,
             log: true,
             log_format: LogFormat::Text,
+            log_limit: LogLimit::default(),
+            provenance_to_all: false,
         }
     }
 
     pub(crate) fn emit(&self, line: SessionLine<'_>) {
         if self.log {
-            line.emit(self.log_format);
+            self.log_limit.emit(&line, self.log_format);
         }
     }
 }
@@ -320,7 +328,13 @@ pub(crate) fn session(
 
     state.started = true;
     let mut meter = Meter::new(peer);
-    let provenance = Provenance::gather(meter.interface());
+    // Only a client that proved the key learns more than the version
+    // (docs/server.md, "Provenance"): without --psk-file anyone can ask.
+    let provenance = if config.psk.is_some() || config.provenance_to_all {
+        Provenance::gather(meter.interface())
+    } else {
+        Provenance::version_only()
+    };
     let rusage0 = Rusage::process();
     let mut engine = Engines::start(blocks, &plan.held_parts(), Phase::Warmup, plan.driver, &[])?;
     let t0 = Instant::now();

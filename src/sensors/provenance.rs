@@ -139,6 +139,26 @@ impl Provenance {
         }
     }
 
+    /// The version alone: what a server tells a client that did not
+    /// authenticate. The rest (its command line, hostname, kernel build,
+    /// CPU, sysctls and NIC) is a map of the machine for anyone who can
+    /// connect, so it goes only to a client that proved the key
+    /// (`--psk-file`). `command_line` stays, empty, because older clients
+    /// require the field.
+    pub fn version_only() -> Provenance {
+        Provenance {
+            thrum_version: env!("CARGO_PKG_VERSION").to_string(),
+            command_line: String::new(),
+            hostname: None,
+            kernel: None,
+            cpu_model: None,
+            cpus: None,
+            congestion_control: None,
+            sysctls: Sysctls::default(),
+            interface: None,
+        }
+    }
+
     /// Gather everything, describing the interface that routes to `peer`.
     pub fn for_peer(peer: IpAddr) -> Provenance {
         Provenance::gather(super::net::route_interface(peer).as_deref())

@@ -30,7 +30,17 @@ pub const BINS_PER_DECADE: f64 = 64.0;
 /// The lower edge of bin 0, ns: 10 ns is one 1500-byte frame at 1.2 Tbit/s.
 const BIN0_NS: f64 = 10.0;
 /// Bins up to 1 s of gap.
-const BINS: u16 = 8 * 64;
+pub const BINS: u16 = 8 * 64;
+/// The highest packet index a train header can carry (a u16): a peer's
+/// report with a larger one is no train of any thrum.
+pub const MAX_INDEX: u64 = u16::MAX as u64;
+/// The largest count a peer's report may carry: 2^48 datagrams are 32 days
+/// of a 100 Mpps link; anything larger (2^64 − 1 above all) is a crafted
+/// figure, not a measurement.
+pub const MAX_COUNT: u64 = 1 << 48;
+/// The largest frame a probe datagram takes: a 65,507-byte UDP payload
+/// and its headers.
+const MAX_FRAME_BYTES: u64 = 65_535 + 14 + 40;
 /// Per-index modes need this many gaps to be believed.
 const MIN_GAPS: u64 = 3;
 /// A train's head counts as a bucket when its rate beats the tail's by this.
@@ -47,12 +57,12 @@ pub fn bin_of(ns: u64) -> u16 {
 }
 
 /// The lower edge of bin `b`, ns.
-pub fn bin_low_ns(b: u16) -> f64 {
+pub fn bin_low_ns(b: u32) -> f64 {
     BIN0_NS * 10f64.powf(f64::from(b) / BINS_PER_DECADE)
 }
 
 /// The middle of bin `b` (geometric), ns.
-pub fn bin_mid_ns(b: u16) -> f64 {
+pub fn bin_mid_ns(b: u32) -> f64 {
     BIN0_NS * 10f64.powf((f64::from(b) + 0.5) / BINS_PER_DECADE)
 }
 
@@ -85,6 +95,57 @@ pub struct TrainGaps {
 }
 
 impl TrainGaps {
+    /// The first field of a peer's report no receiver can produce, named
+    /// with its value: a frame size of 0 or over 64 KB, an index or bin
+    /// outside the histogram, a count near 2^64 (a wrapped subtraction),
+    /// more broken trains than trains. The client drops such a report
+    /// with a warning rather than print a capacity of 0 bit/s or a
+    /// probe load of NaN % from it ([`estimate`] stays bounded on any
+    /// input, but its figures would be the peer's invention).
+    pub fn implausible(&self) -> Option<String> {
+        if !(1..=MAX_FRAME_BYTES).contains(&self.frame_bytes) {
+            return Some(format!(
+                "train_gaps.frame_bytes {} (1 to {MAX_FRAME_BYTES})",
+                self.frame_bytes
+            ));
+        }
+        for (name, n) in [
+            ("trains", self.trains),
+            ("broken", self.broken),
+            ("datagrams", self.datagrams),
+            ("lost", self.lost),
+        ] {
+            if n > MAX_COUNT {
+                return Some(format!("train_gaps.{name} {n} (at most 2^48)"));
+            }
+        }
+        if self.broken > self.trains {
+            return Some(format!(
+                "train_gaps.broken {} of {} trains",
+                self.broken, self.trains
+            ));
+        }
+        if let Some(&[i, b, n]) = self
+            .gaps
+            .iter()
+            .find(|&&[i, b, n]| i == 0 || i > MAX_INDEX || b >= u64::from(BINS) || n > MAX_COUNT)
+        {
+            return Some(format!(
+                "train_gaps.gaps [{i}, {b}, {n}] (index 1 to {MAX_INDEX}, bin below {BINS}, count at most 2^48)"
+            ));
+        }
+        if let Some(&[b, n]) = self
+            .pace
+            .iter()
+            .find(|&&[b, n]| b >= u64::from(BINS) || n > MAX_COUNT)
+        {
+            return Some(format!(
+                "train_gaps.pace [{b}, {n}] (bin below {BINS}, count at most 2^48)"
+            ));
+        }
+        None
+    }
+
     /// Several receivers' gaps as one (None when there are none).
     pub fn merged(all: impl Iterator<Item = TrainGaps>) -> Option<TrainGaps> {
         let mut counts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
@@ -229,39 +290,49 @@ impl Estimate {
 /// The mode bin of a histogram (bin → count), with each bin's count taken
 /// together with its two neighbours' so that a mode split across a bin
 /// edge still wins; None when empty.
-fn mode(h: &BTreeMap<u16, u64>) -> Option<u16> {
-    let at = |b: u16| h.get(&b).copied().unwrap_or(0);
+fn mode(h: &BTreeMap<u32, u64>) -> Option<u32> {
+    let at = |b: u32| h.get(&b).copied().unwrap_or(0);
     h.keys().copied().max_by_key(|&b| {
         (
-            2 * at(b) + at(b.wrapping_sub(1)) + at(b + 1),
+            2u128 * u128::from(at(b))
+                + u128::from(b.checked_sub(1).map_or(0, at))
+                + u128::from(at(b + 1)),
             std::cmp::Reverse(b),
         )
     })
 }
 
 /// The capacity, its interval, the shaper if any, from the gaps; None
-/// without enough gaps.
+/// without enough gaps. Entries outside the histogram (an index over
+/// [`MAX_INDEX`], a bin from [`BINS`] on: a crafted report) are left out,
+/// and indices and bins are u32, so that no loop here wraps: the work is
+/// bounded by the report's length.
 pub fn estimate(g: &TrainGaps) -> Option<Estimate> {
-    let mut by_index: BTreeMap<u16, BTreeMap<u16, u64>> = BTreeMap::new();
+    let mut by_index: BTreeMap<u32, BTreeMap<u32, u64>> = BTreeMap::new();
     for &[i, b, n] in &g.gaps {
-        *by_index
-            .entry(i as u16)
+        if i > MAX_INDEX || b >= u64::from(BINS) {
+            continue;
+        }
+        let c = by_index
+            .entry(i as u32)
             .or_default()
-            .entry(b as u16)
-            .or_default() += n;
+            .entry(b as u32)
+            .or_default();
+        *c = c.saturating_add(n);
     }
     let longest = *by_index.keys().next_back()?;
     let bits = 8.0 * g.frame_bytes as f64;
     let rate = |ns: f64| bits * 1e9 / ns;
     // The tail: the second half of the longest trains, past any bucket the
     // trains can empty.
-    let mut tail: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut tail: BTreeMap<u32, u64> = BTreeMap::new();
     for (_, h) in by_index.range(longest.div_ceil(2).max(1)..) {
         for (&b, &n) in h {
-            *tail.entry(b).or_default() += n;
+            let c = tail.entry(b).or_default();
+            *c = c.saturating_add(n);
         }
     }
-    if tail.values().sum::<u64>() < MIN_GAPS {
+    if tail.values().fold(0u64, |a, &n| a.saturating_add(n)) < MIN_GAPS {
         return None;
     }
     let m = mode(&tail)?;
@@ -270,6 +341,7 @@ pub fn estimate(g: &TrainGaps) -> Option<Estimate> {
     while lo > 0 && tail.get(&(lo - 1)).is_some_and(|&n| n >= half) {
         lo -= 1;
     }
+    // Bins are below BINS, so hi + 1 stops there: no wrap, no endless walk.
     while tail.get(&(hi + 1)).is_some_and(|&n| n >= half) {
         hi += 1;
     }
@@ -278,21 +350,22 @@ pub fn estimate(g: &TrainGaps) -> Option<Estimate> {
     let interval_bps = [rate(bin_low_ns(hi + 1)), rate(bin_low_ns(lo))];
 
     // The head: leading indices whose own mode is well above the tail's.
-    let mut head = 0u16;
-    let mut head_hist: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut head = 0u32;
+    let mut head_hist: BTreeMap<u32, u64> = BTreeMap::new();
     for (&i, h) in &by_index {
         let fast = i == head + 1
-            && h.values().sum::<u64>() >= MIN_GAPS
+            && h.values().fold(0u64, |a, &n| a.saturating_add(n)) >= MIN_GAPS
             && mode(h).is_some_and(|b| rate(bin_mid_ns(b)) > SHAPER_RATIO * capacity_bps);
         if !fast {
             break;
         }
         head = i;
         for (&b, &n) in h {
-            *head_hist.entry(b).or_default() += n;
+            let c = head_hist.entry(b).or_default();
+            *c = c.saturating_add(n);
         }
     }
-    let shaper = (head >= SHAPER_MIN_GAPS && head < longest.div_ceil(2))
+    let shaper = (head >= u32::from(SHAPER_MIN_GAPS) && head < longest.div_ceil(2))
         .then(|| mode(&head_hist))
         .flatten()
         .map(|b| Shaper {
@@ -310,16 +383,21 @@ pub fn estimate(g: &TrainGaps) -> Option<Estimate> {
         .collect();
     // The median of the sender's pace: a preempted sender's slow train
     // is an outlier on one side only.
-    let paced: u64 = g.pace.iter().map(|&[_, n]| n).sum();
-    let mut below = 0;
-    let sender_rate_bps = g
+    let pace: Vec<[u64; 2]> = g
         .pace
         .iter()
+        .copied()
+        .filter(|&[b, _]| b < u64::from(BINS))
+        .collect();
+    let paced: u128 = pace.iter().map(|&[_, n]| u128::from(n)).sum();
+    let mut below = 0u128;
+    let sender_rate_bps = pace
+        .iter()
         .find(|&&[_, n]| {
-            below += n;
+            below += u128::from(n);
             2 * below >= paced
         })
-        .map(|&[b, _]| rate(bin_mid_ns(b as u16)));
+        .map(|&[b, _]| rate(bin_mid_ns(b as u32)));
     Some(Estimate {
         capacity_bps,
         interval_bps,
@@ -365,6 +443,7 @@ mod tests {
     fn bins_are_log_spaced_and_round_trip() {
         for ns in [10u64, 100, 1_154, 23_072, 1_000_000] {
             let b = bin_of(ns);
+            let b = u32::from(b);
             assert!(bin_low_ns(b) <= ns as f64 * 1.000_001, "{ns}");
             assert!(bin_low_ns(b + 1) > ns as f64, "{ns}");
         }
@@ -465,6 +544,61 @@ mod tests {
         assert_eq!(m.gaps.iter().map(|g| g[2]).sum::<u64>(), 12);
         assert_eq!(m.gaps.len(), a.gaps.len());
         assert_eq!(TrainGaps::merged(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn crafted_gaps_end_and_are_named() {
+        // Every u16 bin at index 1 (and index 65,536): the walk up the
+        // mode's neighbours wrapped a u16 and never ended.
+        let mut g = TrainGaps {
+            frame_bytes: FRAME,
+            gaps: (0..=u64::from(u16::MAX) + 1).map(|b| [1, b, 1]).collect(),
+            ..TrainGaps::default()
+        };
+        g.gaps.push([u64::from(u16::MAX) + 1, 3, u64::MAX]);
+        g.pace = vec![[u64::MAX, u64::MAX], [3, u64::MAX]];
+        let e = estimate(&g).unwrap();
+        assert!(e.capacity_bps.is_finite() && e.capacity_bps > 0.0, "{e:?}");
+        assert!(e.histogram.len() <= usize::from(BINS));
+        assert!(
+            g.implausible()
+                .unwrap()
+                .contains("train_gaps.gaps [1, 512, 1]")
+        );
+        let fine = trains(&[2, 4, 8], 3, |_, _| 1000);
+        assert_eq!(fine.implausible(), None);
+        for (bad, field) in [
+            (
+                TrainGaps {
+                    lost: u64::MAX,
+                    ..fine.clone()
+                },
+                "train_gaps.lost",
+            ),
+            (
+                TrainGaps {
+                    frame_bytes: 0,
+                    ..fine.clone()
+                },
+                "train_gaps.frame_bytes",
+            ),
+            (
+                TrainGaps {
+                    broken: 99,
+                    ..fine.clone()
+                },
+                "train_gaps.broken",
+            ),
+            (
+                TrainGaps {
+                    pace: vec![[512, 1]],
+                    ..fine.clone()
+                },
+                "train_gaps.pace",
+            ),
+        ] {
+            assert!(bad.implausible().unwrap().starts_with(field), "{field}");
+        }
     }
 
     #[test]

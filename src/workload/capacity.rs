@@ -323,6 +323,14 @@ impl TrainReceiver {
             pace_ns,
             ..
         } = h;
+        if index >= length_of(train) {
+            // Past the end of the train its number gives: no sender of
+            // ours sends it. Kept out, the gaps hold at most
+            // TRAIN_MAX − 1 indices by BINS bins (32,256 entries, under
+            // 1.5 MB in memory and in the final message) whatever a peer
+            // sends, so the recorder is constant-size by design.
+            return;
+        }
         if let Some(last) = self.last_train
             && train.wrapping_sub(last) > u32::MAX / 2
         {
@@ -513,6 +521,32 @@ mod tests {
         assert_eq!(g.lost, 1 + 8 + 16 + 31 + 64);
         let p = u64::from(crate::stats::dispersion::bin_of(20_000));
         assert_eq!(g.pace, vec![[p, 1]]);
+    }
+
+    #[test]
+    fn crafted_indices_cannot_grow_the_gaps() {
+        // A hostile sender: every train numbered anew, each carrying
+        // indices 0..65,535 in order, 1 ns further apart each time (a
+        // new bin for every gap). Before, 958,063 entries in 40 s.
+        let mut r = receiver();
+        for train in 0..40u32 {
+            let mut at = 0u64;
+            for index in 0..=u16::MAX {
+                at += 1 + u64::from(index) * u64::from(train + 1);
+                let h = Header {
+                    train: train * 6 + 5,
+                    index,
+                    len: TRAIN_MAX,
+                    pace_ns: 0,
+                };
+                r.arrive(h, at, true);
+            }
+        }
+        let g = r.gaps();
+        let bound = usize::from(TRAIN_MAX - 1) * usize::from(crate::stats::dispersion::BINS);
+        assert!(g.gaps.len() <= bound, "{}", g.gaps.len());
+        assert!(g.gaps.iter().all(|&[i, _, _]| i < u64::from(TRAIN_MAX)));
+        assert_eq!(g.trains, 40);
     }
 
     #[test]

@@ -375,8 +375,23 @@ pub fn assert_cpu_side(side: &Value, what: &str) {
 /// loopback, in JSON, human (-c -C) and key=value output.
 #[test]
 fn cpu_and_service_demand_on_both_ends() {
-    let server = ServerProc::start(&[]);
-    let base = ["-H", &server.addr, "-l", "1s", "--warmup", "200ms"];
+    // A keyed server: only a client that proved the key gets the server's
+    // full provenance (issue 28 item 8).
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "a key of at least sixteen bytes\n").unwrap();
+    let key = key.to_str().unwrap();
+    let server = ServerProc::start(&["--psk-file", key]);
+    let base = [
+        "-H",
+        &server.addr,
+        "-l",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--psk-file",
+        key,
+    ];
     let run = |test: &str, extra: &[&str]| {
         let mut a = vec!["run", test];
         a.extend(base);
