@@ -7,6 +7,7 @@ mod buffers;
 mod calltimes;
 mod capacity;
 mod common;
+mod container;
 mod curve;
 mod failures;
 mod fields;
