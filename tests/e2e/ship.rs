@@ -443,10 +443,8 @@ fn deb_installs_works_and_removes() {
 }
 
 /// The image recipe: `FROM scratch` with only the static binary, started as
-/// an unprivileged user by number. No container engine runs on the test
-/// machines, so the image itself is not built here; what it runs is checked
-/// above (`dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged`:
-/// the same binary, an empty environment, uid 65534).
+/// an unprivileged user by number. The image itself is built and run with
+/// podman in tests/e2e/container.rs.
 #[test]
 fn container_recipe_is_the_static_binary_as_nobody() {
     let root = env!("CARGO_MANIFEST_DIR");
