@@ -4,8 +4,13 @@
 #
 #   cargo xtask dist
 #   docker build -t thrum:0.1.0 .
-#   docker run --rm --network host -v /etc/thrum/psk:/etc/thrum/psk:ro thrum:0.1.0 \
+#   # a copy of the key that the image's user (65534) may read, and nobody
+#   # else: the root-only key itself is "Permission denied" to it
+#   sudo install -m 0400 -o 65534 /etc/thrum/psk /etc/thrum/psk.65534
+#   docker run --rm --network host -v /etc/thrum/psk.65534:/etc/thrum/psk:ro thrum:0.1.0 \
 #       server --psk-file /etc/thrum/psk --data-ports 20000-20999
+#
+# podman builds and runs it the same way (tests/e2e/container.rs does, in CI).
 #
 # Another version or target: --build-arg THRUM_DIST=target/dist/thrum-VERSION-TARGET
 FROM scratch

@@ -170,6 +170,10 @@ impl Server {
                             Some(format!("{e:#}")),
                         ),
                     };
+                    // A connect-and-close (a TCP probe) is not a session.
+                    if state.unheard {
+                        return;
+                    }
                     config.emit(SessionLine::new(
                         peer,
                         state.test,
@@ -277,6 +281,33 @@ mod tests {
             ServerMsg::Error(e) => e.message,
             other => panic!("expected an error, got '{}'", other.kind()),
         }
+    }
+
+    /// A TCP probe (connect, then close: Kubernetes' `tcpSocket`) is told
+    /// apart from a client that sent a byte, so only the probe goes
+    /// unlogged; a peer that sends nothing is refused at the hello's limit.
+    #[test]
+    fn a_connect_and_close_is_unheard_and_a_sent_byte_is_not() {
+        use crate::control::session::closed_unheard;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = l.local_addr().unwrap();
+        drop(TcpStream::connect(at).unwrap());
+        let (mut probe, _) = l.accept().unwrap();
+        assert!(closed_unheard(&mut probe, Duration::from_secs(5)).unwrap());
+
+        let mut c = TcpStream::connect(at).unwrap();
+        c.write_all(&[0]).unwrap();
+        drop(c);
+        let (mut spoke, _) = l.accept().unwrap();
+        assert!(!closed_unheard(&mut spoke, Duration::from_secs(5)).unwrap());
+
+        let _silent = TcpStream::connect(at).unwrap();
+        let (mut silent, _) = l.accept().unwrap();
+        let e = closed_unheard(&mut silent, Duration::from_millis(50)).unwrap_err();
+        assert!(
+            e.to_string().contains("timed out waiting for 'hello'"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! why (an `error` message) before the session ends. The session is bound
 //! in time by its spec ([`session_bound`]), whatever the client sends.
 
+use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -133,6 +134,34 @@ impl ServerConfig {
 pub(crate) struct SessionState {
     pub(crate) test: Option<&'static str>,
     pub(crate) started: bool,
+    /// The peer closed before sending a byte: a TCP probe (Kubernetes'
+    /// `tcpSocket`, a load balancer's health check), not a session, so no
+    /// log line.
+    pub(crate) unheard: bool,
+}
+
+/// Whether the peer closed the connection before its first byte: waits up
+/// to `limit` for a byte or the close, without taking the byte. A timeout
+/// is refused as the hello's own read would be.
+pub(super) fn closed_unheard(ctrl: &mut TcpStream, limit: Duration) -> Result<bool> {
+    ctrl.set_read_timeout(Some(limit))?;
+    match ctrl.peek(&mut [0u8; 1]) {
+        Ok(n) => Ok(n == 0),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            Err(refuse(
+                ctrl,
+                format!("timed out waiting for 'hello' ({limit:?})"),
+            ))
+        }
+        // A reset before the hello is a probe's close as well.
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => Ok(true),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Why a session was ended at its bound, naming the limit.
@@ -400,6 +429,10 @@ fn handshake(
     state: &mut SessionState,
     ticket: &mut Ticket,
 ) -> Result<(TestPlan, u32)> {
+    if closed_unheard(ctrl, HELLO_TIMEOUT)? {
+        state.unheard = true;
+        bail!("closed before its first byte");
+    }
     let hello: Hello = read_expect(ctrl, PRE_SPEC_FRAME, HELLO_TIMEOUT)?;
     if let Some(m) = hello.mismatch("server", "the client") {
         return Err(refuse(ctrl, m));

@@ -7,6 +7,7 @@ mod buffers;
 mod calltimes;
 mod capacity;
 mod common;
+mod container;
 mod crafted;
 mod curve;
 mod failures;

@@ -540,10 +540,8 @@ fn deb_has_no_lintian_errors() {
 }
 
 /// The image recipe: `FROM scratch` with only the static binary, started as
-/// an unprivileged user by number. No container engine runs on the test
-/// machines, so the image itself is not built here; what it runs is checked
-/// above (`dist_tarball_holds_a_static_binary_that_runs_suite_unprivileged`:
-/// the same binary, an empty environment, uid 65534).
+/// an unprivileged user by number. The image itself is built and run with
+/// podman in tests/e2e/container.rs.
 #[test]
 fn container_recipe_is_the_static_binary_as_nobody() {
     let root = env!("CARGO_MANIFEST_DIR");
@@ -640,7 +638,7 @@ fn k8s_manifests_validate_against_the_schemas() {
         std::fs::write(&path, built).unwrap();
         files.push(path);
     }
-    files.push(k8s.join("agg-job.yaml"));
+    files.push(k8s.join("agg/job.yaml"));
     resources += 1;
     // 1.29, the oldest cluster these manifests aim at, and 1.37, the newest
     // the pinned package knows. Strict: a misspelt field fails.
@@ -660,7 +658,7 @@ fn k8s_manifests_validate_against_the_schemas() {
 
     // The Job finds the servers by the headless Service's name.
     let service = std::fs::read_to_string(k8s.join("base/service.yaml")).unwrap();
-    let job = std::fs::read_to_string(k8s.join("agg-job.yaml")).unwrap();
+    let job = std::fs::read_to_string(k8s.join("agg/job.yaml")).unwrap();
     assert!(
         service.contains("clusterIP: None"),
         "the Service is headless"
@@ -669,6 +667,97 @@ fn k8s_manifests_validate_against_the_schemas() {
         job.contains("--hosts-dns=thrum-server.thrum.svc.cluster.local:12880"),
         "{job}"
     );
+}
+
+/// The agg Job as kustomize builds it: inside a kustomization (with the
+/// claim its results go to), its image rewritten by the one `images:` that
+/// rewrites the servers' too, on the pod network from `agg/` and on the
+/// node's from `host-network/agg/`; each build valid against the schemas.
+#[test]
+fn k8s_agg_job_is_kustomized_with_the_image_and_the_network() {
+    for tool in ["kubernetes-validate", "kubectl"] {
+        if !has(tool) {
+            skip(&format!("{tool} not found (see .ci/run)"));
+            return;
+        }
+    }
+    // A copy whose image component names another image, as a user's would.
+    let tmp = tempfile::tempdir().unwrap();
+    let k8s = tmp.path().join("k8s");
+    ok(
+        Command::new("cp")
+            .arg("-r")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/k8s"))
+            .arg(&k8s),
+        SETUP_LIMIT,
+    );
+    let component = k8s.join("image/kustomization.yaml");
+    let text = std::fs::read_to_string(&component).unwrap();
+    let edited = text
+        .replace(
+            "newName: registry.example.com/thrum",
+            "newName: images.test/thrum",
+        )
+        .replace("newTag: 0.1.0", "newTag: e2e");
+    assert_ne!(edited, text, "the component names the image:\n{text}");
+    std::fs::write(&component, edited).unwrap();
+
+    let built = |dir: &str| -> String {
+        let (out, _) = ok(
+            Command::new("kubectl").arg("kustomize").arg(k8s.join(dir)),
+            Duration::from_secs(60),
+        );
+        out
+    };
+    for dir in ["base", "host-network", "agg", "host-network/agg"] {
+        let out = built(dir);
+        assert!(
+            out.contains("image: images.test/thrum:e2e") && !out.contains("registry.example.com"),
+            "{dir}: the image is not rewritten:\n{out}"
+        );
+    }
+    for (dir, host_network) in [("agg", false), ("host-network/agg", true)] {
+        let out = built(dir);
+        for kind in ["Job", "PersistentVolumeClaim"] {
+            assert!(
+                out.lines().any(|l| l == format!("kind: {kind}")),
+                "{dir} lacks a {kind}:\n{out}"
+            );
+        }
+        assert!(
+            out.contains("claimName: thrum-agg-results"),
+            "{dir}:\n{out}"
+        );
+        assert!(
+            !out.contains("emptyDir"),
+            "{dir}: results lost with the pod"
+        );
+        assert_eq!(
+            out.contains("hostNetwork: true"),
+            host_network,
+            "{dir}:\n{out}"
+        );
+        assert_eq!(
+            out.contains("dnsPolicy: ClusterFirstWithHostNet"),
+            host_network,
+            "{dir}:\n{out}"
+        );
+        let path = tmp.path().join(format!("{}.yaml", dir.replace('/', "-")));
+        std::fs::write(&path, &out).unwrap();
+        for version in ["1.29.0", "1.37.0"] {
+            let (v, _) = ok(
+                Command::new("kubernetes-validate")
+                    .args(["--strict", "-k", version])
+                    .arg(&path),
+                Duration::from_secs(60),
+            );
+            assert_eq!(
+                v.matches(" passed for resource ").count(),
+                2,
+                "{dir}, {version}:\n{v}"
+            );
+        }
+    }
 }
 
 /// `thrum --version` of any build (this debug one too) names the version,
