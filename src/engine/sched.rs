@@ -6,10 +6,11 @@
 //! part, [`super::parts`]), on both ends. What kept a probe waiting on a
 //! machine with fewer CPUs than busy workers was the scheduler: a bulk
 //! worker that keeps its CPU busy with sends runs out its slice (EEVDF's
-//! base slice, 0.75 ms × (1 + log2 CPUs), so 1.5 ms on 2 CPUs and up to
-//! 3 ms under load), and a probe woken meanwhile waited for it — its
-//! generator lag (issue 29: p99 2.4–3.1 ms, max 48–61 ms with rrul on a
-//! 2-CPU machine, both ends and 20 workers on the same CPUs).
+//! base slice, scaled by the log of the CPU count: 1.4 ms on the 2-CPU
+//! test machine, `se.slice` in /proc/PID/task/TID/sched), and a probe
+//! woken meanwhile waited for it — its generator lag (issue 29: p99
+//! 2.4–3.1 ms, max 48–61 ms with rrul on that machine, both ends' workers,
+//! the router and the server on the same two CPUs).
 //!
 //! Since Linux 6.12 a SCHED_OTHER thread may ask for a shorter slice of its
 //! own with `sched_setattr(2)`'s `sched_runtime` (clamped to 0.1–100 ms; no
@@ -100,7 +101,6 @@ mod tests {
             Ok(()) => {
                 let s = slice().expect("sched_getattr");
                 assert!(s == PROBE_SLICE || s.is_zero(), "slice {s:?}");
-                eprintln!("slice now {s:?}");
             }
             Err(e) => assert!(e.raw_os_error().is_some(), "{e}"),
         })
