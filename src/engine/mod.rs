@@ -62,12 +62,6 @@ const IDLE_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// docs/open-loop.md, "Pacing".
 const PACER_SPIN: std::time::Duration = std::time::Duration::from_micros(30);
 
-/// A latency probe's [`PACER_SPIN`]: its wake-up on a CPU shared with bulk
-/// workers ends later than on an idle one (a median of 100–140 µs past the
-/// timer on the 2-CPU VM under rrul), and at the probes' 10 to 50
-/// requests/s a longer spin costs little (250 µs × 50/s: 1.3 % of a CPU).
-const PROBE_SPIN: std::time::Duration = std::time::Duration::from_micros(250);
-
 /// What one worker thread runs.
 pub struct WorkerSpec {
     pub flows: Vec<Box<dyn Flow>>,
@@ -598,9 +592,7 @@ fn worker_loop(
     let mut loops = 0u64;
     // Only an open-loop schedule spins before its deadlines; paced streams
     // and timeouts sleep to the moment.
-    let spin = if shared.open_loop && probe {
-        PROBE_SPIN
-    } else if shared.open_loop {
+    let spin = if shared.open_loop {
         PACER_SPIN
     } else {
         std::time::Duration::ZERO

@@ -408,8 +408,7 @@ fn probe_thread_slices() -> Vec<Option<u64>> {
 /// the tool's lateness instead of the path's queue. Each part of a mix
 /// runs on workers of its own, on both ends, and a probe's ask the
 /// scheduler for a 0.1 ms slice (engine::sched), so a waking probe
-/// preempts a bulk sender instead of waiting out its 1.4 ms slice, and
-/// spin the last 250 µs before each send.
+/// preempts a bulk sender instead of waiting out its 1.4 ms slice.
 #[test]
 fn the_probes_do_not_wait_behind_the_bulk_flows() {
     let _serial = one_at_a_time();
