@@ -273,10 +273,13 @@ impl<'a> Session<'a> {
         let blocks = opened
             .into_iter()
             .zip(&parts)
-            .map(|(f, p)| {
+            .enumerate()
+            .map(|(i, (f, p))| {
+                // A probe's workers run no bulk flow and preempt them (engine::sched).
+                let probe = plan.parts.get(i).is_some_and(|q| q.is_probe());
                 (
                     f.counters,
-                    place(f.flows, p.threads as usize, &plan.local.cpu_pin),
+                    place(f.flows, p.threads as usize, &plan.local.cpu_pin, probe),
                     p.offered_per_s.is_some(),
                 )
             })

@@ -345,7 +345,14 @@ pub(crate) fn session(
         // The server keeps no schedule: its engines are never open loop.
         blocks.push((
             counters,
-            place(flows, p.threads as usize, &p.local.cpu_pin),
+            // A probe's replies must not wait behind its bulk parts' sends
+            // either: its workers ask for a short slice (engine::sched).
+            place(
+                flows,
+                p.threads as usize,
+                &p.local.cpu_pin,
+                plan.parts.get(i).is_some_and(|q| q.is_probe()),
+            ),
             false,
         ));
         // Long-lived flows are all in: close the listener, so that later

@@ -17,6 +17,12 @@
 //! grow with the length of the test. A worker blocked in a receive notices
 //! the epoch up to one receive timeout late; the latencies of that moment
 //! land in the interval before.
+//!
+//! Placement: [`place`] spreads one part's flows over that part's workers;
+//! a mix gives every part an engine of its own ([`parts`]), so a latency
+//! probe never shares a worker with a bulk flow, and its workers ask for a
+//! short scheduler slice ([`sched`]) so that they do not wait behind the
+//! bulk workers for a CPU either.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -35,6 +41,7 @@ use crate::stats::latency::{
 use crate::workload::{Flow, FlowCtx, KICK, Progress, token};
 
 pub mod parts;
+pub mod sched;
 mod watchdog;
 pub use parts::Engines;
 use watchdog::WatchSlot;
@@ -61,6 +68,10 @@ pub struct WorkerSpec {
     /// Global ids of `flows`, for error messages.
     pub flow_ids: Vec<u32>,
     pub cpu: Option<usize>,
+    /// A latency probe's worker: it asks the scheduler for a short slice
+    /// ([`sched::PROBE_SLICE`]), so that it is not kept waiting behind
+    /// the bulk workers sharing its CPU.
+    pub probe: bool,
 }
 
 struct Shared {
@@ -130,14 +141,23 @@ pub struct EngineOutcome {
     pub counts: Vec<Counts>,
 }
 
-/// Spread flows over `threads` workers: flow i runs on worker i mod T, and
-/// worker w is pinned to `cpus[w mod len]` when a CPU list is given.
-pub fn place(flows: Vec<Box<dyn Flow>>, threads: usize, cpus: &[usize]) -> Vec<WorkerSpec> {
+/// Spread one part's flows over `threads` workers: flow i runs on worker
+/// i mod T, and worker w is pinned to `cpus[w mod len]` when a CPU list is
+/// given. The workers run this part's flows only (each part of a mix has
+/// an engine of its own), so a `probe` part's workers carry no bulk flow;
+/// they also ask for a short scheduler slice ([`sched`]).
+pub fn place(
+    flows: Vec<Box<dyn Flow>>,
+    threads: usize,
+    cpus: &[usize],
+    probe: bool,
+) -> Vec<WorkerSpec> {
     let mut workers: Vec<WorkerSpec> = (0..threads)
         .map(|w| WorkerSpec {
             flows: Vec::new(),
             flow_ids: Vec::new(),
             cpu: (!cpus.is_empty()).then(|| cpus[w % cpus.len()]),
+            probe,
         })
         .collect();
     for (i, f) in flows.into_iter().enumerate() {
@@ -249,8 +269,10 @@ impl Engine {
                 watch_timeout = Some(watch_timeout.map_or(t, |x: std::time::Duration| x.min(t)));
             }
             let sh = shared.clone();
+            // A probe's worker is named apart, for ps -L and perf.
+            let role = if w.probe { "probe" } else { "worker" };
             let h = std::thread::Builder::new()
-                .name(format!("thrum-worker-{i}"))
+                .name(format!("thrum-{role}-{i}"))
                 .spawn(move || {
                     let out = run_worker(&sh, w, kind, i);
                     sh.watch[i].leave();
@@ -507,6 +529,7 @@ fn worker_loop(
         mut flows,
         flow_ids,
         cpu,
+        probe,
     } = spec;
     let fail = |what: String| shared.fail(what);
     if let Some(c) = cpu
@@ -520,6 +543,11 @@ fn worker_loop(
     // request of this thread's; refused, the thread keeps the default.
     // SAFETY: PR_SET_TIMERSLACK takes one integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong) };
+    // A probe preempts the bulk workers when it wakes (Linux 6.12 on);
+    // refused, it runs as before and its generator lag shows the cost.
+    if probe {
+        let _ = sched::set_slice(sched::PROBE_SLICE);
+    }
     let mut driver = match kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind)) {
         Ok(d) => d,
         Err(e) => {
@@ -678,7 +706,7 @@ fn worker_loop(
 
 #[cfg(test)]
 mod tests {
-    use super::{choose_driver, pacing_resolution};
+    use super::{choose_driver, pacing_resolution, place};
     use crate::io::DriverKind;
     use crate::plan::{CloseMode, DriverChoice};
     use crate::workload::Flow;
@@ -716,6 +744,38 @@ mod tests {
             };
             assert_eq!(choose_driver(&flows, DriverChoice::Uring), uring);
         }
+    }
+
+    /// A part's workers carry that part's flows only, and a probe part's
+    /// are marked so: they never share a thread with a bulk flow.
+    #[test]
+    fn a_probe_part_gets_workers_of_its_own() {
+        let block: std::sync::Arc<[crate::stats::counters::FlowCounters]> =
+            (0..3).map(|_| Default::default()).collect();
+        let flows = |n: usize| -> Vec<Box<dyn Flow>> {
+            (0..n)
+                .map(|i| {
+                    Box::new(ConnectClient::new(
+                        ConnectMode::Crr,
+                        "127.0.0.1:9".parse().unwrap(),
+                        None,
+                        Default::default(),
+                        crate::workload::CounterRef::new(block.clone(), i),
+                        [0; TOKEN_LEN],
+                        1,
+                        1,
+                        None,
+                        CloseMode::Fin,
+                    )) as Box<dyn Flow>
+                })
+                .collect()
+        };
+        let bulk = place(flows(3), 2, &[], false);
+        let probe = place(flows(1), 1, &[], true);
+        assert!(bulk.iter().all(|w| !w.probe));
+        assert_eq!(bulk.iter().map(|w| w.flows.len()).sum::<usize>(), 3);
+        assert_eq!(probe.len(), 1);
+        assert!(probe[0].probe && probe[0].flows.len() == 1);
     }
 
     /// Only an open-loop run on epoll without epoll_pwait2 is warned: a
