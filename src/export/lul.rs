@@ -283,9 +283,46 @@ fn probe_series(parts: &[PartSummary]) -> Vec<(f64, f64)> {
     v
 }
 
+/// What a chart lifted out of its page needs: the parts, the server and
+/// the date the run started (local time, to the second).
+fn title(r: &TestResult) -> String {
+    let parts = &r.summary.parts;
+    let what = match parts.len() {
+        0 => r.test.name().to_string(),
+        1..=3 => parts
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" + "),
+        n => format!("{n}-part mix"),
+    };
+    let start = r
+        .intervals
+        .first()
+        .map(|iv| iv.unix_end_s - (iv.end_s - iv.start_s));
+    let date = start
+        .filter(|s| *s > 0.0)
+        .map(|s| {
+            let t = crate::units::fmt_local_time(s, true);
+            // Seconds are enough in a title; keep the zone.
+            match t.rsplit_once('.') {
+                Some((a, b)) => format!("{a} {}", b.split_once(' ').map_or("", |z| z.1))
+                    .trim_end()
+                    .to_string(),
+                None => t,
+            }
+        })
+        .map_or(String::new(), |d| format!(", {d}"));
+    format!(
+        "{what} to {}: throughput and probe latency{date}",
+        r.spec.server
+    )
+}
+
 /// The time series of a mix as SVG: goodput up (blue) and down (green),
 /// bit/s on the left; the probes' median latency per interval (red), ms on
-/// the right; the idle and recovery phases shaded grey.
+/// the right; the idle and recovery phases shaded grey, the shading in
+/// the legend; titled with the parts, the server and the date.
 pub fn svg(r: &TestResult) -> String {
     let mut out = String::new();
     if let Err(e) = try_svg(r, &mut out) {
@@ -315,7 +352,7 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
     let l_max = probe.iter().map(|p| p.1).fold(0.0, f64::max).max(0.1) * 1.1;
     let root = SVGBackend::with_string(out, (1000, 480)).into_drawing_area();
     root.fill(&WHITE)?;
-    let title = format!("{}: throughput and probe latency", r.spec.server);
+    let title = title(r);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
@@ -341,12 +378,15 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .y_desc("probe latency p50 (ms)")
         .draw()?;
     if let Some(ph) = &r.summary.phases {
-        for f in [&ph.idle, &ph.recovery] {
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(f.start_s, 0.0), (f.end_s, y_max)],
-                QUIET.filled(),
-            )))?;
-        }
+        chart
+            .draw_series(
+                [&ph.idle, &ph.recovery]
+                    .map(|f| Rectangle::new([(f.start_s, 0.0), (f.end_s, y_max)], QUIET.filled())),
+            )?
+            .label("probes alone (idle, recovery)")
+            // A thick grey stroke, not a rectangle: the legend's swatch
+            // reads as the shading without being one of the phases' boxes.
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], QUIET.stroke_width(10)));
     }
     chart
         .draw_series(LineSeries::new(up, UP.stroke_width(2)))?
