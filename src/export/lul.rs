@@ -8,12 +8,15 @@ use std::io::{self, Write};
 use plotters::prelude::*;
 
 use crate::result::{PartSummary, PhaseFigures, ProbePhases, TestResult};
+use crate::stats::latency::LatencySummary;
 use crate::units::BitsPerSec;
 
 /// Colours, fixed so that readers (and tests) can find each series.
 pub const UP: RGBColor = RGBColor(31, 119, 180);
 pub const DOWN: RGBColor = RGBColor(44, 160, 44);
 pub const PROBE: RGBColor = RGBColor(214, 39, 40);
+/// The probes' p99: the p50's red, darker and thinner.
+pub const PROBE_P99: RGBColor = RGBColor(140, 20, 20);
 /// The idle and recovery phases' shading; the loaded phase is left white.
 pub const QUIET: RGBColor = RGBColor(235, 235, 235);
 
@@ -266,13 +269,14 @@ fn series(parts: &[PartSummary], dir: &str) -> Vec<(f64, f64)> {
     v
 }
 
-/// The probes' p50 per interval, ms (the slowest probe's when several).
-fn probe_series(parts: &[PartSummary]) -> Vec<(f64, f64)> {
+/// The probes' `pick` percentile (p50, p99) per interval, ms (the slowest
+/// probe's when several).
+fn probe_series(parts: &[PartSummary], pick: fn(&LatencySummary) -> u64) -> Vec<(f64, f64)> {
     let mut v: Vec<(f64, f64)> = Vec::new();
     for p in parts.iter().filter(|p| p.direction == "rr") {
         for iv in &p.intervals {
             let Some(l) = &iv.latency_ns else { continue };
-            let (t, y) = (mid(iv.start_s, iv.end_s), l.p50 as f64 / 1e6);
+            let (t, y) = (mid(iv.start_s, iv.end_s), pick(l) as f64 / 1e6);
             match v.iter_mut().find(|x| x.0 == t) {
                 Some(x) => x.1 = x.1.max(y),
                 None => v.push((t, y)),
@@ -320,9 +324,10 @@ fn title(r: &TestResult) -> String {
 }
 
 /// The time series of a mix as SVG: goodput up (blue) and down (green),
-/// bit/s on the left; the probes' median latency per interval (red), ms on
-/// the right; the idle and recovery phases shaded grey, the shading in
-/// the legend; titled with the parts, the server and the date.
+/// bit/s on the left; the probes' median latency per interval (red) and
+/// their p99 (dark red), ms on the right; the idle and recovery phases
+/// shaded grey, the shading in the legend; titled with the parts, the
+/// server and the date.
 pub fn svg(r: &TestResult) -> String {
     let mut out = String::new();
     if let Err(e) = try_svg(r, &mut out) {
@@ -336,10 +341,11 @@ pub fn svg(r: &TestResult) -> String {
 
 fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
     let parts = &r.summary.parts;
-    let (up, down, probe) = (
+    let (up, down, probe, p99) = (
         series(parts, "up"),
         series(parts, "down"),
-        probe_series(parts),
+        probe_series(parts, |l| l.p50),
+        probe_series(parts, |l| l.p99),
     );
     let x_max = r.intervals.last().map_or(1.0, |iv| iv.end_s).max(1.0);
     let y_max = up
@@ -349,7 +355,13 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .fold(0.0, f64::max)
         .max(1.0)
         * 1.1;
-    let l_max = probe.iter().map(|p| p.1).fold(0.0, f64::max).max(0.1) * 1.1;
+    let l_max = probe
+        .iter()
+        .chain(&p99)
+        .map(|p| p.1)
+        .fold(0.0, f64::max)
+        .max(0.1)
+        * 1.1;
     let root = SVGBackend::with_string(out, (1000, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let title = title(r);
@@ -375,7 +387,7 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .draw()?;
     chart
         .configure_secondary_axes()
-        .y_desc("probe latency p50 (ms)")
+        .y_desc("probe latency (ms)")
         .draw()?;
     if let Some(ph) = &r.summary.phases {
         chart
@@ -400,6 +412,10 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .draw_secondary_series(LineSeries::new(probe, PROBE.stroke_width(2)))?
         .label("probe p50")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], PROBE.stroke_width(2)));
+    chart
+        .draw_secondary_series(LineSeries::new(p99, PROBE_P99.stroke_width(1)))?
+        .label("probe p99")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], PROBE_P99.stroke_width(1)));
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
