@@ -131,9 +131,10 @@ fn jain_text(x: Option<f64>) -> String {
 }
 
 /// `--html`: one self-contained page for a mix (no scripts, no external
-/// files): the grades, the parts, the phases, the chart inlined, and the
-/// intervals with each direction's goodput, the probes' median, the
-/// fairness and the retransmissions.
+/// files): the grades, the parts, the phases, the chart and the probes'
+/// latency CDF idle and loaded inlined, and the intervals with each
+/// direction's goodput, the probes' median, the fairness and the
+/// retransmissions.
 pub fn html(r: &TestResult) -> String {
     use super::html::escape;
     use std::fmt::Write as _;
@@ -205,6 +206,13 @@ pub fn html(r: &TestResult) -> String {
         "<h2>Throughput and probe latency</h2>\n{}",
         super::html::inline(&svg(r))
     );
+    if let Some(cdf) = cdf_svg(r) {
+        let _ = writeln!(
+            o,
+            "<h2>Probe latency, idle and loaded</h2>\n{}",
+            super::html::inline(&cdf)
+        );
+    }
     o.push_str("<h2>Intervals</h2>\n<table class=\"intervals\">\n<tr><th>interval</th><th>phase</th><th>from (s)</th><th>to (s)</th><th>up</th><th>down</th><th>probe p50</th><th>fairness up</th><th>fairness down</th><th>retransmits</th></tr>\n");
     let (up, down) = (series(&s.parts, "up"), series(&s.parts, "down"));
     for (k, iv) in r.intervals.iter().enumerate() {
@@ -418,6 +426,78 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], PROBE_P99.stroke_width(1)));
     chart
         .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// The probes' latency distribution in the idle and the loaded phase, as
+/// the percentiles the result keeps (min, p50, p90, p99, p99.9, max) drawn
+/// as a step-free CDF on a log time axis: how far the load moved the whole
+/// distribution, not only its median. None without probe phases.
+pub fn cdf_svg(r: &TestResult) -> Option<String> {
+    let ph = r.summary.phases.as_ref()?;
+    let points = |l: &LatencySummary| -> Vec<(f64, f64)> {
+        [
+            (l.min, 0.0),
+            (l.p50, 0.5),
+            (l.p90, 0.9),
+            (l.p99, 0.99),
+            (l.p99_9, 0.999),
+            (l.max, 1.0),
+        ]
+        .iter()
+        .map(|&(ns, q)| ((ns.max(1)) as f64 / 1e6, q))
+        .collect()
+    };
+    let idle = points(ph.idle.probe_latency_ns.as_ref()?);
+    let loaded = points(ph.loaded.probe_latency_ns.as_ref()?);
+    let mut out = String::new();
+    if let Err(e) = try_cdf(&idle, &loaded, &title(r), &mut out) {
+        return Some(format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
+            super::html::escape(&e.to_string())
+        ));
+    }
+    Some(out)
+}
+
+fn try_cdf(
+    idle: &[(f64, f64)],
+    loaded: &[(f64, f64)],
+    title: &str,
+    out: &mut String,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let all = idle.iter().chain(loaded).map(|p| p.0);
+    let lo = all.clone().fold(f64::INFINITY, f64::min) / 1.5;
+    let hi = all.fold(0.0, f64::max) * 1.5;
+    let root = SVGBackend::with_string(out, (1000, 400)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let title = title.replace("throughput and probe latency", "probe latency CDF");
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d((lo..hi).log_scale(), 0f64..1f64)?;
+    chart
+        .configure_mesh()
+        .x_desc("probe latency (ms)")
+        .y_desc("fraction of probes")
+        .bold_line_style(super::chart::GRID_BOLD)
+        .light_line_style(super::chart::GRID_LIGHT)
+        .draw()?;
+    for (name, pts, colour) in [("idle", idle, UP), ("loaded", loaded, PROBE)] {
+        chart
+            .draw_series(LineSeries::new(pts.to_vec(), colour.stroke_width(2)))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()?;
