@@ -334,8 +334,8 @@ fn title(r: &TestResult) -> String {
 /// The time series of a mix as SVG: goodput up (blue) and down (green),
 /// bit/s on the left; the probes' median latency per interval (red) and
 /// their p99 (dark red), ms on the right; the idle and recovery phases
-/// shaded grey, the shading in the legend; titled with the parts, the
-/// server and the date.
+/// shaded grey, the shading in the legend; each part a thin line under
+/// its sum; titled with the parts, the server and the date.
 pub fn svg(r: &TestResult) -> String {
     let mut out = String::new();
     if let Err(e) = try_svg(r, &mut out) {
@@ -407,6 +407,42 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
             // A thick grey stroke, not a rectangle: the legend's swatch
             // reads as the shading without being one of the phases' boxes.
             .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], QUIET.stroke_width(10)));
+    }
+    // Each part as a thin line under the sums, as flent draws each flow,
+    // where a sum has more than one part (one part is its own sum).
+    let mut labelled = false;
+    for dir in ["up", "down"] {
+        let ps: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == dir).collect();
+        if ps.len() < 2 {
+            continue;
+        }
+        let colour = if dir == "up" { UP } else { DOWN };
+        for p in ps {
+            let line = p.intervals.iter().map(|iv| {
+                (
+                    mid(iv.start_s, iv.end_s),
+                    iv.sum.throughput_bps.unwrap_or(0.0),
+                )
+            });
+            let drawn =
+                chart.draw_series(LineSeries::new(line, colour.mix(0.35).stroke_width(1)))?;
+            if !labelled {
+                labelled = true;
+                drawn.label("each part").legend(|(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], BLACK.mix(0.35).stroke_width(1))
+                });
+            }
+        }
+    }
+    let probes: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == "rr").collect();
+    if probes.len() > 1 {
+        for p in probes {
+            let line = p.intervals.iter().filter_map(|iv| {
+                let l = iv.latency_ns.as_ref()?;
+                Some((mid(iv.start_s, iv.end_s), l.p50 as f64 / 1e6))
+            });
+            chart.draw_secondary_series(LineSeries::new(line, PROBE.mix(0.35).stroke_width(1)))?;
+        }
     }
     chart
         .draw_series(LineSeries::new(up, UP.stroke_width(2)))?
