@@ -9,7 +9,7 @@
 //! Intervals never straddle phases, so the measurement window's figures are
 //! exactly the sum of its intervals.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plan::Phase;
 use crate::plan::{TestKind, TestPlan};
@@ -20,9 +20,39 @@ use crate::warning::{Warning, Warnings};
 
 pub const SCHEMA: &str = "thrum.result.v1";
 
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+/// A name the result holds as `&'static str`: spelled through this alias
+/// because serde would otherwise borrow a `&str` field from the input
+/// (and ask the input to live for `'static`).
+type Name = &'static str;
+
+/// A name the result holds as `&'static str` (its schema, a unit, a
+/// part's direction), read back from a saved result (`thrum report`).
+/// Every such name is one of a few short words, and a saved result is read
+/// once per process, so the string is leaked rather than every exporter
+/// taking a lifetime.
+fn static_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    Ok(String::deserialize(d)?.leak())
+}
+
+/// A field that is absent (None), null (Some(None)) or a value: serde
+/// reads a null as absent unless told that a present field is Some.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// [`static_str`] for an optional name.
+fn static_opt_str<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'static str>, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.map(|s| &*s.leak()))
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestResult {
-    pub schema: &'static str,
+    #[serde(deserialize_with = "static_str")]
+    pub schema: Name,
     pub test: TestKind,
     pub spec: Spec,
     pub environment: Environment,
@@ -38,21 +68,22 @@ pub struct TestResult {
 }
 
 /// Both ends' provenance; the server's is null when its final report did not arrive.
-#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenances {
     pub local: Option<crate::sensors::Provenance>,
     pub remote: Option<crate::sensors::Provenance>,
 }
 
 /// One run's figures, when the test is repeated.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Iteration {
     #[schemars(range(min = 1))]
     pub index: u32,
     /// The figure of merit (bits/s or transactions/s) and its unit.
     pub figure: f64,
     #[schemars(extend("enum" = ["bit/s", "trans/s"]))]
-    pub unit: &'static str,
+    #[serde(deserialize_with = "static_str")]
+    pub unit: Name,
     pub duration_s: f64,
     pub local_cpu_util_percent: Option<f64>,
     pub remote_cpu_util_percent: Option<f64>,
@@ -86,7 +117,7 @@ impl Iteration {
 }
 
 /// netperf's -i/-I: the interval of the mean of the figure of merit.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Confidence {
     /// 95 or 99 (percent).
     #[schemars(extend("enum" = [95, 99]))]
@@ -112,7 +143,7 @@ pub struct Confidence {
     pub remote_cpu_width_percent_achieved: Option<f64>,
 }
 /// The plan plus where it ran.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spec {
     #[serde(flatten)]
     pub plan: TestPlan,
@@ -125,7 +156,7 @@ pub struct Spec {
 }
 
 /// Where the client ran. Open: more facts (NICs, sysctls, CPU) will be added.
-#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     pub thrum_version: String,
     pub command_line: Vec<String>,
@@ -141,7 +172,7 @@ pub struct Environment {
     pub local_drivers: Vec<String>,
     pub remote_drivers: Vec<String>,
     /// UDP tests: how datagrams move (batched sendmmsg/recvmmsg, or one per call).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_io: Option<String>,
 }
 
@@ -179,7 +210,7 @@ impl Environment {
 }
 
 /// One interim sample period, on both ends.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interval {
     pub index: u32,
     pub phase: Phase,
@@ -195,18 +226,18 @@ pub struct Interval {
     pub remote: Vec<Counts>,
     pub sum: Figures,
     /// Latency of the transactions that completed in this interval (RR tests, measure phase).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
     /// Open loop (--rate): their service time, from the actual send.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_latency_ns: Option<LatencySummary>,
     /// A mix with bulk flows: Jain's index over this interval's per-flow
     /// goodputs of each direction.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<Fairness>,
     /// A mix, `--json-stream` only: each part's figures in this interval
     /// (the final result has them in `summary.parts[].intervals`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartInterval>,
     /// The client interface's utilisation each way over this interval, from
     /// its counters read at the interval's two ticks (as the summary's over
@@ -215,14 +246,14 @@ pub struct Interval {
     /// A phased mix: the segment of the measurement window the interval
     /// lies in (idle, loaded, drain, recovery); absent before and outside
     /// them and for a single test.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_phase: Option<LoadPhase>,
 }
 
 /// A phased mix's segments of its measurement window, in their order
 /// (docs/latency-under-load.md): no load, bulk load, the bulk flows'
 /// buffers draining, no load again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadPhase {
     Idle,
@@ -258,7 +289,7 @@ impl Interval {
 }
 
 /// The open-loop generator's lateness behind its schedule, ns.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GeneratorLag {
     pub p50: u64,
     pub p99: u64,
@@ -266,7 +297,7 @@ pub struct GeneratorLag {
 }
 
 /// How steady the figure of merit was over the measurement window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stability {
     /// Coefficient of variation (standard deviation / mean) of the per-interval figure.
     pub cv: Option<f64>,
@@ -276,35 +307,35 @@ pub struct Stability {
 }
 
 /// Counts of a window on both ends, and the rates they give.
-#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Figures {
     pub local: Counts,
     pub remote: Counts,
     /// Receiver's goodput (stream tests).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_bps: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_bps_c2s: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_bps_s2c: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions_per_s: Option<f64>,
 }
 
 /// capacity: the estimate of each direction measured.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CapacityDirections {
     /// Client to server: the client sends the trains, the server times them.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c2s: Option<CapacityEstimate>,
     /// Server to client (`--reverse`, `--both`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub s2c: Option<CapacityEstimate>,
 }
 
 /// capacity: one direction's estimate, as the summary's top-level fields
 /// give it, and the trains it comes from.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CapacityEstimate {
     /// The path's bottleneck capacity from the packet trains' dispersion
     /// (the mode of the gaps in the second half of the longest trains),
@@ -340,7 +371,7 @@ pub struct CapacityEstimate {
 }
 
 /// One end's share of the summary.
-#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Side {
     /// Counts in the measurement window.
     pub bytes_sent: u64,
@@ -359,7 +390,7 @@ pub struct Side {
     /// Counts over the whole test, warm-up to drain: one end's `bytes_sent`
     /// equals the other's `bytes_received` after a clean drain.
     pub total: Counts,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rusage: Option<Rusage>,
     /// Overall CPU utilisation of this end's host over the window, percent
     /// (0–100, where 100 is every CPU busy), from /proc/stat.
@@ -372,10 +403,10 @@ pub struct Side {
     /// This thrum process's rusage over the window only.
     pub rusage_window: Option<Rusage>,
     /// µs of CPU per transaction (RR, CRR, CC tests), from `service_demand_source`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_demand_us_per_tran: Option<f64>,
     /// µs of CPU per KB (1024 bytes) of the figure of merit (stream tests).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_demand_us_per_kb: Option<f64>,
     /// Service demand from /proc/stat (host-wide busy time), in the unit above.
     pub service_demand_proc_stat: Option<f64>,
@@ -384,7 +415,8 @@ pub struct Side {
     /// Which one the headline uses: `rusage` on a virtual machine, where
     /// tick-based /proc/stat is unreliable, `proc_stat` elsewhere.
     #[schemars(extend("enum" = ["proc_stat", "rusage", null]))]
-    pub service_demand_source: Option<&'static str>,
+    #[serde(deserialize_with = "static_opt_str")]
+    pub service_demand_source: Option<Name>,
     /// The interface toward the peer, and its packets over the window.
     pub interface: Option<String>,
     pub tx_packets: Option<u64>,
@@ -400,55 +432,55 @@ pub struct Side {
     pub tcp_retransmits: Option<u64>,
     /// `--zerocopy` senders: MSG_ZEROCOPY sends, their completions and how
     /// many the kernel copied anyway, over the whole test.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
     /// SO_SNDBUF/SO_RCVBUF asked for and as the kernel set them (read back
     /// with getsockopt); absent where the end did not report them.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
     /// Bulk tests: how long this end's send and receive calls that moved
     /// data took over the window (netperf's -v 2 histograms).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_times: Option<crate::stats::calltime::SendRecvTimes>,
 }
 
 /// Link utilisation each way, percent of the link speed: the interface's
 /// byte counters over the window (frames from the MAC header on, all of
 /// the host's traffic on that interface, not only thrum's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkUtil {
     pub tx: Option<f64>,
     pub rx: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Length of the measurement window (client clock).
     pub duration_s: f64,
     /// Receiver's goodput in bits/s (stream tests).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_bps: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_bps_c2s: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_bps_s2c: Option<f64>,
     /// The sender's figure in bits/s (stream tests; sum of both senders for bidir).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_bps_sent: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions_per_s: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
     /// Response time: from the request's send (closed loop), or from its
     /// intended start (open loop, --rate).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
     /// Open loop (--rate): the schedule's figures, their keys at this level
     /// of the JSON; absent in a closed-loop run.
     #[serde(flatten)]
     pub open_loop: Option<OpenLoop>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
     /// Coefficient of variation of the per-interval figure of merit over the window.
     pub stability_cv: Option<f64>,
@@ -464,44 +496,48 @@ pub struct Summary {
     pub link_util_percent: LinkUtil,
     /// capacity: the path's bottleneck capacity from the packet trains'
     /// dispersion (the mode of their gaps), bits/s of frames.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub capacity_bps: Option<f64>,
     /// capacity: the mode's extent, `[low, high]` bits/s.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_interval_bps: Option<[f64; 2]>,
     /// capacity: the probe's average load on the link over the estimate.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_load_fraction: Option<f64>,
     /// capacity: a token bucket recognised in the trains (null: none).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub shaper: Option<Option<crate::stats::dispersion::Shaper>>,
     /// capacity: the gaps the estimate comes from, as rates.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispersion_histogram: Option<Vec<crate::stats::dispersion::RateBin>>,
     /// capacity: each direction measured, apart (`--reverse`, `--both`);
     /// a direction without an estimate is absent (a warning says why).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_by_direction: Option<CapacityDirections>,
     /// udp_stream: datagrams the client sent in its window.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datagrams_sent: Option<u64>,
     /// udp_stream: distinct datagrams the server received in its window.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datagrams_received: Option<u64>,
     /// udp_stream: datagrams lost in the window (gaps seen by the receiver,
     /// less those that came late); udp_rr: transactions timed out in the window.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reordered: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicates: Option<u64>,
     pub local: Side,
     pub remote: Side,
     /// Seconds from opening the first data socket to the server's `started`:
     /// every flow connected, presented and accepted.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup_s: Option<f64>,
     /// `warnings` (sentences) and `diagnostics` (`{code, message}`).
     #[serde(flatten)]
@@ -510,17 +546,17 @@ pub struct Summary {
     pub error: Option<String>,
     /// A mix (`--mix`, presets): each part's figures as it would have them
     /// alone; the fields above then hold only what the whole session shares.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartSummary>,
     /// A mix with latency probes and bulk flows: the probes' latency and the
     /// goodput each way in the idle, loaded and recovery phases.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<ProbePhases>,
     /// Loaded minus idle probe latency, ns (p50, p99).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_under_load_ns: Option<LatencyUnderLoad>,
     /// Jain's fairness index over the bulk flows of each direction.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<Fairness>,
 }
 
@@ -528,7 +564,7 @@ pub struct Summary {
 /// and the two other clocks (service time from the actual send, the
 /// generator's lag behind its schedule). Flattened into the summary, so
 /// the keys are the summary's own.
-#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpenLoop {
     /// Open loop (--rate): transactions/s offered by the schedule.
     pub offered_per_s: f64,
@@ -538,10 +574,10 @@ pub struct OpenLoop {
     /// in the window.
     pub late: u64,
     /// Open loop: service time, from each request's actual send.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_latency_ns: Option<LatencySummary>,
     /// Open loop: how far behind its schedule the generator sent requests.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_lag_ns: Option<GeneratorLag>,
     /// Open loop: the mean number of transactions in the system (intended start
     /// passed, response not in) over the window, from the flows' own time
@@ -551,7 +587,7 @@ pub struct OpenLoop {
 }
 
 /// One part of a mix, with the single-test summary it would have alone.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartSummary {
     pub name: String,
     pub test: TestKind,
@@ -559,16 +595,17 @@ pub struct PartSummary {
     pub flows: u32,
     /// `up` (client to server), `down`, `both`, or `rr` for request/response.
     #[schemars(extend("enum" = ["up", "down", "both", "rr"]))]
-    pub direction: &'static str,
+    #[serde(deserialize_with = "static_str")]
+    pub direction: Name,
     /// The TOS byte its data sockets carried, when marked.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tos: Option<u8>,
     /// Goodput of each of its flows over the measurement window, bits/s
     /// (the receiver's count; stream parts).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flow_throughput_bps: Vec<f64>,
     /// TCP retransmissions of its long-lived connections, both ends.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_retransmits: Option<u64>,
     /// The single-test summary: a probe's over the measurement window, a
     /// bulk part of a phased mix's over the loaded phase it ran in (so its
@@ -580,27 +617,27 @@ pub struct PartSummary {
 }
 
 /// One interval of one part.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartInterval {
     /// The part's name: in a stream record's `parts`, not in the part's
     /// own `intervals`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub index: u32,
     pub phase: Phase,
     pub start_s: f64,
     pub end_s: f64,
     pub sum: Figures,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencySummary>,
     /// Retransmissions of the part's TCP connections in this interval,
     /// both ends (the client's alone when the server's sample is missing).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_retransmits: Option<u64>,
 }
 
 /// The three probe phases of a latency-under-load run.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProbePhases {
     pub idle: PhaseFigures,
     pub loaded: PhaseFigures,
@@ -612,7 +649,7 @@ pub struct ProbePhases {
 }
 
 /// What the probes and the bulk flows did in one phase.
-#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseFigures {
     pub start_s: f64,
     pub end_s: f64,
@@ -623,7 +660,7 @@ pub struct PhaseFigures {
 }
 
 /// Loaded minus idle, ns: what the load added to the probes' latency.
-#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyUnderLoad {
     pub p50: i64,
     pub p99: i64,
@@ -631,7 +668,7 @@ pub struct LatencyUnderLoad {
 
 /// Jain's index, (Σx)² / (n·Σx²), over the per-flow goodputs of each
 /// direction; null for a direction with no bulk flow.
-#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Fairness {
     pub up: Option<f64>,
     pub down: Option<f64>,

@@ -11,7 +11,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use serde::ser::SerializeStruct;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// What a warning is about; [`Code::as_str`] is the stable code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -135,6 +135,19 @@ impl Serialize for Code {
     }
 }
 
+/// A saved result read back (`thrum report`): a code this build does not
+/// know is refused by name.
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Code, D::Error> {
+        let s = String::deserialize(d)?;
+        Code::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown warning code '{s}'")))
+    }
+}
+
 /// The schema says what [`Serialize`] writes: one of the stable codes.
 impl schemars::JsonSchema for Code {
     fn schema_name() -> std::borrow::Cow<'static, str> {
@@ -158,7 +171,7 @@ impl fmt::Display for Code {
 }
 
 /// One warning: its code and its sentence.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Warning {
     pub code: Code,
     pub message: String,
@@ -259,6 +272,19 @@ impl Serialize for Warnings {
         st.serialize_field("warnings", &sentences)?;
         st.serialize_field("diagnostics", &self.0)?;
         st.end()
+    }
+}
+
+/// Read back from `diagnostics`, which carries every sentence with its
+/// code (`warnings` repeats the sentences alone).
+impl<'de> Deserialize<'de> for Warnings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Warnings, D::Error> {
+        #[derive(Deserialize)]
+        struct Both {
+            #[serde(default)]
+            diagnostics: Vec<Warning>,
+        }
+        Ok(Warnings(Both::deserialize(d)?.diagnostics))
     }
 }
 

@@ -321,7 +321,7 @@ impl FindBurstArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A results.json of `thrum agg` or `thrum curve` (or a directory holding one), or a netperf_TEST.log from runemomniaggdemo.sh (or a directory of them) with its .out files beside it.
+    /// A JSON document thrum wrote (`run --json`, `ping --json`, `sweep --json`, or the results.json of `agg` or `curve`, or a directory holding one), or a netperf_TEST.log from runemomniaggdemo.sh (or a directory of them) with its .out files beside it.
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
     #[command(flatten)]

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cli::{PingArgs, PingPlan};
 use crate::io::icmp::{EchoSocket, Event};
@@ -25,7 +25,7 @@ pub const PING_SCHEMA: &str = "thrum.ping.v1";
 
 /// Round-trip times in ns: send time before send(2) to the kernel's
 /// receive timestamp (SO_TIMESTAMPNS); nearest-rank percentiles.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Rtt {
     pub min: u64,
     pub p50: u64,
@@ -34,7 +34,7 @@ pub struct Rtt {
 }
 
 /// The figures of one packet size.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SizeStats {
     /// ICMP payload bytes (0 with --tcp).
     pub size: usize,
@@ -47,16 +47,18 @@ pub struct SizeStats {
     pub errors: Vec<String>,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 struct Summary {
     sizes: Vec<SizeStats>,
     /// Why the host counts as unavailable; null when anything answered.
     error: Option<String>,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-struct PingResult {
-    schema: &'static str,
+// What `--json` writes; `thrum report` reads it back (a `//` comment: a
+// doc comment would become the schema's description).
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub(crate) struct PingResult {
+    schema: String,
     /// HOST as given.
     host: String,
     /// The address pinged.
@@ -65,7 +67,7 @@ struct PingResult {
     /// (net.ipv4.ping_group_range); icmp_raw: a raw socket (root); tcp:
     /// --tcp PORT, connect time.
     #[schemars(extend("enum" = ["icmp_dgram", "icmp_raw", "tcp"]))]
-    method: &'static str,
+    method: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     tcp_port: Option<u16>,
     /// Echo requests (or connects) per size.
@@ -245,10 +247,10 @@ pub fn ping(args: &PingArgs) -> Result<ExitCode> {
         e
     });
     let result = PingResult {
-        schema: PING_SCHEMA,
+        schema: PING_SCHEMA.into(),
         host: plan.host.clone(),
         address: plan.address.to_string(),
-        method,
+        method: method.into(),
         tcp_port: plan.tcp_port,
         count: plan.count,
         interval_s: plan.interval.as_secs_f64(),
@@ -271,7 +273,15 @@ pub fn ping(args: &PingArgs) -> Result<ExitCode> {
     }
 }
 
-fn human(r: &PingResult) -> String {
+impl PingResult {
+    /// No echo (nor connect) came back: the host counts as unavailable.
+    pub(crate) fn failed(&self) -> bool {
+        self.summary.error.is_some()
+    }
+}
+
+/// The table `thrum ping` prints (and `thrum report` of its `--json`).
+pub(crate) fn human(r: &PingResult) -> String {
     let mut s = format!(
         "ping {} ({}) by {}{}, {} per size, every {}, timeout {}\n",
         r.host,

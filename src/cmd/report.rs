@@ -1,8 +1,15 @@
-//! `thrum report PATH`: the analysis of a saved aggregate run again, from
-//! its results.json or from netperf's demo-mode logs, with the same
-//! summary and, with `--out`, the same output directory as `thrum agg`.
-//! A saved `thrum curve` (schema `thrum.curve.v1`) is re-analysed from its
-//! steps and re-rendered the same way, with `thrum curve`'s outputs.
+//! `thrum report PATH`: any result thrum wrote, read back and drawn again
+//! (flent's `-i FILE -p PLOT`), dispatched on the document's `schema`.
+//! A saved aggregate run (`thrum.agg.v1`, or netperf's demo-mode logs) is
+//! analysed again, with the same summary and, with `--out`, the same
+//! output directory as `thrum agg`; a saved `thrum curve`
+//! (`thrum.curve.v1`) is re-analysed from its steps, with `thrum curve`'s
+//! outputs. A saved `thrum run --json` (`thrum.result.v1`) prints as the
+//! run did and, with `--out`, draws what `run --html`/`--chart` would
+//! (a mix's page and time series, capacity's histogram; other tests get
+//! one page of their own); `thrum ping --json` (`thrum.ping.v1`) and
+//! `thrum sweep --json` (`thrum.sweep.v1`) print their tables again, the
+//! sweep's CSV in `--out`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,7 +21,166 @@ use crate::agg::curve::{self, Curve};
 use crate::agg::input;
 use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::netperf;
-use crate::cli::ReportArgs;
+use crate::agg::sweep::Sweep;
+use crate::cli::{AggOutput, ReportArgs};
+use crate::export::{self, write_atomic};
+use crate::result::TestResult;
+
+/// The schema of `thrum sweep --json`.
+const SWEEP_SCHEMA: &str = "thrum.sweep.v1";
+
+/// Every schema `thrum report` reads, for the error that names them.
+const ACCEPTED: [&str; 5] = [
+    crate::result::SCHEMA,
+    model::SCHEMA,
+    curve::SCHEMA,
+    super::ping::PING_SCHEMA,
+    SWEEP_SCHEMA,
+];
+
+/// A saved document that is neither an aggregate nor a curve (those keep
+/// their own loaders, [`load`] and [`load_curve`]).
+enum Other {
+    Run(Box<TestResult>),
+    Ping(super::ping::PingResult),
+    Sweep(Sweep),
+}
+
+/// The JSON document `path` names (a file, or a directory's
+/// results.json), when it is one; None for netperf logs and directories
+/// of them, which [`load`] reads.
+fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
+    let json = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    };
+    if !json.is_file() || json.extension().is_some_and(|e| e == "log") {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let doc = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a JSON document thrum wrote (schemas accepted: {}), nor a netperf_TEST.log",
+            json.display(),
+            ACCEPTED.join(", ")
+        )
+    })?;
+    Ok(Some((json, doc)))
+}
+
+/// The run, ping or sweep `doc` holds, by its `schema`; None for an
+/// aggregate or a curve; an error naming the accepted schemas otherwise.
+fn other(json: &Path, doc: serde_json::Value) -> Result<Option<Other>> {
+    let schema = doc["schema"].as_str().unwrap_or_default().to_string();
+    let read = |what: &str| format!("{}: not a valid {what} document", json.display());
+    Ok(Some(match schema.as_str() {
+        crate::result::SCHEMA => Other::Run(Box::new(
+            serde_json::from_value(doc).with_context(|| read(&schema))?,
+        )),
+        super::ping::PING_SCHEMA => {
+            Other::Ping(serde_json::from_value(doc).with_context(|| read(&schema))?)
+        }
+        SWEEP_SCHEMA => Other::Sweep(serde_json::from_value(doc).with_context(|| read(&schema))?),
+        s if s == model::SCHEMA || s == curve::SCHEMA => return Ok(None),
+        "" => bail!(
+            "{}: no \"schema\" field (schemas accepted: {})",
+            json.display(),
+            ACCEPTED.join(", ")
+        ),
+        s => bail!(
+            "{}: schema '{s}' (schemas accepted: {})",
+            json.display(),
+            ACCEPTED.join(", ")
+        ),
+    }))
+}
+
+/// Print a saved run, ping or sweep as its command did, and with `--out`
+/// write what that command draws.
+fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
+    let (text, failed) = match doc {
+        Other::Run(r) => {
+            let human = export::render(&export::human::Human::default(), r);
+            (String::from_utf8_lossy(&human).into_owned(), !r.ok())
+        }
+        Other::Ping(p) => (super::ping::human(p), p.failed()),
+        Other::Sweep(sw) => (sw.table(), sw.cells.iter().any(|c| c.error.is_some())),
+    };
+    let json = || -> Result<Vec<u8>> {
+        let mut v = match doc {
+            Other::Run(r) => serde_json::to_vec_pretty(r)?,
+            Other::Ping(p) => serde_json::to_vec_pretty(p)?,
+            Other::Sweep(sw) => serde_json::to_vec_pretty(sw)?,
+        };
+        v.push(b'\n');
+        Ok(v)
+    };
+    // A saved failure fails again, as the command did.
+    let verdict = if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    };
+    if out.json {
+        super::out::print(&json()?)?;
+    } else {
+        super::out::print(&text)?;
+    }
+    for p in &out.export_json {
+        write_atomic(p, &json()?)
+            .with_context(|| format!("writing --export-json {}", p.display()))?;
+    }
+    if let Some(dir) = &out.out {
+        let files = drawings(doc);
+        if files.is_empty() {
+            eprintln!(
+                "thrum ping draws no chart: nothing written in {}",
+                dir.display()
+            );
+            return Ok(verdict);
+        }
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--out: creating {}", dir.display()))?;
+        for (name, bytes) in files {
+            let p = dir.join(name);
+            write_atomic(&p, &bytes).with_context(|| format!("writing {}", p.display()))?;
+        }
+        eprintln!("results in {}", dir.display());
+    }
+    Ok(verdict)
+}
+
+/// The files `--out` holds for a saved run, ping or sweep: what the
+/// command itself draws, by the same functions. A mix: report.html and
+/// chart.svg as `run --html`/`--chart` write them; capacity: chart.svg as
+/// `--chart` writes it, and a page with it; any other test: its page.
+/// A sweep: sweep.csv as `--export-csv` writes it; a ping draws nothing.
+fn drawings(doc: &Other) -> Vec<(&'static str, Vec<u8>)> {
+    match doc {
+        Other::Run(r) if !r.spec.plan.parts.is_empty() => vec![
+            ("report.html", export::lul::html(r).into_bytes()),
+            ("chart.svg", export::lul::svg(r).into_bytes()),
+        ],
+        Other::Run(r) if r.test == crate::plan::TestKind::Capacity => {
+            let svg = export::capacity::svg(r);
+            vec![
+                (
+                    "report.html",
+                    export::html::result_report(r, Some(&svg)).into_bytes(),
+                ),
+                ("chart.svg", svg.into_bytes()),
+            ]
+        }
+        Other::Run(r) => vec![(
+            "report.html",
+            export::html::result_report(r, None).into_bytes(),
+        )],
+        Other::Sweep(sw) => vec![("sweep.csv", sw.csv().into_bytes())],
+        Other::Ping(_) => Vec::new(),
+    }
+}
 
 /// Load what `thrum report PATH` names.
 pub fn load(path: &Path) -> Result<AggResult> {
@@ -165,6 +331,11 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     let req = args.to_request();
     let out = &req.output;
+    if let Some((json, doc)) = document(&req.path)?
+        && let Some(o) = other(&json, doc)?
+    {
+        return say_other(&o, out);
+    }
     if let Some(c) = load_curve(&req.path)? {
         super::curve::say(&c, out.json, out.out.as_deref())?;
         return Ok(super::curve::verdict(&c));

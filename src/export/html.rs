@@ -1,6 +1,8 @@
 //! report.html: one self-contained page (no scripts, no external files)
 //! with every test's chart inlined as SVG and its table of steps; for
-//! `thrum curve`, the curve's chart and its table of open-loop steps.
+//! `thrum curve`, the curve's chart and its table of open-loop steps; for a
+//! saved single test (`thrum report` of `run --json`), its summary, chart
+//! and intervals.
 
 use std::fmt::Write;
 
@@ -251,6 +253,55 @@ pub fn report(r: &AggResult, svgs: &[String]) -> String {
     provenance(&mut o, r);
     for (t, svg) in r.tests.iter().zip(svgs) {
         test_section(&mut o, t, svg);
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// The page of one test that is not a mix (`thrum report` of a saved `run
+/// --json`): the summary as the terminal shows it, the chart when the test
+/// has one (capacity's histogram), every interval's figure of merit and
+/// latency, and the warnings. A mix has its own page, `lul::html`.
+pub fn result_report(r: &crate::result::TestResult, chart: Option<&str>) -> String {
+    use super::human::Human;
+    let title = format!("thrum {} to {}", r.test.name(), escape(&r.spec.server));
+    let mut o = head(&title);
+    let human = super::render(&Human::default(), r);
+    let _ = writeln!(o, "<pre>{}</pre>", escape(&String::from_utf8_lossy(&human)));
+    if let Some(svg) = chart {
+        o.push_str(inline(svg));
+        o.push('\n');
+    }
+    let (_, unit) = r.headline();
+    let _ = writeln!(
+        o,
+        "<h2>Intervals</h2>\n<table class=\"intervals\">\n<tr><th>interval</th><th>phase</th><th>from (s)</th><th>to (s)</th><th>{unit}</th><th>p50</th><th>p99</th></tr>"
+    );
+    for iv in &r.intervals {
+        let lat = |f: fn(&crate::stats::latency::LatencySummary) -> u64| {
+            iv.latency_ns
+                .as_ref()
+                .map_or("-".into(), |l| fmt_ns(f(l) as f64))
+        };
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            iv.index,
+            iv.phase.name(),
+            iv.start_s,
+            iv.end_s,
+            opt(iv.headline()),
+            lat(|l| l.p50),
+            lat(|l| l.p99)
+        );
+    }
+    o.push_str("</table>\n");
+    if !r.summary.warnings.0.is_empty() {
+        o.push_str("<h2>Warnings</h2>\n<ul class=\"warnings\">\n");
+        for w in &r.summary.warnings.0 {
+            let _ = writeln!(o, "<li>{}</li>", escape(&w.message));
+        }
+        o.push_str("</ul>\n");
     }
     o.push_str("</body></html>\n");
     o

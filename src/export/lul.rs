@@ -8,12 +8,15 @@ use std::io::{self, Write};
 use plotters::prelude::*;
 
 use crate::result::{PartSummary, PhaseFigures, ProbePhases, TestResult};
+use crate::stats::latency::LatencySummary;
 use crate::units::BitsPerSec;
 
 /// Colours, fixed so that readers (and tests) can find each series.
 pub const UP: RGBColor = RGBColor(31, 119, 180);
 pub const DOWN: RGBColor = RGBColor(44, 160, 44);
 pub const PROBE: RGBColor = RGBColor(214, 39, 40);
+/// The probes' p99: the p50's red, darker and thinner.
+pub const PROBE_P99: RGBColor = RGBColor(140, 20, 20);
 /// The idle and recovery phases' shading; the loaded phase is left white.
 pub const QUIET: RGBColor = RGBColor(235, 235, 235);
 
@@ -128,9 +131,10 @@ fn jain_text(x: Option<f64>) -> String {
 }
 
 /// `--html`: one self-contained page for a mix (no scripts, no external
-/// files): the grades, the parts, the phases, the chart inlined, and the
-/// intervals with each direction's goodput, the probes' median, the
-/// fairness and the retransmissions.
+/// files): the grades, the parts, the phases, the chart and the probes'
+/// latency CDF idle and loaded inlined, and the intervals with each
+/// direction's goodput, the probes' median, the fairness and the
+/// retransmissions.
 pub fn html(r: &TestResult) -> String {
     use super::html::escape;
     use std::fmt::Write as _;
@@ -202,6 +206,13 @@ pub fn html(r: &TestResult) -> String {
         "<h2>Throughput and probe latency</h2>\n{}",
         super::html::inline(&svg(r))
     );
+    if let Some(cdf) = cdf_svg(r) {
+        let _ = writeln!(
+            o,
+            "<h2>Probe latency, idle and loaded</h2>\n{}",
+            super::html::inline(&cdf)
+        );
+    }
     o.push_str("<h2>Intervals</h2>\n<table class=\"intervals\">\n<tr><th>interval</th><th>phase</th><th>from (s)</th><th>to (s)</th><th>up</th><th>down</th><th>probe p50</th><th>fairness up</th><th>fairness down</th><th>retransmits</th></tr>\n");
     let (up, down) = (series(&s.parts, "up"), series(&s.parts, "down"));
     for (k, iv) in r.intervals.iter().enumerate() {
@@ -266,13 +277,14 @@ fn series(parts: &[PartSummary], dir: &str) -> Vec<(f64, f64)> {
     v
 }
 
-/// The probes' p50 per interval, ms (the slowest probe's when several).
-fn probe_series(parts: &[PartSummary]) -> Vec<(f64, f64)> {
+/// The probes' `pick` percentile (p50, p99) per interval, ms (the slowest
+/// probe's when several).
+fn probe_series(parts: &[PartSummary], pick: fn(&LatencySummary) -> u64) -> Vec<(f64, f64)> {
     let mut v: Vec<(f64, f64)> = Vec::new();
     for p in parts.iter().filter(|p| p.direction == "rr") {
         for iv in &p.intervals {
             let Some(l) = &iv.latency_ns else { continue };
-            let (t, y) = (mid(iv.start_s, iv.end_s), l.p50 as f64 / 1e6);
+            let (t, y) = (mid(iv.start_s, iv.end_s), pick(l) as f64 / 1e6);
             match v.iter_mut().find(|x| x.0 == t) {
                 Some(x) => x.1 = x.1.max(y),
                 None => v.push((t, y)),
@@ -283,9 +295,47 @@ fn probe_series(parts: &[PartSummary]) -> Vec<(f64, f64)> {
     v
 }
 
+/// What a chart lifted out of its page needs: the parts, the server and
+/// the date the run started (local time, to the second).
+fn title(r: &TestResult) -> String {
+    let parts = &r.summary.parts;
+    let what = match parts.len() {
+        0 => r.test.name().to_string(),
+        1..=3 => parts
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" + "),
+        n => format!("{n}-part mix"),
+    };
+    let start = r
+        .intervals
+        .first()
+        .map(|iv| iv.unix_end_s - (iv.end_s - iv.start_s));
+    let date = start
+        .filter(|s| *s > 0.0)
+        .map(|s| {
+            let t = crate::units::fmt_local_time(s, true);
+            // Seconds are enough in a title; keep the zone.
+            match t.rsplit_once('.') {
+                Some((a, b)) => format!("{a} {}", b.split_once(' ').map_or("", |z| z.1))
+                    .trim_end()
+                    .to_string(),
+                None => t,
+            }
+        })
+        .map_or(String::new(), |d| format!(", {d}"));
+    format!(
+        "{what} to {}: throughput and probe latency{date}",
+        r.spec.server
+    )
+}
+
 /// The time series of a mix as SVG: goodput up (blue) and down (green),
-/// bit/s on the left; the probes' median latency per interval (red), ms on
-/// the right; the idle and recovery phases shaded grey.
+/// bit/s on the left; the probes' median latency per interval (red) and
+/// their p99 (dark red), ms on the right; the idle and recovery phases
+/// shaded grey, the shading in the legend; each part a thin line under
+/// its sum; titled with the parts, the server and the date.
 pub fn svg(r: &TestResult) -> String {
     let mut out = String::new();
     if let Err(e) = try_svg(r, &mut out) {
@@ -299,10 +349,11 @@ pub fn svg(r: &TestResult) -> String {
 
 fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
     let parts = &r.summary.parts;
-    let (up, down, probe) = (
+    let (up, down, probe, p99) = (
         series(parts, "up"),
         series(parts, "down"),
-        probe_series(parts),
+        probe_series(parts, |l| l.p50),
+        probe_series(parts, |l| l.p99),
     );
     let x_max = r.intervals.last().map_or(1.0, |iv| iv.end_s).max(1.0);
     let y_max = up
@@ -312,10 +363,16 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .fold(0.0, f64::max)
         .max(1.0)
         * 1.1;
-    let l_max = probe.iter().map(|p| p.1).fold(0.0, f64::max).max(0.1) * 1.1;
+    let l_max = probe
+        .iter()
+        .chain(&p99)
+        .map(|p| p.1)
+        .fold(0.0, f64::max)
+        .max(0.1)
+        * 1.1;
     let root = SVGBackend::with_string(out, (1000, 480)).into_drawing_area();
     root.fill(&WHITE)?;
-    let title = format!("{}: throughput and probe latency", r.spec.server);
+    let title = title(r);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
@@ -338,14 +395,53 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .draw()?;
     chart
         .configure_secondary_axes()
-        .y_desc("probe latency p50 (ms)")
+        .y_desc("probe latency (ms)")
         .draw()?;
     if let Some(ph) = &r.summary.phases {
-        for f in [&ph.idle, &ph.recovery] {
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(f.start_s, 0.0), (f.end_s, y_max)],
-                QUIET.filled(),
-            )))?;
+        chart
+            .draw_series(
+                [&ph.idle, &ph.recovery]
+                    .map(|f| Rectangle::new([(f.start_s, 0.0), (f.end_s, y_max)], QUIET.filled())),
+            )?
+            .label("probes alone (idle, recovery)")
+            // A thick grey stroke, not a rectangle: the legend's swatch
+            // reads as the shading without being one of the phases' boxes.
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], QUIET.stroke_width(10)));
+    }
+    // Each part as a thin line under the sums, as flent draws each flow,
+    // where a sum has more than one part (one part is its own sum).
+    let mut labelled = false;
+    for dir in ["up", "down"] {
+        let ps: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == dir).collect();
+        if ps.len() < 2 {
+            continue;
+        }
+        let colour = if dir == "up" { UP } else { DOWN };
+        for p in ps {
+            let line = p.intervals.iter().map(|iv| {
+                (
+                    mid(iv.start_s, iv.end_s),
+                    iv.sum.throughput_bps.unwrap_or(0.0),
+                )
+            });
+            let drawn =
+                chart.draw_series(LineSeries::new(line, colour.mix(0.35).stroke_width(1)))?;
+            if !labelled {
+                labelled = true;
+                drawn.label("each part").legend(|(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], BLACK.mix(0.35).stroke_width(1))
+                });
+            }
+        }
+    }
+    let probes: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == "rr").collect();
+    if probes.len() > 1 {
+        for p in probes {
+            let line = p.intervals.iter().filter_map(|iv| {
+                let l = iv.latency_ns.as_ref()?;
+                Some((mid(iv.start_s, iv.end_s), l.p50 as f64 / 1e6))
+            });
+            chart.draw_secondary_series(LineSeries::new(line, PROBE.mix(0.35).stroke_width(1)))?;
         }
     }
     chart
@@ -361,7 +457,83 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .label("probe p50")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], PROBE.stroke_width(2)));
     chart
+        .draw_secondary_series(LineSeries::new(p99, PROBE_P99.stroke_width(1)))?
+        .label("probe p99")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], PROBE_P99.stroke_width(1)));
+    chart
         .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// The probes' latency distribution in the idle and the loaded phase, as
+/// the percentiles the result keeps (min, p50, p90, p99, p99.9, max) drawn
+/// as a step-free CDF on a log time axis: how far the load moved the whole
+/// distribution, not only its median. None without probe phases.
+pub fn cdf_svg(r: &TestResult) -> Option<String> {
+    let ph = r.summary.phases.as_ref()?;
+    let points = |l: &LatencySummary| -> Vec<(f64, f64)> {
+        [
+            (l.min, 0.0),
+            (l.p50, 0.5),
+            (l.p90, 0.9),
+            (l.p99, 0.99),
+            (l.p99_9, 0.999),
+            (l.max, 1.0),
+        ]
+        .iter()
+        .map(|&(ns, q)| ((ns.max(1)) as f64 / 1e6, q))
+        .collect()
+    };
+    let idle = points(ph.idle.probe_latency_ns.as_ref()?);
+    let loaded = points(ph.loaded.probe_latency_ns.as_ref()?);
+    let mut out = String::new();
+    if let Err(e) = try_cdf(&idle, &loaded, &title(r), &mut out) {
+        return Some(format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
+            super::html::escape(&e.to_string())
+        ));
+    }
+    Some(out)
+}
+
+fn try_cdf(
+    idle: &[(f64, f64)],
+    loaded: &[(f64, f64)],
+    title: &str,
+    out: &mut String,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let all = idle.iter().chain(loaded).map(|p| p.0);
+    let lo = all.clone().fold(f64::INFINITY, f64::min) / 1.5;
+    let hi = all.fold(0.0, f64::max) * 1.5;
+    let root = SVGBackend::with_string(out, (1000, 400)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let title = title.replace("throughput and probe latency", "probe latency CDF");
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d((lo..hi).log_scale(), 0f64..1f64)?;
+    chart
+        .configure_mesh()
+        .x_desc("probe latency (ms)")
+        .y_desc("fraction of probes")
+        .bold_line_style(super::chart::GRID_BOLD)
+        .light_line_style(super::chart::GRID_LIGHT)
+        .draw()?;
+    for (name, pts, colour) in [("idle", idle, UP), ("loaded", loaded, PROBE)] {
+        chart
+            .draw_series(LineSeries::new(pts.to_vec(), colour.stroke_width(2)))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()?;

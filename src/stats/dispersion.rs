@@ -239,7 +239,7 @@ impl GapRecorder {
 
 /// A shaper recognised in the trains: the first `burst_packets` of a train
 /// at `burst_rate_bps`, the rest at `sustained_rate_bps`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Shaper {
     #[schemars(range(min = 1))]
     pub burst_packets: u64,
@@ -249,7 +249,7 @@ pub struct Shaper {
 
 /// One bin of the capacity histogram, as rates (a gap's bin, turned into
 /// the rate that frame size over that gap gives).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RateBin {
     pub low_bps: f64,
     pub high_bps: f64,

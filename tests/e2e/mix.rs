@@ -688,10 +688,11 @@ fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
     for want in [
         "time (s)",
         "goodput",
-        "probe latency p50 (ms)",
+        "probe latency (ms)",
         "up",
         "down",
         "probe p50",
+        "probe p99",
     ] {
         assert!(words.iter().any(|w| w == want), "no '{want}' in {words:?}");
     }
