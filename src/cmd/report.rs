@@ -50,8 +50,12 @@ enum Other {
 /// results.json), when it is one; None for netperf logs and directories
 /// of them, which [`load`] reads.
 fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
-    let json = if path.is_dir() {
+    // Read as every report input is (issue 28): no symbolic link followed,
+    // and every string's control characters escaped before anything prints.
+    let json = if input::is_real_dir(path) {
         path.join("results.json")
+    } else if input::is_link(path) && path.is_dir() {
+        bail!("{} is a symbolic link: {}", path.display(), input::NO_LINKS);
     } else {
         path.to_path_buf()
     };
@@ -59,14 +63,15 @@ fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
         return Ok(None);
     }
     let text =
-        std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
-    let doc = serde_json::from_str(&text).with_context(|| {
+        input::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let mut doc = serde_json::from_str(&text).with_context(|| {
         format!(
             "{}: not a JSON document thrum wrote (schemas accepted: {}), nor a netperf_TEST.log",
             json.display(),
             ACCEPTED.join(", ")
         )
     })?;
+    crate::text::escape_json_strings(&mut doc);
     Ok(Some((json, doc)))
 }
 
