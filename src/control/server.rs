@@ -321,6 +321,7 @@ mod tests {
                 seq: 0,
                 phase: Phase::Measure,
                 load: None,
+                due_ns: None,
             },
         );
         assert!(matches!(
@@ -336,6 +337,7 @@ mod tests {
                 seq: 1,
                 phase: Phase::Drain,
                 load: None,
+                due_ns: None,
             },
         );
         assert!(matches!(
@@ -369,6 +371,7 @@ mod tests {
                 seq: 0,
                 phase: Phase::Measure,
                 load: None,
+                due_ns: None,
             },
         );
         assert_eq!(error_of(reply(&mut c)), "expected 'spec', got 'tick'");
