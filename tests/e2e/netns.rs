@@ -526,6 +526,70 @@ fn data_path_cut_mid_test_ends_cleanly() {
     assert_eq!(rows, n, "one CSV row per interval for one flow");
 }
 
+/// The client's own queue full (issue 29 item 2): udp_stream at 150 Mbit/s
+/// into A's tbf of 100 Mbit/s. The control connection shares that queue,
+/// so the ticks' segments are dropped with the datagrams and TCP resends
+/// them seconds late. The server must count each interval up to when its
+/// tick was due, not when it arrived: every interval then holds what the
+/// link delivered, a steady rate × length (before the fix: [20676, 6,
+/// 10264, 8, 8210] where 8267 a second crossed), the window its sum, and
+/// no run ends with "has not answered" (before: 2 runs of 7).
+#[test]
+fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
+    let _serial = one_at_a_time();
+    let tbf = [
+        "root", "tbf", "rate", "100mbit", "burst", "32kbit", "latency", "5ms",
+    ];
+    let Some(link) = Link::client_shaped(77, &tbf) else {
+        return;
+    };
+    let server = link.server();
+    // tbf charges the whole frame: 1470 payload + 8 UDP + 20 IPv4 + 14
+    // Ethernet bytes.
+    let per_s = 100e6 / 8.0 / (1470.0 + 8.0 + 20.0 + 14.0);
+    for run in 1..=3 {
+        let doc = link.client(
+            &server,
+            "udp_stream",
+            &["-l", "5s", "--rate", "150M", "-m", "1470"],
+        );
+        let counts: Vec<(u64, f64)> = doc["intervals"]
+            .as_array()
+            .expect("intervals")
+            .iter()
+            .filter(|i| i["phase"] == "measure")
+            .map(|i| {
+                let len = f(&i["end_s"]) - f(&i["start_s"]);
+                (u(&i["sum"]["remote"]["datagrams_received"]), len * per_s)
+            })
+            .collect();
+        let s = &doc["summary"];
+        let window = u(&s["remote"]["datagrams_received"]);
+        let want = f(&s["remote"]["window_s"]) * per_s;
+        eprintln!(
+            "run {run}: server per interval (count, link delivers) {counts:?}; window {window} of {want:.0}"
+        );
+        assert!(counts.len() >= 4, "run {run}: {counts:?}");
+        for &(n, want) in &counts {
+            assert!(
+                (n as f64 - want).abs() <= 0.15 * want,
+                "run {run}: an interval counted {n}, the link delivered {want:.0}: {counts:?}"
+            );
+        }
+        assert!(
+            (window as f64 - want).abs() <= 0.05 * want,
+            "run {run}: the window counted {window}, the link delivered {want:.0}"
+        );
+        let warnings = s["warnings"].as_array().expect("warnings");
+        assert!(
+            !warnings
+                .iter()
+                .any(|w| w.as_str().is_some_and(|w| w.contains("trend"))),
+            "run {run}: {warnings:?}"
+        );
+    }
+}
+
 /// Each interval's link utilisation (the counters read at its two ticks):
 /// a full interval's tx bytes, utilisation × speed × length, are the
 /// frames of the datagrams thrum sent in it (1400 + 42 bytes each) within
