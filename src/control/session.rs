@@ -672,30 +672,6 @@ fn answer_ticks(
     r
 }
 
-/// Read the client's messages on their own thread, each within `idle`,
-/// until `finish`, an error or the end of the connection, so that the
-/// session's thread keeps recording its counters while it waits.
-fn spawn_control_reader(
-    ctrl: &TcpStream,
-    frame: usize,
-    idle: Duration,
-) -> Result<mpsc::Receiver<Result<ClientMsg, FrameError>>> {
-    let (tx, rx) = mpsc::channel();
-    let reader = ctrl.try_clone()?;
-    std::thread::Builder::new()
-        .name("thrum-session-reader".into())
-        .spawn(move || {
-            loop {
-                let m = read_msg_within::<ClientMsg>(&reader, frame, idle);
-                let more = matches!(m, Ok(ClientMsg::Tick(_)));
-                if tx.send(m).is_err() || !more {
-                    break;
-                }
-            }
-        })?;
-    Ok(rx)
-}
-
 fn answer_ticks_from(
     ctrl: &mut TcpStream,
     engine: &mut Engines,
@@ -710,7 +686,7 @@ fn answer_ticks_from(
     let idle = interval + Duration::from_secs(15);
     let bound = session_bound(plan, &config.limits);
     let end_by = t0.checked_add(bound);
-    let rx = spawn_control_reader(ctrl, frame, idle)?;
+    let rx = super::ticks::spawn_reader(ctrl, frame, idle)?;
     // The client starts its clock on our `started`: half a round trip
     // after our engines started (the kernel's RTT from the handshake,
     // before any data could fill the path).

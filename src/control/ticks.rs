@@ -26,8 +26,14 @@
 //! is reported.
 
 use std::collections::VecDeque;
+use std::net::TcpStream;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use anyhow::Result;
+
+use super::deadline::read_msg_within;
+use super::proto::{ClientMsg, FrameError};
 use crate::stats::counters::Counts;
 
 /// The most counters (records × flows) kept while waiting for a tick: a
@@ -111,6 +117,30 @@ impl TickClock {
     fn flows(&self) -> usize {
         self.history.front().map_or(1, |(_, c)| c.len())
     }
+}
+
+/// Read the client's messages on their own thread, each within `idle`,
+/// until `finish`, an error or the end of the connection, so that the
+/// session's thread keeps recording its counters while it waits.
+pub fn spawn_reader(
+    ctrl: &TcpStream,
+    frame: usize,
+    idle: Duration,
+) -> Result<mpsc::Receiver<Result<ClientMsg, FrameError>>> {
+    let (tx, rx) = mpsc::channel();
+    let reader = ctrl.try_clone()?;
+    std::thread::Builder::new()
+        .name("thrum-session-reader".into())
+        .spawn(move || {
+            loop {
+                let m = read_msg_within::<ClientMsg>(&reader, frame, idle);
+                let more = matches!(m, Ok(ClientMsg::Tick(_)));
+                if tx.send(m).is_err() || !more {
+                    break;
+                }
+            }
+        })?;
+    Ok(rx)
 }
 
 #[cfg(test)]
