@@ -101,20 +101,6 @@ pub fn schedule(plan: &TestPlan) -> Vec<(Phase, Option<Duration>)> {
     v
 }
 
-/// The tick after `due` on the grid of `interval`s, skipping the points
-/// already past at `now`: after a stall (an overloaded host, a descheduled
-/// process) the missed ticks are not sent back to back, which made
-/// intervals of a few microseconds (issue 29 item 6); the stalled interval
-/// is simply longer.
-fn next_on_grid(due: Duration, interval: Duration, now: Duration) -> Duration {
-    let mut next = due + interval;
-    if next <= now && !interval.is_zero() {
-        let behind = (now - next).as_nanos() / interval.as_nanos();
-        next += interval * (behind as u32 + 1);
-    }
-    next
-}
-
 /// Read the server's messages on their own thread until its final report,
 /// its error or the end of the connection.
 pub fn spawn_reader(ctrl: &TcpStream) -> Result<mpsc::Receiver<Result<ServerMsg, FrameError>>> {
@@ -452,7 +438,7 @@ impl Running {
                 }
                 if now >= next_tick {
                     self.tick(phase, phase, None, g, plan, observer)?;
-                    next_tick = next_on_grid(next_tick, interval, self.t0.elapsed());
+                    next_tick += interval;
                     continue;
                 }
                 let mut until = next_tick.min(end.unwrap_or(next_tick)) - now;
@@ -511,7 +497,7 @@ impl Running {
             }
             if now >= next_tick {
                 self.tick(Phase::Measure, Phase::Measure, None, g, plan, observer)?;
-                next_tick = next_on_grid(next_tick, interval, self.t0.elapsed());
+                next_tick += interval;
                 continue;
             }
             let until = (next_tick.min(deadline) - now).min(Duration::from_millis(2));
@@ -597,20 +583,4 @@ pub(crate) fn take_engines(
     );
     g.parts = outs.iter().map(crate::analysis::PartRecord::of).collect();
     (datagrams_sent, error)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ticks_missed_in_a_stall_are_skipped_not_sent_back_to_back() {
-        let ms = Duration::from_millis;
-        // On time: the next grid point.
-        assert_eq!(next_on_grid(ms(500), ms(500), ms(501)), ms(1000));
-        // A 2.65 s stall after the tick due at 500 ms: the next is the
-        // first grid point after now.
-        assert_eq!(next_on_grid(ms(500), ms(500), ms(3150)), ms(3500));
-        assert_eq!(next_on_grid(ms(500), ms(500), ms(3000)), ms(3500));
-    }
 }
