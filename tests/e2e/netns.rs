@@ -564,6 +564,7 @@ fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
             .parse::<u64>()
             .unwrap()
     };
+    let mut judged = 0;
     for run in 1..=3 {
         let dropped_before = rcvbuf_errors();
         let doc = link.client(
@@ -586,45 +587,57 @@ fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
             window as f64 / window_s
         };
         // What the link delivers in an interval: that rate × the interval,
-        // or what the client sent if that was less (a sender starved of
-        // CPU leaves the link idle; the queue holds only 5 ms).
-        let counts: Vec<(u64, f64)> = doc["intervals"]
+        // while the client kept A's queue full. A client starved of CPU
+        // sends in bursts that the 5 ms queue drops and then leaves the
+        // link idle: an interval in which it sent under 1.3 × the link's
+        // rate (150 Mbit/s is 1.54 ×) says nothing about the ticks, and
+        // is not judged (nor is the window of a run that had one).
+        let counts: Vec<(u64, f64, bool)> = doc["intervals"]
             .as_array()
             .expect("intervals")
             .iter()
             .filter(|i| i["phase"] == "measure")
             .map(|i| {
-                let len = f(&i["end_s"]) - f(&i["start_s"]);
+                let want = (f(&i["end_s"]) - f(&i["start_s"])) * rate;
                 let sent = u(&i["sum"]["local"]["datagrams_sent"]) as f64;
                 (
                     u(&i["sum"]["remote"]["datagrams_received"]),
-                    (len * rate).min(sent),
+                    want,
+                    sent >= 1.3 * want,
                 )
             })
             .collect();
-        let want = (window_s * rate).min(u(&s["local"]["datagrams_sent"]) as f64);
+        let want = window_s * rate;
         eprintln!(
-            "run {run}: server per interval (count, link delivers) {counts:?}; window {window} of {want:.0}"
+            "run {run}: server per interval (count, link delivers, client kept the queue full) {counts:?}; window {window} of {want:.0}"
         );
         assert!(counts.len() >= 4, "run {run}: {counts:?}");
-        for &(n, want) in &counts {
+        for &(n, want, fed) in &counts {
+            judged += usize::from(fed);
             assert!(
-                (n as f64 - want).abs() <= 0.15 * want,
+                !fed || (n as f64 - want).abs() <= 0.15 * want,
                 "run {run}: an interval counted {n}, the link delivered {want:.0}: {counts:?}"
             );
         }
         assert!(
-            (window as f64 - want).abs() <= 0.05 * want,
+            counts.iter().any(|c| !c.2) || (window as f64 - want).abs() <= 0.05 * want,
             "run {run}: the window counted {window}, the link delivered {want:.0}"
         );
         let warnings = s["warnings"].as_array().expect("warnings");
         assert!(
-            !warnings
-                .iter()
-                .any(|w| w.as_str().is_some_and(|w| w.contains("trend"))),
+            counts.iter().any(|c| !c.2)
+                || !warnings
+                    .iter()
+                    .any(|w| w.as_str().is_some_and(|w| w.contains("trend"))),
             "run {run}: {warnings:?}"
         );
     }
+    // A machine so busy that the client never kept the queue full tests
+    // nothing; one with a third of the intervals fed still does.
+    assert!(
+        judged >= 5,
+        "only {judged} of the intervals had the queue full"
+    );
 }
 
 /// Each interval's link utilisation (the counters read at its two ticks):
