@@ -222,20 +222,29 @@ fn provenance(o: &mut String, r: &AggResult) {
     row(o, "hosts", &r.spec.hosts.join(", "));
     if let Some(map) = r.provenance.as_object() {
         for (k, v) in map {
-            let text = match v {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Array(a) => a
-                    .iter()
-                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                serde_json::Value::Null => continue,
-                other => other.to_string(),
-            };
-            row(o, &k.replace('_', " "), &text);
+            if let Some(text) = provenance_text(v) {
+                row(o, &k.replace('_', " "), &text);
+            }
         }
     }
     o.push_str("</tbody></table>\n");
+}
+
+/// One provenance value as a cell; None for what says nothing (null, an
+/// empty list or string: a driver list that no end reported left empty
+/// "local drivers" rows on an overloaded host's page, issue 29).
+fn provenance_text(v: &serde_json::Value) -> Option<String> {
+    let text = match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+            .collect::<Vec<_>>()
+            .join(" "),
+        serde_json::Value::Null => return None,
+        other => other.to_string(),
+    };
+    (!text.trim().is_empty()).then_some(text)
 }
 
 /// The page, given each test's overall chart (same order as `r.tests`).
@@ -315,5 +324,18 @@ mod tests {
     fn escapes_markup() {
         assert_eq!(escape("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
         assert_eq!(inline("<?xml version=\"1.0\"?>\n<svg/>"), "<svg/>");
+    }
+
+    #[test]
+    fn provenance_rows_that_say_nothing_are_left_out() {
+        use serde_json::json;
+        assert_eq!(provenance_text(&json!([])), None);
+        assert_eq!(provenance_text(&json!("")), None);
+        assert_eq!(provenance_text(&json!(null)), None);
+        assert_eq!(
+            provenance_text(&json!(["epoll", "uring"])).as_deref(),
+            Some("epoll uring")
+        );
+        assert_eq!(provenance_text(&json!(4)).as_deref(), Some("4"));
     }
 }
