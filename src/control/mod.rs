@@ -3,7 +3,8 @@
 //! - The wire: `proto` (frames and the messages typed by direction),
 //!   `deadline` (a whole message's read bounded in time), `auth` (the
 //!   pre-shared key's challenge and answer).
-//! - The server's end: `server` listens and admits, with `admission` (who
+//! - The server's end: `config` is its configuration (listen address,
+//!   limits, key, log); `server` listens and admits, with `admission` (who
 //!   gets a session), `limits` (what a session may ask for) and `log` (one
 //!   line per session); `session` runs one session step by step, and `data`
 //!   opens its data sockets and builds its flows; `ticks` ties the
@@ -19,6 +20,7 @@
 pub mod admission;
 pub mod auth;
 pub mod client;
+mod config;
 mod data;
 pub mod deadline;
 mod dial;

@@ -17,10 +17,10 @@ use anyhow::{Result, anyhow, bail};
 
 use super::admission::{Reservation, Ticket};
 use super::auth::{self, NONCE_LEN, Psk};
+pub use super::config::ServerConfig;
 use super::data::{ClientUdp, SessionFlows, accept_flows, bind_data_port, bind_port, udp_flows};
 use super::deadline::read_msg_within;
 use super::limits::{SessionLimits, data_ports, memory_estimate, session_threads};
-use super::log::{LogFormat, LogLimit, SessionLine};
 use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
     Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
@@ -85,49 +85,6 @@ pub fn session_bound(plan: &TestPlan, limits: &SessionLimits) -> Duration {
         .saturating_add(Duration::from_nanos(plan.interval_ns))
         .saturating_add(DRAIN_ALLOWANCE)
         .saturating_add(load_drain)
-}
-
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    pub listen: SocketAddr,
-    /// Data listeners bind a port from this range (inclusive) instead of an ephemeral one.
-    pub data_ports: Option<(u16, u16)>,
-    /// Serve one test, then exit.
-    pub once: bool,
-    pub limits: SessionLimits,
-    /// Clients must prove this key (HMAC challenge-response) when set.
-    pub psk: Option<Psk>,
-    /// Log one line per session to stderr.
-    pub log: bool,
-    pub log_format: LogFormat,
-    /// Session log lines a second (`--log-rate`), shared by all sessions.
-    pub log_limit: LogLimit,
-    /// Give every client the full provenance, keyed or not: the embedded
-    /// server, whose only client is the process that started it. A
-    /// standalone server gives it only to a client that proved `psk`.
-    pub provenance_to_all: bool,
-}
-
-impl ServerConfig {
-    pub fn new(listen: SocketAddr) -> ServerConfig {
-        ServerConfig {
-            listen,
-            data_ports: None,
-            once: false,
-            limits: SessionLimits::default(),
-            psk: None,
-            log: true,
-            log_format: LogFormat::Text,
-            log_limit: LogLimit::default(),
-            provenance_to_all: false,
-        }
-    }
-
-    pub(crate) fn emit(&self, line: SessionLine<'_>) {
-        if self.log {
-            self.log_limit.emit(&line, self.log_format);
-        }
-    }
 }
 
 /// What a session got to, for its log line.
