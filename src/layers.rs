@@ -272,3 +272,33 @@ fn the_checker_sees_an_import() {
     let kinds = &added[&vec!["workload".to_string(), "kinds".to_string()]];
     assert!(kinds.iter().any(|k| k == "desc"), "{kinds:?}");
 }
+
+/// A file longer than this before its unit tests holds more than one idea
+/// (issue 27: crr.rs and control/analysis.rs had grown to 1,364 and 1,065
+/// lines); split it by what its parts own.
+const MAX_LINES_BEFORE_TESTS: usize = 900;
+
+#[test]
+fn no_file_is_over_900_lines_before_its_tests() {
+    let mut all = BTreeMap::new();
+    modules(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &[],
+        &mut all,
+    );
+    assert!(all.len() > 100, "{} modules found", all.len());
+    let long: Vec<String> = all
+        .iter()
+        .filter_map(|(m, text)| {
+            let n = text
+                .lines()
+                .position(|l| l.trim() == "#[cfg(test)]")
+                .unwrap_or_else(|| text.lines().count());
+            (n > MAX_LINES_BEFORE_TESTS).then(|| format!("{} ({n} lines)", m.join("::")))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "over {MAX_LINES_BEFORE_TESTS} lines before the tests: {long:?}"
+    );
+}
