@@ -55,7 +55,11 @@ fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
     let json = if input::is_real_dir(path) {
         path.join("results.json")
     } else if input::is_link(path) && path.is_dir() {
-        bail!("{} is a symbolic link: {}", path.display(), input::NO_LINKS);
+        bail!(
+            "{} is a symbolic link to a directory: {}",
+            path.display(),
+            input::NO_LINKS
+        );
     } else {
         path.to_path_buf()
     };
