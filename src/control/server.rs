@@ -355,7 +355,6 @@ mod tests {
                 seq: 0,
                 phase: Phase::Measure,
                 load: None,
-                due_ns: None,
             },
         );
         assert!(matches!(
@@ -371,7 +370,6 @@ mod tests {
                 seq: 1,
                 phase: Phase::Drain,
                 load: None,
-                due_ns: None,
             },
         );
         assert!(matches!(
@@ -405,7 +403,6 @@ mod tests {
                 seq: 0,
                 phase: Phase::Measure,
                 load: None,
-                due_ns: None,
             },
         );
         assert_eq!(error_of(reply(&mut c)), "expected 'spec', got 'tick'");

@@ -60,7 +60,6 @@ fn tick(s: &mut TcpStream, seq: u32) {
         seq,
         phase: Phase::Measure,
         load: None,
-        due_ns: None,
     })))
     .unwrap();
 }
@@ -76,7 +75,6 @@ fn tick_until_ended(s: &mut TcpStream, every: Duration, give_up: Duration) -> (S
             seq,
             phase: Phase::Measure,
             load: None,
-            due_ns: None,
         })))
         .is_err()
         {
