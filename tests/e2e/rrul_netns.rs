@@ -510,7 +510,15 @@ fn the_idle_phase_agrees_with_a_lone_probe() {
     // of 7, consecutive pinned lone runs read 179 to 293 µs. So the lone
     // probe runs before and after the mix, and the idle median must be
     // within 10 % of the band those runs span (it fell inside the band
-    // itself in 5 runs of 6, within 10 % of it in all 6).
+    // itself in 5 runs of 6, within 10 % of it in all 6). On a quiet
+    // machine, too, consecutive runs of this test read an idle median 32 %
+    // over the band (301 µs against 195-228) and 11 % under it (212 µs
+    // against 238-242): the draw moves it by more than 10 % either way. What
+    // the test guards is that no bulk traffic is in the idle phase, and a
+    // bulk flow in it would queue every probe behind the shallow buffer's
+    // 2.6 ms. So the idle median must lie between half the band's low end
+    // and its high end plus a quarter of that queue (650 µs): wide of the
+    // noise, and still a quarter of what one queued bulk flow would add.
     let server = path.pinned_server();
     let lone = || {
         let alone = path.pinned_client(
@@ -529,9 +537,11 @@ fn the_idle_phase_agrees_with_a_lone_probe() {
         .fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
     let idle = probe_ns(&doc, "idle", "p50");
     eprintln!("idle p50 {idle} ns, lone probes' p50 {lones:?} ns");
+    // The shallow buffer's delay at 50 Mbit/s: 16,000 B × 8 / 50e6 s.
+    let queue_ns = 16_000.0 * 8.0 / 50e6 * 1e9;
     assert!(
-        idle >= 0.9 * lo && idle <= 1.1 * hi,
-        "idle p50 {idle} ns against lone probes' {lones:?} ns"
+        idle >= 0.5 * lo && idle <= hi + queue_ns / 4.0,
+        "idle p50 {idle} ns against lone probes' {lones:?} ns (bound: half the lowest, or the highest plus a quarter of the {queue_ns} ns queue)"
     );
     assert_conserved(&doc);
 }
