@@ -539,6 +539,15 @@ impl SuiteArgs {
 mod tests {
     use super::*;
 
+    /// Completions offer the DSCP names as a list of their own; every one
+    /// must be a name `--tos` and `dscp=` take (`plan::mix::dscp_tos`).
+    #[test]
+    fn every_offered_dscp_name_parses() {
+        for name in (Offered::DSCP.0)() {
+            assert!(crate::plan::mix::dscp_tos(name).is_ok(), "{name}");
+        }
+    }
+
     #[test]
     fn host_forms() {
         assert_eq!(split_host_port("a").unwrap(), ("a".into(), DEFAULT_PORT));
