@@ -330,6 +330,7 @@ pub(crate) fn session(
         Provenance::version_only()
     };
     let rusage0 = Rusage::process();
+    let block_lens: Vec<usize> = blocks.iter().map(|b| b.0.len()).collect();
     let mut engine = Engines::start(blocks, &plan.held_parts(), Phase::Warmup, plan.driver, &[])?;
     let t0 = Instant::now();
     write_msg(
@@ -340,7 +341,16 @@ pub(crate) fn session(
         }),
     )?;
 
-    let client_sent = match answer_ticks(&mut ctrl, &mut engine, &mut meter, &plan, config, t0) {
+    let sampled = answer_ticks(
+        &mut ctrl,
+        &mut engine,
+        &mut meter,
+        &plan,
+        &block_lens,
+        config,
+        t0,
+    );
+    let client_sent = match sampled {
         Ok(sent) => sent,
         Err(e) => {
             drop(engine.join());
@@ -665,17 +675,20 @@ fn server_flows(
 /// Answer each tick with a sample of our counters after switching to its
 /// phase, until the client's `finish` (whose per-flow datagram counts are
 /// returned), within the session's bound. The counters are those of the
-/// moment the tick was due on our clock ([`TickClock`]), not of its
-/// arrival: the control connection shares a path the test may fill.
+/// moment the tick was due on our clock, not of its arrival (the control
+/// connection shares a path the test may fill), except for flows that
+/// stopped sending by then ([`TickClock::sample`]); `block_lens`: each
+/// part's counters.
 fn answer_ticks(
     ctrl: &mut TcpStream,
     engine: &mut Engines,
     meter: &mut Meter,
     plan: &TestPlan,
+    block_lens: &[usize],
     config: &ServerConfig,
     t0: Instant,
 ) -> Result<Vec<u64>> {
-    let r = answer_ticks_from(ctrl, engine, meter, plan, config, t0);
+    let r = answer_ticks_from(ctrl, engine, meter, plan, block_lens, config, t0);
     if r.is_err() {
         // Wake the reader thread, which holds the connection open.
         let _ = ctrl.shutdown(std::net::Shutdown::Read);
@@ -688,6 +701,7 @@ fn answer_ticks_from(
     engine: &mut Engines,
     meter: &mut Meter,
     plan: &TestPlan,
+    block_lens: &[usize],
     config: &ServerConfig,
     t0: Instant,
 ) -> Result<Vec<u64>> {
@@ -705,7 +719,8 @@ fn answer_ticks_from(
         .map_or(Duration::ZERO, |i| {
             Duration::from_micros(u64::from(i.min_rtt_us.unwrap_or(i.rtt_us)) / 2)
         });
-    let mut clock = TickClock::new(interval, t0 + half_rtt);
+    let mut clock =
+        TickClock::new(interval, t0 + half_rtt).with_load(block_lens, &plan.held_parts());
     let mut next_record = Instant::now();
     let mut phase_now = Phase::Warmup;
     loop {
@@ -727,12 +742,7 @@ fn answer_ticks_from(
             Err(mpsc::RecvTimeoutError::Disconnected) => bail!("client disconnected mid-test"),
         };
         match m {
-            Ok(ClientMsg::Tick(Tick {
-                seq,
-                phase,
-                load,
-                due_ns,
-            })) => {
+            Ok(ClientMsg::Tick(tick)) => {
                 // The counters now, before the tick changes anything: the
                 // tick that starts a mix's bulk parts ends the idle phase,
                 // and its counts are taken before our bulk receivers wake.
@@ -740,17 +750,17 @@ fn answer_ticks_from(
                 // and what they sent waits in our socket buffers; read
                 // after the tick, it belongs to the loaded phase.)
                 let now = Instant::now();
-                clock.record(now, engine.snapshot());
-                let due = clock.due(now, due_ns);
+                let (due, mut counts) = clock.sample(now, engine.snapshot(), &tick);
+                let Tick {
+                    seq, phase, load, ..
+                } = tick;
                 // The first tick's sample is the engine's start, as the
                 // client's is: with no warm-up its flows send as soon as
                 // they start, before this tick, and what we counted of
                 // them belongs to the first phase, not before it.
-                let counts = if seq == 0 {
-                    vec![Default::default(); engine.snapshot().len()]
-                } else {
-                    clock.counts_at(due).unwrap_or_else(|| engine.snapshot())
-                };
+                if seq == 0 {
+                    counts.fill(Default::default());
+                }
                 if let Some(step) = load {
                     engine.step(step, phase, seq)?;
                 }

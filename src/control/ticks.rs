@@ -27,13 +27,15 @@
 
 use std::collections::VecDeque;
 use std::net::TcpStream;
+use std::ops::Range;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use super::deadline::read_msg_within;
-use super::proto::{ClientMsg, FrameError};
+use super::proto::{ClientMsg, FrameError, Tick};
+use crate::plan::{LoadStep, Phase};
 use crate::stats::counters::Counts;
 
 /// The most counters (records × flows) kept while waiting for a tick: a
@@ -53,6 +55,11 @@ pub struct TickClock {
     base_step: Duration,
     /// The widest step: one interval (by then no tick has come for long).
     max_step: Duration,
+    /// The flows (ranges of the counters) of a phased mix's bulk parts,
+    /// whose senders stop at the tick that ends the loaded phase.
+    load: Vec<Range<usize>>,
+    /// That tick has come.
+    load_stopped: bool,
 }
 
 impl TickClock {
@@ -67,7 +74,59 @@ impl TickClock {
             step,
             base_step: step,
             max_step: interval.max(step),
+            load: Vec::new(),
+            load_stopped: false,
         }
+    }
+
+    /// The parts' counter blocks (their lengths, in order) and which of
+    /// them are load, held for the loaded phase (`TestPlan::held_parts`).
+    pub fn with_load(mut self, block_lens: &[usize], held: &[bool]) -> TickClock {
+        let mut at = 0;
+        for (&n, &h) in block_lens.iter().zip(held) {
+            if h {
+                self.load.push(at..at + n);
+            }
+            at += n;
+        }
+        self
+    }
+
+    /// A tick received at `now`, when the counters were `counts`: when it
+    /// was due here, and its sample. A flow that keeps sending across the
+    /// tick is counted up to the tick's due time; a flow whose sender
+    /// stopped at the tick or before it (every flow at the tick that ends
+    /// the window, a mix's bulk flows from the tick that ends the loaded
+    /// phase on) is counted up to the tick's arrival, so that all it sent
+    /// before the tick — still in a deep buffer when the tick was due, and
+    /// ahead of the tick in it — counts before it. It sends nothing more,
+    /// so the later moment adds nothing sent after the tick.
+    pub fn sample(
+        &mut self,
+        now: Instant,
+        counts: Vec<Counts>,
+        tick: &Tick,
+    ) -> (Instant, Vec<Counts>) {
+        let due = self.due(now, tick.due_ns);
+        self.record(now, counts.clone());
+        let at_due = self.counts_at(due);
+        if tick.load == Some(LoadStep::Stop) {
+            self.load_stopped = true;
+        }
+        if tick.phase == Phase::Drain {
+            return (due, counts);
+        }
+        let Some(mut out) = at_due else {
+            return (due, counts);
+        };
+        if self.load_stopped {
+            let n = out.len().min(counts.len());
+            for r in &self.load {
+                let r = r.start.min(n)..r.end.min(n);
+                out[r.clone()].clone_from_slice(&counts[r]);
+            }
+        }
+        (due, out)
     }
 
     /// How often to [`record`](Self::record).
@@ -173,6 +232,47 @@ mod tests {
         assert_eq!(c.counts_at(due).unwrap()[0].datagrams_received, 2001 * 8);
         // A tick cannot be due after it arrived.
         assert_eq!(c.due(t0 + ms(2500), Some(3_000_000_000)), t0 + ms(2500));
+    }
+
+    #[test]
+    fn a_flow_that_stopped_sending_counts_up_to_the_ticks_arrival() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // Two parts of one flow each: bulk (held for the loaded phase) and a probe.
+        let mut c = TickClock::new(Duration::from_secs(1), t0).with_load(&[1, 1], &[true, false]);
+        let both = |n: u64| {
+            vec![
+                Counts {
+                    bytes_received: n,
+                    ..Default::default()
+                };
+                2
+            ]
+        };
+        for i in 0..=3000 {
+            c.record(t0 + ms(i), both(i));
+        }
+        let tick = |due_ms: u64, phase, load| Tick {
+            seq: 1,
+            phase,
+            load,
+            due_ns: Some(due_ms * 1_000_000),
+        };
+        let got = |v: &[Counts]| v.iter().map(|c| c.bytes_received).collect::<Vec<_>>();
+        // An interval tick 200 ms late: both flows keep sending, both at due.
+        let (due, v) = c.sample(t0 + ms(1200), both(1200), &tick(1000, Phase::Measure, None));
+        assert_eq!((due, got(&v)), (t0 + ms(1000), vec![1000, 1000]));
+        // The loaded phase ends 189 ms late (behind the bulk data in a deep
+        // buffer): the bulk flow counts what arrived before the tick.
+        let stop = tick(2000, Phase::Measure, Some(LoadStep::Stop));
+        let (_, v) = c.sample(t0 + ms(2189), both(2189), &stop);
+        assert_eq!(got(&v), vec![2189, 2000]);
+        // Later ticks too: the bulk flow stays stopped.
+        let (_, v) = c.sample(t0 + ms(2600), both(2600), &tick(2500, Phase::Measure, None));
+        assert_eq!(got(&v), vec![2600, 2500]);
+        // The window's end: every flow stops, every flow at arrival.
+        let (due, v) = c.sample(t0 + ms(3000), both(3000), &tick(2900, Phase::Drain, None));
+        assert_eq!((due, got(&v)), (t0 + ms(2900), vec![3000, 3000]));
     }
 
     #[test]
