@@ -24,6 +24,14 @@
 //! receipt, and so is an older client's tick that does not say when it
 //! was due. A late tick therefore changes nothing but how late its sample
 //! is reported.
+//!
+//! Except for a flow whose sender stopped at the tick or before it (every
+//! flow at the window's end, a phased mix's bulk flows from the end of the
+//! loaded phase on): it is counted up to the tick's arrival. All it sent
+//! was sent before the tick, and what a deep buffer still held when the
+//! tick was due (or an overloaded server still had to answer) belongs
+//! before it; the tick queues behind that data, and the flow sends nothing
+//! after it ([`TickClock::sample`], docs/design.md).
 
 use std::collections::VecDeque;
 use std::net::TcpStream;
