@@ -52,6 +52,10 @@ use crate::stats::counters::Counts;
 /// is dropped and the step between records doubles.
 const MAX_KEPT: usize = 1 << 18;
 
+/// The least time between records per flow recorded (see
+/// [`TickClock::with_load`]): 10,000 flows are recorded every 50 ms.
+const PER_FLOW: Duration = Duration::from_micros(5);
+
 /// Counters recorded on the server's clock, and the tie to the client's.
 pub struct TickClock {
     /// The server's instant that the client's time 0 maps to.
@@ -89,6 +93,10 @@ impl TickClock {
 
     /// The parts' counter blocks (their lengths, in order) and which of
     /// them are load, held for the loaded phase (`TestPlan::held_parts`).
+    /// Many flows widen the step between records: each record reads every
+    /// flow's counters on the session's thread, and an overloaded server
+    /// with 10,000 flows must not spend its CPU on them (at most one flow's
+    /// read per [`PER_FLOW`] of time, up to half an interval).
     pub fn with_load(mut self, block_lens: &[usize], held: &[bool]) -> TickClock {
         let mut at = 0;
         for (&n, &h) in block_lens.iter().zip(held) {
@@ -97,6 +105,9 @@ impl TickClock {
             }
             at += n;
         }
+        let widest = (self.max_step / 2).max(self.base_step);
+        self.base_step = (PER_FLOW * at as u32).clamp(self.base_step, widest);
+        self.step = self.base_step;
         self
     }
 
@@ -281,6 +292,15 @@ mod tests {
         // The window's end: every flow stops, every flow at arrival.
         let (due, v) = c.sample(t0 + ms(3000), both(3000), &tick(2900, Phase::Drain, None));
         assert_eq!((due, got(&v)), (t0 + ms(2900), vec![3000, 3000]));
+    }
+
+    #[test]
+    fn many_flows_are_recorded_less_often() {
+        let t0 = Instant::now();
+        let c = |flows| TickClock::new(Duration::from_secs(1), t0).with_load(&[flows], &[false]);
+        assert_eq!(c(1).step(), Duration::from_millis(10));
+        assert_eq!(c(10_000).step(), Duration::from_millis(50));
+        assert_eq!(c(1_000_000).step(), Duration::from_millis(500));
     }
 
     #[test]

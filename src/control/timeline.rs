@@ -3,12 +3,13 @@
 //! drain at the end.
 //!
 //! The client owns the clock. At every tick it snapshots its own counters,
-//! switches its workers' phase and sends a `tick`; the server does the same
-//! on receipt and answers with a `sample`. Intervals therefore line up on
-//! both ends to within one control-message delay, and none straddles a
-//! phase. Samples arrive on a reader thread, so the clock never waits on
-//! the network; a server that leaves a tick unanswered for
-//! [`SAMPLE_TIMEOUT`] ends the test.
+//! switches its workers' phase and sends a `tick` that says when it was
+//! due; the server answers with a `sample` of its counters at that moment
+//! on its clock (`control::ticks`). Intervals therefore line up on both
+//! ends however late a tick arrives, and none straddles a phase. Samples
+//! arrive on a reader thread, so the clock never waits on the network; a
+//! server that leaves a tick unanswered for [`sample_timeout`] ends the
+//! test.
 
 use std::net::TcpStream;
 use std::sync::mpsc;
