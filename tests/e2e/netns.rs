@@ -580,17 +580,20 @@ fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
         let s = &doc["summary"];
         let window = u(&s["remote"]["datagrams_received"]);
         let window_s = f(&s["remote"]["window_s"]);
-        // What reached the server each second: the link's rate, unless the
-        // server fell behind it (a machine too busy to run it; B's socket
-        // then dropped datagrams): then the rate it did receive at, over
-        // the window. Either way the intervals must share it evenly.
-        let rate = if dropped == 0 {
-            per_s
-        } else {
-            eprintln!("run {run}: B's socket dropped {dropped}: against the received rate");
-            window as f64 / window_s
-        };
-        // What the link delivers in an interval: that rate × the interval,
+        // What reached the server each second: the link's rate. A server
+        // that fell behind it (a machine too busy to run it) read in
+        // bursts, and B's socket dropped what it could not hold: an
+        // interval then counts less than the link delivered, by no more
+        // than every datagram dropped. From above it is held to the link's
+        // rate all the same: no interval may count more than the link
+        // delivered in it, as one did when a late tick moved a second's
+        // datagrams into the next (before the fix: 9985 where the link
+        // delivered 8270).
+        let starved = dropped > 0;
+        if starved {
+            eprintln!("run {run}: B's socket dropped {dropped}: an interval may be short by that");
+        }
+        // What the link delivers in an interval: its rate × the interval,
         // while the client kept A's queue full. A client starved of CPU
         // sends in bursts that the 5 ms queue drops and then leaves the
         // link idle: an interval in which it sent under 1.3 × the link's
@@ -602,7 +605,7 @@ fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
             .iter()
             .filter(|i| i["phase"] == "measure")
             .map(|i| {
-                let want = (f(&i["end_s"]) - f(&i["start_s"])) * rate;
+                let want = (f(&i["end_s"]) - f(&i["start_s"])) * per_s;
                 let sent = u(&i["sum"]["local"]["datagrams_sent"]) as f64;
                 (
                     u(&i["sum"]["remote"]["datagrams_received"]),
@@ -611,25 +614,30 @@ fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
                 )
             })
             .collect();
-        let want = window_s * rate;
+        let want = window_s * per_s;
         eprintln!(
             "run {run}: server per interval (count, link delivers, client kept the queue full) {counts:?}; window {window} of {want:.0}"
         );
         assert!(counts.len() >= 4, "run {run}: {counts:?}");
+        let within = |n: u64, want: f64, share: f64| {
+            let n = n as f64;
+            n <= want * (1.0 + share) && n >= want * (1.0 - share) - dropped as f64
+        };
         for &(n, want, fed) in &counts {
             judged += usize::from(fed);
             assert!(
-                !fed || (n as f64 - want).abs() <= 0.15 * want,
+                !fed || within(n, want, 0.15),
                 "run {run}: an interval counted {n}, the link delivered {want:.0}: {counts:?}"
             );
         }
         assert!(
-            counts.iter().any(|c| !c.2) || (window as f64 - want).abs() <= 0.05 * want,
+            counts.iter().any(|c| !c.2) || within(window, want, 0.05),
             "run {run}: the window counted {window}, the link delivered {want:.0}"
         );
         let warnings = s["warnings"].as_array().expect("warnings");
         assert!(
-            counts.iter().any(|c| !c.2)
+            starved
+                || counts.iter().any(|c| !c.2)
                 || !warnings
                     .iter()
                     .any(|w| w.as_str().is_some_and(|w| w.contains("trend"))),
