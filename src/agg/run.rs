@@ -64,16 +64,17 @@ pub fn stream_series(
     plan: &TestPlan,
     r: &TestResult,
 ) -> StreamSeries {
-    let samples: Vec<Sample> = r
-        .intervals
-        .iter()
-        .filter(|iv| iv.end_s > iv.start_s)
-        .map(|iv| Sample {
-            end: iv.unix_end_s,
-            interval_s: iv.end_s - iv.start_s,
-            value: test.value(plan, iv),
-        })
-        .collect();
+    let samples = merge_short(
+        r.intervals
+            .iter()
+            .filter(|iv| iv.end_s > iv.start_s)
+            .map(|iv| Sample {
+                end: iv.unix_end_s,
+                interval_s: iv.end_s - iv.start_s,
+                value: test.value(plan, iv),
+            }),
+        Duration::from_nanos(plan.interval_ns).as_secs_f64() / 4.0,
+    );
     let s = &r.summary;
     let sd = |side: &crate::result::Side| {
         side.service_demand_us_per_tran
@@ -105,6 +106,64 @@ pub fn stream_series(
         samples,
         summary,
     }
+}
+
+/// Samples shorter than `min_s` (a tick right after a stall, microseconds
+/// long) merged into the one before (or, first, the one after): the same
+/// units over the joint length, so the integral is unchanged and no
+/// stream's CSV holds a rate measured over 13 µs.
+fn merge_short(samples: impl Iterator<Item = Sample>, min_s: f64) -> Vec<Sample> {
+    let mut out: Vec<Sample> = Vec::new();
+    let join = |a: Sample, b: Sample| {
+        let len = a.interval_s + b.interval_s;
+        Sample {
+            end: a.end.max(b.end),
+            interval_s: len,
+            value: (a.value * a.interval_s + b.value * b.interval_s) / len,
+        }
+    };
+    let mut carry: Option<Sample> = None;
+    for x in samples {
+        let x = match carry.take() {
+            Some(c) => join(c, x),
+            None => x,
+        };
+        if x.interval_s >= min_s {
+            out.push(x);
+        } else if let Some(last) = out.pop() {
+            out.push(join(last, x));
+        } else {
+            carry = Some(x);
+        }
+    }
+    out.extend(carry);
+    out
+}
+
+/// The stable code that starts the warning of [`stalls`], for scripts and
+/// tests to match rather than the sentence.
+pub const SAMPLER_STALLED: &str = "sampler_stalled";
+
+/// One warning when any stream's sampling stalled: an interim sample over
+/// twice the interval long (the client's ticks came late: an overloaded
+/// host), with how many streams and the worst.
+fn stalls(streams: &[StreamSeries], interval: Duration) -> Option<String> {
+    let limit = 2.0 * interval.as_secs_f64();
+    let worst = |s: &StreamSeries| s.samples.iter().map(|x| x.interval_s).fold(0.0, f64::max);
+    let stalled: Vec<(&StreamSeries, f64)> = streams
+        .iter()
+        .map(|s| (s, worst(s)))
+        .filter(|&(_, w)| w > limit)
+        .collect();
+    let (s, w) = stalled.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(format!(
+        "{SAMPLER_STALLED}: sampling stalled in {} of {} streams; the longest interim sample spans {w:.2} s where the interval is {:.2} s (stream {} to {}): the host was too busy to sample on time, and those streams' interim figures are averages over the stall",
+        stalled.len(),
+        streams.len(),
+        interval.as_secs_f64(),
+        s.index,
+        s.server,
+    ))
 }
 
 /// Run the whole ramp of `test`; never fails: a failed stream is recorded in its series.
@@ -193,6 +252,7 @@ pub fn run_ramp(
     } else {
         begun
     };
+    let stalled = stalls(&streams, cfg.interval);
     let spans = spans(&plan[..kept], &streams, u0, step_s, cfg.trim.as_secs_f64());
     let ramp_end_unix = u0 + step_s * kept as f64;
     let mut t = model::analyse(
@@ -217,6 +277,7 @@ pub fn run_ramp(
             step.service_demand_source = c.source.map(str::to_string);
         }
     }
+    t.warnings.extend(stalled);
     if readings.is_empty() {
         t.warnings.push(
             "no CPU readings (/proc/stat or getrusage unavailable): per-step CPU is null".into(),
@@ -300,6 +361,63 @@ fn pump(rx: &mpsc::Receiver<Update>, progress: &mut RampProgress, until: Instant
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn short_samples_merge_into_a_neighbour_keeping_the_units() {
+        let x = |end: f64, interval_s: f64, value: f64| super::Sample {
+            end,
+            interval_s,
+            value,
+        };
+        // 2.65 s stalled, then a 13 µs tick, then on time.
+        let v = vec![
+            x(10.5, 0.5, 100.0),
+            x(13.15, 2.65, 100.0),
+            x(13.150013, 0.000013, 0.0),
+            x(13.5, 0.349987, 100.0),
+        ];
+        let m = super::merge_short(v.clone().into_iter(), 0.125);
+        assert_eq!(m.len(), 3);
+        assert!(m.iter().all(|s| s.interval_s >= 0.125));
+        let units = |v: &[super::Sample]| v.iter().map(|s| s.value * s.interval_s).sum::<f64>();
+        assert!((units(&m) - units(&v)).abs() < 1e-9);
+        assert_eq!(m[1].end, 13.150013);
+        // A short first sample joins the next.
+        let m = super::merge_short(vec![x(1.0, 0.01, 5.0), x(1.5, 0.5, 5.0)].into_iter(), 0.125);
+        assert_eq!(m.len(), 1);
+        assert!((m[0].interval_s - 0.51).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_stalled_stream_is_named() {
+        let stream = |samples| super::StreamSeries {
+            index: 3,
+            server: "lg".into(),
+            started: None,
+            error: None,
+            samples,
+            summary: None,
+        };
+        let s = |interval_s| super::Sample {
+            end: 1.0,
+            interval_s,
+            value: 1.0,
+        };
+        let half = std::time::Duration::from_millis(500);
+        assert_eq!(super::stalls(&[stream(vec![s(0.5), s(0.9)])], half), None);
+        let w = super::stalls(
+            &[stream(vec![s(0.5), s(0.9)]), stream(vec![s(0.5), s(2.65)])],
+            half,
+        )
+        .unwrap();
+        assert!(
+            w.starts_with("sampler_stalled: ")
+                && w.contains("in 1 of 2 streams")
+                && w.contains("2.65 s")
+                && w.contains("stream 3 to lg"),
+            "{w}"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -7,7 +7,9 @@
 //!   limits, key, log); `server` listens and admits, with `admission` (who
 //!   gets a session), `limits` (what a session may ask for) and `log` (one
 //!   line per session); `session` runs one session step by step, and `data`
-//!   opens its data sockets and builds its flows.
+//!   opens its data sockets and builds its flows; `ticks` ties the
+//!   client's ticks to the server's clock, so that each sample counts up to
+//!   when its tick was due, however late the tick arrived.
 //! - The client's end: `client` holds one test's conversation with one
 //!   server, `dial` opens its data flows, `timeline` runs the ticks and
 //!   the drain and gathers the record (`analysis` below turns it into the
@@ -30,4 +32,5 @@ pub mod repeat;
 pub mod server;
 mod session;
 pub mod stop;
+mod ticks;
 pub(crate) mod timeline;

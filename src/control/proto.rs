@@ -8,7 +8,9 @@
 //!
 //! Session: hello (both ways, versions checked) → spec → accepted (data port
 //! and token) → data connections, each presenting the token → start → started
-//! → ticks (client) answered by samples (server) → finish → final.
+//! → ticks (client) answered by samples (server) → finish → final. A tick
+//! says when it was due, and the server's sample counts up to that moment
+//! on its own clock (see `ticks`), however late the tick arrived.
 
 use std::io::{self, Read, Write};
 
@@ -277,7 +279,7 @@ pub struct Started {
     pub drivers: Vec<String>,
 }
 
-/// Sample now, then enter `phase`.
+/// Sample, then enter `phase`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tick {
     pub seq: u32,
@@ -285,6 +287,13 @@ pub struct Tick {
     /// A phased mix: start or drain the bulk parts with this tick.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::plan::LoadStep>,
+    /// When the client took its sample of this tick, ns on its clock since
+    /// its first tick (added in v2, optional both ways). The server samples
+    /// its counters at that moment on its own clock, so a tick held up on
+    /// a congested path delays the sample, not what it counts; without it
+    /// (an older client) the server samples on receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_ns: Option<u64>,
 }
 
 /// The server's counters at a tick.
@@ -466,6 +475,7 @@ mod tests {
                 seq: 3,
                 phase: Phase::Measure,
                 load: None,
+                due_ns: Some(1_000_000),
             }
             .into(),
             Finish {
@@ -521,6 +531,7 @@ mod tests {
             seq: 7,
             phase: Phase::Measure,
             load: None,
+            due_ns: None,
         }));
         assert_eq!(&tick[4..], br#"{"type":"tick","seq":7,"phase":"measure"}"#);
         let ok = encode(&ServerMsg::from(AuthOk {}));

@@ -355,6 +355,7 @@ mod tests {
                 seq: 0,
                 phase: Phase::Measure,
                 load: None,
+                due_ns: None,
             },
         );
         assert!(matches!(
@@ -370,6 +371,7 @@ mod tests {
                 seq: 1,
                 phase: Phase::Drain,
                 load: None,
+                due_ns: None,
             },
         );
         assert!(matches!(
@@ -403,6 +405,7 @@ mod tests {
                 seq: 0,
                 phase: Phase::Measure,
                 load: None,
+                due_ns: None,
             },
         );
         assert_eq!(error_of(reply(&mut c)), "expected 'spec', got 'tick'");

@@ -9,7 +9,7 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
     Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
 };
+use super::ticks::TickClock;
 use crate::engine::{Engines, place};
 use crate::io::socket::{
     DataSocketOpts, SocketBuffers, listen, local_port, set_nonblocking, udp_bound,
@@ -32,7 +33,7 @@ use crate::io::socket::{
 use crate::io::spread::{
     AddrRun, MAX_LISTENERS, Walk, listeners_for, may_walk, out_of_ports, runs,
 };
-use crate::plan::{LoadStep, Loss, Phase, TestPlan, Transport};
+use crate::plan::{Loss, Phase, TestPlan, Transport};
 use crate::sensors::Provenance;
 use crate::sensors::window::Meter;
 use crate::stats::counters::FlowCounters;
@@ -329,6 +330,7 @@ pub(crate) fn session(
         Provenance::version_only()
     };
     let rusage0 = Rusage::process();
+    let block_lens: Vec<usize> = blocks.iter().map(|b| b.0.len()).collect();
     let mut engine = Engines::start(blocks, &plan.held_parts(), Phase::Warmup, plan.driver, &[])?;
     let t0 = Instant::now();
     write_msg(
@@ -339,7 +341,16 @@ pub(crate) fn session(
         }),
     )?;
 
-    let client_sent = match answer_ticks(&mut ctrl, &mut engine, &mut meter, &plan, config, t0) {
+    let sampled = answer_ticks(
+        &mut ctrl,
+        &mut engine,
+        &mut meter,
+        &plan,
+        &block_lens,
+        config,
+        t0,
+    );
+    let client_sent = match sampled {
         Ok(sent) => sent,
         Err(e) => {
             drop(engine.join());
@@ -663,41 +674,93 @@ fn server_flows(
 
 /// Answer each tick with a sample of our counters after switching to its
 /// phase, until the client's `finish` (whose per-flow datagram counts are
-/// returned), within the session's bound.
+/// returned), within the session's bound. The counters are those of the
+/// moment the tick was due on our clock, not of its arrival (the control
+/// connection shares a path the test may fill), except for flows that
+/// stopped sending by then ([`TickClock::sample`]); `block_lens`: each
+/// part's counters.
 fn answer_ticks(
     ctrl: &mut TcpStream,
     engine: &mut Engines,
     meter: &mut Meter,
     plan: &TestPlan,
+    block_lens: &[usize],
+    config: &ServerConfig,
+    t0: Instant,
+) -> Result<Vec<u64>> {
+    let r = answer_ticks_from(ctrl, engine, meter, plan, block_lens, config, t0);
+    if r.is_err() {
+        // Wake the reader thread, which holds the connection open.
+        let _ = ctrl.shutdown(std::net::Shutdown::Read);
+    }
+    r
+}
+
+fn answer_ticks_from(
+    ctrl: &mut TcpStream,
+    engine: &mut Engines,
+    meter: &mut Meter,
+    plan: &TestPlan,
+    block_lens: &[usize],
     config: &ServerConfig,
     t0: Instant,
 ) -> Result<Vec<u64>> {
     let frame = after_spec_frame(plan.flows);
     // Ticks come at least once per interval; allow generous slack for the drain.
-    let idle = Duration::from_nanos(plan.interval_ns) + Duration::from_secs(15);
+    let interval = Duration::from_nanos(plan.interval_ns);
+    let idle = interval + Duration::from_secs(15);
     let bound = session_bound(plan, &config.limits);
     let end_by = t0.checked_add(bound);
+    let rx = super::ticks::spawn_reader(ctrl, frame, idle)?;
+    // The client starts its clock on our `started`: half a round trip
+    // after our engines started (the kernel's RTT from the handshake,
+    // before any data could fill the path).
+    let half_rtt = crate::sensors::tcp_info::TcpInfo::read(ctrl.as_raw_fd())
+        .map_or(Duration::ZERO, |i| {
+            Duration::from_micros(u64::from(i.min_rtt_us.unwrap_or(i.rtt_us)) / 2)
+        });
+    let mut clock =
+        TickClock::new(interval, t0 + half_rtt).with_load(block_lens, &plan.held_parts());
+    let mut next_record = Instant::now();
     let mut phase_now = Phase::Warmup;
     loop {
-        let left = end_by.map(|e| e.saturating_duration_since(Instant::now()));
-        if left.is_some_and(|l| l.is_zero()) {
+        let now = Instant::now();
+        if end_by.is_some_and(|e| now >= e) {
             return Err(refuse(ctrl, overran(plan, &config.limits, bound)));
         }
-        let wait = left.map_or(idle, |l| l.min(idle));
-        match read_msg_within::<ClientMsg>(ctrl, frame, wait) {
-            Ok(ClientMsg::Tick(Tick { seq, phase, load })) => {
-                // The tick that starts a mix's bulk parts ends the idle
-                // phase: its counts are taken before our bulk receivers
-                // wake. The client's senders started before the tick went
-                // out, and what they sent waits in our socket buffers; read
-                // after the tick, it belongs to the loaded phase (counted
-                // in the idle one, it showed as idle goodput).
-                let idle_counts = (load == Some(LoadStep::Start)).then(|| engine.snapshot());
+        if now >= next_record {
+            clock.record(now, engine.snapshot());
+            next_record = now + clock.step();
+        }
+        let mut wait = next_record.saturating_duration_since(now);
+        if let Some(e) = end_by {
+            wait = wait.min(e.saturating_duration_since(now));
+        }
+        let m = match rx.recv_timeout(wait) {
+            Ok(m) => m,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => bail!("client disconnected mid-test"),
+        };
+        match m {
+            Ok(ClientMsg::Tick(tick)) => {
+                // The counters now, before the tick changes anything: the
+                // tick that starts a mix's bulk parts ends the idle phase,
+                // and its counts are taken before our bulk receivers wake.
+                // (The client's senders started before the tick went out,
+                // and what they sent waits in our socket buffers; read
+                // after the tick, it belongs to the loaded phase.)
+                let now = Instant::now();
+                let (due, mut counts) = clock.sample(now, engine.snapshot(), &tick);
+                let Tick {
+                    seq, phase, load, ..
+                } = tick;
                 // The first tick's sample is the engine's start, as the
                 // client's is: with no warm-up its flows send as soon as
                 // they start, before this tick, and what we counted of
                 // them belongs to the first phase, not before it.
-                let first = (seq == 0).then(|| vec![Default::default(); engine.snapshot().len()]);
+                if seq == 0 {
+                    counts.fill(Default::default());
+                }
                 if let Some(step) = load {
                     engine.step(step, phase, seq)?;
                 }
@@ -708,9 +771,10 @@ fn answer_ticks(
                     ctrl,
                     &ServerMsg::from(Sample {
                         seq,
-                        elapsed_ns: t0.elapsed().as_nanos() as u64,
-                        unix_ns: crate::clock::unix_now_ns(),
-                        counts: first.or(idle_counts).unwrap_or_else(|| engine.snapshot()),
+                        elapsed_ns: due.saturating_duration_since(t0).as_nanos() as u64,
+                        unix_ns: crate::clock::unix_now_ns()
+                            .saturating_sub(now.duration_since(due).as_nanos() as u64),
+                        counts,
                         part_retransmits: if plan.parts.is_empty() {
                             Vec::new()
                         } else {
@@ -725,9 +789,6 @@ fn answer_ticks(
                     ctrl,
                     format!("unexpected '{}' during a test", m.kind()),
                 ));
-            }
-            Err(FrameError::Timeout) if wait < idle => {
-                return Err(refuse(ctrl, overran(plan, &config.limits, bound)));
             }
             Err(FrameError::Timeout) => bail!("client went silent for {idle:?}; session ended"),
             Err(FrameError::Closed) => bail!("client disconnected mid-test"),

@@ -3,12 +3,13 @@
 //! drain at the end.
 //!
 //! The client owns the clock. At every tick it snapshots its own counters,
-//! switches its workers' phase and sends a `tick`; the server does the same
-//! on receipt and answers with a `sample`. Intervals therefore line up on
-//! both ends to within one control-message delay, and none straddles a
-//! phase. Samples arrive on a reader thread, so the clock never waits on
-//! the network; a server that leaves a tick unanswered for
-//! [`SAMPLE_TIMEOUT`] ends the test.
+//! switches its workers' phase and sends a `tick` that says when it was
+//! due; the server answers with a `sample` of its counters at that moment
+//! on its clock (`control::ticks`). Intervals therefore line up on both
+//! ends however late a tick arrives, and none straddles a phase. Samples
+//! arrive on a reader thread, so the clock never waits on the network; a
+//! server that leaves a tick unanswered for [`sample_timeout`] ends the
+//! test.
 
 use std::net::TcpStream;
 use std::sync::mpsc;
@@ -37,6 +38,30 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 /// one interval plus this of the fault, instead of waiting on TCP's
 /// retransmission timers for minutes.
 pub const SAMPLE_TIMEOUT: Duration = Duration::from_secs(3);
+/// [`SAMPLE_TIMEOUT`] for a test whose data can fill the control
+/// connection's path without backing off (UDP sent at a set rate): the
+/// tick's segments are dropped with the data, and TCP retransmits them
+/// after 0.2, 0.4, 0.8, 1.6, 3.2 and 6.4 s. At a third of the packets
+/// dropped, six losses in a row (12.6 s) befall one tick in a thousand;
+/// three seconds aborted 2 runs of 7 (issue 29 item 2).
+pub const CONGESTED_SAMPLE_TIMEOUT: Duration = Duration::from_secs(12);
+
+/// How long the client waits for a sample, and why it may be slow: a test
+/// whose data is not congestion-controlled may fill the path the control
+/// connection shares.
+pub fn sample_timeout(plan: &TestPlan) -> (Duration, Option<&'static str>) {
+    let unpaced = |t: crate::plan::TestKind| t.traits().loss == Loss::Datagrams;
+    if unpaced(plan.test) || plan.parts.iter().any(|p| unpaced(p.test)) {
+        (
+            CONGESTED_SAMPLE_TIMEOUT,
+            Some(
+                "the control connection shares the data path, which this test's datagrams may fill",
+            ),
+        )
+    } else {
+        (SAMPLE_TIMEOUT, None)
+    }
+}
 
 /// Told about each interval as it completes, that is when the server's sample
 /// for its end has arrived (progress lines, streaming output). An interval
@@ -157,11 +182,14 @@ impl Running {
                 .context("starting the bulk parts")?;
         }
         self.engine().set_phase(next);
+        // When this tick is due, for the server to sample at the same
+        // moment on its clock (the tick itself may arrive seconds late).
+        let due = self.t0.elapsed();
         let (at, counts) = if self.seq == 0 {
             let zero = vec![Counts::default(); self.engine().snapshot().len()];
             (Duration::ZERO, zero)
         } else {
-            (self.t0.elapsed(), self.engine().snapshot())
+            (due, self.engine().snapshot())
         };
         // A mix: each part's retransmissions at the tick, read here on the
         // control thread (TCP_INFO), so the workers' data path has no
@@ -188,6 +216,7 @@ impl Running {
                 seq,
                 phase: next,
                 load,
+                due_ns: Some(due.as_nanos() as u64),
             }),
         )
         .with_context(|| format!("sending a tick to {}", self.label))?;
@@ -197,19 +226,27 @@ impl Running {
         Ok(())
     }
 
-    /// Fail when the server has left a tick unanswered for [`SAMPLE_TIMEOUT`].
-    fn check_samples(&mut self, g: &Gathered) -> Result<()> {
+    /// Fail when the server has left a tick unanswered for
+    /// [`sample_timeout`] (3 s, or 12 s for a test that may fill the path).
+    fn check_samples(&mut self, g: &Gathered, plan: &TestPlan) -> Result<()> {
+        let (timeout, why) = sample_timeout(plan);
         while self.answered < g.remote.len() && g.remote[self.answered].is_some() {
             self.answered += 1;
         }
         if let Some(sent) = g.local.get(self.answered).map(|l| l.at)
             && self.answered < g.remote.len()
-            && self.t0.elapsed().saturating_sub(sent) > SAMPLE_TIMEOUT
+            && self.t0.elapsed().saturating_sub(sent) > timeout
         {
-            bail!(
-                "the server at {} has not answered for {SAMPLE_TIMEOUT:?}: the control path or the server is gone",
-                self.label
-            );
+            match why {
+                Some(why) => bail!(
+                    "the server at {} has not answered for {timeout:?}; {why}, but not for this long: the control path or the server is gone",
+                    self.label
+                ),
+                None => bail!(
+                    "the server at {} has not answered for {timeout:?}: the control path or the server is gone",
+                    self.label
+                ),
+            }
         }
         Ok(())
     }
@@ -409,7 +446,7 @@ impl Running {
                 until = until.min(check);
                 self.pump(g, plan, observer, until)?;
                 self.check_engine()?;
-                self.check_samples(g)?;
+                self.check_samples(g, plan)?;
             }
         }
         // Drain: wait for our flows to half-close and read the server's EOF.
@@ -424,7 +461,7 @@ impl Running {
             }
             self.pump(g, plan, observer, Duration::from_millis(2))?;
             self.check_engine()?;
-            self.check_samples(g)?;
+            self.check_samples(g, plan)?;
         }
         // Our totals after the drain, per flow for the parts of a mix.
         g.local_final = self.engine().snapshot();
@@ -467,7 +504,7 @@ impl Running {
             let until = (next_tick.min(deadline) - now).min(Duration::from_millis(2));
             self.pump(g, plan, observer, until)?;
             self.check_engine()?;
-            self.check_samples(g)?;
+            self.check_samples(g, plan)?;
         }
         g.load_bounds.push(self.seq);
         self.tick(Phase::Measure, Phase::Measure, None, g, plan, observer)

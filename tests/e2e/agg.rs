@@ -849,3 +849,101 @@ fn report_keeps_why_streams_failed_and_fails_as_agg_did() {
         "report.html does not say why stream 1 failed"
     );
 }
+
+/// Issue 29 item 6: a stream whose sampling stalls (an overloaded host; here
+/// the whole agg process stopped with SIGSTOP for 1.5 s once its stream's
+/// workers run) is told with the stable code `sampler_stalled`, and the
+/// back-to-back ticks that catch up after the stall, microseconds apart,
+/// are merged into their neighbours: no sample in the streams CSV is
+/// shorter than a quarter of the 250 ms interval, and the samples still
+/// cover the stream's whole run without a gap.
+#[test]
+fn agg_tells_of_a_stalled_sampler_and_keeps_no_zero_length_samples() {
+    let _g = one_at_a_time();
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(crate::common::bin())
+        .args([
+            "agg",
+            "--hosts",
+            &server.addr,
+            "--tests",
+            "rr",
+            "--max-streams",
+            "1",
+            "--step",
+            "3s",
+            "--interval",
+            "250ms",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The ramp's stream runs once its thread and its engine's worker
+    // thread exist (the preflight's session before the ramp has workers
+    // but no stream thread); watched, not timed: a busy machine may take
+    // seconds to start it.
+    let pid = child.id();
+    let running = || {
+        let names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+            .collect();
+        names.iter().any(|c| c.starts_with("agg-stream-0"))
+            && names.iter().any(|c| c.starts_with("thrum-worker"))
+    };
+    let t0 = std::time::Instant::now();
+    while !running() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no stream started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: signals to a process this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGSTOP) }, 0);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGCONT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_json(&dir.path().join("results.json"));
+    let t = &doc["tests"][0];
+    let warnings: Vec<&str> = t["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|w| w.starts_with("sampler_stalled: "))
+        .collect();
+    let csv = std::fs::read_to_string(dir.path().join("rr_streams.csv")).unwrap();
+    eprintln!("{}\n{csv}", t["warnings"]);
+    assert_eq!(warnings.len(), 1, "{}\n{csv}", t["warnings"]);
+    assert!(warnings[0].contains("in 1 of 1 streams"), "{}", warnings[0]);
+    let rows: Vec<(f64, f64, f64)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            let p = |i: usize| c[i].parse::<f64>().unwrap();
+            (p(2), p(3), p(4))
+        })
+        .collect();
+    assert!(rows.len() >= 4, "{csv}");
+    for w in rows.windows(2) {
+        assert!((w[1].0 - w[0].1).abs() < 1e-3, "a gap or overlap: {csv}");
+    }
+    assert!(
+        rows.iter().all(|r| r.2 >= 0.25 / 4.0),
+        "a sample shorter than a quarter interval: {csv}"
+    );
+    assert!(
+        rows.iter().any(|r| r.2 > 1.4),
+        "no sample spans the stall: {csv}"
+    );
+}

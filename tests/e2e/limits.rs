@@ -60,6 +60,7 @@ fn tick(s: &mut TcpStream, seq: u32) {
         seq,
         phase: Phase::Measure,
         load: None,
+        due_ns: None,
     })))
     .unwrap();
 }
@@ -75,6 +76,7 @@ fn tick_until_ended(s: &mut TcpStream, every: Duration, give_up: Duration) -> (S
             seq,
             phase: Phase::Measure,
             load: None,
+            due_ns: None,
         })))
         .is_err()
         {

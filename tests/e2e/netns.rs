@@ -530,6 +530,128 @@ fn data_path_cut_mid_test_ends_cleanly() {
     assert_eq!(rows, n, "one CSV row per interval for one flow");
 }
 
+/// The client's own queue full (issue 29 item 2): udp_stream at 150 Mbit/s
+/// into A's tbf of 100 Mbit/s. The control connection shares that queue,
+/// so the ticks' segments are dropped with the datagrams and TCP resends
+/// them seconds late. The server must count each interval up to when its
+/// tick was due, not when it arrived: every interval then holds what the
+/// link delivered, a steady rate × length (before the fix: [20676, 6,
+/// 10264, 8, 8210] where 8267 a second crossed), the window its sum, and
+/// no run ends with "has not answered" (before: 2 runs of 7).
+#[test]
+fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
+    let _serial = one_at_a_time();
+    let tbf = [
+        "root", "tbf", "rate", "100mbit", "burst", "32kbit", "latency", "5ms",
+    ];
+    let Some(link) = Link::client_shaped(77, &tbf) else {
+        return;
+    };
+    let server = link.server();
+    // tbf charges the whole frame: 1470 payload + 8 UDP + 20 IPv4 + 14
+    // Ethernet bytes.
+    let per_s = 100e6 / 8.0 / (1470.0 + 8.0 + 20.0 + 14.0);
+    // B's UDP receive-buffer drops: the server fell behind the link.
+    let rcvbuf_errors = || {
+        let out = run_ok(ns_exec(&link.b, "cat").arg("/proc/net/snmp"));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+        let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+        let at = names
+            .split_whitespace()
+            .position(|n| n == "RcvbufErrors")
+            .unwrap();
+        values
+            .split_whitespace()
+            .nth(at)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let mut judged = 0;
+    for run in 1..=3 {
+        let dropped_before = rcvbuf_errors();
+        let doc = link.client(
+            &server,
+            "udp_stream",
+            &["-l", "5s", "--rate", "150M", "-m", "1470"],
+        );
+        let dropped = rcvbuf_errors() - dropped_before;
+        let s = &doc["summary"];
+        let window = u(&s["remote"]["datagrams_received"]);
+        let window_s = f(&s["remote"]["window_s"]);
+        // What reached the server each second: the link's rate. A server
+        // that fell behind it (a machine too busy to run it) read in
+        // bursts, and B's socket dropped what it could not hold: an
+        // interval then counts less than the link delivered, by no more
+        // than every datagram dropped. From above it is held to the link's
+        // rate all the same: no interval may count more than the link
+        // delivered in it, as one did when a late tick moved a second's
+        // datagrams into the next (before the fix: 9985 where the link
+        // delivered 8270).
+        let starved = dropped > 0;
+        if starved {
+            eprintln!("run {run}: B's socket dropped {dropped}: an interval may be short by that");
+        }
+        // What the link delivers in an interval: its rate × the interval,
+        // while the client kept A's queue full. A client starved of CPU
+        // sends in bursts that the 5 ms queue drops and then leaves the
+        // link idle: an interval in which it sent under 1.3 × the link's
+        // rate (150 Mbit/s is 1.54 ×) says nothing about the ticks, and
+        // is not judged (nor is the window of a run that had one).
+        let counts: Vec<(u64, f64, bool)> = doc["intervals"]
+            .as_array()
+            .expect("intervals")
+            .iter()
+            .filter(|i| i["phase"] == "measure")
+            .map(|i| {
+                let want = (f(&i["end_s"]) - f(&i["start_s"])) * per_s;
+                let sent = u(&i["sum"]["local"]["datagrams_sent"]) as f64;
+                (
+                    u(&i["sum"]["remote"]["datagrams_received"]),
+                    want,
+                    sent >= 1.3 * want,
+                )
+            })
+            .collect();
+        let want = window_s * per_s;
+        eprintln!(
+            "run {run}: server per interval (count, link delivers, client kept the queue full) {counts:?}; window {window} of {want:.0}"
+        );
+        assert!(counts.len() >= 4, "run {run}: {counts:?}");
+        let within = |n: u64, want: f64, share: f64| {
+            let n = n as f64;
+            n <= want * (1.0 + share) && n >= want * (1.0 - share) - dropped as f64
+        };
+        for &(n, want, fed) in &counts {
+            judged += usize::from(fed);
+            assert!(
+                !fed || within(n, want, 0.15),
+                "run {run}: an interval counted {n}, the link delivered {want:.0}: {counts:?}"
+            );
+        }
+        assert!(
+            counts.iter().any(|c| !c.2) || within(window, want, 0.05),
+            "run {run}: the window counted {window}, the link delivered {want:.0}"
+        );
+        let warnings = s["warnings"].as_array().expect("warnings");
+        assert!(
+            starved
+                || counts.iter().any(|c| !c.2)
+                || !warnings
+                    .iter()
+                    .any(|w| w.as_str().is_some_and(|w| w.contains("trend"))),
+            "run {run}: {warnings:?}"
+        );
+    }
+    // A machine so busy that the client never kept the queue full tests
+    // nothing; one with a third of the intervals fed still does.
+    assert!(
+        judged >= 5,
+        "only {judged} of the intervals had the queue full"
+    );
+}
+
 /// Each interval's link utilisation (the counters read at its two ticks):
 /// a full interval's tx bytes, utilisation × speed × length, are the
 /// frames of the datagrams thrum sent in it (1400 + 42 bytes each) within
