@@ -18,10 +18,10 @@ use crate::plan::{TestKind, TestPlan};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The test (tcp_stream, tcp_rr, udp_stream, …) or a preset mix (rrul, …).
+    /// The test (default tcp_stream) or a preset mix (rrul, …).
     ///
-    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream, udp_rr or capacity (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run).
-    #[arg(value_name = "TEST", value_parser = TestName::TEST_OR_PRESET, hide_possible_values = true, required_unless_present = "mix", conflicts_with = "mix")]
+    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream, udp_rr or capacity (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run). Absent: tcp_stream, as netperf without -t runs TCP_STREAM.
+    #[arg(value_name = "TEST", value_parser = TestName::TEST_OR_PRESET, hide_possible_values = true, conflicts_with = "mix")]
     pub test: Option<String>,
     /// Server as HOST[:PORT]; absent: an embedded one on loopback.
     ///
@@ -161,10 +161,10 @@ pub struct RunArgs {
     pub cpu: bool,
     /// Repeat the test MIN..MAX times until --confidence is met.
     ///
-    /// Repeat the whole test at least MIN and at most MAX times (1..=30), until --confidence is met.
+    /// Repeat the whole test at least MIN and at most MAX times (1..=30), until --confidence is met. netperf's order (-i MAX,MIN: the larger first) is taken too, with a tip.
     #[arg(long, value_parser = iterations_arg, value_name = "MIN,MAX")]
     #[arg(help_heading = super::heading::REPETITION)]
-    pub iterations: Option<(u32, u32)>,
+    pub iterations: Option<Iterations>,
     /// Confidence LEVEL (95, 99) and interval WIDTH in % of the mean.
     ///
     /// Confidence LEVEL (95 or 99) and interval WIDTH in percent of the mean (default 5: ±2.5 %).
@@ -211,7 +211,16 @@ fn percentile_list(s: &str) -> Result<PercentileList, String> {
 /// Most iterations netperf allows too.
 pub const MAX_ITERATIONS: u32 = 30;
 
-fn iterations_arg(s: &str) -> Result<(u32, u32), String> {
+/// `--iterations MIN,MAX` as given: `swapped` when it was written in
+/// netperf's order (`-i MAX,MIN`, the larger first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Iterations {
+    pub min: u32,
+    pub max: u32,
+    pub swapped: bool,
+}
+
+fn iterations_arg(s: &str) -> Result<Iterations, String> {
     let num = |x: &str| {
         x.trim().parse::<u32>().map_err(|_| {
             format!(
@@ -219,19 +228,21 @@ fn iterations_arg(s: &str) -> Result<(u32, u32), String> {
             )
         })
     };
-    let (min, max) = match s.split_once(',') {
+    let (a, b) = match s.split_once(',') {
         Some((a, b)) => (num(a)?, num(b)?),
         None => {
             let n = num(s)?;
             (n, n)
         }
     };
-    if min < 1 || min > max || max > MAX_ITERATIONS {
+    // netperf's -i is MAX,MIN: the larger first is that order, not an error.
+    let (min, max, swapped) = if a > b { (b, a, true) } else { (a, b, false) };
+    if min < 1 || max > MAX_ITERATIONS {
         return Err(format!(
-            "{min},{max} is out of range (accepted: MIN,MAX with 1 <= MIN <= MAX <= {MAX_ITERATIONS})"
+            "{a},{b} is out of range (accepted: MIN,MAX with 1 <= MIN <= MAX <= {MAX_ITERATIONS}; netperf's MAX,MIN is read too)"
         ));
     }
-    Ok((min, max))
+    Ok(Iterations { min, max, swapped })
 }
 
 fn confidence_arg(s: &str) -> Result<(u32, f64), String> {
@@ -316,6 +327,9 @@ pub struct RunRequest {
     /// Said under the error of a failed run: how to write a port after an
     /// IPv6 address (`-H fe80::1:5201` is read as an address).
     pub error_tip: Option<String>,
+    /// Tips said on stderr before the run (`--iterations` in netperf's
+    /// MAX,MIN order, taken as MIN,MAX).
+    pub tips: Vec<String>,
 }
 
 impl RunArgs {
@@ -342,7 +356,21 @@ impl RunArgs {
             repeat: self.repeat(),
             human: self.human_options(),
             error_tip: self.host.as_deref().and_then(super::ipv6_port_hint),
+            tips: self.tips(),
         })
+    }
+
+    /// What stderr says before the run about how a flag was read.
+    fn tips(&self) -> Vec<String> {
+        let mut tips = Vec::new();
+        if let Some(i) = self.iterations.filter(|i| i.swapped) {
+            tips.push(format!(
+                "--iterations {max},{min} read in netperf's order (-i MAX,MIN) as at least {min} and at most {max} runs; thrum writes it --iterations {min},{max}",
+                min = i.min,
+                max = i.max
+            ));
+        }
+        tips
     }
 
     /// The mix's SPEC: `--mix`, or the preset named as the test; None for a single test.
@@ -361,6 +389,8 @@ impl RunArgs {
         };
         let test: TestKind = match parts.first() {
             Some(first) => first.test,
+            // netperf without -t runs TCP_STREAM.
+            None if self.test.is_none() => TestKind::TcpStream,
             None => {
                 let name = self.test.as_deref().unwrap_or_default();
                 match name.parse() {
@@ -442,7 +472,7 @@ impl RunArgs {
         if self.iterations.is_none() && self.confidence.is_none() {
             return None;
         }
-        let (min, max) = self.iterations.unwrap_or((3, 10));
+        let (min, max) = self.iterations.map_or((3, 10), |i| (i.min, i.max));
         let (level, width_percent) = self.confidence.unwrap_or((99, 5.0));
         Some(Repeat {
             min,
@@ -612,5 +642,34 @@ mod tests {
         assert_eq!(r.outputs.format, crate::cli::Format::Json);
         assert!(r.human.local_cpu && !r.human.remote_cpu);
         assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((3, 5)));
+    }
+
+    /// Issue 32: netperf without -t runs TCP_STREAM, and so does `thrum
+    /// run` without a test; iperf3's `-c HOST` still gets its tip.
+    #[test]
+    fn no_test_is_tcp_stream() {
+        assert_eq!(plan_of(&["-H", "h", "-l", "1s"]).test, TestKind::TcpStream);
+        assert_eq!(plan_of(&[]).test, TestKind::TcpStream);
+        let e = args_of(&["-c", "server1"]).to_plan().unwrap_err();
+        let tip = e
+            .downcast_ref::<crate::cli::Tipped>()
+            .expect("a tip")
+            .tip
+            .clone();
+        assert!(tip.contains("-H server1"), "{tip}");
+    }
+
+    /// `--iterations 10,3` is netperf's `-i 10,3` (MAX,MIN): read as 3..10
+    /// with a tip; MIN,MAX is read as it stands, without one.
+    #[test]
+    fn iterations_in_netperfs_order_are_swapped_with_a_tip() {
+        let r = args_of(&["--iterations", "10,3"]).to_request().unwrap();
+        assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((3, 10)));
+        assert!(r.tips[0].contains("--iterations 3,10"), "{:?}", r.tips);
+        let r = args_of(&["--iterations", "2,3"]).to_request().unwrap();
+        assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((2, 3)));
+        assert!(r.tips.is_empty());
+        assert!(iterations_arg("0,3").is_err());
+        assert!(iterations_arg("31,3").is_err());
     }
 }

@@ -163,6 +163,9 @@ fn dry_run(req: &RunRequest) -> Result<()> {
 /// know.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let mut req = args.to_request()?;
+    for tip in &req.tips {
+        eprintln!("tip: {tip}");
+    }
     if req.dry_run {
         dry_run(&req)?;
         return Ok(ExitCode::SUCCESS);
