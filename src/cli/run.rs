@@ -171,6 +171,18 @@ pub struct RunArgs {
     #[arg(long, value_parser = confidence_arg, value_name = "LEVEL[,WIDTH]")]
     #[arg(help_heading = super::heading::REPETITION)]
     pub confidence: Option<(u32, f64)>,
+    /// Name this run with ID instead of a random UUID (UUID field).
+    ///
+    /// Name this run with ID (1..=128 printable characters, no spaces) instead of a random version 4 UUID: the result's environment.uuid and the UUID output field (netperf's -u).
+    #[arg(long, value_parser = uuid_arg, value_name = "ID")]
+    #[arg(help_heading = super::heading::OUTPUT)]
+    pub uuid: Option<String>,
+    /// A label carried in the result (RESULT_BRAND field).
+    ///
+    /// A label carried in the result (environment.brand) and printed as the RESULT_BRAND output field (netperf's -B); 1..=256 characters, no control characters.
+    #[arg(long, value_parser = brand_arg, value_name = "TEXT")]
+    #[arg(help_heading = super::heading::OUTPUT)]
+    pub brand: Option<String>,
     /// Print provenance (versions, kernel, interface, …) above the result.
     ///
     /// Print provenance (versions, kernel, interface, offloads, sysctls) above the result.
@@ -206,6 +218,50 @@ fn percentile_list(s: &str) -> Result<PercentileList, String> {
         return Err("empty list (accepted: numbers in (0, 100], as in 50,99.9)".into());
     }
     Ok(PercentileList(v))
+}
+
+fn uuid_arg(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 128 || !s.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(format!(
+            "'{}' is not an ID (accepted: 1..=128 printable ASCII characters without spaces)",
+            crate::text::echo(s)
+        ));
+    }
+    Ok(s.to_string())
+}
+
+fn brand_arg(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().count() > 256 || s.chars().any(char::is_control) {
+        return Err(format!(
+            "'{}' is not a label (accepted: 1..=256 characters, no control characters)",
+            crate::text::echo(s)
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// A random RFC 4122 version 4 UUID, as netperf gives each run.
+fn random_uuid() -> String {
+    let mut b = [0u8; 16];
+    // Without the kernel's randomness a run still needs a name: the time.
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        b = (t ^ (u128::from(std::process::id()) << 64)).to_be_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// Most iterations netperf allows too.
@@ -330,6 +386,10 @@ pub struct RunRequest {
     /// Tips said on stderr before the run (`--iterations` in netperf's
     /// MAX,MIN order, taken as MIN,MAX).
     pub tips: Vec<String>,
+    /// The run's UUID (`--uuid`, or a random one) and `--brand`, for the
+    /// result's environment.
+    pub uuid: String,
+    pub brand: Option<String>,
 }
 
 impl RunArgs {
@@ -338,6 +398,16 @@ impl RunArgs {
     /// then the server (not resolved for a dry run).
     pub fn to_request(&self) -> Result<RunRequest> {
         let plan = self.to_plan()?;
+        if let Some(f) = self
+            .out
+            .output_fields
+            .as_ref()
+            .and_then(|f| crate::export::fields::percentile_missing(&f.0, &plan.percentiles))
+        {
+            bail!(
+                "--output-fields {f}: that percentile is not reported; ask for it with --percentiles (fixed: P50_LATENCY, P90_LATENCY, P99_LATENCY, P999_LATENCY)"
+            );
+        }
         let drawings = Drawings {
             chart: self.chart.clone(),
             html: self.html.clone(),
@@ -357,6 +427,8 @@ impl RunArgs {
             human: self.human_options(),
             error_tip: self.host.as_deref().and_then(super::ipv6_port_hint),
             tips: self.tips(),
+            uuid: self.uuid.clone().unwrap_or_else(random_uuid),
+            brand: self.brand.clone(),
         })
     }
 

@@ -179,6 +179,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             crate::workload::capacity::packet_size_toward(target.addr, target.bind);
     }
     let (mut result, rows_shown, live) = measure(&req, &target)?;
+    result.environment.uuid = req.uuid.clone();
+    result.environment.brand = req.brand.clone();
     let interrupted = control::stop::requested();
     if interrupted {
         mark_interrupted(&mut result.summary.error);
