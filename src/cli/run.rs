@@ -41,6 +41,12 @@ pub struct RunArgs {
     #[arg(short = 'n', long, value_name = "N")]
     #[arg(help_heading = super::heading::TARGET)]
     pub transactions: Option<u64>,
+    /// Send exactly SIZE bytes instead of for a duration (iperf3's -n).
+    ///
+    /// tcp_stream, tcp_maerts, tcp_bidir: the sender sends exactly SIZE bytes in all (tcp_bidir: each way), the flows' shares equal to a byte (the first SIZE mod --flows flows one byte more), and the window ends when the last byte has arrived; the rates are over the time that took. SIZE as the other sizes: 200M = 200 MiB = 209715200 bytes, 200m = 200000000. No warm-up or cool-down.
+    #[arg(long, value_parser = super::size, value_name = "SIZE", conflicts_with_all = ["duration", "transactions"])]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub bytes: Option<u64>,
     /// Interim sample period.
     #[arg(short = 'i', long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
     #[arg(help_heading = super::heading::TARGET)]
@@ -483,10 +489,12 @@ impl RunArgs {
         self.load.apply(&mut p);
         p.duration_ns = ns(self.duration);
         p.transactions = self.transactions;
-        p.warmup_ns = match (self.warmup, self.transactions) {
+        p.bytes = self.bytes;
+        let count_limited = self.transactions.is_some() || self.bytes.is_some();
+        p.warmup_ns = match (self.warmup, count_limited) {
             (Some(w), _) => ns(w),
-            (None, Some(_)) => 0,
-            (None, None) => 1_000_000_000,
+            (None, true) => 0,
+            (None, false) => 1_000_000_000,
         };
         p.cooldown_ns = ns(self.cooldown);
         p.interval_ns = ns(self.interval);
@@ -514,10 +522,11 @@ impl RunArgs {
                 || threads != 1
                 || self.load.rate.is_some()
                 || self.transactions.is_some()
+                || self.bytes.is_some()
                 || self.load.send_size.is_some()
             {
                 bail!(
-                    "--flows, --threads, --rate, --transactions and --send-size do not apply to a mix: give each part its flows as TEST*N and its rate as @rate=N (each part sends its test's default sizes)"
+                    "--flows, --threads, --rate, --transactions, --bytes and --send-size do not apply to a mix: give each part its flows as TEST*N and its rate as @rate=N (each part sends its test's default sizes)"
                 );
             }
             p.flows = parts.iter().map(|x| x.flows).sum();

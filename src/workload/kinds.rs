@@ -376,6 +376,10 @@ fn stream(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     } else {
         f
     };
+    let f = match a.plan.bytes {
+        Some(_) => f.with_byte_limit(a.plan.flow_bytes(a.flow)),
+        None => f,
+    };
     Ok(Box::new(if a.plan.zerocopy {
         f.with_zerocopy()?
     } else {
