@@ -177,6 +177,12 @@ pub struct RunArgs {
     #[arg(long, value_parser = confidence_arg, value_name = "LEVEL[,WIDTH]")]
     #[arg(help_heading = super::heading::REPETITION)]
     pub confidence: Option<(u32, f64)>,
+    /// Start each interval row with the wall-clock time (iperf3's).
+    ///
+    /// Start each interval row of the human output with the wall-clock time its interval ended, in strftime(3) FORMAT (--timestamps='%H:%M:%S'); without one, the local date and time to the millisecond (iperf3's --timestamps[=FORMAT]). The JSON has it always: intervals[].unix_end_s.
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    #[arg(help_heading = super::heading::OUTPUT)]
+    pub timestamps: Option<String>,
     /// Name this run with ID instead of a random UUID (UUID field).
     ///
     /// Name this run with ID (1..=128 printable characters, no spaces) instead of a random version 4 UUID: the result's environment.uuid and the UUID output field (netperf's -u).
@@ -571,6 +577,8 @@ impl RunArgs {
             remote_cpu: self.remote_cpu || self.cpu,
             verbose: self.verbose,
             rows_shown: false,
+            units: self.out.format,
+            timestamps: self.timestamps.clone(),
         }
     }
 

@@ -639,6 +639,28 @@ pub enum Style {
 pub struct Fields {
     pub names: Vec<String>,
     pub style: Style,
+    /// `--format`: THROUGHPUT and THROUGHPUT_UNITS in this unit.
+    pub units: Option<crate::units::RateUnit>,
+}
+
+/// `--format` (netperf's `-f`): a bulk test's THROUGHPUT and
+/// THROUGHPUT_UNITS in the unit chosen instead of 10^6bits/s; the other
+/// fields keep theirs (THROUGHPUT_BPS stays bits/s).
+pub fn in_units(
+    all: &mut [(String, String)],
+    r: &TestResult,
+    units: Option<crate::units::RateUnit>,
+) {
+    let (Some(u), Some(t)) = (units, r.summary.throughput_bps) else {
+        return;
+    };
+    for (k, v) in all.iter_mut() {
+        match k.as_str() {
+            "THROUGHPUT" => *v = f2(u.of(t)),
+            "THROUGHPUT_UNITS" => *v = u.netperf_name().into(),
+            _ => {}
+        }
+    }
 }
 
 /// A CSV cell: quoted when it holds a comma, a quote or a line break.
@@ -652,7 +674,8 @@ fn csv_cell(v: &str) -> String {
 
 impl Exporter for Fields {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
-        let all = values(r);
+        let mut all = values(r);
+        in_units(&mut all, r, self.units);
         // A field this test does not carry is empty, as in netperf.
         let get = |n: &str| lookup(&all, n, r);
         match self.style {
@@ -870,6 +893,7 @@ pub(crate) mod tests {
             let f = Fields {
                 names: list,
                 style: Style::Keyval,
+                units: None,
             };
             let picked = String::from_utf8(crate::export::render(&f, &r)).unwrap();
             // What keyval prints: every present field, `KEY=value`.
@@ -971,6 +995,7 @@ pub(crate) mod tests {
         let f = Fields {
             names,
             style: Style::Csv,
+            units: None,
         };
         let text = String::from_utf8(crate::export::render(&f, &r)).unwrap();
         let row = text.lines().nth(1).unwrap();
