@@ -103,10 +103,10 @@ pub struct TestPlan {
     #[schemars(range(min = 1))]
     pub transactions: Option<u64>,
     /// `--bytes`: a byte-limited bulk run (tcp_stream, tcp_maerts,
-    /// tcp_bidir; iperf3's -n): the sender(s) send exactly this many bytes
-    /// in all (per direction for tcp_bidir), split over the flows as
-    /// [`TestPlan::flow_bytes`] says, and the window ends when every flow's
-    /// bytes have arrived.
+    /// tcp_bidir, udp_stream; iperf3's -n): the sender(s) send exactly this
+    /// many bytes in all (per direction for tcp_bidir), split over the
+    /// flows as [`TestPlan::flow_bytes`] says, and the window ends when
+    /// every flow's bytes have arrived (udp_stream: have been sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub bytes: Option<u64>,
@@ -561,13 +561,18 @@ impl TestPlan {
         Ok(())
     }
 
-    /// `--bytes`: a byte-limited bulk run over TCP.
+    /// `--bytes`: a byte-limited bulk run.
     fn validate_bytes(&self) -> Result<(), PlanError> {
         let t = self.test;
         let Some(n) = self.bytes else {
             return Ok(());
         };
-        let counted = |x: &Traits| x.merit == Merit::Throughput && x.transport == Transport::Tcp;
+        // The bulk tests: TCP's, and udp_stream's numbered datagrams
+        // (capacity's trains are a probe, not a load to count).
+        let counted = |x: &Traits| {
+            x.merit == Merit::Throughput
+                && (x.transport == Transport::Tcp || x.kind == TestKind::UdpStream)
+        };
         if !counted(t.traits()) {
             return Err(PlanError::NotApplicable {
                 flag: "--bytes",
@@ -1122,7 +1127,7 @@ mod tests {
         assert!(p.count_limited());
         let q: Vec<u64> = (0..3).map(|f| p.flow_bytes(f).unwrap()).collect();
         assert_eq!(q, [4, 3, 3]);
-        for t in [TestKind::TcpRr, TestKind::TcpCrr, TestKind::UdpStream] {
+        for t in [TestKind::TcpRr, TestKind::TcpCrr, TestKind::UdpRr] {
             p.test = t;
             let e = p.validate().unwrap_err().to_string();
             assert!(e.contains("--bytes applies only to tcp_stream"), "{e}");

@@ -43,7 +43,7 @@ pub struct RunArgs {
     pub transactions: Option<u64>,
     /// Send exactly SIZE bytes instead of for a duration (iperf3's -n).
     ///
-    /// tcp_stream, tcp_maerts, tcp_bidir: the sender sends exactly SIZE bytes in all (tcp_bidir: each way), the flows' shares equal to a byte (the first SIZE mod --flows flows one byte more), and the window ends when the last byte has arrived; the rates are over the time that took. SIZE as the other sizes: 200M = 200 MiB = 209715200 bytes, 200m = 200000000. No warm-up or cool-down.
+    /// tcp_stream, tcp_maerts, tcp_bidir, udp_stream: the sender sends exactly SIZE bytes of payload in all (tcp_bidir: each way), the flows' shares equal to a byte (the first SIZE mod --flows flows one byte more), and the window ends when the last byte has arrived (udp_stream: has been sent; its last datagram carries what is left); the rates are over the time that took. SIZE as the other sizes: 200M = 200 MiB = 209715200 bytes, 200m = 200000000. No warm-up or cool-down.
     #[arg(long, value_parser = super::size, value_name = "SIZE", conflicts_with_all = ["duration", "transactions"])]
     #[arg(help_heading = super::heading::TARGET)]
     pub bytes: Option<u64>,

@@ -253,6 +253,49 @@ fn bytes_move_exactly_that_many_and_format_sets_the_unit() {
     }
 }
 
+/// Item 10 for udp_stream: the sender sends exactly SIZE bytes of
+/// payload (the last datagram carries what is left), and each datagram
+/// is received or counted lost.
+#[test]
+fn udp_stream_sends_exactly_its_bytes() {
+    let server = ServerProc::start(&[]);
+    let want = 3_000_001u64;
+    let r = run_json(
+        Command::new(bin()).args([
+            "run",
+            "udp_stream",
+            "-H",
+            &server.addr,
+            "--bytes",
+            "3000001",
+            "-F",
+            "2",
+            "--rate",
+            "100M",
+            "--json",
+        ]),
+        Duration::from_secs(30),
+        "udp_stream --bytes",
+    );
+    let s = &r["summary"];
+    assert_eq!(
+        s["local"]["total"]["bytes_sent"].as_u64(),
+        Some(want),
+        "{s}"
+    );
+    let size = r["spec"]["send_bytes"].as_u64().unwrap();
+    let per_flow = |f: u64| (want / 2 + u64::from(f < want % 2)).div_ceil(size);
+    let sent = s["datagrams_sent"].as_u64().unwrap();
+    assert_eq!(sent, per_flow(0) + per_flow(1), "{s}");
+    // Over the whole test: datagrams still in flight when the last was
+    // sent arrive in the drain, after the window.
+    let total = &s["remote"]["total"];
+    let got = total["datagrams_received"].as_u64().unwrap();
+    assert_eq!(got + s["lost"].as_u64().unwrap(), sent, "{s}");
+    let bytes = total["bytes_received"].as_u64().unwrap();
+    assert!(bytes <= want && (got < sent || bytes == want), "{s}");
+}
+
 /// Item 7 and 11: `thrum run -H HOST -l 1s` runs tcp_stream (netperf
 /// without -t), and `--timestamps=FORMAT` starts each row with the
 /// wall-clock time its interval ended (the JSON's unix_end_s), `-f m` the
