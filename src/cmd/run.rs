@@ -210,7 +210,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 /// `run` ends.
 fn measure(req: &RunRequest, target: &Target) -> Result<(TestResult, bool, export::live::Live)> {
     let plan = &req.plan;
-    let total = plan.transactions.is_none().then(|| {
+    let total = (!plan.count_limited()).then(|| {
         std::time::Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.cooldown_ns)
     });
     let repeat = req.repeat;
