@@ -213,14 +213,26 @@ pub fn head(
         match p.rate_bps {
             Some(rate) => writeln!(
                 out,
-                ", datagrams of {} B at {} per flow",
+                ", datagrams of {} B at {} per flow{}",
                 p.send_bytes,
-                crate::units::BitsPerSec(rate as f64)
+                crate::units::BitsPerSec(rate as f64),
+                byte_limit(p)
             )?,
-            None => writeln!(out, ", datagrams of {} B, unpaced", p.send_bytes)?,
+            None => writeln!(
+                out,
+                ", datagrams of {} B, unpaced{}",
+                p.send_bytes,
+                byte_limit(p)
+            )?,
         }
     } else if test.is_stream() {
-        writeln!(out, ", send {} B, recv {} B", p.send_bytes, p.recv_bytes)?;
+        writeln!(
+            out,
+            ", send {} B, recv {} B{}",
+            p.send_bytes,
+            p.recv_bytes,
+            byte_limit(p)
+        )?;
     } else {
         write!(
             out,
@@ -241,6 +253,13 @@ pub fn head(
         "start_s", "end_s", "phase", "result"
     )?;
     Ok(())
+}
+
+/// `--bytes`: what the run sends, for the head line.
+fn byte_limit(p: &crate::plan::TestPlan) -> String {
+    p.bytes
+        .map(|b| format!(", {b} B in all (--bytes)"))
+        .unwrap_or_default()
 }
 
 /// One interval's row. A mix's names its segment of the window (idle,
