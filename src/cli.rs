@@ -272,6 +272,15 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
     };
     let has = |flag: &str| rest.iter().any(|a| a == flag);
     if kind == ValueValidation {
+        // netperf's -n (transactions) refusing iperf3's -n (bytes, with a size suffix).
+        if let Some(n) =
+            value_after("-n").filter(|v| v.parse::<u64>().is_err() && parse_size(v).is_ok())
+        {
+            let n = crate::text::echo(&n);
+            return Some(format!(
+                "-n is a transaction count here (netperf's); to send a number of bytes (iperf3's -n): --bytes {n}"
+            ));
+        }
         // netperf's -b (a count) refusing iperf3's -b (a bit rate).
         let b = value_after("-b").filter(|v| v.parse::<u32>().is_err() && parse_rate(v).is_ok())?;
         let b = crate::text::echo(&b);

@@ -125,6 +125,8 @@ CONFIDENCE_ITERATION,LOCAL_SYSNAME,LOCAL_RELEASE,REMOTE_SYSNAME,RESULT_BRAND";
             &["--bytes", "--duration"],
         ),
         (&["run", "-f", "x"], &["--format", "K, M, G"]),
+        // iperf3's -n SIZE is --bytes here.
+        (&["run", "-n", "200M"], &["tip:", "--bytes 200M"]),
     ]);
     // netperf's -i MAX,MIN: taken the other way round, with a tip.
     let out = run_client(
