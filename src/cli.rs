@@ -75,7 +75,7 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Serve tests to clients.
     Server(ServerArgs),
-    /// Run every test for a few seconds against an embedded server and print one table.
+    /// Run every test for a few seconds against a server (-H) or an embedded one and print one table.
     Suite(SuiteArgs),
     /// Ramp streams 1, 2, 4 … over load generators and report the aggregate per step (netperf's aggregate method).
     Agg(Box<AggArgs>),
@@ -272,6 +272,15 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
     };
     let has = |flag: &str| rest.iter().any(|a| a == flag);
     if kind == ValueValidation {
+        // netperf's -n (transactions) refusing iperf3's -n (bytes, with a size suffix).
+        if let Some(n) =
+            value_after("-n").filter(|v| v.parse::<u64>().is_err() && parse_size(v).is_ok())
+        {
+            let n = crate::text::echo(&n);
+            return Some(format!(
+                "-n is a transaction count here (netperf's); to send a number of bytes (iperf3's -n): --bytes {n}"
+            ));
+        }
         // netperf's -b (a count) refusing iperf3's -b (a bit rate).
         let b = value_after("-b").filter(|v| v.parse::<u32>().is_err() && parse_rate(v).is_ok())?;
         let b = crate::text::echo(&b);
@@ -488,9 +497,29 @@ fn port_range(s: &str) -> Result<(u16, u16), String> {
 
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
+    /// Server as HOST[:PORT]; absent: an embedded one on loopback.
+    ///
+    /// Server as HOST or HOST:PORT ([v6]:PORT), a running `thrum server`; absent: an embedded server on loopback, in this process.
+    #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
+    pub host: Option<String>,
+    /// Use IPv4 only (resolving -H).
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only (resolving -H).
+    #[arg(short = '6')]
+    pub ipv6: bool,
+    /// Local address for the control and data connections.
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// Prove this pre-shared key (FILE) to the server (-H).
+    #[arg(long, value_name = "FILE", requires = "host")]
+    pub psk_file: Option<std::path::PathBuf>,
     /// Measurement window of each test.
     #[arg(short = 'l', long, default_value = "3s", value_parser = duration, value_name = "DURATION")]
     pub duration: Duration,
+    /// Traffic before each test's measurement window.
+    #[arg(long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
+    pub warmup: Duration,
     /// Flows per test.
     #[arg(short = 'F', long, default_value_t = 1)]
     pub flows: u32,
@@ -510,6 +539,10 @@ pub struct SuiteRequest {
     pub plans: Vec<TestPlan>,
     /// `--json`: a JSON array instead of the table.
     pub json: bool,
+    /// `-H`: the server; None: an embedded one.
+    pub target: Option<crate::control::client::Target>,
+    /// `--bind`: the local address, also toward an embedded server.
+    pub bind: Option<IpAddr>,
 }
 
 impl SuiteArgs {
@@ -523,14 +556,30 @@ impl SuiteArgs {
         {
             let mut plan = TestPlan::new(test);
             plan.duration_ns = self.duration.as_nanos() as u64;
+            plan.warmup_ns = self.warmup.as_nanos() as u64;
             plan.flows = self.flows;
             plan.threads = self.threads;
             plan.validate()?;
             plans.push(plan);
         }
+        let target = match &self.host {
+            None => None,
+            Some(host) => Some(crate::control::client::Target {
+                addr: resolve(host, self.ipv4, self.ipv6)?,
+                label: host.clone(),
+                bind: self.bind,
+                embedded: false,
+                psk: match &self.psk_file {
+                    Some(p) => Some(crate::control::auth::Psk::from_file(p)?),
+                    None => None,
+                },
+            }),
+        };
         Ok(SuiteRequest {
             plans,
             json: self.json,
+            target,
+            bind: self.bind,
         })
     }
 }

@@ -102,6 +102,14 @@ pub struct TestPlan {
     /// Stop the measurement after this many transactions (rr tests) instead of a duration.
     #[schemars(range(min = 1))]
     pub transactions: Option<u64>,
+    /// `--bytes`: a byte-limited bulk run (tcp_stream, tcp_maerts,
+    /// tcp_bidir, udp_stream; iperf3's -n): the sender(s) send exactly this
+    /// many bytes in all (per direction for tcp_bidir), split over the
+    /// flows as [`TestPlan::flow_bytes`] says, and the window ends when
+    /// every flow's bytes have arrived (udp_stream: have been sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub bytes: Option<u64>,
     pub warmup_ns: u64,
     pub cooldown_ns: u64,
     /// Interim sample period.
@@ -432,6 +440,7 @@ impl TestPlan {
             threads: 1,
             duration_ns: 10_000_000_000,
             transactions: None,
+            bytes: None,
             warmup_ns: 1_000_000_000,
             cooldown_ns: 0,
             interval_ns: 1_000_000_000,
@@ -483,6 +492,7 @@ impl TestPlan {
         }
         self.validate_flows_and_window()?;
         self.validate_transactions()?;
+        self.validate_bytes()?;
         self.validate_sizes()?;
         self.validate_direction()?;
         self.validate_test_flags()?;
@@ -549,6 +559,57 @@ impl TestPlan {
             }
         }
         Ok(())
+    }
+
+    /// `--bytes`: a byte-limited bulk run.
+    fn validate_bytes(&self) -> Result<(), PlanError> {
+        let t = self.test;
+        let Some(n) = self.bytes else {
+            return Ok(());
+        };
+        // The bulk tests: TCP's, and udp_stream's numbered datagrams
+        // (capacity's trains are a probe, not a load to count).
+        let counted = |x: &Traits| {
+            x.merit == Merit::Throughput
+                && (x.transport == Transport::Tcp || x.kind == TestKind::UdpStream)
+        };
+        if !counted(t.traits()) {
+            return Err(PlanError::NotApplicable {
+                flag: "--bytes",
+                applies: TestKind::named(counted),
+                test: t,
+            });
+        }
+        check("--bytes", n, 1, u64::MAX / 2)?;
+        if self.transactions.is_some() {
+            return Err(PlanError::Invalid(
+                "--bytes and --transactions do not combine".into(),
+            ));
+        }
+        if self.warmup_ns > 0 || self.cooldown_ns > 0 {
+            return Err(PlanError::Invalid(
+                "--warmup and --cooldown apply to time-limited runs; with --bytes the window starts at the first byte and ends when the last arrives (accepted: 0)".into(),
+            ));
+        }
+        if self.zerocopy {
+            return Err(PlanError::Invalid(
+                "--bytes and --zerocopy do not combine: the zero-copy ring sends whole buffers"
+                    .into(),
+            ));
+        }
+        if n < self.flows as u64 {
+            return Err(PlanError::Invalid(format!(
+                "--bytes {n} is fewer than --flows {} (accepted: at least one byte per flow)",
+                self.flows
+            )));
+        }
+        Ok(())
+    }
+
+    /// A run that ends on a count (`--transactions`, `--bytes`) rather
+    /// than after `--duration`.
+    pub fn count_limited(&self) -> bool {
+        self.transactions.is_some() || self.bytes.is_some()
     }
 
     /// Burst, message sizes, `--rate` in bit/s and the rr timeout.
@@ -801,6 +862,15 @@ impl TestPlan {
         p
     }
 
+    /// Bytes flow `flow`'s sender sends in a byte-limited run: the total
+    /// split evenly, the first `bytes % flows` flows one byte more.
+    pub fn flow_bytes(&self, flow: u32) -> Option<u64> {
+        self.bytes.map(|n| {
+            let f = self.flows as u64;
+            n / f + u64::from((flow as u64) < n % f)
+        })
+    }
+
     /// Transactions each flow must complete when count-limited: the total split evenly.
     pub fn flow_quota(&self, flow: u32) -> Option<u64> {
         self.transactions.map(|n| {
@@ -1043,5 +1113,35 @@ mod tests {
         let s = p.for_server();
         assert_eq!(s.local.cpu_pin, vec![1]);
         assert_eq!(s.remote.cpu_pin, vec![0]);
+    }
+
+    /// `--bytes` (issue 32): TCP bulk tests only, split over the flows to
+    /// a byte, and none of what a timed window needs.
+    #[test]
+    fn bytes_are_for_tcp_bulk_tests_and_split_to_a_byte() {
+        let mut p = TestPlan::new(TestKind::TcpStream);
+        p.bytes = Some(10);
+        p.flows = 3;
+        p.warmup_ns = 0;
+        assert_eq!(p.validate(), Ok(()));
+        assert!(p.count_limited());
+        let q: Vec<u64> = (0..3).map(|f| p.flow_bytes(f).unwrap()).collect();
+        assert_eq!(q, [4, 3, 3]);
+        for t in [TestKind::TcpRr, TestKind::TcpCrr, TestKind::UdpRr] {
+            p.test = t;
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains("--bytes applies only to tcp_stream"), "{e}");
+        }
+        p.test = TestKind::TcpMaerts;
+        p.warmup_ns = 1;
+        assert!(p.validate().unwrap_err().to_string().contains("--warmup"));
+        p.warmup_ns = 0;
+        p.bytes = Some(2);
+        assert!(
+            p.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("one byte per flow")
+        );
     }
 }

@@ -174,6 +174,14 @@ pub struct Environment {
     /// UDP tests: how datagrams move (batched sendmmsg/recvmmsg, or one per call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_io: Option<String>,
+    /// This `thrum run`'s identity (netperf's UUID): a random RFC 4122
+    /// version 4 UUID, or what `--uuid` gave; the same for every
+    /// iteration of the run. Empty in results of older versions.
+    #[serde(default)]
+    pub uuid: String,
+    /// `--brand TEXT` (netperf's `-B`: RESULT_BRAND), to tell results apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brand: Option<String>,
 }
 
 impl Environment {

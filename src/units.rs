@@ -114,6 +114,83 @@ impl fmt::Display for BitsPerSec {
     }
 }
 
+/// A fixed unit for rates in the output (`--format`, netperf's `-f`):
+/// lower case bits per second in powers of 10, upper case bytes per
+/// second in powers of 2, as netperf's and iperf3's letters mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateUnit {
+    Kbit,
+    Mbit,
+    Gbit,
+    KiByte,
+    MiByte,
+    GiByte,
+}
+
+impl RateUnit {
+    /// The letters `--format` takes.
+    pub const LETTERS: &str = "k, m, g (10^3/10^6/10^9 bits/s) or K, M, G (2^10/2^20/2^30 bytes/s)";
+
+    /// `k m g K M G`.
+    pub fn from_letter(s: &str) -> Option<RateUnit> {
+        Some(match s {
+            "k" => RateUnit::Kbit,
+            "m" => RateUnit::Mbit,
+            "g" => RateUnit::Gbit,
+            "K" => RateUnit::KiByte,
+            "M" => RateUnit::MiByte,
+            "G" => RateUnit::GiByte,
+            _ => return None,
+        })
+    }
+
+    /// A rate in bits/s in this unit.
+    pub fn of(self, bps: f64) -> f64 {
+        let kib = 8.0 * 1024.0;
+        match self {
+            RateUnit::Kbit => bps / 1e3,
+            RateUnit::Mbit => bps / 1e6,
+            RateUnit::Gbit => bps / 1e9,
+            RateUnit::KiByte => bps / kib,
+            RateUnit::MiByte => bps / (kib * 1024.0),
+            RateUnit::GiByte => bps / (kib * 1024.0 * 1024.0),
+        }
+    }
+
+    /// netperf's name of the unit (THROUGHPUT_UNITS).
+    pub fn netperf_name(self) -> &'static str {
+        match self {
+            RateUnit::Kbit => "10^3bits/s",
+            RateUnit::Mbit => "10^6bits/s",
+            RateUnit::Gbit => "10^9bits/s",
+            RateUnit::KiByte => "KBytes/s",
+            RateUnit::MiByte => "MBytes/s",
+            RateUnit::GiByte => "GBytes/s",
+        }
+    }
+
+    /// The unit for people: `Mbit/s`, `MiB/s`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RateUnit::Kbit => "kbit/s",
+            RateUnit::Mbit => "Mbit/s",
+            RateUnit::Gbit => "Gbit/s",
+            RateUnit::KiByte => "KiB/s",
+            RateUnit::MiByte => "MiB/s",
+            RateUnit::GiByte => "GiB/s",
+        }
+    }
+
+    /// A rate in bits/s for people: in this unit, or scaled to its size
+    /// (`BitsPerSec`'s display) when none was chosen.
+    pub fn show(unit: Option<RateUnit>, bps: f64) -> String {
+        match unit {
+            Some(u) => format!("{:.2} {}", u.of(bps), u.name()),
+            None => BitsPerSec(bps).to_string(),
+        }
+    }
+}
+
 /// Parse a rate in bits/s: `1000`, `100k`, `100M`, `10G`, `1T` (decimal, either case).
 pub fn parse_rate(input: &str) -> Result<BitsPerSec, UnitError> {
     let (value, suffix) = split_number(input)?;
@@ -261,6 +338,35 @@ pub fn fmt_ns(ns: f64) -> String {
     } else {
         format!("{ns:.0} ns")
     }
+}
+
+/// A unix time as local wall-clock time in a strftime(3) `format`
+/// (iperf3's `--timestamps=FORMAT`); an empty format is
+/// [`fmt_local_time`]'s with the date. At most 255 bytes come out.
+pub fn fmt_strftime(unix_s: f64, format: &str) -> String {
+    if format.is_empty() {
+        return fmt_local_time(unix_s, true);
+    }
+    let Ok(cfmt) = std::ffi::CString::new(format) else {
+        return fmt_local_time(unix_s, true);
+    };
+    unsafe extern "C" {
+        fn tzset();
+    }
+    // SAFETY: as in fmt_local_time.
+    unsafe { tzset() };
+    let t = unix_s.floor() as i64;
+    // SAFETY: zeroed is a valid tm; localtime_r writes only into it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    if unsafe { libc::localtime_r(&(t as _), &mut tm) }.is_null() {
+        return format!("unix {unix_s:.3}");
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is valid for its length; cfmt is NUL-terminated; tm is
+    // filled. strftime returns the bytes written, 0 when they do not fit.
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), cfmt.as_ptr(), &tm) };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
 /// A unix time as local wall-clock time (the TZ environment variable and
@@ -478,5 +584,41 @@ mod tests {
             let text = fmt_duration_ns(us);
             prop_assert_eq!(parse_duration(&text).map(|d| d.as_nanos() as u64), Ok(us), "{}", text);
         }
+    }
+
+    /// `--format`'s letters as netperf's -f reads them: lower case bits/s
+    /// in powers of 10, upper case bytes/s in powers of 2.
+    #[test]
+    fn rate_units_follow_netperfs_letters() {
+        let bps = 8.0 * 1024.0 * 1024.0 * 1024.0; // 1 GiB/s
+        let of = |l: &str| RateUnit::from_letter(l).unwrap().of(bps);
+        assert_eq!(of("G"), 1.0);
+        assert_eq!(of("M"), 1024.0);
+        assert_eq!(of("K"), 1024.0 * 1024.0);
+        assert_eq!(of("g"), bps / 1e9);
+        assert_eq!(of("m"), bps / 1e6);
+        assert_eq!(of("k"), bps / 1e3);
+        assert_eq!(RateUnit::from_letter("x"), None);
+        assert_eq!(
+            RateUnit::show(Some(RateUnit::Mbit), 941.5e6),
+            "941.50 Mbit/s"
+        );
+        assert_eq!(
+            RateUnit::show(None, 941.5e6),
+            BitsPerSec(941.5e6).to_string()
+        );
+    }
+
+    /// `--timestamps=FORMAT` is strftime's; without one, the date and
+    /// time to the millisecond.
+    #[test]
+    fn strftime_formats_and_the_default() {
+        // SAFETY: set before any other thread of this test reads TZ.
+        unsafe { std::env::set_var("TZ", "UTC") };
+        assert_eq!(
+            fmt_strftime(86_400.25, "%Y-%m-%d %H:%M:%S"),
+            "1970-01-02 00:00:00"
+        );
+        assert!(fmt_strftime(86_400.25, "").starts_with("1970-01-02 00:00:00.250"));
     }
 }

@@ -90,7 +90,7 @@ pub(crate) fn assemble_over(
     }
     let latency = g.latency.summary_with(&plan.percentiles);
     let is_stream = plan.test.is_stream();
-    let stability = stability::of(plan, &measure, plan.transactions.is_some());
+    let stability = stability::of(plan, &measure, plan.count_limited());
     // capacity's load is its probe: trains at a set average pace, each sent
     // whole at its turn, so a second holds one, two or none of them. That
     // load's trend or a flow idle between trains says nothing about the
@@ -209,10 +209,10 @@ pub(crate) const OVERRUN_MIN_S: f64 = 0.25;
 
 /// [`Code::WindowOverran`] when a timed window of a single test ran past
 /// its asked length by more than [`OVERRUN_FRACTION`] and
-/// [`OVERRUN_MIN_S`]. A count-limited run (`--transactions`) has no asked
+/// [`OVERRUN_MIN_S`]. A count-limited run (`--transactions`, `--bytes`) has no asked
 /// length, and a mix's window holds the drain between its phases by design.
 fn window_overran(plan: &TestPlan, local_s: f64) -> Option<Warning> {
-    if plan.transactions.is_some() || !plan.parts.is_empty() || plan.duration_ns == 0 {
+    if plan.count_limited() || !plan.parts.is_empty() || plan.duration_ns == 0 {
         return None;
     }
     let asked = plan.duration_ns as f64 / 1e9;

@@ -23,6 +23,16 @@ fn field_list(s: &str) -> Result<FieldList, String> {
     crate::export::fields::parse_list(s).map(FieldList)
 }
 
+fn rate_unit(s: &str) -> Result<crate::units::RateUnit, String> {
+    crate::units::RateUnit::from_letter(s).ok_or_else(|| {
+        format!(
+            "'{}' is not a unit (accepted: {})",
+            crate::text::echo(s),
+            crate::units::RateUnit::LETTERS
+        )
+    })
+}
+
 /// Where and how results are written.
 #[derive(Debug, Args, Clone)]
 pub struct OutputArgs {
@@ -48,6 +58,12 @@ pub struct OutputArgs {
     #[arg(long, value_parser = field_list, value_name = "LIST", conflicts_with = "json")]
     #[arg(help_heading = super::heading::OUTPUT)]
     pub output_fields: Option<FieldList>,
+    /// Rates in k/m/g bits/s or K/M/G bytes/s (netperf's -f).
+    ///
+    /// Show rates in one unit (netperf's and iperf3's -f): k, m, g are 10^3, 10^6, 10^9 bits/s; K, M, G are 2^10, 2^20, 2^30 bytes/s. It applies to the human table (interval rows and the summary's throughput) and to THROUGHPUT and THROUGHPUT_UNITS in --output-fields, --csv and --keyval (default there: m, 10^6bits/s); JSON, --json-stream, --samples and THROUGHPUT_BPS stay in bits/s.
+    #[arg(short = 'f', long, value_parser = rate_unit, value_name = "k|m|g|K|M|G")]
+    #[arg(help_heading = super::heading::OUTPUT)]
+    pub format: Option<crate::units::RateUnit>,
     /// Write the result to FILE instead of standard output.
     ///
     /// Write the result to FILE instead of standard output ('-' is standard output). A regular file is replaced atomically through an exclusively created temp file; a FIFO or device is written directly.
@@ -96,6 +112,9 @@ pub struct Outputs {
     pub fields: Option<Vec<String>>,
     /// `-o FILE`; None: standard output.
     pub output: Option<PathBuf>,
+    /// `--format`: the unit of THROUGHPUT in the field outputs (and of the
+    /// human table's rates, which `Human` carries).
+    pub units: Option<crate::units::RateUnit>,
     /// `--samples FILE`: per-interval, per-flow CSV as the test runs.
     pub samples: Option<PathBuf>,
     /// `--json-stream`: JSON Lines on standard output as the test runs.
@@ -130,6 +149,7 @@ impl OutputArgs {
             format,
             fields: self.output_fields.as_ref().map(|f| f.0.clone()),
             output: self.output.clone(),
+            units: self.format,
             samples: self.samples.clone(),
             json_stream: self.json_stream,
             export_json: self.export_json.clone(),

@@ -18,10 +18,10 @@ use crate::plan::{TestKind, TestPlan};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The test (tcp_stream, tcp_rr, udp_stream, …) or a preset mix (rrul, …).
+    /// The test (default tcp_stream) or a preset mix (rrul, …).
     ///
-    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream, udp_rr or capacity (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run).
-    #[arg(value_name = "TEST", value_parser = TestName::TEST_OR_PRESET, hide_possible_values = true, required_unless_present = "mix", conflicts_with = "mix")]
+    /// tcp_stream, tcp_maerts, tcp_bidir, tcp_rr, tcp_crr, tcp_cc, udp_stream, udp_rr or capacity (netperf's TCP_RR etc. also accepted); or a preset mix: rrul, rrul_be, upload, download (see --dry-run). Absent: tcp_stream, as netperf without -t runs TCP_STREAM.
+    #[arg(value_name = "TEST", value_parser = TestName::TEST_OR_PRESET, hide_possible_values = true, conflicts_with = "mix")]
     pub test: Option<String>,
     /// Server as HOST[:PORT]; absent: an embedded one on loopback.
     ///
@@ -41,6 +41,12 @@ pub struct RunArgs {
     #[arg(short = 'n', long, value_name = "N")]
     #[arg(help_heading = super::heading::TARGET)]
     pub transactions: Option<u64>,
+    /// Send exactly SIZE bytes instead of for a duration (iperf3's -n).
+    ///
+    /// tcp_stream, tcp_maerts, tcp_bidir, udp_stream: the sender sends exactly SIZE bytes of payload in all (tcp_bidir: each way), the flows' shares equal to a byte (the first SIZE mod --flows flows one byte more), and the window ends when the last byte has arrived (udp_stream: has been sent; its last datagram carries what is left); the rates are over the time that took. SIZE as the other sizes: 200M = 200 MiB = 209715200 bytes, 200m = 200000000. No warm-up or cool-down.
+    #[arg(long, value_parser = super::size, value_name = "SIZE", conflicts_with_all = ["duration", "transactions"])]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub bytes: Option<u64>,
     /// Interim sample period.
     #[arg(short = 'i', long, default_value = "1s", value_parser = duration, value_name = "DURATION")]
     #[arg(help_heading = super::heading::TARGET)]
@@ -161,16 +167,34 @@ pub struct RunArgs {
     pub cpu: bool,
     /// Repeat the test MIN..MAX times until --confidence is met.
     ///
-    /// Repeat the whole test at least MIN and at most MAX times (1..=30), until --confidence is met.
+    /// Repeat the whole test at least MIN and at most MAX times (1..=30), until --confidence is met. netperf's order (-i MAX,MIN: the larger first) is taken too, with a tip.
     #[arg(long, value_parser = iterations_arg, value_name = "MIN,MAX")]
     #[arg(help_heading = super::heading::REPETITION)]
-    pub iterations: Option<(u32, u32)>,
+    pub iterations: Option<Iterations>,
     /// Confidence LEVEL (95, 99) and interval WIDTH in % of the mean.
     ///
     /// Confidence LEVEL (95 or 99) and interval WIDTH in percent of the mean (default 5: ±2.5 %).
     #[arg(long, value_parser = confidence_arg, value_name = "LEVEL[,WIDTH]")]
     #[arg(help_heading = super::heading::REPETITION)]
     pub confidence: Option<(u32, f64)>,
+    /// Start each interval row with the wall-clock time (iperf3's).
+    ///
+    /// Start each interval row of the human output with the wall-clock time its interval ended, in strftime(3) FORMAT (--timestamps='%H:%M:%S'); without one, the local date and time to the millisecond (iperf3's --timestamps[=FORMAT]). The JSON has it always: intervals[].unix_end_s.
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    #[arg(help_heading = super::heading::OUTPUT)]
+    pub timestamps: Option<String>,
+    /// Name this run with ID instead of a random UUID (UUID field).
+    ///
+    /// Name this run with ID (1..=128 printable characters, no spaces) instead of a random version 4 UUID: the result's environment.uuid and the UUID output field (netperf's -u).
+    #[arg(long, value_parser = uuid_arg, value_name = "ID")]
+    #[arg(help_heading = super::heading::OUTPUT)]
+    pub uuid: Option<String>,
+    /// A label carried in the result (RESULT_BRAND field).
+    ///
+    /// A label carried in the result (environment.brand) and printed as the RESULT_BRAND output field (netperf's -B); 1..=256 characters, no control characters.
+    #[arg(long, value_parser = brand_arg, value_name = "TEXT")]
+    #[arg(help_heading = super::heading::OUTPUT)]
+    pub brand: Option<String>,
     /// Print provenance (versions, kernel, interface, …) above the result.
     ///
     /// Print provenance (versions, kernel, interface, offloads, sysctls) above the result.
@@ -208,10 +232,63 @@ fn percentile_list(s: &str) -> Result<PercentileList, String> {
     Ok(PercentileList(v))
 }
 
+fn uuid_arg(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 128 || !s.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(format!(
+            "'{}' is not an ID (accepted: 1..=128 printable ASCII characters without spaces)",
+            crate::text::echo(s)
+        ));
+    }
+    Ok(s.to_string())
+}
+
+fn brand_arg(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().count() > 256 || s.chars().any(char::is_control) {
+        return Err(format!(
+            "'{}' is not a label (accepted: 1..=256 characters, no control characters)",
+            crate::text::echo(s)
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// A random RFC 4122 version 4 UUID, as netperf gives each run.
+fn random_uuid() -> String {
+    let mut b = [0u8; 16];
+    // Without the kernel's randomness a run still needs a name: the time.
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        b = (t ^ (u128::from(std::process::id()) << 64)).to_be_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
 /// Most iterations netperf allows too.
 pub const MAX_ITERATIONS: u32 = 30;
 
-fn iterations_arg(s: &str) -> Result<(u32, u32), String> {
+/// `--iterations MIN,MAX` as given: `swapped` when it was written in
+/// netperf's order (`-i MAX,MIN`, the larger first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Iterations {
+    pub min: u32,
+    pub max: u32,
+    pub swapped: bool,
+}
+
+fn iterations_arg(s: &str) -> Result<Iterations, String> {
     let num = |x: &str| {
         x.trim().parse::<u32>().map_err(|_| {
             format!(
@@ -219,19 +296,21 @@ fn iterations_arg(s: &str) -> Result<(u32, u32), String> {
             )
         })
     };
-    let (min, max) = match s.split_once(',') {
+    let (a, b) = match s.split_once(',') {
         Some((a, b)) => (num(a)?, num(b)?),
         None => {
             let n = num(s)?;
             (n, n)
         }
     };
-    if min < 1 || min > max || max > MAX_ITERATIONS {
+    // netperf's -i is MAX,MIN: the larger first is that order, not an error.
+    let (min, max, swapped) = if a > b { (b, a, true) } else { (a, b, false) };
+    if min < 1 || max > MAX_ITERATIONS {
         return Err(format!(
-            "{min},{max} is out of range (accepted: MIN,MAX with 1 <= MIN <= MAX <= {MAX_ITERATIONS})"
+            "{a},{b} is out of range (accepted: MIN,MAX with 1 <= MIN <= MAX <= {MAX_ITERATIONS}; netperf's MAX,MIN is read too)"
         ));
     }
-    Ok((min, max))
+    Ok(Iterations { min, max, swapped })
 }
 
 fn confidence_arg(s: &str) -> Result<(u32, f64), String> {
@@ -316,6 +395,13 @@ pub struct RunRequest {
     /// Said under the error of a failed run: how to write a port after an
     /// IPv6 address (`-H fe80::1:5201` is read as an address).
     pub error_tip: Option<String>,
+    /// Tips said on stderr before the run (`--iterations` in netperf's
+    /// MAX,MIN order, taken as MIN,MAX).
+    pub tips: Vec<String>,
+    /// The run's UUID (`--uuid`, or a random one) and `--brand`, for the
+    /// result's environment.
+    pub uuid: String,
+    pub brand: Option<String>,
 }
 
 impl RunArgs {
@@ -324,6 +410,16 @@ impl RunArgs {
     /// then the server (not resolved for a dry run).
     pub fn to_request(&self) -> Result<RunRequest> {
         let plan = self.to_plan()?;
+        if let Some(f) = self
+            .out
+            .output_fields
+            .as_ref()
+            .and_then(|f| crate::export::fields::percentile_missing(&f.0, &plan.percentiles))
+        {
+            bail!(
+                "--output-fields {f}: that percentile is not reported; ask for it with --percentiles (fixed: P50_LATENCY, P90_LATENCY, P99_LATENCY, P999_LATENCY)"
+            );
+        }
         let drawings = Drawings {
             chart: self.chart.clone(),
             html: self.html.clone(),
@@ -342,7 +438,23 @@ impl RunArgs {
             repeat: self.repeat(),
             human: self.human_options(),
             error_tip: self.host.as_deref().and_then(super::ipv6_port_hint),
+            tips: self.tips(),
+            uuid: self.uuid.clone().unwrap_or_else(random_uuid),
+            brand: self.brand.clone(),
         })
+    }
+
+    /// What stderr says before the run about how a flag was read.
+    fn tips(&self) -> Vec<String> {
+        let mut tips = Vec::new();
+        if let Some(i) = self.iterations.filter(|i| i.swapped) {
+            tips.push(format!(
+                "--iterations {max},{min} read in netperf's order (-i MAX,MIN) as at least {min} and at most {max} runs; thrum writes it --iterations {min},{max}",
+                min = i.min,
+                max = i.max
+            ));
+        }
+        tips
     }
 
     /// The mix's SPEC: `--mix`, or the preset named as the test; None for a single test.
@@ -361,6 +473,8 @@ impl RunArgs {
         };
         let test: TestKind = match parts.first() {
             Some(first) => first.test,
+            // netperf without -t runs TCP_STREAM.
+            None if self.test.is_none() => TestKind::TcpStream,
             None => {
                 let name = self.test.as_deref().unwrap_or_default();
                 match name.parse() {
@@ -381,10 +495,12 @@ impl RunArgs {
         self.load.apply(&mut p);
         p.duration_ns = ns(self.duration);
         p.transactions = self.transactions;
-        p.warmup_ns = match (self.warmup, self.transactions) {
+        p.bytes = self.bytes;
+        let count_limited = self.transactions.is_some() || self.bytes.is_some();
+        p.warmup_ns = match (self.warmup, count_limited) {
             (Some(w), _) => ns(w),
-            (None, Some(_)) => 0,
-            (None, None) => 1_000_000_000,
+            (None, true) => 0,
+            (None, false) => 1_000_000_000,
         };
         p.cooldown_ns = ns(self.cooldown);
         p.interval_ns = ns(self.interval);
@@ -412,10 +528,11 @@ impl RunArgs {
                 || threads != 1
                 || self.load.rate.is_some()
                 || self.transactions.is_some()
+                || self.bytes.is_some()
                 || self.load.send_size.is_some()
             {
                 bail!(
-                    "--flows, --threads, --rate, --transactions and --send-size do not apply to a mix: give each part its flows as TEST*N and its rate as @rate=N (each part sends its test's default sizes)"
+                    "--flows, --threads, --rate, --transactions, --bytes and --send-size do not apply to a mix: give each part its flows as TEST*N and its rate as @rate=N (each part sends its test's default sizes)"
                 );
             }
             p.flows = parts.iter().map(|x| x.flows).sum();
@@ -442,7 +559,7 @@ impl RunArgs {
         if self.iterations.is_none() && self.confidence.is_none() {
             return None;
         }
-        let (min, max) = self.iterations.unwrap_or((3, 10));
+        let (min, max) = self.iterations.map_or((3, 10), |i| (i.min, i.max));
         let (level, width_percent) = self.confidence.unwrap_or((99, 5.0));
         Some(Repeat {
             min,
@@ -460,6 +577,8 @@ impl RunArgs {
             remote_cpu: self.remote_cpu || self.cpu,
             verbose: self.verbose,
             rows_shown: false,
+            units: self.out.format,
+            timestamps: self.timestamps.clone(),
         }
     }
 
@@ -612,5 +731,34 @@ mod tests {
         assert_eq!(r.outputs.format, crate::cli::Format::Json);
         assert!(r.human.local_cpu && !r.human.remote_cpu);
         assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((3, 5)));
+    }
+
+    /// Issue 32: netperf without -t runs TCP_STREAM, and so does `thrum
+    /// run` without a test; iperf3's `-c HOST` still gets its tip.
+    #[test]
+    fn no_test_is_tcp_stream() {
+        assert_eq!(plan_of(&["-H", "h", "-l", "1s"]).test, TestKind::TcpStream);
+        assert_eq!(plan_of(&[]).test, TestKind::TcpStream);
+        let e = args_of(&["-c", "server1"]).to_plan().unwrap_err();
+        let tip = e
+            .downcast_ref::<crate::cli::Tipped>()
+            .expect("a tip")
+            .tip
+            .clone();
+        assert!(tip.contains("-H server1"), "{tip}");
+    }
+
+    /// `--iterations 10,3` is netperf's `-i 10,3` (MAX,MIN): read as 3..10
+    /// with a tip; MIN,MAX is read as it stands, without one.
+    #[test]
+    fn iterations_in_netperfs_order_are_swapped_with_a_tip() {
+        let r = args_of(&["--iterations", "10,3"]).to_request().unwrap();
+        assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((3, 10)));
+        assert!(r.tips[0].contains("--iterations 3,10"), "{:?}", r.tips);
+        let r = args_of(&["--iterations", "2,3"]).to_request().unwrap();
+        assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((2, 3)));
+        assert!(r.tips.is_empty());
+        assert!(iterations_arg("0,3").is_err());
+        assert!(iterations_arg("31,3").is_err());
     }
 }

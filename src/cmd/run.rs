@@ -28,6 +28,8 @@ struct Watch<'a> {
     /// The head line, printed before the first row.
     head: Option<String>,
     printed: usize,
+    /// How rows are drawn (`--format`, `--timestamps`).
+    human: &'a export::human::Human,
 }
 
 impl Observer for Watch<'_> {
@@ -44,7 +46,7 @@ impl Observer for Watch<'_> {
             return;
         }
         let mut text = self.head.take().unwrap_or_default().into_bytes();
-        let _ = export::human::row(&mut text, iv);
+        let _ = self.human.row(&mut text, iv);
         self.printed += 1;
         self.ticker.above(|| {
             let _ = super::out::print(&text);
@@ -62,13 +64,17 @@ fn exporter(out: &Outputs, human: &export::human::Human) -> Box<dyn Exporter> {
             Some(f) => f.clone(),
             None => DEFAULT_FIELDS.map(str::to_string).to_vec(),
         };
-        Box::new(Fields { names, style })
+        Box::new(Fields {
+            names,
+            style,
+            units: out.units,
+        })
     };
     match (out.format, out.fields.is_some()) {
         (Format::Human, false) => Box::new(human.clone()),
         (Format::Human, true) => fields(Style::Human),
         (Format::Json, _) => Box::new(export::json::Json),
-        (Format::Keyval, false) => Box::new(export::keyval::Keyval),
+        (Format::Keyval, false) => Box::new(export::keyval::Keyval { units: out.units }),
         (Format::Keyval, true) => fields(Style::Keyval),
         (Format::Csv, _) => fields(Style::Csv),
     }
@@ -97,14 +103,11 @@ fn write_outputs(
         export::render(exporter(out, human).as_ref(), result)
     };
     // hyperfine's --export-*: files beside what the terminal shows.
+    let keyval = export::keyval::Keyval { units: out.units };
     let exports: [(&[std::path::PathBuf], &dyn Exporter, &str); 3] = [
         (&out.export_json, &export::json::Json, "--export-json"),
         (&out.export_csv, &export::csv::Csv, "--export-csv"),
-        (
-            &out.export_keyval,
-            &export::keyval::Keyval,
-            "--export-keyval",
-        ),
+        (&out.export_keyval, &keyval, "--export-keyval"),
     ];
     for (paths, exporter, flag) in exports {
         for path in paths {
@@ -163,6 +166,9 @@ fn dry_run(req: &RunRequest) -> Result<()> {
 /// know.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let mut req = args.to_request()?;
+    for tip in &req.tips {
+        eprintln!("tip: {tip}");
+    }
     if req.dry_run {
         dry_run(&req)?;
         return Ok(ExitCode::SUCCESS);
@@ -176,6 +182,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             crate::workload::capacity::packet_size_toward(target.addr, target.bind);
     }
     let (mut result, rows_shown, live) = measure(&req, &target)?;
+    result.environment.uuid = req.uuid.clone();
+    result.environment.brand = req.brand.clone();
     let interrupted = control::stop::requested();
     if interrupted {
         mark_interrupted(&mut result.summary.error);
@@ -202,7 +210,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 /// `run` ends.
 fn measure(req: &RunRequest, target: &Target) -> Result<(TestResult, bool, export::live::Live)> {
     let plan = &req.plan;
-    let total = plan.transactions.is_none().then(|| {
+    let total = (!plan.count_limited()).then(|| {
         std::time::Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.cooldown_ns)
     });
     let repeat = req.repeat;
@@ -221,12 +229,13 @@ fn measure(req: &RunRequest, target: &Target) -> Result<(TestResult, bool, expor
     } else {
         target.label.as_str()
     };
-    export::human::head(&mut head, plan.test, server, plan)?;
+    req.human.head(&mut head, plan.test, server, plan)?;
     let mut watch = Watch {
         ticker: &ticker,
         rows,
         head: Some(String::from_utf8_lossy(&head).into_owned()),
         printed: 0,
+        human: &req.human,
     };
     let mut live = export::live::Live::new(
         plan.test,
@@ -262,7 +271,7 @@ fn measure(req: &RunRequest, target: &Target) -> Result<(TestResult, bool, expor
     if rows_shown {
         let mut late = Vec::new();
         for iv in result.intervals.iter().skip(printed) {
-            export::human::row(&mut late, iv)?;
+            req.human.row(&mut late, iv)?;
         }
         super::out::print(&late)?;
     }

@@ -1,5 +1,5 @@
-//! `thrum suite`: every test once against an embedded server, as a table
-//! or as JSON.
+//! `thrum suite`: every test once against a server (`-H`) or an embedded
+//! one, as a table or as JSON.
 
 use std::process::ExitCode;
 
@@ -16,7 +16,7 @@ use crate::units::{self, BitsPerSec};
 /// `thrum suite`.
 pub fn suite(args: &SuiteArgs) -> Result<ExitCode> {
     let req = args.to_request()?;
-    let (target, _server) = target_or_embedded(None, None)?;
+    let (target, _server) = target_or_embedded(req.target, req.bind)?;
     let mut results = Vec::new();
     let status = StatusLine::stderr();
     for plan in &req.plans {
@@ -28,7 +28,7 @@ pub fn suite(args: &SuiteArgs) -> Result<ExitCode> {
     if req.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
-        print_suite_table(&results);
+        print_suite_table(&results, target.embedded);
     }
     Ok(if results.iter().all(|r| r.ok()) {
         ExitCode::SUCCESS
@@ -37,7 +37,7 @@ pub fn suite(args: &SuiteArgs) -> Result<ExitCode> {
     })
 }
 
-fn print_suite_table(results: &[TestResult]) {
+fn print_suite_table(results: &[TestResult], embedded: bool) {
     println!(
         "{:<11} {:>5} {:>18} {:>12} {:>12} {:>12}",
         "test", "flows", "result", "p50", "p99", "CPU s (c+s)"
@@ -69,5 +69,11 @@ fn print_suite_table(results: &[TestResult]) {
             eprintln!("error: {}: {e}", r.test.name());
         }
     }
-    println!("(loopback, embedded server in this process: CPU is the whole process, both ends)");
+    if embedded {
+        println!(
+            "(loopback, embedded server in this process: CPU is the whole process, both ends)"
+        );
+    } else {
+        println!("(CPU is this client's process)");
+    }
 }

@@ -59,7 +59,7 @@ pub struct Target {
 /// The longest a test can take by its plan: warm-up, measurement (for a
 /// count-limited run, an hour), cool-down and a minute for the rest.
 fn plan_wall_s(plan: &TestPlan) -> f64 {
-    let measure = if plan.transactions.is_some() {
+    let measure = if plan.count_limited() {
         3600e9
     } else {
         plan.duration_ns as f64

@@ -312,11 +312,11 @@ pub fn data_ports(plan: &TestPlan, per_listener: u32) -> u64 {
         .sum()
 }
 
-/// Warm-up + measure + cool-down. A count-limited run (-n) has no set
+/// Warm-up + measure + cool-down. A count-limited run (-n, --bytes) has no set
 /// length; it counts as its warm-up and cool-down only, and the server's
 /// idle timeout ends it if it stalls.
 pub fn total_duration_ns(plan: &TestPlan) -> u64 {
-    let measure = if plan.transactions.is_some() {
+    let measure = if plan.count_limited() {
         0
     } else {
         plan.duration_ns

@@ -71,7 +71,7 @@ pub fn after_spec_frame(flows: u32) -> usize {
 /// phased mix also the client's wait for its bulk parts to drain before
 /// the recovery phase ([`super::timeline::DRAIN_TIMEOUT`]).
 pub fn session_bound(plan: &TestPlan, limits: &SessionLimits) -> Duration {
-    let stated = if plan.transactions.is_some() {
+    let stated = if plan.count_limited() {
         limits.max_duration_ns
     } else {
         super::limits::total_duration_ns(plan)
@@ -125,9 +125,9 @@ pub(super) fn closed_unheard(ctrl: &mut TcpStream, limit: Duration) -> Result<bo
 /// Why a session was ended at its bound, naming the limit.
 fn overran(plan: &TestPlan, limits: &SessionLimits, bound: Duration) -> String {
     let allowance = bound.as_secs_f64() - super::limits::total_duration_ns(plan) as f64 / 1e9;
-    if plan.transactions.is_some() {
+    if plan.count_limited() {
         format!(
-            "session ended after {:.1} s: a count-limited (-n) run may last this server's --max-duration of {} s plus {allowance:.1} s for the drain",
+            "session ended after {:.1} s: a count-limited (-n, --bytes) run may last this server's --max-duration of {} s plus {allowance:.1} s for the drain",
             bound.as_secs_f64(),
             limits.max_duration_ns as f64 / 1e9
         )

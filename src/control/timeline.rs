@@ -80,7 +80,7 @@ pub fn schedule(plan: &TestPlan) -> Vec<(Phase, Option<Duration>)> {
     if plan.warmup_ns > 0 {
         v.push((Phase::Warmup, Some(Duration::from_nanos(plan.warmup_ns))));
     }
-    let measure = if plan.transactions.is_some() {
+    let measure = if plan.count_limited() {
         None
     } else {
         Some(Duration::from_nanos(plan.duration_ns))
@@ -389,7 +389,7 @@ impl Running {
     ) -> Result<()> {
         let interval = Duration::from_nanos(plan.interval_ns);
         // A finer step while count-limited, to end the window close to the last transaction.
-        let check = if plan.transactions.is_some() {
+        let check = if plan.count_limited() {
             Duration::from_millis(1)
         } else {
             Duration::from_millis(20)

@@ -135,6 +135,59 @@ const BULK: &str = "bulk tests";
 const TRANS: &str = "transaction tests";
 const LATENCY: &str = "summary.latency_ns present";
 const OPEN: &str = "--rate (open loop)";
+const CONF: &str = "--iterations or --confidence";
+const CONF2: &str = "--iterations or --confidence, two runs or more";
+const REMOTE_PROV: &str = "the server shared its provenance (embedded, or keyed)";
+
+/// One end's uname (sysname, release), from its provenance.
+fn uname(r: &TestResult, local: bool) -> Option<&crate::sensors::provenance::Kernel> {
+    let p = if local {
+        &r.provenance.local
+    } else {
+        &r.provenance.remote
+    };
+    p.as_ref()?.kernel.as_ref()
+}
+
+/// `P{N}_LATENCY` for a percentile asked with `--percentiles`: N is the
+/// percentile as written without its point (99.99: P9999_LATENCY), as
+/// netperf's P99_LATENCY and thrum's P999_LATENCY (99.9) are.
+pub fn percentile_field(p: f64) -> String {
+    format!("P{}_LATENCY", format!("{p}").replace('.', ""))
+}
+
+/// Whether `name` has the form of a `P{N}_LATENCY` field (N a number in
+/// (0, 100], written with or without its point); which N a run has is
+/// known only once `--percentiles` is read ([`percentile_missing`]).
+fn is_percentile_field(name: &str) -> bool {
+    let Some(n) = name
+        .strip_prefix('P')
+        .and_then(|n| n.strip_suffix("_LATENCY"))
+    else {
+        return false;
+    };
+    !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.') && n.parse::<f64>().is_ok()
+}
+
+/// The `P{N}_LATENCY` name that matches one of `percentiles`: its own
+/// (`P9999_LATENCY`) or written with the point (`P99.99_LATENCY`).
+fn percentile_of(name: &str, percentiles: &[f64]) -> Option<f64> {
+    percentiles
+        .iter()
+        .copied()
+        .find(|&p| name == percentile_field(p) || name == format!("P{p}_LATENCY"))
+}
+
+/// The first `P{N}_LATENCY` in `names` that is neither a fixed field nor
+/// one of `percentiles` (`--percentiles` must ask for it), for the error.
+pub fn percentile_missing<'a>(list: &'a [String], percentiles: &[f64]) -> Option<&'a str> {
+    let fixed = names();
+    list.iter()
+        .find(|n| {
+            !fixed.contains(n) && is_percentile_field(n) && percentile_of(n, percentiles).is_none()
+        })
+        .map(String::as_str)
+}
 
 /// Every field, in the order `--keyval` prints them. A name appears twice
 /// only where two rows exclude each other (THROUGHPUT: bits/s for bulk
@@ -397,6 +450,56 @@ pub static FIELDS: &[Field] = &[
     whole("REMOTE_DRIVER", "", ALWAYS, |r| {
         drivers(&r.environment.remote_drivers)
     }),
+    // netperf's -i/-I: the level and width asked for, the runs made, and
+    // each interval's achieved width (the whole interval in percent of
+    // the mean, the figure -I's width is compared with).
+    whole("CONFIDENCE_LEVEL", "%", CONF, |r| {
+        r.confidence.as_ref().map(|c| c.level.to_string())
+    }),
+    whole("CONFIDENCE_INTERVAL", "%", CONF, |r| {
+        r.confidence.as_ref().map(|c| f2(c.width_percent_requested))
+    }),
+    whole("CONFIDENCE_ITERATION", "", CONF, |r| {
+        r.confidence.as_ref().map(|c| c.iterations_run.to_string())
+    }),
+    whole("THROUGHPUT_CONFID", "%", CONF2, |r| {
+        r.confidence.as_ref()?.width_percent_achieved.map(f3)
+    }),
+    whole("LOCAL_CPU_CONFID", "%", CONF2, |r| {
+        r.confidence
+            .as_ref()?
+            .local_cpu_width_percent_achieved
+            .map(f3)
+    }),
+    whole("REMOTE_CPU_CONFID", "%", CONF2, |r| {
+        r.confidence
+            .as_ref()?
+            .remote_cpu_width_percent_achieved
+            .map(f3)
+    }),
+    whole("COMMAND_LINE", "", ALWAYS, |r| {
+        let argv = &r.environment.command_line;
+        let args = argv.iter().map(Into::into);
+        (!argv.is_empty()).then(|| crate::sensors::provenance::command_line(args))
+    }),
+    whole("UUID", "", ALWAYS, |r| {
+        Some(r.environment.uuid.clone()).filter(|u| !u.is_empty())
+    }),
+    whole("RESULT_BRAND", "", "--brand", |r| {
+        r.environment.brand.clone()
+    }),
+    whole("LOCAL_SYSNAME", "", ALWAYS, |r| {
+        uname(r, true).map(|k| k.sysname.clone())
+    }),
+    whole("LOCAL_RELEASE", "", ALWAYS, |r| {
+        uname(r, true).map(|k| k.release.clone())
+    }),
+    whole("REMOTE_SYSNAME", "", REMOTE_PROV, |r| {
+        uname(r, false).map(|k| k.sysname.clone())
+    }),
+    whole("REMOTE_RELEASE", "", REMOTE_PROV, |r| {
+        uname(r, false).map(|k| k.release.clone())
+    }),
     whole("ERROR", "", "on failure", |r| {
         r.summary.error.as_ref().map(|e| e.replace('\n', " "))
     }),
@@ -455,7 +558,7 @@ pub fn names() -> Vec<String> {
 /// what `--keyval` prints.
 pub fn values(r: &TestResult) -> Vec<(String, String)> {
     let p = &r.spec.plan;
-    expanded()
+    let mut out: Vec<(String, String)> = expanded()
         .into_iter()
         .filter_map(|(name, f, local)| {
             let v = match (&f.read, local) {
@@ -465,7 +568,35 @@ pub fn values(r: &TestResult) -> Vec<(String, String)> {
             };
             v.map(|v| (name, v))
         })
-        .collect()
+        .collect();
+    // --percentiles' own P{N}_LATENCY, after the fixed ones; one the
+    // fixed rows already name (P50, P999) is theirs.
+    if let Some(l) = &r.summary.latency_ns {
+        let at = out
+            .iter()
+            .position(|(k, _)| k == "MAX_LATENCY")
+            .unwrap_or(out.len());
+        let extra: Vec<(String, String)> = l
+            .percentiles
+            .iter()
+            .map(|q| (percentile_field(q.percentile), us(q.ns as f64)))
+            .filter(|(k, _)| !out.iter().any(|(n, _)| n == k))
+            .collect();
+        out.splice(at..at, extra);
+    }
+    out
+}
+
+/// The value of `name` in `all` (what [`values`] gave), a
+/// `P{N}_LATENCY` written with its point included.
+fn lookup<'a>(all: &'a [(String, String)], name: &str, r: &TestResult) -> &'a str {
+    let key = match percentile_of(name, &r.spec.plan.percentiles) {
+        Some(p) if !all.iter().any(|(k, _)| k == name) => percentile_field(p),
+        _ => name.to_string(),
+    };
+    all.iter()
+        .find(|(k, _)| *k == key)
+        .map_or("", |(_, v)| v.as_str())
 }
 
 /// `--output-fields`: names separated by commas (netperf's form), checked
@@ -480,9 +611,12 @@ pub fn parse_list(s: &str) -> Result<Vec<String>, String> {
     if names.is_empty() {
         return Err(format!("empty list (accepted: {})", known.join(",")));
     }
-    if let Some(bad) = names.iter().find(|n| !known.contains(n)) {
+    if let Some(bad) = names
+        .iter()
+        .find(|n| !known.contains(n) && !is_percentile_field(n))
+    {
         return Err(format!(
-            "'{}' is not a field (accepted: {})",
+            "'{}' is not a field (accepted: {}, and P{{N}}_LATENCY for each N of --percentiles)",
             crate::text::echo(bad),
             known.join(",")
         ));
@@ -505,6 +639,28 @@ pub enum Style {
 pub struct Fields {
     pub names: Vec<String>,
     pub style: Style,
+    /// `--format`: THROUGHPUT and THROUGHPUT_UNITS in this unit.
+    pub units: Option<crate::units::RateUnit>,
+}
+
+/// `--format` (netperf's `-f`): a bulk test's THROUGHPUT and
+/// THROUGHPUT_UNITS in the unit chosen instead of 10^6bits/s; the other
+/// fields keep theirs (THROUGHPUT_BPS stays bits/s).
+pub fn in_units(
+    all: &mut [(String, String)],
+    r: &TestResult,
+    units: Option<crate::units::RateUnit>,
+) {
+    let (Some(u), Some(t)) = (units, r.summary.throughput_bps) else {
+        return;
+    };
+    for (k, v) in all.iter_mut() {
+        match k.as_str() {
+            "THROUGHPUT" => *v = f2(u.of(t)),
+            "THROUGHPUT_UNITS" => *v = u.netperf_name().into(),
+            _ => {}
+        }
+    }
 }
 
 /// A CSV cell: quoted when it holds a comma, a quote or a line break.
@@ -518,13 +674,10 @@ fn csv_cell(v: &str) -> String {
 
 impl Exporter for Fields {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
-        let all = values(r);
+        let mut all = values(r);
+        in_units(&mut all, r, self.units);
         // A field this test does not carry is empty, as in netperf.
-        let get = |n: &str| {
-            all.iter()
-                .find(|(k, _)| k == n)
-                .map_or("", |(_, v)| v.as_str())
-        };
+        let get = |n: &str| lookup(&all, n, r);
         match self.style {
             Style::Keyval => {
                 for n in &self.names {
@@ -740,6 +893,7 @@ pub(crate) mod tests {
             let f = Fields {
                 names: list,
                 style: Style::Keyval,
+                units: None,
             };
             let picked = String::from_utf8(crate::export::render(&f, &r)).unwrap();
             // What keyval prints: every present field, `KEY=value`.
@@ -781,5 +935,82 @@ pub(crate) mod tests {
             missing.is_empty(),
             "docs/json.md's --keyval table lacks {missing:?}"
         );
+    }
+
+    /// Issue 32: netperf's confidence, identity and uname fields, and a
+    /// P{N}_LATENCY for each --percentiles N, by its name with or without
+    /// the point; an N not asked for is refused before the run.
+    #[test]
+    fn confidence_identity_and_asked_percentiles() {
+        use crate::stats::latency::Percentile;
+        let mut r = full_open_loop();
+        r.spec.plan.percentiles = vec![99.99, 75.0, 50.0];
+        let l = r.summary.latency_ns.as_mut().unwrap();
+        l.percentiles = vec![
+            Percentile {
+                percentile: 99.99,
+                ns: 123_456,
+            },
+            Percentile {
+                percentile: 75.0,
+                ns: 20_000,
+            },
+            Percentile {
+                percentile: 50.0,
+                ns: 17_777,
+            },
+        ];
+        r.confidence = Some(crate::result::Confidence {
+            level: 99,
+            width_percent_requested: 5.0,
+            width_percent_achieved: Some(1.23456),
+            achieved: true,
+            iterations_min: 2,
+            iterations_max: 3,
+            iterations_run: 2,
+            mean: 501.0,
+            stddev: Some(1.0),
+            half_width: Some(3.0),
+            local_cpu_width_percent_achieved: Some(4.5),
+            remote_cpu_width_percent_achieved: None,
+        });
+        r.environment.command_line = vec!["thrum".into(), "run".into(), "a b".into()];
+        r.environment.uuid = "u-1".into();
+        r.environment.brand = Some("lab, rack 4".into());
+        r.provenance.local = Some(crate::sensors::Provenance {
+            kernel: Some(crate::sensors::provenance::Kernel {
+                sysname: "Linux".into(),
+                release: "6.1.0".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let names = parse_list(
+            "CONFIDENCE_LEVEL,CONFIDENCE_ITERATION,THROUGHPUT_CONFID,LOCAL_CPU_CONFID,REMOTE_CPU_CONFID,\
+             P9999_LATENCY,p99.99_latency,P75_LATENCY,P50_LATENCY,COMMAND_LINE,UUID,RESULT_BRAND,\
+             LOCAL_SYSNAME,LOCAL_RELEASE,REMOTE_SYSNAME",
+        )
+        .unwrap();
+        assert_eq!(percentile_missing(&names, &r.spec.plan.percentiles), None);
+        let f = Fields {
+            names,
+            style: Style::Csv,
+            units: None,
+        };
+        let text = String::from_utf8(crate::export::render(&f, &r)).unwrap();
+        let row = text.lines().nth(1).unwrap();
+        assert_eq!(
+            row,
+            "99,2,1.235,4.500,,123.456,123.456,20.000,17.777,thrum run 'a b',u-1,\"lab, rack 4\",Linux,6.1.0,"
+        );
+        // --keyval prints the asked percentiles once, after the fixed ones.
+        let keys: Vec<String> = values(&r).into_iter().map(|(k, _)| k).collect();
+        let at = |k: &str| keys.iter().position(|x| x == k).unwrap();
+        assert!(at("P999_LATENCY") < at("P9999_LATENCY") && at("P75_LATENCY") < at("MAX_LATENCY"));
+        assert_eq!(keys.iter().filter(|k| *k == "P50_LATENCY").count(), 1);
+        // A percentile not asked for, and a name that is no percentile.
+        let asked = parse_list("P95_LATENCY").unwrap();
+        assert_eq!(percentile_missing(&asked, &[99.0]), Some("P95_LATENCY"));
+        assert!(parse_list("PX_LATENCY").is_err());
     }
 }

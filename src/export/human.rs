@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use super::Exporter;
 use crate::result::{Environment, Figures, Side, TestResult};
-use crate::units::{BitsPerSec, fmt_ns};
+use crate::units::{BitsPerSec, RateUnit, fmt_ns};
 
 /// The human table, with what the flags add to it.
 #[derive(Clone, Debug, Default)]
@@ -21,6 +21,13 @@ pub struct Human {
     /// The head and the interval rows were printed live, as each interval
     /// completed (iperf3's habit): the summary alone remains.
     pub rows_shown: bool,
+    /// `--format`: bit and byte rates in this unit instead of one scaled
+    /// to each figure.
+    pub units: Option<crate::units::RateUnit>,
+    /// `--timestamps[=FORMAT]`: each interval row starts with the wall-clock
+    /// time its interval ended (strftime FORMAT; empty: date and time to
+    /// the millisecond), as iperf3's `--timestamps`.
+    pub timestamps: Option<String>,
 }
 
 /// A figure of merit with its unit, for people.
@@ -144,9 +151,9 @@ fn drivers_line(env: &Environment) -> Option<String> {
     (!ends.is_empty()).then(|| ends.join(", "))
 }
 
-fn headline(f: &Figures) -> String {
+fn headline(f: &Figures, units: Option<RateUnit>) -> String {
     if let Some(t) = f.throughput_bps {
-        BitsPerSec(t).to_string()
+        RateUnit::show(units, t)
     } else {
         format!("{:.1} trans/s", f.transactions_per_s.unwrap_or(0.0))
     }
@@ -206,14 +213,26 @@ pub fn head(
         match p.rate_bps {
             Some(rate) => writeln!(
                 out,
-                ", datagrams of {} B at {} per flow",
+                ", datagrams of {} B at {} per flow{}",
                 p.send_bytes,
-                crate::units::BitsPerSec(rate as f64)
+                crate::units::BitsPerSec(rate as f64),
+                byte_limit(p)
             )?,
-            None => writeln!(out, ", datagrams of {} B, unpaced", p.send_bytes)?,
+            None => writeln!(
+                out,
+                ", datagrams of {} B, unpaced{}",
+                p.send_bytes,
+                byte_limit(p)
+            )?,
         }
     } else if test.is_stream() {
-        writeln!(out, ", send {} B, recv {} B", p.send_bytes, p.recv_bytes)?;
+        writeln!(
+            out,
+            ", send {} B, recv {} B{}",
+            p.send_bytes,
+            p.recv_bytes,
+            byte_limit(p)
+        )?;
     } else {
         write!(
             out,
@@ -236,13 +255,67 @@ pub fn head(
     Ok(())
 }
 
+/// `--bytes`: what the run sends, for the head line.
+fn byte_limit(p: &crate::plan::TestPlan) -> String {
+    p.bytes
+        .map(|b| format!(", {b} B in all (--bytes)"))
+        .unwrap_or_default()
+}
+
 /// One interval's row. A mix's names its segment of the window (idle,
 /// loaded, drain, recovery) and, with bulk parts (whose intervals carry a
 /// fairness), their goodput up and down.
 pub fn row(out: &mut dyn Write, iv: &crate::result::Interval) -> io::Result<()> {
+    Human::default().row(out, iv)
+}
+
+impl Human {
+    /// The test line and the columns' header ([`head`]), the header with a
+    /// `time` column first under `--timestamps`.
+    pub fn head(
+        &self,
+        out: &mut dyn Write,
+        test: crate::plan::TestKind,
+        server: &str,
+        p: &crate::plan::TestPlan,
+    ) -> io::Result<()> {
+        let mut text = Vec::new();
+        head(&mut text, test, server, p)?;
+        let text = String::from_utf8_lossy(&text);
+        let Some(format) = &self.timestamps else {
+            return out.write_all(text.as_bytes());
+        };
+        let width = crate::units::fmt_strftime(0.0, format).chars().count();
+        let body = text.trim_end_matches('\n');
+        let (first, columns) = body.rsplit_once('\n').unwrap_or(("", body));
+        if !first.is_empty() {
+            writeln!(out, "{first}")?;
+        }
+        writeln!(out, "{:<width$} {columns}", "time")
+    }
+
+    /// One interval's row ([`row`]), in `--format`'s unit and after the
+    /// wall-clock time under `--timestamps`.
+    pub fn row(&self, out: &mut dyn Write, iv: &crate::result::Interval) -> io::Result<()> {
+        if let Some(format) = &self.timestamps {
+            write!(
+                out,
+                "{} ",
+                crate::units::fmt_strftime(iv.unix_end_s, format)
+            )?;
+        }
+        row_in(out, iv, self.units)
+    }
+}
+
+fn row_in(
+    out: &mut dyn Write,
+    iv: &crate::result::Interval,
+    units: Option<RateUnit>,
+) -> io::Result<()> {
     let phase = iv.load_phase.map_or(iv.phase.name(), |p| p.name());
     if iv.fairness.is_some() {
-        let way = |v: Option<f64>| v.map_or("-".to_string(), |v| BitsPerSec(v).to_string());
+        let way = |v: Option<f64>| v.map_or("-".to_string(), |v| RateUnit::show(units, v));
         return writeln!(
             out,
             "{:>8.2} {:>8.2}  {:<9} {:>16} {:>16}",
@@ -259,7 +332,7 @@ pub fn row(out: &mut dyn Write, iv: &crate::result::Interval) -> io::Result<()> 
         iv.start_s,
         iv.end_s,
         phase,
-        headline(&iv.sum)
+        headline(&iv.sum, units)
     )
 }
 
@@ -282,9 +355,9 @@ impl Exporter for Human {
             }
         }
         if !self.rows_shown {
-            head(out, r.test, &r.spec.server, p)?;
+            self.head(out, r.test, &r.spec.server, p)?;
             for iv in &r.intervals {
-                row(out, iv)?;
+                self.row(out, iv)?;
             }
         }
         writeln!(out, "-- summary over {:.2} s measured --", s.duration_s)?;
@@ -298,13 +371,14 @@ impl Exporter for Human {
             "throughput"
         };
         if let Some(t) = s.throughput_bps {
-            writeln!(out, "  {load:<10} (received)  {}", BitsPerSec(t))?;
+            let rate = |v| RateUnit::show(self.units, v);
+            writeln!(out, "  {load:<10} (received)  {}", rate(t))?;
             if let (Some(a), Some(b)) = (s.throughput_bps_c2s, s.throughput_bps_s2c) {
-                writeln!(out, "    client->server       {}", BitsPerSec(a))?;
-                writeln!(out, "    server->client       {}", BitsPerSec(b))?;
+                writeln!(out, "    client->server       {}", rate(a))?;
+                writeln!(out, "    server->client       {}", rate(b))?;
             }
             if let Some(sent) = s.throughput_bps_sent {
-                writeln!(out, "  {load:<10} (sent)      {}", BitsPerSec(sent))?;
+                writeln!(out, "  {load:<10} (sent)      {}", rate(sent))?;
             }
         }
         if let (Some(sent), Some(recvd)) = (s.datagrams_sent, s.datagrams_received) {

@@ -8,11 +8,17 @@ use std::io::{self, Write};
 use super::Exporter;
 use crate::result::TestResult;
 
-pub struct Keyval;
+#[derive(Default)]
+pub struct Keyval {
+    /// `--format`: THROUGHPUT and THROUGHPUT_UNITS in this unit.
+    pub units: Option<crate::units::RateUnit>,
+}
 
 impl Exporter for Keyval {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
-        for (k, v) in super::fields::values(r) {
+        let mut all = super::fields::values(r);
+        super::fields::in_units(&mut all, r, self.units);
+        for (k, v) in all {
             writeln!(out, "{k}={v}")?;
         }
         Ok(())
@@ -29,7 +35,7 @@ mod tests {
     #[test]
     fn keys_values_and_order_are_as_before_the_table() {
         for (r, want) in [(full_open_loop(), OPEN_LOOP), (bulk(), BULK)] {
-            let text = String::from_utf8(crate::export::render(&Keyval, &r)).unwrap();
+            let text = String::from_utf8(crate::export::render(&Keyval::default(), &r)).unwrap();
             assert_eq!(text, want);
         }
     }

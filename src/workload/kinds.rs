@@ -376,6 +376,10 @@ fn stream(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     } else {
         f
     };
+    let f = match a.plan.bytes {
+        Some(_) => f.with_byte_limit(a.plan.flow_bytes(a.flow)),
+        None => f,
+    };
     Ok(Box::new(if a.plan.zerocopy {
         f.with_zerocopy()?
     } else {
@@ -495,7 +499,8 @@ fn cc_server(a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
 fn udp_stream_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
-    let s = UdpStreamSender::new(sock, a.counters, a.flow, p.send_bytes as usize, p.rate_bps);
+    let s = UdpStreamSender::new(sock, a.counters, a.flow, p.send_bytes as usize, p.rate_bps)
+        .with_byte_limit(p.flow_bytes(a.flow));
     Ok(Box::new(if p.gso { s.with_gso()? } else { s }))
 }
 

@@ -10,6 +10,13 @@
 //! reports an error (EPOLLERR) or the ring is full; before it reports done it
 //! waits (briefly) for the last completions, so the counts add up.
 //!
+//! With `--bytes` (a byte-limited run) the sender sends its share and no
+//! more, half-closes at once and reads on to the receiver's EOF; the
+//! receiver half-closes as soon as it has read the sender's EOF, whatever
+//! the phase. The receiver's FIN so tells the sender that every byte
+//! arrived, and the client's flow then counts its quota done, which ends
+//! the measurement window (`control::timeline`).
+//!
 //! With `--call-times` each send and receive that moves data in the
 //! measurement phase is timed into the flow's call-time histograms
 //! (netperf's -v 2): two vDSO clock reads per call, so only when asked.
@@ -47,6 +54,11 @@ pub struct StreamFlow {
     /// How long each send and receive that moved data took, over the
     /// measurement phase (netperf's -v 2 histograms).
     times: Option<Box<SendRecvTimes>>,
+    /// `--bytes`: a byte-limited run; the FINs end the flow, not the drain.
+    byte_limited: bool,
+    /// `--bytes`: what this end still has to send.
+    to_send: Option<u64>,
+    quota_reported: bool,
 }
 
 impl StreamFlow {
@@ -76,7 +88,18 @@ impl StreamFlow {
             eof_before_drain_is_error,
             zerocopy: None,
             times: None,
+            byte_limited: false,
+            to_send: None,
+            quota_reported: false,
         }
+    }
+
+    /// A byte-limited run (`--bytes`): this end sends `quota` bytes (a
+    /// receiver: None) and the flow ends when both FINs have crossed.
+    pub fn with_byte_limit(mut self, quota: Option<u64>) -> StreamFlow {
+        self.byte_limited = true;
+        self.to_send = if self.sends { quota } else { None };
+        self
     }
 
     /// Send with MSG_ZEROCOPY (a sending flow only): sets SO_ZEROCOPY and
@@ -172,14 +195,14 @@ impl Flow for StreamFlow {
         // waits for (the sender's socket buffer may hold seconds of data on
         // a slow path). Neither end waits for the other's FIN before
         // sending its own data and FIN, so the order cannot deadlock.
-        if draining && !self.sent_fin && self.sends {
+        if (draining || self.to_send == Some(0)) && !self.sent_fin && self.sends {
             shutdown_write(fd)?;
             self.sent_fin = true;
         }
 
         // A pure sender reads only in the drain, to see the peer's EOF; before
         // that a vanished peer shows up as a send error.
-        if !self.got_eof && (self.receives || draining) {
+        if !self.got_eof && (self.receives || draining || self.sent_fin) {
             let mut ops = 0;
             loop {
                 if ops == OPS_PER_CALL {
@@ -191,7 +214,10 @@ impl Flow for StreamFlow {
                 match recv(fd, &mut self.recv_buf) {
                     Ok(0) => {
                         self.got_eof = true;
-                        if self.eof_before_drain_is_error && !ctx.draining_now() {
+                        if self.eof_before_drain_is_error
+                            && !self.byte_limited
+                            && !ctx.draining_now()
+                        {
                             return Err(early_eof("the peer"));
                         }
                         break;
@@ -219,7 +245,10 @@ impl Flow for StreamFlow {
             }
         }
 
-        if draining && !self.sent_fin && self.got_eof {
+        // A pure receiver's FIN after the sender's; with --bytes also
+        // before the drain (it says the last byte arrived). A bidir flow
+        // with --bytes sends its FIN when its own share is out, above.
+        if (draining || (self.byte_limited && !self.sends)) && !self.sent_fin && self.got_eof {
             shutdown_write(fd)?;
             self.sent_fin = true;
         }
@@ -237,8 +266,20 @@ impl Flow for StreamFlow {
                     }
                     ops += 1;
                     let t = timed.then(Instant::now);
-                    match send(fd, &self.send_buf) {
+                    let len = match self.to_send {
+                        Some(0) => {
+                            // The share is out: the FIN goes at the next wake-up.
+                            more = true;
+                            break;
+                        }
+                        Some(left) => left.min(self.send_buf.len() as u64) as usize,
+                        None => self.send_buf.len(),
+                    };
+                    match send(fd, &self.send_buf[..len]) {
                         Ok(n) => {
+                            if let Some(left) = &mut self.to_send {
+                                *left -= n as u64;
+                            }
                             self.counters.add_sent(n as u64);
                             if let (Some(t), Some(times)) = (t, &mut self.times) {
                                 times.send.record(t.elapsed().as_nanos() as u64);
@@ -247,7 +288,7 @@ impl Flow for StreamFlow {
                             // kernel marked it (SOCK_NOSPACE) to wake the
                             // writer when room comes: the next send would
                             // only say EAGAIN. Same condition as the read's.
-                            if n < self.send_buf.len() && !ev.may_have_more {
+                            if n < len && !ev.may_have_more {
                                 break;
                             }
                         }
@@ -261,6 +302,12 @@ impl Flow for StreamFlow {
         let done = self.sent_fin && self.got_eof;
         if done && let Some(zc) = self.zerocopy.as_deref_mut() {
             zc.settle(fd, ZEROCOPY_SETTLE)?;
+        }
+        // Both FINs crossed: every byte this flow carries has arrived.
+        if done && self.byte_limited && !self.quota_reported {
+            self.quota_reported = true;
+            ctx.quota_done
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(if done {
             Progress::Done

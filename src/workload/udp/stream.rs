@@ -38,6 +38,9 @@ pub struct UdpStreamSender {
     rate: Option<f64>,
     started: Option<Instant>,
     paced_bytes: f64,
+    /// `--bytes`: payload still to send; the last datagram carries what
+    /// is left of it, and after it the flow idles until the drain.
+    to_send: Option<u64>,
 }
 
 /// The most datagrams one UDP_SEGMENT send may carry (UDP_MAX_SEGMENTS).
@@ -69,7 +72,14 @@ impl UdpStreamSender {
             rate: rate_bps.map(|r| r as f64 / 8.0),
             started: None,
             paced_bytes: 0.0,
+            to_send: None,
         }
+    }
+
+    /// `--bytes`: send exactly `quota` bytes of payload, then stop.
+    pub fn with_byte_limit(mut self, quota: Option<u64>) -> UdpStreamSender {
+        self.to_send = quota;
+        self
     }
 }
 
@@ -96,6 +106,17 @@ impl Flow for UdpStreamSender {
         let fd = self.sock.as_raw_fd();
         for _ in 0..OPS_PER_CALL {
             let mut n = BATCH;
+            // --bytes: whole datagrams while they fit, then one of the rest.
+            let mut len = self.segments * self.size;
+            match self.to_send {
+                Some(0) => return Ok(Progress::Parked),
+                Some(left) if left < self.size as u64 => {
+                    n = 1;
+                    len = left as usize;
+                }
+                Some(left) => n = n.min((left / self.size as u64) as usize),
+                None => {}
+            }
             if let Some(rate) = self.rate {
                 let start = *self.started.get_or_insert_with(Instant::now);
                 let due = rate * start.elapsed().as_secs_f64() - self.paced_bytes;
@@ -117,13 +138,24 @@ impl Flow for UdpStreamSender {
                     }
                 }
             }
-            match self.batch.send(fd, n, self.segments * self.size) {
+            match self.batch.send(fd, n, len) {
                 Ok(k) => {
+                    // A short last datagram (`--bytes`) is one of `len`.
+                    let bytes = (k * len) as u64;
                     let k = (k * self.segments) as u64;
                     self.seq += k;
-                    self.paced_bytes += (k as usize * self.size) as f64;
+                    self.paced_bytes += bytes as f64;
                     self.counters.add_datagrams_sent(k);
-                    self.counters.add_sent(k * self.size as u64);
+                    self.counters.add_sent(bytes);
+                    if let Some(left) = &mut self.to_send {
+                        *left -= bytes;
+                        if *left == 0 {
+                            // All sent: the run ends when every flow is.
+                            ctx.quota_done
+                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            return Ok(Progress::Parked);
+                        }
+                    }
                 }
                 Err(e) if would_block(&e) => return Ok(Progress::Idle),
                 Err(e)
