@@ -58,6 +58,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         parts,
         link_util_percent: link_util(a, b, g.link_speed_bps),
         load_phase: load_phase(&g.load_bounds, k),
+        tcp_info: super::tcp_info::interval(plan, g, k),
     }
 }
 

@@ -716,6 +716,11 @@ fn answer_ticks(
                         } else {
                             engine.tcp_retransmits()
                         },
+                        tcp_info: if crate::analysis::tcp_info::per_tick(plan) {
+                            engine.tcp_infos()
+                        } else {
+                            Vec::new()
+                        },
                     }),
                 )?;
             }

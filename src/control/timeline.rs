@@ -171,6 +171,11 @@ impl Running {
         } else {
             self.engine().tcp_retransmits()
         };
+        let tcp_info = if crate::analysis::tcp_info::per_tick(plan) {
+            self.engine().tcp_infos()
+        } else {
+            Vec::new()
+        };
         let seq = self.seq;
         self.seq += 1;
         g.local.push(LocalSample {
@@ -179,6 +184,7 @@ impl Running {
             counts,
             phase: ending,
             retransmits,
+            tcp_info,
             if_counters: self.meter.counters(),
         });
         g.remote.push(None);
@@ -294,6 +300,7 @@ impl Running {
                     elapsed_ns,
                     counts,
                     part_retransmits,
+                    tcp_info,
                     ..
                 })) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
@@ -301,6 +308,7 @@ impl Running {
                             elapsed_ns,
                             counts,
                             retransmits: part_retransmits,
+                            tcp_info,
                         });
                         // Both ends' counts of this interval are in: report it.
                         if seq > 0 && g.remote[seq as usize - 1].is_some() {
