@@ -373,6 +373,10 @@ pub struct Figures {
     pub throughput_bps_s2c: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions_per_s: Option<f64>,
+    /// udp_stream: the receiver's RFC 3550 interarrival jitter at the
+    /// interval's end, ns, the mean over the flows that received in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ns: Option<u64>,
 }
 
 /// capacity: the estimate of each direction measured.
@@ -586,6 +590,11 @@ pub struct Summary {
     pub reordered: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicates: Option<u64>,
+    /// udp_stream: the receiver's RFC 3550 interarrival jitter at the end
+    /// of the measurement window (its last interval's), ns, as iperf3's
+    /// UDP report gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ns: Option<u64>,
     pub local: Side,
     pub remote: Side,
     /// Seconds from opening the first data socket to the server's `started`:

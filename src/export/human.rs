@@ -281,6 +281,9 @@ pub fn row(out: &mut dyn Write, iv: &crate::result::Interval) -> io::Result<()> 
     if let Some(t) = &iv.tcp_info {
         write!(out, " {:>6} {:>12}", t.retransmits, cwnd_text(t.cwnd))?;
     }
+    if let Some(j) = iv.sum.jitter_ns {
+        write!(out, "  jitter {}", fmt_ns(j as f64))?;
+    }
     writeln!(out)
 }
 
@@ -337,6 +340,9 @@ impl Exporter for Human {
                 s.reordered.unwrap_or(0),
                 s.duplicates.unwrap_or(0)
             )?;
+        }
+        if let Some(j) = s.jitter_ns {
+            writeln!(out, "  jitter                 {}", fmt_ns(j as f64))?;
         }
         if let Some(t) = s.transactions_per_s {
             write!(
