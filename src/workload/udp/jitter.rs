@@ -12,6 +12,12 @@
 //! jitter read 155 µs where the kernel's stamps gave 45 µs (and 741
 //! against 297 µs in another interval). That clock, read once per batch,
 //! stands in only where the kernel gives no stamp.
+//!
+//! The stamps' cost on the receiver, measured (2026-11-26, a C loop of
+//! `recvmmsg` of 32 × 1472-byte datagrams on loopback, 2 s each, three
+//! runs, a machine at load average 13): 1.74–1.89 µs of CPU per datagram
+//! without them, 1.55–1.92 µs with SO_TIMESTAMPNS and the control
+//! message read: no difference above the noise.
 
 /// CLOCK_MONOTONIC in ns: the clock of the send stamps.
 #[inline]
