@@ -21,11 +21,20 @@ use super::Gathered;
 /// One end's readings at a tick, one per data socket.
 type Readings = [Option<TcpInfo>];
 
+/// The most flows whose TCP_INFO the ends read at every tick: each
+/// reading is a getsockopt on the control thread and about 250 bytes of
+/// the server's sample, and 100,000 flows' would outgrow a control frame
+/// (16 MiB). Above it the intervals carry no `tcp_info`.
+pub const MAX_FLOWS: u32 = 1024;
+
 /// Do the ends read TCP_INFO at every tick for `plan`? TCP stream tests
-/// alone (one long-lived connection per flow), not a mix (whose parts
-/// keep their own retransmission counts).
+/// alone (one long-lived connection per flow) of up to [`MAX_FLOWS`]
+/// flows, not a mix (whose parts keep their own retransmission counts).
 pub(crate) fn per_tick(plan: &TestPlan) -> bool {
-    plan.parts.is_empty() && plan.test.is_stream() && plan.test.traits().transport == Transport::Tcp
+    plan.parts.is_empty()
+        && plan.flows <= MAX_FLOWS
+        && plan.test.is_stream()
+        && plan.test.traits().transport == Transport::Tcp
 }
 
 /// The interval that ends at local sample `k`: its sending sockets'
