@@ -256,6 +256,59 @@ pub struct Interval {
     /// them and for a single test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_phase: Option<LoadPhase>,
+    /// tcp_stream, tcp_maerts, tcp_bidir (not in a mix): the sending
+    /// sockets' TCP_INFO over this interval, as iperf3's Retr and Cwnd;
+    /// absent for other tests and from older servers' ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_info: Option<IntervalTcpInfo>,
+}
+
+/// Which end's socket a TCP_INFO reading is from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpInfoEnd {
+    Client,
+    Server,
+}
+
+/// The sending sockets' TCP_INFO over one interval: the sockets that send
+/// data (the client's in tcp_stream, the server's in tcp_maerts, both
+/// ends' in tcp_bidir and `--both`), each read once at every tick on the
+/// control thread. Retransmissions are summed over them; the congestion
+/// window and the RTT are their mean (a flow's own are in `sockets`); the
+/// rates are summed, as the session's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IntervalTcpInfo {
+    /// Segments retransmitted in this interval (the growth of
+    /// tcpi_total_retrans between the interval's two ticks), summed.
+    pub retransmits: u64,
+    /// Congestion window at the interval's end, bytes (snd_cwnd ×
+    /// snd_mss, iperf3's Cwnd), the sockets' mean.
+    pub cwnd: u64,
+    /// Smoothed RTT and its mean deviation at the interval's end, µs, the
+    /// sockets' mean.
+    pub srtt_us: u64,
+    pub rttvar_us: u64,
+    /// The stack's pacing rate at the interval's end, bits/s, summed
+    /// (null where a socket's is unlimited or unknown).
+    pub pacing_rate_bps: Option<u64>,
+    /// The latest delivery rate sample, bits/s, summed (Linux 4.9+).
+    pub delivery_rate_bps: Option<u64>,
+    /// Each sending socket's own figures, in one order for the run.
+    pub sockets: Vec<SocketTcpInfo>,
+}
+
+/// One sending socket's TCP_INFO over an interval (units as in
+/// [`IntervalTcpInfo`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SocketTcpInfo {
+    pub end: TcpInfoEnd,
+    pub retransmits: u64,
+    pub cwnd: u64,
+    pub srtt_us: u64,
+    pub rttvar_us: u64,
+    pub pacing_rate_bps: Option<u64>,
+    pub delivery_rate_bps: Option<u64>,
 }
 
 /// A phased mix's segments of its measurement window, in their order
@@ -328,6 +381,10 @@ pub struct Figures {
     pub throughput_bps_s2c: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions_per_s: Option<f64>,
+    /// udp_stream: the receiver's RFC 3550 interarrival jitter at the
+    /// interval's end, ns, the mean over the flows that received in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ns: Option<u64>,
 }
 
 /// capacity: the estimate of each direction measured.
@@ -541,6 +598,11 @@ pub struct Summary {
     pub reordered: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicates: Option<u64>,
+    /// udp_stream: the receiver's RFC 3550 interarrival jitter at the end
+    /// of the measurement window (its last interval's), ns, as iperf3's
+    /// UDP report gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ns: Option<u64>,
     pub local: Side,
     pub remote: Side,
     /// Seconds from opening the first data socket to the server's `started`:

@@ -43,6 +43,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         remote_s,
     );
     mix_goodput(plan, &parts, &mut sum);
+    sum.jitter_ns = jitter(plan, &local, &remote);
     Interval {
         index: (k - 1) as u32,
         phase: b.phase,
@@ -58,7 +59,29 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         parts,
         link_util_percent: link_util(a, b, g.link_speed_bps),
         load_phase: load_phase(&g.load_bounds, k),
+        tcp_info: super::tcp_info::interval(plan, g, k),
     }
+}
+
+/// udp_stream: the receiving flows' jitter at the interval's end (each
+/// flow's RFC 3550 estimate, `workload::udp::jitter`), their mean. Flows
+/// that received nothing in the interval have no say.
+fn jitter(plan: &TestPlan, local: &[Counts], remote: &[Counts]) -> Option<u64> {
+    let t = plan.test.traits();
+    if t.loss != crate::plan::Loss::Datagrams
+        || !plan.test.is_stream()
+        || t.rate == crate::plan::Rate::ProbeBits
+        || !plan.parts.is_empty()
+    {
+        return None;
+    }
+    let receivers: Vec<&Counts> = local
+        .iter()
+        .chain(remote)
+        .filter(|c| c.datagrams_received > 0)
+        .collect();
+    (!receivers.is_empty())
+        .then(|| receivers.iter().map(|c| c.jitter_ns).sum::<u64>() / receivers.len() as u64)
 }
 
 /// A phased mix: the segment that the interval ending at sample `k` lies

@@ -40,6 +40,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
             counts: slice(&l.counts),
             phase: l.phase,
             retransmits: Vec::new(),
+            tcp_info: Vec::new(),
             if_counters: l.if_counters,
         })
         .collect();
@@ -51,6 +52,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
                 elapsed_ns: r.elapsed_ns,
                 counts: slice(&r.counts),
                 retransmits: Vec::new(),
+                tcp_info: Vec::new(),
             })
         })
         .collect();
@@ -285,12 +287,14 @@ mod tests {
                 counts: vec![counts(bulk(k), 0, 0), rr],
                 phase,
                 retransmits: Vec::new(),
+                tcp_info: Vec::new(),
                 if_counters: None,
             });
             g.remote.push(Some(RemoteSample {
                 elapsed_ns: k * 1_000_000_000,
                 counts: vec![counts(0, bulk(k), 0), rr],
                 retransmits: Vec::new(),
+                tcp_info: Vec::new(),
             }));
         }
         g.load_bounds = vec![0, 1, 5, 5, 6];
@@ -347,12 +351,14 @@ mod tests {
                     Phase::Measure
                 },
                 retransmits: Vec::new(),
+                tcp_info: Vec::new(),
                 if_counters: None,
             });
             g.remote.push(Some(RemoteSample {
                 elapsed_ns: k * 1_000_000_000,
                 counts: vec![counts(0, up, 0), counts(down, 0, 0), counts(rr, rr, rr)],
                 retransmits: Vec::new(),
+                tcp_info: Vec::new(),
             }));
         }
         g.load_bounds = vec![1, 2, 4, 5, 6];

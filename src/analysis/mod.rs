@@ -12,7 +12,8 @@
 //! Top to bottom: `mix` (a mix's parts, phases and fairness) → `summary`
 //! (one test's result) → `sides` (each end's rates, CPU and service
 //! demand), `capacity` (packet-train estimates), `stability` (cv, trend,
-//! stalled flows) → `intervals` (one interval's figures) → `goodput` (a
+//! stalled flows) → `intervals` (one interval's figures; `tcp_info`, its
+//! senders' TCP_INFO) → `goodput` (a
 //! stretch of the run's per-flow goodput, Jain's index) → `record` (the raw
 //! record).
 
@@ -24,6 +25,7 @@ pub mod record;
 pub mod sides;
 pub mod stability;
 pub mod summary;
+pub mod tcp_info;
 
 pub(crate) use intervals::interval;
 pub(crate) use mix::assemble_mix;

@@ -25,6 +25,8 @@ pub(crate) struct LocalSample {
     pub(crate) phase: Phase,
     /// A mix: each part's TCP retransmissions so far (empty otherwise).
     pub(crate) retransmits: Vec<Option<u64>>,
+    /// A TCP stream test: TCP_INFO of each data socket (empty otherwise).
+    pub(crate) tcp_info: Vec<Option<crate::sensors::TcpInfo>>,
     /// The client interface's counters, read beside `counts` on the
     /// control thread (None where they cannot be read).
     pub(crate) if_counters: Option<crate::sensors::IfCounters>,
@@ -35,6 +37,8 @@ pub(crate) struct RemoteSample {
     pub(crate) counts: Vec<Counts>,
     /// A mix: each part's TCP retransmissions so far, the server's end.
     pub(crate) retransmits: Vec<Option<u64>>,
+    /// A TCP stream test: TCP_INFO of each of the server's data sockets.
+    pub(crate) tcp_info: Vec<Option<crate::sensors::TcpInfo>>,
 }
 
 /// What one part of a mix leaves on the client: its own histograms and
@@ -219,12 +223,14 @@ pub(crate) mod fixtures {
                 counts: vec![client(k as u64)],
                 phase,
                 retransmits: Vec::new(),
+                tcp_info: Vec::new(),
                 if_counters: None,
             });
             g.remote.push(server(k as u64).map(|c| RemoteSample {
                 elapsed_ns: k as u64 * 1_000_000_000,
                 counts: vec![c],
                 retransmits: Vec::new(),
+                tcp_info: Vec::new(),
             }));
         }
         g

@@ -151,6 +151,7 @@ pub(crate) fn assemble_over(
         },
         reordered: datagrams.then_some(remote_w.reordered),
         duplicates: datagrams.then_some(remote_w.duplicates),
+        jitter_ns: measure.last().and_then(|iv| iv.sum.jitter_ns),
         local: side(
             local_w,
             local_s,

@@ -18,10 +18,10 @@ pub const MAX_PING_COUNT: u32 = 1_000_000;
 /// `thrum ping HOST`: availability and response time by packet size.
 #[derive(Debug, Args)]
 pub struct PingArgs {
-    /// The host to ping (a name or an address; ICMP needs IPv4).
+    /// The host to ping (a name or an address, IPv4 or IPv6).
     #[arg(value_name = "HOST")]
     pub host: String,
-    /// Echo requests per size (1 to 1000000).
+    /// Echo requests per size (1 to 1000000), or 0: until Ctrl-C, then the summary (one size only).
     #[arg(short = 'c', long, default_value_t = 10, value_name = "COUNT")]
     pub count: u32,
     /// ICMP payload sizes in bytes, as a list (0 to 65507 each), e.g. 56,1400: devices keep separate buffer pools per packet size.
@@ -44,6 +44,9 @@ pub struct PingArgs {
     /// Print the result as JSON (schema thrum.ping.v1).
     #[arg(long)]
     pub json: bool,
+    /// Print a line per reply as it comes, as iputils ping does (`64 bytes from ::1: icmp_seq=1 ttl=64 time=0.045 ms`); on stderr with --json.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 /// What `thrum ping` does, checked.
@@ -58,14 +61,16 @@ pub struct PingPlan {
     pub timeout: Duration,
     pub tcp_port: Option<u16>,
     pub json: bool,
+    /// A line per reply as it comes.
+    pub verbose: bool,
 }
 
 impl PingArgs {
     /// Check the flags and resolve the host.
     pub fn to_plan(&self) -> Result<PingPlan> {
-        if !(1..=MAX_PING_COUNT).contains(&self.count) {
+        if self.count > MAX_PING_COUNT {
             bail!(
-                "-c/--count {} is out of range (accepted: 1 to {MAX_PING_COUNT})",
+                "-c/--count {} is out of range (accepted: 0, until Ctrl-C, or 1 to {MAX_PING_COUNT})",
                 self.count
             );
         }
@@ -98,13 +103,16 @@ impl PingArgs {
         if self.tcp == Some(0) {
             bail!("--tcp 0 is out of range (accepted: a port from 1 to 65535)");
         }
-        let address = resolve(&self.host)?;
-        if self.tcp.is_none() && address.is_ipv6() {
+        if self.count == 0 && sizes.len() > 1 && self.tcp.is_none() {
             bail!(
-                "{}: ICMP echo is IPv4 only in thrum ping; use an IPv4 address, or --tcp PORT",
-                self.host
+                "-c/--count 0 (until Ctrl-C) takes one size, and -s/--sizes has {}: give one size, or a count from 1 to {MAX_PING_COUNT}",
+                sizes.len()
             );
         }
+        let address = resolve(&self.host)?;
+        // An IPv6 echo's payload can be 20 bytes longer (a 40-byte header
+        // without options in 65535 of payload length, RFC 8200), but one
+        // limit for both keeps a size list valid for either host.
         Ok(PingPlan {
             host: self.host.clone(),
             address,
@@ -114,11 +122,13 @@ impl PingArgs {
             timeout: self.timeout,
             tcp_port: self.tcp,
             json: self.json,
+            verbose: self.verbose,
         })
     }
 }
 
-/// The host's first address, IPv4 preferred (ICMP here is IPv4).
+/// The host's first address, IPv4 preferred (as iputils `ping` without
+/// `-6` would pick).
 fn resolve(host: &str) -> Result<IpAddr> {
     if let Ok(a) = host.parse::<IpAddr>() {
         return Ok(a);
@@ -176,18 +186,21 @@ mod tests {
             IpAddr::from([127, 0, 0, 1])
         );
         assert_eq!(plan(&["::1", "--tcp", "80"]).unwrap().sizes, vec![0]);
+        let v6 = plan(&["::1", "-c", "0", "-v"]).unwrap();
+        assert!(v6.address.is_ipv6() && v6.verbose);
+        assert_eq!(v6.count, 0);
     }
 
     #[test]
     fn out_of_range_flags_are_named() {
         for (args, needle) in [
-            (&["127.0.0.1", "-c", "0"][..], "-c/--count"),
+            (&["127.0.0.1", "-c", "1000001"][..], "-c/--count"),
+            (&["127.0.0.1", "-c", "0", "-s", "56,1400"], "takes one size"),
             (&["127.0.0.1", "-s", "70000"], "-s/--sizes"),
             (&["127.0.0.1", "-s", ","], "-s/--sizes is empty"),
             (&["127.0.0.1", "-i", "0s"], "-i/--interval"),
             (&["127.0.0.1", "-W", "0s"], "-W/--timeout"),
             (&["127.0.0.1", "--tcp", "0"], "--tcp 0"),
-            (&["::1"], "IPv4 only"),
         ] {
             let e = plan(args).unwrap_err().to_string();
             assert!(e.contains(needle), "{args:?}: {e}");

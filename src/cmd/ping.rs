@@ -4,19 +4,23 @@
 //! separate buffer pools per packet size, so one size can suffer where
 //! another does not), `-c` of them `-i` apart, each reply awaited up to
 //! `-W`; or, with `--tcp PORT`, TCP connects timed to their SYN-ACK (or
-//! RST: a refusal is an answer too) for hosts that filter ICMP. The
-//! gathering talks to the network; [`size_stats`] turns the round trips of
-//! one size into its figures and is a pure function.
+//! RST: a refusal is an answer too) for hosts that filter ICMP. IPv4 and
+//! IPv6 alike (ICMPv6 echo, `io::icmp`). As iputils `ping` does, `-v`
+//! prints a line per reply as it comes, `-c 0` sends until Ctrl-C, and a
+//! Ctrl-C at any time ends the sending and prints the summary of what was
+//! sent so far. The gathering talks to the network; [`size_stats`] turns
+//! the round trips of one size into its figures and is a pure function.
 
 use std::collections::{BTreeSet, HashMap};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{PingArgs, PingPlan};
+use crate::control::stop;
 use crate::io::icmp::{EchoSocket, Event};
 use crate::units::fmt_ns;
 
@@ -70,7 +74,8 @@ pub(crate) struct PingResult {
     method: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     tcp_port: Option<u16>,
-    /// Echo requests (or connects) per size.
+    /// Echo requests (or connects) per size; 0: until Ctrl-C (`sent`
+    /// says how many went).
     count: u32,
     interval_s: f64,
     /// How long each reply was awaited; later ones count as lost.
@@ -113,30 +118,69 @@ pub fn size_stats(size: usize, sent: u64, mut rtts: Vec<u64>, errors: Vec<String
     }
 }
 
+/// A round trip in ms as iputils prints it: three significant decimals
+/// below 1 ms, fewer above (`0.045`, `1.23`, `12.3`, `123`).
+pub fn fmt_ms(ns: u64) -> String {
+    let ms = ns as f64 / 1e6;
+    match ms {
+        m if m >= 100.0 => format!("{m:.0}"),
+        m if m >= 10.0 => format!("{m:.1}"),
+        m if m >= 1.0 => format!("{m:.2}"),
+        m => format!("{m:.3}"),
+    }
+}
+
+/// Write one `-v` line: to stdout, or to stderr where stdout carries JSON.
+fn say(line: &str, json: bool) {
+    if json {
+        eprintln!("{line}");
+    } else {
+        // A closed pipe ends nothing here: the summary's print reports it.
+        let _ = super::out::print(&format!("{line}\n"));
+    }
+}
+
 /// What one size's echoes gathered: requests in flight by sequence number
 /// (their CLOCK_REALTIME send time), round trips, errors.
-struct Gather {
+struct Gather<'a> {
     pending: HashMap<u16, u64>,
     rtts: Vec<u64>,
     errors: BTreeSet<String>,
     timeout_ns: u64,
+    plan: &'a PingPlan,
 }
 
-impl Gather {
-    /// Take replies until `until`.
+impl Gather<'_> {
+    /// Take replies until `until`, or a Ctrl-C.
     fn wait(&mut self, sock: &EchoSocket, until: Instant) {
         loop {
             let now = Instant::now();
-            if now >= until {
+            if now >= until || stop::requested() {
                 return;
             }
             match sock.next(until - now) {
-                Event::Reply { seq, at_ns } => {
+                Event::Reply {
+                    seq,
+                    at_ns,
+                    bytes,
+                    ttl,
+                } => {
                     if let Some(sent) = self.pending.remove(&seq) {
                         let rtt = at_ns.saturating_sub(sent);
                         // Later than -W is lost, as iputils' -W has it.
                         if rtt <= self.timeout_ns {
                             self.rtts.push(rtt);
+                            if self.plan.verbose {
+                                let ttl = ttl.map(|t| format!(" ttl={t}")).unwrap_or_default();
+                                say(
+                                    &format!(
+                                        "{bytes} bytes from {}: icmp_seq={seq}{ttl} time={} ms",
+                                        self.plan.address,
+                                        fmt_ms(rtt)
+                                    ),
+                                    self.plan.json,
+                                );
+                            }
                         }
                     }
                 }
@@ -149,6 +193,16 @@ impl Gather {
     }
 }
 
+/// The requests to send per size: `-c`, or until Ctrl-C for `-c 0`.
+fn counts(plan: &PingPlan) -> impl Iterator<Item = u32> {
+    let n = if plan.count == 0 {
+        u32::MAX
+    } else {
+        plan.count
+    };
+    0..n
+}
+
 fn icmp(plan: &PingPlan, sock: &EchoSocket) -> Vec<SizeStats> {
     let mut seq: u16 = 0;
     let mut out = Vec::new();
@@ -158,11 +212,18 @@ fn icmp(plan: &PingPlan, sock: &EchoSocket) -> Vec<SizeStats> {
             rtts: Vec::new(),
             errors: BTreeSet::new(),
             timeout_ns: plan.timeout.as_nanos() as u64,
+            plan,
         };
         let start = Instant::now();
         let mut last = start;
-        for k in 0..plan.count {
+        let mut sent = 0u64;
+        for k in counts(plan) {
             g.wait(sock, start + plan.interval * k);
+            // Ctrl-C: what is in flight counts as lost, as iputils has it.
+            if stop::requested() {
+                break;
+            }
+            sent += 1;
             seq = seq.wrapping_add(1);
             match sock.send(seq, size) {
                 Ok(at) => {
@@ -177,7 +238,7 @@ fn icmp(plan: &PingPlan, sock: &EchoSocket) -> Vec<SizeStats> {
         g.wait(sock, last + plan.timeout);
         out.push(size_stats(
             size,
-            u64::from(plan.count),
+            sent,
             g.rtts,
             g.errors.into_iter().collect(),
         ));
@@ -189,36 +250,55 @@ fn tcp(plan: &PingPlan, port: u16) -> SizeStats {
     let addr = SocketAddr::new(plan.address, port);
     let (mut rtts, mut errors) = (Vec::new(), BTreeSet::new());
     let start = Instant::now();
-    for k in 0..plan.count {
+    let mut sent = 0u64;
+    for k in counts(plan) {
         let due = start + plan.interval * k;
-        if let Some(d) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(d);
+        // In steps, so that a Ctrl-C during a long -i ends it soon.
+        while let Some(d) = due.checked_duration_since(Instant::now())
+            && !stop::requested()
+        {
+            std::thread::sleep(d.min(std::time::Duration::from_millis(50)));
         }
+        if stop::requested() {
+            break;
+        }
+        sent += 1;
         let t = Instant::now();
-        match TcpStream::connect_timeout(&addr, plan.timeout) {
-            Ok(_) => rtts.push(t.elapsed().as_nanos() as u64),
+        let answer = match TcpStream::connect_timeout(&addr, plan.timeout) {
+            Ok(_) => Some("connected"),
             // A RST answers as surely as a SYN-ACK: the host is up.
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                rtts.push(t.elapsed().as_nanos() as u64)
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Some("refused"),
             Err(e) => {
                 errors.insert(e.to_string());
+                None
+            }
+        };
+        if let Some(what) = answer {
+            let rtt = t.elapsed().as_nanos() as u64;
+            rtts.push(rtt);
+            if plan.verbose {
+                say(
+                    &format!("{what} by {addr}: seq={sent} time={} ms", fmt_ms(rtt)),
+                    plan.json,
+                );
             }
         }
     }
-    size_stats(0, u64::from(plan.count), rtts, errors.into_iter().collect())
+    size_stats(0, sent, rtts, errors.into_iter().collect())
 }
 
 /// Run `thrum ping`.
 pub fn ping(args: &PingArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
-    let (method, sizes) = match (plan.tcp_port, plan.address) {
-        (Some(port), _) => ("tcp", vec![tcp(&plan, port)]),
-        (None, IpAddr::V4(v4)) => {
-            let sock = EchoSocket::open(v4)?;
+    // Ctrl-C ends the sending, and the summary of what went is printed,
+    // as iputils does (and `-c 0` waits for it); a second one exits at once.
+    stop::on_signals().context("catching Ctrl-C")?;
+    let (method, sizes) = match plan.tcp_port {
+        Some(port) => ("tcp", vec![tcp(&plan, port)]),
+        None => {
+            let sock = EchoSocket::open(plan.address)?;
             (sock.method().name(), icmp(&plan, &sock))
         }
-        (None, IpAddr::V6(_)) => unreachable!("to_plan refuses IPv6 without --tcp"),
     };
     let received: u64 = sizes.iter().map(|s| s.received).sum();
     let error = (received == 0).then(|| {
@@ -288,7 +368,11 @@ pub(crate) fn human(r: &PingResult) -> String {
         r.address,
         r.method,
         r.tcp_port.map(|p| format!(" port {p}")).unwrap_or_default(),
-        r.count,
+        if r.count == 0 {
+            "until Ctrl-C".to_string()
+        } else {
+            r.count.to_string()
+        },
         crate::units::fmt_duration_ns((r.interval_s * 1e9) as u64),
         crate::units::fmt_duration_ns((r.timeout_s * 1e9) as u64),
     );
@@ -345,5 +429,13 @@ mod tests {
         let s = size_stats(0, 100, hundred, vec![]);
         let r = s.rtt_ns.unwrap();
         assert_eq!((r.p50, r.p99), (50, 99));
+    }
+
+    #[test]
+    fn round_trips_print_as_iputils_prints_them() {
+        assert_eq!(fmt_ms(45_123), "0.045");
+        assert_eq!(fmt_ms(1_234_567), "1.23");
+        assert_eq!(fmt_ms(12_345_678), "12.3");
+        assert_eq!(fmt_ms(123_456_789), "123");
     }
 }

@@ -307,6 +307,10 @@ pub struct Sample {
     /// A mix: each part's TCP retransmissions so far, at this tick.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub part_retransmits: Vec<Option<u64>>,
+    /// A TCP stream test: TCP_INFO of each of the server's data sockets at
+    /// this tick, in one order for the session (`intervals[].tcp_info`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tcp_info: Vec<Option<crate::sensors::TcpInfo>>,
 }
 
 /// The client's workers have drained; stop and report.
@@ -495,6 +499,7 @@ mod tests {
                 unix_ns: 6,
                 counts: vec![Counts::default()],
                 part_retransmits: vec![Some(3), None],
+                tcp_info: Vec::new(),
             }
             .into(),
             Error {

@@ -780,6 +780,11 @@ fn answer_ticks_from(
                         } else {
                             engine.tcp_retransmits()
                         },
+                        tcp_info: if crate::analysis::tcp_info::per_tick(plan) {
+                            engine.tcp_infos()
+                        } else {
+                            Vec::new()
+                        },
                     }),
                 )?;
             }

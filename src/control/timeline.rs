@@ -199,6 +199,11 @@ impl Running {
         } else {
             self.engine().tcp_retransmits()
         };
+        let tcp_info = if crate::analysis::tcp_info::per_tick(plan) {
+            self.engine().tcp_infos()
+        } else {
+            Vec::new()
+        };
         let seq = self.seq;
         self.seq += 1;
         g.local.push(LocalSample {
@@ -207,6 +212,7 @@ impl Running {
             counts,
             phase: ending,
             retransmits,
+            tcp_info,
             if_counters: self.meter.counters(),
         });
         g.remote.push(None);
@@ -331,6 +337,7 @@ impl Running {
                     elapsed_ns,
                     counts,
                     part_retransmits,
+                    tcp_info,
                     ..
                 })) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
@@ -338,6 +345,7 @@ impl Running {
                             elapsed_ns,
                             counts,
                             retransmits: part_retransmits,
+                            tcp_info,
                         });
                         // Both ends' counts of this interval are in: report it.
                         if seq > 0 && g.remote[seq as usize - 1].is_some() {

@@ -303,6 +303,13 @@ impl Engine {
         fds_retransmits(&self.tcp_fds)
     }
 
+    /// TCP_INFO of every long-lived TCP socket, read from the caller's
+    /// thread at a tick (one getsockopt each, none on the workers' data
+    /// path), in the same order at every call; empty without TCP sockets.
+    pub fn tcp_infos(&self) -> Vec<Option<crate::sensors::TcpInfo>> {
+        fds_tcp_infos(&self.tcp_fds)
+    }
+
     /// The driver each worker runs.
     pub fn drivers(&self) -> &[&'static str] {
         &self.drivers
@@ -427,6 +434,15 @@ impl Engine {
 pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
     let fds: Vec<_> = flows.iter().filter_map(|f| f.tcp_socket()).collect();
     fds_retransmits(&fds)
+}
+
+/// TCP_INFO of each long-lived TCP socket (`Engine::tcp_infos`), in one
+/// fixed order for the engine's life, so readings at two ticks pair up by
+/// index; None where one cannot be read.
+fn fds_tcp_infos(fds: &[std::os::fd::RawFd]) -> Vec<Option<crate::sensors::TcpInfo>> {
+    fds.iter()
+        .map(|&fd| crate::sensors::TcpInfo::read(fd))
+        .collect()
 }
 
 fn fds_retransmits(fds: &[std::os::fd::RawFd]) -> Option<u64> {

@@ -206,6 +206,12 @@ impl Engines {
             .collect()
     }
 
+    /// TCP_INFO of the running parts' long-lived TCP sockets, one part
+    /// after another (a single test: its one engine's, `Engine::tcp_infos`).
+    pub fn tcp_infos(&self) -> Vec<Option<crate::sensors::TcpInfo>> {
+        self.running_engines().flat_map(|e| e.tcp_infos()).collect()
+    }
+
     /// Part `i`'s latency in interval `index` so far: settled (every worker
     /// handed it in), and the summary. A part not started has none, settled.
     pub fn interval_latency(

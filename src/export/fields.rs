@@ -314,6 +314,11 @@ pub static FIELDS: &[Field] = &[
     whole("DUPLICATES", "", "udp_stream", |r| {
         r.summary.duplicates.map(|v| v.to_string())
     }),
+    whole("JITTER", "us", "udp_stream", |r| {
+        r.summary
+            .jitter_ns
+            .map(|v| format!("{:.3}", v as f64 / 1e3))
+    }),
     whole("LOCAL_DATAGRAMS_SENT_PER_S", "1/s", "UDP tests", |r| {
         let v = r.summary.local.datagrams_sent_per_s;
         r.test.is_udp().then(|| f2(v))

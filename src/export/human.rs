@@ -247,12 +247,29 @@ pub fn head(
         }
         writeln!(out)?;
     }
-    writeln!(
+    write!(
         out,
         "{:>8} {:>8}  {:<9} {:>22}",
         "start_s", "end_s", "phase", "result"
     )?;
-    Ok(())
+    // A TCP stream's rows carry its senders' TCP_INFO, as iperf3's do.
+    if p.parts.is_empty()
+        && test.is_stream()
+        && test.traits().transport == crate::plan::Transport::Tcp
+    {
+        write!(out, " {:>6} {:>12}", "Retr", "Cwnd")?;
+    }
+    writeln!(out)
+}
+
+/// A congestion window as iperf3 prints it (`320 KBytes`, `3.18 MBytes`).
+fn cwnd_text(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1024.0 * 1024.0 {
+        format!("{:.2} MBytes", b / (1024.0 * 1024.0))
+    } else {
+        format!("{:.0} KBytes", b / 1024.0)
+    }
 }
 
 /// `--bytes`: what the run sends, for the head line.
@@ -326,14 +343,21 @@ fn row_in(
             way(iv.sum.throughput_bps_s2c)
         );
     }
-    writeln!(
+    write!(
         out,
         "{:>8.2} {:>8.2}  {:<9} {:>22}",
         iv.start_s,
         iv.end_s,
         phase,
         headline(&iv.sum, units)
-    )
+    )?;
+    if let Some(t) = &iv.tcp_info {
+        write!(out, " {:>6} {:>12}", t.retransmits, cwnd_text(t.cwnd))?;
+    }
+    if let Some(j) = iv.sum.jitter_ns {
+        write!(out, "  jitter {}", fmt_ns(j as f64))?;
+    }
+    writeln!(out)
 }
 
 impl Exporter for Human {
@@ -390,6 +414,9 @@ impl Exporter for Human {
                 s.reordered.unwrap_or(0),
                 s.duplicates.unwrap_or(0)
             )?;
+        }
+        if let Some(j) = s.jitter_ns {
+            writeln!(out, "  jitter                 {}", fmt_ns(j as f64))?;
         }
         if let Some(t) = s.transactions_per_s {
             write!(

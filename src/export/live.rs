@@ -158,6 +158,7 @@ mod tests {
             parts: Vec::new(),
             link_util_percent: Default::default(),
             load_phase: None,
+            tcp_info: None,
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

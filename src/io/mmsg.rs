@@ -19,8 +19,9 @@ pub struct MsgBatch {
     ctrl: Box<[[u64; CTRL_WORDS]]>,
 }
 
-/// Control space per datagram: one cmsg carrying an int (UDP_GRO's segment size).
-const CTRL_WORDS: usize = 4;
+/// Control space per datagram: a cmsg carrying an int (UDP_GRO's segment
+/// size, 24 bytes) and one carrying a timespec (SO_TIMESTAMPNS, 32).
+const CTRL_WORDS: usize = 8;
 
 // include/uapi/linux/udp.h.
 const UDP_SEGMENT: libc::c_int = 103;
@@ -91,6 +92,34 @@ impl MsgBatch {
             c = unsafe { libc::CMSG_NXTHDR(msg, c) };
         }
         None
+    }
+
+    /// The kernel's receive timestamp of datagram `i` (SO_TIMESTAMPNS,
+    /// CLOCK_REALTIME ns), where the socket asked for them and the batch
+    /// has control space.
+    pub fn timestamp(&self, i: usize) -> Option<u64> {
+        if self.ctrl.is_empty() {
+            return None;
+        }
+        let msg = &self.hdrs[i].msg_hdr;
+        // SAFETY: as in `gro_segment`.
+        let mut c = unsafe { libc::CMSG_FIRSTHDR(msg) };
+        while !c.is_null() {
+            let h = unsafe { &*c };
+            if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SO_TIMESTAMPNS {
+                // SAFETY: an SO_TIMESTAMPNS message carries one timespec.
+                let ts: libc::timespec =
+                    unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(c).cast()) };
+                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = unsafe { libc::CMSG_NXTHDR(msg, c) };
+        }
+        None
+    }
+
+    /// Bytes of each buffer.
+    pub fn size(&self) -> usize {
+        self.size
     }
 
     pub fn capacity(&self) -> usize {

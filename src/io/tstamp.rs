@@ -30,6 +30,12 @@ pub fn enable(fd: RawFd) -> io::Result<()> {
 /// Receive one datagram into `buf` without blocking: its length and its
 /// kernel timestamp in ns (None where the kernel gave none).
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+    recv_meta(fd, buf).map(|(n, at, _)| (n, at))
+}
+
+/// As [`recv`], and the datagram's TTL or hop limit where the socket asked
+/// for it (IP_RECVTTL, IPV6_RECVHOPLIMIT): what `thrum ping -v` prints.
+pub fn recv_meta(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>, Option<u8>)> {
     let mut cmsg = [0u64; 16];
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -46,7 +52,7 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    let mut at = None;
+    let (mut at, mut hops) = (None, None);
     // SAFETY: the CMSG macros walk the control buffer the kernel filled,
     // within msg_controllen.
     unsafe {
@@ -56,10 +62,17 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
                 let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
                 at = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
             }
+            let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
+            if (level == libc::IPPROTO_IP && kind == libc::IP_TTL)
+                || (level == libc::IPPROTO_IPV6 && kind == libc::IPV6_HOPLIMIT)
+            {
+                let v: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                hops = u8::try_from(v).ok();
+            }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
-    Ok((n as usize, at))
+    Ok((n as usize, at, hops))
 }
 
 #[cfg(test)]

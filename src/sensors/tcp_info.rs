@@ -91,6 +91,17 @@ pub struct TcpInfo {
     /// Bytes retransmitted (Linux 4.19+).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_retrans: Option<u64>,
+    /// The pacing rate the stack sets for the connection, bytes/s (Linux
+    /// 3.15+; u64::MAX where nothing limits it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_rate: Option<u64>,
+    /// The most recent delivery rate sample, bytes/s (Linux 4.9+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate: Option<u64>,
+    /// Segments sent that carried data (Linux 4.6+): a socket that has
+    /// sent none is a receiver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_segs_out: Option<u32>,
 }
 
 impl TcpInfo {
@@ -129,6 +140,11 @@ impl TcpInfo {
             segs_in: upto(offset_of!(RawTcpInfo, segs_in), 4).then_some(raw.segs_in),
             bytes_retrans: upto(offset_of!(RawTcpInfo, bytes_retrans), 8)
                 .then_some(raw.bytes_retrans),
+            pacing_rate: upto(offset_of!(RawTcpInfo, pacing_rate), 8).then_some(raw.pacing_rate),
+            delivery_rate: upto(offset_of!(RawTcpInfo, delivery_rate), 8)
+                .then_some(raw.delivery_rate),
+            data_segs_out: upto(offset_of!(RawTcpInfo, data_segs_out), 4)
+                .then_some(raw.data_segs_out),
         })
     }
 }

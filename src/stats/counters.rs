@@ -40,6 +40,11 @@ pub struct Counts {
     /// over a window's length it is the mean number in flight.
     #[serde(default)]
     pub in_flight_ns: u64,
+    /// udp_stream receiver: the flow's RFC 3550 interarrival jitter at
+    /// the snapshot, ns. A level, not a count: a difference of two
+    /// snapshots keeps the later one's, a sum the largest.
+    #[serde(default)]
+    pub jitter_ns: u64,
 }
 
 impl AddAssign for Counts {
@@ -54,6 +59,7 @@ impl AddAssign for Counts {
         self.duplicates += o.duplicates;
         self.late += o.late;
         self.in_flight_ns += o.in_flight_ns;
+        self.jitter_ns = self.jitter_ns.max(o.jitter_ns);
     }
 }
 
@@ -72,6 +78,7 @@ impl Sub for Counts {
             duplicates: self.duplicates.saturating_sub(o.duplicates),
             late: self.late.saturating_sub(o.late),
             in_flight_ns: self.in_flight_ns.saturating_sub(o.in_flight_ns),
+            jitter_ns: self.jitter_ns,
         }
     }
 }
@@ -100,6 +107,7 @@ pub struct FlowCounters {
     duplicates: AtomicU64,
     late: AtomicU64,
     in_flight_ns: AtomicU64,
+    jitter_ns: AtomicU64,
 }
 
 #[inline]
@@ -150,6 +158,12 @@ impl FlowCounters {
         bump(&self.in_flight_ns, n);
     }
 
+    /// The flow's jitter now (a level: stored, not added).
+    #[inline]
+    pub fn set_jitter(&self, ns: u64) {
+        self.jitter_ns.store(ns, Relaxed);
+    }
+
     pub fn snapshot(&self) -> Counts {
         Counts {
             bytes_sent: self.bytes_sent.load(Relaxed),
@@ -162,6 +176,7 @@ impl FlowCounters {
             duplicates: self.duplicates.load(Relaxed),
             late: self.late.load(Relaxed),
             in_flight_ns: self.in_flight_ns.load(Relaxed),
+            jitter_ns: self.jitter_ns.load(Relaxed),
         }
     }
 }

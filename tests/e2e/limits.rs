@@ -508,6 +508,7 @@ fn hostile_server_naming(
                     unix_ns: 0,
                     counts: vec![Default::default()],
                     part_retransmits: Vec::new(),
+                    tcp_info: Vec::new(),
                 }
                 .into(),
                 ClientMsg::Finish(_) => proto::Final {

@@ -25,6 +25,7 @@ mod netns;
 mod open_loop;
 mod outputs;
 mod peers;
+mod per_interval;
 mod ping;
 mod reports;
 mod rrul_netns;

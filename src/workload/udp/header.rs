@@ -3,12 +3,18 @@
 //!
 //! udp_stream: a datagram of [`STREAM_HEADER`] bytes or more starts with the
 //! flow id (u32) and its sequence number (u64); a shorter one carries
-//! nothing and is counted without loss accounting. udp_rr: requests and
+//! nothing and is counted without loss accounting. One of [`STAMPED_HEADER`]
+//! bytes or more carries next the sender's send time (u64 ns, its
+//! CLOCK_MONOTONIC), for the receiver's jitter (`jitter`): both ends speak
+//! the same protocol version (the hello checks it), so a receiver knows
+//! that a datagram that long carries it. udp_rr: requests and
 //! responses of [`RR_SEQ`] bytes or more start with the transaction's
 //! sequence number (u64), which the server echoes.
 
 /// Bytes of the udp_stream header: flow id (u32) and sequence number (u64), big-endian.
 pub const STREAM_HEADER: usize = 12;
+/// Bytes of the udp_stream header with the send time after it.
+pub const STAMPED_HEADER: usize = STREAM_HEADER + 8;
 /// Bytes of the udp_rr sequence number carried by requests and responses.
 pub const RR_SEQ: usize = 8;
 
@@ -16,6 +22,20 @@ pub const RR_SEQ: usize = 8;
 pub(super) fn put_stream(d: &mut [u8], flow_id: u32, seq: u64) {
     d[..4].copy_from_slice(&flow_id.to_be_bytes());
     d[4..STREAM_HEADER].copy_from_slice(&seq.to_be_bytes());
+}
+
+/// Write the send time `ns` after udp_stream's header (`d` at least
+/// [`STAMPED_HEADER`] bytes).
+#[inline]
+pub(super) fn put_stamp(d: &mut [u8], ns: u64) {
+    d[STREAM_HEADER..STAMPED_HEADER].copy_from_slice(&ns.to_be_bytes());
+}
+
+/// The send time a udp_stream datagram carries, if it is long enough.
+#[inline]
+pub(super) fn stamp_of(d: &[u8]) -> Option<u64> {
+    d.get(STREAM_HEADER..STAMPED_HEADER)
+        .map(|s| u64::from_be_bytes(s.try_into().expect("8 bytes")))
 }
 
 /// The flow id and sequence number of a udp_stream datagram, if it is long
@@ -54,6 +74,11 @@ mod tests {
         );
         assert_eq!(stream_of(&d), Some((0x0102_0304, 0x1112_1314_1516_1718)));
         assert_eq!(stream_of(&d[..STREAM_HEADER - 1]), None);
+        let mut s = [0u8; STAMPED_HEADER];
+        put_stamp(&mut s, 0x0102_0304_0506_0708);
+        assert_eq!(&s[STREAM_HEADER..], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(stamp_of(&s), Some(0x0102_0304_0506_0708));
+        assert_eq!(stamp_of(&s[..STAMPED_HEADER - 1]), None);
 
         let mut r = [0u8; 9];
         put_seq(&mut r, 258);

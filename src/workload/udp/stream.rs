@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
-use super::header::{self, STREAM_HEADER};
+use super::header::{self, STAMPED_HEADER, STREAM_HEADER};
+use super::jitter::{self, Jitter};
 use super::refused;
 use crate::io::mmsg::{BATCH, MsgBatch};
 use crate::io::socket::would_block;
@@ -130,11 +131,16 @@ impl Flow for UdpStreamSender {
                 n = n.min(allowed as usize);
             }
             if self.size >= STREAM_HEADER {
+                // One clock read per batch: its datagrams leave back to back.
+                let now = jitter::mono_ns();
                 for i in 0..n {
                     let b = self.batch.buf_mut(i);
                     for (j, d) in b.chunks_exact_mut(self.size).enumerate() {
                         let seq = self.seq + (i * self.segments + j) as u64;
                         header::put_stream(d, self.flow_id, seq);
+                        if self.size >= STAMPED_HEADER {
+                            header::put_stamp(d, now);
+                        }
                     }
                 }
             }
@@ -311,6 +317,8 @@ pub struct UdpStreamReceiver {
     batch: MsgBatch,
     tracker: SeqTracker,
     coalesce: Option<Coalesce>,
+    /// RFC 3550 jitter from the kernel's receive timestamps (`jitter`).
+    jitter: Jitter,
 }
 
 /// What one batch of received datagrams came to.
@@ -324,11 +332,22 @@ struct Tally {
 }
 
 impl Tally {
-    /// Count one datagram of flow `flow_id`.
-    fn datagram(&mut self, d: &[u8], flow_id: u32, tracker: &mut SeqTracker) {
+    /// Count one datagram of flow `flow_id` that arrived at `arrived`
+    /// (CLOCK_REALTIME ns), and its transit into the flow's `jitter`.
+    fn datagram(
+        &mut self,
+        d: &[u8],
+        flow_id: u32,
+        tracker: &mut SeqTracker,
+        arrived: u64,
+        jitter: &mut Jitter,
+    ) {
         if let Some((flow, seq)) = header::stream_of(d) {
             if flow != flow_id {
                 return;
+            }
+            if let Some(sent) = header::stamp_of(d) {
+                jitter.arrive(sent, arrived);
             }
             match tracker.arrive(seq) {
                 Arrival::New { gap } => self.lost += gap,
@@ -357,7 +376,18 @@ impl UdpStreamReceiver {
             batch: MsgBatch::new(BATCH, size.max(1)),
             tracker: SeqTracker::new(),
             coalesce,
+            jitter: Jitter::default(),
         }
+        .with_timestamps()
+    }
+
+    /// Ask for the kernel's receive timestamps, the arrivals of `jitter`
+    /// (best effort: without them the batch's read time stands in).
+    fn with_timestamps(mut self) -> UdpStreamReceiver {
+        if crate::io::tstamp::enable(self.sock.as_raw_fd()).is_ok() {
+            self.batch = MsgBatch::with_control(BATCH, self.batch.size());
+        }
+        self
     }
 }
 
@@ -399,18 +429,37 @@ impl Flow for UdpStreamReceiver {
                 Err(e) => return Err(refused(&e)),
             };
             let mut t = Tally::default();
+            // Read only if some datagram came without a kernel stamp.
+            let mut read_now = None;
             for i in 0..k {
                 let d = self.batch.received(i);
+                let arrived = self
+                    .batch
+                    .timestamp(i)
+                    .unwrap_or_else(|| *read_now.get_or_insert_with(jitter::real_ns));
                 match self.batch.gro_segment(i) {
                     // Coalesced by UDP_GRO: datagrams of `seg` bytes back to back.
                     Some(seg) => {
                         for one in d.chunks(seg) {
-                            t.datagram(one, self.flow_id, &mut self.tracker);
+                            t.datagram(
+                                one,
+                                self.flow_id,
+                                &mut self.tracker,
+                                arrived,
+                                &mut self.jitter,
+                            );
                         }
                     }
-                    None => t.datagram(d, self.flow_id, &mut self.tracker),
+                    None => t.datagram(
+                        d,
+                        self.flow_id,
+                        &mut self.tracker,
+                        arrived,
+                        &mut self.jitter,
+                    ),
                 }
             }
+            self.counters.set_jitter(self.jitter.ns());
             let Tally {
                 fresh,
                 bytes,
