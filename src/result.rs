@@ -248,6 +248,12 @@ pub struct Interval {
     /// them and for a single test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_phase: Option<LoadPhase>,
+    /// The server host's CPU utilisation over this interval (%, 0–100 of
+    /// all its CPUs), from /proc/stat ticks its samples carry; absent from
+    /// older servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub remote_cpu_util_percent: Option<f64>,
 }
 
 /// A phased mix's segments of its measurement window, in their order

@@ -51,6 +51,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
                 elapsed_ns: r.elapsed_ns,
                 counts: slice(&r.counts),
                 retransmits: Vec::new(),
+                cpu: r.cpu,
             })
         })
         .collect();
@@ -209,7 +210,7 @@ fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
             if part.is_probe() {
                 if let Some(rec) = g.parts.get(i) {
                     for (_, h) in rec.interval_histograms.range(a..b) {
-                        hist.merge(h);
+                        hist.merge_sparse(h);
                     }
                 }
                 continue;
@@ -291,6 +292,7 @@ mod tests {
                 elapsed_ns: k * 1_000_000_000,
                 counts: vec![counts(0, bulk(k), 0), rr],
                 retransmits: Vec::new(),
+                cpu: None,
             }));
         }
         g.load_bounds = vec![0, 1, 5, 5, 6];
@@ -353,6 +355,7 @@ mod tests {
                 elapsed_ns: k * 1_000_000_000,
                 counts: vec![counts(0, up, 0), counts(down, 0, 0), counts(rr, rr, rr)],
                 retransmits: Vec::new(),
+                cpu: None,
             }));
         }
         g.load_bounds = vec![1, 2, 4, 5, 6];

@@ -35,6 +35,8 @@ pub(crate) struct RemoteSample {
     pub(crate) counts: Vec<Counts>,
     /// A mix: each part's TCP retransmissions so far, the server's end.
     pub(crate) retransmits: Vec<Option<u64>>,
+    /// The server host's CPU ticks at this sample (newer servers).
+    pub(crate) cpu: Option<crate::sensors::cpu::CpuTotals>,
 }
 
 /// What one part of a mix leaves on the client: its own histograms and
@@ -49,7 +51,7 @@ pub(crate) struct PartRecord {
     pub(crate) local_retransmits: Option<u64>,
     pub(crate) remote_retransmits: Option<u64>,
     /// Probes: each interval's histogram, for the phases.
-    pub(crate) interval_histograms: BTreeMap<u32, LatencyHistogram>,
+    pub(crate) interval_histograms: BTreeMap<u32, crate::stats::latency::SparseHistogram>,
 }
 
 impl PartRecord {
@@ -225,6 +227,7 @@ pub(crate) mod fixtures {
                 elapsed_ns: k as u64 * 1_000_000_000,
                 counts: vec![c],
                 retransmits: Vec::new(),
+                cpu: None,
             }));
         }
         g

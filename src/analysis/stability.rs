@@ -114,6 +114,7 @@ mod tests {
                     parts: Vec::new(),
                     link_util_percent: Default::default(),
                     load_phase: None,
+                    remote_cpu_util_percent: None,
                 }
             })
             .collect()

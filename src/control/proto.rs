@@ -298,6 +298,11 @@ pub struct Sample {
     /// A mix: each part's TCP retransmissions so far, at this tick.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub part_retransmits: Vec<Option<u64>>,
+    /// The server host's CPU ticks at this tick (/proc/stat), so that the
+    /// client has the server's utilisation per interval (absent from older
+    /// servers and where /proc/stat cannot be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::sensors::cpu::CpuTotals>,
 }
 
 /// The client's workers have drained; stop and report.
@@ -485,6 +490,11 @@ mod tests {
                 unix_ns: 6,
                 counts: vec![Counts::default()],
                 part_retransmits: vec![Some(3), None],
+                cpu: Some(crate::sensors::cpu::CpuTotals {
+                    busy: 7,
+                    total: 20,
+                    cpus: 2,
+                }),
             }
             .into(),
             Error {

@@ -43,6 +43,19 @@ pub const SAMPLE_TIMEOUT: Duration = Duration::from_secs(3);
 /// whose server sample never arrives is only in the final result.
 pub trait Observer {
     fn on_interval(&mut self, _iv: &Interval) {}
+    /// Whether to keep each interval's latency histogram for
+    /// [`Observer::on_interval_histograms`] (`thrum agg` merges them over
+    /// its steps' windows); off by default.
+    fn wants_interval_histograms(&self) -> bool {
+        false
+    }
+    /// When the session ends, if asked for: each interval's latency
+    /// histogram (of a mix, its first part's) by [`Interval::index`].
+    fn on_interval_histograms(
+        &mut self,
+        _h: &std::collections::BTreeMap<u32, crate::stats::latency::SparseHistogram>,
+    ) {
+    }
 }
 
 /// An observer that ignores everything.
@@ -294,6 +307,7 @@ impl Running {
                     elapsed_ns,
                     counts,
                     part_retransmits,
+                    cpu,
                     ..
                 })) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
@@ -301,6 +315,7 @@ impl Running {
                             elapsed_ns,
                             counts,
                             retransmits: part_retransmits,
+                            cpu,
                         });
                         // Both ends' counts of this interval are in: report it.
                         if seq > 0 && g.remote[seq as usize - 1].is_some() {

@@ -158,6 +158,7 @@ mod tests {
             parts: Vec::new(),
             link_util_percent: Default::default(),
             load_phase: None,
+            remote_cpu_util_percent: None,
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();
