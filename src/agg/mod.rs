@@ -11,8 +11,8 @@
 //! record, its knee and saturation point), `run` (the ramp against live servers),
 //! `sweep` (the burst × flows matrix), `cpu` (the system under test's CPU
 //! per step), `steps` (a step's latency from merged histograms and the load
-//! generators' CPU)
-//! and `progress` (the terminal bar).
+//! generators' CPU), `ramplog` (the ramp in runemomniaggdemo.sh's words,
+//! beside results.json) and `progress` (the terminal bar).
 //! docs/agg.md explains the choices.
 
 pub mod burst;
@@ -25,6 +25,7 @@ pub mod model;
 pub mod netperf;
 pub mod progress;
 pub mod ramp;
+pub mod ramplog;
 pub mod run;
 pub mod series;
 pub mod steps;

@@ -41,6 +41,13 @@ pub struct AggSpec {
     pub burst: String,
     /// Seconds trimmed from each end of a step (1 s).
     pub trim_s: f64,
+    /// `--title`: the charts' and the page's title (post_proc.py's `-t`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `--annotation`: a line of text on every chart and under the page's
+    /// title (post_proc.py's `-a`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotation: Option<String>,
 }
 
 /// One test's ramp.
