@@ -8,9 +8,11 @@
 //! reader of netperf's logs ([`super::netperf::parse_log`]) and
 //! post_proc.py's habits read it as they read the script's. A step's
 //! `Pausing` is when its last stream started and its `Resuming` when the
-//! next step began (the last step's, when the ramp ended); read back as
-//! post_proc.py does (whole seconds, one more second off each end), its
-//! windows lie within a second of thrum's own at each end.
+//! next step began (the last step's, when the ramp ended), to the
+//! millisecond; `thrum report` reads the times as written
+//! ([`super::netperf::parse_log_exact`]), so the windows are thrum's own
+//! (one second trimmed at each end). Read as post_proc.py does (whole
+//! seconds), they lie within a second of them.
 //!
 //! `thrum report` reads it two ways: beside a results.json, it checks that
 //! the saved steps are the logged ones (a warning names the first step
@@ -83,9 +85,8 @@ pub fn write(t: &TestAgg, trim_s: f64) -> String {
 }
 
 /// Where the saved steps and the logged ramp differ, if they do: the
-/// number of steps, a step's stream count, or a window that does not lie
-/// within a second and a half of the logged one (the log's are whole
-/// seconds).
+/// number of steps, a step's stream count, or a window more than 2 ms
+/// from the logged one (the log's times are to the millisecond).
 pub fn disagreement(t: &TestAgg, ramp: &Ramp) -> Option<String> {
     if t.steps.len() != ramp.steps.len() {
         return Some(format!(
@@ -104,7 +105,8 @@ pub fn disagreement(t: &TestAgg, ramp: &Ramp) -> Option<String> {
         let off = (st.start - sp.window.0)
             .abs()
             .max((st.end - sp.window.1).abs());
-        if off > 1.5 {
+        // The log's times are written to the millisecond.
+        if off > 0.002 {
             return Some(format!(
                 "step {}: window {:.3}..{:.3} in results.json, {:.0}..{:.0} in the ramp log",
                 st.index, st.start, st.end, sp.window.0, sp.window.1
@@ -120,7 +122,7 @@ pub fn read_ramp(log: &Path) -> Result<Ramp, NetperfError> {
         path: log.to_path_buf(),
         source,
     })?;
-    let ramp = netperf::parse_log(log, &text)?;
+    let ramp = netperf::parse_log_exact(log, &text)?;
     model::check_span((ramp.start, ramp.end), &ramp.steps, 0)
         .map_err(|e| NetperfError::Span(log.to_path_buf(), format!("ramp {e}")))?;
     Ok(ramp)
@@ -278,7 +280,12 @@ mod tests {
         assert!(text.contains("Netperfs stopping 1012.000 for tps"));
         let ramp = netperf::parse_log(Path::new("tps_ramp.log"), &text).unwrap();
         assert_eq!(ramp.steps.len(), 2);
-        assert_eq!(disagreement(&t, &ramp), None);
+        // Exact, as `report` reads it: thrum's windows.
+        let exact = netperf::parse_log_exact(Path::new("tps_ramp.log"), &text).unwrap();
+        assert_eq!(disagreement(&t, &exact), None);
+        for (st, sp) in t.steps.iter().zip(&exact.steps) {
+            assert!((sp.window.0 - st.start).abs() < 1e-3 && (sp.window.1 - st.end).abs() < 1e-3);
+        }
         for (st, sp) in t.steps.iter().zip(&ramp.steps) {
             assert_eq!(st.streams, sp.streams);
             assert!((sp.window.0 - st.start).abs() < 1.0);
@@ -288,7 +295,7 @@ mod tests {
         let mut other = t.clone();
         other.steps[1].streams = 3;
         assert!(
-            disagreement(&other, &ramp)
+            disagreement(&other, &exact)
                 .unwrap()
                 .starts_with("step 1: 3 stream(s)")
         );
