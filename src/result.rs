@@ -661,6 +661,11 @@ pub struct PhaseFigures {
     pub end_s: f64,
     /// Every probe's response times in the phase, merged.
     pub probe_latency_ns: Option<LatencySummary>,
+    /// The same merged histogram in full, HdrHistogram V2 compressed,
+    /// base64 (as `summary.histogram`): the CDF the report draws, and any
+    /// percentile later; absent from older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_latency_histogram: Option<String>,
     pub throughput_up_bps: f64,
     pub throughput_down_bps: f64,
 }

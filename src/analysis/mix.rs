@@ -236,6 +236,7 @@ fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
             start_s: t0(a),
             end_s: t0(b),
             probe_latency_ns: hist.summary_with(&plan.percentiles),
+            probe_latency_histogram: (hist.count() > 0).then(|| hist.to_base64()),
             throughput_up_bps: bps(up),
             throughput_down_bps: bps(down),
         }

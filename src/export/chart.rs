@@ -444,15 +444,19 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
 }
 
 /// How a legend entry shows its series.
-enum Mark {
+pub(super) enum Mark {
     Line,
+    /// A thin line (a part under its sum).
+    Thin,
     Dashed,
     Hollow,
+    /// A thick band: a shaded span of the chart.
+    Band,
 }
 
 /// The legend in its own area (beside the plot, not over it): one entry a
 /// line, its mark then its name.
-fn draw_legend(
+pub(super) fn draw_legend(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     entries: &[(String, RGBColor, Mark)],
 ) -> DrawResult {
@@ -461,6 +465,8 @@ fn draw_legend(
         let (a, b) = ((x, y), (x + 24, y));
         match mark {
             Mark::Line => area.draw(&PathElement::new(vec![a, b], colour.stroke_width(2)))?,
+            Mark::Thin => area.draw(&PathElement::new(vec![a, b], colour.stroke_width(1)))?,
+            Mark::Band => area.draw(&PathElement::new(vec![a, b], colour.stroke_width(10)))?,
             Mark::Dashed => area.draw(&DashedPathElement::new(
                 vec![a, b],
                 6,
