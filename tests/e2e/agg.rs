@@ -720,6 +720,14 @@ fn agg_commands_reject_bad_input() {
             &["--hosts-file line 1", "REMOTE_HOSTS[0..]"],
         ),
         (&["agg"], &["--hosts"]),
+        (
+            &["agg", "--hosts", "127.0.0.1", "--title", "a\nb"],
+            &["--title", "not one line of text", "accepted: 1..=200"],
+        ),
+        (
+            &["report", "x", "--annotation", &"x".repeat(201)],
+            &["--annotation", "201 characters", "accepted: 1..=200"],
+        ),
         // A load generator that is not there is named before the ramp starts.
         (
             &["agg", "--hosts", "127.0.0.1:1", "--step", "3s"],
