@@ -98,6 +98,25 @@ fn test_section(o: &mut String, t: &TestAgg, svg: &str) {
         );
     }
     o.push_str("</tbody></table>\n");
+    // Each load generator's CPU per step, where a step had several.
+    if t.steps.iter().any(|s| s.remote_hosts.len() > 1) {
+        o.push_str("<table class=\"hosts\"><thead><tr><th>step</th><th>load generator</th><th>streams</th><th>CPU (%)</th><th>CPUs</th><th>service demand</th></tr></thead><tbody>\n");
+        for s in &t.steps {
+            for h in &s.remote_hosts {
+                let _ = writeln!(
+                    o,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    s.index,
+                    escape(&h.host),
+                    h.streams,
+                    opt(h.cpu_util_percent),
+                    h.cpus.map_or("-".into(), |n| n.to_string()),
+                    opt(h.service_demand)
+                );
+            }
+        }
+        o.push_str("</tbody></table>\n");
+    }
     if let Some(bs) = &t.burst_search {
         o.push_str("<p>Burst search (transactions/s of one flow): ");
         let tried: Vec<String> = bs

@@ -234,6 +234,10 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 2, "both charts inlined");
     assert_eq!(html.matches("<table>").count(), 2, "both tables");
+    // Each load generator's CPU per step, both tests (steps 1 and 2 ran
+    // streams to both servers).
+    assert_eq!(html.matches("<table class=\"hosts\">").count(), 2);
+    assert!(html.contains(&format!("<td>{}</td>", s2.addr)));
     assert!(html.contains("Burst search"), "tps shows its burst search");
     // The page says where and by what it was made, as results.json does.
     for key in ["thrum version", "command line", "kernel", "date", "hosts"] {
