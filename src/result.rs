@@ -261,6 +261,12 @@ pub struct Interval {
     /// absent for other tests and from older servers' ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_info: Option<IntervalTcpInfo>,
+    /// The server host's CPU utilisation over this interval (%, 0–100 of
+    /// all its CPUs), from /proc/stat ticks its samples carry; absent from
+    /// older servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub remote_cpu_util_percent: Option<f64>,
 }
 
 /// Which end's socket a TCP_INFO reading is from.
@@ -725,6 +731,11 @@ pub struct PhaseFigures {
     pub end_s: f64,
     /// Every probe's response times in the phase, merged.
     pub probe_latency_ns: Option<LatencySummary>,
+    /// The same merged histogram in full, HdrHistogram V2 compressed,
+    /// base64 (as `summary.histogram`): the CDF the report draws, and any
+    /// percentile later; absent from older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_latency_histogram: Option<String>,
     pub throughput_up_bps: f64,
     pub throughput_down_bps: f64,
 }

@@ -53,6 +53,11 @@ impl AggTest {
     }
 
     /// Whether the test keeps a burst of transactions in flight.
+    /// Whether its streams run transactions (a latency per transaction).
+    pub fn transactions(self) -> bool {
+        !matches!(self, AggTest::Outbound | AggTest::Inbound)
+    }
+
     pub fn uses_burst(self) -> bool {
         matches!(self, AggTest::Tps | AggTest::Bidir)
     }

@@ -10,7 +10,9 @@
 //! (netperf's demo-mode files), `curve` (the latency-vs-throughput curve's
 //! record, its knee and saturation point), `run` (the ramp against live servers),
 //! `sweep` (the burst × flows matrix), `cpu` (the system under test's CPU
-//! per step) and `progress` (the terminal bar).
+//! per step), `steps` (a step's latency from merged histograms and the load
+//! generators' CPU), `ramplog` (the ramp in runemomniaggdemo.sh's words,
+//! beside results.json) and `progress` (the terminal bar).
 //! docs/agg.md explains the choices.
 
 pub mod burst;
@@ -23,6 +25,8 @@ pub mod model;
 pub mod netperf;
 pub mod progress;
 pub mod ramp;
+pub mod ramplog;
 pub mod run;
 pub mod series;
+pub mod steps;
 pub mod sweep;

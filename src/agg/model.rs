@@ -41,6 +41,13 @@ pub struct AggSpec {
     pub burst: String,
     /// Seconds trimmed from each end of a step (1 s).
     pub trim_s: f64,
+    /// `--title`: the charts' and the page's title (post_proc.py's `-t`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `--annotation`: a line of text on every chart and under the page's
+    /// title (post_proc.py's `-a`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotation: Option<String>,
 }
 
 /// One test's ramp.
@@ -99,6 +106,41 @@ pub struct Step {
     /// `rusage` (this process's CPU time; on a virtual machine) or `proc_stat`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_demand_source: Option<String>,
+    /// Transaction tests: the latency of the transactions that completed in
+    /// the window, from every running stream's histograms merged (not an
+    /// average of their percentiles); null for an incomplete step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<crate::stats::latency::LatencySummary>,
+    /// The load generators' CPU utilisation over the window (%, 0–100,
+    /// weighted by each one's CPUs), from the /proc/stat ticks their servers
+    /// send with each sample; null where one of them sent none.
+    #[serde(default)]
+    pub remote_cpu_util_percent: Option<f64>,
+    /// The load generators' CPU µs per transaction or per KB at the step's
+    /// average, all of them together (from /proc/stat).
+    #[serde(default)]
+    pub remote_service_demand: Option<f64>,
+    /// Each load generator's CPU over the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_hosts: Vec<HostCpu>,
+}
+
+/// One load generator's CPU over a step's window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostCpu {
+    /// The load generator as `--hosts` named it.
+    pub host: String,
+    /// Streams of the step that ran against it.
+    pub streams: u32,
+    /// Its CPU utilisation over the window (%, 0–100 of its CPUs), from
+    /// /proc/stat; null where its server sent no CPU ticks (older servers).
+    #[schemars(range(min = 0, max = 100))]
+    pub cpu_util_percent: Option<f64>,
+    /// Its CPUs.
+    pub cpus: Option<usize>,
+    /// µs of its CPU per transaction (Trans/s tests) or per KB (Mbit/s
+    /// tests) of the streams it served in the step, from /proc/stat.
+    pub service_demand: Option<f64>,
 }
 
 /// One stream: one flow on its own worker thread against one server.
@@ -273,6 +315,10 @@ pub fn analyse(
                 cpu_util_percent: None,
                 service_demand: None,
                 service_demand_source: None,
+                latency_ns: None,
+                remote_cpu_util_percent: None,
+                remote_service_demand: None,
+                remote_hosts: Vec::new(),
             }
         })
         .collect();
@@ -330,6 +376,19 @@ pub fn reanalyse(t: &TestAgg, coverage: Coverage) -> TestAgg {
     // average, so it follows the average if the reanalysis moved it.
     for (new, old) in out.steps.iter_mut().zip(&t.steps) {
         new.cpu_util_percent = old.cpu_util_percent;
+        // So are the latency histograms and the load generators' CPU,
+        // kept only as the step's figures: carried over while the step's
+        // window is the same and it is still complete.
+        if new.complete && (new.start, new.end) == (old.start, old.end) {
+            new.latency_ns = old.latency_ns.clone();
+            new.remote_cpu_util_percent = old.remote_cpu_util_percent;
+            new.remote_hosts = old.remote_hosts.clone();
+            new.remote_service_demand = match (old.remote_service_demand, old.average, new.average)
+            {
+                (Some(sd), Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some(sd * (a / b)),
+                _ => None,
+            };
+        }
         new.service_demand_source = old.service_demand_source.clone();
         new.service_demand = match (old.service_demand, old.average, new.average) {
             // a / b first: exactly 1 when the average did not move, so the

@@ -58,6 +58,17 @@ fn num(path: &Path, line: usize, s: Option<&str>) -> Result<f64, NetperfError> {
 
 /// Parse a runemomniaggdemo.sh log.
 pub fn parse_log(path: &Path, text: &str) -> Result<Ramp, NetperfError> {
+    parse(path, text, f64::trunc)
+}
+
+/// Parse a log in the same words whose times are exact (thrum's own
+/// `TEST_ramp.log`): no cut to whole seconds, so each window is the
+/// step's `Pausing` plus one second to its `Resuming` minus one.
+pub fn parse_log_exact(path: &Path, text: &str) -> Result<Ramp, NetperfError> {
+    parse(path, text, |t| t)
+}
+
+fn parse(path: &Path, text: &str, whole: fn(f64) -> f64) -> Result<Ramp, NetperfError> {
     let mut start = None;
     let mut end = None;
     let mut started = 0u32;
@@ -77,20 +88,20 @@ pub fn parse_log(path: &Path, text: &str) -> Result<Ramp, NetperfError> {
             // Pausing for D seconds at T with N netperfs running for TEST
             let t = num(path, n, f.get(5).copied())?;
             let k = num(path, n, f.get(7).copied())? as u32;
-            open = Some((t.trunc(), k));
+            open = Some((whole(t), k));
         } else if l.starts_with("Resuming at") {
             let t = num(path, n, f.get(2).copied())?;
             if let Some((a, k)) = open.take() {
-                steps.push(span(k, step_began.unwrap_or(a), a, t.trunc()));
+                steps.push(span(k, step_began.unwrap_or(a), a, whole(t)));
             }
             step_began = Some(t);
         } else if l.starts_with("Netperfs started by") {
             let t = num(path, n, f.get(3).copied())?;
-            open = Some((t.trunc(), started));
+            open = Some((whole(t), started));
         } else if l.starts_with("Netperfs stopping") {
             let t = num(path, n, f.get(2).copied())?;
             if let Some((a, k)) = open.take() {
-                steps.push(span(k, step_began.unwrap_or(a), a, t.trunc() - 1.0));
+                steps.push(span(k, step_began.unwrap_or(a), a, whole(t) - 1.0));
             }
             end.get_or_insert(t);
         } else if l.starts_with("Netperfs stopped") {
@@ -99,7 +110,7 @@ pub fn parse_log(path: &Path, text: &str) -> Result<Ramp, NetperfError> {
     }
     match (start, steps.is_empty()) {
         (Some(s), false) => Ok(Ramp {
-            start: s.trunc(),
+            start: whole(s),
             end: end.unwrap_or_else(|| steps.last().map_or(s, |x: &StepSpan| x.window.1 + 1.0)),
             steps,
         }),

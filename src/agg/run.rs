@@ -9,6 +9,7 @@
 //! a stream whose session failed or started late does not cover its step's
 //! window, and that step's figures are left out rather than added up short.
 
+use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -18,10 +19,12 @@ use super::model::{self, Coverage, StepSpan, StreamSeries, StreamSummary, TestAg
 use super::progress::RampProgress;
 use super::ramp;
 use super::series::{self, Sample};
+use super::steps::StreamExtra;
 use crate::clock::unix_now;
 use crate::control::client::{self, Observer, Target};
 use crate::plan::TestPlan;
 use crate::result::{Interval, TestResult};
+use crate::stats::latency::SparseHistogram;
 
 /// How a ramp runs.
 #[derive(Clone, Debug)]
@@ -45,9 +48,19 @@ struct Forward {
     test: AggTest,
     plan: TestPlan,
     tx: mpsc::Sender<Update>,
+    /// Each interval's latency histogram (transaction tests), for the steps.
+    histograms: BTreeMap<u32, SparseHistogram>,
 }
 
 impl Observer for Forward {
+    fn wants_interval_histograms(&self) -> bool {
+        self.test.transactions()
+    }
+
+    fn on_interval_histograms(&mut self, h: &BTreeMap<u32, SparseHistogram>) {
+        self.histograms = h.clone();
+    }
+
     fn on_interval(&mut self, iv: &Interval) {
         let _ = self.tx.send(Update {
             stream: self.stream,
@@ -212,12 +225,14 @@ pub fn run_ramp(
                 test,
                 plan: plan.clone(),
                 tx: tx.clone(),
+                histograms: BTreeMap::new(),
             };
             let h = std::thread::Builder::new()
                 .name(format!("agg-stream-{k}"))
                 .spawn(move || {
                     let r = client::run(&target, &plan, &mut fwd);
-                    (target.label, plan, r)
+                    let extra = StreamExtra::of(k, &r, &fwd.histograms);
+                    (target.label, plan, r, extra)
                 })
                 .expect("spawning a stream thread");
             handles.push((k, h));
@@ -229,20 +244,26 @@ pub fn run_ramp(
     pump(&rx, progress, ramp_end + Duration::from_secs(3600));
     progress.end();
     let readings = sampler.map(|s| s.finish()).unwrap_or_default();
-    let streams: Vec<StreamSeries> = handles
+    let (streams, extras): (Vec<StreamSeries>, Vec<StreamExtra>) = handles
         .into_iter()
         .map(|(k, h)| match h.join() {
-            Ok((label, plan, r)) => stream_series(k, &label, test, &plan, &r),
-            Err(_) => StreamSeries {
-                index: k,
-                server: String::new(),
-                started: None,
-                error: Some("stream thread panicked".into()),
-                samples: Vec::new(),
-                summary: None,
-            },
+            Ok((label, plan, r, extra)) => (stream_series(k, &label, test, &plan, &r), extra),
+            Err(_) => (
+                StreamSeries {
+                    index: k,
+                    server: String::new(),
+                    started: None,
+                    error: Some("stream thread panicked".into()),
+                    samples: Vec::new(),
+                    summary: None,
+                },
+                StreamExtra {
+                    index: k,
+                    ..Default::default()
+                },
+            ),
         })
-        .collect();
+        .unzip();
     // A stop request (Ctrl-C) also ends the running streams at once
     // (`client` drains on it): the step they were in is cut short, so only
     // the steps that ended before the request are kept.
@@ -263,6 +284,7 @@ pub fn run_ramp(
         streams,
         Coverage::Required { slack_s: 0.05 },
     );
+    super::steps::fill(&mut t.steps, &t.streams, &extras, test.unit());
     let hypervisor = crate::sensors::window::on_hypervisor();
     for step in &mut t.steps {
         if let Some(c) = super::cpu::step_cpu(

@@ -60,6 +60,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         link_util_percent: link_util(a, b, g.link_speed_bps),
         load_phase: load_phase(&g.load_bounds, k),
         tcp_info: super::tcp_info::interval(plan, g, k),
+        remote_cpu_util_percent: remote_cpu(g, k),
     }
 }
 
@@ -82,6 +83,13 @@ fn jitter(plan: &TestPlan, local: &[Counts], remote: &[Counts]) -> Option<u64> {
         .collect();
     (!receivers.is_empty())
         .then(|| receivers.iter().map(|c| c.jitter_ns).sum::<u64>() / receivers.len() as u64)
+}
+
+/// The server host's utilisation between its samples `k - 1` and `k`,
+/// when both carry its CPU ticks.
+fn remote_cpu(g: &Gathered, k: usize) -> Option<f64> {
+    let at = |i: usize| g.remote.get(i)?.as_ref()?.cpu;
+    at(k)?.util_percent_since(&at(k - 1)?)
 }
 
 /// A phased mix: the segment that the interval ending at sample `k` lies

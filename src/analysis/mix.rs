@@ -53,6 +53,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
                 counts: slice(&r.counts),
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
+                cpu: r.cpu,
             })
         })
         .collect();
@@ -211,7 +212,7 @@ fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
             if part.is_probe() {
                 if let Some(rec) = g.parts.get(i) {
                     for (_, h) in rec.interval_histograms.range(a..b) {
-                        hist.merge(h);
+                        hist.merge_sparse(h);
                     }
                 }
                 continue;
@@ -237,6 +238,7 @@ fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
             start_s: t0(a),
             end_s: t0(b),
             probe_latency_ns: hist.summary_with(&plan.percentiles),
+            probe_latency_histogram: (hist.count() > 0).then(|| hist.to_base64()),
             throughput_up_bps: bps(up),
             throughput_down_bps: bps(down),
         }
@@ -295,6 +297,7 @@ mod tests {
                 counts: vec![counts(0, bulk(k), 0), rr],
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
+                cpu: None,
             }));
         }
         g.load_bounds = vec![0, 1, 5, 5, 6];
@@ -359,6 +362,7 @@ mod tests {
                 counts: vec![counts(0, up, 0), counts(down, 0, 0), counts(rr, rr, rr)],
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
+                cpu: None,
             }));
         }
         g.load_bounds = vec![1, 2, 4, 5, 6];

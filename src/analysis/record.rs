@@ -39,6 +39,8 @@ pub(crate) struct RemoteSample {
     pub(crate) retransmits: Vec<Option<u64>>,
     /// A TCP stream test: TCP_INFO of each of the server's data sockets.
     pub(crate) tcp_info: Vec<Option<crate::sensors::TcpInfo>>,
+    /// The server host's CPU ticks at this sample (newer servers).
+    pub(crate) cpu: Option<crate::sensors::cpu::CpuTotals>,
 }
 
 /// What one part of a mix leaves on the client: its own histograms and
@@ -53,7 +55,7 @@ pub(crate) struct PartRecord {
     pub(crate) local_retransmits: Option<u64>,
     pub(crate) remote_retransmits: Option<u64>,
     /// Probes: each interval's histogram, for the phases.
-    pub(crate) interval_histograms: BTreeMap<u32, LatencyHistogram>,
+    pub(crate) interval_histograms: BTreeMap<u32, crate::stats::latency::SparseHistogram>,
 }
 
 impl PartRecord {
@@ -231,6 +233,7 @@ pub(crate) mod fixtures {
                 counts: vec![c],
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
+                cpu: None,
             }));
         }
         g

@@ -115,6 +115,7 @@ mod tests {
                     link_util_percent: Default::default(),
                     load_phase: None,
                     tcp_info: None,
+                    remote_cpu_util_percent: None,
                 }
             })
             .collect()

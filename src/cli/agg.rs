@@ -129,6 +129,34 @@ pub struct AggOutputArgs {
     #[arg(long, value_name = "FILE")]
     #[arg(help_heading = super::heading::OUTPUT)]
     pub export_json: Vec<PathBuf>,
+    /// Title of the charts and of report.html, before the one made from the test, hosts and date (post_proc.py's -t); `report` replaces a saved one.
+    #[arg(long, value_name = "TEXT", value_parser = label_text)]
+    #[arg(help_heading = super::heading::OUTPUT)]
+    pub title: Option<String>,
+    /// A line of text on every chart and under report.html's title (post_proc.py's -a); `report` replaces a saved one.
+    #[arg(long, value_name = "TEXT", value_parser = label_text)]
+    #[arg(help_heading = super::heading::OUTPUT)]
+    pub annotation: Option<String>,
+}
+
+/// The longest `--title` or `--annotation`, characters.
+const MAX_LABEL: usize = 200;
+
+/// `--title` and `--annotation`: one line of printable text.
+fn label_text(s: &str) -> Result<String, String> {
+    if s.chars().count() > MAX_LABEL {
+        return Err(format!(
+            "{} characters (accepted: 1..={MAX_LABEL} on one line)",
+            s.chars().count()
+        ));
+    }
+    if s.trim().is_empty() || s.chars().any(char::is_control) {
+        return Err(format!(
+            "'{}' is not one line of text (accepted: 1..={MAX_LABEL} printable characters)",
+            crate::text::echo(s)
+        ));
+    }
+    Ok(s.to_string())
 }
 
 /// Where `agg` and `report` write, and how much they print: the flags of
@@ -145,6 +173,9 @@ pub struct AggOutput {
     pub json: bool,
     /// `--export-json FILE`s.
     pub export_json: Vec<PathBuf>,
+    /// `--title` and `--annotation`.
+    pub title: Option<String>,
+    pub annotation: Option<String>,
 }
 
 impl AggOutputArgs {
@@ -155,6 +186,8 @@ impl AggOutputArgs {
             intervals: self.intervals,
             json: self.json,
             export_json: self.export_json.clone(),
+            title: self.title.clone(),
+            annotation: self.annotation.clone(),
         }
     }
 }

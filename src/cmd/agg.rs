@@ -63,6 +63,8 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
                 BurstChoice::Fixed(n) => n.to_string(),
             },
             trim_s: 1.0,
+            title: req.output.title.clone(),
+            annotation: req.output.annotation.clone(),
         },
         provenance: provenance(),
         tests: Vec::new(),

@@ -91,7 +91,7 @@ pub fn streams_csv(t: &TestAgg) -> String {
 }
 
 /// File-name form of a test name.
-fn file_part(name: &str) -> String {
+pub fn file_part(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -103,7 +103,8 @@ fn file_part(name: &str) -> String {
         .collect()
 }
 
-/// Write results.json, TEST_streams.csv, TEST_overall.svg, report.html (and per-stream SVGs).
+/// Write results.json, TEST_streams.csv, TEST_ramp.log, TEST_overall.svg,
+/// report.html (and per-stream SVGs).
 pub fn write_dir(dir: &Path, r: &AggResult, individual: bool) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("--out: creating {}", dir.display()))?;
     let w = |name: String, bytes: &[u8]| {
@@ -115,14 +116,18 @@ pub fn write_dir(dir: &Path, r: &AggResult, individual: bool) -> Result<()> {
     for t in &r.tests {
         let f = file_part(&t.name);
         w(format!("{f}_streams.csv"), streams_csv(t).as_bytes())?;
-        let svg = chart::overall_svg(t);
+        w(
+            crate::agg::ramplog::file_name(&f),
+            crate::agg::ramplog::write(t, r.spec.trim_s).as_bytes(),
+        )?;
+        let svg = chart::overall_svg(t, chart::Labels::of(&r.spec));
         w(format!("{f}_overall.svg"), svg.as_bytes())?;
         svgs.push(svg);
         if individual {
             for (i, s) in t.streams.iter().enumerate() {
                 w(
                     format!("{f}_stream_{}.svg", s.index),
-                    chart::stream_svg(t, i).as_bytes(),
+                    chart::stream_svg(t, i, chart::Labels::of(&r.spec)).as_bytes(),
                 )?;
             }
         }

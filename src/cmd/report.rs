@@ -21,6 +21,7 @@ use crate::agg::curve::{self, Curve};
 use crate::agg::input;
 use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::netperf;
+use crate::agg::ramplog;
 use crate::agg::sweep::Sweep;
 use crate::cli::{AggOutput, ReportArgs};
 use crate::export::{self, write_atomic};
@@ -208,7 +209,18 @@ pub fn load(path: &Path) -> Result<AggResult> {
     if input::is_real_dir(path) {
         let json = path.join("results.json");
         if json.is_file() || input::is_link(&json) {
-            return load(&json);
+            let mut r = load(&json)?;
+            check_ramp_logs(path, &mut r);
+            return Ok(r);
+        }
+        let mut ramps: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| ramplog::is_ramp_log(p))
+            .collect();
+        if !ramps.is_empty() {
+            ramps.sort();
+            return from_ramp_logs(&ramps);
         }
         let mut logs: Vec<PathBuf> = std::fs::read_dir(path)
             .with_context(|| format!("reading {}", path.display()))?
@@ -218,7 +230,7 @@ pub fn load(path: &Path) -> Result<AggResult> {
         logs.sort();
         if logs.is_empty() {
             bail!(
-                "{}: no results.json and no netperf_TEST.log in this directory",
+                "{}: no results.json, no TEST_ramp.log and no netperf_TEST.log in this directory",
                 path.display()
             );
         }
@@ -226,6 +238,9 @@ pub fn load(path: &Path) -> Result<AggResult> {
     }
     if is_log(path) {
         return from_logs(&[path.to_path_buf()]);
+    }
+    if ramplog::is_ramp_log(path) {
+        return from_ramp_logs(&[path.to_path_buf()]);
     }
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -282,6 +297,59 @@ pub fn load(path: &Path) -> Result<AggResult> {
         .map(|t| model::reanalyse(t, coverage))
         .collect();
     Ok(AggResult { tests, ..saved })
+}
+
+/// A saved run's ramp logs (`TEST_ramp.log`) beside its results.json:
+/// each one read and held to the saved steps; a log that disagrees, or
+/// cannot be read, is a warning of its test's, and one that agrees is
+/// said on stderr.
+fn check_ramp_logs(dir: &Path, r: &mut AggResult) {
+    for t in &mut r.tests {
+        let log = dir.join(ramplog::file_name(&super::out::file_part(&t.name)));
+        if !log.exists() && !input::is_link(&log) {
+            continue;
+        }
+        match ramplog::read_ramp(&log) {
+            Ok(ramp) => match ramplog::disagreement(t, &ramp) {
+                None => eprintln!(
+                    "{}: {} step(s), as results.json has them",
+                    log.display(),
+                    ramp.steps.len()
+                ),
+                Some(d) => t.warnings.push(format!(
+                    "{} does not match results.json: {d}",
+                    log.display()
+                )),
+            },
+            Err(e) => t.warnings.push(format!("ramp log: {e}")),
+        }
+    }
+}
+
+/// A directory of thrum's ramp logs and streams CSVs without its
+/// results.json: the logged steps over the streams' samples.
+fn from_ramp_logs(logs: &[PathBuf]) -> Result<AggResult> {
+    let tests: Vec<TestAgg> = logs
+        .iter()
+        .map(|l| ramplog::read(l))
+        .collect::<Result<_, _>>()?;
+    Ok(AggResult {
+        schema: model::SCHEMA.into(),
+        source: "thrum agg ramp logs and streams CSV".into(),
+        spec: AggSpec {
+            tests: tests.iter().map(|t| t.name.clone()).collect(),
+            max_streams: tests
+                .iter()
+                .filter_map(|t| t.steps.last().map(|s| s.streams))
+                .max()
+                .unwrap_or(0),
+            trim_s: 1.0,
+            burst: String::new(),
+            ..AggSpec::default()
+        },
+        provenance: serde_json::json!({ "files": logs }),
+        tests,
+    })
 }
 
 fn from_logs(logs: &[PathBuf]) -> Result<AggResult> {
@@ -349,7 +417,13 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
         super::curve::say(&c, out.json, out.out.as_deref())?;
         return Ok(super::curve::verdict(&c));
     }
-    let r = load(&req.path)?;
+    let mut r = load(&req.path)?;
+    if out.title.is_some() {
+        r.spec.title = out.title.clone();
+    }
+    if out.annotation.is_some() {
+        r.spec.annotation = out.annotation.clone();
+    }
     for t in &r.tests {
         say_test(t, out)?;
     }

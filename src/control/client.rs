@@ -223,6 +223,11 @@ impl<'a> Session<'a> {
     /// Run the session and analyse what it gathered, whatever happened.
     pub fn run(mut self) -> TestResult {
         let error = self.drive().err().map(|e| format!("{e:#}"));
+        if self.observer.wants_interval_histograms()
+            && let Some(p) = self.g.parts.first()
+        {
+            self.observer.on_interval_histograms(&p.interval_histograms);
+        }
         if self.plan.parts.is_empty() {
             assemble(self.plan, self.g, error)
         } else {
@@ -298,6 +303,9 @@ impl<'a> Session<'a> {
             &plan.percentiles,
         )
         .context("starting worker threads")?;
+        if self.observer.wants_interval_histograms() {
+            engine.keep_interval_histograms(0);
+        }
         for (i, p) in plan.parts.iter().enumerate() {
             if p.is_probe() {
                 engine.keep_interval_histograms(i);

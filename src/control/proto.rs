@@ -311,6 +311,11 @@ pub struct Sample {
     /// this tick, in one order for the session (`intervals[].tcp_info`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tcp_info: Vec<Option<crate::sensors::TcpInfo>>,
+    /// The server host's CPU ticks at this tick (/proc/stat), so that the
+    /// client has the server's utilisation per interval (absent from older
+    /// servers and where /proc/stat cannot be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::sensors::cpu::CpuTotals>,
 }
 
 /// The client's workers have drained; stop and report.
@@ -500,6 +505,11 @@ mod tests {
                 counts: vec![Counts::default()],
                 part_retransmits: vec![Some(3), None],
                 tcp_info: Vec::new(),
+                cpu: Some(crate::sensors::cpu::CpuTotals {
+                    busy: 7,
+                    total: 20,
+                    cpus: 2,
+                }),
             }
             .into(),
             Error {

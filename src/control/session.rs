@@ -785,6 +785,7 @@ fn answer_ticks_from(
                         } else {
                             Vec::new()
                         },
+                        cpu: crate::sensors::cpu::CpuTotals::read(),
                     }),
                 )?;
             }

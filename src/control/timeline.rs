@@ -68,6 +68,19 @@ pub fn sample_timeout(plan: &TestPlan) -> (Duration, Option<&'static str>) {
 /// whose server sample never arrives is only in the final result.
 pub trait Observer {
     fn on_interval(&mut self, _iv: &Interval) {}
+    /// Whether to keep each interval's latency histogram for
+    /// [`Observer::on_interval_histograms`] (`thrum agg` merges them over
+    /// its steps' windows); off by default.
+    fn wants_interval_histograms(&self) -> bool {
+        false
+    }
+    /// When the session ends, if asked for: each interval's latency
+    /// histogram (of a mix, its first part's) by [`Interval::index`].
+    fn on_interval_histograms(
+        &mut self,
+        _h: &std::collections::BTreeMap<u32, crate::stats::latency::SparseHistogram>,
+    ) {
+    }
 }
 
 /// An observer that ignores everything.
@@ -338,6 +351,7 @@ impl Running {
                     counts,
                     part_retransmits,
                     tcp_info,
+                    cpu,
                     ..
                 })) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
@@ -346,6 +360,7 @@ impl Running {
                             counts,
                             retransmits: part_retransmits,
                             tcp_info,
+                            cpu,
                         });
                         // Both ends' counts of this interval are in: report it.
                         if seq > 0 && g.remote[seq as usize - 1].is_some() {

@@ -130,7 +130,7 @@ pub struct EngineOutcome {
     pub service_latency: LatencyHistogram,
     pub service_interval_latency: BTreeMap<u32, LatencySummary>,
     /// Each interval's latency histogram, when kept ([`Engine::keep_interval_histograms`]).
-    pub interval_histograms: BTreeMap<u32, LatencyHistogram>,
+    pub interval_histograms: BTreeMap<u32, crate::stats::latency::SparseHistogram>,
     /// Open loop: how far behind its schedule the generator sent each request.
     pub generator_lag: LatencyHistogram,
     /// The flows, sockets still open: the session closes them once the peer has finished.

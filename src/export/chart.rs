@@ -94,26 +94,54 @@ fn title(t: &TestAgg, what: &str) -> String {
     )
 }
 
+/// What the user put on the charts: `--title` in place of the one made
+/// from the test, hosts and date (which then follows it), and
+/// `--annotation`, a line under it (post_proc.py's `-t` and `-a`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Labels<'a> {
+    pub title: Option<&'a str>,
+    pub annotation: Option<&'a str>,
+}
+
+impl<'a> Labels<'a> {
+    pub fn of(spec: &'a crate::agg::model::AggSpec) -> Labels<'a> {
+        Labels {
+            title: spec.title.as_deref(),
+            annotation: spec.annotation.as_deref(),
+        }
+    }
+
+    fn caption(&self, made: String) -> String {
+        match self.title {
+            Some(t) => format!("{t} ({made})"),
+            None => made,
+        }
+    }
+}
+
 /// The overall chart of one test.
-pub fn overall_svg(t: &TestAgg) -> String {
-    draw(t, &title(t, "per-second aggregate"), &t.per_second, true)
+pub fn overall_svg(t: &TestAgg, labels: Labels) -> String {
+    let title = labels.caption(title(t, "per-second aggregate"));
+    render(|svg| try_draw(t, &title, labels.annotation, &t.per_second, true, svg))
 }
 
 /// The chart of one stream of a test, on the overall chart's time axis.
-pub fn stream_svg(t: &TestAgg, stream: usize) -> String {
+pub fn stream_svg(t: &TestAgg, stream: usize, labels: Labels) -> String {
     let s = &t.streams[stream];
     let samples: [&[Sample]; 1] = [&s.samples];
     let per_second = series::per_second(&samples, t.start, t.end);
     draw(
         t,
+        labels,
         &title(t, &format!("stream {} to {}", s.index, s.server)),
         &per_second,
         false,
     )
 }
 
-fn draw(t: &TestAgg, title: &str, per_second: &[f64], averages: bool) -> String {
-    render(|svg| try_draw(t, title, per_second, averages, svg))
+fn draw(t: &TestAgg, labels: Labels, title: &str, per_second: &[f64], averages: bool) -> String {
+    let title = labels.caption(title.to_string());
+    render(|svg| try_draw(t, &title, labels.annotation, per_second, averages, svg))
 }
 
 /// An SVG drawn by `f`, or one that shows the error.
@@ -134,6 +162,7 @@ pub(crate) type DrawResult = Result<(), Box<dyn std::error::Error>>;
 fn try_draw(
     t: &TestAgg,
     title: &str,
+    annotation: Option<&str>,
     per_second: &[f64],
     averages: bool,
     out: &mut String,
@@ -172,6 +201,14 @@ fn try_draw(
         .draw_series(LineSeries::new(line, LINE.stroke_width(2)))?
         .label(format!("per-second aggregate ({})", t.unit))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], LINE.stroke_width(2)));
+    if let Some(a) = annotation {
+        // Inside the plot's top left, under the caption.
+        chart.draw_series(std::iter::once(Text::new(
+            a.to_string(),
+            (x_max * 0.01, y_max * 0.94),
+            ("sans-serif", 14).into_font().color(&BLACK),
+        )))?;
+    }
     for s in &t.steps {
         let x = s.started - t.start;
         chart.draw_series(std::iter::once(PathElement::new(
@@ -407,15 +444,19 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
 }
 
 /// How a legend entry shows its series.
-enum Mark {
+pub(super) enum Mark {
     Line,
+    /// A thin line (a part under its sum).
+    Thin,
     Dashed,
     Hollow,
+    /// A thick band: a shaded span of the chart.
+    Band,
 }
 
 /// The legend in its own area (beside the plot, not over it): one entry a
 /// line, its mark then its name.
-fn draw_legend(
+pub(super) fn draw_legend(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     entries: &[(String, RGBColor, Mark)],
 ) -> DrawResult {
@@ -424,6 +465,8 @@ fn draw_legend(
         let (a, b) = ((x, y), (x + 24, y));
         match mark {
             Mark::Line => area.draw(&PathElement::new(vec![a, b], colour.stroke_width(2)))?,
+            Mark::Thin => area.draw(&PathElement::new(vec![a, b], colour.stroke_width(1)))?,
+            Mark::Band => area.draw(&PathElement::new(vec![a, b], colour.stroke_width(10)))?,
             Mark::Dashed => area.draw(&DashedPathElement::new(
                 vec![a, b],
                 6,

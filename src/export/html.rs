@@ -38,6 +38,11 @@ fn opt(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.1}"))
 }
 
+/// Nanoseconds as microseconds, or `-`.
+fn us(ns: Option<f64>) -> String {
+    ns.map_or("-".into(), |v| format!("{:.1}", v / 1e3))
+}
+
 fn test_section(o: &mut String, t: &TestAgg, svg: &str) {
     let _ = write!(o, "<section><h2>{}</h2>\n<p>", escape(&t.name));
     match t.peak_step.map(|i| &t.steps[i]) {
@@ -61,7 +66,9 @@ fn test_section(o: &mut String, t: &TestAgg, svg: &str) {
     let _ = write!(
         o,
         "\n<table><thead><tr><th>step</th><th>streams</th><th>window from (s)</th><th>to (s)</th>\
-<th>average ({u})</th><th>minimum ({u})</th><th>maximum ({u})</th></tr></thead><tbody>\n",
+<th>average ({u})</th><th>minimum ({u})</th><th>maximum ({u})</th>\
+<th>latency p50 (µs)</th><th>p99 (µs)</th><th>mean (µs)</th>\
+<th>SUT CPU (%)</th><th>SUT service demand</th><th>load generators' CPU (%)</th><th>their service demand</th></tr></thead><tbody>\n",
         u = escape(&t.unit)
     );
     for s in &t.steps {
@@ -72,17 +79,44 @@ fn test_section(o: &mut String, t: &TestAgg, svg: &str) {
         };
         let _ = writeln!(
             o,
-            "<tr{peak}><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{peak}><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td>\
+<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             s.index,
             s.streams,
             s.start - t.start,
             s.end - t.start,
             opt(s.average),
             opt(s.minimum),
-            opt(s.maximum)
+            opt(s.maximum),
+            us(s.latency_ns.as_ref().map(|l| l.p50 as f64)),
+            us(s.latency_ns.as_ref().map(|l| l.p99 as f64)),
+            us(s.latency_ns.as_ref().map(|l| l.mean)),
+            opt(s.cpu_util_percent),
+            opt(s.service_demand),
+            opt(s.remote_cpu_util_percent),
+            opt(s.remote_service_demand),
         );
     }
     o.push_str("</tbody></table>\n");
+    // Each load generator's CPU per step, where a step had several.
+    if t.steps.iter().any(|s| s.remote_hosts.len() > 1) {
+        o.push_str("<table class=\"hosts\"><thead><tr><th>step</th><th>load generator</th><th>streams</th><th>CPU (%)</th><th>CPUs</th><th>service demand</th></tr></thead><tbody>\n");
+        for s in &t.steps {
+            for h in &s.remote_hosts {
+                let _ = writeln!(
+                    o,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    s.index,
+                    escape(&h.host),
+                    h.streams,
+                    opt(h.cpu_util_percent),
+                    h.cpus.map_or("-".into(), |n| n.to_string()),
+                    opt(h.service_demand)
+                );
+            }
+        }
+        o.push_str("</tbody></table>\n");
+    }
     if let Some(bs) = &t.burst_search {
         o.push_str("<p>Burst search (transactions/s of one flow): ");
         let tried: Vec<String> = bs
@@ -249,7 +283,14 @@ fn provenance_text(v: &serde_json::Value) -> Option<String> {
 
 /// The page, given each test's overall chart (same order as `r.tests`).
 pub fn report(r: &AggResult, svgs: &[String]) -> String {
-    let mut o = head("thrum agg report");
+    let title = r.spec.title.as_deref().map_or_else(
+        || "thrum agg report".to_string(),
+        |t| format!("{} (thrum agg report)", escape(t)),
+    );
+    let mut o = head(&title);
+    if let Some(a) = &r.spec.annotation {
+        let _ = writeln!(o, "<p class=\"annotation\">{}</p>", escape(a));
+    }
     let _ = writeln!(
         o,
         "<p>Source: {}. Hosts: {}. Step {} s, interval {} s, trimmed {} s at each end of a step.</p>",

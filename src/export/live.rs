@@ -159,6 +159,7 @@ mod tests {
             link_util_percent: Default::default(),
             load_phase: None,
             tcp_info: None,
+            remote_cpu_util_percent: None,
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

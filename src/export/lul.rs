@@ -277,22 +277,20 @@ fn series(parts: &[PartSummary], dir: &str) -> Vec<(f64, f64)> {
     v
 }
 
-/// The probes' `pick` percentile (p50, p99) per interval, ms (the slowest
-/// probe's when several).
-fn probe_series(parts: &[PartSummary], pick: fn(&LatencySummary) -> u64) -> Vec<(f64, f64)> {
-    let mut v: Vec<(f64, f64)> = Vec::new();
-    for p in parts.iter().filter(|p| p.direction == "rr") {
-        for iv in &p.intervals {
-            let Some(l) = &iv.latency_ns else { continue };
-            let (t, y) = (mid(iv.start_s, iv.end_s), pick(l) as f64 / 1e6);
-            match v.iter_mut().find(|x| x.0 == t) {
-                Some(x) => x.1 = x.1.max(y),
-                None => v.push((t, y)),
-            }
-        }
-    }
-    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-    v
+/// The preset whose SPEC gives this mix's parts (names and tests), if any.
+fn preset_of(r: &TestResult) -> Option<&'static str> {
+    let ours: Vec<(&str, crate::plan::TestKind)> = r
+        .summary
+        .parts
+        .iter()
+        .map(|p| (p.name.as_str(), p.test))
+        .collect();
+    crate::plan::mix::PRESETS.iter().find_map(|p| {
+        let parts = crate::plan::mix::parse_spec(p.spec).ok()?;
+        let theirs: Vec<(&str, crate::plan::TestKind)> =
+            parts.iter().map(|q| (q.name.as_str(), q.test)).collect();
+        (theirs == ours).then_some(p.name)
+    })
 }
 
 /// What a chart lifted out of its page needs: the parts, the server and
@@ -307,6 +305,11 @@ fn title(r: &TestResult) -> String {
             .collect::<Vec<_>>()
             .join(" + "),
         n => format!("{n}-part mix"),
+    };
+    // The preset the parts are, when they are one (rrul, rrul_be, ...).
+    let what = match preset_of(r) {
+        Some(name) => format!("{name} ({what})"),
+        None => what,
     };
     let start = r
         .intervals
@@ -332,10 +335,12 @@ fn title(r: &TestResult) -> String {
 }
 
 /// The time series of a mix as SVG: goodput up (blue) and down (green),
-/// bit/s on the left; the probes' median latency per interval (red) and
-/// their p99 (dark red), ms on the right; the idle and recovery phases
-/// shaded grey, the shading in the legend; each part a thin line under
-/// its sum; titled with the parts, the server and the date.
+/// bit/s on the left, each part a thin line of its own colour under its
+/// sum; each probe's median latency per interval (solid) and p99
+/// (dashed) in a colour of its own, ms on the right; the idle and
+/// recovery phases shaded grey; a legend beside the plot with one entry
+/// per series (the shading, each sum, each part, each probe's p50 and
+/// p99); titled with the preset or parts, the server and the date.
 pub fn svg(r: &TestResult) -> String {
     let mut out = String::new();
     if let Err(e) = try_svg(r, &mut out) {
@@ -347,14 +352,74 @@ pub fn svg(r: &TestResult) -> String {
     out
 }
 
+/// Colours of the parts drawn under the sums, by direction, and of the
+/// probes, one each (cycled past the end): each part its own line and its
+/// own legend entry.
+const UP_PARTS: [RGBColor; 4] = [
+    RGBColor(23, 190, 207),
+    RGBColor(0, 70, 140),
+    RGBColor(127, 127, 255),
+    RGBColor(90, 160, 210),
+];
+const DOWN_PARTS: [RGBColor; 4] = [
+    RGBColor(188, 189, 34),
+    RGBColor(0, 100, 0),
+    RGBColor(120, 200, 120),
+    RGBColor(140, 86, 75),
+];
+const PROBES: [RGBColor; 4] = [
+    PROBE,
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(227, 119, 194),
+];
+
+/// Width of the plot; the legend has the rest, beside it.
+const PLOT_W: u32 = 820;
+
+/// One legend entry per series: the shading, each sum, each part, each
+/// probe's p50 and p99. A part's entry is its name (unique in a mix).
+fn legend_of(r: &TestResult) -> Vec<(String, RGBColor, super::chart::Mark)> {
+    use super::chart::Mark;
+    let parts = &r.summary.parts;
+    let mut v = Vec::new();
+    if r.summary.phases.is_some() {
+        v.push(("idle, recovery (shaded)".to_string(), QUIET, Mark::Band));
+    }
+    for (dir, sum, palette) in [("up", UP, UP_PARTS), ("down", DOWN, DOWN_PARTS)] {
+        let ps: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == dir).collect();
+        match ps.len() {
+            0 => {}
+            1 => v.push((format!("{} ({dir})", ps[0].name), sum, Mark::Line)),
+            _ => {
+                v.push((format!("{dir} (sum)"), sum, Mark::Line));
+                for (j, p) in ps.iter().enumerate() {
+                    v.push((p.name.clone(), palette[j % palette.len()], Mark::Thin));
+                }
+            }
+        }
+    }
+    for (j, p) in parts.iter().filter(|p| p.direction == "rr").enumerate() {
+        let c = PROBES[j % PROBES.len()];
+        v.push((format!("{} p50", p.name), c, Mark::Line));
+        v.push((format!("{} p99", p.name), c, Mark::Dashed));
+    }
+    v
+}
+
 fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
     let parts = &r.summary.parts;
-    let (up, down, probe, p99) = (
-        series(parts, "up"),
-        series(parts, "down"),
-        probe_series(parts, |l| l.p50),
-        probe_series(parts, |l| l.p99),
-    );
+    let (up, down) = (series(parts, "up"), series(parts, "down"));
+    let probes: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == "rr").collect();
+    let probe_line = |p: &PartSummary, pick: fn(&LatencySummary) -> u64| -> Vec<(f64, f64)> {
+        p.intervals
+            .iter()
+            .filter_map(|iv| {
+                let l = iv.latency_ns.as_ref()?;
+                Some((mid(iv.start_s, iv.end_s), pick(l) as f64 / 1e6))
+            })
+            .collect()
+    };
     let x_max = r.intervals.last().map_or(1.0, |iv| iv.end_s).max(1.0);
     let y_max = up
         .iter()
@@ -363,18 +428,18 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .fold(0.0, f64::max)
         .max(1.0)
         * 1.1;
-    let l_max = probe
+    let l_max = probes
         .iter()
-        .chain(&p99)
+        .flat_map(|p| probe_line(p, |l| l.p99))
         .map(|p| p.1)
         .fold(0.0, f64::max)
         .max(0.1)
         * 1.1;
-    let root = SVGBackend::with_string(out, (1000, 480)).into_drawing_area();
+    let root = SVGBackend::with_string(out, (1100, 520)).into_drawing_area();
     root.fill(&WHITE)?;
-    let title = title(r);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
+    let (plot, side) = root.split_horizontally(PLOT_W);
+    let mut chart = ChartBuilder::on(&plot)
+        .caption(title(r), ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(90)
@@ -398,85 +463,76 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .y_desc("probe latency (ms)")
         .draw()?;
     if let Some(ph) = &r.summary.phases {
-        chart
-            .draw_series(
-                [&ph.idle, &ph.recovery]
-                    .map(|f| Rectangle::new([(f.start_s, 0.0), (f.end_s, y_max)], QUIET.filled())),
-            )?
-            .label("probes alone (idle, recovery)")
-            // A thick grey stroke, not a rectangle: the legend's swatch
-            // reads as the shading without being one of the phases' boxes.
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], QUIET.stroke_width(10)));
+        chart.draw_series(
+            [&ph.idle, &ph.recovery]
+                .map(|f| Rectangle::new([(f.start_s, 0.0), (f.end_s, y_max)], QUIET.filled())),
+        )?;
     }
-    // Each part as a thin line under the sums, as flent draws each flow,
-    // where a sum has more than one part (one part is its own sum).
-    let mut labelled = false;
-    for dir in ["up", "down"] {
+    // Each part as a thin line of its own colour under the sums, as flent
+    // draws each flow, where a sum has more than one part.
+    for (dir, palette) in [("up", UP_PARTS), ("down", DOWN_PARTS)] {
         let ps: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == dir).collect();
         if ps.len() < 2 {
             continue;
         }
-        let colour = if dir == "up" { UP } else { DOWN };
-        for p in ps {
+        for (j, p) in ps.iter().enumerate() {
             let line = p.intervals.iter().map(|iv| {
                 (
                     mid(iv.start_s, iv.end_s),
                     iv.sum.throughput_bps.unwrap_or(0.0),
                 )
             });
-            let drawn =
-                chart.draw_series(LineSeries::new(line, colour.mix(0.35).stroke_width(1)))?;
-            if !labelled {
-                labelled = true;
-                drawn.label("each part").legend(|(x, y)| {
-                    PathElement::new([(x, y), (x + 20, y)], BLACK.mix(0.35).stroke_width(1))
-                });
-            }
+            let c = palette[j % palette.len()];
+            chart.draw_series(LineSeries::new(line, c.stroke_width(1)))?;
         }
     }
-    let probes: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == "rr").collect();
-    if probes.len() > 1 {
-        for p in probes {
-            let line = p.intervals.iter().filter_map(|iv| {
-                let l = iv.latency_ns.as_ref()?;
-                Some((mid(iv.start_s, iv.end_s), l.p50 as f64 / 1e6))
-            });
-            chart.draw_secondary_series(LineSeries::new(line, PROBE.mix(0.35).stroke_width(1)))?;
-        }
+    chart.draw_series(LineSeries::new(up, UP.stroke_width(2)))?;
+    chart.draw_series(LineSeries::new(down, DOWN.stroke_width(2)))?;
+    for (j, p) in probes.iter().enumerate() {
+        let c = PROBES[j % PROBES.len()];
+        chart
+            .draw_secondary_series(LineSeries::new(probe_line(p, |l| l.p50), c.stroke_width(2)))?;
+        chart.draw_secondary_series(DashedLineSeries::new(
+            probe_line(p, |l| l.p99),
+            6,
+            4,
+            c.stroke_width(1),
+        ))?;
     }
-    chart
-        .draw_series(LineSeries::new(up, UP.stroke_width(2)))?
-        .label("up")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], UP.stroke_width(2)));
-    chart
-        .draw_series(LineSeries::new(down, DOWN.stroke_width(2)))?
-        .label("down")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], DOWN.stroke_width(2)));
-    chart
-        .draw_secondary_series(LineSeries::new(probe, PROBE.stroke_width(2)))?
-        .label("probe p50")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], PROBE.stroke_width(2)));
-    chart
-        .draw_secondary_series(LineSeries::new(p99, PROBE_P99.stroke_width(1)))?
-        .label("probe p99")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], PROBE_P99.stroke_width(1)));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    super::chart::draw_legend(&side, &legend_of(r))?;
     root.present()?;
     Ok(())
 }
 
-/// The probes' latency distribution in the idle and the loaded phase, as
-/// the percentiles the result keeps (min, p50, p90, p99, p99.9, max) drawn
-/// as a step-free CDF on a log time axis: how far the load moved the whole
-/// distribution, not only its median. None without probe phases.
+/// How many points each CDF line has when drawn from the histograms.
+pub const CDF_POINTS: usize = 200;
+
+/// The probes' latency distribution in the idle and the loaded phase:
+/// each phase's merged histogram (`probe_latency_histogram`) read at
+/// [`CDF_POINTS`] latencies spread on a log axis, the share of probes at
+/// or below each; how far the load moved the whole distribution, not only
+/// its median. A result saved before the histograms were kept has only
+/// the six percentiles (min, p50, p90, p99, p99.9, max), drawn as such and
+/// said in the legend. None without probe phases.
 pub fn cdf_svg(r: &TestResult) -> Option<String> {
     let ph = r.summary.phases.as_ref()?;
-    let points = |l: &LatencySummary| -> Vec<(f64, f64)> {
-        [
+    let line = |f: &PhaseFigures| -> Option<(Vec<(f64, f64)>, bool)> {
+        if let Some(h) = f
+            .probe_latency_histogram
+            .as_deref()
+            .and_then(|b| crate::stats::latency::LatencyHistogram::from_base64(b).ok())
+        {
+            let pts: Vec<(f64, f64)> = h
+                .cdf(CDF_POINTS)
+                .into_iter()
+                .map(|(ns, q)| (ns as f64 / 1e6, q))
+                .collect();
+            if !pts.is_empty() {
+                return Some((pts, true));
+            }
+        }
+        let l = f.probe_latency_ns.as_ref()?;
+        let pts = [
             (l.min, 0.0),
             (l.p50, 0.5),
             (l.p90, 0.9),
@@ -486,10 +542,11 @@ pub fn cdf_svg(r: &TestResult) -> Option<String> {
         ]
         .iter()
         .map(|&(ns, q)| ((ns.max(1)) as f64 / 1e6, q))
-        .collect()
+        .collect();
+        Some((pts, false))
     };
-    let idle = points(ph.idle.probe_latency_ns.as_ref()?);
-    let loaded = points(ph.loaded.probe_latency_ns.as_ref()?);
+    let idle = line(&ph.idle)?;
+    let loaded = line(&ph.loaded)?;
     let mut out = String::new();
     if let Err(e) = try_cdf(&idle, &loaded, &title(r), &mut out) {
         return Some(format!(
@@ -500,20 +557,23 @@ pub fn cdf_svg(r: &TestResult) -> Option<String> {
     Some(out)
 }
 
+type CdfLine = (Vec<(f64, f64)>, bool);
+
 fn try_cdf(
-    idle: &[(f64, f64)],
-    loaded: &[(f64, f64)],
+    idle: &CdfLine,
+    loaded: &CdfLine,
     title: &str,
     out: &mut String,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let all = idle.iter().chain(loaded).map(|p| p.0);
+    let all = idle.0.iter().chain(&loaded.0).map(|p| p.0);
     let lo = all.clone().fold(f64::INFINITY, f64::min) / 1.5;
     let hi = all.fold(0.0, f64::max) * 1.5;
-    let root = SVGBackend::with_string(out, (1000, 400)).into_drawing_area();
+    let root = SVGBackend::with_string(out, (1100, 420)).into_drawing_area();
     root.fill(&WHITE)?;
+    let (plot, side) = root.split_horizontally(PLOT_W);
     let title = title.replace("throughput and probe latency", "probe latency CDF");
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
+    let mut chart = ChartBuilder::on(&plot)
+        .caption(title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(70)
@@ -525,18 +585,17 @@ fn try_cdf(
         .bold_line_style(super::chart::GRID_BOLD)
         .light_line_style(super::chart::GRID_LIGHT)
         .draw()?;
-    for (name, pts, colour) in [("idle", idle, UP), ("loaded", loaded, PROBE)] {
-        chart
-            .draw_series(LineSeries::new(pts.to_vec(), colour.stroke_width(2)))?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2)));
+    let mut legend = Vec::new();
+    for (name, (pts, full), colour) in [("idle", idle, UP), ("loaded", loaded, PROBE)] {
+        chart.draw_series(LineSeries::new(pts.to_vec(), colour.stroke_width(2)))?;
+        let how = if *full {
+            "all probes"
+        } else {
+            "6 percentiles only"
+        };
+        legend.push((format!("{name} ({how})"), colour, super::chart::Mark::Line));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    super::chart::draw_legend(&side, &legend)?;
     root.present()?;
     Ok(())
 }

@@ -127,6 +127,44 @@ impl CpuSnapshot {
     }
 }
 
+/// The host's busy and total ticks (the all-CPU line) and its CPU count:
+/// what a server's interim sample carries, so that the client can take
+/// the server host's utilisation over the stretch between any two of its
+/// samples (`thrum agg`'s steps: the load generators' CPU per step).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTotals {
+    /// user + nice + system + irq + softirq ticks since boot.
+    pub busy: u64,
+    /// Ticks in every state since boot (guest is inside user).
+    pub total: u64,
+    /// CPUs with a `cpuN` line.
+    pub cpus: u32,
+}
+
+impl CpuTotals {
+    /// Read /proc/stat now; None where it cannot be read.
+    pub fn read() -> Option<CpuTotals> {
+        CpuSnapshot::read().ok().map(|s| CpuTotals::of(&s))
+    }
+
+    pub fn of(s: &CpuSnapshot) -> CpuTotals {
+        let a = &s.all;
+        CpuTotals {
+            busy: a.user + a.nice + a.system + a.irq + a.softirq,
+            total: a.total(),
+            cpus: s.per_cpu.len() as u32,
+        }
+    }
+
+    /// Utilisation (0–100 of all CPUs) from `earlier` to this reading;
+    /// None when no tick passed between them.
+    pub fn util_percent_since(&self, earlier: &CpuTotals) -> Option<f64> {
+        let total = self.total.saturating_sub(earlier.total);
+        let busy = self.busy.saturating_sub(earlier.busy).min(total);
+        (total > 0).then(|| 100.0 * busy as f64 / total as f64)
+    }
+}
+
 /// How one CPU (or all together) spent a window, in percent of the window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuShare {

@@ -96,6 +96,39 @@ impl LatencyHistogram {
         })
     }
 
+    /// Add what a [`SparseHistogram`] holds.
+    pub fn merge_sparse(&mut self, s: &SparseHistogram) {
+        for &(v, n) in &s.pairs {
+            self.h.saturating_record_n(v.max(1), n);
+        }
+    }
+
+    /// The share of latencies at or below each of `points` values spread
+    /// evenly on a log scale from the smallest to the largest recorded
+    /// (the empirical CDF, at least two points); empty when nothing was
+    /// recorded. Each point is `(ns, fraction)`.
+    pub fn cdf(&self, points: usize) -> Vec<(u64, f64)> {
+        if self.h.is_empty() {
+            return Vec::new();
+        }
+        let n = self.h.len() as f64;
+        let (lo, hi) = (self.h.min().max(1) as f64, self.h.max().max(1) as f64);
+        let points = points.max(2);
+        let mut out: Vec<(u64, f64)> = Vec::with_capacity(points);
+        for i in 0..points {
+            let x = if i + 1 == points {
+                self.h.max().max(1)
+            } else {
+                (lo * (hi / lo).powf(i as f64 / (points - 1) as f64)).round() as u64
+            };
+            let at = self.h.count_between(1, x) as f64 / n;
+            if out.last().is_none_or(|p| p.0 < x) {
+                out.push((x, at.min(1.0)));
+            }
+        }
+        out
+    }
+
     /// The histogram in HdrHistogram's interchange form: V2 compressed
     /// encoding, base64 (as HdrHistogram log files carry it), so results from
     /// many runs and hosts can be merged later with any HdrHistogram library.
@@ -168,6 +201,32 @@ fn compact_ns(ns: u64) -> String {
     crate::units::fmt_ns(ns as f64).replace(' ', "")
 }
 
+/// A histogram kept for merging later, compactly: its recorded values
+/// (each bucket's highest equivalent) and their counts only. A latency
+/// distribution fills a few hundred of the HDR range's 33,792 counters
+/// (270 KB each), so a histogram per interval of a long session stays
+/// small this way.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SparseHistogram {
+    pairs: Vec<(u64, u64)>,
+}
+
+impl SparseHistogram {
+    pub fn of(h: &LatencyHistogram) -> SparseHistogram {
+        SparseHistogram {
+            pairs: h
+                .h
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.pairs.iter().map(|p| p.1).sum()
+    }
+}
+
 /// Per-interval histograms on their way to a summary, shared by the workers
 /// of one engine. An interval's summary is computed once every worker has
 /// handed in its part, and its histogram dropped, so memory does not grow
@@ -181,7 +240,7 @@ pub struct IntervalTable {
     /// The merged histogram of each interval too, when asked for
     /// ([`IntervalTable::keep_histograms`]): a mix's probe phases merge them.
     keep: bool,
-    kept: BTreeMap<u32, LatencyHistogram>,
+    kept: BTreeMap<u32, SparseHistogram>,
     /// Every interval below this one has been handed in by every worker;
     /// `ahead` holds the complete ones past a gap.
     settled_below: u32,
@@ -226,7 +285,7 @@ impl IntervalTable {
                 self.done.insert(epoch, s);
             }
             if let (true, Some(h)) = (self.keep, h) {
-                self.kept.insert(epoch, h);
+                self.kept.insert(epoch, SparseHistogram::of(&h));
             }
             // Workers hand in their intervals in order, so the gaps close.
             self.ahead.insert(epoch);
@@ -243,7 +302,7 @@ impl IntervalTable {
     }
 
     /// The kept histograms of the intervals every worker has handed in.
-    pub fn take_kept(&mut self) -> BTreeMap<u32, LatencyHistogram> {
+    pub fn take_kept(&mut self) -> BTreeMap<u32, SparseHistogram> {
         std::mem::take(&mut self.kept)
     }
 
@@ -356,6 +415,30 @@ pub struct LatencySummary {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A sparse copy merges back into the same figures, and the CDF has
+    /// as many points as asked (no two at one latency), rising to 1.
+    #[test]
+    fn sparse_round_trip_and_cdf() {
+        let mut h = LatencyHistogram::new();
+        for i in 1..=10_000u64 {
+            h.record(10_000 + i * 37 % 90_000);
+        }
+        h.record(5_000_000);
+        let s = SparseHistogram::of(&h);
+        assert_eq!(s.count(), h.count());
+        let mut back = LatencyHistogram::new();
+        back.merge_sparse(&s);
+        back.merge_sparse(&s);
+        let (a, b) = (h.summary().unwrap(), back.summary().unwrap());
+        assert_eq!((a.p50, a.p99, a.max), (b.p50, b.p99, b.max));
+        assert_eq!(b.count, 2 * a.count);
+        let cdf = h.cdf(200);
+        assert!(cdf.len() > 150, "{}", cdf.len());
+        assert!(cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        assert_eq!(cdf.last().unwrap().1, 1.0);
+        assert!(LatencyHistogram::new().cdf(200).is_empty());
+    }
 
     #[test]
     fn count_at_least_counts_the_tail() {

@@ -509,6 +509,7 @@ fn hostile_server_naming(
                     counts: vec![Default::default()],
                     part_retransmits: Vec::new(),
                     tcp_info: Vec::new(),
+                    cpu: None,
                 }
                 .into(),
                 ClientMsg::Finish(_) => proto::Final {

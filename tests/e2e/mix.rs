@@ -612,6 +612,7 @@ fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let (chart, saved) = (dir.path().join("c.svg"), dir.path().join("r.json"));
+    let page = dir.path().join("r.html");
     let out = run_client(
         &[
             &[
@@ -621,6 +622,8 @@ fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
                 "rrul_be",
                 "--chart",
                 chart.to_str().unwrap(),
+                "--html",
+                page.to_str().unwrap(),
                 "--export-json",
                 saved.to_str().unwrap(),
             ][..],
@@ -682,19 +685,86 @@ fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
         );
     }
 
-    // The chart: both axes described, the left one in bit/s, and the three
-    // series in the legend.
+    // The chart: both axes described, the left one in bit/s, and every
+    // series in the legend once: the shading, the sums, each part, each
+    // probe's p50 and p99 (issue 29 item 10); the title names the preset.
     let words = svg_text(&chart);
-    for want in [
-        "time (s)",
-        "goodput",
-        "probe latency (ms)",
-        "up",
-        "down",
-        "probe p50",
-        "probe p99",
-    ] {
+    for want in ["time (s)", "goodput", "probe latency (ms)"] {
         assert!(words.iter().any(|w| w == want), "no '{want}' in {words:?}");
+    }
+    // One <text> element per legend entry: a direction with one part is
+    // that part's line, with several a sum and each part under it.
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    let xml = roxmltree::Document::parse(&svg).unwrap();
+    let texts: Vec<String> = xml
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or_default().trim().to_string())
+        .collect();
+    let parts = s["parts"].as_array().unwrap();
+    let mut want = vec!["idle, recovery (shaded)".to_string()];
+    for dir in ["up", "down"] {
+        let ps: Vec<&str> = parts
+            .iter()
+            .filter(|p| p["direction"] == dir)
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        match ps[..] {
+            [] => {}
+            [one] => want.push(format!("{one} ({dir})")),
+            _ => {
+                want.push(format!("{dir} (sum)"));
+                want.extend(ps.iter().map(|p| p.to_string()));
+            }
+        }
+    }
+    for p in parts.iter().filter(|p| p["direction"] == "rr") {
+        let name = p["name"].as_str().unwrap();
+        want.push(format!("{name} p50"));
+        want.push(format!("{name} p99"));
+    }
+    assert!(want.len() >= 7, "{want:?}");
+    for w in &want {
+        let n = texts.iter().filter(|x| *x == w).count();
+        assert_eq!(n, 1, "'{w}' is {n} legend entries, not one: {texts:?}");
+    }
+    assert!(
+        words
+            .iter()
+            .any(|w| w.starts_with("rrul_be (") && w.contains(" to ")),
+        "{words:?}"
+    );
+    // The CDF on the page: idle and loaded from the phases' histograms,
+    // each a line of many points, not six percentiles joined.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let cdf_at = html.find("Probe latency, idle and loaded").expect("a CDF");
+    let cdf = &html[cdf_at..];
+    let cdf = &cdf[cdf.find("<svg").unwrap()..cdf.find("</svg>").unwrap() + 6];
+    let xml = roxmltree::Document::parse(cdf).unwrap();
+    // The longest line of each phase's colour (the legend's mark is
+    // another, of two points): idle blue, loaded red.
+    let lines: Vec<usize> = ["#1F77B4", "#D62728"]
+        .iter()
+        .map(|c| {
+            xml.descendants()
+                .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some(c))
+                .map(|n| {
+                    n.attribute("points")
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .count()
+                })
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    assert!(
+        lines.iter().all(|&n| n >= 50),
+        "CDF points per line: {lines:?}"
+    );
+    for ph in ["idle", "loaded"] {
+        assert!(cdf.contains(&format!("{ph} (all probes)")), "{cdf}");
+        assert!(s["phases"][ph]["probe_latency_histogram"].is_string());
     }
     assert!(words.iter().any(|w| w.ends_with("bit/s")), "{words:?}");
     // The phases: two grey rectangles (the loaded phase is left white),
