@@ -16,7 +16,7 @@ pub struct MonitorArgs {
     /// The probes to run, as a TOML file (see docs/monitor.md).
     #[arg(short = 'c', long, value_name = "FILE")]
     pub config: PathBuf,
-    /// Serve the probes' latest figures at http://ADDR/metrics (Prometheus text format), e.g. 127.0.0.1:9464.
+    /// Serve the probes' latest figures at http://ADDR/metrics (Prometheus text format), e.g. 0.0.0.0:12881.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// The results store the probes' runs are saved to (passed to them as THRUM_DB).
@@ -67,7 +67,7 @@ impl MonitorArgs {
                 a.to_socket_addrs()
                     .ok()
                     .and_then(|mut v| v.next())
-                    .ok_or_else(|| anyhow!("--metrics-listen {a:?} is not an address (accepted: HOST:PORT such as 127.0.0.1:9464 or [::]:9464)"))?,
+                    .ok_or_else(|| anyhow!("--metrics-listen {a:?} is not an address (accepted: HOST:PORT such as 127.0.0.1:12881 or [::]:12881)"))?,
             ),
         };
         Ok(MonitorRequest {
