@@ -405,6 +405,20 @@ every = "10s"
         assert_eq!(ping.host(), "lg1");
     }
 
+    /// docs/monitor.md's example file is one the monitor takes.
+    #[test]
+    fn the_docs_example_parses() {
+        let doc = include_str!("../../docs/monitor.md");
+        let toml = doc
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|s| s.split("```").next())
+            .expect("a toml block in docs/monitor.md");
+        let c = parse(toml).unwrap();
+        assert_eq!(c.probes[0].name, "lg1-rr");
+        assert_eq!(c.probes[1].every, Duration::from_secs(10));
+    }
+
     #[test]
     fn hosts() {
         assert_eq!(host_of("lg1"), "lg1");

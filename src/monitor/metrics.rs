@@ -271,6 +271,17 @@ mod tests {
     }
 
     #[test]
+    fn docs_name_every_metric() {
+        let doc = include_str!("../../docs/monitor.md");
+        for name in names().into_iter().chain(["thrum_monitor_uptime_seconds"]) {
+            assert!(
+                doc.contains(&format!("| `{name}")),
+                "docs/monitor.md's table lacks {name}"
+            );
+        }
+    }
+
+    #[test]
     fn every_metric_has_help_and_type_and_counters_end_in_total() {
         let text = render(&[state()], Duration::ZERO);
         for m in METRICS {
