@@ -5,9 +5,11 @@
 //! probe measures is exactly what `thrum run` would print by hand.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -18,6 +20,8 @@ use crate::plan::Merit;
 /// The echo interval of a ping probe unless its `args` set one: five
 /// echoes a second over `duration`.
 const PING_INTERVAL: Duration = Duration::from_millis(200);
+/// How long the output is waited for once the child has exited.
+const DRAIN: Duration = Duration::from_secs(2);
 /// How often a waiting run looks at its child.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -115,7 +119,11 @@ pub fn run(probe: &Probe, ctx: &Context, stop: &AtomicBool, stop_grace: Duration
         figures: Figures::default(),
         error: Some(e),
     };
+    // A process group of its own: a timeout ends whatever the probe
+    // started too, and a Ctrl-C at the monitor's terminal reaches the
+    // monitor alone, which then lets the probe finish.
     let mut child = match command(probe, ctx)
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -141,19 +149,22 @@ pub fn run(probe: &Probe, ctx: &Context, stop: &AtomicBool, stop_grace: Duration
         let over_grace = stopped_at.is_some_and(|t| t.elapsed() > stop_grace);
         if killed.is_none() && (over_time || over_grace) {
             // SIGTERM first: a run ends its window early and prints what it measured.
-            // SAFETY: kill(2) on our own child's pid, which it still is (not yet reaped).
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            // SAFETY: kill(2) on the process group our own child leads (not yet reaped).
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGTERM) };
             killed = Some((Instant::now(), over_time));
         }
         if let Some((at, _)) = killed
             && at.elapsed() > Duration::from_secs(1)
         {
-            let _ = child.kill();
+            // SAFETY: as above.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
         }
         std::thread::sleep(POLL);
     };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    // What the child wrote is in the pipes once it has exited; a process
+    // it left behind holding them open is not waited for.
+    let stdout = out.recv_timeout(DRAIN).unwrap_or_default();
+    let stderr = err.recv_timeout(DRAIN).unwrap_or_default();
     let elapsed = start.elapsed();
     if let Some((_, over_time)) = killed {
         let why = if over_time {
@@ -202,14 +213,19 @@ pub fn run(probe: &Probe, ctx: &Context, stop: &AtomicBool, stop_grace: Duration
     }
 }
 
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+/// Read a pipe to its end on a thread of its own (a result larger than
+/// the pipe's 64 KiB would otherwise block its writer), handing the bytes
+/// over when it closes.
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut v = Vec::new();
         if let Some(mut p) = pipe {
             let _ = p.read_to_end(&mut v);
         }
-        v
-    })
+        let _ = tx.send(v);
+    });
+    rx
 }
 
 fn num(d: &Value, path: &str) -> Option<f64> {
@@ -253,5 +269,113 @@ pub fn figures(test: ProbeTest, d: &Value) -> Figures {
                 loss_ratio: (sent > 0.0).then(|| 1.0 - received / sent),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::plan::TestKind;
+
+    fn probe(test: ProbeTest, args: &[&str]) -> Probe {
+        Probe {
+            name: "p".into(),
+            target: "lg1:12880".into(),
+            test,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            every: Duration::from_secs(2),
+            duration: Duration::from_secs(1),
+            timeout: Duration::from_millis(400),
+        }
+    }
+
+    #[test]
+    fn command_lines() {
+        let rr = probe(ProbeTest::Run(TestKind::TcpRr), &["-r", "64,64"]);
+        assert_eq!(
+            command_args(&rr).join(" "),
+            "run tcp_rr -H lg1:12880 -l 1000ms --json -r 64,64"
+        );
+        let mut ping = probe(ProbeTest::Ping, &[]);
+        ping.target = "lg1".into();
+        assert_eq!(
+            command_args(&ping).join(" "),
+            "ping lg1 -i 200ms -c 5 --json"
+        );
+        let ping = probe(ProbeTest::Ping, &["-c20"]);
+        assert_eq!(
+            command_args(&ping).join(" "),
+            "ping lg1:12880 -i 200ms --json -c20"
+        );
+        let ctx = Context {
+            exe: "/bin/true".into(),
+            db: Some("/tmp/x.db".into()),
+        };
+        let cmd = command(&rr, &ctx);
+        let env: Vec<_> = cmd.get_envs().collect();
+        assert_eq!(
+            env,
+            [(
+                std::ffi::OsStr::new("THRUM_DB"),
+                Some(std::ffi::OsStr::new("/tmp/x.db"))
+            )]
+        );
+    }
+
+    /// A stand-in for `thrum`: a shell script.
+    fn fake(dir: &std::path::Path, body: &str) -> Context {
+        let exe = dir.join("fake-thrum");
+        std::fs::write(&exe, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Context { exe, db: None }
+    }
+
+    #[test]
+    fn outcomes_of_a_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = probe(ProbeTest::Run(TestKind::TcpRr), &[]);
+        let stop = AtomicBool::new(false);
+        let grace = Duration::from_secs(60);
+
+        let ok = r#"echo '{"summary":{"error":null,"transactions_per_s":1000.5,"latency_ns":{"p50":40000,"p99":90000}}}'"#;
+        let o = run(&p, &fake(dir.path(), ok), &stop, grace);
+        assert!(o.success, "{o:?}");
+        assert_eq!(o.figures.transactions_per_s, Some(1000.5));
+        assert_eq!(o.figures.latency_p50_s, Some(0.00004));
+        assert_eq!(o.figures.throughput_bps, None);
+
+        let refused = r#"echo '{"summary":{"error":"cannot reach"}}'; echo 'error: cannot reach' >&2; exit 1"#;
+        let o = run(&p, &fake(dir.path(), refused), &stop, grace);
+        assert!(!o.success);
+        assert_eq!(o.error.as_deref(), Some("cannot reach"));
+
+        let crashed = "echo 'error: boom' >&2; kill -SEGV $$";
+        let o = run(&p, &fake(dir.path(), crashed), &stop, grace);
+        assert_eq!(o.error.as_deref(), Some("boom"), "{o:?}");
+
+        // A hung child is ended at its timeout, even one that ignores SIGTERM.
+        let hung = "trap '' TERM; sleep 30 & wait; sleep 30";
+        let o = run(&p, &fake(dir.path(), hung), &stop, grace);
+        assert!(!o.success);
+        assert!(o.error.as_deref().unwrap().contains("timeout"), "{o:?}");
+        assert!(o.elapsed < Duration::from_secs(10), "{o:?}");
+    }
+
+    #[test]
+    fn a_stop_ends_a_long_run_after_the_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = probe(ProbeTest::Run(TestKind::TcpRr), &[]);
+        p.timeout = Duration::from_secs(60);
+        let stop = AtomicBool::new(true);
+        let o = run(
+            &p,
+            &fake(dir.path(), "exec sleep 30"),
+            &stop,
+            Duration::from_millis(100),
+        );
+        assert_eq!(o.error.as_deref(), Some("stopped with the monitor"));
+        assert!(o.elapsed < Duration::from_secs(10), "{o:?}");
     }
 }
