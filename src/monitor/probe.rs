@@ -81,6 +81,10 @@ pub fn command_args(probe: &Probe) -> Vec<String> {
         }
     }
     v.push("--json".into());
+    // The results store's tag of the probe goes here, once `run` and `ping`
+    // take it: `--label probe=NAME` (every command line made here is also
+    // parsed by the CLI when the file is read, so a flag that is not there
+    // yet fails the config, not a run).
     v.extend(probe.args.iter().cloned());
     v
 }
