@@ -31,6 +31,8 @@ pub use curve::{CurveArgs, CurveRequest};
 pub mod hardening;
 mod load;
 pub use load::{FlowArgs, LoadArgs, arrivals_name};
+mod monitor;
+pub use monitor::{MonitorArgs, MonitorRequest};
 mod output;
 pub use output::{FieldList, Format, OutputArgs, Outputs};
 mod ping;
@@ -89,6 +91,8 @@ pub enum Command {
     Report(ReportArgs),
     /// ICMP echo (or TCP connect) round trips by packet size: availability and response time.
     Ping(PingArgs),
+    /// Run probes on a schedule and serve their latest figures to Prometheus (/metrics).
+    Monitor(MonitorArgs),
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which

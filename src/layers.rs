@@ -20,6 +20,7 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &["cmd"],
     &["cli"],
+    &["monitor"],
     &["export"],
     &["agg"],
     &["control"],

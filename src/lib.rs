@@ -3,7 +3,8 @@
 //! The library holds everything; `main.rs` only parses arguments and maps
 //! errors to an exit code. Layers, top to bottom; every import points down
 //! this list, and `layers.rs` checks it: `cmd` (one file per command) →
-//! `cli` (clap's types, checked into a plan) → `export` (formats, charts) →
+//! `cli` (clap's types, checked into a plan) → `monitor` (probes on a
+//! schedule, their metrics) → `export` (formats, charts) →
 //! `agg` (the aggregate method) → `control` (protocol, client and server
 //! sessions) → `analysis` (the record turned into a result) → `result` →
 //! `engine` (worker threads) → `workload` (flow state machines) → `io`
@@ -21,6 +22,7 @@ pub mod export;
 pub mod io;
 #[cfg(test)]
 mod layers;
+pub mod monitor;
 pub mod plan;
 pub mod result;
 pub mod sensors;
@@ -51,5 +53,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Curve(args) => cmd::curve::curve(&args),
         Command::Report(args) => cmd::report::report(&args),
         Command::Ping(args) => cmd::ping::ping(&args),
+        Command::Monitor(args) => cmd::monitor::monitor(&args),
     }
 }

@@ -1,5 +1,5 @@
 //! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
-//! `ping`, and the aggregate commands `agg`, `find-burst`, `sweep` and `report`. This
+//! `ping`, `monitor`, and the aggregate commands `agg`, `find-burst`, `sweep` and `report`. This
 //! is the top of the library: a command parses nothing. Its first line
 //! turns clap's arguments into one plain request ([`crate::cli`]'s
 //! `RunRequest`, `CurveRequest`, …: checked, the server resolved), and
@@ -11,6 +11,7 @@
 pub mod agg;
 pub mod curve;
 pub mod find_burst;
+pub mod monitor;
 pub mod out;
 pub mod ping;
 pub mod progress;

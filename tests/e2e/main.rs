@@ -21,6 +21,7 @@ mod live;
 mod loopback;
 mod measure;
 mod mix;
+mod monitor;
 mod netns;
 mod open_loop;
 mod outputs;

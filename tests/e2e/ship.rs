@@ -94,10 +94,12 @@ fn check_dist(var: &str, target: &str, emulator: Option<&str>) {
         "README.md",
         "man/thrum.1",
         "man/thrum-server.1",
+        "man/thrum-monitor.1",
         "completions/thrum.bash",
         "completions/_thrum",
         "completions/thrum.fish",
         "systemd/thrum-server.service",
+        "systemd/thrum-monitor.service",
     ] {
         assert!(top.join(f).is_file(), "the tarball lacks {f}");
     }
@@ -271,8 +273,8 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
         pages += 1;
     }
     // thrum(1) and one per subcommand (run, server, suite, curve, ping,
-    // agg, find-burst, sweep, report).
-    assert_eq!(pages, 10, "man pages");
+    // agg, find-burst, sweep, report, monitor).
+    assert_eq!(pages, 11, "man pages");
 
     // What bash offers after `thrum run ` and after `--driver `.
     let script = format!(
@@ -374,15 +376,17 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
     }
 }
 
-/// The unit with ExecStart pointing at `thrum` (verify checks the program exists).
-fn unit_for(thrum: &str, dir: &Path) -> PathBuf {
-    let unit = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/packaging/systemd/thrum-server.service"
-    ))
+/// The unit `name` with ExecStart pointing at `thrum` (verify checks the
+/// program exists), which must run `thrum COMMAND`.
+fn unit_for(name: &str, command: &str, thrum: &str, dir: &Path) -> PathBuf {
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("packaging/systemd")
+            .join(name),
+    )
     .unwrap();
-    assert!(unit.contains("ExecStart=/usr/bin/thrum server "));
-    let path = dir.join("thrum-server.service");
+    assert!(unit.contains(&format!("ExecStart=/usr/bin/thrum {command} ")));
+    let path = dir.join(name);
     std::fs::write(&path, unit.replace("/usr/bin/thrum", thrum)).unwrap();
     path
 }
@@ -394,7 +398,7 @@ fn systemd_unit_verifies() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let unit = unit_for(bin(), tmp.path());
+    let unit = unit_for("thrum-server.service", "server", bin(), tmp.path());
     // verify exits 0 on unknown keys and only warns: any word on stderr fails.
     // Man pages are checked where the .deb installs them (below).
     let (_, warnings) = ok(
@@ -426,6 +430,39 @@ fn systemd_unit_verifies() {
         nofile > 100_000,
         "100,000 flows need more than {nofile} files"
     );
+}
+
+/// The monitor's unit verifies, runs `thrum monitor` with its config and
+/// metrics address, and keeps the server's sandbox with only CAP_NET_RAW
+/// (ping probes' raw sockets) added.
+#[test]
+fn monitor_unit_verifies() {
+    if !has("systemd-analyze") {
+        skip("systemd-analyze not found (apt-get install systemd)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let unit = unit_for("thrum-monitor.service", "monitor", bin(), tmp.path());
+    let (_, warnings) = ok(
+        Command::new("systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(&unit),
+        Duration::from_secs(30),
+    );
+    assert!(warnings.trim().is_empty(), "{warnings}");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    for line in [
+        "--config /etc/thrum/monitor.toml",
+        "--metrics-listen ",
+        "ConditionPathExists=/etc/thrum/monitor.toml",
+        "KillMode=mixed",
+        "DynamicUser=yes",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "CapabilityBoundingSet=CAP_NET_RAW\n",
+    ] {
+        assert!(text.contains(line), "the unit lacks {line:?}");
+    }
 }
 
 #[test]
@@ -484,19 +521,23 @@ fn deb_installs_works_and_removes() {
         let path = Path::new("/usr/share/doc/thrum").join(doc);
         assert!(path.is_file(), "the package lacks {}", path.display());
     }
-    let unit = Path::new("/lib/systemd/system/thrum-server.service");
-    assert!(unit.is_file(), "the unit is installed");
-    // Installed, not enabled: nothing links it into a target.
-    assert!(
-        !Path::new("/etc/systemd/system/multi-user.target.wants/thrum-server.service").exists()
-    );
-    if has("systemd-analyze") {
-        // In place, with its real ExecStart and its man page.
-        let (_, warnings) = ok(
-            Command::new("systemd-analyze").arg("verify").arg(unit),
-            Duration::from_secs(30),
+    for name in ["thrum-server.service", "thrum-monitor.service"] {
+        let unit = Path::new("/lib/systemd/system").join(name);
+        assert!(unit.is_file(), "{name} is installed");
+        // Installed, not enabled: nothing links it into a target.
+        assert!(
+            !Path::new("/etc/systemd/system/multi-user.target.wants")
+                .join(name)
+                .exists()
         );
-        assert!(warnings.trim().is_empty(), "{warnings}");
+        if has("systemd-analyze") {
+            // In place, with its real ExecStart and its man page.
+            let (_, warnings) = ok(
+                Command::new("systemd-analyze").arg("verify").arg(&unit),
+                Duration::from_secs(30),
+            );
+            assert!(warnings.trim().is_empty(), "{name}: {warnings}");
+        }
     }
 
     drop(remove);
@@ -505,6 +546,7 @@ fn deb_installs_works_and_removes() {
         "/usr/bin/thrum",
         "/usr/share/man/man1/thrum.1.gz",
         "/lib/systemd/system/thrum-server.service",
+        "/lib/systemd/system/thrum-monitor.service",
         "/usr/share/bash-completion/completions/thrum",
         "/usr/share/doc/thrum/copyright",
     ] {

@@ -8,12 +8,12 @@
 //!   target's standard library added by `rustup target add` if missing),
 //!   stripped with its debug info kept beside it, and the tarball
 //!   `target/dist/thrum-VERSION-TARGET.tar.gz` holding it with the man pages,
-//!   completions, systemd unit, README, the documents it links to
+//!   completions, systemd units, README, the documents it links to
 //!   (`docs/*.md`, BENCHMARKS.md) and the two licence files. Each man page
 //!   ends with its EXAMPLES (checked against the CLI), the EXIT STATUS and
 //!   SEE ALSO.
 //! - `deb`: the same files as a Debian package, built with `dpkg-deb` from the
-//!   tree `dist` stages (no cargo-deb to compile in CI); the unit is installed,
+//!   tree `dist` stages (no cargo-deb to compile in CI); the units are installed,
 //!   not enabled, and the licence is in `/usr/share/doc/thrum/copyright`,
 //!   beside the documents and the changelog (`changelog.gz`: a native
 //!   package's name) Debian asks for.
@@ -161,11 +161,13 @@ fn dist(target: &str) -> Result<Dist> {
     man_pages(&stage.join("man"))?;
     completions(&stage.join("completions"))?;
     fs::create_dir_all(stage.join("systemd"))?;
-    fs::copy(
-        root.join("packaging/systemd/thrum-server.service"),
-        stage.join("systemd/thrum-server.service"),
-    )
-    .context("copying packaging/systemd/thrum-server.service")?;
+    for unit in UNITS {
+        fs::copy(
+            root.join("packaging/systemd").join(unit),
+            stage.join("systemd").join(unit),
+        )
+        .with_context(|| format!("copying packaging/systemd/{unit}"))?;
+    }
     for doc in LICENSES.iter().chain(&["README.md"]) {
         fs::copy(root.join(doc), stage.join(doc)).with_context(|| format!("copying {doc}"))?;
     }
@@ -445,6 +447,19 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
         ],
     ),
+    (
+        "monitor",
+        &[
+            (
+                "thrum monitor --config /etc/thrum/monitor.toml --metrics-listen 0.0.0.0:12881",
+                "Run the file's probes on their schedule and serve their figures to Prometheus at /metrics.",
+            ),
+            (
+                "thrum monitor --config monitor.toml --dry-run",
+                "Check the file and print each probe's command line.",
+            ),
+        ],
+    ),
 ];
 
 /// A page's EXAMPLES section, each example checked against the CLI.
@@ -471,7 +486,7 @@ fn examples_section(sub: &str) -> Result<String> {
 const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
 .TP
 0
-Success; also \fB\-\-help\fR and \fB\-\-version\fR.
+Success; also \fB\-\-help\fR and \fB\-\-version\fR, and \fBmonitor\fR stopped by SIGTERM or SIGINT.
 .TP
 1
 The measurement ran and failed: the test reported an error (\fBrun\fR, \fBping\fR), or a test, step or cell failed (\fBsuite\fR, \fBagg\fR, \fBsweep\fR, \fBcurve\fR, and \fBreport\fR of a failed run). What was measured is still written.
@@ -553,6 +568,9 @@ fn gzip_to(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The systemd units that ship (packaging/systemd/), installed, not enabled.
+const UNITS: [&str; 2] = ["thrum-server.service", "thrum-monitor.service"];
+
 /// `target/dist/thrum_VERSION_ARCH.deb` from the staged tree.
 fn deb(d: &Dist) -> Result<PathBuf> {
     let arch = deb_arch(&d.target)?;
@@ -587,11 +605,14 @@ fn deb(d: &Dist) -> Result<PathBuf> {
     )?;
     // Installed, not enabled: there is no maintainer script, so nothing
     // starts a server (and opens a port) until the operator has written
-    // /etc/thrum/psk and run `systemctl enable --now thrum-server`.
-    fs::copy(
-        d.stage.join("systemd/thrum-server.service"),
-        put("lib/systemd/system/thrum-server.service")?,
-    )?;
+    // /etc/thrum/psk and run `systemctl enable --now thrum-server`, nor a
+    // monitor before /etc/thrum/monitor.toml and its `enable`.
+    for unit in UNITS {
+        fs::copy(
+            d.stage.join("systemd").join(unit),
+            put(&format!("lib/systemd/system/{unit}"))?,
+        )?;
+    }
     gzip_to(
         &d.stage.join("README.md"),
         &put("usr/share/doc/thrum/README.md.gz")?,
@@ -628,7 +649,7 @@ fn deb(d: &Dist) -> Result<PathBuf> {
              Description: network performance measurement\n \
              Bulk throughput, request/response rate and latency, connection rate,\n \
              packet rate and datagram loss, on many flows and threads. One static\n \
-             binary: client, server (with a systemd unit, not enabled) and the\n \
+             binary: client, server and monitor (with systemd units, not enabled), the\n \
              netperf-style aggregate runs.\n"
         ),
     )?;

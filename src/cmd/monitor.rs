@@ -1,0 +1,96 @@
+//! `thrum monitor`: check the configuration, bind the metrics address,
+//! then run the probes on their schedule until SIGTERM or SIGINT. A signal
+//! starts no new probe; the running ones finish (or are ended after
+//! `monitor::schedule::STOP_GRACE`) and the monitor exits 0. One line per
+//! finished run goes to stderr (the journal, under systemd).
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use crate::cli::MonitorArgs;
+use crate::monitor::metrics::{self, ProbeState};
+use crate::monitor::probe::{self, Outcome};
+use crate::monitor::{Probe, http, schedule};
+
+pub fn monitor(args: &MonitorArgs) -> Result<ExitCode> {
+    let req = args.to_request()?;
+    let probes = req.config.probes;
+    if req.dry_run {
+        for p in &probes {
+            println!(
+                "{} (every {:?}, timeout {:?}): thrum {}",
+                p.name,
+                p.every,
+                p.timeout,
+                probe::command_args(p).join(" ")
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let exe = std::env::current_exe().context("finding the thrum executable the probes run")?;
+    let ctx = probe::Context { exe, db: req.db };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let state = Arc::new(Mutex::new(
+        probes.iter().map(ProbeState::new).collect::<Vec<_>>(),
+    ));
+    let up = Instant::now();
+    let mut ready = format!("thrum monitor: {} probes", probes.len());
+    if let Some(addr) = req.metrics_listen {
+        let listener = TcpListener::bind(addr)
+            .with_context(|| format!("--metrics-listen {addr}: cannot listen there"))?;
+        let bound = listener.local_addr()?;
+        let shared = state.clone();
+        http::spawn(listener, move || {
+            let s = shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            metrics::render(&s, up.elapsed())
+        });
+        ready.push_str(&format!(", metrics on http://{bound}/metrics"));
+    }
+    // The ready line, on stdout as `thrum server`'s: a script or a test waits for it.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{ready}");
+    let _ = out.flush();
+    schedule::run(&probes, &ctx, &state, &stop, &log);
+    eprintln!("thrum monitor: stopped by signal");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line per finished run.
+fn log(p: &Probe, o: &Outcome) {
+    let f = &o.figures;
+    let mut figs = Vec::new();
+    if let Some(b) = f.throughput_bps {
+        figs.push(format!("{:.4} Gbit/s", b / 1e9));
+    }
+    if let Some(t) = f.transactions_per_s {
+        figs.push(format!("{t:.0} trans/s"));
+    }
+    if let Some(l) = f.latency_p50_s {
+        figs.push(format!("p50 {:.1} us", l * 1e6));
+    }
+    if let Some(l) = f.loss_ratio {
+        figs.push(format!("loss {:.1} %", l * 100.0));
+    }
+    match &o.error {
+        None => eprintln!(
+            "probe {}: ok in {:.1}s: {}",
+            p.name,
+            o.elapsed.as_secs_f64(),
+            figs.join(", ")
+        ),
+        Some(e) => eprintln!(
+            "probe {}: failed in {:.1}s: {e}",
+            p.name,
+            o.elapsed.as_secs_f64()
+        ),
+    }
+}

@@ -1,0 +1,385 @@
+//! One run of a probe: `thrum run` or `thrum ping` as a child process of
+//! this same executable, with `--json`, under a hard time limit, and its
+//! JSON read for the figures. A child of its own isolates each probe: one
+//! that crashes, hangs or leaks takes no other probe with it, and what a
+//! probe measures is exactly what `thrum run` would print by hand.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::config::{Probe, ProbeTest};
+use crate::plan::Merit;
+
+/// The echo interval of a ping probe unless its `args` set one: five
+/// echoes a second over `duration`.
+const PING_INTERVAL: Duration = Duration::from_millis(200);
+/// How long the output is waited for once the child has exited.
+const DRAIN: Duration = Duration::from_secs(2);
+/// How often a waiting run looks at its child.
+const POLL: Duration = Duration::from_millis(20);
+
+/// What the probe's children inherit from the monitor.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// The `thrum` executable the probes run (the monitor's own).
+    pub exe: PathBuf,
+    /// The results store the children save to (`THRUM_DB`), as `--db` gave it.
+    pub db: Option<PathBuf>,
+}
+
+/// The one place a probe's command line is made: `thrum run TEST -H TARGET
+/// -l DURATION --json ARGS…` or `thrum ping TARGET -c N -i 200ms --json
+/// ARGS…`. The results store's flags (a label naming the probe) belong
+/// here, so that every run a probe makes carries them.
+pub fn command(probe: &Probe, ctx: &Context) -> Command {
+    let mut cmd = Command::new(&ctx.exe);
+    cmd.args(command_args(probe));
+    if let Some(db) = &ctx.db {
+        cmd.env("THRUM_DB", db);
+    }
+    cmd
+}
+
+/// The arguments of [`command`], after the program's name.
+pub fn command_args(probe: &Probe) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    match probe.test {
+        ProbeTest::Run(kind) => {
+            v.extend([
+                "run".into(),
+                kind.name().into(),
+                "-H".into(),
+                probe.target.clone(),
+            ]);
+            v.extend(["-l".into(), format!("{}ms", probe.duration.as_millis())]);
+        }
+        ProbeTest::Ping => {
+            v.extend(["ping".into(), probe.target.clone()]);
+            let sets = |flags: &[&str]| {
+                probe.args.iter().any(|a| {
+                    flags.iter().any(|f| {
+                        a == f
+                            || a.starts_with(&format!("{f}="))
+                            || (f.len() == 2 && a.starts_with(f))
+                    })
+                })
+            };
+            if !sets(&["-i", "--interval"]) {
+                v.extend(["-i".into(), format!("{}ms", PING_INTERVAL.as_millis())]);
+            }
+            if !sets(&["-c", "--count"]) {
+                let n = (probe.duration.as_millis() / PING_INTERVAL.as_millis()).max(1);
+                v.extend(["-c".into(), n.to_string()]);
+            }
+        }
+    }
+    v.push("--json".into());
+    // The results store's tag of the probe goes here, once `run` and `ping`
+    // take it: `--label probe=NAME` (every command line made here is also
+    // parsed by the CLI when the file is read, so a flag that is not there
+    // yet fails the config, not a run).
+    v.extend(probe.args.iter().cloned());
+    v
+}
+
+/// The figures of one run, as far as its test has them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figures {
+    pub throughput_bps: Option<f64>,
+    pub transactions_per_s: Option<f64>,
+    pub latency_p50_s: Option<f64>,
+    pub latency_p99_s: Option<f64>,
+    pub loss_ratio: Option<f64>,
+}
+
+/// How one run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// Its result had no error and its process exited with status 0.
+    pub success: bool,
+    /// Wall time from start to exit.
+    pub elapsed: Duration,
+    pub figures: Figures,
+    /// Why it failed, in a line.
+    pub error: Option<String>,
+}
+
+/// Run `probe` once and wait for it; kill it when it outlasts the probe's
+/// timeout, or when `stop` has been set for longer than `stop_grace` (a
+/// SIGTERM first, which ends a run's window early, then SIGKILL a second
+/// later).
+pub fn run(probe: &Probe, ctx: &Context, stop: &AtomicBool, stop_grace: Duration) -> Outcome {
+    let start = Instant::now();
+    let fail = |e: String| Outcome {
+        success: false,
+        elapsed: start.elapsed(),
+        figures: Figures::default(),
+        error: Some(e),
+    };
+    // A process group of its own: a timeout ends whatever the probe
+    // started too, and a Ctrl-C at the monitor's terminal reaches the
+    // monitor alone, which then lets the probe finish.
+    let mut child = match command(probe, ctx)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return fail(format!("cannot start {}: {e}", ctx.exe.display())),
+    };
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
+    let mut stopped_at: Option<Instant> = None;
+    let mut killed = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) => {}
+            Err(_) => break None,
+        }
+        if stop.load(Ordering::Relaxed) && stopped_at.is_none() {
+            stopped_at = Some(Instant::now());
+        }
+        let over_time = start.elapsed() > probe.timeout;
+        let over_grace = stopped_at.is_some_and(|t| t.elapsed() > stop_grace);
+        if killed.is_none() && (over_time || over_grace) {
+            // SIGTERM first: a run ends its window early and prints what it measured.
+            // SAFETY: kill(2) on the process group our own child leads (not yet reaped).
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGTERM) };
+            killed = Some((Instant::now(), over_time));
+        }
+        if let Some((at, _)) = killed
+            && at.elapsed() > Duration::from_secs(1)
+        {
+            // SAFETY: as above.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+        }
+        std::thread::sleep(POLL);
+    };
+    // What the child wrote is in the pipes once it has exited; a process
+    // it left behind holding them open is not waited for.
+    let stdout = out.recv_timeout(DRAIN).unwrap_or_default();
+    let stderr = err.recv_timeout(DRAIN).unwrap_or_default();
+    let elapsed = start.elapsed();
+    if let Some((_, over_time)) = killed {
+        let why = if over_time {
+            format!("killed after its timeout of {:?}", probe.timeout)
+        } else {
+            "stopped with the monitor".to_string()
+        };
+        return Outcome {
+            elapsed,
+            ..fail(why)
+        };
+    }
+    let last_line = |s: &[u8]| {
+        String::from_utf8_lossy(s)
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.trim().trim_start_matches("error: ").to_string())
+    };
+    let doc: Option<Value> = serde_json::from_slice(&stdout).ok();
+    let figures = doc
+        .as_ref()
+        .map(|d| figures(probe.test, d))
+        .unwrap_or_default();
+    let doc_error = doc
+        .as_ref()
+        .and_then(|d| d.pointer("/summary/error"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let exited_ok = status.is_some_and(|s| s.success());
+    let error = match (exited_ok, doc_error, &doc) {
+        (true, None, Some(_)) => None,
+        (_, Some(e), _) => Some(e),
+        (_, None, None) => Some(
+            last_line(&stderr).unwrap_or_else(|| format!("exited with {status:?} and no result")),
+        ),
+        (false, None, Some(_)) => {
+            Some(last_line(&stderr).unwrap_or_else(|| format!("exited with {status:?}")))
+        }
+    };
+    Outcome {
+        success: error.is_none(),
+        elapsed,
+        figures,
+        error,
+    }
+}
+
+/// Read a pipe to its end on a thread of its own (a result larger than
+/// the pipe's 64 KiB would otherwise block its writer), handing the bytes
+/// over when it closes.
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut v);
+        }
+        let _ = tx.send(v);
+    });
+    rx
+}
+
+fn num(d: &Value, path: &str) -> Option<f64> {
+    d.pointer(path).and_then(Value::as_f64)
+}
+
+/// The headline figures of a `thrum.result.v1` or `thrum.ping.v1` document.
+pub fn figures(test: ProbeTest, d: &Value) -> Figures {
+    // Divided, not multiplied by 1e-9: 14071 ns reads 0.000014071, not 0.000014071000000000001.
+    const NS: f64 = 1e9;
+    match test {
+        ProbeTest::Run(kind) => {
+            let bulk = kind.traits().merit == Merit::Throughput;
+            Figures {
+                throughput_bps: num(d, "/summary/throughput_bps").filter(|_| bulk),
+                transactions_per_s: num(d, "/summary/transactions_per_s").filter(|_| !bulk),
+                latency_p50_s: num(d, "/summary/latency_ns/p50").map(|v| v / NS),
+                latency_p99_s: num(d, "/summary/latency_ns/p99").map(|v| v / NS),
+                loss_ratio: None,
+            }
+        }
+        ProbeTest::Ping => {
+            let sizes = d
+                .pointer("/summary/sizes")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let (sent, received) = sizes.iter().fold((0.0, 0.0), |(s, r), z| {
+                (
+                    s + num(z, "/sent").unwrap_or(0.0),
+                    r + num(z, "/received").unwrap_or(0.0),
+                )
+            });
+            // The first size's round trips: ping's default is one size.
+            let first = sizes.first();
+            Figures {
+                throughput_bps: None,
+                transactions_per_s: None,
+                latency_p50_s: first.and_then(|z| num(z, "/rtt_ns/p50")).map(|v| v / NS),
+                latency_p99_s: first.and_then(|z| num(z, "/rtt_ns/p99")).map(|v| v / NS),
+                loss_ratio: (sent > 0.0).then(|| 1.0 - received / sent),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::plan::TestKind;
+
+    fn probe(test: ProbeTest, args: &[&str]) -> Probe {
+        Probe {
+            name: "p".into(),
+            target: "lg1:12880".into(),
+            test,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            every: Duration::from_secs(2),
+            duration: Duration::from_secs(1),
+            timeout: Duration::from_millis(400),
+        }
+    }
+
+    #[test]
+    fn command_lines() {
+        let rr = probe(ProbeTest::Run(TestKind::TcpRr), &["-r", "64,64"]);
+        assert_eq!(
+            command_args(&rr).join(" "),
+            "run tcp_rr -H lg1:12880 -l 1000ms --json -r 64,64"
+        );
+        let mut ping = probe(ProbeTest::Ping, &[]);
+        ping.target = "lg1".into();
+        assert_eq!(
+            command_args(&ping).join(" "),
+            "ping lg1 -i 200ms -c 5 --json"
+        );
+        let ping = probe(ProbeTest::Ping, &["-c20"]);
+        assert_eq!(
+            command_args(&ping).join(" "),
+            "ping lg1:12880 -i 200ms --json -c20"
+        );
+        let ctx = Context {
+            exe: "/bin/true".into(),
+            db: Some("/tmp/x.db".into()),
+        };
+        let cmd = command(&rr, &ctx);
+        let env: Vec<_> = cmd.get_envs().collect();
+        assert_eq!(
+            env,
+            [(
+                std::ffi::OsStr::new("THRUM_DB"),
+                Some(std::ffi::OsStr::new("/tmp/x.db"))
+            )]
+        );
+    }
+
+    /// A stand-in for `thrum`: a shell script.
+    fn fake(dir: &std::path::Path, body: &str) -> Context {
+        let exe = dir.join("fake-thrum");
+        std::fs::write(&exe, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Context { exe, db: None }
+    }
+
+    #[test]
+    fn outcomes_of_a_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = probe(ProbeTest::Run(TestKind::TcpRr), &[]);
+        let stop = AtomicBool::new(false);
+        let grace = Duration::from_secs(60);
+
+        let ok = r#"echo '{"summary":{"error":null,"transactions_per_s":1000.5,"latency_ns":{"p50":40000,"p99":90000}}}'"#;
+        let o = run(&p, &fake(dir.path(), ok), &stop, grace);
+        assert!(o.success, "{o:?}");
+        assert_eq!(o.figures.transactions_per_s, Some(1000.5));
+        assert_eq!(o.figures.latency_p50_s, Some(0.00004));
+        assert_eq!(o.figures.throughput_bps, None);
+
+        let refused = r#"echo '{"summary":{"error":"cannot reach"}}'; echo 'error: cannot reach' >&2; exit 1"#;
+        let o = run(&p, &fake(dir.path(), refused), &stop, grace);
+        assert!(!o.success);
+        assert_eq!(o.error.as_deref(), Some("cannot reach"));
+
+        let crashed = "echo 'error: boom' >&2; kill -SEGV $$";
+        let o = run(&p, &fake(dir.path(), crashed), &stop, grace);
+        assert_eq!(o.error.as_deref(), Some("boom"), "{o:?}");
+
+        // A hung child is ended at its timeout, even one that ignores SIGTERM.
+        let hung = "trap '' TERM; sleep 30 & wait; sleep 30";
+        let o = run(&p, &fake(dir.path(), hung), &stop, grace);
+        assert!(!o.success);
+        assert!(o.error.as_deref().unwrap().contains("timeout"), "{o:?}");
+        assert!(o.elapsed < Duration::from_secs(10), "{o:?}");
+    }
+
+    #[test]
+    fn a_stop_ends_a_long_run_after_the_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = probe(ProbeTest::Run(TestKind::TcpRr), &[]);
+        p.timeout = Duration::from_secs(60);
+        let stop = AtomicBool::new(true);
+        let o = run(
+            &p,
+            &fake(dir.path(), "exec sleep 30"),
+            &stop,
+            Duration::from_millis(100),
+        );
+        assert_eq!(o.error.as_deref(), Some("stopped with the monitor"));
+        assert!(o.elapsed < Duration::from_secs(10), "{o:?}");
+    }
+}
