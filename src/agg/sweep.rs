@@ -356,7 +356,9 @@ impl Sweep {
             _ => format!("{}/{}", opt(a, digits), opt(b, digits)),
         };
         match fig {
-            "tps" if !c.valid => "n/a".into(),
+            // The rate stands beside the mark, as `thrum run` gives it: the
+            // mark says it is not a packet rate.
+            "tps" if !c.valid => format!("{} n/a", Self::rate(c)),
             "tps" => Self::rate(c),
             "p50" => us(|l| l.p50 as f64),
             "p99" => us(|l| l.p99 as f64),
@@ -477,7 +479,7 @@ impl Sweep {
                 "{title}: rows {rows}, columns {cols}; {}\n",
                 what.join(", ")
             ));
-            let w = 12;
+            let w = 14;
             s.push_str(&format!("{:>10}", rows));
             for v in &col_dim.values {
                 let head = if cols == "flows" {
@@ -522,7 +524,7 @@ impl Sweep {
                         if i == 0 {
                             if let Some(why) = c.and_then(Cell::why_na) {
                                 notes.push(format!("{here}: n/a: {why}"));
-                                shown = format!("n/a [{}]", notes.len());
+                                shown = format!("{shown} [{}]", notes.len());
                             } else if let Some(c) = c.filter(|c| c.interrupted) {
                                 let _ = c;
                                 notes.push(format!(
@@ -758,7 +760,8 @@ mod tests {
         assert!(rows[3].contains(",0.25,0.25,false,"), "{csv}");
         let table = s.table();
         assert!(
-            table.contains("         4      n/a [1]        50/48      10.00/-         9000"),
+            table
+                .contains("         4   5000 n/a [1]          50/48        10.00/-           9000"),
             "{table}"
         );
         assert!(
@@ -843,12 +846,12 @@ mod tests {
         };
         let t = s.table();
         assert!(t.contains("flows 1: rows cpu-pin, columns burst"), "{t}");
-        assert!(t.contains("       0:0     100* [1]"), "{t}");
+        assert!(t.contains("       0:0       100* [1]"), "{t}");
         assert!(
             t.contains("confidence not reached: after 3 iteration(s)"),
             "{t}"
         );
-        assert!(t.contains("       0:1      cut [2]"), "{t}");
+        assert!(t.contains("       0:1        cut [2]"), "{t}");
         let csv = s.csv();
         assert!(csv.starts_with("burst,flows,cpu-pin,"), "{csv}");
         assert!(csv.contains("\n0,1,0:1,"), "{csv}");

@@ -85,6 +85,10 @@ pub struct SweepArgs {
     #[arg(short = 'l', long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
     #[arg(help_heading = super::heading::TARGET)]
     pub duration: Duration,
+    /// Traffic before each cell's measurement window (default 1s, as `thrum run`).
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub warmup: Option<Duration>,
     /// The tables' rows: a dimension's name (default burst).
     #[arg(long, value_name = "NAME")]
     #[arg(help_heading = super::heading::OUTPUT)]
@@ -269,6 +273,9 @@ impl SweepArgs {
         self.sock.apply(&mut base);
         (base.request_bytes, base.response_bytes) = rr_sizes[0];
         base.duration_ns = self.duration.as_nanos() as u64;
+        if let Some(w) = self.warmup {
+            base.warmup_ns = w.as_nanos() as u64;
+        }
         if let Some(t) = self.threads {
             base.threads = t;
         }
