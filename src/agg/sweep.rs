@@ -311,13 +311,6 @@ impl Sweep {
         d
     }
 
-    /// The cell with these values of these dimensions.
-    fn cell(&self, at: &[(&str, &Value)]) -> Option<&Cell> {
-        self.cells
-            .iter()
-            .find(|c| at.iter().all(|(n, v)| c.param(n).as_ref() == Some(*v)))
-    }
-
     /// A cell's measured rate: transactions/s, or Mbit/s with an M.
     fn rate(c: &Cell) -> String {
         match (c.transactions_per_s, c.throughput_bps) {
@@ -436,56 +429,61 @@ impl Sweep {
     /// The grid as text: one table of `rows` by `cols` per value of the
     /// other dimensions, each cell the figures asked for; notes under a
     /// table say why a cell is n/a, which did not reach its confidence and
-    /// which Ctrl-C cut.
+    /// which Ctrl-C cut. Cells are found by their place in the grid (the
+    /// last dimension varies fastest), so a value listed twice is two cells.
     pub fn table(&self) -> String {
         let (rows, cols, figs) = self.view();
         let dims = self.dims();
-        let none = Dim {
-            name: String::new(),
-            values: vec![Value::Null],
-        };
-        let row_dim = dims.iter().find(|d| d.name == rows).unwrap_or(&none);
-        let col_dim = dims.iter().find(|d| d.name == cols).unwrap_or(&none);
-        let others: Vec<&Dim> = dims
-            .iter()
-            .filter(|d| d.name != rows && d.name != cols)
+        let pos = |n: &str| dims.iter().position(|d| d.name == n);
+        let (ri, ci) = (pos(&rows), pos(&cols));
+        let len = |i: Option<usize>| i.map_or(1, |i| dims[i].values.len());
+        let others: Vec<usize> = (0..dims.len())
+            .filter(|&i| Some(i) != ri && Some(i) != ci)
             .collect();
         let what: Vec<&str> = figs.iter().map(|f| self.heading(f)).collect();
+        let w = 14;
         let mut s = String::new();
-        for combo in product(&others) {
-            let fixed: Vec<String> = others
-                .iter()
-                .zip(&combo)
-                .map(|(d, v)| format!("{} {}", d.name, label(v)))
-                .collect();
-            let (req, resp) = self
-                .cells
-                .iter()
-                .find(|c| {
-                    others
-                        .iter()
-                        .zip(&combo)
-                        .all(|(d, v)| c.param(&d.name).as_ref() == Some(*v))
-                })
-                .map_or((1, 1), |c| (c.request_bytes, c.response_bytes));
-            let mut title = format!(
-                "{} to {}, request {req} B, response {resp} B",
-                self.test, self.server
-            );
-            for f in &fixed {
-                title.push_str(&format!(", {f}"));
+        let radices: Vec<usize> = others.iter().map(|&i| dims[i].values.len()).collect();
+        let cell_at = |at: &[usize]| {
+            let mut k = 0;
+            for (d, &v) in dims.iter().zip(at) {
+                k = k * d.values.len() + v;
+            }
+            self.cells.get(k)
+        };
+        let value =
+            |i: Option<usize>, k: usize| i.map_or(String::new(), |i| label(&dims[i].values[k]));
+        for combo in indices(&radices) {
+            // Where every dimension stands: the others fixed here, rows
+            // and columns filled in below.
+            let mut at = vec![0usize; dims.len()];
+            for (&d, &v) in others.iter().zip(&combo) {
+                at[d] = v;
+            }
+            let mut title = format!("{} to {}", self.test, self.server);
+            if let Some(c) = cell_at(&at) {
+                title.push_str(&format!(
+                    ", request {} B, response {} B",
+                    c.request_bytes, c.response_bytes
+                ));
+            }
+            for &d in &others {
+                title.push_str(&format!(
+                    ", {} {}",
+                    dims[d].name,
+                    label(&dims[d].values[at[d]])
+                ));
             }
             s.push_str(&format!(
                 "{title}: rows {rows}, columns {cols}; {}\n",
                 what.join(", ")
             ));
-            let w = 14;
-            s.push_str(&format!("{:>10}", rows));
-            for v in &col_dim.values {
+            s.push_str(&format!("{rows:>10}"));
+            for k in 0..len(ci) {
                 let head = if cols == "flows" {
-                    format!("{} flows", label(v))
+                    format!("{} flows", value(ci, k))
                 } else {
-                    format!("{cols} {}", label(v))
+                    format!("{cols} {}", value(ci, k))
                 };
                 s.push_str(&format!(" {head:>w$}"));
                 for _ in 1..figs.len() {
@@ -495,7 +493,7 @@ impl Sweep {
             s.push('\n');
             if figs.len() > 1 {
                 s.push_str(&format!("{:>10}", ""));
-                for _ in &col_dim.values {
+                for _ in 0..len(ci) {
                     for h in &what {
                         s.push_str(&format!(" {h:>w$}"));
                     }
@@ -503,47 +501,29 @@ impl Sweep {
                 s.push('\n');
             }
             let mut notes = Vec::new();
-            for rv in &row_dim.values {
-                s.push_str(&format!("{:>10}", label(rv)));
-                for cv in &col_dim.values {
-                    let mut at: Vec<(&str, &Value)> = others
-                        .iter()
-                        .zip(&combo)
-                        .map(|(d, v)| (d.name.as_str(), *v))
-                        .collect();
-                    if !row_dim.name.is_empty() {
-                        at.push((&row_dim.name, rv));
+            for r in 0..len(ri) {
+                s.push_str(&format!("{:>10}", value(ri, r)));
+                for k in 0..len(ci) {
+                    if let Some(i) = ri {
+                        at[i] = r;
                     }
-                    if !col_dim.name.is_empty() {
-                        at.push((&col_dim.name, cv));
+                    if let Some(i) = ci {
+                        at[i] = k;
                     }
-                    let c = self.cell(&at);
-                    let here = format!("{rows} {}, {cols} {}", label(rv), label(cv));
+                    let c = cell_at(&at);
+                    let here = format!("{rows} {}, {cols} {}", value(ri, r), value(ci, k));
                     for (i, fig) in figs.iter().enumerate() {
                         let mut shown = Self::figure(c, fig);
                         if i == 0 {
-                            if let Some(why) = c.and_then(Cell::why_na) {
-                                notes.push(format!("{here}: n/a: {why}"));
-                                shown = format!("{shown} [{}]", notes.len());
-                            } else if let Some(c) = c.filter(|c| c.interrupted) {
-                                let _ = c;
-                                notes.push(format!(
-                                    "{here}: cut: Ctrl-C stopped the sweep while this cell ran; its figures are not a whole window"
-                                ));
-                                shown = format!("cut [{}]", notes.len());
-                            } else if let Some(k) = c
-                                .filter(|c| c.error.is_none())
-                                .and_then(|c| c.confidence.as_ref())
-                                .filter(|k| !k.achieved)
-                            {
-                                notes.push(format!(
-                                    "{here}: confidence not reached: after {} iteration(s) the {} % interval is {} wide, {} % was asked for",
-                                    k.iterations,
-                                    k.level,
-                                    k.width_percent.map_or("undefined".into(), |w| format!("{w:.1} %")),
-                                    k.width_percent_requested
-                                ));
-                                shown = format!("{shown}* [{}]", notes.len());
+                            if let Some(note) = Self::note(c) {
+                                notes.push(format!("{here}: {note}"));
+                                shown = match c {
+                                    Some(c) if c.interrupted => format!("cut [{}]", notes.len()),
+                                    Some(c) if c.why_na().is_some() => {
+                                        format!("{shown} [{}]", notes.len())
+                                    }
+                                    _ => format!("{shown}* [{}]", notes.len()),
+                                };
                             }
                         }
                         s.push_str(&format!(" {shown:>w$}"));
@@ -556,6 +536,32 @@ impl Sweep {
             }
         }
         s.lines().map(|l| format!("{}\n", l.trim_end())).collect()
+    }
+
+    /// What a note under the table says of a cell: why it is n/a, that
+    /// Ctrl-C cut it, or that it fell short of its confidence.
+    fn note(c: Option<&Cell>) -> Option<String> {
+        let c = c?;
+        if let Some(why) = c.why_na() {
+            return Some(format!("n/a: {why}"));
+        }
+        if c.interrupted {
+            return Some(
+                "cut: Ctrl-C stopped the sweep while this cell ran; its figures are not a whole window"
+                    .into(),
+            );
+        }
+        let k = c.confidence.as_ref().filter(|k| !k.achieved)?;
+        c.error.is_none().then(|| {
+            format!(
+                "confidence not reached: after {} iteration(s) the {} % interval is {} wide, {} % was asked for",
+                k.iterations,
+                k.level,
+                k.width_percent
+                    .map_or("undefined".into(), |w| format!("{w:.1} %")),
+                k.width_percent_requested
+            )
+        })
     }
 
     /// The grid as long CSV: one row per cell, one column per dimension,
@@ -633,15 +639,15 @@ impl Sweep {
     }
 }
 
-/// Every combination of the dimensions' values, the last varying fastest
-/// (one empty combination for no dimensions).
-fn product<'a>(dims: &[&'a Dim]) -> Vec<Vec<&'a Value>> {
-    let mut out: Vec<Vec<&Value>> = vec![Vec::new()];
-    for d in dims {
+/// Every combination of indices below `radices`, the last varying fastest
+/// (one empty combination for none).
+fn indices(radices: &[usize]) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = vec![Vec::new()];
+    for &n in radices {
         out = out
             .into_iter()
             .flat_map(|c| {
-                d.values.iter().map(move |v| {
+                (0..n).map(move |v| {
                     let mut c = c.clone();
                     c.push(v);
                     c
