@@ -25,4 +25,5 @@ pub mod progress;
 pub mod ramp;
 pub mod run;
 pub mod series;
+pub mod spread;
 pub mod sweep;

@@ -181,8 +181,13 @@ impl Cell {
         }
         Some(match self.packets_per_transaction {
             Some((tx, rx)) => format!(
-                "{tx:.2} packets per transaction sent, {rx:.2} received (1 each way within {:.0} % makes the rate a packet rate): TCP carried several messages per segment",
-                100.0 * PACKET_TOLERANCE
+                "{tx:.2} packets per transaction sent, {rx:.2} received (1 each way within {:.0} % makes the rate a packet rate): {}",
+                100.0 * PACKET_TOLERANCE,
+                if tx.min(rx) < 1.0 {
+                    "TCP carried several messages per segment"
+                } else {
+                    "more packets than messages: acknowledgements on their own, or other traffic on the interface"
+                }
             ),
             None => "packets and transactions parted".into(),
         })

@@ -44,6 +44,18 @@ pub struct SweepArgs {
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
     #[arg(help_heading = super::heading::TARGET)]
     pub host: Option<String>,
+    /// Several servers: HOST[:PORT],...; each cell's flows spread round-robin over them, as `thrum agg`.
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["host", "hosts_file", "hosts_dns"])]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub hosts: Option<String>,
+    /// Servers from a file: one HOST[:PORT] per line, or netperf's remote_hosts form (REMOTE_HOSTS[0]=lg1), read as data.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["host", "hosts_dns"])]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub hosts_file: Option<PathBuf>,
+    /// Servers from DNS: every A and AAAA record of NAME is one (default port 12880).
+    #[arg(long, value_name = "NAME[:PORT]", conflicts_with = "host")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub hosts_dns: Option<String>,
     /// Bursts, the matrix's rows (shorthand for --vary burst=LIST; default 0).
     #[arg(long, value_parser = u32_list, value_name = "LIST")]
     #[arg(help_heading = super::heading::LOAD)]
@@ -68,7 +80,7 @@ pub struct SweepArgs {
     /// response-size, rr-size (REQ:RESP), send-size, recv-size,
     /// local-buffer, remote-buffer, buffer (both ends), nodelay (on,off),
     /// driver, cc, rate, cpu-pin (LOCAL:REMOTE pairs, as 0:0,0:1,1:1),
-    /// close, and the NIC's coalesce-rx-usecs, coalesce-rx-frames,
+    /// local-cpu and remote-cpu (one end's pin each, for a matrix), close, and the NIC's coalesce-rx-usecs, coalesce-rx-frames,
     /// coalesce-tx-usecs, coalesce-tx-frames, ring-rx, ring-tx (with --nic).
     #[arg(long, value_parser = vary_arg, value_name = "NAME=LIST")]
     #[arg(help_heading = super::heading::LOAD)]
@@ -172,8 +184,11 @@ pub struct SweepRequest {
     pub dims: Vec<crate::agg::sweep::Dim>,
     /// Every cell, validated, the last dimension varying fastest.
     pub cells: Vec<PlannedCell>,
-    /// The server; None: an embedded one on loopback.
+    /// The server; None: an embedded one on loopback (or `hosts`).
     pub target: Option<Target>,
+    /// `--hosts`, `--hosts-file`, `--hosts-dns`: the servers each cell's
+    /// flows are spread over, round-robin; empty: `target`.
+    pub hosts: Vec<Target>,
     /// `--iterations`/`--confidence` per cell.
     pub repeat: Option<Repeat>,
     /// The device the NIC dimensions set (`--nic`).
@@ -261,6 +276,24 @@ impl SweepArgs {
         Ok(dims)
     }
 
+    /// The servers of `--hosts`, `--hosts-file` or `--hosts-dns`, as
+    /// `thrum agg` reads them; none without.
+    fn host_list(&self) -> Result<Vec<String>> {
+        use crate::agg::hosts;
+        Ok(match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
+            (Some(h), _, _) => hosts::parse_list(h)?,
+            (None, Some(f), _) => {
+                let text = std::fs::read_to_string(f)
+                    .with_context(|| format!("--hosts-file: reading {}", f.display()))?;
+                hosts::parse_file(&text)?
+            }
+            (None, None, Some(name)) => {
+                hosts::from_dns(name, crate::control::server::DEFAULT_PORT)?
+            }
+            (None, None, None) => Vec::new(),
+        })
+    }
+
     /// The one conversion: the test, every cell's plan, then the server.
     pub fn to_request(&self) -> Result<SweepRequest> {
         let test: TestKind = self.test.parse()?;
@@ -307,8 +340,14 @@ impl SweepArgs {
                 nic,
             });
         }
+        let hosts = self
+            .host_list()?
+            .iter()
+            .map(|h| target_for(h, self.psk_file.as_deref()))
+            .collect::<Result<Vec<_>>>()?;
         let target = match &self.host {
             Some(h) => Some(target_for(h, self.psk_file.as_deref())?),
+            None if !hosts.is_empty() => None,
             None if self.psk_file.is_some() => {
                 bail!("--psk-file needs -H: the embedded server asks for no key")
             }
@@ -342,6 +381,7 @@ impl SweepArgs {
             dims: doc_dims,
             cells,
             target,
+            hosts,
             repeat: super::run::repeat_of(self.iterations, self.confidence),
             nic: self.nic.clone(),
             rows: self.rows.clone(),

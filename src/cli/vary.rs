@@ -33,6 +33,10 @@ pub enum Setting {
     Rate(u64),
     /// (local CPU, remote CPU) for the worker threads of each end.
     CpuPin(u32, u32),
+    /// One end's CPU alone, for a pinning matrix of local rows by remote
+    /// columns (`--vary local-cpu=0,1 --vary remote-cpu=0,1`).
+    LocalCpu(u32),
+    RemoteCpu(u32),
     Close(CloseMode),
     /// A NIC setting (ethtool), applied by the sweep before the cell:
     /// the dimension's name and the value.
@@ -93,6 +97,14 @@ pub const NAMES: &[(&str, &str)] = &[
         "rates, 10k = 10,000/s (transactions/s; bits/s for udp_stream)",
     ),
     ("cpu-pin", "LOCAL:REMOTE CPU pairs, as 0:0,0:1,1:1"),
+    (
+        "local-cpu",
+        "CPU numbers of this host (the worker threads' pin)",
+    ),
+    (
+        "remote-cpu",
+        "CPU numbers of the server (its worker threads' pin)",
+    ),
     ("close", "fin or rst"),
     ("coalesce-rx-usecs", "whole numbers (ethtool -C rx-usecs)"),
     ("coalesce-rx-frames", "whole numbers (ethtool -C rx-frames)"),
@@ -209,6 +221,11 @@ fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
             }
             CpuPin(l, cpu(r)?)
         }
+        "local-cpu" => {
+            let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+            LocalCpu(whole(v, 0, ncpu - 1)? as u32)
+        }
+        "remote-cpu" => RemoteCpu(whole(v, 0, 4095)? as u32),
         "close" => Close(v.parse().map_err(|_| "is not fin or rst".to_string())?),
         "coalesce-rx-usecs" => nic(NicKnob::CoalesceRxUsecs, 0)?,
         "coalesce-rx-frames" => nic(NicKnob::CoalesceRxFrames, 0)?,
@@ -262,6 +279,8 @@ impl Setting {
                 p.local.cpu_pin = vec![*l as usize];
                 p.remote.cpu_pin = vec![*r as usize];
             }
+            LocalCpu(c) => p.local.cpu_pin = vec![*c as usize],
+            RemoteCpu(c) => p.remote.cpu_pin = vec![*c as usize],
             Close(c) => p.close = *c,
             Nic(..) => {}
         }
@@ -273,7 +292,7 @@ impl Setting {
         use Setting::*;
         use serde_json::json;
         match self {
-            Burst(n) | Flows(n) | Threads(n) => json!(n),
+            Burst(n) | Flows(n) | Threads(n) | LocalCpu(n) | RemoteCpu(n) => json!(n),
             RequestSize(n) | ResponseSize(n) | SendSize(n) | RecvSize(n) | LocalBuffer(n)
             | RemoteBuffer(n) | Buffer(n) | Rate(n) => json!(n),
             Nic(_, n) => json!(n),
@@ -285,7 +304,9 @@ impl Setting {
     pub fn label(&self) -> String {
         use Setting::*;
         match self {
-            Burst(n) | Flows(n) | Threads(n) | Nic(_, n) => n.to_string(),
+            Burst(n) | Flows(n) | Threads(n) | Nic(_, n) | LocalCpu(n) | RemoteCpu(n) => {
+                n.to_string()
+            }
             RequestSize(n) | ResponseSize(n) | SendSize(n) | RecvSize(n) | LocalBuffer(n)
             | RemoteBuffer(n) | Buffer(n) | Rate(n) => n.to_string(),
             RrSize(a, b) => format!("{a}:{b}"),

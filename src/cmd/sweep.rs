@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 
 use super::out::print;
 use super::progress::Ticker;
+use crate::agg::spread;
 use crate::agg::sweep::{Cell, SCHEMA, Sweep};
 use crate::cli::SweepArgs;
 use crate::control::client::{self, Quiet, Target};
@@ -20,6 +21,17 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     let req = args.to_request()?;
     let (target, _server) = match &req.target {
         Some(t) => (t.clone(), None),
+        // Several servers: the first stands for them where one is named.
+        None if !req.hosts.is_empty() => {
+            let mut t = req.hosts[0].clone();
+            t.label = req
+                .hosts
+                .iter()
+                .map(|h| h.label.as_str())
+                .collect::<Vec<_>>()
+                .join(",");
+            (t, None)
+        }
         None => {
             let s = EmbeddedServer::start().context("starting the embedded server")?;
             let t = Target {
@@ -55,18 +67,29 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         }
         ticker.set(format!("cell {}/{n}: {}", i + 1, c.label));
         let p = &c.plan;
-        let r = match req.repeat {
-            Some(rep) => client::run_repeated(&target, p, rep, &mut Quiet, &mut |it| {
-                ticker.above(|| {
-                    eprintln!(
-                        "cell {}: iteration {}: {}",
-                        c.label,
-                        it.index,
-                        crate::export::human::figure(it.figure, it.unit)
-                    )
-                })
-            }),
-            None => client::run(&target, p, &mut Quiet),
+        let mut on_iteration = |it: &crate::result::Iteration| {
+            ticker.above(|| {
+                eprintln!(
+                    "cell {}: iteration {}: {}",
+                    c.label,
+                    it.index,
+                    crate::export::human::figure(it.figure, it.unit)
+                )
+            })
+        };
+        let r = match (req.repeat, req.hosts.is_empty()) {
+            (Some(rep), true) => {
+                client::run_repeated(&target, p, rep, &mut Quiet, &mut on_iteration)
+            }
+            (None, true) => client::run(&target, p, &mut Quiet),
+            // Several servers: the cell's flows spread over them, at once.
+            (Some(rep), false) => crate::control::repeat::repeat(
+                p,
+                rep,
+                &mut || spread::run(&req.hosts, p),
+                &mut on_iteration,
+            ),
+            (None, false) => spread::run(&req.hosts, p),
         };
         let mut cell = Cell::of(p, &r, c.params.clone());
         // A cell Ctrl-C cut short is kept, marked, not passed off as whole.
@@ -91,7 +114,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         rows: req.rows.clone(),
         cols: req.cols.clone(),
         cell_figures: req.cell_figures.clone(),
-        hosts: Vec::new(),
+        hosts: req.hosts.iter().map(|h| h.label.clone()).collect(),
         interrupted: crate::control::stop::requested(),
     };
     if req.json {

@@ -199,3 +199,39 @@ fn bad_dimensions_are_refused() {
         ),
     ]);
 }
+
+/// `--hosts-file` in netperf's remote_hosts form: each cell's flows spread
+/// round-robin over both servers, the cell's rate theirs together.
+#[test]
+fn flows_spread_over_several_servers() {
+    let (a, b) = (ServerProc::start(&[]), ServerProc::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("remote_hosts");
+    std::fs::write(
+        &hosts,
+        format!(
+            "REMOTE_HOSTS[0]={}\nREMOTE_HOSTS[1]={}\nNUM_REMOTE_HOSTS=2\n",
+            a.addr, b.addr
+        ),
+    )
+    .unwrap();
+    let doc = sweep_json(&[
+        "sweep",
+        "tcp_rr",
+        "--hosts-file",
+        hosts.to_str().unwrap(),
+        "--flows",
+        "2",
+        "-l",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--json",
+    ]);
+    assert_eq!(doc["hosts"].as_array().unwrap().len(), 2, "{doc}");
+    let c = &doc["cells"][0];
+    assert!(c["error"].is_null(), "{c}");
+    assert!(f(&c["transactions_per_s"]) > 0.0, "{c}");
+    assert!(f(&c["latency_ns"]["p50"]) > 0.0, "{c}");
+    assert!(f(&c["remote_service_demand"]) > 0.0, "{c}");
+}
