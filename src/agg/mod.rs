@@ -9,7 +9,8 @@
 //! `model` (results.json and the analysis every source shares), `netperf`
 //! (netperf's demo-mode files), `curve` (the latency-vs-throughput curve's
 //! record, its knee and saturation point), `run` (the ramp against live servers),
-//! `sweep` (the burst × flows matrix), `cpu` (the system under test's CPU
+//! `sweep` (the grid of cells), `spread` (a cell over several servers),
+//! `nic` (NIC settings as dimensions, restored on drop), `cpu` (the system under test's CPU
 //! per step) and `progress` (the terminal bar).
 //! docs/agg.md explains the choices.
 
@@ -21,6 +22,7 @@ pub mod input;
 pub mod kinds;
 pub mod model;
 pub mod netperf;
+pub mod nic;
 pub mod progress;
 pub mod ramp;
 pub mod run;

@@ -44,28 +44,7 @@ pub enum Setting {
 }
 
 /// The NIC settings a sweep can vary (ethtool coalescing and rings).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NicKnob {
-    CoalesceRxUsecs,
-    CoalesceRxFrames,
-    CoalesceTxUsecs,
-    CoalesceTxFrames,
-    RingRx,
-    RingTx,
-}
-
-impl NicKnob {
-    pub fn name(self) -> &'static str {
-        match self {
-            NicKnob::CoalesceRxUsecs => "coalesce-rx-usecs",
-            NicKnob::CoalesceRxFrames => "coalesce-rx-frames",
-            NicKnob::CoalesceTxUsecs => "coalesce-tx-usecs",
-            NicKnob::CoalesceTxFrames => "coalesce-tx-frames",
-            NicKnob::RingRx => "ring-rx",
-            NicKnob::RingTx => "ring-tx",
-        }
-    }
-}
+pub use crate::agg::nic::Knob as NicKnob;
 
 /// Every dimension's name and the values it accepts, in `--help`'s order.
 pub const NAMES: &[(&str, &str)] = &[

@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 
 use super::out::print;
 use super::progress::Ticker;
-use crate::agg::spread;
 use crate::agg::sweep::{Cell, SCHEMA, Sweep};
+use crate::agg::{nic, spread};
 use crate::cli::SweepArgs;
 use crate::control::client::{self, Quiet, Target};
 use crate::control::server::EmbeddedServer;
@@ -45,6 +45,19 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         }
     };
     crate::control::stop::on_signals().context("installing signal handlers")?;
+    // NIC dimensions: the device is checked (and refused by name) before
+    // any cell runs; its settings are put back when `nic` drops, however
+    // the sweep ends.
+    let mut knobs: Vec<nic::Knob> = req
+        .cells
+        .iter()
+        .flat_map(|c| c.nic.iter().map(|(k, _)| *k))
+        .collect();
+    knobs.dedup();
+    let nic = match (&req.nic, knobs.is_empty()) {
+        (Some(dev), false) => Some(nic::NicGuard::open(dev, &knobs)?),
+        _ => None,
+    };
     // Each cell runs its warm-up and window (per iteration), plus set-up
     // the line cannot know.
     let runs = req.repeat.map_or(1, |r| r.min as u64);
@@ -59,6 +72,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         Some(std::time::Duration::from_nanos(per_cell)),
     );
     let mut cells = Vec::new();
+    let mut nic_failed = false;
     let n = req.cells.len();
     for (i, c) in req.cells.iter().enumerate() {
         // Ctrl-C: the cells measured so far are the sweep ("-" for the rest).
@@ -67,6 +81,17 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         }
         ticker.set(format!("cell {}/{n}: {}", i + 1, c.label));
         let p = &c.plan;
+        // A device that takes the first cell's values and refuses a later
+        // one's ends the sweep there; the cells measured are still written.
+        let nic_now = match nic.as_ref().map(|g| g.apply(&c.nic)) {
+            Some(Err(e)) => {
+                ticker.above(|| eprintln!("cell {}: {e:#}", c.label));
+                nic_failed = true;
+                break;
+            }
+            Some(Ok(m)) => m,
+            None => Default::default(),
+        };
         let mut on_iteration = |it: &crate::result::Iteration| {
             ticker.above(|| {
                 eprintln!(
@@ -92,6 +117,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
             (None, false) => spread::run(&req.hosts, p),
         };
         let mut cell = Cell::of(p, &r, c.params.clone());
+        cell.nic = nic_now;
         // A cell Ctrl-C cut short is kept, marked, not passed off as whole.
         if crate::control::stop::requested() {
             cell.interrupted = true;
@@ -102,6 +128,8 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         cells.push(cell);
     }
     drop(ticker);
+    // The NIC as it was before the sweep, before anything is written.
+    drop(nic);
     let sw = Sweep {
         schema: SCHEMA.into(),
         test: req.test.name().into(),
@@ -134,9 +162,11 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         eprintln!("error: {}", crate::control::stop::INTERRUPTED);
         return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));
     }
-    Ok(if sw.cells.iter().any(|c| c.error.is_some()) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(
+        if nic_failed || sw.cells.iter().any(|c| c.error.is_some()) {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
 }

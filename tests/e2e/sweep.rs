@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_rejected, assert_schema_named, f, run_client};
+use crate::common::{
+    Netns, ServerProc, assert_rejected, assert_schema_named, bin, f, ip, ns_exec, run_client,
+    run_cmd,
+};
 
 fn sweep_json(args: &[&str]) -> Value {
     let out = run_client(args, Duration::from_secs(120));
@@ -234,4 +237,39 @@ fn flows_spread_over_several_servers() {
     assert!(f(&c["transactions_per_s"]) > 0.0, "{c}");
     assert!(f(&c["latency_ns"]["p50"]) > 0.0, "{c}");
     assert!(f(&c["remote_service_demand"]) > 0.0, "{c}");
+}
+
+/// A coalescing dimension on a veth (no coalescing in its driver) is
+/// refused before any cell runs, naming the device and the ioctl's error.
+#[test]
+fn a_nic_dimension_on_a_veth_is_refused_before_any_cell() {
+    let Some(ns) = Netns::loopback_only("swnic") else {
+        return;
+    };
+    ip(&[
+        "-n", &ns.0, "link", "add", "swv0", "type", "veth", "peer", "name", "swv1",
+    ]);
+    let out = run_cmd(
+        ns_exec(&ns.0, bin()).args([
+            "sweep",
+            "tcp_rr",
+            "--nic",
+            "swv0",
+            "--vary",
+            "coalesce-rx-usecs=0,8",
+            "-l",
+            "200ms",
+            "--warmup",
+            "0s",
+            "--json",
+        ]),
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("--nic swv0"), "{err}");
+    assert!(err.contains("ETHTOOL_GCOALESCE"), "{err}");
+    assert!(err.contains("not supported"), "{err}");
+    assert!(out.stdout.is_empty(), "no cell ran");
+    assert!(!err.contains("cell 1"), "{err}");
 }
