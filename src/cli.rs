@@ -83,7 +83,7 @@ pub enum Command {
     Agg(Box<AggArgs>),
     /// Find the burst that maximises one flow's transactions/s (double while it still rises).
     FindBurst(FindBurstArgs),
-    /// Run one test over every burst × flows combination and print the matrix.
+    /// Run one test over a grid (burst × flows, or any load option with --vary) and print its tables.
     Sweep(Box<SweepArgs>),
     /// Offer increasing open-loop rates and find the knee and the saturation point of latency against throughput.
     Curve(Box<CurveArgs>),
