@@ -30,7 +30,7 @@ mod curve;
 pub use curve::{CurveArgs, CurveRequest};
 pub mod hardening;
 mod load;
-pub use load::{FlowArgs, LoadArgs, arrivals_name};
+pub use load::{FlowArgs, FlowOpts, LoadArgs, SocketArgs, arrivals_name};
 mod monitor;
 pub use monitor::{MonitorArgs, MonitorRequest};
 mod output;
@@ -40,7 +40,9 @@ pub use ping::{MAX_PING_COUNT, MAX_PING_SIZE, PingArgs, PingPlan};
 mod run;
 pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest};
 mod sweep;
-pub use sweep::{SweepArgs, SweepRequest, U32List};
+mod vary;
+pub use sweep::{PlannedCell, SweepArgs, SweepRequest, U32List};
+pub use vary::NicKnob;
 
 /// The headings `--help` groups options under, in the order they first
 /// appear (clap lists headings in the order of their first option): where
@@ -83,8 +85,8 @@ pub enum Command {
     Agg(Box<AggArgs>),
     /// Find the burst that maximises one flow's transactions/s (double while it still rises).
     FindBurst(FindBurstArgs),
-    /// Run one test over every burst × flows combination and print the matrix.
-    Sweep(SweepArgs),
+    /// Run one test over a grid (burst × flows, or any load option with --vary) and print its tables.
+    Sweep(Box<SweepArgs>),
     /// Offer increasing open-loop rates and find the knee and the saturation point of latency against throughput.
     Curve(Box<CurveArgs>),
     /// Re-analyse a results.json (of agg or curve) or netperf demo-mode logs (netperf_TEST.log and its .out files).

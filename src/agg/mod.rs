@@ -9,10 +9,12 @@
 //! `model` (results.json and the analysis every source shares), `netperf`
 //! (netperf's demo-mode files), `curve` (the latency-vs-throughput curve's
 //! record, its knee and saturation point), `run` (the ramp against live servers),
-//! `sweep` (the burst × flows matrix), `cpu` (the system under test's CPU
-//! per step), `steps` (a step's latency from merged histograms and the load
-//! generators' CPU), `ramplog` (the ramp in runemomniaggdemo.sh's words,
-//! beside results.json) and `progress` (the terminal bar).
+//! `sweep` (the grid of cells), `spread` (a cell over several servers),
+//! `nic` (NIC settings as dimensions, restored on drop), `cpu` (the system
+//! under test's CPU per step), `steps` (a step's latency from merged
+//! histograms and the load generators' CPU), `ramplog` (the ramp in
+//! runemomniaggdemo.sh's words, beside results.json) and `progress` (the
+//! terminal bar).
 //! docs/agg.md explains the choices.
 
 pub mod burst;
@@ -23,10 +25,12 @@ pub mod input;
 pub mod kinds;
 pub mod model;
 pub mod netperf;
+pub mod nic;
 pub mod progress;
 pub mod ramp;
 pub mod ramplog;
 pub mod run;
 pub mod series;
+pub mod spread;
 pub mod steps;
 pub mod sweep;

@@ -1,10 +1,12 @@
 //! The load options, declared once: what flows a test runs and how they
 //! send, as `thrum run` and `thrum curve` take them (`#[command(flatten)]`).
 //!
-//! [`FlowArgs`] is what both commands take (-F, -T, -r, --arrivals,
-//! --max-inflight, --rr-timeout, --nodelay); [`LoadArgs`] is all of `run`'s,
-//! those and the rest (-b, sizes, buffers, congestion control, rate,
-//! driver, close, pinning, …). Each fills its fields of a [`TestPlan`].
+//! [`FlowArgs`] is what both commands take (-F, -T, -r, and in
+//! [`FlowOpts`] --arrivals, --max-inflight, --rr-timeout, --nodelay);
+//! [`LoadArgs`] is all of `run`'s, those, -b and [`SocketArgs`] (sizes,
+//! buffers, congestion control, rate, driver, close, pinning, …), which
+//! `thrum sweep` takes too beside [`FlowOpts`]. Each fills its fields of a
+//! [`TestPlan`].
 //!
 //! `--arrivals`, `--driver` and `--close` take the plan's own enums
 //! ([`Arrivals`], [`DriverChoice`], [`CloseMode`]) through [`ValueEnum`],
@@ -42,6 +44,15 @@ pub struct FlowArgs {
     #[arg(short = 'r', long, default_value = "1,1", value_parser = size_pair, value_name = "REQ[,RESP]")]
     #[arg(help_heading = super::heading::SIZES)]
     pub rr_size: (u64, u64),
+    #[command(flatten)]
+    pub opts: FlowOpts,
+}
+
+/// How each flow sends: `--nodelay` and the open-loop schedule's options.
+/// `run`, `curve` and `sweep` take them alike (sweep's flows, sizes and
+/// bursts are lists, so it cannot take [`FlowArgs`] whole).
+#[derive(Debug, Args, Clone)]
+pub struct FlowOpts {
     /// Set TCP_NODELAY on data sockets, both ends.
     #[arg(long)]
     #[arg(help_heading = super::heading::SOCKETS)]
@@ -83,6 +94,14 @@ impl FlowArgs {
         p.flows = self.flows;
         p.threads = self.threads;
         (p.request_bytes, p.response_bytes) = self.rr_size;
+        self.opts.apply(p);
+    }
+}
+
+impl FlowOpts {
+    /// Fill the plan's schedule and `--nodelay`; a `--rr-timeout` given
+    /// replaces the plan's.
+    pub fn apply(&self, p: &mut TestPlan) {
         p.arrivals = self.arrivals;
         p.max_inflight = self.max_inflight;
         if let Some(t) = self.rr_timeout {
@@ -104,6 +123,16 @@ pub struct LoadArgs {
     #[arg(short = 'b', long, default_value_t = 0, value_name = "N")]
     #[arg(help_heading = super::heading::LOAD)]
     pub burst: u32,
+    #[command(flatten)]
+    pub sock: SocketArgs,
+}
+
+/// The sizes, socket options, open-loop rate, driver and pinning of every
+/// flow: the load options `thrum run` and `thrum sweep` both take (each
+/// sweep cell gets them, and `--vary` overrides one per dimension). A
+/// flag added here reaches both commands.
+#[derive(Debug, Args, Clone)]
+pub struct SocketArgs {
     /// Bytes per send call, or datagram or packet size.
     ///
     /// Bytes per send call (stream tests; default 128K), the datagram size of udp_stream (default 1472, at most 65507), or capacity's packet size (--packet-size; default the payload that fills the path MTU, up to a 9000-byte MTU's; 12 to 65507). K/M/G = 2^10.., k/m/g = 10^3..
@@ -221,6 +250,13 @@ impl LoadArgs {
     pub fn apply(&self, p: &mut TestPlan) {
         self.flow.apply(p);
         p.burst = self.burst;
+        self.sock.apply(p);
+    }
+}
+
+impl SocketArgs {
+    /// Fill the plan's sizes, socket options, rate, driver and pinning.
+    pub fn apply(&self, p: &mut TestPlan) {
         if let Some(m) = self.send_size {
             p.send_bytes = m;
         }

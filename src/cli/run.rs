@@ -276,6 +276,30 @@ fn random_uuid() -> String {
     )
 }
 
+/// The repetition asked for with --iterations and/or --confidence
+/// (netperf's defaults fill the other: 3,10 and 99,5); `run` and `sweep`.
+pub(super) fn repeat_of(
+    iterations: Option<(u32, u32)>,
+    confidence: Option<(u32, f64)>,
+) -> Option<Repeat> {
+    if iterations.is_none() && confidence.is_none() {
+        return None;
+    }
+    let (min, max) = iterations.unwrap_or((3, 10));
+    let (level, width_percent) = confidence.unwrap_or((99, 5.0));
+    Some(Repeat {
+        min,
+        max,
+        level,
+        width_percent,
+    })
+}
+
+/// `--iterations MIN,MAX` as a pair, either order (sweep's cells).
+pub(super) fn iteration_pair(s: &str) -> Result<(u32, u32), String> {
+    iterations_arg(s).map(|i| (i.min, i.max))
+}
+
 /// Most iterations netperf allows too.
 pub const MAX_ITERATIONS: u32 = 30;
 
@@ -288,7 +312,7 @@ pub struct Iterations {
     pub swapped: bool,
 }
 
-fn iterations_arg(s: &str) -> Result<Iterations, String> {
+pub(super) fn iterations_arg(s: &str) -> Result<Iterations, String> {
     let num = |x: &str| {
         x.trim().parse::<u32>().map_err(|_| {
             format!(
@@ -313,7 +337,7 @@ fn iterations_arg(s: &str) -> Result<Iterations, String> {
     Ok(Iterations { min, max, swapped })
 }
 
-fn confidence_arg(s: &str) -> Result<(u32, f64), String> {
+pub(super) fn confidence_arg(s: &str) -> Result<(u32, f64), String> {
     let (level, width) = match s.split_once(',') {
         Some((a, b)) => (a, Some(b)),
         None => (s, None),
@@ -427,7 +451,7 @@ impl RunArgs {
         check_drawings(&drawings, &plan)?;
         let target = if self.dry_run { None } else { self.target()? };
         Ok(RunRequest {
-            fill_path_mtu: plan.test == TestKind::Capacity && self.load.send_size.is_none(),
+            fill_path_mtu: plan.test == TestKind::Capacity && self.load.sock.send_size.is_none(),
             plan,
             dry_run: self.dry_run,
             mix_spec: self.mix_spec().map(str::to_string),
@@ -526,10 +550,10 @@ impl RunArgs {
             // -F, -T and --rate belong to a single test; a mix says them per part.
             if flows != 1
                 || threads != 1
-                || self.load.rate.is_some()
+                || self.load.sock.rate.is_some()
                 || self.transactions.is_some()
                 || self.bytes.is_some()
-                || self.load.send_size.is_some()
+                || self.load.sock.send_size.is_some()
             {
                 bail!(
                     "--flows, --threads, --rate, --transactions, --bytes and --send-size do not apply to a mix: give each part its flows as TEST*N and its rate as @rate=N (each part sends its test's default sizes)"
@@ -545,7 +569,7 @@ impl RunArgs {
             // behind 200 ms of buffer would count as lost, and the
             // histogram keep only the lucky ones. A --rr-timeout given,
             // whatever its value, is kept.
-            if self.load.flow.rr_timeout.is_none() {
+            if self.load.flow.opts.rr_timeout.is_none() {
                 p.rr_timeout_ns = MIX_RR_TIMEOUT_NS;
             }
         }
@@ -556,17 +580,7 @@ impl RunArgs {
     /// The repetition asked for with --iterations and/or --confidence
     /// (netperf's defaults fill the other: 3,10 and 99,5).
     fn repeat(&self) -> Option<Repeat> {
-        if self.iterations.is_none() && self.confidence.is_none() {
-            return None;
-        }
-        let (min, max) = self.iterations.map_or((3, 10), |i| (i.min, i.max));
-        let (level, width_percent) = self.confidence.unwrap_or((99, 5.0));
-        Some(Repeat {
-            min,
-            max,
-            level,
-            width_percent,
-        })
+        repeat_of(self.iterations.map(|i| (i.min, i.max)), self.confidence)
     }
 
     /// What the human output shows beyond the defaults.

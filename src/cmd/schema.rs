@@ -15,7 +15,18 @@ pub const SCHEMAS: &[(&str, Generator)] = &[
     ("thrum.agg.v1.json", agg),
     ("thrum.curve.v1.json", curve),
     ("thrum.ping.v1.json", super::ping::schema),
+    ("thrum.sweep.v1.json", sweep),
 ];
+
+/// `thrum sweep --json` (and --export-json): the grid's cells.
+fn sweep() -> Value {
+    crate::export::schema::generate::<crate::agg::sweep::Sweep>(
+        "thrum sweep --json: a grid of cells, each a value of every dimension",
+        crate::agg::sweep::SCHEMA,
+        true,
+        &[],
+    )
+}
 
 /// results.json of `thrum agg` and `thrum report` on a ramp.
 fn agg() -> Value {

@@ -18,6 +18,9 @@ const SIOCGIFMTU: libc::c_ulong = 0x8921;
 const ETHTOOL_GSET: u32 = 0x01;
 const ETHTOOL_GDRVINFO: u32 = 0x03;
 const ETHTOOL_GCOALESCE: u32 = 0x0e;
+const ETHTOOL_SCOALESCE: u32 = 0x0f;
+const ETHTOOL_GRINGPARAM: u32 = 0x10;
+const ETHTOOL_SRINGPARAM: u32 = 0x11;
 const ETHTOOL_GRXCSUM: u32 = 0x14;
 const ETHTOOL_GTXCSUM: u32 = 0x16;
 const ETHTOOL_GSG: u32 = 0x18;
@@ -141,6 +144,29 @@ pub struct Coalesce {
 struct CoalesceRaw {
     cmd: u32,
     c: Coalesce,
+}
+
+/// Ring sizes: struct ethtool_ringparam, field for field (without `cmd`):
+/// the most descriptors each ring can have, and how many it has.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct Ring {
+    pub rx_max_pending: u32,
+    pub rx_mini_max_pending: u32,
+    pub rx_jumbo_max_pending: u32,
+    pub tx_max_pending: u32,
+    pub rx_pending: u32,
+    pub rx_mini_pending: u32,
+    pub rx_jumbo_pending: u32,
+    pub tx_pending: u32,
+}
+
+#[repr(C)]
+struct RingRaw {
+    cmd: u32,
+    r: Ring,
 }
 
 /// Driver identity as `ethtool -i` shows it.
@@ -285,12 +311,64 @@ impl Ethtool {
     }
 
     pub fn coalesce(&self) -> Option<Coalesce> {
+        self.get_coalesce().ok()
+    }
+
+    /// ETHTOOL_GCOALESCE, or the error the driver gave (EOPNOTSUPP: lo, veth).
+    pub fn get_coalesce(&self) -> std::io::Result<Coalesce> {
         let mut c = CoalesceRaw {
             cmd: ETHTOOL_GCOALESCE,
             c: Coalesce::default(),
         };
         // SAFETY: c is a struct ethtool_coalesce, as GCOALESCE expects.
-        unsafe { self.ioctl(&mut c) }.then_some(c.c)
+        self.checked(unsafe { self.ioctl(&mut c) })?;
+        Ok(c.c)
+    }
+
+    /// ETHTOOL_SCOALESCE: set the interrupt coalescing (needs CAP_NET_ADMIN).
+    pub fn set_coalesce(&self, c: &Coalesce) -> std::io::Result<()> {
+        let mut raw = CoalesceRaw {
+            cmd: ETHTOOL_SCOALESCE,
+            c: *c,
+        };
+        // SAFETY: raw is a struct ethtool_coalesce, as SCOALESCE expects.
+        self.checked(unsafe { self.ioctl(&mut raw) })
+    }
+
+    /// Ring sizes (`ethtool -g`), where the driver offers them.
+    pub fn ring(&self) -> Option<Ring> {
+        self.get_ring().ok()
+    }
+
+    /// ETHTOOL_GRINGPARAM, or the error the driver gave.
+    pub fn get_ring(&self) -> std::io::Result<Ring> {
+        let mut r = RingRaw {
+            cmd: ETHTOOL_GRINGPARAM,
+            r: Ring::default(),
+        };
+        // SAFETY: r is a struct ethtool_ringparam, as GRINGPARAM expects.
+        self.checked(unsafe { self.ioctl(&mut r) })?;
+        Ok(r.r)
+    }
+
+    /// ETHTOOL_SRINGPARAM: resize the rings (needs CAP_NET_ADMIN; most
+    /// drivers reset the device to do it).
+    pub fn set_ring(&self, r: &Ring) -> std::io::Result<()> {
+        let mut raw = RingRaw {
+            cmd: ETHTOOL_SRINGPARAM,
+            r: *r,
+        };
+        // SAFETY: raw is a struct ethtool_ringparam, as SRINGPARAM expects.
+        self.checked(unsafe { self.ioctl(&mut raw) })
+    }
+
+    /// The ioctl's answer as a Result: errno, read straight after it.
+    fn checked(&self, ok: bool) -> std::io::Result<()> {
+        if ok {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
     }
 
     /// Every netdev feature by its kernel name (as `ethtool -k` lists them)

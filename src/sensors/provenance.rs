@@ -14,7 +14,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::ethtool::Ethtool;
-pub use super::ethtool::{Coalesce, Offloads};
+pub use super::ethtool::{Coalesce, Offloads, Ring};
 
 /// uname(2).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -63,6 +63,58 @@ pub struct Interface {
     /// Interrupt coalescing (`ethtool -c`), where the driver offers it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coalesce: Option<Coalesce>,
+    /// Ring sizes (`ethtool -g`, ETHTOOL_GRINGPARAM), where the driver offers them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring: Option<Ring>,
+    /// The interface's interrupts (its queues', by /proc/interrupts) and the
+    /// CPUs each may run on: where the coalesced interrupts land.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irqs: Vec<Irq>,
+}
+
+/// One interrupt of an interface and its affinity.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Irq {
+    /// The IRQ number.
+    pub irq: u32,
+    /// Its name in /proc/interrupts (`eth0-TxRx-0`).
+    pub name: String,
+    /// /proc/irq/N/smp_affinity_list (`0-3`).
+    pub cpus: String,
+}
+
+/// The interrupts /proc/interrupts names after interface `name` (`name`
+/// itself, or `name-…` as multi-queue drivers name their queues), each
+/// with its affinity.
+pub fn interface_irqs(
+    proc_interrupts: &str,
+    name: &str,
+    affinity: impl Fn(u32) -> Option<String>,
+) -> Vec<Irq> {
+    let mut out = Vec::new();
+    for line in proc_interrupts.lines() {
+        let Some((num, rest)) = line.trim_start().split_once(':') else {
+            continue;
+        };
+        let Ok(irq) = num.trim().parse::<u32>() else {
+            continue;
+        };
+        let Some(last) = rest.split_whitespace().last() else {
+            continue;
+        };
+        let ours = last == name
+            || last
+                .strip_prefix(name)
+                .is_some_and(|t| t.starts_with('-') || t.starts_with('@'));
+        if ours {
+            out.push(Irq {
+                irq,
+                name: last.to_string(),
+                cpus: affinity(irq).unwrap_or_default(),
+            });
+        }
+    }
+    out
 }
 
 impl Interface {
@@ -87,6 +139,14 @@ impl Interface {
         i.offloads = (o != Offloads::default()).then_some(o);
         i.features = e.features();
         i.coalesce = e.coalesce();
+        i.ring = e.ring();
+        if let Ok(text) = std::fs::read_to_string("/proc/interrupts") {
+            i.irqs = interface_irqs(&text, name, |n| {
+                std::fs::read_to_string(format!("/proc/irq/{n}/smp_affinity_list"))
+                    .ok()
+                    .map(|s| s.trim().to_string())
+            });
+        }
         i
     }
 }
@@ -344,6 +404,20 @@ fn interface_lines(i: &Interface) -> Vec<String> {
             on_off(c.adaptive_tx != 0)
         ));
     }
+    if let Some(r) = &i.ring {
+        out.push(format!(
+            "  rings rx {} (max {}) tx {} (max {})",
+            r.rx_pending, r.rx_max_pending, r.tx_pending, r.tx_max_pending
+        ));
+    }
+    if !i.irqs.is_empty() {
+        let irqs: Vec<String> = i
+            .irqs
+            .iter()
+            .map(|q| format!("{} {} on {}", q.irq, q.name, q.cpus))
+            .collect();
+        out.push(format!("  irqs {}", irqs.join(", ")));
+    }
     out
 }
 
@@ -497,5 +571,23 @@ Model\t\t: Raspberry Pi 4 Model B Rev 1.4
                 "  coalescing rx-usecs 50 rx-frames 0 tx-usecs 0 tx-frames 0 adaptive-rx on adaptive-tx off",
             ]
         );
+    }
+
+    #[test]
+    fn queue_interrupts_by_interface_name() {
+        let text = "           CPU0       CPU1
+  24:          0          0   PCI-MSI 524288-edge      eth0
+  25:        100          7   PCI-MSI 524289-edge      eth0-TxRx-0
+  26:          3          9   PCI-MSI 524290-edge      eth0-TxRx-1
+  27:          3          9   PCI-MSI 524291-edge      eth10-TxRx-0
+ NMI:          0          0   Non-maskable interrupts
+";
+        let irqs = interface_irqs(text, "eth0", |n| Some(format!("{}", n % 2)));
+        let got: Vec<(u32, &str)> = irqs.iter().map(|q| (q.irq, q.name.as_str())).collect();
+        assert_eq!(
+            got,
+            [(24, "eth0"), (25, "eth0-TxRx-0"), (26, "eth0-TxRx-1")]
+        );
+        assert_eq!(irqs[2].cpus, "0");
     }
 }

@@ -292,7 +292,8 @@ fn agg_keeps_the_steps_it_completed() {
 }
 
 /// sweep stopped by Ctrl-C prints the cells it measured, writes them to
-/// `--export-json` (fewer than the grid), and exits 130.
+/// `--export-json` (fewer than the grid), marks the cell it cut, and
+/// exits 130.
 #[test]
 fn sweep_prints_and_writes_the_cells_it_measured() {
     let dir = tempfile::tempdir().unwrap();
@@ -323,6 +324,16 @@ fn sweep_prints_and_writes_the_cells_it_measured() {
         cells[0]["transactions_per_s"].as_f64().unwrap() > 0.0,
         "{doc}"
     );
+    // The cell Ctrl-C cut is kept and marked; the ones before it are whole.
+    let (cut, whole) = cells.split_last().unwrap();
+    assert_eq!(cut["interrupted"], true, "{doc}");
+    assert!(
+        whole.iter().all(|c| c.get("interrupted").is_none()),
+        "{doc}"
+    );
+    assert!(whole.iter().all(|c| c["error"].is_null()), "{doc}");
+    assert_eq!(doc["interrupted"], true, "{doc}");
+    assert!(text.contains("cut ["), "{text}");
 }
 
 /// curve stopped by Ctrl-C analyses and writes the steps it completed,

@@ -35,6 +35,7 @@ mod sensors;
 mod ship;
 mod soak;
 mod stdio;
+mod sweep;
 mod teach;
 mod udp;
 mod udp_loss;

@@ -412,10 +412,16 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "sweep",
-        &[(
-            "thrum sweep tcp_rr -H lg --burst 0,1,3 --flows 1,2,4",
-            "tcp_rr over every burst × flows combination, as a matrix.",
-        )],
+        &[
+            (
+                "thrum sweep tcp_rr -H lg --burst 0,1,3 --flows 1,2,4",
+                "tcp_rr over every burst × flows combination, as a matrix.",
+            ),
+            (
+                "thrum sweep tcp_rr -H lg --vary cpu-pin=0:0,0:1 --nodelay --iterations 3,10 --cell tps,p50,p99,cpu,sd",
+                "A pinning pair per row, each cell to a 99 % confidence interval, with latency, CPU and service demand.",
+            ),
+        ],
     ),
     (
         "curve",
