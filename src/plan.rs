@@ -189,6 +189,11 @@ pub struct TestPlan {
     /// from an older peer's plan, and when forward: the row's way.
     #[serde(default, skip_serializing_if = "Direction::is_forward")]
     pub direction: Direction,
+    /// The client keeps each flow's latency per interval (`--samples`,
+    /// `--export-csv`: the CSV's latency columns per flow), a coarse
+    /// histogram per flow; the server ignores it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flow_latency: bool,
 }
 
 /// Which way a test's payload goes (`--reverse`, `--both`): its row's
@@ -469,6 +474,7 @@ impl TestPlan {
             idle_ns: 0,
             recovery_ns: 0,
             direction: Direction::Forward,
+            flow_latency: false,
         }
     }
 

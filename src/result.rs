@@ -248,6 +248,29 @@ pub struct Interval {
     /// them and for a single test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_phase: Option<LoadPhase>,
+    /// Each flow's latency in this interval, by flow id (null where the
+    /// flow completed no transaction), to 2 significant digits; kept only
+    /// for `--samples` and `--export-csv` (their per-flow latency columns),
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow_latency_ns: Vec<Option<LatencySummary>>,
+    /// Each end's process resource usage over this interval, from
+    /// getrusage at the interval's two ticks (the samples' usage columns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rusage: Option<IntervalRusage>,
+}
+
+/// Each end's process resource usage over one interval: CPU seconds,
+/// faults and context switches are the change between the interval's two
+/// ticks; `max_rss_kb` is the high-water mark at its end. The whole
+/// process on each end, so a server serving other sessions counts them too.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IntervalRusage {
+    pub local: crate::sensors::Rusage,
+    /// Absent where the server's samples carried no usage (an older
+    /// server) or one of the two did not arrive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<crate::sensors::Rusage>,
 }
 
 /// A phased mix's segments of its measurement window, in their order

@@ -41,6 +41,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
             phase: l.phase,
             retransmits: Vec::new(),
             if_counters: l.if_counters,
+            rusage: l.rusage,
         })
         .collect();
     p.remote = g
@@ -51,6 +52,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
                 elapsed_ns: r.elapsed_ns,
                 counts: slice(&r.counts),
                 retransmits: Vec::new(),
+                rusage: r.rusage,
             })
         })
         .collect();
@@ -286,11 +288,13 @@ mod tests {
                 phase,
                 retransmits: Vec::new(),
                 if_counters: None,
+                rusage: None,
             });
             g.remote.push(Some(RemoteSample {
                 elapsed_ns: k * 1_000_000_000,
                 counts: vec![counts(0, bulk(k), 0), rr],
                 retransmits: Vec::new(),
+                rusage: None,
             }));
         }
         g.load_bounds = vec![0, 1, 5, 5, 6];
@@ -348,11 +352,13 @@ mod tests {
                 },
                 retransmits: Vec::new(),
                 if_counters: None,
+                rusage: None,
             });
             g.remote.push(Some(RemoteSample {
                 elapsed_ns: k * 1_000_000_000,
                 counts: vec![counts(0, up, 0), counts(down, 0, 0), counts(rr, rr, rr)],
                 retransmits: Vec::new(),
+                rusage: None,
             }));
         }
         g.load_bounds = vec![1, 2, 4, 5, 6];

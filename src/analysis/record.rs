@@ -28,6 +28,9 @@ pub(crate) struct LocalSample {
     /// The client interface's counters, read beside `counts` on the
     /// control thread (None where they cannot be read).
     pub(crate) if_counters: Option<crate::sensors::IfCounters>,
+    /// This process's resource usage so far, read at the tick (the
+    /// samples' per-interval usage columns).
+    pub(crate) rusage: Option<Rusage>,
 }
 
 pub(crate) struct RemoteSample {
@@ -35,6 +38,8 @@ pub(crate) struct RemoteSample {
     pub(crate) counts: Vec<Counts>,
     /// A mix: each part's TCP retransmissions so far, the server's end.
     pub(crate) retransmits: Vec<Option<u64>>,
+    /// The server process's resource usage so far (None from an older server).
+    pub(crate) rusage: Option<Rusage>,
 }
 
 /// What one part of a mix leaves on the client: its own histograms and
@@ -73,6 +78,8 @@ pub(crate) struct Gathered {
     pub(crate) remote: Vec<Option<RemoteSample>>,
     pub(crate) latency: LatencyHistogram,
     pub(crate) interval_latency: BTreeMap<u32, LatencySummary>,
+    /// Each interval's latency of each flow (`plan.flow_latency`): (flow, summary).
+    pub(crate) flow_interval_latency: BTreeMap<u32, Vec<(u32, LatencySummary)>>,
     /// Open loop: service time, whole run and per interval, and the
     /// generator's lag behind its schedule.
     pub(crate) service_latency: LatencyHistogram,
@@ -144,6 +151,7 @@ impl Gathered {
             remote: Vec::new(),
             latency: LatencyHistogram::new(),
             interval_latency: BTreeMap::new(),
+            flow_interval_latency: BTreeMap::new(),
             service_latency: LatencyHistogram::new(),
             service_interval_latency: BTreeMap::new(),
             generator_lag: LatencyHistogram::new(),
@@ -220,11 +228,13 @@ pub(crate) mod fixtures {
                 phase,
                 retransmits: Vec::new(),
                 if_counters: None,
+                rusage: None,
             });
             g.remote.push(server(k as u64).map(|c| RemoteSample {
                 elapsed_ns: k as u64 * 1_000_000_000,
                 counts: vec![c],
                 retransmits: Vec::new(),
+                rusage: None,
             }));
         }
         g

@@ -114,6 +114,8 @@ mod tests {
                     parts: Vec::new(),
                     link_util_percent: Default::default(),
                     load_phase: None,
+                    flow_latency_ns: Vec::new(),
+                    rusage: None,
                 }
             })
             .collect()

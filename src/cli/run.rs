@@ -323,7 +323,10 @@ impl RunArgs {
     /// Errors come in the order a user fixes them: the plan, the drawings,
     /// then the server (not resolved for a dry run).
     pub fn to_request(&self) -> Result<RunRequest> {
-        let plan = self.to_plan()?;
+        let mut plan = self.to_plan()?;
+        let outputs = self.out.to_outputs();
+        // The samples' latency columns are per flow: the client keeps them.
+        plan.flow_latency = outputs.samples.is_some() || !outputs.export_csv.is_empty();
         let drawings = Drawings {
             chart: self.chart.clone(),
             html: self.html.clone(),
@@ -337,7 +340,7 @@ impl RunArgs {
             mix_spec: self.mix_spec().map(str::to_string),
             target,
             bind: self.bind,
-            outputs: self.out.to_outputs(),
+            outputs,
             drawings,
             repeat: self.repeat(),
             human: self.human_options(),

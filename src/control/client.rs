@@ -277,11 +277,13 @@ impl<'a> Session<'a> {
             .map(|(i, (f, p))| {
                 // A probe's workers run no bulk flow and preempt them (engine::sched).
                 let probe = plan.parts.get(i).is_some_and(|q| q.is_probe());
-                (
-                    f.counters,
-                    place(f.flows, p.threads as usize, &plan.local.cpu_pin, probe),
-                    p.offered_per_s.is_some(),
-                )
+                let mut workers = place(f.flows, p.threads as usize, &plan.local.cpu_pin, probe);
+                // Per-flow latency for the samples (a single test's flows).
+                let per_flow = plan.flow_latency && plan.parts.is_empty();
+                for w in &mut workers {
+                    w.flow_latency = per_flow;
+                }
+                (f.counters, workers, p.offered_per_s.is_some())
             })
             .collect();
         let phases = schedule(plan);

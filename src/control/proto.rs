@@ -298,6 +298,13 @@ pub struct Sample {
     /// A mix: each part's TCP retransmissions so far, at this tick.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub part_retransmits: Vec<Option<u64>>,
+    /// The server process's resource usage so far, at this tick: the
+    /// client takes each interval's change from two ticks' readings (the
+    /// running total, so a sample that never arrives loses no usage).
+    /// Absent from an older server: the samples' remote usage columns stay
+    /// empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rusage: Option<Rusage>,
 }
 
 /// The client's workers have drained; stop and report.
@@ -485,6 +492,7 @@ mod tests {
                 unix_ns: 6,
                 counts: vec![Counts::default()],
                 part_retransmits: vec![Some(3), None],
+                rusage: Some(Rusage::default()),
             }
             .into(),
             Error {

@@ -716,6 +716,7 @@ fn answer_ticks(
                         } else {
                             engine.tcp_retransmits()
                         },
+                        rusage: Some(Rusage::process()),
                     }),
                 )?;
             }

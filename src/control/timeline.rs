@@ -180,6 +180,7 @@ impl Running {
             phase: ending,
             retransmits,
             if_counters: self.meter.counters(),
+            rusage: Some(crate::sensors::Rusage::process()),
         });
         g.remote.push(None);
         write_msg(
@@ -294,6 +295,7 @@ impl Running {
                     elapsed_ns,
                     counts,
                     part_retransmits,
+                    rusage,
                     ..
                 })) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
@@ -301,6 +303,7 @@ impl Running {
                             elapsed_ns,
                             counts,
                             retransmits: part_retransmits,
+                            rusage,
                         });
                         // Both ends' counts of this interval are in: report it.
                         if seq > 0 && g.remote[seq as usize - 1].is_some() {
@@ -529,6 +532,7 @@ pub(crate) fn take_engines(
     }
     if let [out] = outs {
         g.interval_latency = out.interval_latency.clone();
+        g.flow_interval_latency = out.flow_interval_latency.clone();
         g.service_interval_latency = out.service_interval_latency.clone();
     }
     g.local_retransmits = outs

@@ -158,6 +158,8 @@ mod tests {
             parts: Vec::new(),
             link_util_percent: Default::default(),
             load_phase: None,
+            flow_latency_ns: Vec::new(),
+            rusage: None,
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

@@ -506,6 +506,7 @@ fn hostile_server_naming(
                     unix_ns: 0,
                     counts: vec![Default::default()],
                     part_retransmits: Vec::new(),
+                    rusage: None,
                 }
                 .into(),
                 ClientMsg::Finish(_) => proto::Final {

@@ -20,6 +20,7 @@ mod live;
 mod loopback;
 mod measure;
 mod mix;
+mod neper;
 mod netns;
 mod open_loop;
 mod outputs;
