@@ -37,6 +37,8 @@ mod ping;
 pub use ping::{MAX_PING_COUNT, MAX_PING_SIZE, PingArgs, PingPlan};
 mod run;
 pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest};
+mod sockets;
+pub use sockets::SocketArgs;
 mod sweep;
 pub use sweep::{SweepArgs, SweepRequest, U32List};
 

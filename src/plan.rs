@@ -17,6 +17,7 @@ use thiserror::Error;
 
 pub mod kinds;
 pub mod mix;
+pub mod sockets;
 
 pub use kinds::{Loss, Merit, Rate, TestKind, Traits, Transport, Ways};
 
@@ -194,6 +195,10 @@ pub struct TestPlan {
     /// histogram per flow; the server ignores it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flow_latency: bool,
+    /// SO_MARK and TCP_TX_DELAY on both ends' data sockets (`--mark`,
+    /// `--tcp-tx-delay`); absent from an older peer's plan: neither.
+    #[serde(default, flatten)]
+    pub sockets: sockets::SocketMarks,
 }
 
 /// Which way a test's payload goes (`--reverse`, `--both`): its row's
@@ -475,6 +480,7 @@ impl TestPlan {
             recovery_ns: 0,
             direction: Direction::Forward,
             flow_latency: false,
+            sockets: sockets::SocketMarks::default(),
         }
     }
 
@@ -665,6 +671,21 @@ impl TestPlan {
                 applies: TestKind::named(|x| x.close),
                 test: t,
             });
+        }
+        if let Some(us) = self.sockets.tcp_tx_delay_us {
+            if f.transport == Transport::Udp {
+                return Err(PlanError::NotApplicable {
+                    flag: "--tcp-tx-delay",
+                    applies: TestKind::named(|x| x.transport != Transport::Udp),
+                    test: t,
+                });
+            }
+            if us == 0 || us > sockets::MAX_TCP_TX_DELAY_US {
+                return Err(PlanError::Invalid(format!(
+                    "--tcp-tx-delay {us}us is out of range (accepted: 1us to {}us, about 268s)",
+                    sockets::MAX_TCP_TX_DELAY_US
+                )));
+            }
         }
         Ok(())
     }

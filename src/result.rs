@@ -461,6 +461,12 @@ pub struct Side {
     /// with getsockopt); absent where the end did not report them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
+    /// `--mark`, `--tcp-tx-delay`: SO_MARK and TCP_TX_DELAY as this end's
+    /// kernel read them back from one of its data sockets (a fresh socket
+    /// given the same options where the end keeps none open: UDP and the
+    /// connection tests); absent when neither was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_options: Option<crate::plan::sockets::SocketMarks>,
     /// Bulk tests: how long this end's send and receive calls that moved
     /// data took over the window (netperf's -v 2 histograms).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -119,6 +119,9 @@ pub(crate) struct Gathered {
     /// its final message.
     pub(crate) local_socket_buffers: Option<SocketBuffers>,
     pub(crate) remote_socket_buffers: Option<SocketBuffers>,
+    /// `--mark`, `--tcp-tx-delay` as each end's kernel read them back.
+    pub(crate) local_socket_options: Option<crate::plan::sockets::SocketMarks>,
+    pub(crate) remote_socket_options: Option<crate::plan::sockets::SocketMarks>,
     /// capacity: the packet-train gaps the server recorded (client to
     /// server; they come in its final report) ...
     pub(crate) train_gaps: Option<crate::stats::dispersion::TrainGaps>,
@@ -179,6 +182,8 @@ impl Gathered {
             remote_call_times: None,
             local_socket_buffers: None,
             remote_socket_buffers: None,
+            local_socket_options: None,
+            remote_socket_options: None,
             train_gaps: None,
             local_train_gaps: None,
             server_on_this_host: false,

@@ -213,6 +213,9 @@ pub struct LoadArgs {
     #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
     #[arg(help_heading = super::heading::LOAD)]
     pub remote_cpu_pin: Option<CpuList>,
+    /// neper's socket options (`--mark`, `--tcp-tx-delay`).
+    #[command(flatten)]
+    pub sockets: super::SocketArgs,
 }
 
 impl LoadArgs {
@@ -248,6 +251,7 @@ impl LoadArgs {
         };
         p.local = side(self.local_buffer, &self.cpu_pin);
         p.remote = side(self.remote_buffer, &self.remote_cpu_pin);
+        self.sockets.apply(p);
     }
 }
 

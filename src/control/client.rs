@@ -248,6 +248,12 @@ impl<'a> Session<'a> {
         if let Some(m) = hello.mismatch("client", &peer) {
             bail!(m);
         }
+        if let Some(flag) = hello.lacks(self.plan) {
+            bail!(
+                "{flag}: {peer} ({}) does not apply it to its data sockets (an older thrum); upgrade the server or run without {flag}",
+                text::echo(&hello.software)
+            );
+        }
         authenticate(&mut ctrl, self.target, hello.nonce.as_deref())?;
         self.g.env.server_software = Some(text::echo(&hello.software));
         Ok(ctrl)
@@ -470,6 +476,7 @@ impl<'a> Session<'a> {
         g.remote_retransmits = fin.tcp_retransmits;
         g.remote_zerocopy = fin.zerocopy;
         g.remote_socket_buffers = fin.socket_buffers;
+        g.remote_socket_options = fin.socket_options;
         g.remote_call_times = fin.call_times.map(|t| *t);
         g.train_gaps = fin.train_gaps.filter(|t| match t.implausible() {
             None => true,

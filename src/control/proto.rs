@@ -163,7 +163,16 @@ pub struct Hello {
     /// server requires a pre-shared key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
+    /// What this end knows beyond its protocol version ([`FEATURES`]): a
+    /// client refuses an option the server's hello does not name instead
+    /// of having it ignored. Absent from an older peer: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
 }
+
+/// The features this build names in its hello. `socket_marks`: the spec's
+/// `mark` and `tcp_tx_delay_us` are applied to the server's data sockets.
+pub const FEATURES: &[&str] = &["socket_marks"];
 
 impl Hello {
     /// This build's hello; a server adds its limits and nonce.
@@ -173,7 +182,23 @@ impl Hello {
             software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
             limits: None,
             nonce: None,
+            features: FEATURES.iter().map(|f| f.to_string()).collect(),
         }
+    }
+
+    /// The first of the plan's server-side options that the peer's hello
+    /// does not name a feature for, as the flag a user gave.
+    pub fn lacks(&self, plan: &TestPlan) -> Option<&'static str> {
+        let has = |f: &str| self.features.iter().any(|x| x == f);
+        if !has("socket_marks") {
+            if plan.sockets.mark.is_some() {
+                return Some("--mark");
+            }
+            if plan.sockets.tcp_tx_delay_us.is_some() {
+                return Some("--tcp-tx-delay");
+            }
+        }
+        None
     }
 
     /// The one version check, for both ends: `None` when the peer speaks
@@ -333,6 +358,10 @@ pub struct Final {
     /// TCP retransmissions of the server's long-lived data connections.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_retransmits: Option<u64>,
+    /// `--mark`, `--tcp-tx-delay`: what the server's kernel read back from
+    /// a data socket of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_options: Option<crate::plan::sockets::SocketMarks>,
     /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
@@ -458,6 +487,7 @@ mod tests {
                 software: "thrum 0.1.0".into(),
                 limits: None,
                 nonce: Some("00ff".into()),
+                features: vec!["socket_marks".into()],
             }
             .into(),
             Auth {
@@ -566,6 +596,20 @@ mod tests {
     #[test]
     fn one_version_check_names_both_versions() {
         assert_eq!(Hello::ours().mismatch("client", "the server"), None);
+        // A server without the socket_marks feature is refused --mark and
+        // --tcp-tx-delay before the spec goes out; ours takes both.
+        let mut plan = TestPlan::new(TestKind::TcpRr);
+        plan.sockets.mark = Some(7);
+        assert_eq!(Hello::ours().lacks(&plan), None);
+        let old = Hello {
+            features: Vec::new(),
+            ..Hello::ours()
+        };
+        assert_eq!(old.lacks(&plan), Some("--mark"));
+        plan.sockets.mark = None;
+        plan.sockets.tcp_tx_delay_us = Some(10);
+        assert_eq!(old.lacks(&plan), Some("--tcp-tx-delay"));
+        assert_eq!(old.lacks(&TestPlan::new(TestKind::TcpRr)), None);
         let mut h = Hello::ours();
         h.protocol = 9;
         h.software = "thrum 9\x1b[31m".into();

@@ -808,6 +808,13 @@ impl Report<'_> {
             },
             socket_buffers: SocketBuffers::as_set(plan, &plan.local, plan.test.is_udp(), self.ipv6)
                 .ok(),
+            socket_options: crate::io::sockmark::read_back_or_probe(
+                outs.iter()
+                    .flat_map(|o| o.flows.iter())
+                    .find_map(|f| f.tcp_socket()),
+                &plan.sockets,
+                plan.test.is_udp(),
+            ),
             call_times: outs
                 .iter()
                 .find_map(|o| crate::engine::call_times(&o.flows))

@@ -542,6 +542,15 @@ pub(crate) fn take_engines(
     g.local_zerocopy = outs
         .iter()
         .find_map(|o| crate::engine::zerocopy_counts(&o.flows));
+    if let Some(first) = parts.first() {
+        g.local_socket_options = crate::io::sockmark::read_back_or_probe(
+            outs.iter()
+                .flat_map(|o| o.flows.iter())
+                .find_map(|f| f.tcp_socket()),
+            &first.sockets,
+            first.test.is_udp(),
+        );
+    }
     g.local_call_times = outs
         .iter()
         .find_map(|o| crate::engine::call_times(&o.flows));

@@ -484,6 +484,7 @@ fn hostile_server_naming(
                     software: evil.clone(),
                     limits: None,
                     nonce: None,
+                    features: Vec::new(),
                 }
                 .into(),
                 ClientMsg::Spec(_) => proto::Accepted {
@@ -522,6 +523,7 @@ fn hostile_server_naming(
                     tcp_retransmits: None,
                     zerocopy: None,
                     socket_buffers: None,
+                    socket_options: None,
                     call_times: None,
                     train_gaps: None,
                     part_retransmits: vec![],
