@@ -199,6 +199,10 @@ pub struct TestPlan {
     /// `--tcp-tx-delay`); absent from an older peer's plan: neither.
     #[serde(default, flatten)]
     pub sockets: sockets::SocketMarks,
+    /// `--num-ports`, `--server-threads`, `--listen-backlog`,
+    /// `--max-events`; absent from an older peer's plan: the defaults.
+    #[serde(default, flatten)]
+    pub spreading: sockets::Spreading,
 }
 
 /// Which way a test's payload goes (`--reverse`, `--both`): its row's
@@ -481,6 +485,7 @@ impl TestPlan {
             direction: Direction::Forward,
             flow_latency: false,
             sockets: sockets::SocketMarks::default(),
+            spreading: sockets::Spreading::default(),
         }
     }
 
@@ -672,21 +677,7 @@ impl TestPlan {
                 test: t,
             });
         }
-        if let Some(us) = self.sockets.tcp_tx_delay_us {
-            if f.transport == Transport::Udp {
-                return Err(PlanError::NotApplicable {
-                    flag: "--tcp-tx-delay",
-                    applies: TestKind::named(|x| x.transport != Transport::Udp),
-                    test: t,
-                });
-            }
-            if us == 0 || us > sockets::MAX_TCP_TX_DELAY_US {
-                return Err(PlanError::Invalid(format!(
-                    "--tcp-tx-delay {us}us is out of range (accepted: 1us to {}us, about 268s)",
-                    sockets::MAX_TCP_TX_DELAY_US
-                )));
-            }
-        }
+        sockets::validate(self)?;
         Ok(())
     }
 
@@ -825,7 +816,17 @@ impl TestPlan {
     pub fn for_server(&self) -> TestPlan {
         let mut p = self.clone();
         std::mem::swap(&mut p.local, &mut p.remote);
+        if let Some(t) = self.spreading.server_threads {
+            p.threads = t;
+            p.spreading.server_threads = None;
+        }
         p
+    }
+
+    /// The most worker threads either end runs (`--server-threads` may
+    /// give the server more than the client), for the server's limits.
+    pub fn most_threads(&self) -> u32 {
+        self.threads.max(self.spreading.server_threads.unwrap_or(0))
     }
 
     /// Transactions each flow must complete when count-limited: the total split evenly.

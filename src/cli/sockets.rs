@@ -1,6 +1,7 @@
-//! neper's socket options, part of [`super::LoadArgs`] (so `run` and
-//! `sweep` take them): `--mark` (SO_MARK) and `--tcp-tx-delay`
-//! (TCP_TX_DELAY) on both ends' data sockets.
+//! neper's socket and spreading options, part of [`super::LoadArgs`]:
+//! `--mark` (SO_MARK) and `--tcp-tx-delay` (TCP_TX_DELAY) on both ends'
+//! data sockets; `--num-ports`, `--server-threads`, `--listen-backlog`
+//! and `--max-events`, how the ends spread a test.
 
 use std::time::Duration;
 
@@ -31,6 +32,38 @@ pub struct SocketArgs {
     #[arg(long, value_parser = duration, value_name = "DURATION")]
     #[arg(help_heading = super::heading::SOCKETS)]
     pub tcp_tx_delay: Option<Duration>,
+    /// The server listens on N data ports; TCP flows go round them.
+    ///
+    /// The server opens N data listeners, each on a port of its own, and
+    /// the client's long-lived TCP flows (tcp_stream, tcp_maerts,
+    /// tcp_bidir, tcp_rr) go round them: flow i to port i mod N (neper's
+    /// --num-ports). 1 to 64, at most one per flow. Default: one listener
+    /// per 12,700 flows or so (half the ephemeral port range).
+    #[arg(long, value_name = "N")]
+    #[arg(help_heading = super::heading::LOAD)]
+    pub num_ports: Option<u32>,
+    /// The server's worker threads, when not -T's.
+    ///
+    /// The server's worker threads (1 to --flows), so that the two ends
+    /// may differ; -T is then the client's alone. Default: -T.
+    #[arg(long, value_name = "N")]
+    #[arg(help_heading = super::heading::LOAD)]
+    pub server_threads: Option<u32>,
+    /// listen() backlog of the server's data listeners.
+    ///
+    /// The backlog the server's data listeners are opened with (1 to 65535;
+    /// the kernel caps it at net.core.somaxconn). Default: 4096.
+    #[arg(long, value_name = "N")]
+    #[arg(help_heading = super::heading::SOCKETS)]
+    pub listen_backlog: Option<u32>,
+    /// Most events per epoll_wait, both ends' epoll workers.
+    ///
+    /// The most events one epoll_wait returns, on both ends' epoll workers
+    /// (1 to 65536; neper's --max-events). Workers on the blocking or
+    /// io_uring driver are not affected. Default: 256.
+    #[arg(long, value_name = "N")]
+    #[arg(help_heading = super::heading::LOAD)]
+    pub max_events: Option<u32>,
 }
 
 impl SocketArgs {
@@ -42,5 +75,9 @@ impl SocketArgs {
         p.sockets.tcp_tx_delay_us = self
             .tcp_tx_delay
             .map(|d| u32::try_from(d.as_micros()).unwrap_or(u32::MAX));
+        p.spreading.num_ports = self.num_ports;
+        p.spreading.server_threads = self.server_threads;
+        p.spreading.listen_backlog = self.listen_backlog;
+        p.spreading.max_events = self.max_events;
     }
 }

@@ -288,6 +288,7 @@ impl<'a> Session<'a> {
                 let per_flow = plan.flow_latency && plan.parts.is_empty();
                 for w in &mut workers {
                     w.flow_latency = per_flow;
+                    w.max_events = p.spreading.max_events;
                 }
                 (f.counters, workers, p.offered_per_s.is_some())
             })
@@ -378,7 +379,14 @@ impl<'a> Session<'a> {
             ctrl,
             &ClientMsg::from(Spec {
                 plan: Box::new(plan.clone()),
-                flows_per_listener: crate::io::spread::flows_per_listener(),
+                flows_per_listener: match plan.spreading.num_ports {
+                    // --num-ports N: N listeners, the flows round them.
+                    Some(n) => plan
+                        .flows
+                        .div_ceil(n)
+                        .min(crate::io::spread::flows_per_listener()),
+                    None => crate::io::spread::flows_per_listener(),
+                },
             }),
         )?;
         let accepted = expect::<Accepted>(ctrl, label)?;

@@ -91,7 +91,7 @@ pub fn session_threads(plan: &TestPlan) -> u64 {
     // A mix runs each part's workers (one thread per part).
     plan.part_plans()
         .iter()
-        .map(|p| p.threads as u64)
+        .map(|p| p.most_threads() as u64)
         .sum::<u64>()
         + 1
 }
@@ -357,7 +357,7 @@ pub fn memory_estimate(plan: &TestPlan) -> u64 {
                 .saturating_add(PER_FLOW_OVERHEAD)
                 .saturating_add(sock),
         )
-        .saturating_add((plan.threads as u64).saturating_mul(per_worker))
+        .saturating_add((plan.most_threads() as u64).saturating_mul(per_worker))
         .saturating_add(session_threads(plan).saturating_mul(PER_THREAD_BYTES))
 }
 

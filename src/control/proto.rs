@@ -171,8 +171,11 @@ pub struct Hello {
 }
 
 /// The features this build names in its hello. `socket_marks`: the spec's
-/// `mark` and `tcp_tx_delay_us` are applied to the server's data sockets.
-pub const FEATURES: &[&str] = &["socket_marks"];
+/// `mark` and `tcp_tx_delay_us` are applied to the server's data sockets;
+/// `spreading`: its `server_threads`, `listen_backlog` and `max_events`
+/// are the server's (`num_ports` needs none: it travels as the spec's
+/// `flows_per_listener`, which every server takes).
+pub const FEATURES: &[&str] = &["socket_marks", "spreading"];
 
 impl Hello {
     /// This build's hello; a server adds its limits and nonce.
@@ -196,6 +199,18 @@ impl Hello {
             }
             if plan.sockets.tcp_tx_delay_us.is_some() {
                 return Some("--tcp-tx-delay");
+            }
+        }
+        if !has("spreading") {
+            let s = &plan.spreading;
+            if s.server_threads.is_some() {
+                return Some("--server-threads");
+            }
+            if s.listen_backlog.is_some() {
+                return Some("--listen-backlog");
+            }
+            if s.max_events.is_some() {
+                return Some("--max-events");
             }
         }
         None
@@ -610,6 +625,16 @@ mod tests {
         plan.sockets.tcp_tx_delay_us = Some(10);
         assert_eq!(old.lacks(&plan), Some("--tcp-tx-delay"));
         assert_eq!(old.lacks(&TestPlan::new(TestKind::TcpRr)), None);
+        plan.sockets.tcp_tx_delay_us = None;
+        plan.spreading.listen_backlog = Some(8);
+        let no_spreading = Hello {
+            features: vec!["socket_marks".into()],
+            ..Hello::ours()
+        };
+        assert_eq!(no_spreading.lacks(&plan), Some("--listen-backlog"));
+        plan.spreading = Default::default();
+        plan.spreading.num_ports = Some(2);
+        assert_eq!(old.lacks(&plan), None, "num_ports is flows_per_listener");
         let mut h = Hello::ours();
         h.protocol = 9;
         h.software = "thrum 9\x1b[31m".into();

@@ -304,12 +304,18 @@ pub(crate) fn session(
             counters,
             // A probe's replies must not wait behind its bulk parts' sends
             // either: its workers ask for a short slice (engine::sched).
-            place(
-                flows,
-                p.threads as usize,
-                &p.local.cpu_pin,
-                plan.parts.get(i).is_some_and(|q| q.is_probe()),
-            ),
+            {
+                let mut workers = place(
+                    flows,
+                    p.threads as usize,
+                    &p.local.cpu_pin,
+                    plan.parts.get(i).is_some_and(|q| q.is_probe()),
+                );
+                for w in &mut workers {
+                    w.max_events = p.spreading.max_events;
+                }
+                workers
+            },
             false,
         ));
         // Long-lived flows are all in: close the listener, so that later
@@ -537,7 +543,10 @@ fn open_data(
             config.data_ports,
             &mut cursor,
             "a data listener",
-            |a| listen(&a, opts, 4096),
+            |a| {
+                let backlog = plan.spreading.listen_backlog.map_or(4096, |b| b as i32);
+                listen(&a, opts, backlog)
+            },
         )?);
     }
     Ok(DataPorts {

@@ -75,6 +75,8 @@ pub struct WorkerSpec {
     /// Keep each flow's latency per interval too (`--samples`): a coarse
     /// histogram per flow, handed in at the ticks with the worker's own.
     pub flow_latency: bool,
+    /// `--max-events`: an epoll worker's most events per wait (None: 256).
+    pub max_events: Option<u32>,
 }
 
 struct Shared {
@@ -165,6 +167,7 @@ pub fn place(
             cpu: (!cpus.is_empty()).then(|| cpus[w % cpus.len()]),
             probe,
             flow_latency: false,
+            max_events: None,
         })
         .collect();
     for (i, f) in flows.into_iter().enumerate() {
@@ -541,6 +544,7 @@ fn worker_loop(
         flow_ids,
         cpu,
         probe,
+        max_events: spec_max_events,
         ..
     } = spec;
     let fail = |what: String| shared.fail(what);
@@ -560,7 +564,12 @@ fn worker_loop(
     if probe {
         let _ = sched::set_slice(sched::PROBE_SLICE);
     }
-    let mut driver = match kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind)) {
+    let created = match (kind, spec_max_events) {
+        (DriverKind::Epoll, Some(n)) => crate::io::epoll::Epoll::with_max_events(n as usize)
+            .map(|e| Box::new(e) as Box<dyn crate::io::Driver>),
+        _ => kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind)),
+    };
+    let mut driver = match created {
         Ok(d) => d,
         Err(e) => {
             fail(format!("creating the {} driver: {e}", kind.name()));

@@ -92,6 +92,12 @@ impl Epoll {
     }
 
     pub fn new() -> io::Result<Epoll> {
+        Epoll::with_max_events(256)
+    }
+
+    /// An epoll instance whose waits return at most `n` events
+    /// (`--max-events`; neper's -E): fewer per wait means more waits.
+    pub fn with_max_events(n: usize) -> io::Result<Epoll> {
         // SAFETY: plain syscall; the result is checked.
         let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if epfd < 0 {
@@ -99,7 +105,7 @@ impl Epoll {
         }
         Ok(Epoll {
             epfd,
-            buf: vec![libc::epoll_event { events: 0, u64: 0 }; 256],
+            buf: vec![libc::epoll_event { events: 0, u64: 0 }; n.max(1)],
         })
     }
 

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{PlanError, TestKind, TestPlan, Transport};
+
 /// The largest TCP_TX_DELAY the kernel takes, µs (it refuses `1 << 28`
 /// and above: the delay is kept in 28 bits of the socket).
 pub const MAX_TCP_TX_DELAY_US: u32 = (1 << 28) - 1;
@@ -33,4 +35,108 @@ impl SocketMarks {
     pub fn is_unset(&self) -> bool {
         *self == SocketMarks::default()
     }
+}
+
+/// The most data listeners `--num-ports` asks for (the server's own cap,
+/// `io::spread::MAX_LISTENERS`).
+pub const MAX_NUM_PORTS: u32 = 64;
+
+/// How the server spreads a test (neper's `--num-ports`, `--num-threads`
+/// on the server side, `--listen-backlog`, `--max-events`): each None
+/// leaves thrum's default.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct Spreading {
+    /// `--num-ports`: the server listens on this many data ports and the
+    /// client's long-lived TCP flows go round them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 64))]
+    pub num_ports: Option<u32>,
+    /// `--server-threads`: the server's worker threads (`threads` is then
+    /// the client's alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub server_threads: Option<u32>,
+    /// `--listen-backlog`: the backlog of the server's data listeners
+    /// (the kernel caps it at net.core.somaxconn); absent: 4096.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub listen_backlog: Option<u32>,
+    /// `--max-events`: the most events one epoll_wait returns, both ends'
+    /// epoll workers; absent: 256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65536))]
+    pub max_events: Option<u32>,
+}
+
+impl Spreading {
+    /// Nothing asked for.
+    pub fn is_unset(&self) -> bool {
+        *self == Spreading::default()
+    }
+}
+
+/// `--tcp-tx-delay` (TCP tests, in range), `--num-ports`,
+/// `--server-threads`, `--listen-backlog`, `--max-events`.
+pub(super) fn validate(plan: &TestPlan) -> Result<(), PlanError> {
+    let t = plan.test;
+    if let Some(us) = plan.sockets.tcp_tx_delay_us {
+        if t.traits().transport == Transport::Udp {
+            return Err(PlanError::NotApplicable {
+                flag: "--tcp-tx-delay",
+                applies: TestKind::named(|x| x.transport != Transport::Udp),
+                test: t,
+            });
+        }
+        if us == 0 || us > MAX_TCP_TX_DELAY_US {
+            return Err(PlanError::Invalid(format!(
+                "--tcp-tx-delay {us}us is out of range (accepted: 1us to {MAX_TCP_TX_DELAY_US}us, about 268s)"
+            )));
+        }
+    }
+    let s = &plan.spreading;
+    if let Some(n) = s.num_ports {
+        if t.traits().transport != Transport::Tcp {
+            return Err(PlanError::NotApplicable {
+                flag: "--num-ports",
+                applies: TestKind::named(|x| x.transport == Transport::Tcp),
+                test: t,
+            });
+        }
+        if n == 0 || n > MAX_NUM_PORTS.min(plan.flows) {
+            return Err(PlanError::Invalid(format!(
+                "--num-ports {n} is out of range (accepted: 1 to {}, at most one port per flow)",
+                MAX_NUM_PORTS.min(plan.flows)
+            )));
+        }
+    }
+    if let Some(n) = s.server_threads
+        && (n == 0 || n > plan.flows)
+    {
+        return Err(PlanError::Invalid(format!(
+            "--server-threads {n} is out of range (accepted: 1 to --flows, {})",
+            plan.flows
+        )));
+    }
+    if let Some(n) = s.listen_backlog
+        && !(1..=65535).contains(&n)
+    {
+        return Err(PlanError::Invalid(format!(
+            "--listen-backlog {n} is out of range (accepted: 1 to 65535)"
+        )));
+    }
+    if let Some(n) = s.max_events
+        && !(1..=65536).contains(&n)
+    {
+        return Err(PlanError::Invalid(format!(
+            "--max-events {n} is out of range (accepted: 1 to 65536)"
+        )));
+    }
+    if !plan.parts.is_empty() && !s.is_unset() {
+        return Err(PlanError::Invalid(
+            "--num-ports, --server-threads, --listen-backlog and --max-events apply to a single test, not a mix".into(),
+        ));
+    }
+    Ok(())
 }

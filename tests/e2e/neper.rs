@@ -413,3 +413,126 @@ fn timeout_ends_the_run_with_what_was_measured() {
         &["--timeout", "accepted"],
     )]);
 }
+
+/// `ss ARGS..` where the server runs (its own namespace, so only this
+/// test's sockets), as lines.
+fn ss(server: &ServerProc, args: &[&str]) -> Vec<String> {
+    let mut cmd = match &server.ns {
+        Some(ns) => ns_exec(ns, "ss"),
+        None => std::process::Command::new("ss"),
+    };
+    let out = run_cmd(cmd.args(args), Duration::from_secs(10));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Run `thrum ARGS..` where the server runs, look at the sockets with
+/// `look` half a second in, and return the run's JSON.
+fn while_running(server: &ServerProc, args: &[&str], look: impl FnOnce()) -> serde_json::Value {
+    let child = server
+        .thrum()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    look();
+    let out = child.wait_with_output().unwrap();
+    succeeded(&out, &format!("{args:?}"))
+}
+
+/// `--num-ports 2`: the server's sockets of 4 tcp_rr flows sit on two data
+/// ports, two each (ss in the server's namespace); `--server-threads 2`
+/// runs two server workers for the client's one; `--listen-backlog 77` is
+/// the backlog ss shows on tcp_crr's data listener (it stays open, where a
+/// long-lived test's closes once its flows are in); `--max-events` runs.
+#[test]
+fn num_ports_server_threads_and_backlog_reach_the_server() {
+    let server = ServerProc::isolated("spread", &[]);
+    let doc = while_running(
+        &server,
+        &[
+            "run",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "-F",
+            "4",
+            "--num-ports",
+            "2",
+            "--server-threads",
+            "2",
+            "--max-events",
+            "8",
+            "--driver",
+            "epoll",
+            "-l",
+            "1500ms",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        || {
+            // Local address:port of every established socket: the server's
+            // data ports appear once per flow on them, every client port once.
+            let mut per_port = std::collections::BTreeMap::<String, usize>::new();
+            for l in ss(&server, &["-Htn", "state", "established"]) {
+                if let Some(local) = l.split_whitespace().nth(2) {
+                    *per_port.entry(local.to_string()).or_default() += 1;
+                }
+            }
+            let shared: Vec<_> = per_port.values().filter(|&&n| n > 1).collect();
+            assert_eq!(shared, [&2, &2], "4 flows on 2 server ports: {per_port:?}");
+        },
+    );
+    let env = &doc["environment"];
+    assert_eq!(env["remote_drivers"].as_array().unwrap().len(), 2, "{env}");
+    assert_eq!(env["local_drivers"].as_array().unwrap().len(), 1, "{env}");
+    assert_eq!(u(&doc["spec"]["num_ports"]), 2);
+    while_running(
+        &server,
+        &[
+            "run",
+            "tcp_crr",
+            "-H",
+            &server.addr,
+            "--listen-backlog",
+            "77",
+            "-l",
+            "1s",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        || {
+            // Send-Q of a listener is its backlog.
+            let backlogs: Vec<String> = ss(&server, &["-Hltn"])
+                .iter()
+                .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+                .collect();
+            assert!(backlogs.iter().any(|b| b == "77"), "{backlogs:?}");
+        },
+    );
+    assert_rejected(&[
+        (
+            &["run", "tcp_rr", "-F", "2", "--num-ports", "3"],
+            &["--num-ports", "accepted"],
+        ),
+        (&["run", "udp_rr", "--num-ports", "1"], &["--num-ports"]),
+        (
+            &["run", "tcp_rr", "--server-threads", "2"],
+            &["--server-threads", "accepted"],
+        ),
+        (
+            &["run", "tcp_rr", "--listen-backlog", "0"],
+            &["--listen-backlog", "accepted"],
+        ),
+        (
+            &["run", "tcp_rr", "--max-events", "0"],
+            &["--max-events", "accepted"],
+        ),
+    ]);
+}
