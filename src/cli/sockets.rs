@@ -9,6 +9,7 @@ use clap::Args;
 
 use super::duration;
 use crate::plan::TestPlan;
+use crate::plan::sockets::EpollTrigger;
 
 /// SO_MARK and TCP_TX_DELAY on both ends' data sockets.
 #[derive(Debug, Args, Clone, Default)]
@@ -64,6 +65,16 @@ pub struct SocketArgs {
     #[arg(long, value_name = "N")]
     #[arg(help_heading = super::heading::LOAD)]
     pub max_events: Option<u32>,
+    /// Epoll workers register sockets edge- or level-triggered.
+    ///
+    /// How both ends' epoll workers register their data sockets: `edge`
+    /// (EPOLLET, the default) or `level` (neper's default). Level-triggered,
+    /// a flow waiting for a response on a writable socket is reported at
+    /// every wait, so its worker spins. Workers on the blocking or io_uring
+    /// driver are not affected (`--driver epoll` makes every worker epoll).
+    #[arg(long, value_parser = ["edge", "level"], value_name = "edge|level")]
+    #[arg(help_heading = super::heading::LOAD)]
+    pub epoll_trigger: Option<String>,
 }
 
 impl SocketArgs {
@@ -79,5 +90,9 @@ impl SocketArgs {
         p.spreading.server_threads = self.server_threads;
         p.spreading.listen_backlog = self.listen_backlog;
         p.spreading.max_events = self.max_events;
+        p.spreading.epoll_trigger = self.epoll_trigger.as_deref().map(|t| match t {
+            "level" => EpollTrigger::Level,
+            _ => EpollTrigger::Edge,
+        });
     }
 }

@@ -289,6 +289,8 @@ impl<'a> Session<'a> {
                 for w in &mut workers {
                     w.flow_latency = per_flow;
                     w.max_events = p.spreading.max_events;
+                    w.epoll_level = p.spreading.epoll_trigger
+                        == Some(crate::plan::sockets::EpollTrigger::Level);
                 }
                 (f.counters, workers, p.offered_per_s.is_some())
             })

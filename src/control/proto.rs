@@ -172,8 +172,8 @@ pub struct Hello {
 
 /// The features this build names in its hello. `socket_marks`: the spec's
 /// `mark` and `tcp_tx_delay_us` are applied to the server's data sockets;
-/// `spreading`: its `server_threads`, `listen_backlog` and `max_events`
-/// are the server's (`num_ports` needs none: it travels as the spec's
+/// `spreading`: its `server_threads`, `listen_backlog`, `max_events` and
+/// `epoll_trigger` are the server's (`num_ports` needs none: it travels as the spec's
 /// `flows_per_listener`, which every server takes).
 pub const FEATURES: &[&str] = &["socket_marks", "spreading"];
 
@@ -211,6 +211,9 @@ impl Hello {
             }
             if s.max_events.is_some() {
                 return Some("--max-events");
+            }
+            if s.epoll_trigger.is_some() {
+                return Some("--epoll-trigger");
             }
         }
         None

@@ -313,6 +313,8 @@ pub(crate) fn session(
                 );
                 for w in &mut workers {
                     w.max_events = p.spreading.max_events;
+                    w.epoll_level = p.spreading.epoll_trigger
+                        == Some(crate::plan::sockets::EpollTrigger::Level);
                 }
                 workers
             },

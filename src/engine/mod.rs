@@ -77,6 +77,9 @@ pub struct WorkerSpec {
     pub flow_latency: bool,
     /// `--max-events`: an epoll worker's most events per wait (None: 256).
     pub max_events: Option<u32>,
+    /// `--epoll-trigger level`: an epoll worker registers its sockets
+    /// level-triggered.
+    pub epoll_level: bool,
 }
 
 struct Shared {
@@ -168,6 +171,7 @@ pub fn place(
             probe,
             flow_latency: false,
             max_events: None,
+            epoll_level: false,
         })
         .collect();
     for (i, f) in flows.into_iter().enumerate() {
@@ -545,6 +549,7 @@ fn worker_loop(
         cpu,
         probe,
         max_events: spec_max_events,
+        epoll_level,
         ..
     } = spec;
     let fail = |what: String| shared.fail(what);
@@ -564,10 +569,14 @@ fn worker_loop(
     if probe {
         let _ = sched::set_slice(sched::PROBE_SLICE);
     }
-    let created = match (kind, spec_max_events) {
-        (DriverKind::Epoll, Some(n)) => crate::io::epoll::Epoll::with_max_events(n as usize)
-            .map(|e| Box::new(e) as Box<dyn crate::io::Driver>),
-        _ => kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind)),
+    let created = if kind == DriverKind::Epoll && (spec_max_events.is_some() || epoll_level) {
+        crate::io::epoll::Epoll::with_options(
+            spec_max_events.map_or(256, |n| n as usize),
+            !epoll_level,
+        )
+        .map(|e| Box::new(e) as Box<dyn crate::io::Driver>)
+    } else {
+        kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind))
     };
     let mut driver = match created {
         Ok(d) => d,

@@ -68,6 +68,22 @@ pub struct Spreading {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 65536))]
     pub max_events: Option<u32>,
+    /// `--epoll-trigger`: how both ends' epoll workers register their data
+    /// sockets; absent: edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoll_trigger: Option<EpollTrigger>,
+}
+
+/// Edge- or level-triggered epoll (`--epoll-trigger`, neper's -T/--edge).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EpollTrigger {
+    /// EPOLLET: a socket is reported when it becomes ready (thrum's default).
+    Edge,
+    /// A socket is reported at every wait while it is ready: a flow that
+    /// waits for a response while its socket is writable wakes its worker
+    /// at every turn, so the worker spins.
+    Level,
 }
 
 impl Spreading {
@@ -135,7 +151,7 @@ pub(super) fn validate(plan: &TestPlan) -> Result<(), PlanError> {
     }
     if !plan.parts.is_empty() && !s.is_unset() {
         return Err(PlanError::Invalid(
-            "--num-ports, --server-threads, --listen-backlog and --max-events apply to a single test, not a mix".into(),
+            "--num-ports, --server-threads, --listen-backlog, --max-events and --epoll-trigger apply to a single test, not a mix".into(),
         ));
     }
     Ok(())

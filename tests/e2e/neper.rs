@@ -536,3 +536,71 @@ fn num_ports_server_threads_and_backlog_reach_the_server() {
         ),
     ]);
 }
+
+/// The epoll registrations of the server's data sockets, as the kernel
+/// lists them (`tfd: … events: MASK` in the fdinfo of every epoll
+/// descriptor of every thread: a worker may hold a descriptor table of its
+/// own): the masks that ask for EPOLLOUT.
+fn server_epoll_masks(server: &ServerProc) -> Vec<u32> {
+    let mut masks = Vec::new();
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", server.pid())).unwrap();
+    for task in tasks.flatten() {
+        let Ok(fds) = std::fs::read_dir(task.path().join("fdinfo")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let text = std::fs::read_to_string(fd.path()).unwrap_or_default();
+            for l in text.lines().filter(|l| l.starts_with("tfd:")) {
+                let mask = l
+                    .split_whitespace()
+                    .skip_while(|w| *w != "events:")
+                    .nth(1)
+                    .and_then(|m| u32::from_str_radix(m, 16).ok());
+                if let Some(m) = mask.filter(|m| m & libc::EPOLLOUT as u32 != 0) {
+                    masks.push(m);
+                }
+            }
+        }
+    }
+    masks
+}
+
+/// `--epoll-trigger level`: the server's epoll workers register their data
+/// sockets without EPOLLET, as the kernel's own list of the registrations
+/// shows; by default (edge) with it.
+#[test]
+fn epoll_trigger_reaches_the_kernels_registrations() {
+    let server = ServerProc::isolated("trigger", &[]);
+    let et = libc::EPOLLET as u32;
+    for (trigger, edge) in [("level", false), ("edge", true)] {
+        let doc = while_running(
+            &server,
+            &[
+                "run",
+                "tcp_rr",
+                "-H",
+                &server.addr,
+                "-F",
+                "2",
+                "--driver",
+                "epoll",
+                "--epoll-trigger",
+                trigger,
+                "-l",
+                "1s",
+                "--warmup",
+                "0s",
+                "--json",
+            ],
+            || {
+                let masks = server_epoll_masks(&server);
+                assert!(masks.len() >= 2, "the server's 2 data sockets: {masks:x?}");
+                assert!(
+                    masks.iter().all(|m| (m & et != 0) == edge),
+                    "--epoll-trigger {trigger}: {masks:x?}"
+                );
+            },
+        );
+        assert!(u(&doc["summary"]["transactions"]) > 0);
+    }
+}
