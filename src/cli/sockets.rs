@@ -75,6 +75,16 @@ pub struct SocketArgs {
     #[arg(long, value_parser = ["edge", "level"], value_name = "edge|level")]
     #[arg(help_heading = super::heading::LOAD)]
     pub epoll_trigger: Option<String>,
+    /// Client source addresses; TCP flows go round them (a,b,...).
+    ///
+    /// The client's source addresses, comma-separated: its long-lived TCP
+    /// flows (tcp_stream, tcp_maerts, tcp_bidir, tcp_rr) go round them,
+    /// flow i from address i mod the list (neper's --local-hosts); the
+    /// server takes data connections from them besides the control
+    /// connection's address. Up to 64; replaces --bind for the data flows.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    #[arg(help_heading = super::heading::SOCKETS)]
+    pub local_hosts: Vec<std::net::IpAddr>,
 }
 
 impl SocketArgs {
@@ -90,6 +100,7 @@ impl SocketArgs {
         p.spreading.server_threads = self.server_threads;
         p.spreading.listen_backlog = self.listen_backlog;
         p.spreading.max_events = self.max_events;
+        p.spreading.local_hosts = self.local_hosts.clone();
         p.spreading.epoll_trigger = self.epoll_trigger.as_deref().map(|t| match t {
             "level" => EpollTrigger::Level,
             _ => EpollTrigger::Edge,

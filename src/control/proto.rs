@@ -172,8 +172,9 @@ pub struct Hello {
 
 /// The features this build names in its hello. `socket_marks`: the spec's
 /// `mark` and `tcp_tx_delay_us` are applied to the server's data sockets;
-/// `spreading`: its `server_threads`, `listen_backlog`, `max_events` and
-/// `epoll_trigger` are the server's (`num_ports` needs none: it travels as the spec's
+/// `spreading`: its `local_hosts` (accepted as data sources),
+/// `server_threads`, `listen_backlog`, `max_events` and `epoll_trigger` are
+/// the server's (`num_ports` needs none: it travels as the spec's
 /// `flows_per_listener`, which every server takes).
 pub const FEATURES: &[&str] = &["socket_marks", "spreading"];
 
@@ -203,6 +204,9 @@ impl Hello {
         }
         if !has("spreading") {
             let s = &plan.spreading;
+            if !s.local_hosts.is_empty() {
+                return Some("--local-hosts");
+            }
             if s.server_threads.is_some() {
                 return Some("--server-threads");
             }

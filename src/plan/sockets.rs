@@ -37,6 +37,9 @@ impl SocketMarks {
     }
 }
 
+/// The most source addresses `--local-hosts` lists.
+pub const MAX_LOCAL_HOSTS: usize = 64;
+
 /// The most data listeners `--num-ports` asks for (the server's own cap,
 /// `io::spread::MAX_LISTENERS`).
 pub const MAX_NUM_PORTS: u32 = 64;
@@ -44,10 +47,13 @@ pub const MAX_NUM_PORTS: u32 = 64;
 /// How the server spreads a test (neper's `--num-ports`, `--num-threads`
 /// on the server side, `--listen-backlog`, `--max-events`): each None
 /// leaves thrum's default.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spreading {
+    /// `--local-hosts`: the client's source addresses, its long-lived TCP
+    /// flows round them (flow i from address i mod the list); the server
+    /// takes data connections from them besides the control connection's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local_hosts: Vec<std::net::IpAddr>,
     /// `--num-ports`: the server listens on this many data ports and the
     /// client's long-lived TCP flows go round them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,6 +118,21 @@ pub(super) fn validate(plan: &TestPlan) -> Result<(), PlanError> {
         }
     }
     let s = &plan.spreading;
+    if !s.local_hosts.is_empty() {
+        if t.traits().transport != Transport::Tcp {
+            return Err(PlanError::NotApplicable {
+                flag: "--local-hosts",
+                applies: TestKind::named(|x| x.transport == Transport::Tcp),
+                test: t,
+            });
+        }
+        if s.local_hosts.len() > MAX_LOCAL_HOSTS {
+            return Err(PlanError::Invalid(format!(
+                "--local-hosts lists {} addresses (accepted: 1 to {MAX_LOCAL_HOSTS})",
+                s.local_hosts.len()
+            )));
+        }
+    }
     if let Some(n) = s.num_ports {
         if t.traits().transport != Transport::Tcp {
             return Err(PlanError::NotApplicable {

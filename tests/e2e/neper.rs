@@ -604,3 +604,59 @@ fn epoll_trigger_reaches_the_kernels_registrations() {
         assert!(u(&doc["summary"]["transactions"]) > 0);
     }
 }
+
+/// `--local-hosts 127.0.0.2,127.0.0.3`: two tcp_rr flows leave from the two
+/// addresses, one each, and the server's own sockets see them as their
+/// peers (ss in the server's namespace); a UDP test is refused the flag.
+#[test]
+fn local_hosts_are_the_sources_the_server_sees() {
+    let server = ServerProc::isolated("lhosts", &[]);
+    let doc = while_running(
+        &server,
+        &[
+            "run",
+            "tcp_rr",
+            "-H",
+            &server.addr,
+            "-F",
+            "2",
+            "--local-hosts",
+            "127.0.0.2,127.0.0.3",
+            "-l",
+            "1s",
+            "--warmup",
+            "0s",
+            "--json",
+        ],
+        || {
+            // The server's sockets: its own address local, the client's as peer.
+            let mut peers: Vec<String> = ss(&server, &["-Htn", "state", "established"])
+                .iter()
+                .filter_map(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    let (local, peer) = (w.get(2)?, w.get(3)?);
+                    let ip = peer.rsplit_once(':')?.0;
+                    (local.starts_with("127.0.0.1:") && ip != "127.0.0.1").then(|| ip.to_string())
+                })
+                .collect();
+            peers.sort();
+            assert_eq!(
+                peers,
+                ["127.0.0.2", "127.0.0.3"],
+                "the server's data sockets' peers"
+            );
+        },
+    );
+    assert!(u(&doc["summary"]["transactions"]) > 0);
+    assert!(
+        doc["summary"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| !w.as_str().unwrap().contains("refused"))
+    );
+    assert_rejected(&[(
+        &["run", "udp_rr", "--local-hosts", "127.0.0.2"],
+        &["--local-hosts"],
+    )]);
+}
