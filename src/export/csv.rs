@@ -244,3 +244,33 @@ pub fn write_interval(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::header;
+
+    /// docs/json.md shows the header as it is written and example rows
+    /// with as many columns, so the page stays true to the file.
+    #[test]
+    fn the_documented_header_and_rows_are_the_files() {
+        let doc = include_str!("../../docs/json.md");
+        let h = header(&[], false, false);
+        assert!(
+            doc.lines().any(|l| l == h),
+            "docs/json.md lacks the header {h}"
+        );
+        let section = doc
+            .split("## `--samples FILE`")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("the --samples section");
+        let rows: Vec<&str> = section
+            .lines()
+            .filter(|l| l.contains(",measure,") || l.contains(",warmup,"))
+            .collect();
+        assert!(rows.len() >= 3, "{rows:?}");
+        for r in rows {
+            assert_eq!(r.split(',').count(), h.split(',').count(), "{r}");
+        }
+    }
+}
