@@ -39,6 +39,8 @@ mod ping;
 pub use ping::{MAX_PING_COUNT, MAX_PING_SIZE, PingArgs, PingPlan};
 mod run;
 pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest};
+mod sockets;
+pub use sockets::SocketTuning;
 mod sweep;
 mod vary;
 pub use sweep::{PlannedCell, SweepArgs, SweepRequest, U32List};

@@ -17,6 +17,8 @@ use thiserror::Error;
 
 pub mod kinds;
 pub mod mix;
+pub mod sockets;
+mod validate_more;
 
 pub use kinds::{Loss, Merit, Rate, TestKind, Traits, Transport, Ways};
 
@@ -197,6 +199,19 @@ pub struct TestPlan {
     /// from an older peer's plan, and when forward: the row's way.
     #[serde(default, skip_serializing_if = "Direction::is_forward")]
     pub direction: Direction,
+    /// The client keeps each flow's latency per interval (`--samples`,
+    /// `--export-csv`: the CSV's latency columns per flow), a coarse
+    /// histogram per flow; the server ignores it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flow_latency: bool,
+    /// SO_MARK and TCP_TX_DELAY on both ends' data sockets (`--mark`,
+    /// `--tcp-tx-delay`); absent from an older peer's plan: neither.
+    #[serde(default, flatten)]
+    pub sockets: sockets::SocketMarks,
+    /// `--num-ports`, `--server-threads`, `--listen-backlog`,
+    /// `--max-events`; absent from an older peer's plan: the defaults.
+    #[serde(default, flatten)]
+    pub spreading: sockets::Spreading,
 }
 
 /// Which way a test's payload goes (`--reverse`, `--both`): its row's
@@ -478,6 +493,9 @@ impl TestPlan {
             idle_ns: 0,
             recovery_ns: 0,
             direction: Direction::Forward,
+            flow_latency: false,
+            sockets: sockets::SocketMarks::default(),
+            spreading: sockets::Spreading::default(),
         }
     }
 
@@ -721,6 +739,7 @@ impl TestPlan {
                 test: t,
             });
         }
+        sockets::validate(self)?;
         Ok(())
     }
 
@@ -758,107 +777,14 @@ impl TestPlan {
         Ok(())
     }
 
-    /// Both ends' socket options: buffers, MSS, congestion control, pacing, busy polling and CPU pinning.
-    fn validate_socket_options(&self) -> Result<(), PlanError> {
-        use limits::*;
-        for (flag, v) in [
-            ("--local-buffer (send)", self.local.send_buffer_bytes),
-            ("--local-buffer (receive)", self.local.recv_buffer_bytes),
-            ("--remote-buffer (send)", self.remote.send_buffer_bytes),
-            ("--remote-buffer (receive)", self.remote.recv_buffer_bytes),
-        ] {
-            if let Some(v) = v {
-                check(flag, v, 1, MAX_BUFFER_BYTES)?;
-            }
-        }
-        if let Some(mss) = self.mss {
-            check("--mss", mss as u64, 88, 65535)?;
-        }
-        if let Some(cc) = &self.congestion
-            && (cc.is_empty()
-                || cc.len() > 15
-                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-        {
-            return Err(PlanError::Invalid(format!(
-                "--cc '{cc}' is not a congestion control name (accepted: 1 to 15 letters, digits or '_', e.g. cubic, bbr)"
-            )));
-        }
-        if let Some(r) = self.pacing_rate_bps {
-            check_bps("--pacing-rate", r, 8, u64::MAX / 2)?;
-        }
-        if let Some(us) = self.busy_poll_us {
-            check(
-                "--busy-poll (µs)",
-                us as u64,
-                1,
-                limits::MAX_BUSY_POLL_US as u64,
-            )?;
-        }
-        for (flag, cpus) in [
-            ("--cpu-pin", &self.local.cpu_pin),
-            ("--remote-cpu-pin", &self.remote.cpu_pin),
-        ] {
-            if cpus.len() > 4096 {
-                return Err(PlanError::Invalid(format!(
-                    "{flag} lists more than 4096 CPUs"
-                )));
-            }
-            for &c in cpus {
-                check(flag, c as u64, 0, 4095)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// `--rate` for the request/response tests, and the options that go with it.
-    fn validate_open_loop(&self) -> Result<(), PlanError> {
-        let t = self.test;
-        let Some(r) = self.offered_per_s else {
-            if self.arrivals != Arrivals::Fixed {
-                return Err(PlanError::Invalid(
-                    "--arrivals applies with --rate (open loop); without it the test is closed-loop".into(),
-                ));
-            }
-            if self.max_inflight != DEFAULT_MAX_INFLIGHT {
-                return Err(PlanError::Invalid(
-                    "--max-inflight applies with --rate (open loop); closed-loop tests keep --burst + 1 in flight".into(),
-                ));
-            }
-            return Ok(());
-        };
-        let f = t.traits();
-        if f.rate != Rate::Transactions {
-            return Err(PlanError::NotApplicable {
-                flag: "--rate (transactions/s)",
-                applies: TestKind::named(|x| x.rate == Rate::Transactions),
-                test: t,
-            });
-        }
-        check("--rate (transactions/s)", r, 1, limits::MAX_OFFERED_PER_S)?;
-        if self.burst > 0 {
-            return Err(PlanError::Invalid(
-                "--burst and --rate do not combine: with --rate the schedule decides how many transactions are in flight (bound them with --max-inflight)".into(),
-            ));
-        }
-        check(
-            "--max-inflight",
-            self.max_inflight as u64,
-            1,
-            limits::MAX_INFLIGHT as u64,
-        )?;
-        if !f.max_inflight && self.max_inflight != DEFAULT_MAX_INFLIGHT {
-            return Err(PlanError::Invalid(format!(
-                "--max-inflight applies to {}; {t} with --rate has one connection open per flow (more at once: -F)",
-                TestKind::named(|x| x.max_inflight)
-            )));
-        }
-        Ok(())
-    }
-
     /// The plan as the server sees it: local and remote swapped.
     pub fn for_server(&self) -> TestPlan {
         let mut p = self.clone();
         std::mem::swap(&mut p.local, &mut p.remote);
+        if let Some(t) = self.spreading.server_threads {
+            p.threads = t;
+            p.spreading.server_threads = None;
+        }
         p
     }
 
@@ -869,6 +795,12 @@ impl TestPlan {
             let f = self.flows as u64;
             n / f + u64::from((flow as u64) < n % f)
         })
+    }
+
+    /// The most worker threads either end runs (`--server-threads` may
+    /// give the server more than the client), for the server's limits.
+    pub fn most_threads(&self) -> u32 {
+        self.threads.max(self.spreading.server_threads.unwrap_or(0))
     }
 
     /// Transactions each flow must complete when count-limited: the total split evenly.

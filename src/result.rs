@@ -267,6 +267,16 @@ pub struct Interval {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub remote_cpu_util_percent: Option<f64>,
+    /// Each flow's latency in this interval, by flow id (null where the
+    /// flow completed no transaction), to 2 significant digits; kept only
+    /// for `--samples` and `--export-csv` (their per-flow latency columns),
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow_latency_ns: Vec<Option<LatencySummary>>,
+    /// Each end's process resource usage over this interval, from
+    /// getrusage at the interval's two ticks (the samples' usage columns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rusage: Option<IntervalRusage>,
 }
 
 /// Which end's socket a TCP_INFO reading is from.
@@ -315,6 +325,19 @@ pub struct SocketTcpInfo {
     pub rttvar_us: u64,
     pub pacing_rate_bps: Option<u64>,
     pub delivery_rate_bps: Option<u64>,
+}
+
+/// Each end's process resource usage over one interval: CPU seconds,
+/// faults and context switches are the change between the interval's two
+/// ticks; `max_rss_kb` is the high-water mark at its end. The whole
+/// process on each end, so a server serving other sessions counts them too.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IntervalRusage {
+    pub local: crate::sensors::Rusage,
+    /// Absent where the server's samples carried no usage (an older
+    /// server) or one of the two did not arrive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<crate::sensors::Rusage>,
 }
 
 /// A phased mix's segments of its measurement window, in their order
@@ -509,6 +532,12 @@ pub struct Side {
     /// with getsockopt); absent where the end did not report them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
+    /// `--mark`, `--tcp-tx-delay`: SO_MARK and TCP_TX_DELAY as this end's
+    /// kernel read them back from one of its data sockets (a fresh socket
+    /// given the same options where the end keeps none open: UDP and the
+    /// connection tests); absent when neither was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_options: Option<crate::plan::sockets::SocketMarks>,
     /// Bulk tests: how long this end's send and receive calls that moved
     /// data took over the window (netperf's -v 2 histograms).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -6,8 +6,9 @@ use super::goodput::{flow_goodput, jain};
 use super::record::{Gathered, LocalSample};
 use crate::plan::Merit;
 use crate::plan::TestPlan;
-use crate::result::{Fairness, Figures, Interval, LoadPhase, PartInterval};
+use crate::result::{Fairness, Figures, Interval, IntervalRusage, LoadPhase, PartInterval};
 use crate::stats::counters::Counts;
+use crate::stats::latency::LatencySummary;
 
 /// The interval that ends at local sample `k`, both ends' counts of it.
 pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
@@ -34,6 +35,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         _ => (Vec::new(), 0.0),
     };
     let local_s = (b.at - a.at).as_secs_f64();
+    let local_len = local.len();
     let parts = part_intervals(plan, g, k, &local, &remote, local_s, remote_s);
     let mut sum = figures(
         plan,
@@ -61,6 +63,8 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         load_phase: load_phase(&g.load_bounds, k),
         tcp_info: super::tcp_info::interval(plan, g, k),
         remote_cpu_util_percent: remote_cpu(g, k),
+        flow_latency_ns: flow_latency(g, (k - 1) as u32, local_len),
+        rusage: interval_rusage(g, k, local_s),
     }
 }
 
@@ -90,6 +94,45 @@ fn jitter(plan: &TestPlan, local: &[Counts], remote: &[Counts]) -> Option<u64> {
 fn remote_cpu(g: &Gathered, k: usize) -> Option<f64> {
     let at = |i: usize| g.remote.get(i)?.as_ref()?.cpu;
     at(k)?.util_percent_since(&at(k - 1)?)
+}
+
+/// Each flow's latency in interval `index`, by flow id, when the client
+/// kept it (`plan.flow_latency`); empty otherwise.
+fn flow_latency(g: &Gathered, index: u32, flows: usize) -> Vec<Option<LatencySummary>> {
+    let Some(of) = g.flow_interval_latency.get(&index) else {
+        return Vec::new();
+    };
+    let mut v = vec![None; flows];
+    for (f, s) in of {
+        if let Some(slot) = v.get_mut(*f as usize) {
+            *slot = Some(s.clone());
+        }
+    }
+    v
+}
+
+/// Each end's process usage over the interval that ends at sample `k`:
+/// the change between its two ticks' readings. The server's is left out
+/// when a reading is missing or the change is impossible over the
+/// interval's length (a hostile or broken peer).
+fn interval_rusage(g: &Gathered, k: usize, secs: f64) -> Option<IntervalRusage> {
+    let local = g.local[k].rusage?.since(&g.local[k - 1].rusage?);
+    let remote = match (
+        g.remote.get(k - 1).and_then(Option::as_ref),
+        g.remote.get(k).and_then(Option::as_ref),
+    ) {
+        (Some(a), Some(b)) => match (a.rusage, b.rusage) {
+            (Some(x), Some(y)) => Some(y.since(&x)),
+            _ => None,
+        },
+        _ => None,
+    }
+    .filter(|r| {
+        // A second of slack: the server's ticks trail the client's.
+        r.implausible(&crate::sensors::Rusage::bound_for(secs + 1.0))
+            .is_none()
+    });
+    Some(IntervalRusage { local, remote })
 }
 
 /// A phased mix: the segment that the interval ending at sample `k` lies

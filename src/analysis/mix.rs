@@ -42,6 +42,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
             retransmits: Vec::new(),
             tcp_info: Vec::new(),
             if_counters: l.if_counters,
+            rusage: l.rusage,
         })
         .collect();
     p.remote = g
@@ -54,6 +55,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
                 cpu: r.cpu,
+                rusage: r.rusage,
             })
         })
         .collect();
@@ -291,6 +293,7 @@ mod tests {
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
                 if_counters: None,
+                rusage: None,
             });
             g.remote.push(Some(RemoteSample {
                 elapsed_ns: k * 1_000_000_000,
@@ -298,6 +301,7 @@ mod tests {
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
                 cpu: None,
+                rusage: None,
             }));
         }
         g.load_bounds = vec![0, 1, 5, 5, 6];
@@ -356,6 +360,7 @@ mod tests {
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
                 if_counters: None,
+                rusage: None,
             });
             g.remote.push(Some(RemoteSample {
                 elapsed_ns: k * 1_000_000_000,
@@ -363,6 +368,7 @@ mod tests {
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
                 cpu: None,
+                rusage: None,
             }));
         }
         g.load_bounds = vec![1, 2, 4, 5, 6];

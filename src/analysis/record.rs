@@ -30,6 +30,9 @@ pub(crate) struct LocalSample {
     /// The client interface's counters, read beside `counts` on the
     /// control thread (None where they cannot be read).
     pub(crate) if_counters: Option<crate::sensors::IfCounters>,
+    /// This process's resource usage so far, read at the tick (the
+    /// samples' per-interval usage columns).
+    pub(crate) rusage: Option<Rusage>,
 }
 
 pub(crate) struct RemoteSample {
@@ -41,6 +44,8 @@ pub(crate) struct RemoteSample {
     pub(crate) tcp_info: Vec<Option<crate::sensors::TcpInfo>>,
     /// The server host's CPU ticks at this sample (newer servers).
     pub(crate) cpu: Option<crate::sensors::cpu::CpuTotals>,
+    /// The server process's resource usage so far (None from an older server).
+    pub(crate) rusage: Option<Rusage>,
 }
 
 /// What one part of a mix leaves on the client: its own histograms and
@@ -79,6 +84,8 @@ pub(crate) struct Gathered {
     pub(crate) remote: Vec<Option<RemoteSample>>,
     pub(crate) latency: LatencyHistogram,
     pub(crate) interval_latency: BTreeMap<u32, LatencySummary>,
+    /// Each interval's latency of each flow (`plan.flow_latency`): (flow, summary).
+    pub(crate) flow_interval_latency: BTreeMap<u32, Vec<(u32, LatencySummary)>>,
     /// Open loop: service time, whole run and per interval, and the
     /// generator's lag behind its schedule.
     pub(crate) service_latency: LatencyHistogram,
@@ -118,6 +125,9 @@ pub(crate) struct Gathered {
     /// its final message.
     pub(crate) local_socket_buffers: Option<SocketBuffers>,
     pub(crate) remote_socket_buffers: Option<SocketBuffers>,
+    /// `--mark`, `--tcp-tx-delay` as each end's kernel read them back.
+    pub(crate) local_socket_options: Option<crate::plan::sockets::SocketMarks>,
+    pub(crate) remote_socket_options: Option<crate::plan::sockets::SocketMarks>,
     /// capacity: the packet-train gaps the server recorded (client to
     /// server; they come in its final report) ...
     pub(crate) train_gaps: Option<crate::stats::dispersion::TrainGaps>,
@@ -150,6 +160,7 @@ impl Gathered {
             remote: Vec::new(),
             latency: LatencyHistogram::new(),
             interval_latency: BTreeMap::new(),
+            flow_interval_latency: BTreeMap::new(),
             service_latency: LatencyHistogram::new(),
             service_interval_latency: BTreeMap::new(),
             generator_lag: LatencyHistogram::new(),
@@ -177,6 +188,8 @@ impl Gathered {
             remote_call_times: None,
             local_socket_buffers: None,
             remote_socket_buffers: None,
+            local_socket_options: None,
+            remote_socket_options: None,
             train_gaps: None,
             local_train_gaps: None,
             server_on_this_host: false,
@@ -227,6 +240,7 @@ pub(crate) mod fixtures {
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
                 if_counters: None,
+                rusage: None,
             });
             g.remote.push(server(k as u64).map(|c| RemoteSample {
                 elapsed_ns: k as u64 * 1_000_000_000,
@@ -234,6 +248,7 @@ pub(crate) mod fixtures {
                 retransmits: Vec::new(),
                 tcp_info: Vec::new(),
                 cpu: None,
+                rusage: None,
             }));
         }
         g

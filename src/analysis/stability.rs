@@ -116,6 +116,8 @@ mod tests {
                     load_phase: None,
                     tcp_info: None,
                     remote_cpu_util_percent: None,
+                    flow_latency_ns: Vec::new(),
+                    rusage: None,
                 }
             })
             .collect()

@@ -242,6 +242,9 @@ pub struct SocketArgs {
     #[arg(long, value_parser = cpu_list_arg, value_name = "LIST")]
     #[arg(help_heading = super::heading::LOAD)]
     pub remote_cpu_pin: Option<CpuList>,
+    /// neper's socket options (`--mark`, `--tcp-tx-delay`).
+    #[command(flatten)]
+    pub sockets: super::SocketTuning,
 }
 
 impl LoadArgs {
@@ -284,6 +287,7 @@ impl SocketArgs {
         };
         p.local = side(self.local_buffer, &self.cpu_pin);
         p.remote = side(self.remote_buffer, &self.remote_cpu_pin);
+        self.sockets.apply(p);
     }
 }
 

@@ -72,7 +72,7 @@ pub struct OutputArgs {
     pub output: Option<PathBuf>,
     /// Write per-interval, per-flow samples as CSV to FILE.
     ///
-    /// Write per-interval, per-flow samples as CSV to FILE, a row at a time as they arrive; the finished file replaces it atomically at the end.
+    /// Write per-interval, per-flow samples as CSV to FILE, a row at a time as they arrive; the finished file replaces it atomically at the end. As neper's samples.csv: each flow's row carries that flow's latency in the interval (in the finished file) and each end's process usage over it (utime, stime, maxrss, faults, context switches); docs/json.md lists the columns.
     #[arg(long, value_name = "FILE")]
     #[arg(help_heading = super::heading::OUTPUT)]
     pub samples: Option<PathBuf>,

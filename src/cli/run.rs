@@ -59,6 +59,16 @@ pub struct RunArgs {
     #[arg(long, default_value = "0s", value_parser = duration, value_name = "DURATION")]
     #[arg(help_heading = super::heading::TARGET)]
     pub cooldown: Duration,
+    /// Hard limit on the whole run; past it the run ends with an error.
+    ///
+    /// Hard limit on the whole run, client side (neper's -s): set-up,
+    /// warm-up, measurement, cool-down, drain and every --iterations run.
+    /// Past it the run stops as Ctrl-C stops it, writes what was measured
+    /// until then and exits 1 with an error naming --timeout; a run that
+    /// cannot stop within 10s more exits at once. Default: no limit.
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub timeout: Option<Duration>,
     /// Use IPv4 only.
     #[arg(short = '4', conflicts_with = "ipv6")]
     #[arg(help_heading = super::heading::TARGET)]
@@ -100,9 +110,12 @@ pub struct RunArgs {
     #[arg(long, default_value = "5s", value_parser = duration, value_name = "DURATION")]
     #[arg(help_heading = super::heading::MIX)]
     pub recovery: Duration,
-    /// Print the plan and exit without running.
+    /// Print the checked plan and its run time, and exit without running.
     ///
-    /// Print the plan (a preset's or --mix's SPEC and its parts) and exit without running.
+    /// Print the checked plan (a preset's or --mix's SPEC and its parts,
+    /// then every field of the plan as key=value) and its total run time
+    /// (warm-up, measurement and cool-down, times the --iterations), and
+    /// exit 0 without connecting (neper's --dry-run).
     #[arg(long)]
     #[arg(help_heading = super::heading::MIX)]
     pub dry_run: bool,
@@ -403,6 +416,8 @@ pub struct RunRequest {
     pub dry_run: bool,
     /// The mix's SPEC (`--mix`, or a preset's); None for a single test.
     pub mix_spec: Option<String>,
+    /// `--timeout`: the whole run's hard limit; None: none.
+    pub timeout: Option<Duration>,
     /// The server; None: an embedded one on loopback (or a dry run).
     pub target: Option<Target>,
     /// `--bind`: the local address, also toward an embedded server.
@@ -433,7 +448,7 @@ impl RunArgs {
     /// Errors come in the order a user fixes them: the plan, the drawings,
     /// then the server (not resolved for a dry run).
     pub fn to_request(&self) -> Result<RunRequest> {
-        let plan = self.to_plan()?;
+        let mut plan = self.to_plan()?;
         if let Some(f) = self
             .out
             .output_fields
@@ -444,6 +459,9 @@ impl RunArgs {
                 "--output-fields {f}: that percentile is not reported; ask for it with --percentiles (fixed: P50_LATENCY, P90_LATENCY, P99_LATENCY, P999_LATENCY)"
             );
         }
+        let outputs = self.out.to_outputs();
+        // The samples' latency columns are per flow: the client keeps them.
+        plan.flow_latency = outputs.samples.is_some() || !outputs.export_csv.is_empty();
         let drawings = Drawings {
             chart: self.chart.clone(),
             html: self.html.clone(),
@@ -455,9 +473,15 @@ impl RunArgs {
             plan,
             dry_run: self.dry_run,
             mix_spec: self.mix_spec().map(str::to_string),
+            timeout: match self.timeout {
+                Some(t) if t.is_zero() => {
+                    bail!("--timeout 0s is no limit (accepted: a duration over 0, e.g. 30s)")
+                }
+                t => t,
+            },
             target,
             bind: self.bind,
-            outputs: self.out.to_outputs(),
+            outputs,
             drawings,
             repeat: self.repeat(),
             human: self.human_options(),

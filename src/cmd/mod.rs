@@ -11,6 +11,7 @@
 pub mod agg;
 pub mod curve;
 pub mod find_burst;
+pub mod limit;
 pub mod monitor;
 pub mod out;
 pub mod ping;

@@ -158,7 +158,67 @@ fn dry_run(req: &RunRequest) -> Result<()> {
             plan.flows
         )),
     }
+    out.push_str(&plan_lines(plan));
+    out.push_str(&run_time_line(req));
     super::out::print(&out)
+}
+
+/// The checked plan, one `key=value` per field as its JSON spells it
+/// (nested values as JSON), the way neper's dry run lists its options.
+fn plan_lines(plan: &crate::plan::TestPlan) -> String {
+    let mut out = String::new();
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(plan) {
+        for (k, v) in fields {
+            let v = match v {
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Null => "none".into(),
+                v => v.to_string(),
+            };
+            out.push_str(&format!("{k}={v}\n"));
+        }
+    }
+    out
+}
+
+/// `total_run_time`, as neper's dry run prints it: warm-up, measurement and
+/// cool-down, times the runs `--iterations` may make (a range when they
+/// may stop early), and the `--timeout` that would cut it; unbounded for a
+/// count-limited run (`--transactions`).
+fn run_time_line(req: &RunRequest) -> String {
+    let plan = &req.plan;
+    let fmt = |ns: u64| crate::units::fmt_duration_ns(ns);
+    let parts = format!(
+        "warm-up {} + measurement {} + cool-down {}",
+        fmt(plan.warmup_ns),
+        match plan.transactions {
+            Some(n) => format!("until {n} transactions"),
+            None => fmt(plan.duration_ns),
+        },
+        fmt(plan.cooldown_ns)
+    );
+    let one = plan.warmup_ns + plan.duration_ns + plan.cooldown_ns;
+    let (min, max) = req.repeat.map_or((1, 1), |r| (r.min, r.max));
+    let total = if plan.transactions.is_some() {
+        "unbounded (--transactions)".to_string()
+    } else if min == max {
+        fmt(one * u64::from(min))
+    } else {
+        format!(
+            "{} to {}",
+            fmt(one * u64::from(min)),
+            fmt(one * u64::from(max))
+        )
+    };
+    let runs = if min == max {
+        format!("{min} run(s)")
+    } else {
+        format!("{min} to {max} runs")
+    };
+    let limit = req
+        .timeout
+        .map(|t| format!("; --timeout {}", fmt(t.as_nanos() as u64)))
+        .unwrap_or_default();
+    format!("total_run_time={total} ({parts}, {runs}; set-up and drain not counted{limit})\n")
 }
 
 /// `thrum run`: turn the flags into the request, measure, then write the
@@ -181,12 +241,18 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         req.plan.send_bytes =
             crate::workload::capacity::packet_size_toward(target.addr, target.bind);
     }
+    let limit = super::limit::Limit::arm(req.timeout);
     let (mut result, rows_shown, live) = measure(&req, &target)?;
     result.environment.uuid = req.uuid.clone();
     result.environment.brand = req.brand.clone();
-    let interrupted = control::stop::requested();
+    let timed_out = limit.as_ref().is_some_and(|l| l.fired());
+    drop(limit);
+    let interrupted = control::stop::requested() && !timed_out;
     if interrupted {
         mark_interrupted(&mut result.summary.error);
+    }
+    if let (true, Some(t)) = (timed_out, req.timeout) {
+        result.summary.error = Some(timed_out_error(t, &result));
     }
     // Results to standard output (or -o); everything else to stderr.
     // A human table of a run that measured nothing would be zeros.
@@ -280,6 +346,23 @@ fn measure(req: &RunRequest, target: &Target) -> Result<(TestResult, bool, expor
 
 /// A run stopped by a signal: what was measured stands, and the error
 /// says the run did not end as planned.
+/// What a run stopped by `--timeout` says: the flag, and what it measured
+/// before (the intervals, written as usual).
+fn timed_out_error(t: std::time::Duration, r: &TestResult) -> String {
+    let measured = r
+        .intervals
+        .iter()
+        .filter(|iv| iv.phase == crate::plan::Phase::Measure)
+        .count();
+    format!(
+        "{}; measured until then: {} interval(s) of the window ({:.3}s), {} in all",
+        super::limit::message(t),
+        measured,
+        r.summary.duration_s,
+        r.intervals.len()
+    )
+}
+
 fn mark_interrupted(error: &mut Option<String>) {
     *error = Some(match error.take() {
         Some(e) if e != control::stop::INTERRUPTED => {

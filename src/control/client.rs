@@ -253,6 +253,12 @@ impl<'a> Session<'a> {
         if let Some(m) = hello.mismatch("client", &peer) {
             bail!(m);
         }
+        if let Some(flag) = hello.lacks(self.plan) {
+            bail!(
+                "{flag}: {peer} ({}) does not apply it to its data sockets (an older thrum); upgrade the server or run without {flag}",
+                text::echo(&hello.software)
+            );
+        }
         authenticate(&mut ctrl, self.target, hello.nonce.as_deref())?;
         self.g.env.server_software = Some(text::echo(&hello.software));
         Ok(ctrl)
@@ -282,11 +288,16 @@ impl<'a> Session<'a> {
             .map(|(i, (f, p))| {
                 // A probe's workers run no bulk flow and preempt them (engine::sched).
                 let probe = plan.parts.get(i).is_some_and(|q| q.is_probe());
-                (
-                    f.counters,
-                    place(f.flows, p.threads as usize, &plan.local.cpu_pin, probe),
-                    p.offered_per_s.is_some(),
-                )
+                let mut workers = place(f.flows, p.threads as usize, &plan.local.cpu_pin, probe);
+                // Per-flow latency for the samples (a single test's flows).
+                let per_flow = plan.flow_latency && plan.parts.is_empty();
+                for w in &mut workers {
+                    w.flow_latency = per_flow;
+                    w.max_events = p.spreading.max_events;
+                    w.epoll_level = p.spreading.epoll_trigger
+                        == Some(crate::plan::sockets::EpollTrigger::Level);
+                }
+                (f.counters, workers, p.offered_per_s.is_some())
             })
             .collect();
         let phases = schedule(plan);
@@ -378,7 +389,14 @@ impl<'a> Session<'a> {
             ctrl,
             &ClientMsg::from(Spec {
                 plan: Box::new(plan.clone()),
-                flows_per_listener: crate::io::spread::flows_per_listener(),
+                flows_per_listener: match plan.spreading.num_ports {
+                    // --num-ports N: N listeners, the flows round them.
+                    Some(n) => plan
+                        .flows
+                        .div_ceil(n)
+                        .min(crate::io::spread::flows_per_listener()),
+                    None => crate::io::spread::flows_per_listener(),
+                },
             }),
         )?;
         let accepted = expect::<Accepted>(ctrl, label)?;
@@ -476,6 +494,7 @@ impl<'a> Session<'a> {
         g.remote_retransmits = fin.tcp_retransmits;
         g.remote_zerocopy = fin.zerocopy;
         g.remote_socket_buffers = fin.socket_buffers;
+        g.remote_socket_options = fin.socket_options;
         g.remote_call_times = fin.call_times.map(|t| *t);
         g.train_gaps = fin.train_gaps.filter(|t| match t.implausible() {
             None => true,

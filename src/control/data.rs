@@ -251,7 +251,14 @@ pub(crate) fn accept_flows(
             if pfd.revents == 0 {
                 continue;
             }
-            accept_pending(listener, peer, &mut pending, max_pending, &mut refused)?;
+            accept_pending(
+                listener,
+                peer,
+                &plan.spreading.local_hosts,
+                &mut pending,
+                max_pending,
+                &mut refused,
+            )?;
         }
     }
     // Every flow is in: what has not presented its token by now never will
@@ -272,6 +279,9 @@ pub(crate) fn accept_flows(
 fn accept_pending(
     listener: &socket2::Socket,
     peer: IpAddr,
+    // `--local-hosts`: the client's other source addresses (the token
+    // still has to match).
+    also: &[IpAddr],
     pending: &mut Vec<Pending>,
     max_pending: usize,
     refused: &mut u64,
@@ -289,7 +299,9 @@ fn accept_pending(
                 Err(e) => return Err(e).context("accepting data connections"),
             };
             let from = addr.as_socket().map(|a| a.ip());
-            if !from.is_some_and(|ip| same_host(ip, peer)) || pending.len() >= max_pending {
+            let known = from
+                .is_some_and(|ip| same_host(ip, peer) || also.iter().any(|&a| same_host(ip, a)));
+            if !known || pending.len() >= max_pending {
                 *refused += 1;
                 continue;
             }

@@ -101,9 +101,15 @@ impl Dial {
                 hello.extend_from_slice(&(f as u32).to_be_bytes());
                 hello
             };
+            // `--local-hosts` round the flows; else `--bind`, or none.
+            let binds: Vec<IpAddr> = if plan.spreading.local_hosts.is_empty() {
+                self.bind.into_iter().collect()
+            } else {
+                plan.spreading.local_hosts.clone()
+            };
             connect_many(
                 &data_addrs,
-                self.bind,
+                &binds,
                 &opts,
                 flows_n,
                 greeting,

@@ -91,7 +91,7 @@ pub fn session_threads(plan: &TestPlan) -> u64 {
     // A mix runs each part's workers (one thread per part).
     plan.part_plans()
         .iter()
-        .map(|p| p.threads as u64)
+        .map(|p| p.most_threads() as u64)
         .sum::<u64>()
         + 1
 }
@@ -357,8 +357,54 @@ pub fn memory_estimate(plan: &TestPlan) -> u64 {
                 .saturating_add(PER_FLOW_OVERHEAD)
                 .saturating_add(sock),
         )
-        .saturating_add((plan.threads as u64).saturating_mul(per_worker))
+        .saturating_add((plan.most_threads() as u64).saturating_mul(per_worker))
         .saturating_add(session_threads(plan).saturating_mul(PER_THREAD_BYTES))
+}
+
+/// How long a session may run past the length its spec states: the last
+/// interval's tick, the client's drain (`client::DRAIN_TIMEOUT`, 5 s), the
+/// final report, and slack for a loaded machine. The same slack as the
+/// control idle timeout.
+pub const DRAIN_ALLOWANCE: Duration = Duration::from_secs(15);
+
+/// When a running session must end whatever its client sends: its stated
+/// length (warm-up + duration + cool-down; for a count-limited `-n` run, the
+/// server's `--max-duration`), one interval, and [`DRAIN_ALLOWANCE`]; a
+/// phased mix also the client's wait for its bulk parts to drain before
+/// the recovery phase ([`super::timeline::DRAIN_TIMEOUT`]).
+pub fn session_bound(plan: &TestPlan, limits: &SessionLimits) -> Duration {
+    let stated = if plan.count_limited() {
+        limits.max_duration_ns
+    } else {
+        total_duration_ns(plan)
+    };
+    let load_drain = if plan.load_phases() {
+        super::timeline::DRAIN_TIMEOUT
+    } else {
+        Duration::ZERO
+    };
+    Duration::from_nanos(stated)
+        .saturating_add(Duration::from_nanos(plan.interval_ns))
+        .saturating_add(DRAIN_ALLOWANCE)
+        .saturating_add(load_drain)
+}
+
+/// Why a session was ended at its bound, naming the limit.
+pub(super) fn overran(plan: &TestPlan, limits: &SessionLimits, bound: Duration) -> String {
+    let allowance = bound.as_secs_f64() - total_duration_ns(plan) as f64 / 1e9;
+    if plan.count_limited() {
+        format!(
+            "session ended after {:.1} s: a count-limited (-n, --bytes) run may last this server's --max-duration of {} s plus {allowance:.1} s for the drain",
+            bound.as_secs_f64(),
+            limits.max_duration_ns as f64 / 1e9
+        )
+    } else {
+        format!(
+            "session ended after {:.1} s: its spec states {} s (warm-up + duration + cool-down), and a session may outlast that by {allowance:.1} s for the drain (--max-duration bounds the stated length)",
+            bound.as_secs_f64(),
+            total_duration_ns(plan) as f64 / 1e9
+        )
+    }
 }
 
 #[cfg(test)]

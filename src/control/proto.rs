@@ -165,7 +165,20 @@ pub struct Hello {
     /// server requires a pre-shared key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
+    /// What this end knows beyond its protocol version ([`FEATURES`]): a
+    /// client refuses an option the server's hello does not name instead
+    /// of having it ignored. Absent from an older peer: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
 }
+
+/// The features this build names in its hello. `socket_marks`: the spec's
+/// `mark` and `tcp_tx_delay_us` are applied to the server's data sockets;
+/// `spreading`: its `local_hosts` (accepted as data sources),
+/// `server_threads`, `listen_backlog`, `max_events` and `epoll_trigger` are
+/// the server's (`num_ports` needs none: it travels as the spec's
+/// `flows_per_listener`, which every server takes).
+pub const FEATURES: &[&str] = &["socket_marks", "spreading"];
 
 impl Hello {
     /// This build's hello; a server adds its limits and nonce.
@@ -175,7 +188,41 @@ impl Hello {
             software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
             limits: None,
             nonce: None,
+            features: FEATURES.iter().map(|f| f.to_string()).collect(),
         }
+    }
+
+    /// The first of the plan's server-side options that the peer's hello
+    /// does not name a feature for, as the flag a user gave.
+    pub fn lacks(&self, plan: &TestPlan) -> Option<&'static str> {
+        let has = |f: &str| self.features.iter().any(|x| x == f);
+        if !has("socket_marks") {
+            if plan.sockets.mark.is_some() {
+                return Some("--mark");
+            }
+            if plan.sockets.tcp_tx_delay_us.is_some() {
+                return Some("--tcp-tx-delay");
+            }
+        }
+        if !has("spreading") {
+            let s = &plan.spreading;
+            if !s.local_hosts.is_empty() {
+                return Some("--local-hosts");
+            }
+            if s.server_threads.is_some() {
+                return Some("--server-threads");
+            }
+            if s.listen_backlog.is_some() {
+                return Some("--listen-backlog");
+            }
+            if s.max_events.is_some() {
+                return Some("--max-events");
+            }
+            if s.epoll_trigger.is_some() {
+                return Some("--epoll-trigger");
+            }
+        }
+        None
     }
 
     /// The one version check, for both ends: `None` when the peer speaks
@@ -316,6 +363,13 @@ pub struct Sample {
     /// servers and where /proc/stat cannot be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<crate::sensors::cpu::CpuTotals>,
+    /// The server process's resource usage so far, at this tick: the
+    /// client takes each interval's change from two ticks' readings (the
+    /// running total, so a sample that never arrives loses no usage).
+    /// Absent from an older server: the samples' remote usage columns stay
+    /// empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rusage: Option<Rusage>,
 }
 
 /// The client's workers have drained; stop and report.
@@ -344,6 +398,10 @@ pub struct Final {
     /// TCP retransmissions of the server's long-lived data connections.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_retransmits: Option<u64>,
+    /// `--mark`, `--tcp-tx-delay`: what the server's kernel read back from
+    /// a data socket of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_options: Option<crate::plan::sockets::SocketMarks>,
     /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,
@@ -469,6 +527,7 @@ mod tests {
                 software: "thrum 0.1.0".into(),
                 limits: None,
                 nonce: Some("00ff".into()),
+                features: vec!["socket_marks".into()],
             }
             .into(),
             Auth {
@@ -510,6 +569,7 @@ mod tests {
                     total: 20,
                     cpus: 2,
                 }),
+                rusage: Some(Rusage::default()),
             }
             .into(),
             Error {
@@ -584,6 +644,30 @@ mod tests {
     #[test]
     fn one_version_check_names_both_versions() {
         assert_eq!(Hello::ours().mismatch("client", "the server"), None);
+        // A server without the socket_marks feature is refused --mark and
+        // --tcp-tx-delay before the spec goes out; ours takes both.
+        let mut plan = TestPlan::new(TestKind::TcpRr);
+        plan.sockets.mark = Some(7);
+        assert_eq!(Hello::ours().lacks(&plan), None);
+        let old = Hello {
+            features: Vec::new(),
+            ..Hello::ours()
+        };
+        assert_eq!(old.lacks(&plan), Some("--mark"));
+        plan.sockets.mark = None;
+        plan.sockets.tcp_tx_delay_us = Some(10);
+        assert_eq!(old.lacks(&plan), Some("--tcp-tx-delay"));
+        assert_eq!(old.lacks(&TestPlan::new(TestKind::TcpRr)), None);
+        plan.sockets.tcp_tx_delay_us = None;
+        plan.spreading.listen_backlog = Some(8);
+        let no_spreading = Hello {
+            features: vec!["socket_marks".into()],
+            ..Hello::ours()
+        };
+        assert_eq!(no_spreading.lacks(&plan), Some("--listen-backlog"));
+        plan.spreading = Default::default();
+        plan.spreading.num_ports = Some(2);
+        assert_eq!(old.lacks(&plan), None, "num_ports is flows_per_listener");
         let mut h = Hello::ours();
         h.protocol = 9;
         h.software = "thrum 9\x1b[31m".into();

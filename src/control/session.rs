@@ -20,7 +20,8 @@ use super::auth::{self, NONCE_LEN, Psk};
 pub use super::config::ServerConfig;
 use super::data::{ClientUdp, SessionFlows, accept_flows, bind_data_port, bind_port, udp_flows};
 use super::deadline::read_msg_within;
-use super::limits::{SessionLimits, data_ports, memory_estimate, session_threads};
+pub use super::limits::{DRAIN_ALLOWANCE, session_bound};
+use super::limits::{data_ports, memory_estimate, overran, session_threads};
 use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
     Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
@@ -51,11 +52,6 @@ pub use super::limits::START_TIMEOUT;
 pub const PRE_SPEC_FRAME: usize = 64 << 10;
 /// The spec frame (a plan is well under a kilobyte).
 pub const SPEC_FRAME: usize = 1 << 20;
-/// How long a session may run past the length its spec states: the last
-/// interval's tick, the client's drain (`client::DRAIN_TIMEOUT`, 5 s), the
-/// final report, and slack for a loaded machine. The same slack as the
-/// control idle timeout.
-pub const DRAIN_ALLOWANCE: Duration = Duration::from_secs(15);
 
 /// The largest control frame a session needs after its spec: `start` names
 /// one UDP port per flow and `finish` one datagram count per flow (at most
@@ -63,28 +59,6 @@ pub const DRAIN_ALLOWANCE: Duration = Duration::from_secs(15);
 /// before it is allocated.
 pub fn after_spec_frame(flows: u32) -> usize {
     4096 + 24 * flows as usize
-}
-
-/// When a running session must end whatever its client sends: its stated
-/// length (warm-up + duration + cool-down; for a count-limited `-n` run, the
-/// server's `--max-duration`), one interval, and [`DRAIN_ALLOWANCE`]; a
-/// phased mix also the client's wait for its bulk parts to drain before
-/// the recovery phase ([`super::timeline::DRAIN_TIMEOUT`]).
-pub fn session_bound(plan: &TestPlan, limits: &SessionLimits) -> Duration {
-    let stated = if plan.count_limited() {
-        limits.max_duration_ns
-    } else {
-        super::limits::total_duration_ns(plan)
-    };
-    let load_drain = if plan.load_phases() {
-        super::timeline::DRAIN_TIMEOUT
-    } else {
-        Duration::ZERO
-    };
-    Duration::from_nanos(stated)
-        .saturating_add(Duration::from_nanos(plan.interval_ns))
-        .saturating_add(DRAIN_ALLOWANCE)
-        .saturating_add(load_drain)
 }
 
 /// What a session got to, for its log line.
@@ -119,24 +93,6 @@ pub(super) fn closed_unheard(ctrl: &mut TcpStream, limit: Duration) -> Result<bo
         // A reset before the hello is a probe's close as well.
         Err(e) if e.kind() == io::ErrorKind::ConnectionReset => Ok(true),
         Err(e) => Err(e.into()),
-    }
-}
-
-/// Why a session was ended at its bound, naming the limit.
-fn overran(plan: &TestPlan, limits: &SessionLimits, bound: Duration) -> String {
-    let allowance = bound.as_secs_f64() - super::limits::total_duration_ns(plan) as f64 / 1e9;
-    if plan.count_limited() {
-        format!(
-            "session ended after {:.1} s: a count-limited (-n, --bytes) run may last this server's --max-duration of {} s plus {allowance:.1} s for the drain",
-            bound.as_secs_f64(),
-            limits.max_duration_ns as f64 / 1e9
-        )
-    } else {
-        format!(
-            "session ended after {:.1} s: its spec states {} s (warm-up + duration + cool-down), and a session may outlast that by {allowance:.1} s for the drain (--max-duration bounds the stated length)",
-            bound.as_secs_f64(),
-            super::limits::total_duration_ns(plan) as f64 / 1e9
-        )
     }
 }
 
@@ -305,12 +261,20 @@ pub(crate) fn session(
             counters,
             // A probe's replies must not wait behind its bulk parts' sends
             // either: its workers ask for a short slice (engine::sched).
-            place(
-                flows,
-                p.threads as usize,
-                &p.local.cpu_pin,
-                plan.parts.get(i).is_some_and(|q| q.is_probe()),
-            ),
+            {
+                let mut workers = place(
+                    flows,
+                    p.threads as usize,
+                    &p.local.cpu_pin,
+                    plan.parts.get(i).is_some_and(|q| q.is_probe()),
+                );
+                for w in &mut workers {
+                    w.max_events = p.spreading.max_events;
+                    w.epoll_level = p.spreading.epoll_trigger
+                        == Some(crate::plan::sockets::EpollTrigger::Level);
+                }
+                workers
+            },
             false,
         ));
         // Long-lived flows are all in: close the listener, so that later
@@ -548,7 +512,10 @@ fn open_data(
             config.data_ports,
             &mut cursor,
             "a data listener",
-            |a| listen(&a, opts, 4096),
+            |a| {
+                let backlog = plan.spreading.listen_backlog.map_or(4096, |b| b as i32);
+                listen(&a, opts, backlog)
+            },
         )?);
     }
     Ok(DataPorts {
@@ -786,6 +753,7 @@ fn answer_ticks_from(
                             Vec::new()
                         },
                         cpu: crate::sensors::cpu::CpuTotals::read(),
+                        rusage: Some(Rusage::process()),
                     }),
                 )?;
             }
@@ -874,6 +842,13 @@ impl Report<'_> {
             },
             socket_buffers: SocketBuffers::as_set(plan, &plan.local, plan.test.is_udp(), self.ipv6)
                 .ok(),
+            socket_options: crate::io::sockmark::read_back_or_probe(
+                outs.iter()
+                    .flat_map(|o| o.flows.iter())
+                    .find_map(|f| f.tcp_socket()),
+                &plan.sockets,
+                plan.test.is_udp(),
+            ),
             call_times: outs
                 .iter()
                 .find_map(|o| crate::engine::call_times(&o.flows))

@@ -39,6 +39,14 @@ pub fn on_signals() -> io::Result<Arc<AtomicBool>> {
     Ok(FLAG.get_or_init(|| flag).clone())
 }
 
+/// Ask for a stop from within the process (`run --timeout`), as the first
+/// signal does; nothing when [`on_signals`] was never called.
+pub fn request() {
+    if let Some(f) = FLAG.get() {
+        f.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Has a stop been asked for? Cheap (one relaxed load): sessions may ask
 /// on every turn of their timeline.
 pub fn requested() -> bool {

@@ -227,6 +227,7 @@ impl Running {
             retransmits,
             tcp_info,
             if_counters: self.meter.counters(),
+            rusage: Some(crate::sensors::Rusage::process()),
         });
         g.remote.push(None);
         write_msg(
@@ -352,6 +353,7 @@ impl Running {
                     part_retransmits,
                     tcp_info,
                     cpu,
+                    rusage,
                     ..
                 })) => {
                     if let Some(slot) = g.remote.get_mut(seq as usize) {
@@ -361,6 +363,7 @@ impl Running {
                             retransmits: part_retransmits,
                             tcp_info,
                             cpu,
+                            rusage,
                         });
                         // Both ends' counts of this interval are in: report it.
                         if seq > 0 && g.remote[seq as usize - 1].is_some() {
@@ -589,6 +592,7 @@ pub(crate) fn take_engines(
     }
     if let [out] = outs {
         g.interval_latency = out.interval_latency.clone();
+        g.flow_interval_latency = out.flow_interval_latency.clone();
         g.service_interval_latency = out.service_interval_latency.clone();
     }
     g.local_retransmits = outs
@@ -598,6 +602,15 @@ pub(crate) fn take_engines(
     g.local_zerocopy = outs
         .iter()
         .find_map(|o| crate::engine::zerocopy_counts(&o.flows));
+    if let Some(first) = parts.first() {
+        g.local_socket_options = crate::io::sockmark::read_back_or_probe(
+            outs.iter()
+                .flat_map(|o| o.flows.iter())
+                .find_map(|f| f.tcp_socket()),
+            &first.sockets,
+            first.test.is_udp(),
+        );
+    }
     g.local_call_times = outs
         .iter()
         .find_map(|o| crate::engine::call_times(&o.flows));

@@ -72,6 +72,14 @@ pub struct WorkerSpec {
     /// ([`sched::PROBE_SLICE`]), so that it is not kept waiting behind
     /// the bulk workers sharing its CPU.
     pub probe: bool,
+    /// Keep each flow's latency per interval too (`--samples`): a coarse
+    /// histogram per flow, handed in at the ticks with the worker's own.
+    pub flow_latency: bool,
+    /// `--max-events`: an epoll worker's most events per wait (None: 256).
+    pub max_events: Option<u32>,
+    /// `--epoll-trigger level`: an epoll worker registers its sockets
+    /// level-triggered.
+    pub epoll_level: bool,
 }
 
 struct Shared {
@@ -131,6 +139,9 @@ pub struct EngineOutcome {
     pub service_interval_latency: BTreeMap<u32, LatencySummary>,
     /// Each interval's latency histogram, when kept ([`Engine::keep_interval_histograms`]).
     pub interval_histograms: BTreeMap<u32, crate::stats::latency::SparseHistogram>,
+    /// Each interval's latency of each flow that completed any, when the
+    /// workers kept it ([`WorkerSpec::flow_latency`]): (flow, summary).
+    pub flow_interval_latency: BTreeMap<u32, Vec<(u32, LatencySummary)>>,
     /// Open loop: how far behind its schedule the generator sent each request.
     pub generator_lag: LatencyHistogram,
     /// The flows, sockets still open: the session closes them once the peer has finished.
@@ -158,6 +169,9 @@ pub fn place(
             flow_ids: Vec::new(),
             cpu: (!cpus.is_empty()).then(|| cpus[w % cpus.len()]),
             probe,
+            flow_latency: false,
+            max_events: None,
+            epoll_level: false,
         })
         .collect();
     for (i, f) in flows.into_iter().enumerate() {
@@ -400,13 +414,13 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let (interval_latency, interval_histograms) = {
+        let (interval_latency, interval_histograms, flow_interval_latency) = {
             let mut t = self
                 .shared
                 .intervals
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            (t.take_done(), t.take_kept())
+            (t.take_done(), t.take_kept(), t.take_flows())
         };
         let service_interval_latency = self
             .shared
@@ -418,6 +432,7 @@ impl Engine {
             latency,
             interval_latency,
             interval_histograms,
+            flow_interval_latency,
             service_latency,
             service_interval_latency,
             generator_lag,
@@ -514,6 +529,9 @@ fn recv_buffers(flows: &[Box<dyn Flow>], kind: DriverKind) -> Option<crate::io::
 
 fn run_worker(shared: &Shared, spec: WorkerSpec, kind: DriverKind, me: usize) -> WorkerOutcome {
     let mut lat = LatencyRecorder::new(shared.epoch.clone(), shared.intervals.clone());
+    if spec.flow_latency {
+        lat.keep_per_flow(&spec.flow_ids);
+    }
     // Only open-loop flows record service time and lag: the histograms
     // of the rest would be memory for nothing (half a MiB each).
     let mut open = shared.open_loop.then(|| OpenLoopRecorder {
@@ -546,6 +564,9 @@ fn worker_loop(
         flow_ids,
         cpu,
         probe,
+        max_events: spec_max_events,
+        epoll_level,
+        ..
     } = spec;
     let fail = |what: String| shared.fail(what);
     if let Some(c) = cpu
@@ -564,7 +585,16 @@ fn worker_loop(
     if probe {
         let _ = sched::set_slice(sched::PROBE_SLICE);
     }
-    let mut driver = match kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind)) {
+    let created = if kind == DriverKind::Epoll && (spec_max_events.is_some() || epoll_level) {
+        crate::io::epoll::Epoll::with_options(
+            spec_max_events.map_or(256, |n| n as usize),
+            !epoll_level,
+        )
+        .map(|e| Box::new(e) as Box<dyn crate::io::Driver>)
+    } else {
+        kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind))
+    };
+    let mut driver = match created {
         Ok(d) => d,
         Err(e) => {
             fail(format!("creating the {} driver: {e}", kind.name()));
@@ -688,6 +718,7 @@ fn worker_loop(
                 queued[i] = false;
             }
             ctx.slot = i;
+            ctx.hist.slot = i;
             match flows[i].on_event(ev, &mut ctx) {
                 Ok(Progress::Idle) => {}
                 Ok(Progress::More) => {

@@ -246,6 +246,7 @@ impl Engines {
                     service_latency: LatencyHistogram::new(),
                     service_interval_latency: BTreeMap::new(),
                     interval_histograms: BTreeMap::new(),
+                    flow_interval_latency: BTreeMap::new(),
                     generator_lag: LatencyHistogram::new(),
                     flows: workers.into_iter().flat_map(|w| w.flows).collect(),
                     drivers: Vec::new(),

@@ -1,8 +1,11 @@
-//! Per-interval samples as CSV, one row per interval per flow (neper-style),
-//! with both ends' counts side by side, then the interval's latency
-//! percentiles over all flows (the same on every row of that interval). For tcp_crr and tcp_cc the server
-//! counts per worker thread, not per flow, so its columns are left empty
-//! there and its sums appear in the JSON.
+//! Per-interval samples as CSV, one row per interval per flow (neper's
+//! samples.csv), with both ends' counts side by side, then that flow's
+//! latency in the interval (`intervals[].flow_latency_ns`; all flows' where
+//! it was not kept, as in the rows written while the test runs), then each
+//! end's process usage over the interval (the same on every row of it).
+//! For tcp_crr and tcp_cc the server counts per worker thread, not per
+//! flow, so its columns are left empty there and its sums appear in the
+//! JSON.
 
 use std::io::{self, Write};
 
@@ -16,7 +19,11 @@ pub struct Csv;
 pub const HEADER: &str = "interval,phase,start_s,end_s,unix_end_s,flow,\
 local_bytes_sent,local_bytes_received,local_transactions,local_datagrams_sent,local_datagrams_received,local_lost,local_reordered,local_duplicates,\
 remote_bytes_sent,remote_bytes_received,remote_transactions,remote_datagrams_sent,remote_datagrams_received,remote_lost,remote_reordered,remote_duplicates,\
-latency_count,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p99_9_ns,latency_max_ns";
+latency_count,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p99_9_ns,latency_max_ns,latency_min_ns,latency_mean_ns,latency_stddev_ns";
+
+/// Each end's process usage over the interval, neper's rusage columns
+/// (after the latency and open-loop ones, before a mix's `part`).
+const RUSAGE: &str = "utime_s,stime_s,maxrss_kb,minflt,majflt,nvcsw,nivcsw";
 
 /// The header, with one more column per percentile asked for with
 /// --percentiles; for an open-loop test (`--rate`, not a mix) the
@@ -28,9 +35,14 @@ pub fn header(percentiles: &[f64], mix: bool, open: bool) -> String {
         h.push_str(&format!(",latency_p{p}_ns"));
     }
     if open && !mix {
-        h.push_str(",local_late,service_count,service_p50_ns,service_p90_ns,service_p99_ns,service_p99_9_ns,service_max_ns");
+        h.push_str(",local_late,service_count,service_p50_ns,service_p90_ns,service_p99_ns,service_p99_9_ns,service_max_ns,service_min_ns,service_mean_ns,service_stddev_ns");
         for p in percentiles {
             h.push_str(&format!(",service_p{p}_ns"));
+        }
+    }
+    for end in ["local", "remote"] {
+        for c in RUSAGE.split(',') {
+            h.push_str(&format!(",{end}_{c}"));
         }
     }
     if mix {
@@ -85,15 +97,33 @@ fn latency(
         Some(l) => {
             write!(
                 out,
-                ",{},{},{},{},{},{}",
-                l.count, l.p50, l.p90, l.p99, l.p99_9, l.max
+                ",{},{},{},{},{},{},{},{:.0},{:.0}",
+                l.count, l.p50, l.p90, l.p99, l.p99_9, l.max, l.min, l.mean, l.stddev
             )?;
             for p in &l.percentiles {
                 write!(out, ",{}", p.ns)?;
             }
             Ok(())
         }
-        None => write!(out, ",,,,,,{}", ",".repeat(extra)),
+        None => write!(out, ",,,,,,,,,{}", ",".repeat(extra)),
+    }
+}
+
+/// One end's usage over the interval; empty where it is not known.
+fn rusage(out: &mut dyn Write, r: Option<&crate::sensors::Rusage>) -> io::Result<()> {
+    match r {
+        Some(r) => write!(
+            out,
+            ",{:.6},{:.6},{},{},{},{},{}",
+            r.user_s,
+            r.system_s,
+            r.max_rss_kb,
+            r.minor_faults,
+            r.major_faults,
+            r.voluntary_switches,
+            r.involuntary_switches
+        ),
+        None => write!(out, ",,,,,,,"),
     }
 }
 
@@ -190,19 +220,57 @@ pub fn write_interval(
         counts(out, Some(l))?;
         counts(out, iv.remote.get(f).filter(|_| per_flow_remote))?;
         match part {
-            Some(i) => {
-                latency(out, latency_of.get(i).copied().flatten(), extra)?;
-                write!(out, ",{}", parts[i].name)?;
-            }
+            Some(i) => latency(out, latency_of.get(i).copied().flatten(), extra)?,
             None => {
-                latency(out, iv.latency_ns.as_ref(), extra)?;
+                // The flow's own latency where it was kept, else all flows'.
+                let own = if iv.flow_latency_ns.is_empty() {
+                    iv.latency_ns.as_ref()
+                } else {
+                    iv.flow_latency_ns.get(f).and_then(Option::as_ref)
+                };
+                latency(out, own, extra)?;
                 if cols.open {
                     write!(out, ",{}", l.late)?;
                     latency(out, iv.service_latency_ns.as_ref(), extra)?;
                 }
             }
         }
+        rusage(out, iv.rusage.as_ref().map(|r| &r.local))?;
+        rusage(out, iv.rusage.as_ref().and_then(|r| r.remote.as_ref()))?;
+        if let Some(i) = part {
+            write!(out, ",{}", parts[i].name)?;
+        }
         writeln!(out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::header;
+
+    /// docs/json.md shows the header as it is written and example rows
+    /// with as many columns, so the page stays true to the file.
+    #[test]
+    fn the_documented_header_and_rows_are_the_files() {
+        let doc = include_str!("../../docs/json.md");
+        let h = header(&[], false, false);
+        assert!(
+            doc.lines().any(|l| l == h),
+            "docs/json.md lacks the header {h}"
+        );
+        let section = doc
+            .split("## `--samples FILE`")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("the --samples section");
+        let rows: Vec<&str> = section
+            .lines()
+            .filter(|l| l.contains(",measure,") || l.contains(",warmup,"))
+            .collect();
+        assert!(rows.len() >= 3, "{rows:?}");
+        for r in rows {
+            assert_eq!(r.split(',').count(), h.split(',').count(), "{r}");
+        }
+    }
 }

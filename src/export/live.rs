@@ -160,6 +160,8 @@ mod tests {
             load_phase: None,
             tcp_info: None,
             remote_cpu_util_percent: None,
+            flow_latency_ns: Vec::new(),
+            rusage: None,
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

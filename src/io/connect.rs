@@ -161,7 +161,7 @@ pub fn start_connect(
 /// `timeout`.
 pub fn connect_many(
     addrs: &[SocketAddr],
-    bind: Option<IpAddr>,
+    binds: &[IpAddr],
     opts: &DataSocketOpts,
     n: usize,
     greeting: impl Fn(usize) -> Vec<u8>,
@@ -196,7 +196,7 @@ pub fn connect_many(
     let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     while done < n {
         while next < n && pending < IN_FLIGHT {
-            socks[next] = Some(start_registered(epfd, addrs, bind, opts, next)?);
+            socks[next] = Some(start_registered(epfd, addrs, binds, opts, next)?);
             started[next] = Some(Instant::now());
             next += 1;
             pending += 1;
@@ -210,7 +210,7 @@ pub fn connect_many(
                 {
                     // Closing the socket drops its registration with it.
                     socks[i] = None;
-                    socks[i] = Some(start_registered(epfd, addrs, bind, opts, i)?);
+                    socks[i] = Some(start_registered(epfd, addrs, binds, opts, i)?);
                     started[i] = Some(Instant::now());
                     retries[i] += 1;
                 }
@@ -292,10 +292,12 @@ fn handshake_over(s: &Socket) -> bool {
 fn start_registered(
     epfd: i32,
     addrs: &[SocketAddr],
-    bind: Option<IpAddr>,
+    binds: &[IpAddr],
     opts: &DataSocketOpts,
     i: usize,
 ) -> io::Result<Socket> {
+    // Flow i from local address i mod the list (`--local-hosts`, `--bind`).
+    let bind = (!binds.is_empty()).then(|| binds[i % binds.len()]);
     let s = start_connect(&addrs[i % addrs.len()], bind, opts)
         .map_err(|e| io::Error::new(e.kind(), format!("data connection {i}: {e}")))?;
     let mut ev = libc::epoll_event {
@@ -333,7 +335,7 @@ mod tests {
         });
         let socks = connect_many(
             &[addr],
-            None,
+            &[],
             &DataSocketOpts::default(),
             n,
             |i| (i as u32).to_be_bytes().to_vec(),
@@ -353,7 +355,7 @@ mod tests {
             .unwrap();
         let e = connect_many(
             &[port],
-            None,
+            &[],
             &DataSocketOpts::default(),
             3,
             |_| vec![0],

@@ -14,6 +14,8 @@ use super::{Completion, Driver, Event};
 pub struct Epoll {
     epfd: RawFd,
     buf: Vec<libc::epoll_event>,
+    /// Data sockets registered with EPOLLET (the default; `--epoll-trigger`).
+    edge: bool,
 }
 
 // The epoll fd is owned by exactly one worker thread at a time.
@@ -92,6 +94,18 @@ impl Epoll {
     }
 
     pub fn new() -> io::Result<Epoll> {
+        Epoll::with_max_events(256)
+    }
+
+    /// An epoll instance whose waits return at most `n` events
+    /// (`--max-events`; neper's -E): fewer per wait means more waits.
+    pub fn with_max_events(n: usize) -> io::Result<Epoll> {
+        Epoll::with_options(n, true)
+    }
+
+    /// `--max-events` and `--epoll-trigger`: at most `n` events per wait,
+    /// sockets registered edge-triggered (`edge`) or level-triggered.
+    pub fn with_options(n: usize, edge: bool) -> io::Result<Epoll> {
         // SAFETY: plain syscall; the result is checked.
         let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if epfd < 0 {
@@ -99,7 +113,8 @@ impl Epoll {
         }
         Ok(Epoll {
             epfd,
-            buf: vec![libc::epoll_event { events: 0, u64: 0 }; 256],
+            buf: vec![libc::epoll_event { events: 0, u64: 0 }; n.max(1)],
+            edge,
         })
     }
 
@@ -123,7 +138,8 @@ impl Drop for Epoll {
 
 impl Driver for Epoll {
     fn register(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
-        let ev = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
+        let et = if self.edge { libc::EPOLLET } else { 0 };
+        let ev = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | et) as u32;
         self.ctl(libc::EPOLL_CTL_ADD, fd, ev, token)
     }
 

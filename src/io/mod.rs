@@ -27,6 +27,7 @@ pub mod fdlimit;
 pub mod icmp;
 pub mod mmsg;
 pub mod socket;
+pub mod sockmark;
 pub mod spread;
 pub mod tstamp;
 pub mod uring;

@@ -32,6 +32,8 @@ pub struct DataSocketOpts {
     pub busy_poll_us: Option<u32>,
     /// IP_TOS / IPV6_TCLASS: the DSCP and ECN byte of every packet sent.
     pub tos: Option<u8>,
+    /// SO_MARK and TCP_TX_DELAY (`--mark`, `--tcp-tx-delay`).
+    pub marks: crate::plan::sockets::SocketMarks,
 }
 
 impl DataSocketOpts {
@@ -46,6 +48,7 @@ impl DataSocketOpts {
             pacing_bytes_per_s: plan.pacing_rate_bps.map(|b| b / 8),
             busy_poll_us: plan.busy_poll_us,
             tos: plan.tos,
+            marks: plan.sockets,
         }
     }
 
@@ -87,6 +90,9 @@ impl DataSocketOpts {
     /// Options that must be set before the connection exists.
     pub fn apply_before_connect(&self, s: &Socket) -> io::Result<()> {
         self.apply_tos(s)?;
+        // Before connect: the route (an `ip rule fwmark`) is chosen then.
+        super::sockmark::apply_mark(s.as_raw_fd(), &self.marks)?;
+        super::sockmark::apply_tx_delay(s.as_raw_fd(), &self.marks)?;
         self.apply_buffers(s)?;
         if let Some(m) = self.mss {
             s.set_mss(m).map_err(|e| ctx(e, "TCP_MAXSEG"))?;
@@ -100,6 +106,9 @@ impl DataSocketOpts {
 
     /// Options set on every connected data socket.
     pub fn apply_connected(&self, s: &Socket) -> io::Result<()> {
+        // An accepted socket gets them here (a dialled one has them already).
+        super::sockmark::apply_mark(s.as_raw_fd(), &self.marks)?;
+        super::sockmark::apply_tx_delay(s.as_raw_fd(), &self.marks)?;
         if self.nodelay {
             s.set_nodelay(true).map_err(|e| ctx(e, "TCP_NODELAY"))?;
         }
@@ -519,6 +528,7 @@ pub fn udp_bound(local: SocketAddr, opts: &DataSocketOpts) -> io::Result<Socket>
     }
     opts.apply_busy_poll(&s)?;
     opts.apply_tos(&s)?;
+    super::sockmark::apply_mark(s.as_raw_fd(), &opts.marks)?;
     s.bind(&SockAddr::from(local))?;
     Ok(s)
 }

@@ -19,6 +19,14 @@ pub struct Rusage {
     pub max_rss_kb: u64,
     pub voluntary_switches: u64,
     pub involuntary_switches: u64,
+    /// Page faults served without I/O (`ru_minflt`); absent from an older
+    /// peer: 0.
+    #[serde(default)]
+    pub minor_faults: u64,
+    /// Page faults that needed I/O (`ru_majflt`); absent from an older
+    /// peer: 0.
+    #[serde(default)]
+    pub major_faults: u64,
 }
 
 impl Rusage {
@@ -39,6 +47,8 @@ impl Rusage {
             max_rss_kb: ru.ru_maxrss.max(0) as u64,
             voluntary_switches: ru.ru_nvcsw.max(0) as u64,
             involuntary_switches: ru.ru_nivcsw.max(0) as u64,
+            minor_faults: ru.ru_minflt.max(0) as u64,
+            major_faults: ru.ru_majflt.max(0) as u64,
         })
     }
 
@@ -62,6 +72,8 @@ impl Rusage {
             involuntary_switches: self
                 .involuntary_switches
                 .saturating_sub(earlier.involuntary_switches),
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
         }
     }
 
@@ -76,6 +88,9 @@ impl Rusage {
             max_rss_kb: 1 << 36,
             voluntary_switches: (cpu_s * 1e6) as u64,
             involuntary_switches: (cpu_s * 1e6) as u64,
+            // A fault per microsecond on each CPU.
+            minor_faults: (cpu_s * 1e6) as u64,
+            major_faults: (cpu_s * 1e6) as u64,
         }
     }
 
@@ -127,6 +142,8 @@ mod tests {
             max_rss_kb: 100,
             voluntary_switches: 10,
             involuntary_switches: 3,
+            minor_faults: 7,
+            major_faults: 1,
         };
         let b = Rusage {
             user_s: 3.0,
@@ -134,6 +151,8 @@ mod tests {
             max_rss_kb: 120,
             voluntary_switches: 25,
             involuntary_switches: 3,
+            minor_faults: 9,
+            major_faults: 1,
         };
         let d = b.since(&a);
         assert_eq!(d.user_s, 1.5);
@@ -141,6 +160,7 @@ mod tests {
         assert_eq!(d.max_rss_kb, 120);
         assert_eq!(d.voluntary_switches, 15);
         assert_eq!(d.involuntary_switches, 0);
+        assert_eq!((d.minor_faults, d.major_faults), (2, 0));
         assert_eq!(d.cpu_s(), 2.5);
         // 2.5 CPU-s in 2.5 s on 2 CPUs: half the machine.
         assert_eq!(d.util_percent(2, 2.5), 50.0);
@@ -160,11 +180,16 @@ mod tests {
             max_rss_kb: 4404,
             voluntary_switches: 99_788,
             involuntary_switches: 61_660,
+            minor_faults: 1_200,
+            major_faults: 3,
         };
-        let wire = r#"{"user_s":0.25,"system_s":1.5,"max_rss_kb":4404,"voluntary_switches":99788,"involuntary_switches":61660}"#;
+        let wire = r#"{"user_s":0.25,"system_s":1.5,"max_rss_kb":4404,"voluntary_switches":99788,"involuntary_switches":61660,"minor_faults":1200,"major_faults":3}"#;
         let wire_value: serde_json::Value = serde_json::from_str(wire).unwrap();
         assert_eq!(serde_json::to_value(r).unwrap(), wire_value);
         assert_eq!(serde_json::from_str::<Rusage>(wire).unwrap(), r);
+        // An older peer's report, without the fault counts, still reads.
+        let old = r#"{"user_s":0.25,"system_s":1.5,"max_rss_kb":4404,"voluntary_switches":99788,"involuntary_switches":61660}"#;
+        assert_eq!(serde_json::from_str::<Rusage>(old).unwrap().minor_faults, 0);
     }
 
     #[test]

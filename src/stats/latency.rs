@@ -41,6 +41,16 @@ impl LatencyHistogram {
         self.h.saturating_record(ns.max(1));
     }
 
+    /// A histogram to 2 significant digits (1 %), a tenth of the memory of
+    /// [`LatencyHistogram::new`]'s: one per flow for the per-flow samples
+    /// (`--samples`), where thousands of flows may each keep one. Never
+    /// merged with a full one.
+    pub fn coarse() -> LatencyHistogram {
+        LatencyHistogram {
+            h: Histogram::new_with_bounds(1, MAX_NS, 2).expect("static histogram bounds are valid"),
+        }
+    }
+
     pub fn merge(&mut self, other: &LatencyHistogram) {
         self.h
             .add(&other.h)
@@ -245,6 +255,9 @@ pub struct IntervalTable {
     /// `ahead` holds the complete ones past a gap.
     settled_below: u32,
     ahead: std::collections::BTreeSet<u32>,
+    /// Per-flow latency (`--samples`): interval → (flow, summary) of the
+    /// flows that completed any, handed in by each flow's worker.
+    flows: BTreeMap<u32, Vec<(u32, LatencySummary)>>,
 }
 
 impl IntervalTable {
@@ -258,6 +271,7 @@ impl IntervalTable {
             kept: BTreeMap::new(),
             settled_below: 0,
             ahead: std::collections::BTreeSet::new(),
+            flows: BTreeMap::new(),
         }
     }
 
@@ -306,6 +320,16 @@ impl IntervalTable {
         std::mem::take(&mut self.kept)
     }
 
+    /// The percentiles asked for besides the fixed ones.
+    pub fn percentiles(&self) -> &[f64] {
+        &self.percentiles
+    }
+
+    /// The per-flow summaries handed in so far (`--samples`), by interval.
+    pub fn take_flows(&mut self) -> BTreeMap<u32, Vec<(u32, LatencySummary)>> {
+        std::mem::take(&mut self.flows)
+    }
+
     /// The summaries of the intervals every worker has handed in.
     pub fn take_done(&mut self) -> BTreeMap<u32, LatencySummary> {
         std::mem::take(&mut self.done)
@@ -317,12 +341,25 @@ impl IntervalTable {
 /// next interval index at every tick; the first record after that hands the
 /// finished interval to the table (one short lock per worker per interval,
 /// never per transaction).
+///
+/// With per-flow latency kept ([`LatencyRecorder::keep_per_flow`],
+/// `--samples`), each of the worker's flows also has an interval histogram
+/// of its own, allocated up front and swapped out at the same hand-in: the
+/// worker loop names the flow it runs in `slot`, so a record costs one
+/// more histogram increment and no lock.
 pub struct LatencyRecorder {
     epoch: u32,
     interval: LatencyHistogram,
     total: LatencyHistogram,
     live: Arc<AtomicU32>,
     table: Arc<Mutex<IntervalTable>>,
+    /// Per-flow interval histograms by the worker's slot (empty: not kept).
+    flows: Vec<LatencyHistogram>,
+    /// The engine's flow id of each slot.
+    flow_ids: Vec<u32>,
+    percentiles: Vec<f64>,
+    /// The slot of the flow the worker runs now (set by the worker loop).
+    pub slot: usize,
 }
 
 impl LatencyRecorder {
@@ -333,7 +370,28 @@ impl LatencyRecorder {
             total: LatencyHistogram::new(),
             live,
             table,
+            flows: Vec::new(),
+            flow_ids: Vec::new(),
+            percentiles: Vec::new(),
+            slot: 0,
         }
+    }
+
+    /// Keep each flow's latency per interval too (`--samples`): one coarse
+    /// histogram per flow of this worker, `flow_ids` the engine's id of
+    /// each slot. Call before the first record.
+    pub fn keep_per_flow(&mut self, flow_ids: &[u32]) {
+        self.flows = flow_ids
+            .iter()
+            .map(|_| LatencyHistogram::coarse())
+            .collect();
+        self.flow_ids = flow_ids.to_vec();
+        self.percentiles = self
+            .table
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .percentiles()
+            .to_vec();
     }
 
     /// Record one latency into the interval it completed in.
@@ -344,12 +402,26 @@ impl LatencyRecorder {
             self.advance(now);
         }
         self.interval.record(ns);
+        if let Some(h) = self.flows.get_mut(self.slot) {
+            h.record(ns);
+        }
     }
 
     /// Hand in every interval before `now`.
     #[cold]
     fn advance(&mut self, now: u32) {
+        // Each flow's summary, before the lock (only with --samples).
+        let mut per_flow = Vec::new();
+        for (h, &id) in self.flows.iter_mut().zip(&self.flow_ids) {
+            if let Some(s) = h.summary_with(&self.percentiles) {
+                per_flow.push((id, s));
+                h.reset();
+            }
+        }
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if !per_flow.is_empty() {
+            table.flows.entry(self.epoch).or_default().extend(per_flow);
+        }
         table.hand_in(self.epoch, Some(&self.interval));
         // Intervals between: nothing of this worker's in them.
         for e in self.epoch.saturating_add(1)..now {

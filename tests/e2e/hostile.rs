@@ -77,6 +77,7 @@ pub(crate) fn hello() -> Vec<u8> {
         software: "hostile".into(),
         limits: None,
         nonce: None,
+        features: Vec::new(),
     }))
 }
 

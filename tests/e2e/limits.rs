@@ -486,6 +486,7 @@ fn hostile_server_naming(
                     software: evil.clone(),
                     limits: None,
                     nonce: None,
+                    features: Vec::new(),
                 }
                 .into(),
                 ClientMsg::Spec(_) => proto::Accepted {
@@ -510,6 +511,7 @@ fn hostile_server_naming(
                     part_retransmits: Vec::new(),
                     tcp_info: Vec::new(),
                     cpu: None,
+                    rusage: None,
                 }
                 .into(),
                 ClientMsg::Finish(_) => proto::Final {
@@ -525,6 +527,7 @@ fn hostile_server_naming(
                     tcp_retransmits: None,
                     zerocopy: None,
                     socket_buffers: None,
+                    socket_options: None,
                     call_times: None,
                     train_gaps: None,
                     part_retransmits: vec![],
