@@ -39,6 +39,8 @@ mod run;
 pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest};
 mod sweep;
 pub use sweep::{SweepArgs, SweepRequest, U32List};
+pub mod store;
+pub use store::{BaselineArgs, CompareArgs, HistoryArgs, ShowArgs, StoreArgs, StoreRequest};
 
 /// The headings `--help` groups options under, in the order they first
 /// appear (clap lists headings in the order of their first option): where
@@ -89,6 +91,12 @@ pub enum Command {
     Report(ReportArgs),
     /// ICMP echo (or TCP connect) round trips by packet size: availability and response time.
     Ping(PingArgs),
+    /// List the runs in the results store, newest first (or draw a figure over time: --chart).
+    History(HistoryArgs),
+    /// Print a stored run again, as its command did (--json, --out DIR for its page and charts).
+    Show(ShowArgs),
+    /// Compare two results figure by figure: the change, its interval with run-to-run noise, and a verdict.
+    Compare(CompareArgs),
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which

@@ -20,7 +20,7 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &["cmd"],
     &["cli"],
-    &["export"],
+    &["export", "store"],
     &["agg"],
     &["control"],
     &["analysis"],

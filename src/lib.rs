@@ -25,6 +25,7 @@ pub mod plan;
 pub mod result;
 pub mod sensors;
 pub mod stats;
+pub mod store;
 pub mod term;
 pub mod text;
 pub mod units;
@@ -51,5 +52,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Curve(args) => cmd::curve::curve(&args),
         Command::Report(args) => cmd::report::report(&args),
         Command::Ping(args) => cmd::ping::ping(&args),
+        Command::History(args) => cmd::history::history(&args),
+        Command::Show(args) => cmd::history::show(&args),
+        Command::Compare(args) => cmd::compare::compare(&args),
     }
 }

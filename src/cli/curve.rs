@@ -80,6 +80,8 @@ pub struct CurveArgs {
     pub probe: Duration,
     #[command(flatten)]
     pub flow: FlowArgs,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
     /// Offered rates in transactions/s (1000,5k,20k), or auto.
     ///
     /// Offered rates in transactions/s, strictly increasing (1000,5k,20k), or

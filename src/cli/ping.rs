@@ -44,6 +44,8 @@ pub struct PingArgs {
     /// Print the result as JSON (schema thrum.ping.v1).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
 }
 
 /// What `thrum ping` does, checked.

@@ -67,6 +67,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     #[arg(help_heading = super::heading::OUTPUT)]
     pub export_json: Vec<PathBuf>,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
 }
 
 /// What `thrum sweep` does, checked: everything `cmd::sweep` reads.

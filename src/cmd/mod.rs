@@ -9,13 +9,16 @@
 //! commands' documents follow, in [`schema`].
 
 pub mod agg;
+pub mod compare;
 pub mod curve;
 pub mod find_burst;
+pub mod history;
 pub mod out;
 pub mod ping;
 pub mod progress;
 pub mod report;
 pub mod run;
+pub mod save;
 pub mod schema;
 pub mod serve;
 pub mod suite;

@@ -212,6 +212,7 @@ fn tcp(plan: &PingPlan, port: u16) -> SizeStats {
 /// Run `thrum ping`.
 pub fn ping(args: &PingArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
+    let store = args.store.to_request()?;
     let (method, sizes) = match (plan.tcp_port, plan.address) {
         (Some(port), _) => ("tcp", vec![tcp(&plan, port)]),
         (None, IpAddr::V4(v4)) => {
@@ -263,6 +264,9 @@ pub fn ping(args: &PingArgs) -> Result<ExitCode> {
         super::out::print(&text)?;
     } else {
         super::out::print(&human(&result))?;
+    }
+    if let Ok(doc) = serde_json::to_value(&result) {
+        super::save::save(&store, "ping", "ping", &plan.host, &doc);
     }
     match &result.summary.error {
         Some(e) => {
