@@ -469,6 +469,7 @@ fn test_pause() {
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
     {
+        eprintln!("results store: holding the save open for {ms} ms (THRUM_STORE_TEST_PAUSE_MS)");
         std::thread::sleep(Duration::from_millis(ms));
     }
 }

@@ -32,6 +32,7 @@ mod sensors;
 mod ship;
 mod soak;
 mod stdio;
+mod store;
 mod teach;
 mod udp;
 mod udp_loss;
