@@ -40,10 +40,13 @@ pub struct StoreArgs {
 }
 
 /// What a measuring command does with the store, checked.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StoreRequest {
-    /// Where to save; None with `--no-save`.
-    pub path: Option<Result<PathBuf, String>>,
+    /// The store: `--db`, else the default (an unknowable default kept as
+    /// the warning it becomes).
+    pub path: Result<PathBuf, String>,
+    /// Save the run (not `--no-save`).
+    pub save: bool,
     pub labels: Labels,
     pub name: Option<String>,
 }
@@ -58,12 +61,13 @@ impl StoreArgs {
                 bail!("--label: the key '{}' is given twice", crate::text::echo(k));
             }
         }
-        let path = (!self.no_save).then(|| match &self.db {
+        let path = match &self.db {
             Some(p) if !p.as_os_str().is_empty() => Ok(p.clone()),
             _ => crate::store::default_path(),
-        });
+        };
         Ok(StoreRequest {
             path,
+            save: !self.no_save,
             labels,
             name: self.name.clone(),
         })

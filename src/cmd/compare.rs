@@ -170,12 +170,7 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
 
 /// `run --baseline`: the stored run, found before the run starts.
 pub fn find_baseline(store: &StoreRequest, spec: &str) -> Result<Subject> {
-    let path = match &store.path {
-        Some(Ok(p)) => Ok(p.clone()),
-        Some(Err(e)) => Err(e.clone()),
-        None => crate::store::default_path(),
-    };
-    let st = path.and_then(|p| Store::open_existing(&p));
+    let st = store.path.clone().and_then(|p| Store::open_existing(&p));
     resolve(Some(&st), spec).context("--baseline")
 }
 
@@ -199,12 +194,7 @@ pub fn after_run(
         },
         doc,
     };
-    let st = match &store.path {
-        Some(Ok(p)) => Some(Store::open(p)),
-        _ => crate::store::default_path()
-            .ok()
-            .map(|p| Store::open_existing(&p)),
-    };
+    let st = store.path.as_ref().ok().map(|p| Store::open_existing(p));
     let threshold = args.threshold.unwrap_or(compare::DEFAULT_THRESHOLD);
     let c = run_compare(st.as_ref(), &baseline, &new, threshold);
     eprint!("{}", table(&c, colour(std::io::stderr().is_terminal())));

@@ -18,7 +18,10 @@ pub fn save(
     target: &str,
     doc: &serde_json::Value,
 ) -> Option<String> {
-    let path = match req.path.as_ref()? {
+    if !req.save {
+        return None;
+    }
+    let path = match &req.path {
         Ok(p) => p,
         Err(e) => {
             eprintln!("warning: {e}: the run is not saved");

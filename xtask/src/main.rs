@@ -503,6 +503,39 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
         ],
     ),
+    (
+        "history",
+        &[
+            (
+                "thrum history --test tcp_rr --last 10",
+                "The ten newest tcp_rr runs in the results store.",
+            ),
+            (
+                "thrum history --label host=lg1 --chart latency --out lat.svg",
+                "Latency of the runs labelled host=lg1 over time: the median and its bands.",
+            ),
+        ],
+    ),
+    (
+        "show",
+        &[(
+            "thrum show 3fa2c1d0 --out again",
+            "Print stored run 3fa2c1d0 as it printed, and draw its page into again/.",
+        )],
+    ),
+    (
+        "compare",
+        &[
+            (
+                "thrum compare label:cfg=old label:cfg=new",
+                "The newest runs labelled cfg=old and cfg=new, figure by figure, with verdicts.",
+            ),
+            (
+                "thrum compare a.json b.json --json --fail-on regression",
+                "Two result files; exit 3 when a figure regressed.",
+            ),
+        ],
+    ),
 ];
 
 /// A page's EXAMPLES section, each example checked against the CLI.
@@ -536,6 +569,9 @@ The measurement ran and failed: the test reported an error (\fBrun\fR, \fBping\f
 .TP
 2
 A usage error (an unknown flag or a value out of range, said with what is accepted), or an error that stopped the command before or outside the measurement: a server that cannot be reached or refuses the test, a file that cannot be read or written.
+.TP
+3
+A figure regressed under \fB\-\-fail\-on regression\fR (\fBcompare\fR, and \fBrun \-\-baseline\fR).
 .TP
 130
 Interrupted by SIGINT or SIGTERM (\fBrun\fR, \fBagg\fR, \fBsweep\fR, \fBcurve\fR): what was measured until then is written first.
