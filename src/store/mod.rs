@@ -184,7 +184,16 @@ impl Store {
         let _: String = self
             .conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        // NORMAL: a commit in WAL mode does not wait for the disk (a
+        // crash of the process loses nothing; a power cut may lose the
+        // last saves). No checkpoint when the connection closes: its two
+        // fsyncs took 60 ms of a run here; SQLite checkpoints by itself
+        // once the WAL passes 1,000 pages, inside a later save.
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        self.conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         self.migrate()
     }
