@@ -6,7 +6,8 @@
 //! (the `TestPlan`, the server, the outputs, the drawings, the repetition),
 //! `curve`'s into a [`CurveRequest`], and so on; nothing after reads a clap
 //! type. One file per command's flags (`run`, `curve`, `agg`, `ping`,
-//! `hardening` for the server's), with what two commands share in its own:
+//! `hardening` for the server's, `store` for the results store's flags
+//! and `history`, `show`, `compare`), with what two commands share in its own:
 //! `load` (the load options `run` and `curve` both flatten) and `output`.
 //! Here: the command list, the value parsers they share, and the server's
 //! address forms.

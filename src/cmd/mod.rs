@@ -1,5 +1,7 @@
 //! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
-//! `ping`, and the aggregate commands `agg`, `find-burst`, `sweep` and `report`. This
+//! `ping`, the aggregate commands `agg`, `find-burst`, `sweep` and `report`,
+//! and the results store's `history` (with `show`) and `compare`; `save`
+//! saves a measuring command's result in the store. This
 //! is the top of the library: a command parses nothing. Its first line
 //! turns clap's arguments into one plain request ([`crate::cli`]'s
 //! `RunRequest`, `CurveRequest`, …: checked, the server resolved), and
