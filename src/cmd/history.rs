@@ -30,7 +30,7 @@ pub fn history(args: &HistoryArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-const CSV_HEAD: &str = "id,time_unix_s,command,test,target,name,labels,ok,throughput_bps,transactions_per_s,latency_p50_ns,latency_p99_ns,loss_percent,local_cpu_percent,remote_cpu_percent,local_service_demand,remote_service_demand,service_demand_unit\n";
+const CSV_HEAD: &str = "id,time,time_unix_s,command,test,target,name,labels,ok,throughput_bps,transactions_per_s,latency_p50_ns,latency_p99_ns,loss_percent,local_cpu_percent,remote_cpu_percent,local_service_demand,remote_service_demand,service_demand_unit\n";
 
 fn labels_text(r: &Row) -> String {
     r.labels
@@ -47,8 +47,9 @@ fn csv(rows: &[Row]) -> String {
     for r in rows {
         let h = &r.headline;
         s.push_str(&format!(
-            "{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             r.id,
+            r.time,
             r.time_unix_s,
             q(&r.command),
             q(&r.test),

@@ -109,6 +109,8 @@ pub struct Record<'a> {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Row {
     pub id: String,
+    /// When it was saved, UTC, RFC 3339 (`2026-11-26T14:32:01Z`).
+    pub time: String,
     pub time_unix_s: f64,
     pub command: String,
     pub test: String,
@@ -432,9 +434,11 @@ const COLUMN_COUNT: usize = 19;
 
 fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
     let labels: String = r.get(6)?;
+    let time_unix_s: f64 = r.get(1)?;
     Ok(Row {
         id: r.get(0)?,
-        time_unix_s: r.get(1)?,
+        time: rfc3339(time_unix_s),
+        time_unix_s,
         command: r.get(2)?,
         test: r.get(3)?,
         target: r.get(4)?,
@@ -455,6 +459,28 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
             service_demand_unit: r.get(18)?,
         },
     })
+}
+
+/// Unix seconds as UTC, RFC 3339, to the second.
+pub fn rfc3339(unix_s: f64) -> String {
+    let secs = unix_s.floor() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// A short id: 8 hex digits from the time, the process id and 32 random
@@ -574,6 +600,13 @@ mod tests {
         let e = Store::open(&path).err().unwrap();
         assert!(e.contains(&path.display().to_string()), "{e}");
         assert!(e.contains("not a database"), "{e}");
+    }
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(rfc3339(0.0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_795_701_600.5), "2026-11-26T14:00:00Z");
+        assert_eq!(rfc3339(951_782_400.0), "2000-02-29T00:00:00Z");
     }
 
     #[test]

@@ -126,6 +126,7 @@ fn store_survives_sigkill_while_saving_and_keeps_concurrent_saves() {
         assert!(r["transactions_per_s"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["latency_p50_ns"].as_f64().unwrap() > 0.0, "{r}");
         assert_eq!(r["id"].as_str().unwrap().len(), 8);
+        assert!(r["time"].as_str().unwrap().ends_with('Z'), "{r}");
     }
     // Each run shows again as it printed.
     let id = rows[0]["id"].as_str().unwrap();
