@@ -6,7 +6,8 @@
 //! (the `TestPlan`, the server, the outputs, the drawings, the repetition),
 //! `curve`'s into a [`CurveRequest`], and so on; nothing after reads a clap
 //! type. One file per command's flags (`run`, `curve`, `agg`, `ping`,
-//! `hardening` for the server's), with what two commands share in its own:
+//! `hardening` for the server's, `store` for the results store's flags
+//! and `history`, `show`, `compare`), with what two commands share in its own:
 //! `load` (the load options `run` and `curve` both flatten) and `output`.
 //! Here: the command list, the value parsers they share, and the server's
 //! address forms.
@@ -45,6 +46,8 @@ mod sweep;
 mod vary;
 pub use sweep::{PlannedCell, SweepArgs, SweepRequest, U32List};
 pub use vary::NicKnob;
+pub mod store;
+pub use store::{BaselineArgs, CompareArgs, HistoryArgs, ShowArgs, StoreArgs, StoreRequest};
 
 /// The headings `--help` groups options under, in the order they first
 /// appear (clap lists headings in the order of their first option): where
@@ -97,6 +100,12 @@ pub enum Command {
     Ping(PingArgs),
     /// Run probes on a schedule and serve their latest figures to Prometheus (/metrics).
     Monitor(MonitorArgs),
+    /// List the runs in the results store, newest first (or draw a figure over time: --chart).
+    History(HistoryArgs),
+    /// Print a stored run again, as its command did (--json, --out DIR for its page and charts).
+    Show(ShowArgs),
+    /// Compare two results figure by figure: the change, its interval with run-to-run noise, and a verdict.
+    Compare(CompareArgs),
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which

@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["cmd"],
     &["cli"],
     &["monitor"],
-    &["export"],
+    &["export", "store"],
     &["agg"],
     &["control"],
     &["analysis"],

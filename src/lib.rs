@@ -27,6 +27,7 @@ pub mod plan;
 pub mod result;
 pub mod sensors;
 pub mod stats;
+pub mod store;
 pub mod term;
 pub mod text;
 pub mod units;
@@ -54,5 +55,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Report(args) => cmd::report::report(&args),
         Command::Ping(args) => cmd::ping::ping(&args),
         Command::Monitor(args) => cmd::monitor::monitor(&args),
+        Command::History(args) => cmd::history::history(&args),
+        Command::Show(args) => cmd::history::show(&args),
+        Command::Compare(args) => cmd::compare::compare(&args),
     }
 }

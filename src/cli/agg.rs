@@ -104,6 +104,8 @@ pub struct AggArgs {
     pub interval: Duration,
     #[command(flatten)]
     pub output: AggOutputArgs,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
 }
 
 /// Where `agg` and `report` write, and how much they print.
@@ -179,7 +181,7 @@ pub struct AggOutput {
 }
 
 impl AggOutputArgs {
-    fn to_output(&self) -> AggOutput {
+    pub(super) fn to_output(&self) -> AggOutput {
         AggOutput {
             out: self.out.clone(),
             individual: self.individual,

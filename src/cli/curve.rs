@@ -80,6 +80,8 @@ pub struct CurveArgs {
     pub probe: Duration,
     #[command(flatten)]
     pub flow: FlowArgs,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
     /// Offered rates in transactions/s (1000,5k,20k), or auto.
     ///
     /// Offered rates in transactions/s, strictly increasing (1000,5k,20k), or
@@ -231,12 +233,16 @@ mod tests {
             longs,
             [
                 "arrivals",
+                "db",
                 "duration",
                 "flows",
                 "host",
                 "interval",
                 "json",
+                "label",
                 "max-inflight",
+                "name",
+                "no-save",
                 "nodelay",
                 "out",
                 "probe",

@@ -47,6 +47,8 @@ pub struct PingArgs {
     /// Print a line per reply as it comes, as iputils ping does (`64 bytes from ::1: icmp_seq=1 ttl=64 time=0.045 ms`); on stderr with --json.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
 }
 
 /// What `thrum ping` does, checked.

@@ -216,6 +216,10 @@ pub struct RunArgs {
     pub verbose: bool,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
+    #[command(flatten)]
+    pub baseline: super::BaselineArgs,
 }
 
 /// A list of latency percentiles as one flag value.

@@ -137,6 +137,8 @@ pub struct SweepArgs {
     #[arg(long, value_parser = super::run::confidence_arg, value_name = "LEVEL[,WIDTH]")]
     #[arg(help_heading = super::heading::REPETITION)]
     pub confidence: Option<(u32, f64)>,
+    #[command(flatten)]
+    pub store: super::StoreArgs,
 }
 
 /// `--cell`'s figures, as one flag value.

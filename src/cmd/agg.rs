@@ -47,6 +47,7 @@ fn preflight(targets: &[Target]) -> Result<()> {
 /// `thrum agg`.
 pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     let req = args.to_request()?;
+    let store = args.store.to_request()?;
     crate::control::stop::on_signals().context("installing signal handlers")?;
     let (targets, out) = (&req.targets, &req.dir);
     let mut result = AggResult {
@@ -115,6 +116,14 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
         }
     }
     finish(&result, &req.output, Some(out))?;
+    let doc = serde_json::to_value(&result).context("the result as JSON")?;
+    super::save::save(
+        &store,
+        "agg",
+        &result.spec.tests.join(","),
+        &req.hosts.join(","),
+        &doc,
+    );
     if crate::control::stop::requested() {
         eprintln!("error: {}", crate::control::stop::INTERRUPTED);
         return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));

@@ -1,5 +1,7 @@
 //! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
-//! `ping`, `monitor`, and the aggregate commands `agg`, `find-burst`, `sweep` and `report`. This
+//! `ping`, `monitor`, the aggregate commands `agg`, `find-burst`, `sweep` and `report`,
+//! and the results store's `history` (with `show`) and `compare`; `save`
+//! saves a measuring command's result in the store. This
 //! is the top of the library: a command parses nothing. Its first line
 //! turns clap's arguments into one plain request ([`crate::cli`]'s
 //! `RunRequest`, `CurveRequest`, …: checked, the server resolved), and
@@ -9,8 +11,10 @@
 //! commands' documents follow, in [`schema`].
 
 pub mod agg;
+pub mod compare;
 pub mod curve;
 pub mod find_burst;
+pub mod history;
 pub mod limit;
 pub mod monitor;
 pub mod out;
@@ -18,6 +22,7 @@ pub mod ping;
 pub mod progress;
 pub mod report;
 pub mod run;
+pub mod save;
 pub mod schema;
 pub mod serve;
 pub mod suite;

@@ -23,7 +23,7 @@ use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::netperf;
 use crate::agg::ramplog;
 use crate::agg::sweep::Sweep;
-use crate::cli::{AggOutput, ReportArgs};
+use crate::cli::{AggOutput, ReportArgs, ReportRequest};
 use crate::export::{self, write_atomic};
 use crate::result::TestResult;
 
@@ -78,6 +78,29 @@ fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
     })?;
     crate::text::escape_json_strings(&mut doc);
     Ok(Some((json, doc)))
+}
+
+/// The JSON document of a result file thrum wrote, read as `report`
+/// reads one (no symbolic link followed, control characters escaped):
+/// `thrum compare`'s result files.
+pub fn read_document(path: &Path) -> Result<serde_json::Value> {
+    match document(path)? {
+        Some((_, doc)) => Ok(doc),
+        None => bail!(
+            "{}: not a JSON document thrum wrote (schemas accepted: {})",
+            path.display(),
+            ACCEPTED.join(", ")
+        ),
+    }
+}
+
+/// Print a stored document as `thrum report` prints the file holding it
+/// (`thrum show`): a run, ping, sweep, aggregate or curve.
+pub fn report_document(doc: serde_json::Value, out: &AggOutput) -> Result<ExitCode> {
+    let dir = tempfile::tempdir().context("a temporary directory")?;
+    let path = dir.path().join("results.json");
+    write_atomic(&path, &serde_json::to_vec(&doc)?)?;
+    report_path(&path, out)
 }
 
 /// The run, ping or sweep `doc` holds, by its `schema`; None for an
@@ -407,6 +430,15 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
 /// `thrum report`.
 pub fn report(args: &ReportArgs) -> Result<ExitCode> {
     let req = args.to_request();
+    report_path(&req.path, &req.output)
+}
+
+/// `thrum report PATH`, with its outputs.
+fn report_path(path: &Path, out: &AggOutput) -> Result<ExitCode> {
+    let req = ReportRequest {
+        path: path.to_path_buf(),
+        output: out.clone(),
+    };
     let out = &req.output;
     if let Some((json, doc)) = document(&req.path)?
         && let Some(o) = other(&json, doc)?

@@ -229,10 +229,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     for tip in &req.tips {
         eprintln!("tip: {tip}");
     }
+    let store = args.store.to_request()?;
     if req.dry_run {
         dry_run(&req)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // The baseline is found before the run (a typo fails now, not after
+    // it), and before this run is saved (which may carry its label).
+    let baseline = match &args.baseline.baseline {
+        Some(b) => Some(super::compare::find_baseline(&store, b)?),
+        None => None,
+    };
     control::stop::on_signals().context("installing signal handlers")?;
     let (target, _server) = target_or_embedded(req.target.take(), req.bind)?;
     if req.fill_path_mtu {
@@ -262,12 +269,26 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     human.rows_shown = rows_shown;
     write_outputs(&result, &req.outputs, &human, main)?;
     write_drawings(&req, &result)?;
-    Ok(say_on_stderr(
-        &req,
-        &result,
-        live.error.as_deref(),
-        interrupted,
-    ))
+    let code = say_on_stderr(&req, &result, live.error.as_deref(), interrupted);
+    let doc = serde_json::to_value(&result).context("the result as JSON")?;
+    let test = match (&args.test, req.plan.parts.is_empty()) {
+        (_, true) => result.test.name().to_string(),
+        (Some(preset), false) => preset.clone(),
+        (None, false) => "mix".to_string(),
+    };
+    let target = super::save::target_name(&target);
+    let id = super::save::save(&store, "run", &test, &target, &doc);
+    match baseline {
+        Some(b) if result.summary.error.is_none() => {
+            let b = super::compare::after_run(&store, b, id, doc, &args.baseline)?;
+            Ok(if b {
+                ExitCode::from(super::compare::EXIT_REGRESSED)
+            } else {
+                code
+            })
+        }
+        _ => Ok(code),
+    }
 }
 
 /// Run the test (or its `--iterations`) with the progress line, the rows

@@ -12,6 +12,7 @@ pub mod chart;
 pub mod csv;
 pub mod curve;
 pub mod fields;
+pub mod history;
 pub mod html;
 pub mod human;
 pub mod json;

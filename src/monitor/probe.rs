@@ -35,9 +35,9 @@ pub struct Context {
 }
 
 /// The one place a probe's command line is made: `thrum run TEST -H TARGET
-/// -l DURATION --json ARGS…` or `thrum ping TARGET -c N -i 200ms --json
-/// ARGS…`. The results store's flags (a label naming the probe) belong
-/// here, so that every run a probe makes carries them.
+/// -l DURATION --json …` or `thrum ping TARGET -c N -i 200ms --json
+/// --label probe=NAME ARGS…`: the label names the probe in the results
+/// store, so every run a probe makes carries it.
 pub fn command(probe: &Probe, ctx: &Context) -> Command {
     let mut cmd = Command::new(&ctx.exe);
     cmd.args(command_args(probe));
@@ -81,10 +81,10 @@ pub fn command_args(probe: &Probe) -> Vec<String> {
         }
     }
     v.push("--json".into());
-    // The results store's tag of the probe goes here, once `run` and `ping`
-    // take it: `--label probe=NAME` (every command line made here is also
-    // parsed by the CLI when the file is read, so a flag that is not there
-    // yet fails the config, not a run).
+    // The results store keeps the run (in the monitor's --db, passed down
+    // as THRUM_DB) tagged with the probe's name, for `thrum history --label
+    // probe=NAME` and `compare label:probe=NAME`.
+    v.extend(["--label".into(), format!("probe={}", probe.name)]);
     v.extend(probe.args.iter().cloned());
     v
 }

@@ -75,6 +75,11 @@ impl LatencyHistogram {
         self.h.count_between(ns.max(1), top)
     }
 
+    /// The value at quantile `q` (0..=1); 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        self.h.value_at_quantile(q)
+    }
+
     /// The summary with the fixed percentiles only.
     pub fn summary(&self) -> Option<LatencySummary> {
         self.summary_with(&[])

@@ -36,6 +36,7 @@ mod sensors;
 mod ship;
 mod soak;
 mod stdio;
+mod store;
 mod sweep;
 mod teach;
 mod udp;

@@ -181,6 +181,8 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
         .args(["monitor", "--config"])
         .arg(&config)
         .args(["--metrics-listen", "127.0.0.1:0"])
+        .arg("--db")
+        .arg(tmp.path().join("store.db"))
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -350,6 +352,27 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
         "{log}"
     );
     eprintln!("monitor ended {:?} after SIGTERM", asked.elapsed());
+
+    // Every probe's runs are in the monitor's store, labelled with its name.
+    for (probe, test) in [("rr", "tcp_rr"), ("echo", "ping")] {
+        let out = run_cmd(
+            Command::new(bin())
+                .args(["history", "--json", "--label"])
+                .arg(format!("probe={probe}"))
+                .arg("--db")
+                .arg(tmp.path().join("store.db")),
+            Duration::from_secs(30),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let runs = runs.as_array().expect("history --json is an array");
+        assert!(!runs.is_empty(), "no stored run of probe {probe}");
+        assert!(runs.iter().all(|r| r["test"] == test), "{runs:?}");
+    }
 }
 
 /// The processes whose parent is `pid` (/proc/PID/stat's fourth field).

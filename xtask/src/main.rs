@@ -11,7 +11,9 @@
 //!   completions, systemd units, README, the documents it links to
 //!   (`docs/*.md`, BENCHMARKS.md) and the two licence files. Each man page
 //!   ends with its EXAMPLES (checked against the CLI), the EXIT STATUS and
-//!   SEE ALSO.
+//!   SEE ALSO. The bundled SQLite is C: `dist` compiles it with the musl C
+//!   compiler of the target (`musl-gcc`, `ARCH-linux-musl-gcc`), else with
+//!   Zig's (`pip install ziglang`), through a wrapper it writes.
 //! - `deb`: the same files as a Debian package, built with `dpkg-deb` from the
 //!   tree `dist` stages (no cargo-deb to compile in CI); the units are installed,
 //!   not enabled, and the licence is in `/usr/share/doc/thrum/copyright`,
@@ -126,10 +128,13 @@ fn dist(target: &str) -> Result<Dist> {
     // whole-program LTO buys; THRUM_DIST_PROFILE=ci-dist skips the LTO pass
     // there (minutes per target on two CPUs). Releases use the default.
     let profile = std::env::var("THRUM_DIST_PROFILE").unwrap_or_else(|_| "release-lto".into());
-    run(Command::new(cargo)
+    let mut build = Command::new(cargo);
+    build
         .current_dir(&root)
         .args(["build", "--locked", "--package", "thrum", "--bin", "thrum"])
-        .args(["--profile", &profile, "--target", target]))?;
+        .args(["--profile", &profile, "--target", target]);
+    c_compiler(&root, target, &mut build)?;
+    run(&mut build)?;
     let built = root
         .join("target")
         .join(target)
@@ -192,6 +197,68 @@ fn dist(target: &str) -> Result<Dist> {
         tarball,
         debug,
     })
+}
+
+/// A C compiler for `target`, which the bundled SQLite (rusqlite's
+/// `bundled`) needs: the one `CC_<target>` names, else the musl one the cc
+/// crate looks for (`musl-gcc` from Debian's musl-tools for x86_64,
+/// `ARCH-linux-musl-gcc` otherwise), else Zig's clang (`pip install
+/// ziglang`), which cross-compiles to every musl target with its own
+/// headers: a wrapper under target/xtask/ runs `python3 -m ziglang cc`.
+fn c_compiler(root: &Path, target: &str, build: &mut Command) -> Result<()> {
+    let var = format!("CC_{}", target.replace('-', "_"));
+    if std::env::var_os(&var).is_some() || !target.contains("-linux-musl") {
+        return Ok(());
+    }
+    let arch = target.split('-').next().expect("a triple has an arch");
+    let native = if arch == "x86_64" {
+        "musl-gcc".to_string()
+    } else {
+        format!("{arch}-linux-musl-gcc")
+    };
+    if on_path(&native) {
+        return Ok(());
+    }
+    let zig = Command::new("python3")
+        .args(["-m", "ziglang", "version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !zig {
+        bail!(
+            "--target {target}: the bundled SQLite needs a C compiler for it: install `{native}` \
+             (Debian: musl-tools for x86_64), or Zig (`pip install ziglang`), or set {var}"
+        );
+    }
+    let dir = root.join("target/xtask");
+    fs::create_dir_all(&dir)?;
+    let cc = dir.join(format!("zig-cc-{target}"));
+    // cc-rs adds `--target=<Rust triple>`, which Zig does not read: dropped.
+    let script = format!(
+        "#!/bin/sh\n\
+         for a do shift; case \"$a\" in --target=*) ;; *) set -- \"$@\" \"$a\";; esac; done\n\
+         exec python3 -m ziglang cc -target {arch}-linux-musl \"$@\"\n"
+    );
+    let ar = dir.join("zig-ar");
+    fs::write(&cc, script)?;
+    fs::write(&ar, "#!/bin/sh\nexec python3 -m ziglang ar \"$@\"\n")?;
+    for f in [&cc, &ar] {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(f, fs::Permissions::from_mode(0o755))?;
+    }
+    eprintln!(
+        "xtask: no {native}: compiling C for {target} with Zig ({})",
+        cc.display()
+    );
+    build
+        .env(&var, &cc)
+        .env(format!("AR_{}", target.replace('-', "_")), &ar);
+    Ok(())
+}
+
+/// Whether `prog` is an executable file in a directory of `$PATH`.
+fn on_path(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
 }
 
 /// The target's standard library, which a fresh toolchain lacks (cargo
@@ -466,6 +533,39 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
         ],
     ),
+    (
+        "history",
+        &[
+            (
+                "thrum history --test tcp_rr --last 10",
+                "The ten newest tcp_rr runs in the results store.",
+            ),
+            (
+                "thrum history --label host=lg1 --chart latency --out lat.svg",
+                "Latency of the runs labelled host=lg1 over time: the median and its bands.",
+            ),
+        ],
+    ),
+    (
+        "show",
+        &[(
+            "thrum show 3fa2c1d0 --out again",
+            "Print stored run 3fa2c1d0 as it printed, and draw its page into again/.",
+        )],
+    ),
+    (
+        "compare",
+        &[
+            (
+                "thrum compare label:cfg=old label:cfg=new",
+                "The newest runs labelled cfg=old and cfg=new, figure by figure, with verdicts.",
+            ),
+            (
+                "thrum compare a.json b.json --json --fail-on regression",
+                "Two result files; exit 3 when a figure regressed.",
+            ),
+        ],
+    ),
 ];
 
 /// A page's EXAMPLES section, each example checked against the CLI.
@@ -499,6 +599,9 @@ The measurement ran and failed: the test reported an error (\fBrun\fR, \fBping\f
 .TP
 2
 A usage error (an unknown flag or a value out of range, said with what is accepted), or an error that stopped the command before or outside the measurement: a server that cannot be reached or refuses the test, a file that cannot be read or written.
+.TP
+3
+A figure regressed under \fB\-\-fail\-on regression\fR (\fBcompare\fR, and \fBrun \-\-baseline\fR).
 .TP
 130
 Interrupted by SIGINT or SIGTERM (\fBrun\fR, \fBagg\fR, \fBsweep\fR, \fBcurve\fR): what was measured until then is written first.

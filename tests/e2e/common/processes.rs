@@ -10,7 +10,23 @@ use serde_json::Value;
 
 use super::netns::{Netns, ns_exec};
 
+/// The `thrum` binary. On the first call, the results store every run
+/// saves to is pointed (`$THRUM_DB`, inherited by every child) at a fresh
+/// file under cargo's temporary directory for tests, not at the home of
+/// the machine: hundreds of runs save there and then nowhere else. A test
+/// of the store gives its runs a store of their own (`--db`).
 pub fn bin() -> &'static str {
+    static STORE: std::sync::Once = std::sync::Once::new();
+    STORE.call_once(|| {
+        let db = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-results.db");
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", db.display()));
+        }
+        // SAFETY: set once, before the first child starts; std's own
+        // environment functions take its lock, and the tests call no C
+        // code that reads the environment meanwhile.
+        unsafe { std::env::set_var("THRUM_DB", &db) };
+    });
     env!("CARGO_BIN_EXE_thrum")
 }
 

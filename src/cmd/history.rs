@@ -1,0 +1,233 @@
+//! `thrum history`: the stored runs, newest first, as a table, JSON or
+//! CSV, or one figure over time as SVG (`--chart`); and `thrum show ID`,
+//! a stored run printed again by `thrum report`'s code.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::store::{ChartField, HistoryRequest};
+use crate::cli::{HistoryArgs, ShowArgs};
+use crate::export::history::Point;
+use crate::stats::latency::LatencyHistogram;
+use crate::store::{Row, Store};
+
+/// `thrum history`.
+pub fn history(args: &HistoryArgs) -> Result<ExitCode> {
+    let req: HistoryRequest = args.to_request()?;
+    let store = Store::open_existing(&req.db).map_err(anyhow::Error::msg)?;
+    let rows = store.list(&req.filter).map_err(anyhow::Error::msg)?;
+    if let Some((field, out)) = &req.chart {
+        return chart(&store, &rows, *field, out);
+    }
+    if req.json {
+        super::out::print(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
+    } else if req.csv {
+        super::out::print(&csv(&rows))?;
+    } else {
+        super::out::print(&table(&rows))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+const CSV_HEAD: &str = "id,time,time_unix_s,command,test,target,name,labels,ok,throughput_bps,transactions_per_s,latency_p50_ns,latency_p99_ns,loss_percent,local_cpu_percent,remote_cpu_percent,local_service_demand,remote_service_demand,service_demand_unit\n";
+
+fn labels_text(r: &Row) -> String {
+    r.labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn csv(rows: &[Row]) -> String {
+    let f = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    let q = crate::text::csv_field;
+    let mut s = String::from(CSV_HEAD);
+    for r in rows {
+        let h = &r.headline;
+        s.push_str(&format!(
+            "{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            r.id,
+            r.time,
+            r.time_unix_s,
+            q(&r.command),
+            q(&r.test),
+            q(&r.target),
+            q(r.name.as_deref().unwrap_or_default()),
+            q(&labels_text(r)),
+            r.ok,
+            f(h.throughput_bps),
+            f(h.transactions_per_s),
+            f(h.latency_p50_ns),
+            f(h.latency_p99_ns),
+            f(h.loss_percent),
+            f(h.local_cpu_percent),
+            f(h.remote_cpu_percent),
+            f(h.local_service_demand),
+            f(h.remote_service_demand),
+            q(h.service_demand_unit.as_deref().unwrap_or_default()),
+        ));
+    }
+    s
+}
+
+/// The figure a row is known by in the table: throughput, else
+/// transactions/s, else latency, else loss.
+fn figure(r: &Row) -> String {
+    let h = &r.headline;
+    if let Some(t) = h.throughput_bps {
+        return crate::units::BitsPerSec(t).to_string();
+    }
+    if let Some(t) = h.transactions_per_s {
+        let lat = h
+            .latency_p50_ns
+            .map(|p| format!(", p50 {}", crate::units::fmt_ns(p)))
+            .unwrap_or_default();
+        return format!("{} trans/s{lat}", crate::units::fmt_si(t));
+    }
+    match (h.latency_p50_ns, h.loss_percent) {
+        (Some(p), l) => format!(
+            "p50 {}{}",
+            crate::units::fmt_ns(p),
+            l.map(|l| format!(", {l:.1} % lost")).unwrap_or_default()
+        ),
+        (None, Some(l)) => format!("{l:.1} % lost"),
+        (None, None) => "-".into(),
+    }
+}
+
+fn table(rows: &[Row]) -> String {
+    if rows.is_empty() {
+        return "no stored run matches\n".into();
+    }
+    let mut cells = vec![[
+        "id".to_string(),
+        "time".into(),
+        "test".into(),
+        "target".into(),
+        "figure".into(),
+        "labels".into(),
+        "name".into(),
+    ]];
+    for r in rows {
+        let time = crate::units::fmt_local_time(r.time_unix_s, true);
+        cells.push([
+            r.id.clone(),
+            time.split('.').next().unwrap_or_default().to_string(),
+            if r.command == "run" || r.command == "ping" {
+                r.test.clone()
+            } else {
+                format!("{} {}", r.command, r.test)
+            },
+            r.target.clone(),
+            if r.ok { figure(r) } else { "failed".into() },
+            labels_text(r),
+            r.name.clone().unwrap_or_default(),
+        ]);
+    }
+    let w: Vec<usize> = (0..7)
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for c in cells {
+        let line: Vec<String> = c
+            .iter()
+            .enumerate()
+            .map(|(i, x)| format!("{x:<width$}", width = w[i]))
+            .collect();
+        s.push_str(line.join("  ").trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// `--chart FIELD --out F.svg`: the runs listed, oldest first.
+fn chart(
+    store: &Store,
+    rows: &[Row],
+    field: ChartField,
+    out: &std::path::Path,
+) -> Result<ExitCode> {
+    let (what, unit) = match field {
+        ChartField::Throughput => ("throughput", "bit/s"),
+        ChartField::TransactionsPerS => ("transactions/s", "trans/s"),
+        ChartField::Latency => ("latency", "ns"),
+        ChartField::Loss => ("loss", "%"),
+        ChartField::LocalCpu => ("local CPU", "%"),
+        ChartField::RemoteCpu => ("remote CPU", "%"),
+    };
+    let mut points = Vec::new();
+    for r in rows.iter().rev().filter(|r| r.ok) {
+        let h = &r.headline;
+        let v = match field {
+            ChartField::Throughput => h.throughput_bps,
+            ChartField::TransactionsPerS => h.transactions_per_s,
+            ChartField::Latency => h.latency_p50_ns,
+            ChartField::Loss => h.loss_percent,
+            ChartField::LocalCpu => h.local_cpu_percent,
+            ChartField::RemoteCpu => h.remote_cpu_percent,
+        };
+        let Some(value) = v else { continue };
+        let mut p = Point {
+            time: r.time_unix_s,
+            value,
+            ..Point::default()
+        };
+        if field == ChartField::Latency {
+            p.p99 = h.latency_p99_ns;
+            // p10 and p90 from the run's histogram, where it has one.
+            if let Some((_, doc)) = store.get(&r.id).map_err(anyhow::Error::msg)?
+                && let Some(b64) = doc["summary"]["histogram"].as_str()
+                && let Ok(hist) = LatencyHistogram::from_base64(b64)
+            {
+                p.band = Some((hist.quantile(0.10) as f64, hist.quantile(0.90) as f64));
+            }
+        }
+        points.push(p);
+    }
+    if points.is_empty() {
+        bail!("--chart {what}: no stored run of those listed has it");
+    }
+    let svg = crate::export::history::svg(what, unit, &points);
+    crate::export::write_atomic(out, svg.as_bytes())
+        .with_context(|| format!("writing --out {}", out.display()))?;
+    eprintln!("{} runs drawn in {}", points.len(), out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `thrum show ID`.
+pub fn show(args: &ShowArgs) -> Result<ExitCode> {
+    let req = args.to_request()?;
+    let store = Store::open_existing(&req.db).map_err(anyhow::Error::msg)?;
+    let Some((row, doc)) = store.get(&req.id).map_err(anyhow::Error::msg)? else {
+        bail!(
+            "no run '{}' in {} (thrum history lists them)",
+            crate::text::echo(&req.id),
+            req.db.display()
+        );
+    };
+    if !req.output.json {
+        let labels = labels_text(&row);
+        eprintln!(
+            "run {} of {}: thrum {} {} against {}{}",
+            row.id,
+            crate::units::fmt_local_time(row.time_unix_s, true),
+            row.command,
+            row.test,
+            row.target,
+            if labels.is_empty() {
+                String::new()
+            } else {
+                format!(" ({labels})")
+            }
+        );
+    }
+    super::report::report_document(doc, &req.output)
+}

@@ -1,0 +1,147 @@
+//! The headline figures of a result document, read by its `schema`: what
+//! the store keeps in columns, `history` lists and `compare` compares.
+//! Read from the JSON (not the types) so that every command's document,
+//! `ping`'s included, goes through one function.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The headline figures; a figure the result has not is None.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Headline {
+    /// bits/s (capacity: the estimated capacity).
+    pub throughput_bps: Option<f64>,
+    pub transactions_per_s: Option<f64>,
+    /// Latency (ping: round-trip time of the first size), nanoseconds.
+    pub latency_p50_ns: Option<f64>,
+    pub latency_p99_ns: Option<f64>,
+    /// Datagrams (ping: echoes) lost, percent of those sent.
+    pub loss_percent: Option<f64>,
+    pub local_cpu_percent: Option<f64>,
+    pub remote_cpu_percent: Option<f64>,
+    /// Service demand, in `service_demand_unit`.
+    pub local_service_demand: Option<f64>,
+    pub remote_service_demand: Option<f64>,
+    /// `us/KB` (bulk tests) or `us/tran` (request/response).
+    pub service_demand_unit: Option<String>,
+}
+
+fn num(v: &Value) -> Option<f64> {
+    v.as_f64().filter(|x| x.is_finite())
+}
+
+impl Headline {
+    /// The figures of `doc`: a `thrum.result.v1` (`run`) or `thrum.ping.v1`;
+    /// the aggregate documents (`agg`, `curve`, `sweep`) have none in
+    /// columns (their whole document is stored).
+    pub fn of(doc: &Value) -> Headline {
+        match doc["schema"].as_str() {
+            Some(crate::result::SCHEMA) => Self::of_run(doc),
+            Some("thrum.ping.v1") => Self::of_ping(doc),
+            _ => Headline::default(),
+        }
+    }
+
+    fn of_run(doc: &Value) -> Headline {
+        let s = &doc["summary"];
+        let lat = &s["latency_ns"];
+        let loss = match (num(&s["lost"]), num(&s["datagrams_sent"])) {
+            (Some(l), Some(n)) if n > 0.0 => Some(100.0 * l / n),
+            _ => None,
+        };
+        let side = |k: &str| {
+            let x = &s[k];
+            match num(&x["service_demand_us_per_kb"]) {
+                Some(v) => (num(&x["cpu_util_percent"]), Some(v), Some("us/KB")),
+                None => (
+                    num(&x["cpu_util_percent"]),
+                    num(&x["service_demand_us_per_tran"]),
+                    num(&x["service_demand_us_per_tran"]).map(|_| "us/tran"),
+                ),
+            }
+        };
+        let (lc, lsd, lu) = side("local");
+        let (rc, rsd, ru) = side("remote");
+        Headline {
+            throughput_bps: num(&s["throughput_bps"]).or_else(|| num(&s["capacity_bps"])),
+            transactions_per_s: num(&s["transactions_per_s"]),
+            latency_p50_ns: num(&lat["p50"]),
+            latency_p99_ns: num(&lat["p99"]),
+            loss_percent: loss,
+            local_cpu_percent: lc,
+            remote_cpu_percent: rc,
+            local_service_demand: lsd,
+            remote_service_demand: rsd,
+            service_demand_unit: lu.or(ru).map(str::to_string),
+        }
+    }
+
+    fn of_ping(doc: &Value) -> Headline {
+        let first = &doc["summary"]["sizes"][0];
+        Headline {
+            latency_p50_ns: num(&first["rtt_ns"]["p50"]),
+            latency_p99_ns: num(&first["rtt_ns"]["p99"]),
+            loss_percent: num(&first["loss_percent"]),
+            ..Headline::default()
+        }
+    }
+}
+
+/// Whether the result's run ended without an error: `summary.error` (run,
+/// ping), every test's `error` (agg), every cell's (sweep).
+pub fn ok(doc: &Value) -> bool {
+    let none = |v: &Value| v.is_null();
+    none(&doc["summary"]["error"])
+        && doc["tests"]
+            .as_array()
+            .is_none_or(|t| t.iter().all(|t| none(&t["error"])))
+        && doc["cells"]
+            .as_array()
+            .is_none_or(|c| c.iter().all(|c| none(&c["error"])))
+}
+
+/// The test, the target and the labels a result document names by
+/// itself (a result file given to `compare`).
+pub fn identity(doc: &Value) -> (String, String, String) {
+    let schema = doc["schema"].as_str().unwrap_or_default();
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    match schema {
+        crate::result::SCHEMA => {
+            let target = if doc["spec"]["embedded_server"] == Value::Bool(true) {
+                "embedded".to_string()
+            } else {
+                s(&doc["spec"]["server"])
+            };
+            ("run".into(), s(&doc["test"]), target)
+        }
+        "thrum.ping.v1" => ("ping".into(), "ping".into(), s(&doc["host"])),
+        _ => (String::new(), String::new(), String::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_and_ping_figures() {
+        let run = serde_json::json!({"schema": "thrum.result.v1", "summary": {
+            "transactions_per_s": 5.0, "latency_ns": {"p50": 10, "p99": 20},
+            "lost": 1, "datagrams_sent": 4,
+            "local": {"cpu_util_percent": 2.0, "service_demand_us_per_tran": 7.0},
+            "remote": {}}});
+        let h = Headline::of(&run);
+        assert_eq!(h.transactions_per_s, Some(5.0));
+        assert_eq!(h.latency_p99_ns, Some(20.0));
+        assert_eq!(h.loss_percent, Some(25.0));
+        assert_eq!(h.local_service_demand, Some(7.0));
+        assert_eq!(h.service_demand_unit.as_deref(), Some("us/tran"));
+        assert_eq!(h.throughput_bps, None);
+        let ping = serde_json::json!({"schema": "thrum.ping.v1", "summary": {"sizes": [
+            {"loss_percent": 0.0, "rtt_ns": {"p50": 30, "p99": 40}}]}});
+        let h = Headline::of(&ping);
+        assert_eq!(h.latency_p50_ns, Some(30.0));
+        assert_eq!(h.loss_percent, Some(0.0));
+        assert!(ok(&ping));
+    }
+}

@@ -1,0 +1,621 @@
+//! The results store: every result `run`, `curve`, `agg`, `sweep` and
+//! `ping` produce, kept in one SQLite database (rusqlite's bundled SQLite,
+//! so the static musl build has it too), for `thrum history`, `show` and
+//! `compare`.
+//!
+//! One row a run in `runs` (a short id, the time, the command, test,
+//! target, labels, name, the headline figures in columns and the whole
+//! result JSON), and its labels once more in `labels` for filtering. The
+//! schema is versioned by SQLite's `user_version` and brought up to date by
+//! [`MIGRATIONS`] on open; docs/history.md writes it down. WAL mode and a
+//! busy timeout let several thrum processes save at once; a save is one
+//! `BEGIN IMMEDIATE` transaction, so a process killed in it leaves the
+//! database as it was. The store never costs a run: the caller turns any
+//! error here into a warning ([`Store::open`] and [`Store::save`] say the
+//! path and the problem).
+
+pub mod compare;
+pub mod headline;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+pub use headline::Headline;
+
+/// How long a save waits for another process's write to end.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Each migration takes the schema from its index to the next version
+/// (`user_version` 0 is an empty file). Only ever append.
+const MIGRATIONS: &[&str] = &[
+    // 0 → 1
+    "CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        time_unix_s REAL NOT NULL,
+        command TEXT NOT NULL,
+        test TEXT NOT NULL,
+        target TEXT NOT NULL,
+        name TEXT,
+        labels TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        ok INTEGER NOT NULL,
+        throughput_bps REAL,
+        transactions_per_s REAL,
+        latency_p50_ns REAL,
+        latency_p99_ns REAL,
+        loss_percent REAL,
+        local_cpu_percent REAL,
+        remote_cpu_percent REAL,
+        local_service_demand REAL,
+        remote_service_demand REAL,
+        service_demand_unit TEXT,
+        result TEXT NOT NULL
+    );
+    CREATE INDEX runs_by_time ON runs (time_unix_s);
+    CREATE TABLE labels (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+    );
+    CREATE INDEX labels_by_pair ON labels (key, value);",
+];
+
+/// The schema version this thrum writes.
+pub const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Labels, sorted by key: `--label KEY=VALUE`.
+pub type Labels = BTreeMap<String, String>;
+
+/// Where the store is when `--db` is not given: `$THRUM_DB`, else
+/// `$XDG_DATA_HOME/thrum/results.db`, else
+/// `~/.local/share/thrum/results.db`.
+pub fn default_path() -> Result<PathBuf, String> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(p) = var("THRUM_DB") {
+        return Ok(PathBuf::from(p));
+    }
+    if let Some(d) = var("XDG_DATA_HOME") {
+        return Ok(Path::new(&d).join("thrum/results.db"));
+    }
+    match var("HOME") {
+        Some(h) => Ok(Path::new(&h).join(".local/share/thrum/results.db")),
+        None => Err(
+            "no $THRUM_DB, $XDG_DATA_HOME or $HOME to find the results store by (--db PATH names one)"
+                .into(),
+        ),
+    }
+}
+
+/// What one run is saved as.
+#[derive(Clone, Debug)]
+pub struct Record<'a> {
+    /// `run`, `curve`, `agg`, `sweep` or `ping`.
+    pub command: &'a str,
+    /// The test (`tcp_rr`, a mix's name, `ping`, …).
+    pub test: String,
+    /// The server (or host) as given, `embedded` for an embedded server.
+    pub target: String,
+    pub name: Option<String>,
+    pub labels: Labels,
+    /// The result document as the command writes it with `--json`.
+    pub doc: &'a serde_json::Value,
+}
+
+/// A stored run as `history` lists it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Row {
+    pub id: String,
+    /// When it was saved, UTC, RFC 3339 (`2026-11-26T14:32:01Z`).
+    pub time: String,
+    pub time_unix_s: f64,
+    pub command: String,
+    pub test: String,
+    pub target: String,
+    pub name: Option<String>,
+    pub labels: Labels,
+    /// The result's `schema`.
+    pub schema: String,
+    /// The run ended without an error.
+    pub ok: bool,
+    #[serde(flatten)]
+    pub headline: Headline,
+}
+
+/// Which runs `history` lists.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub test: Option<String>,
+    pub target: Option<String>,
+    pub labels: Labels,
+    pub since_unix_s: Option<f64>,
+    pub until_unix_s: Option<f64>,
+    /// Newest first, at most this many.
+    pub last: Option<u32>,
+}
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// An error of the store, said with its path.
+fn at(path: &Path, what: &str, e: impl std::fmt::Display) -> String {
+    format!("results store {}: {what}: {e}", path.display())
+}
+
+impl Store {
+    /// Open (creating it and its directory if missing) and migrate.
+    pub fn open(path: &Path) -> Result<Store, String> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| at(path, "cannot create its directory", e))?;
+        }
+        let conn = Connection::open(path).map_err(|e| at(path, "cannot open", e))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.setup().map_err(|e| at(path, "cannot use", e))?;
+        Ok(store)
+    }
+
+    /// Open an existing store without creating one (`history`, `show`,
+    /// `compare`).
+    pub fn open_existing(path: &Path) -> Result<Store, String> {
+        if !path.exists() {
+            return Err(format!(
+                "results store {}: no such file (no run saved yet, or --db/$THRUM_DB names another)",
+                path.display()
+            ));
+        }
+        Store::open(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn setup(&self) -> rusqlite::Result<()> {
+        self.conn.busy_timeout(BUSY_TIMEOUT)?;
+        // WAL: readers do not block the writer, and writers queue on the
+        // busy timeout. Answers the mode it is in (a row), so query it.
+        let _: String = self
+            .conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        // NORMAL: a commit in WAL mode does not wait for the disk (a
+        // crash of the process loses nothing; a power cut may lose the
+        // last saves). No checkpoint when the connection closes: its two
+        // fsyncs took 60 ms of a run here; SQLite checkpoints by itself
+        // once the WAL passes 1,000 pages, inside a later save.
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        self.conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        self.migrate()
+    }
+
+    /// Bring the schema to [`VERSION`], each step in a transaction of its
+    /// own (another process may be migrating at the same time: the
+    /// version is read again once the write lock is held).
+    fn migrate(&self) -> rusqlite::Result<()> {
+        loop {
+            let v: i64 = self
+                .conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if v >= VERSION {
+                if v > VERSION {
+                    return Err(rusqlite::Error::InvalidParameterName(format!(
+                        "schema version {v} was written by a newer thrum (this one reads up to {VERSION})"
+                    )));
+                }
+                return Ok(());
+            }
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            let step = || -> rusqlite::Result<()> {
+                let v: i64 = self
+                    .conn
+                    .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+                if v < VERSION {
+                    self.conn.execute_batch(MIGRATIONS[v as usize])?;
+                    self.conn.pragma_update(None, "user_version", v + 1)?;
+                }
+                Ok(())
+            };
+            match step() {
+                Ok(()) => self.conn.execute_batch("COMMIT")?,
+                Err(e) => {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Save one run; its new id.
+    pub fn save(&self, rec: &Record) -> Result<String, String> {
+        self.save_inner(rec)
+            .map_err(|e| at(&self.path, "cannot save the run", e))
+    }
+
+    fn save_inner(&self, rec: &Record) -> rusqlite::Result<String> {
+        let h = Headline::of(rec.doc);
+        let schema = rec.doc["schema"].as_str().unwrap_or_default();
+        let ok = headline::ok(rec.doc);
+        let labels = serde_json::to_string(&rec.labels).expect("labels serialize");
+        let result = serde_json::to_string(rec.doc).expect("a JSON value serializes");
+        let time = crate::clock::unix_now();
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let body = || -> rusqlite::Result<String> {
+            let id = loop {
+                let id = new_id();
+                let taken = self
+                    .conn
+                    .query_row("SELECT 1 FROM runs WHERE id = ?1", [&id], |_| Ok(()))
+                    .optional()?
+                    .is_some();
+                if !taken {
+                    break id;
+                }
+            };
+            self.conn.execute(
+                "INSERT INTO runs (id, time_unix_s, command, test, target, name, labels, schema, ok,
+                    throughput_bps, transactions_per_s, latency_p50_ns, latency_p99_ns, loss_percent,
+                    local_cpu_percent, remote_cpu_percent, local_service_demand,
+                    remote_service_demand, service_demand_unit, result)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                    ?17, ?18, ?19, ?20)",
+                params![
+                    id,
+                    time,
+                    rec.command,
+                    rec.test,
+                    rec.target,
+                    rec.name,
+                    labels,
+                    schema,
+                    ok,
+                    h.throughput_bps,
+                    h.transactions_per_s,
+                    h.latency_p50_ns,
+                    h.latency_p99_ns,
+                    h.loss_percent,
+                    h.local_cpu_percent,
+                    h.remote_cpu_percent,
+                    h.local_service_demand,
+                    h.remote_service_demand,
+                    h.service_demand_unit,
+                    result,
+                ],
+            )?;
+            for (k, v) in &rec.labels {
+                self.conn.execute(
+                    "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)",
+                    params![id, k, v],
+                )?;
+            }
+            test_pause();
+            Ok(id)
+        };
+        match body() {
+            Ok(id) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(id)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// The runs `f` selects, newest first.
+    pub fn list(&self, f: &Filter) -> Result<Vec<Row>, String> {
+        self.list_inner(f)
+            .map_err(|e| at(&self.path, "cannot read", e))
+    }
+
+    fn list_inner(&self, f: &Filter) -> rusqlite::Result<Vec<Row>> {
+        let mut sql = format!("SELECT {COLUMNS} FROM runs WHERE 1");
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        let mut arg = |sql: &mut String, cond: &str, v: rusqlite::types::Value| {
+            args.push(v);
+            sql.push_str(&cond.replace('?', &format!("?{}", args.len())));
+        };
+        if let Some(t) = &f.test {
+            arg(&mut sql, " AND test = ?", t.clone().into());
+        }
+        if let Some(t) = &f.target {
+            arg(&mut sql, " AND target = ?", t.clone().into());
+        }
+        if let Some(s) = f.since_unix_s {
+            arg(&mut sql, " AND time_unix_s >= ?", s.into());
+        }
+        if let Some(u) = f.until_unix_s {
+            arg(&mut sql, " AND time_unix_s <= ?", u.into());
+        }
+        for (k, v) in &f.labels {
+            arg(
+                &mut sql,
+                " AND EXISTS (SELECT 1 FROM labels WHERE run_id = runs.id AND key = ?",
+                k.clone().into(),
+            );
+            arg(&mut sql, " AND value = ?)", v.clone().into());
+        }
+        sql.push_str(" ORDER BY time_unix_s DESC, rowid DESC");
+        if let Some(n) = f.last {
+            sql.push_str(&format!(" LIMIT {n}"));
+        }
+        let mut st = self.conn.prepare(&sql)?;
+        let rows = st
+            .query_map(rusqlite::params_from_iter(args), row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// One run and its result document, by id (or a unique prefix of one).
+    pub fn get(&self, id: &str) -> Result<Option<(Row, serde_json::Value)>, String> {
+        let found = (|| -> rusqlite::Result<Vec<(Row, String)>> {
+            let mut st = self.conn.prepare(&format!(
+                "SELECT {COLUMNS}, result FROM runs WHERE id = ?1 OR (length(?1) >= 4 AND id LIKE ?1 || '%') LIMIT 2"
+            ))?;
+            st.query_map([id], |r| Ok((row(r)?, r.get(COLUMN_COUNT)?)))?
+                .collect()
+        })()
+        .map_err(|e| at(&self.path, "cannot read", e))?;
+        match found.len() {
+            0 => Ok(None),
+            1 => {
+                let (row, text) = found.into_iter().next().expect("one");
+                let mut doc: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| at(&self.path, &format!("run {id}: stored result"), e))?;
+                crate::text::escape_json_strings(&mut doc);
+                Ok(Some((row, doc)))
+            }
+            _ => Err(format!(
+                "'{}' is the start of more than one stored run's id: give more of it",
+                crate::text::echo(id)
+            )),
+        }
+    }
+
+    /// The id of the newest run labelled `key=value`.
+    pub fn latest_with_label(&self, key: &str, value: &str) -> Result<Option<String>, String> {
+        self.conn
+            .query_row(
+                "SELECT runs.id FROM runs JOIN labels ON labels.run_id = runs.id
+                 WHERE labels.key = ?1 AND labels.value = ?2
+                 ORDER BY runs.time_unix_s DESC, runs.rowid DESC LIMIT 1",
+                [key, value],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| at(&self.path, "cannot read", e))
+    }
+
+    /// The headline figures of the newest (at most `limit`) runs without
+    /// an error of one setup: the same command, test, target and labels.
+    pub fn setup_runs(&self, setup: &Setup, limit: u32) -> Result<Vec<Headline>, String> {
+        let labels = serde_json::to_string(&setup.labels).expect("labels serialize");
+        (|| -> rusqlite::Result<Vec<Headline>> {
+            let mut st = self.conn.prepare(&format!(
+                "SELECT {COLUMNS} FROM runs WHERE command = ?1 AND test = ?2 AND target = ?3
+                 AND labels = ?4 AND ok = 1 ORDER BY time_unix_s DESC LIMIT {limit}"
+            ))?;
+            st.query_map(
+                params![setup.command, setup.test, setup.target, labels],
+                |r| Ok(row(r)?.headline),
+            )?
+            .collect()
+        })()
+        .map_err(|e| at(&self.path, "cannot read", e))
+    }
+}
+
+/// What makes two runs "the same setup" for learning run-to-run noise.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setup {
+    pub command: String,
+    pub test: String,
+    pub target: String,
+    pub labels: Labels,
+}
+
+const COLUMNS: &str = "id, time_unix_s, command, test, target, name, labels, schema, ok,
+    throughput_bps, transactions_per_s, latency_p50_ns, latency_p99_ns, loss_percent,
+    local_cpu_percent, remote_cpu_percent, local_service_demand, remote_service_demand,
+    service_demand_unit";
+const COLUMN_COUNT: usize = 19;
+
+fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
+    let labels: String = r.get(6)?;
+    let time_unix_s: f64 = r.get(1)?;
+    Ok(Row {
+        id: r.get(0)?,
+        time: rfc3339(time_unix_s),
+        time_unix_s,
+        command: r.get(2)?,
+        test: r.get(3)?,
+        target: r.get(4)?,
+        name: r.get(5)?,
+        labels: serde_json::from_str(&labels).unwrap_or_default(),
+        schema: r.get(7)?,
+        ok: r.get(8)?,
+        headline: Headline {
+            throughput_bps: r.get(9)?,
+            transactions_per_s: r.get(10)?,
+            latency_p50_ns: r.get(11)?,
+            latency_p99_ns: r.get(12)?,
+            loss_percent: r.get(13)?,
+            local_cpu_percent: r.get(14)?,
+            remote_cpu_percent: r.get(15)?,
+            local_service_demand: r.get(16)?,
+            remote_service_demand: r.get(17)?,
+            service_demand_unit: r.get(18)?,
+        },
+    })
+}
+
+/// Unix seconds as UTC, RFC 3339, to the second.
+pub fn rfc3339(unix_s: f64) -> String {
+    let secs = unix_s.floor() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A short id: 8 hex digits from the time, the process id and 32 random
+/// bits (the caller checks it is not taken).
+fn new_id() -> String {
+    let mut rnd = [0u8; 4];
+    let _ = getrandom::fill(&mut rnd);
+    let mut x = crate::clock::unix_now_ns() ^ (u64::from(std::process::id()) << 32);
+    x ^= u64::from(u32::from_le_bytes(rnd)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // splitmix64's finaliser: every input bit moves the 32 kept.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    format!("{:08x}", x as u32)
+}
+
+/// The tests' hook: `THRUM_STORE_TEST_PAUSE_MS` holds a save open that
+/// long inside its transaction, so a test can kill the process there.
+fn test_pause() {
+    if let Some(ms) = std::env::var("THRUM_STORE_TEST_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        eprintln!("results store: holding the save open for {ms} ms (THRUM_STORE_TEST_PAUSE_MS)");
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
+/// `KEY=VALUE` of `--label`, checked: a key of letters, digits, `_`, `-`
+/// and `.`; any value.
+pub fn parse_label(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{}' is not KEY=VALUE", crate::text::echo(s)))?;
+    if k.is_empty()
+        || !k
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(format!(
+            "'{}' is not a label key (letters, digits, _, - and . only)",
+            crate::text::echo(k)
+        ));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(bps: f64) -> serde_json::Value {
+        serde_json::json!({
+            "schema": "thrum.result.v1",
+            "test": "tcp_stream",
+            "summary": {"throughput_bps": bps, "error": null,
+                        "local": {"cpu_util_percent": 3.0}, "remote": {}}
+        })
+    }
+
+    #[test]
+    fn saves_lists_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/results.db");
+        let s = Store::open(&path).unwrap();
+        let d = doc(1e8);
+        let mut labels = Labels::new();
+        labels.insert("cfg".into(), "a".into());
+        let rec = Record {
+            command: "run",
+            test: "tcp_stream".into(),
+            target: "embedded".into(),
+            name: Some("first".into()),
+            labels: labels.clone(),
+            doc: &d,
+        };
+        let a = s.save(&rec).unwrap();
+        let d2 = doc(2e8);
+        let b = s
+            .save(&Record {
+                labels: Labels::new(),
+                doc: &d2,
+                ..rec.clone()
+            })
+            .unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 8);
+        let all = s.list(&Filter::default()).unwrap();
+        assert_eq!(all.iter().map(|r| &r.id).collect::<Vec<_>>(), [&b, &a]);
+        assert_eq!(all[1].headline.throughput_bps, Some(1e8));
+        assert_eq!(all[1].headline.local_cpu_percent, Some(3.0));
+        let f = Filter {
+            labels: labels.clone(),
+            ..Filter::default()
+        };
+        assert_eq!(s.list(&f).unwrap().len(), 1);
+        assert_eq!(s.latest_with_label("cfg", "a").unwrap(), Some(a.clone()));
+        let (row, back) = s.get(&a[..5]).unwrap().unwrap();
+        assert_eq!(row.name.as_deref(), Some("first"));
+        assert_eq!(back, d);
+        // Opened again: migrations do not run twice.
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.list(&Filter::default()).unwrap().len(), 2);
+        let v: i64 = s
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, VERSION);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        std::fs::write(&path, vec![b'x'; 4096]).unwrap();
+        let e = Store::open(&path).err().unwrap();
+        assert!(e.contains(&path.display().to_string()), "{e}");
+        assert!(e.contains("not a database"), "{e}");
+    }
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(rfc3339(0.0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_795_701_600.5), "2026-11-26T14:00:00Z");
+        assert_eq!(rfc3339(951_782_400.0), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn labels_parse() {
+        assert_eq!(
+            parse_label("cfg=a=b").unwrap(),
+            ("cfg".into(), "a=b".into())
+        );
+        assert!(parse_label("cfg").is_err());
+        assert!(parse_label("a b=c").is_err());
+    }
+}
