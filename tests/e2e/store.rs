@@ -3,7 +3,8 @@
 //! save transaction; two saving at once; a store that is not a database;
 //! and `thrum compare` against ground truth: like runs over one shaped path
 //! never "improved" or "regressed", the path narrowed from 100 to 80 Mbit/s
-//! "regressed" by 15 to 25 %.
+//! "regressed" by 15 to 25 %, and a udp_rr's p50 "regressed" by the
+//! standing queue a full byte FIFO adds.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
