@@ -349,7 +349,8 @@ fn aa_twenty_pairs() {
 
 /// A latency change found: a 64-byte udp_rr at 200/s through R's htb at
 /// 50 Mbit/s over a deep byte FIFO (625 kB: at most 8·L/R = 100 ms at that
-/// rate), six times idle for 500 ms (cfg=idle), then once while four cubic
+/// rate), six times idle for 500 ms after 200 ms of warm-up (cfg=idle),
+/// then once for 1 s while four cubic
 /// tcp_stream flows keep the FIFO full (cfg=loaded): a standing queue of
 /// up to 100 ms against an idle round trip of tens of microseconds to a
 /// millisecond (shared/TESTING.md measured 0.05 ms against 200 ms).
@@ -385,6 +386,8 @@ fn compare_finds_a_standing_queue_in_p50() {
                 "200",
                 "-l",
                 len,
+                "--warmup",
+                "200ms",
                 "--rr-timeout",
                 "2s",
                 "--label",
