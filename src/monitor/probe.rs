@@ -300,18 +300,18 @@ mod tests {
         let rr = probe(ProbeTest::Run(TestKind::TcpRr), &["-r", "64,64"]);
         assert_eq!(
             command_args(&rr).join(" "),
-            "run tcp_rr -H lg1:12880 -l 1000ms --json -r 64,64"
+            "run tcp_rr -H lg1:12880 -l 1000ms --json --label probe=p -r 64,64"
         );
         let mut ping = probe(ProbeTest::Ping, &[]);
         ping.target = "lg1".into();
         assert_eq!(
             command_args(&ping).join(" "),
-            "ping lg1 -i 200ms -c 5 --json"
+            "ping lg1 -i 200ms -c 5 --json --label probe=p"
         );
         let ping = probe(ProbeTest::Ping, &["-c20"]);
         assert_eq!(
             command_args(&ping).join(" "),
-            "ping lg1:12880 -i 200ms --json -c20"
+            "ping lg1:12880 -i 200ms --json --label probe=p -c20"
         );
         let ctx = Context {
             exe: "/bin/true".into(),

@@ -19,10 +19,16 @@
 //!    [`PRIOR_FACTOR`] times as wide (z = 1.96 × 3): with nothing learned,
 //!    only a change far beyond any noise seen is called.
 //!
-//! Latency percentiles add each run's own uncertainty from its histogram:
-//! the distribution-free interval of a quantile from the ranks
-//! n·p ± 1.96·√(n·p·(1−p)) (a rank test's interval), in quadrature with the
-//! run-to-run part. A verdict: an interval clear of zero is `improved` or
+//! Latency is multiplicative (a queue or a slower CPU scales it), so every
+//! figure, latency included, is compared as the ratio B/A on the log scale
+//! and the percentages are converted back (e^x − 1): a 10× spread of idle
+//! p50 between stored runs is σ ≈ 1 of ln, not a spread in nanoseconds.
+//! Latency percentiles also carry each run's own uncertainty from its
+//! histogram: the distribution-free interval of a quantile from the ranks
+//! n·p ± 1.96·√(n·p·(1−p)) (a rank test's interval). With learned noise,
+//! whose between-run spread already holds that sampling error, it is a
+//! floor under the run-to-run part; with a prior or iterations it adds in
+//! quadrature. A verdict: an interval clear of zero is `improved` or
 //! `regressed` (as the figure is better higher or lower) unless the change
 //! is under the threshold (`no change`); an interval across zero is `no
 //! change` when it lies within ± the threshold, else `inconclusive`.
@@ -247,6 +253,21 @@ fn quantile_half_width(doc: &Value, q: f64) -> Option<f64> {
     Some((hi.ln() - lo.ln()) / 2.0)
 }
 
+/// A latency quantile's log-scale half-width from the run-to-run part
+/// `between` and the two runs' own histogram part `within`. Learned from
+/// stored runs, the between-run spread of the quantile already holds each
+/// run's sampling error, so the histograms only set a floor (a lucky,
+/// narrow few runs cannot make the interval narrower than the samples
+/// allow); a prior or iterations say nothing of the quantile's sampling,
+/// so the two add in quadrature.
+fn combine(between: f64, within: f64, learned: bool) -> f64 {
+    if learned {
+        between.max(within)
+    } else {
+        between.hypot(within)
+    }
+}
+
 /// Whether A and B are the same setup (one group of stored runs, not two).
 pub fn compare(
     a_name: &str,
@@ -272,29 +293,37 @@ pub fn compare(
             groups.push(values(b));
         }
         let iterations = [iteration_figures(&a.doc), iteration_figures(&b.doc)];
-        let (sigma, q, noise) = if let Some((s, dof)) = pooled(&groups) {
+        let (sigma, q, noise, learned) = if let Some((s, dof)) = pooled(&groups) {
             let n: usize = groups.iter().map(Vec::len).sum();
             (
                 s,
                 t_quantile(0.95, dof),
                 format!("learned from {n} stored runs"),
+                true,
             )
         } else if let Some((s, dof)) = pooled(&iterations).filter(|_| d.iterated) {
-            (s, t_quantile(0.95, dof), "iterations".to_string())
+            (s, t_quantile(0.95, dof), "iterations".to_string(), false)
         } else {
             (
                 PRIOR_CV,
                 1.96 * PRIOR_FACTOR,
                 format!("prior (CV {:.0} %)", PRIOR_CV * 100.0),
+                false,
             )
         };
-        let mut hw2 = (q * sigma * std::f64::consts::SQRT_2).powi(2);
-        if let Some(p) = d.quantile {
-            for s in [a, b] {
-                hw2 += quantile_half_width(&s.doc, p).unwrap_or(0.0).powi(2);
+        let between = q * sigma * std::f64::consts::SQRT_2;
+        let hw = match d.quantile {
+            Some(p) => {
+                let within = [a, b]
+                    .iter()
+                    .map(|s| quantile_half_width(&s.doc, p).unwrap_or(0.0).powi(2))
+                    .sum::<f64>()
+                    .sqrt();
+                combine(between, within, learned)
             }
-        }
-        figures.push(judge(d, unit, va, vb, hw2.sqrt(), noise, threshold_percent));
+            None => between,
+        };
+        figures.push(judge(d, unit, va, vb, hw, noise, threshold_percent));
     }
     Comparison {
         a: a_name.to_string(),
@@ -427,5 +456,83 @@ mod tests {
         let c = compare("a", &h(100.0), "b", &h(300.0), false, DEFAULT_THRESHOLD);
         assert_eq!(c.figures[0].verdict, Verdict::Regressed);
         assert!(c.regressed());
+    }
+
+    fn latency(p50: f64, history: &[f64], hist: Option<&LatencyHistogram>) -> Side {
+        let h = |x: f64| Headline {
+            latency_p50_ns: Some(x),
+            ..Headline::default()
+        };
+        Side {
+            headline: h(p50),
+            doc: hist.map_or(
+                Value::Null,
+                |hist| serde_json::json!({"summary": {"histogram": hist.to_base64()}}),
+            ),
+            setup_runs: history.iter().map(|&x| h(x)).collect(),
+        }
+    }
+
+    #[test]
+    fn latency_is_compared_on_the_log_scale_with_its_spread_learned() {
+        // The busy VM's idle p50: 0.1 to 1 ms from run to run (σ of ln ≈ 0.9).
+        let idle = [100e3, 300e3, 1e6, 150e3, 500e3, 120e3];
+        let queued = 100e6;
+        let c = compare(
+            "a",
+            &latency(idle[5], &idle, None),
+            "b",
+            &latency(queued, &[queued], None),
+            false,
+            DEFAULT_THRESHOLD,
+        );
+        let f = &c.figures[0];
+        assert_eq!(f.verdict, Verdict::Regressed, "{f:?}");
+        let ch = f.change_percent.unwrap();
+        assert!((ch - (queued / idle[5] - 1.0) * 100.0).abs() < 1e-6 * ch);
+        let [lo, hi] = f.interval_percent.unwrap();
+        // Multiplicative: the interval is ratio × e^(±hw), asymmetric in percent.
+        let (rl, rh) = (lo / 100.0 + 1.0, hi / 100.0 + 1.0);
+        let r = ch / 100.0 + 1.0;
+        assert!(((r / rl).ln() - (rh / r).ln()).abs() < 1e-9);
+        // Three of those runs (2 degrees of freedom) are honestly too few to
+        // call even a several-hundred-fold rise.
+        let c = compare(
+            "a",
+            &latency(idle[1], &idle[..3], None),
+            "b",
+            &latency(queued, &[queued], None),
+            false,
+            DEFAULT_THRESHOLD,
+        );
+        assert_eq!(c.figures[0].verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn a_runs_histogram_is_a_floor_under_learned_noise_and_adds_to_a_prior() {
+        // 40 samples spread from 1 to 2 ms: the median's rank interval is wide.
+        let mut h = LatencyHistogram::new();
+        for i in 0..40 {
+            h.record(1_000_000 + i * 25_000);
+        }
+        let within = quantile_half_width(
+            &serde_json::json!({"summary": {"histogram": h.to_base64()}}),
+            0.5,
+        )
+        .unwrap();
+        assert!(within > 0.05, "{within}");
+        // Stored runs 0.1 % apart, B 10 % up: the histograms keep it from a call.
+        let runs = [1.5e6, 1.5015e6, 1.499e6];
+        let c = compare(
+            "a",
+            &latency(1.5e6, &runs, Some(&h)),
+            "b",
+            &latency(1.65e6, &[1.65e6], Some(&h)),
+            false,
+            DEFAULT_THRESHOLD,
+        );
+        assert_eq!(c.figures[0].verdict, Verdict::Inconclusive);
+        assert_eq!(combine(0.3, 0.1, true), 0.3);
+        assert!((combine(0.3, 0.4, false) - 0.5).abs() < 1e-12);
     }
 }

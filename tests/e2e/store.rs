@@ -3,7 +3,8 @@
 //! save transaction; two saving at once; a store that is not a database;
 //! and `thrum compare` against ground truth: like runs over one shaped path
 //! never "improved" or "regressed", the path narrowed from 100 to 80 Mbit/s
-//! "regressed" by 15 to 25 %.
+//! "regressed" by 15 to 25 %, and a udp_rr's p50 "regressed" by the
+//! standing queue a full byte FIFO adds.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -347,19 +348,21 @@ fn aa_twenty_pairs() {
 }
 
 /// A latency change found: a 64-byte udp_rr at 200/s through R's htb at
-/// 50 Mbit/s over a deep byte FIFO (625 kB, 100 ms at that rate), three times
-/// idle (cfg=idle), then once while four cubic tcp_stream flows keep the
-/// FIFO full (cfg=loaded): a standing queue of up to 100 ms against an
-/// idle round trip of tens of microseconds (shared/TESTING.md measured
-/// 0.05 ms against 200 ms). `compare` says p50 "regressed".
+/// 50 Mbit/s over a deep byte FIFO (625 kB: at most 8·L/R = 100 ms at that
+/// rate), six times idle for 500 ms after 200 ms of warm-up (cfg=idle),
+/// then once for 1 s while four cubic
+/// tcp_stream flows keep the FIFO full (cfg=loaded): a standing queue of
+/// up to 100 ms against an idle round trip of tens of microseconds to a
+/// millisecond (shared/TESTING.md measured 0.05 ms against 200 ms).
+/// `compare` says p50 "regressed", up, by a rise in milliseconds that the
+/// FIFO's depth over the rate accounts for.
 ///
-/// Run by hand (`-- --ignored`): on this busy VM the idle p50 of an open
-/// loop at 200/s moved between 0.05 and 1 ms from run to run (CPU wake-up),
-/// so three idle runs (2 degrees of freedom) left even a 678-fold rise
-/// "inconclusive" once; with a quieter machine or more idle runs it is
-/// "regressed".
+/// Why six idle runs: on this busy VM an idle open loop's p50 moves by up
+/// to 10× from run to run (CPU wake-up), so on the log scale σ is near 1;
+/// with three runs (t = 4.30 at 2 degrees of freedom) the interval once
+/// swallowed a 678-fold rise. Six (t = 2.57 at 5) bound it near e^(2.57·σ·√2),
+/// about 40× at σ = 1, well under the ≥ 100× a full FIFO makes.
 #[test]
-#[ignore]
 fn compare_finds_a_standing_queue_in_p50() {
     let _serial = one_at_a_time();
     let Some(path) = Path3::build(223, 44) else {
@@ -367,20 +370,12 @@ fn compare_finds_a_standing_queue_in_p50() {
     };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
-    let dev = crate::common::TOWARD_B;
-    path.shape(&[
-        &[
-            "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1", "r2q", "100",
-        ],
-        &[
-            "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", "50mbit",
-        ],
-        &[
-            "qdisc", "add", "dev", dev, "parent", "1:1", "bfifo", "limit", "625000",
-        ],
-    ]);
+    const RATE_BPS: f64 = 50e6;
+    const FIFO_BYTES: f64 = 625_000.0;
+    let queue_ns = 8.0 * FIFO_BYTES / RATE_BPS * 1e9;
+    path.htb_bfifo(crate::common::TOWARD_B, "50mbit", "625000");
     let server = path.server();
-    let probe = |label: &str| {
+    let probe = |label: &str, len: &str| {
         let mut c = path.client_cmd(
             &server,
             "udp_rr",
@@ -390,7 +385,9 @@ fn compare_finds_a_standing_queue_in_p50() {
                 "--rate",
                 "200",
                 "-l",
-                "1s",
+                len,
+                "--warmup",
+                "200ms",
                 "--rr-timeout",
                 "2s",
                 "--label",
@@ -400,18 +397,29 @@ fn compare_finds_a_standing_queue_in_p50() {
         c.env("THRUM_DB", &db);
         run_json(&mut c, LIMIT, label)
     };
-    for _ in 0..3 {
-        probe("cfg=idle");
-    }
+    let idle: Vec<f64> = (0..6)
+        .map(|_| {
+            probe("cfg=idle", "500ms")["summary"]["latency_ns"]["p50"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    eprintln!("idle p50s (ns): {idle:?}");
+    // The load's length only bounds it: it is ended once the probe is done.
     let mut load = path.client_cmd(
         &server,
         "tcp_stream",
-        &["-F", "4", "--cc", "cubic", "-l", "5s", "--no-save"],
+        &["-F", "4", "--cc", "cubic", "-l", "8s", "--no-save"],
     );
-    let mut load = load.stdout(Stdio::null()).spawn().expect("the load");
+    let mut load = load
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the load");
     // The FIFO fills within the load's warm-up (625 kB at 50 Mbit/s).
     std::thread::sleep(Duration::from_millis(1500));
-    let loaded = probe("cfg=loaded");
+    let loaded = probe("cfg=loaded", "1s");
+    let _ = load.kill();
     let _ = load.wait();
     let s = &loaded["summary"];
     eprintln!(
@@ -433,4 +441,30 @@ fn compare_finds_a_standing_queue_in_p50() {
     eprintln!("idle → loaded: {p50}");
     assert_eq!(p50["verdict"], "regressed", "{p50}");
     assert_eq!(p50["higher_is_better"], false);
+    // From the six idle runs (and the loaded one, which adds no degree of freedom).
+    assert!(
+        p50["noise"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("learned from")),
+        "{p50}"
+    );
+    // The rise is the standing queue: between half the FIFO's drain time
+    // (it is full most of the time under four cubic flows) and twice it
+    // (a router slowed by the busy machine drains below the rate).
+    let (a, b) = (p50["a"].as_f64().unwrap(), p50["b"].as_f64().unwrap());
+    assert!(
+        (0.5 * queue_ns..=2.0 * queue_ns).contains(&(b - a)),
+        "p50 rose {:.1} ms, the FIFO holds {:.0} ms: {p50}",
+        (b - a) / 1e6,
+        queue_ns / 1e6
+    );
+    // The change's sign and size: B/A − 1 in percent, up, its interval
+    // clear of zero and holding it.
+    let change = p50["change_percent"].as_f64().unwrap();
+    assert!(
+        (change - (b / a - 1.0) * 100.0).abs() < 1e-6 * change,
+        "{p50}"
+    );
+    let [lo, hi] = [0, 1].map(|i| p50["interval_percent"][i].as_f64().unwrap());
+    assert!(0.0 < lo && lo <= change && change <= hi, "{p50}");
 }
