@@ -501,6 +501,7 @@ fn udp_stream_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let p = a.plan;
     let s = UdpStreamSender::new(sock, a.counters, a.flow, p.send_bytes as usize, p.rate_bps)
         .with_byte_limit(p.flow_bytes(a.flow));
+    let s = if p.zerocopy { s.with_zerocopy()? } else { s };
     Ok(Box::new(if p.gso { s.with_gso()? } else { s }))
 }
 
