@@ -53,12 +53,11 @@ pub(crate) fn udp_flows(
     }
     let addrs = expand(client.addrs, peer, socks.len())
         .map_err(|e| anyhow::anyhow!("the client's UDP addresses: {e}"))?;
-    if let Some(a) = client
-        .addrs
-        .iter()
-        .map(|r| r.addr)
-        .find(|&a| !same_host(a, peer) && !may_walk(a, peer))
-    {
+    if let Some(a) = client.addrs.iter().map(|r| r.addr).find(|&a| {
+        !same_host(a, peer)
+            && !may_walk(a, peer)
+            && !plan.spreading.local_hosts.iter().any(|&h| same_host(a, h))
+    }) {
         bail!(
             "the client named UDP address {a}, neither its own {peer} nor (from loopback) a loopback one"
         );

@@ -177,8 +177,10 @@ pub struct Hello {
 /// `spreading`: its `local_hosts` (accepted as data sources),
 /// `server_threads`, `listen_backlog`, `max_events` and `epoll_trigger` are
 /// the server's (`num_ports` needs none: it travels as the spec's
-/// `flows_per_listener`, which every server takes).
-pub const FEATURES: &[&str] = &["socket_marks", "spreading"];
+/// `flows_per_listener`, which every server takes); `local_hosts_all`: the
+/// server takes `local_hosts` as sources of UDP flows and of connection
+/// tests' connections too, not only of long-lived TCP flows.
+pub const FEATURES: &[&str] = &["socket_marks", "spreading", "local_hosts_all"];
 
 impl Hello {
     /// This build's hello; a server adds its limits and nonce.
@@ -203,6 +205,12 @@ impl Hello {
             if plan.sockets.tcp_tx_delay_us.is_some() {
                 return Some("--tcp-tx-delay");
             }
+        }
+        if !has("local_hosts_all")
+            && !plan.spreading.local_hosts.is_empty()
+            && plan.test.traits().transport != crate::plan::Transport::Tcp
+        {
+            return Some("--local-hosts");
         }
         if !has("spreading") {
             let s = &plan.spreading;

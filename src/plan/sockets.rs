@@ -49,9 +49,10 @@ pub const MAX_NUM_PORTS: u32 = 64;
 /// leaves thrum's default.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spreading {
-    /// `--local-hosts`: the client's source addresses, its long-lived TCP
-    /// flows round them (flow i from address i mod the list); the server
-    /// takes data connections from them besides the control connection's.
+    /// `--local-hosts`: the client's source addresses, its flows round
+    /// them (flow i from address i mod the list; a connection test's flow
+    /// dials every connection from its address); the server takes data
+    /// connections and UDP flows from them besides the control connection's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub local_hosts: Vec<std::net::IpAddr>,
     /// `--num-ports`: the server listens on this many data ports and the
@@ -118,20 +119,11 @@ pub(super) fn validate(plan: &TestPlan) -> Result<(), PlanError> {
         }
     }
     let s = &plan.spreading;
-    if !s.local_hosts.is_empty() {
-        if t.traits().transport != Transport::Tcp {
-            return Err(PlanError::NotApplicable {
-                flag: "--local-hosts",
-                applies: TestKind::named(|x| x.transport == Transport::Tcp),
-                test: t,
-            });
-        }
-        if s.local_hosts.len() > MAX_LOCAL_HOSTS {
-            return Err(PlanError::Invalid(format!(
-                "--local-hosts lists {} addresses (accepted: 1 to {MAX_LOCAL_HOSTS})",
-                s.local_hosts.len()
-            )));
-        }
+    if s.local_hosts.len() > MAX_LOCAL_HOSTS {
+        return Err(PlanError::Invalid(format!(
+            "--local-hosts lists {} addresses (accepted: 1 to {MAX_LOCAL_HOSTS})",
+            s.local_hosts.len()
+        )));
     }
     if let Some(n) = s.num_ports {
         if t.traits().transport != Transport::Tcp {

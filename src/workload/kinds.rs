@@ -468,16 +468,19 @@ fn connect_server(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow
         ));
     };
     let p = a.plan;
-    Ok(Box::new(ConnectServer::new(
-        mode,
-        fd,
-        peer,
-        token,
-        p.request_bytes,
-        p.response_bytes,
-        a.counters,
-        single,
-    )))
+    Ok(Box::new(
+        ConnectServer::new(
+            mode,
+            fd,
+            peer,
+            token,
+            p.request_bytes,
+            p.response_bytes,
+            a.counters,
+            single,
+        )
+        .also_from(&p.spreading.local_hosts),
+    ))
 }
 
 fn crr_client(a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
