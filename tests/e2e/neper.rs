@@ -661,7 +661,7 @@ fn local_hosts_are_the_sources_the_server_sees() {
 /// tests: two flows send (udp_stream, udp_rr) or dial every connection
 /// (tcp_crr, tcp_cc) from the two addresses, one each. The sockets in the
 /// server's namespace (ss) pair the server's address with both, the server
-/// refused nothing, and the work got done.
+/// refused nothing, and the work got done. capacity is refused the flag.
 #[test]
 fn local_hosts_apply_to_udp_and_connection_tests() {
     let server = ServerProc::isolated("lhosts2", &[]);
@@ -731,4 +731,10 @@ fn local_hosts_apply_to_udp_and_connection_tests() {
             s["warnings"]
         );
     }
+    // capacity's server may send trains unasked (--reverse): not to
+    // addresses nothing proves are the client's.
+    assert_rejected(&[(
+        &["run", "capacity", "--local-hosts", "127.0.0.2"],
+        &["--local-hosts", "not to capacity"],
+    )]);
 }
