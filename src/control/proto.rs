@@ -676,6 +676,21 @@ mod tests {
         plan.spreading = Default::default();
         plan.spreading.num_ports = Some(2);
         assert_eq!(old.lacks(&plan), None, "num_ports is flows_per_listener");
+        // A server that takes --local-hosts for long-lived TCP flows only.
+        let tcp_only = Hello {
+            features: vec!["socket_marks".into(), "spreading".into()],
+            ..Hello::ours()
+        };
+        for (kind, lacks) in [
+            (TestKind::TcpRr, None),
+            (TestKind::TcpCrr, Some("--local-hosts")),
+            (TestKind::UdpRr, Some("--local-hosts")),
+        ] {
+            let mut p = TestPlan::new(kind);
+            p.spreading.local_hosts = vec!["127.0.0.2".parse().unwrap()];
+            assert_eq!(tcp_only.lacks(&p), lacks, "{kind}");
+            assert_eq!(Hello::ours().lacks(&p), None, "{kind}");
+        }
         let mut h = Hello::ours();
         h.protocol = 9;
         h.software = "thrum 9\x1b[31m".into();
