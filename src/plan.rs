@@ -732,6 +732,11 @@ impl TestPlan {
                 test: t,
             });
         }
+        if self.zerocopy && self.gso {
+            return Err(PlanError::Invalid(
+                "--gso and --zerocopy do not combine: udp_stream's zero-copy ring holds 256 datagrams, and as UDP_SEGMENT messages of up to 64 KB it would pin 16 MB per flow (accepted: one of them)".into(),
+            ));
+        }
         if self.close == CloseMode::Rst && !f.close {
             return Err(PlanError::NotApplicable {
                 flag: "--close rst",
@@ -914,7 +919,7 @@ mod tests {
             ),
             (
                 err(UdpRr, &|p| p.zerocopy = true),
-                "--zerocopy applies only to tcp_stream, tcp_maerts and tcp_bidir, not to udp_rr",
+                "--zerocopy applies only to tcp_stream, tcp_maerts, tcp_bidir and udp_stream, not to udp_rr",
             ),
             (
                 err(TcpRr, &|p| p.call_times = true),
@@ -1000,13 +1005,16 @@ mod tests {
     }
 
     #[test]
-    fn zerocopy_is_for_tcp_bulk_tests_and_optional_on_the_wire() {
+    fn zerocopy_is_for_bulk_tests_and_optional_on_the_wire() {
         for t in TestKind::ALL {
             let mut p = TestPlan::new(t);
             p.zerocopy = true;
             let bulk = matches!(
                 t,
-                TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpBidir
+                TestKind::TcpStream
+                    | TestKind::TcpMaerts
+                    | TestKind::TcpBidir
+                    | TestKind::UdpStream
             );
             match p.validate() {
                 Ok(()) => assert!(bulk, "{t}"),
@@ -1016,6 +1024,11 @@ mod tests {
                 }
             }
         }
+        let mut p = TestPlan::new(TestKind::UdpStream);
+        p.zerocopy = true;
+        p.gso = true;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--gso and --zerocopy do not combine"), "{e}");
         // A plan from a peer that predates the options: off.
         let mut v = serde_json::to_value(TestPlan::new(TestKind::TcpStream)).unwrap();
         v.as_object_mut().unwrap().remove("zerocopy");

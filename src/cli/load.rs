@@ -196,7 +196,10 @@ pub struct SocketArgs {
     ///
     /// tcp_stream, tcp_maerts, tcp_bidir: send with MSG_ZEROCOPY (SO_ZEROCOPY)
     /// on the sending end(s), from a ring of 16 buffers of --send-size that
-    /// are reused once the kernel reports their completion. Over loopback and
+    /// are reused once the kernel reports their completion. udp_stream (Linux
+    /// 5.0 or later; not with --gso): the client sends each datagram with
+    /// MSG_ZEROCOPY from a ring of 8 batches of 32 datagrams, each batch
+    /// rewritten only once all its datagrams completed. Over loopback and
     /// veth the kernel copies anyway on delivery, which makes sends slower, not
     /// faster; the result counts the sends, completions and copies.
     #[arg(long)]

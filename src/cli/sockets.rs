@@ -75,12 +75,14 @@ pub struct SocketTuning {
     #[arg(long, value_parser = ["edge", "level"], value_name = "edge|level")]
     #[arg(help_heading = super::heading::LOAD)]
     pub epoll_trigger: Option<String>,
-    /// Client source addresses; TCP flows go round them (a,b,...).
+    /// Client source addresses; flows go round them (a,b,...).
     ///
-    /// The client's source addresses, comma-separated: its long-lived TCP
-    /// flows (tcp_stream, tcp_maerts, tcp_bidir, tcp_rr) go round them,
-    /// flow i from address i mod the list (neper's --local-hosts); the
-    /// server takes data connections from them besides the control
+    /// The client's source addresses, comma-separated: its flows go round
+    /// them, flow i from address i mod the list (neper's --local-hosts),
+    /// for every test: long-lived TCP flows connect from it, UDP flows
+    /// (udp_stream, udp_rr, capacity) send from it, and a tcp_crr or
+    /// tcp_cc flow dials each of its connections from it. The server takes
+    /// data connections and UDP flows from them besides the control
     /// connection's address. Up to 64; replaces --bind for the data flows.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     #[arg(help_heading = super::heading::SOCKETS)]

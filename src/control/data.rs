@@ -53,12 +53,18 @@ pub(crate) fn udp_flows(
     }
     let addrs = expand(client.addrs, peer, socks.len())
         .map_err(|e| anyhow::anyhow!("the client's UDP addresses: {e}"))?;
-    if let Some(a) = client
-        .addrs
-        .iter()
-        .map(|r| r.addr)
-        .find(|&a| !same_host(a, peer) && !may_walk(a, peer))
-    {
+    // `--local-hosts` names other addresses of the client; nothing proves
+    // they are its, so they are taken only where the server sends nothing
+    // unasked (udp_stream receives; udp_rr answers what arrives from the
+    // connected address), never for capacity's reverse trains.
+    let listed: &[IpAddr] = if crate::plan::sockets::local_hosts_ok_for_udp(plan.test) {
+        &plan.spreading.local_hosts
+    } else {
+        &[]
+    };
+    if let Some(a) = client.addrs.iter().map(|r| r.addr).find(|&a| {
+        !same_host(a, peer) && !may_walk(a, peer) && !listed.iter().any(|&h| same_host(a, h))
+    }) {
         bail!(
             "the client named UDP address {a}, neither its own {peer} nor (from loopback) a loopback one"
         );

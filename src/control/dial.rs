@@ -148,6 +148,9 @@ impl Dial {
         let may =
             may_walk(server_ip, server_ip) && self.bind.is_none_or(|b| may_walk(b, server_ip));
         let mut walk: Option<Walk> = None;
+        // `--local-hosts`: flow f's source address, f mod the list.
+        let hosts = &plan.spreading.local_hosts;
+        let local_host = |f: u32| (!hosts.is_empty()).then(|| hosts[f as usize % hosts.len()]);
         for f in 0..plan.flows {
             let endpoint = match transport {
                 Transport::Tcp => {
@@ -155,7 +158,7 @@ impl Dial {
                 }
                 Transport::TcpPerTransaction => Endpoint::Dial {
                     addr: data_addr,
-                    bind: self.bind,
+                    bind: local_host(f).or(self.bind),
                     opts: opts.clone(),
                     token,
                 },
@@ -167,7 +170,7 @@ impl Dial {
                     // An IPv4 server reached as ::ffff:a.b.c.d gets an IPv4
                     // socket: see the server's session() on mapped addresses.
                     let peer = SocketAddr::new(server_udp[f as usize].to_canonical(), port);
-                    let bind = self.bind.map(|b| b.to_canonical());
+                    let bind = local_host(f).or(self.bind).map(|b| b.to_canonical());
                     let sock = match &mut walk {
                         None => match udp_connected(&peer, bind, &opts) {
                             Err(e) if may && out_of_ports(&e) => {

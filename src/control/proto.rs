@@ -177,8 +177,10 @@ pub struct Hello {
 /// `spreading`: its `local_hosts` (accepted as data sources),
 /// `server_threads`, `listen_backlog`, `max_events` and `epoll_trigger` are
 /// the server's (`num_ports` needs none: it travels as the spec's
-/// `flows_per_listener`, which every server takes).
-pub const FEATURES: &[&str] = &["socket_marks", "spreading"];
+/// `flows_per_listener`, which every server takes); `local_hosts_all`: the
+/// server takes `local_hosts` as sources of UDP flows and of connection
+/// tests' connections too, not only of long-lived TCP flows.
+pub const FEATURES: &[&str] = &["socket_marks", "spreading", "local_hosts_all"];
 
 impl Hello {
     /// This build's hello; a server adds its limits and nonce.
@@ -203,6 +205,12 @@ impl Hello {
             if plan.sockets.tcp_tx_delay_us.is_some() {
                 return Some("--tcp-tx-delay");
             }
+        }
+        if !has("local_hosts_all")
+            && !plan.spreading.local_hosts.is_empty()
+            && plan.test.traits().transport != crate::plan::Transport::Tcp
+        {
+            return Some("--local-hosts");
         }
         if !has("spreading") {
             let s = &plan.spreading;
@@ -668,6 +676,21 @@ mod tests {
         plan.spreading = Default::default();
         plan.spreading.num_ports = Some(2);
         assert_eq!(old.lacks(&plan), None, "num_ports is flows_per_listener");
+        // A server that takes --local-hosts for long-lived TCP flows only.
+        let tcp_only = Hello {
+            features: vec!["socket_marks".into(), "spreading".into()],
+            ..Hello::ours()
+        };
+        for (kind, lacks) in [
+            (TestKind::TcpRr, None),
+            (TestKind::TcpCrr, Some("--local-hosts")),
+            (TestKind::UdpRr, Some("--local-hosts")),
+        ] {
+            let mut p = TestPlan::new(kind);
+            p.spreading.local_hosts = vec!["127.0.0.2".parse().unwrap()];
+            assert_eq!(tcp_only.lacks(&p), lacks, "{kind}");
+            assert_eq!(Hello::ours().lacks(&p), None, "{kind}");
+        }
         let mut h = Hello::ours();
         h.protocol = 9;
         h.software = "thrum 9\x1b[31m".into();

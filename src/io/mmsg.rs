@@ -139,6 +139,17 @@ impl MsgBatch {
 
     /// Send the first `n` buffers as `n` datagrams of `len` bytes on a connected socket.
     pub fn send(&mut self, fd: RawFd, n: usize, len: usize) -> io::Result<usize> {
+        self.send_flags(fd, n, len, 0)
+    }
+
+    /// [`MsgBatch::send`] with more `flags` (MSG_ZEROCOPY).
+    pub fn send_flags(
+        &mut self,
+        fd: RawFd,
+        n: usize,
+        len: usize,
+        flags: libc::c_int,
+    ) -> io::Result<usize> {
         let n = n.min(self.hdrs.len());
         for iov in &mut self.iovs[..n] {
             iov.iov_len = len.min(self.size);
@@ -152,7 +163,7 @@ impl MsgBatch {
                 fd,
                 self.hdrs.as_mut_ptr(),
                 n as libc::c_uint,
-                libc::MSG_NOSIGNAL,
+                libc::MSG_NOSIGNAL | flags,
             )
         };
         if r >= 0 {

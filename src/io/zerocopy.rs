@@ -1,4 +1,4 @@
-//! MSG_ZEROCOPY sends for bulk TCP senders (`--zerocopy`).
+//! MSG_ZEROCOPY sends for bulk TCP senders and udp_stream's (`--zerocopy`).
 //!
 //! With SO_ZEROCOPY set, a `send(MSG_ZEROCOPY)` pins the caller's pages
 //! instead of copying them into socket buffers, and the kernel reports on the
@@ -67,9 +67,9 @@ impl ZeroCopyCounts {
     }
 }
 
-/// Turn SO_ZEROCOPY on (Linux 4.14 for TCP).
+/// Turn SO_ZEROCOPY on (Linux 4.14 for TCP, 5.0 for UDP).
 pub fn enable(fd: RawFd) -> io::Result<()> {
-    let what = "SO_ZEROCOPY (--zerocopy; Linux 4.14 or later)";
+    let what = "SO_ZEROCOPY (--zerocopy; Linux 4.14 or later for TCP, 5.0 for UDP)";
     super::socket::set_int_option(fd, libc::SOL_SOCKET, SO_ZEROCOPY, 1, what)
 }
 
@@ -90,15 +90,7 @@ pub struct ZeroCopySender {
     /// The slot being sent from, and how far.
     cur: usize,
     off: usize,
-    /// Send calls of each slot that have not completed.
-    pending: [u32; RING_SLOTS],
-    /// The slot of send call `id`, at `id % ID_WINDOW`.
-    slot_of: Box<[u8; ID_WINDOW]>,
-    /// The kernel's number for our next send call.
-    next_id: u32,
-    counts: ZeroCopyCounts,
-    /// Room for one control message holding a `sock_extended_err` (u64-aligned).
-    cmsg: [u64; 16],
+    done: Completions,
 }
 
 impl ZeroCopySender {
@@ -109,8 +101,82 @@ impl ZeroCopySender {
             len,
             cur: 0,
             off: 0,
-            pending: [0; RING_SLOTS],
-            slot_of: Box::new([0; ID_WINDOW]),
+            done: Completions::new(RING_SLOTS, ID_WINDOW),
+        }
+    }
+
+    pub fn counts(&self) -> ZeroCopyCounts {
+        self.done.counts()
+    }
+
+    /// Send calls still waiting for their completion.
+    pub fn outstanding(&self) -> u64 {
+        self.done.outstanding()
+    }
+
+    /// One `send(MSG_ZEROCOPY)` from the current slot. Errors are the
+    /// socket's, as from [`super::socket::send`] (EAGAIN, EINTR included).
+    #[inline]
+    pub fn send(&mut self, fd: RawFd) -> io::Result<ZcSend> {
+        if (self.off == 0 && !self.done.slot_free(self.cur)) || !self.done.room_for(1) {
+            return Ok(ZcSend::RingFull);
+        }
+        let buf = &self.bufs[self.cur * self.len + self.off..(self.cur + 1) * self.len];
+        match super::socket::send_flags(fd, buf, libc::MSG_ZEROCOPY) {
+            Ok(n) => {
+                self.done.sent(self.cur, 1);
+                self.off += n;
+                if self.off == self.len {
+                    self.off = 0;
+                    self.cur = (self.cur + 1) % RING_SLOTS;
+                }
+                Ok(ZcSend::Sent(n))
+            }
+            // Notifications are charged to the socket's option memory
+            // (net.core.optmem_max); with completions to come, wait for them.
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) && self.done.outstanding() > 0 => {
+                Ok(ZcSend::RingFull)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Read every completion queued on `fd`'s error queue; returns how many
+    /// send calls completed. Never blocks (the error queue does not).
+    pub fn reap(&mut self, fd: RawFd) -> io::Result<u64> {
+        self.done.reap(fd)
+    }
+
+    /// At the end: reap until every send has completed or `limit` has passed.
+    pub fn settle(&mut self, fd: RawFd, limit: std::time::Duration) -> io::Result<()> {
+        self.done.settle(fd, limit)
+    }
+}
+
+/// Which ring slot each zero-copy send call came from, and what came back
+/// on the error queue: the completion side of a ring of send buffers, shared
+/// by the TCP ring ([`ZeroCopySender`]) and udp_stream's ring of datagram
+/// batches (`workload::udp::zerocopy`).
+pub struct Completions {
+    /// Send calls of each slot that have not completed.
+    pending: Box<[u32]>,
+    /// The slot of send call `id`, at `id % window` (a power of two).
+    slot_of: Box<[u8]>,
+    /// The kernel's number for our next send call (per socket, from 0).
+    next_id: u32,
+    counts: ZeroCopyCounts,
+    /// Room for one control message holding a `sock_extended_err` (u64-aligned).
+    cmsg: [u64; 16],
+}
+
+impl Completions {
+    /// `slots` ring slots (at most 256), up to `window` send calls (a power
+    /// of two) outstanding at once.
+    pub fn new(slots: usize, window: usize) -> Completions {
+        assert!(slots <= 256 && window.is_power_of_two());
+        Completions {
+            pending: vec![0; slots].into_boxed_slice(),
+            slot_of: vec![0; window].into_boxed_slice(),
             next_id: 0,
             counts: ZeroCopyCounts::default(),
             cmsg: [0; 16],
@@ -126,34 +192,28 @@ impl ZeroCopySender {
         self.counts.sends - self.counts.completions
     }
 
-    /// One `send(MSG_ZEROCOPY)` from the current slot. Errors are the
-    /// socket's, as from [`super::socket::send`] (EAGAIN, EINTR included).
+    /// May `slot`'s buffer be written? (Every send from it has completed.)
     #[inline]
-    pub fn send(&mut self, fd: RawFd) -> io::Result<ZcSend> {
-        if (self.off == 0 && self.pending[self.cur] > 0) || self.outstanding() >= ID_WINDOW as u64 {
-            return Ok(ZcSend::RingFull);
+    pub fn slot_free(&self, slot: usize) -> bool {
+        self.pending[slot] == 0
+    }
+
+    /// Room for `calls` more send calls in the id window.
+    #[inline]
+    pub fn room_for(&self, calls: usize) -> bool {
+        self.outstanding() + calls as u64 <= self.slot_of.len() as u64
+    }
+
+    /// `calls` successful send calls from `slot`, in order.
+    #[inline]
+    pub fn sent(&mut self, slot: usize, calls: usize) {
+        let mask = self.slot_of.len() - 1;
+        for _ in 0..calls {
+            self.slot_of[self.next_id as usize & mask] = slot as u8;
+            self.next_id = self.next_id.wrapping_add(1);
         }
-        let buf = &self.bufs[self.cur * self.len + self.off..(self.cur + 1) * self.len];
-        match super::socket::send_flags(fd, buf, libc::MSG_ZEROCOPY) {
-            Ok(n) => {
-                self.slot_of[self.next_id as usize % ID_WINDOW] = self.cur as u8;
-                self.next_id = self.next_id.wrapping_add(1);
-                self.pending[self.cur] += 1;
-                self.counts.sends += 1;
-                self.off += n;
-                if self.off == self.len {
-                    self.off = 0;
-                    self.cur = (self.cur + 1) % RING_SLOTS;
-                }
-                Ok(ZcSend::Sent(n))
-            }
-            // Notifications are charged to the socket's option memory
-            // (net.core.optmem_max); with completions to come, wait for them.
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) && self.outstanding() > 0 => {
-                Ok(ZcSend::RingFull)
-            }
-            Err(e) => Err(e),
-        }
+        self.pending[slot] += calls as u32;
+        self.counts.sends += calls as u64;
     }
 
     /// Read every completion queued on `fd`'s error queue; returns how many
@@ -204,8 +264,9 @@ impl ZeroCopySender {
     fn complete(&mut self, lo: u32, hi: u32, copied: bool) -> u64 {
         let n = hi.wrapping_sub(lo) as u64 + 1;
         let mut id = lo;
-        for _ in 0..n.min(ID_WINDOW as u64) {
-            let slot = self.slot_of[id as usize % ID_WINDOW] as usize;
+        let mask = self.slot_of.len() - 1;
+        for _ in 0..n.min(self.slot_of.len() as u64) {
+            let slot = self.slot_of[id as usize & mask] as usize;
             self.pending[slot] = self.pending[slot].saturating_sub(1);
             id = id.wrapping_add(1);
         }
@@ -269,22 +330,14 @@ mod tests {
 
     #[test]
     fn slots_free_only_when_all_their_sends_complete() {
-        let mut z = ZeroCopySender::new(4);
+        let mut z = Completions::new(RING_SLOTS, ID_WINDOW);
         // Pretend two partial sends from slot 0 (ids 0, 1) and one from slot 1 (id 2).
-        for (id, slot) in [(0u32, 0usize), (1, 0), (2, 1)] {
-            z.slot_of[id as usize] = slot as u8;
-            z.pending[slot] += 1;
-            z.counts.sends += 1;
-        }
-        z.next_id = 3;
+        z.sent(0, 2);
+        z.sent(1, 1);
         assert_eq!(z.complete(1, 2, true), 2);
-        assert_eq!(z.pending, {
-            let mut p = [0; RING_SLOTS];
-            p[0] = 1;
-            p
-        });
+        assert!(!z.slot_free(0) && z.slot_free(1));
         assert_eq!(z.complete(0, 0, false), 1);
-        assert_eq!(z.pending, [0; RING_SLOTS]);
+        assert!((0..RING_SLOTS).all(|s| z.slot_free(s)));
         assert_eq!(
             z.counts(),
             ZeroCopyCounts {
@@ -298,7 +351,7 @@ mod tests {
 
     #[test]
     fn ranges_wrap_around_the_id_space() {
-        let mut z = ZeroCopySender::new(1);
+        let mut z = Completions::new(RING_SLOTS, ID_WINDOW);
         assert_eq!(z.complete(u32::MAX - 1, 1, false), 4);
     }
 }

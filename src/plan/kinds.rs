@@ -363,7 +363,7 @@ pub static TRAITS: [Traits; 9] = [
         transport: Transport::Udp,
         loss: Loss::Datagrams,
         rate: Rate::PayloadBits,
-        zerocopy: false,
+        zerocopy: true,
         call_times: false,
         gso: true,
         ..TCP_BULK
@@ -431,8 +431,14 @@ mod tests {
                 assert_eq!(t.max_inflight, t.burst, "{k}");
             }
             assert!(
-                !(t.zerocopy || t.call_times) || (t.transport == Transport::Tcp && !trans),
-                "{k}: --zerocopy and --call-times are for TCP bulk tests"
+                !t.call_times || (t.transport == Transport::Tcp && !trans),
+                "{k}: --call-times is for TCP bulk tests"
+            );
+            assert!(
+                !t.zerocopy
+                    || (t.transport == Transport::Tcp && !trans)
+                    || k == TestKind::UdpStream,
+                "{k}: --zerocopy is for TCP bulk tests and udp_stream"
             );
             assert!(!t.gso || t.send_is_datagram(), "{k}");
             assert!(!t.reverse || !trans, "{k}");
@@ -452,7 +458,7 @@ mod tests {
         assert_eq!(TestKind::named(|t| t.gso), "udp_stream");
         assert_eq!(
             TestKind::named(|t| t.zerocopy),
-            "tcp_stream, tcp_maerts and tcp_bidir"
+            "tcp_stream, tcp_maerts, tcp_bidir and udp_stream"
         );
         assert_eq!(
             TestKind::named(|t| t.merit == Merit::Transactions),

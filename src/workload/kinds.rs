@@ -468,16 +468,19 @@ fn connect_server(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow
         ));
     };
     let p = a.plan;
-    Ok(Box::new(ConnectServer::new(
-        mode,
-        fd,
-        peer,
-        token,
-        p.request_bytes,
-        p.response_bytes,
-        a.counters,
-        single,
-    )))
+    Ok(Box::new(
+        ConnectServer::new(
+            mode,
+            fd,
+            peer,
+            token,
+            p.request_bytes,
+            p.response_bytes,
+            a.counters,
+            single,
+        )
+        .also_from(&p.spreading.local_hosts),
+    ))
 }
 
 fn crr_client(a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
@@ -501,6 +504,7 @@ fn udp_stream_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let p = a.plan;
     let s = UdpStreamSender::new(sock, a.counters, a.flow, p.send_bytes as usize, p.rate_bps)
         .with_byte_limit(p.flow_bytes(a.flow));
+    let s = if p.zerocopy { s.with_zerocopy()? } else { s };
     Ok(Box::new(if p.gso { s.with_gso()? } else { s }))
 }
 

@@ -260,8 +260,11 @@ fn bad_flags_name_the_flag_and_range() {
             &["--busy-poll", "1..=1000000"],
         ),
         (
-            &["run", "udp_stream", "--zerocopy"],
-            &["--zerocopy", "tcp_stream, tcp_maerts and tcp_bidir"],
+            &["run", "udp_stream", "--zerocopy", "--gso"],
+            &[
+                "--gso and --zerocopy do not combine",
+                "accepted: one of them",
+            ],
         ),
         (
             &["run", "tcp_stream", "--gso"],
@@ -273,7 +276,10 @@ fn bad_flags_name_the_flag_and_range() {
         ),
         (
             &["run", "tcp_rr", "--zerocopy"],
-            &["--zerocopy", "tcp_stream, tcp_maerts and tcp_bidir"],
+            &[
+                "--zerocopy",
+                "tcp_stream, tcp_maerts, tcp_bidir and udp_stream",
+            ],
         ),
         (
             &["run", "tcp_rr", "--driver", "kqueue"],

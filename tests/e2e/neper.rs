@@ -607,7 +607,7 @@ fn epoll_trigger_reaches_the_kernels_registrations() {
 
 /// `--local-hosts 127.0.0.2,127.0.0.3`: two tcp_rr flows leave from the two
 /// addresses, one each, and the server's own sockets see them as their
-/// peers (ss in the server's namespace); a UDP test is refused the flag.
+/// peers (ss in the server's namespace).
 #[test]
 fn local_hosts_are_the_sources_the_server_sees() {
     let server = ServerProc::isolated("lhosts", &[]);
@@ -655,8 +655,86 @@ fn local_hosts_are_the_sources_the_server_sees() {
             .iter()
             .all(|w| !w.as_str().unwrap().contains("refused"))
     );
+}
+
+/// `--local-hosts 127.0.0.2,127.0.0.3` for the UDP tests and the connection
+/// tests: two flows send (udp_stream, udp_rr) or dial every connection
+/// (tcp_crr, tcp_cc) from the two addresses, one each. The sockets in the
+/// server's namespace (ss) pair the server's address with both, the server
+/// refused nothing, and the work got done. capacity is refused the flag.
+#[test]
+fn local_hosts_apply_to_udp_and_connection_tests() {
+    let server = ServerProc::isolated("lhosts2", &[]);
+    for (test, proto) in [
+        ("udp_stream", "-Hun"),
+        ("udp_rr", "-Hun"),
+        ("tcp_crr", "-Htan"),
+        ("tcp_cc", "-Htan"),
+    ] {
+        let doc = while_running(
+            &server,
+            &[
+                "run",
+                test,
+                "-H",
+                &server.addr,
+                "-F",
+                "2",
+                "--local-hosts",
+                "127.0.0.2,127.0.0.3",
+                "-l",
+                "1s",
+                "--warmup",
+                "0s",
+                "--json",
+            ],
+            || {
+                // Every socket between the server's address and another:
+                // the other address (connection tests' TIME-WAITs included).
+                let mut seen: Vec<String> = ss(&server, &[proto])
+                    .iter()
+                    .filter_map(|l| {
+                        let w: Vec<&str> = l.split_whitespace().collect();
+                        let n = w.len();
+                        let (a, b) = (w.get(n.checked_sub(2)?)?, w.get(n - 1)?);
+                        let (a, b) = (a.rsplit_once(':')?.0, b.rsplit_once(':')?.0);
+                        match (a, b) {
+                            // Not a listener's wildcard peer.
+                            ("127.0.0.1", o) | (o, "127.0.0.1")
+                                if o != "127.0.0.1" && o != "0.0.0.0" && o != "*" =>
+                            {
+                                Some(o.to_string())
+                            }
+                            _ => None,
+                        }
+                    })
+                    .collect();
+                seen.sort();
+                seen.dedup();
+                assert_eq!(seen, ["127.0.0.2", "127.0.0.3"], "{test}: the data sources");
+            },
+        );
+        let s = &doc["summary"];
+        let work = if test == "udp_stream" {
+            u(&s["remote"]["total"]["datagrams_received"])
+        } else {
+            u(&s["transactions"])
+        };
+        assert!(work > 0, "{test}: {s}");
+        assert!(
+            s["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|w| !w.as_str().unwrap().contains("refused")),
+            "{test}: {}",
+            s["warnings"]
+        );
+    }
+    // capacity's server may send trains unasked (--reverse): not to
+    // addresses nothing proves are the client's.
     assert_rejected(&[(
-        &["run", "udp_rr", "--local-hosts", "127.0.0.2"],
-        &["--local-hosts"],
+        &["run", "capacity", "--local-hosts", "127.0.0.2"],
+        &["--local-hosts", "not to capacity"],
     )]);
 }

@@ -53,6 +53,9 @@ pub struct ConnectServer {
     mode: ConnectMode,
     listener: RawFd,
     allowed_peer: IpAddr,
+    /// `--local-hosts`: the client's other source addresses (the token
+    /// still has to match).
+    also_allowed: Vec<IpAddr>,
     session_token: [u8; TOKEN_LEN],
     request: u64,
     response: u64,
@@ -103,6 +106,7 @@ impl ConnectServer {
             mode,
             listener,
             allowed_peer,
+            also_allowed: Vec::new(),
             session_token,
             request,
             response,
@@ -125,10 +129,18 @@ impl ConnectServer {
         }
     }
 
+    /// `--local-hosts`: accept connections from these addresses too.
+    pub fn also_from(mut self, hosts: &[IpAddr]) -> ConnectServer {
+        self.also_allowed = hosts.to_vec();
+        self
+    }
+
     /// Take an accepted connection into the table; None when it is refused
     /// (wrong peer, table full).
     fn admit(&mut self, sock: Socket, peer: SocketAddr) -> Option<usize> {
-        if !same_host(peer.ip(), self.allowed_peer) {
+        let ip = peer.ip();
+        if !same_host(ip, self.allowed_peer) && !self.also_allowed.iter().any(|&a| same_host(ip, a))
+        {
             self.refused += 1;
             return None;
         }

@@ -3,12 +3,14 @@
 //! `stream` is udp_stream's sender and receiver, `rr` udp_rr's client and
 //! server, and `header` the few bytes at the front of a datagram that
 //! both use to number it (and udp_stream's to stamp it with its send
-//! time), and `jitter` the receiver's RFC 3550 interarrival jitter.
+//! time), `jitter` the receiver's RFC 3550 interarrival jitter, and
+//! `zerocopy` the sender's ring of batches for `--zerocopy`.
 
 mod header;
 pub mod jitter;
 mod rr;
 mod stream;
+pub mod zerocopy;
 
 use std::io;
 

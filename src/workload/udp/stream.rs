@@ -7,6 +7,8 @@
 //! The sender may pace itself open-loop (`--rate`). At the end the client
 //! reports what each flow sent, and the server's final loss is the exact
 //! sent - received, so tail losses that no later datagram revealed count too.
+//! With `--zerocopy` the sender sends from a ring of batches
+//! (`super::zerocopy`) rather than rewriting one.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -17,6 +19,7 @@ use socket2::Socket;
 use super::header::{self, STAMPED_HEADER, STREAM_HEADER};
 use super::jitter::{self, Jitter};
 use super::refused;
+use super::zerocopy::{UdpZcSend, UdpZeroCopy};
 use crate::io::mmsg::{BATCH, MsgBatch};
 use crate::io::socket::would_block;
 use crate::io::{Driver, Event};
@@ -42,6 +45,8 @@ pub struct UdpStreamSender {
     /// `--bytes`: payload still to send; the last datagram carries what
     /// is left of it, and after it the flow idles until the drain.
     to_send: Option<u64>,
+    /// `--zerocopy`: datagrams go out from this ring instead of `batch`.
+    zerocopy: Option<Box<UdpZeroCopy>>,
 }
 
 /// The most datagrams one UDP_SEGMENT send may carry (UDP_MAX_SEGMENTS).
@@ -74,6 +79,7 @@ impl UdpStreamSender {
             started: None,
             paced_bytes: 0.0,
             to_send: None,
+            zerocopy: None,
         }
     }
 
@@ -93,6 +99,15 @@ impl UdpStreamSender {
         self.batch = MsgBatch::new(BATCH, self.segments * self.size);
         Ok(self)
     }
+
+    /// `--zerocopy`: send with MSG_ZEROCOPY from a ring of batches
+    /// ([`super::zerocopy`]); not with `--gso` (the plan refuses it).
+    pub fn with_zerocopy(mut self) -> io::Result<UdpStreamSender> {
+        let z = UdpZeroCopy::new(self.sock.as_raw_fd(), self.size)?;
+        self.zerocopy = Some(Box::new(z));
+        self.batch = MsgBatch::new(0, self.size);
+        Ok(self)
+    }
 }
 
 impl Flow for UdpStreamSender {
@@ -100,11 +115,15 @@ impl Flow for UdpStreamSender {
         driver.register(self.sock.as_raw_fd(), token(slot, 0))
     }
 
-    fn on_event(&mut self, _ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+    fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
+        let fd = self.sock.as_raw_fd();
         if ctx.phase_now() == Phase::Drain {
+            if let Some(z) = self.zerocopy.as_deref_mut() {
+                z.settle(fd)?;
+            }
             return Ok(Progress::Done);
         }
-        let fd = self.sock.as_raw_fd();
+        let blocking = ctx.driver.waits_in_io();
         for _ in 0..OPS_PER_CALL {
             let mut n = BATCH;
             // --bytes: whole datagrams while they fit, then one of the rest.
@@ -130,11 +149,27 @@ impl Flow for UdpStreamSender {
                 }
                 n = n.min(allowed as usize);
             }
+            // Zero-copy: the next batch of the ring, once its last sends completed.
+            let batch = match self.zerocopy.as_deref_mut() {
+                Some(z) => {
+                    if !z.ready(fd, ev.error, blocking).map_err(|e| refused(&e))? {
+                        // Blocking: poll() timed out, let the driver look;
+                        // epoll: EPOLLERR comes with the next completion.
+                        return Ok(if blocking {
+                            Progress::More
+                        } else {
+                            Progress::Idle
+                        });
+                    }
+                    z.batch_mut()
+                }
+                None => &mut self.batch,
+            };
             if self.size >= STREAM_HEADER {
                 // One clock read per batch: its datagrams leave back to back.
                 let now = jitter::mono_ns();
                 for i in 0..n {
-                    let b = self.batch.buf_mut(i);
+                    let b = batch.buf_mut(i);
                     for (j, d) in b.chunks_exact_mut(self.size).enumerate() {
                         let seq = self.seq + (i * self.segments + j) as u64;
                         header::put_stream(d, self.flow_id, seq);
@@ -144,7 +179,15 @@ impl Flow for UdpStreamSender {
                     }
                 }
             }
-            match self.batch.send(fd, n, len) {
+            let sent = match self.zerocopy.as_deref_mut() {
+                Some(z) => match z.send(fd, n, len) {
+                    Ok(UdpZcSend::Sent(k)) => Ok(k),
+                    Ok(UdpZcSend::Starved) => continue,
+                    Err(e) => Err(e),
+                },
+                None => self.batch.send(fd, n, len),
+            };
+            match sent {
                 Ok(k) => {
                     // A short last datagram (`--bytes`) is one of `len`.
                     let bytes = (k * len) as u64;
@@ -185,6 +228,10 @@ impl Flow for UdpStreamSender {
     fn blocking_ok(&self) -> bool {
         // A paced sender waits on time, not on the socket.
         self.rate.is_none()
+    }
+
+    fn zerocopy(&self) -> Option<crate::io::zerocopy::ZeroCopyCounts> {
+        self.zerocopy.as_ref().map(|z| z.counts())
     }
 }
 
