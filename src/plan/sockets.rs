@@ -140,6 +140,17 @@ pub(super) fn validate(plan: &TestPlan) -> Result<(), PlanError> {
             test: t,
         });
     }
+    // The server cannot tell a listed address from a forged one, so it must
+    // not answer one with more than it was sent: udp_rr's response is then
+    // no larger than its request (no reflection gain toward an address
+    // the client merely named).
+    if !s.local_hosts.is_empty() && t == TestKind::UdpRr && plan.response_bytes > plan.request_bytes
+    {
+        return Err(PlanError::Invalid(format!(
+            "--local-hosts with udp_rr needs a response no larger than the request (-r {},{}; accepted: RESP <= REQ), as the server cannot verify a listed address",
+            plan.request_bytes, plan.response_bytes
+        )));
+    }
     if s.local_hosts.len() > MAX_LOCAL_HOSTS {
         return Err(PlanError::Invalid(format!(
             "--local-hosts lists {} addresses (accepted: 1 to {MAX_LOCAL_HOSTS})",
@@ -189,4 +200,28 @@ pub(super) fn validate(plan: &TestPlan) -> Result<(), PlanError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listed address may be forged, so udp_rr with `--local-hosts`
+    /// answers no more than it is sent.
+    #[test]
+    fn udp_rr_with_local_hosts_gains_nothing_by_reflection() {
+        let mut p = TestPlan::new(TestKind::UdpRr);
+        p.spreading.local_hosts = vec!["127.0.0.2".parse().unwrap()];
+        p.request_bytes = 64;
+        p.response_bytes = 64;
+        assert!(p.validate().is_ok());
+        p.response_bytes = 65;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("--local-hosts") && e.contains("RESP <= REQ"),
+            "{e}"
+        );
+        p.spreading.local_hosts.clear();
+        assert!(p.validate().is_ok());
+    }
 }
