@@ -19,10 +19,11 @@ pub fn unix_now_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// `YYYYmmdd-HHMMSS` (UTC) of a unix time, for the default output directory.
-pub fn date_stamp(unix_s: u64) -> String {
-    let (days, secs) = ((unix_s / 86_400) as i64, unix_s % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+/// The UTC calendar date and time of a unix time in seconds: (year,
+/// month, day, hour, minute, second), by Howard Hinnant's civil-from-days
+/// algorithm (any time, before 1970 too).
+pub fn civil(unix_s: i64) -> (i64, i64, i64, i64, i64, i64) {
+    let (days, secs) = (unix_s.div_euclid(86_400), unix_s.rem_euclid(86_400));
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -32,12 +33,19 @@ pub fn date_stamp(unix_s: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    (y, m, d, secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// `YYYYmmdd-HHMMSS` (UTC) of a unix time, for the default output directory.
+pub fn date_stamp(unix_s: u64) -> String {
+    let (y, m, d, hh, mm, ss) = civil(unix_s as i64);
+    format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}")
+}
+
+/// Unix seconds as UTC, RFC 3339, to the second.
+pub fn rfc3339(unix_s: f64) -> String {
+    let (y, m, d, hh, mm, ss) = civil(unix_s.floor() as i64);
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
 }
 
 #[cfg(test)]

@@ -461,27 +461,7 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
     })
 }
 
-/// Unix seconds as UTC, RFC 3339, to the second.
-pub fn rfc3339(unix_s: f64) -> String {
-    let secs = unix_s.floor() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
+pub use crate::clock::rfc3339;
 
 /// A short id: 8 hex digits from the time, the process id and 32 random
 /// bits (the caller checks it is not taken).
