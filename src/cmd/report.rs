@@ -352,37 +352,30 @@ fn check_ramp_logs(dir: &Path, r: &mut AggResult) {
 /// A directory of thrum's ramp logs and streams CSVs without its
 /// results.json: the logged steps over the streams' samples.
 fn from_ramp_logs(logs: &[PathBuf]) -> Result<AggResult> {
-    let tests: Vec<TestAgg> = logs
-        .iter()
-        .map(|l| ramplog::read(l))
-        .collect::<Result<_, _>>()?;
-    Ok(AggResult {
-        schema: model::SCHEMA.into(),
-        source: "thrum agg ramp logs and streams CSV".into(),
-        spec: AggSpec {
-            tests: tests.iter().map(|t| t.name.clone()).collect(),
-            max_streams: tests
-                .iter()
-                .filter_map(|t| t.steps.last().map(|s| s.streams))
-                .max()
-                .unwrap_or(0),
-            trim_s: 1.0,
-            burst: String::new(),
-            ..AggSpec::default()
-        },
-        provenance: serde_json::json!({ "files": logs }),
-        tests,
-    })
+    from_read(
+        logs,
+        |l| ramplog::read(l),
+        "thrum agg ramp logs and streams CSV",
+    )
 }
 
 fn from_logs(logs: &[PathBuf]) -> Result<AggResult> {
-    let tests: Vec<TestAgg> = logs
-        .iter()
-        .map(|l| netperf::read(l))
-        .collect::<Result<_, _>>()?;
+    from_read(logs, |l| netperf::read(l), "netperf demo-mode logs")
+}
+
+/// An agg document of the tests `read` finds in `logs`, one per log.
+fn from_read<E>(
+    logs: &[PathBuf],
+    read: impl Fn(&PathBuf) -> Result<TestAgg, E>,
+    source: &str,
+) -> Result<AggResult>
+where
+    anyhow::Error: From<E>,
+{
+    let tests: Vec<TestAgg> = logs.iter().map(read).collect::<Result<_, _>>()?;
     Ok(AggResult {
         schema: model::SCHEMA.into(),
-        source: "netperf demo-mode logs".into(),
+        source: source.into(),
         spec: AggSpec {
             tests: tests.iter().map(|t| t.name.clone()).collect(),
             max_streams: tests
