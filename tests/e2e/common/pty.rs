@@ -35,12 +35,16 @@ pub struct Pty {
 impl Pty {
     pub fn spawn(args: &[&str]) -> Pty {
         // Single-quoted for script's shell; the tests' arguments hold no quote.
+        // `exec`, so that the terminal's SIGINT reaches thrum alone: a shell
+        // that stays as its parent (dash, CI's /bin/sh, does) dies of the
+        // SIGINT itself, and script would report 130 whatever thrum exits with.
         let line: Vec<String> = std::iter::once(bin())
             .chain(args.iter().copied())
             .map(|a| format!("'{a}'"))
             .collect();
+        let line = format!("exec {}", line.join(" "));
         let mut child = Command::new("script")
-            .args(["-qec", &line.join(" "), "/dev/null"])
+            .args(["-qec", &line, "/dev/null"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
