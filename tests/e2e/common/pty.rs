@@ -43,8 +43,11 @@ impl Pty {
             .map(|a| format!("'{a}'"))
             .collect();
         let line = format!("exec {}", line.join(" "));
+        // script runs the line with $SHELL: named here, so that an unset or
+        // empty one in the test's environment changes nothing.
         let mut child = Command::new("script")
             .args(["-qec", &line, "/dev/null"])
+            .env("SHELL", "/bin/sh")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
