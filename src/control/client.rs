@@ -292,6 +292,12 @@ impl<'a> Session<'a> {
                 // Per-flow latency for the samples (a single test's flows).
                 let per_flow = plan.flow_latency && plan.parts.is_empty();
                 for w in &mut workers {
+                    // Open loop: the spin before each send fits the
+                    // worker's share of the rate (engine::pacer_spin).
+                    if let Some(r) = p.offered_per_s {
+                        let share = w.flows.len() as f64 / f64::from(p.flows.max(1));
+                        w.pacer_spin = crate::engine::pacer_spin(r as f64 * share);
+                    }
                     w.flow_latency = per_flow;
                     w.max_events = p.spreading.max_events;
                     w.epoll_level = p.spreading.epoll_trigger

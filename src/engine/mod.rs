@@ -62,12 +62,42 @@ const IDLE_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// docs/open-loop.md, "Pacing".
 const PACER_SPIN: std::time::Duration = std::time::Duration::from_micros(30);
 
+/// The longest spin before a deadline, for a worker whose schedule leaves
+/// long gaps ([`pacer_spin`]).
+const MAX_PACER_SPIN: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// The share of the gap between a worker's intended starts that it may
+/// spin before each one: 1/20, at most 5 % of its CPU.
+const SPIN_SHARE_OF_GAP: u32 = 20;
+
+/// How long before each intended start a worker offering `per_s`
+/// transactions/s (its flows' share of the rate) stops sleeping and polls:
+/// a twentieth of its gap, from [`PACER_SPIN`] up to [`MAX_PACER_SPIN`].
+/// The longer the gap, the longer a CPU has been idle before the deadline,
+/// and waking an idle vCPU costs more than waking a busy one: on the 2-vCPU
+/// test VM a thread asleep 100 ms woke 190 µs (p50) after its timer, one
+/// asleep 10 ms about 27 µs, so a probe at 10/s with a 30 µs spin went out
+/// ~100 µs late at the median (issue 29 item 4; docs/open-loop.md,
+/// "Pacing"). 500 µs covers the idle wake-up with room to spare and costs
+/// 0.5 % of a CPU at 10/s; at 1,667/s and more per worker the spin is the
+/// 30 µs it was.
+pub fn pacer_spin(per_s: f64) -> std::time::Duration {
+    if per_s.is_nan() || per_s <= 0.0 {
+        return PACER_SPIN;
+    }
+    let gap = std::time::Duration::from_secs_f64((1.0 / per_s).min(3600.0));
+    (gap / SPIN_SHARE_OF_GAP).clamp(PACER_SPIN, MAX_PACER_SPIN)
+}
+
 /// What one worker thread runs.
 pub struct WorkerSpec {
     pub flows: Vec<Box<dyn Flow>>,
     /// Global ids of `flows`, for error messages.
     pub flow_ids: Vec<u32>,
     pub cpu: Option<usize>,
+    /// Open loop: how long before each intended start the worker stops
+    /// sleeping and polls ([`pacer_spin`]; [`place`] gives [`PACER_SPIN`]).
+    pub pacer_spin: std::time::Duration,
     /// A latency probe's worker: it asks the scheduler for a short slice
     /// ([`sched::PROBE_SLICE`]), so that it is not kept waiting behind
     /// the bulk workers sharing its CPU.
@@ -168,6 +198,7 @@ pub fn place(
             flows: Vec::new(),
             flow_ids: Vec::new(),
             cpu: (!cpus.is_empty()).then(|| cpus[w % cpus.len()]),
+            pacer_spin: PACER_SPIN,
             probe,
             flow_latency: false,
             max_events: None,
@@ -564,6 +595,7 @@ fn worker_loop(
         flow_ids,
         cpu,
         probe,
+        pacer_spin,
         max_events: spec_max_events,
         epoll_level,
         ..
@@ -639,7 +671,7 @@ fn worker_loop(
     // Only an open-loop schedule spins before its deadlines; paced streams
     // and timeouts sleep to the moment.
     let spin = if shared.open_loop {
-        PACER_SPIN
+        pacer_spin
     } else {
         std::time::Duration::ZERO
     };
@@ -823,6 +855,27 @@ mod tests {
         assert_eq!(bulk.iter().map(|w| w.flows.len()).sum::<usize>(), 3);
         assert_eq!(probe.len(), 1);
         assert!(probe[0].probe && probe[0].flows.len() == 1);
+    }
+
+    /// The spin before a deadline is a twentieth of the worker's gap,
+    /// never under the 30 µs it always had nor over 500 µs: a probe at
+    /// 10/s spins 500 µs (0.5 % of a CPU), a worker at 1,000/s 50 µs, one
+    /// at 100,000/s (or a rate nobody could mean) 30 µs.
+    #[test]
+    fn the_spin_before_a_deadline_grows_with_the_gap_within_its_bounds() {
+        use super::{MAX_PACER_SPIN, PACER_SPIN, pacer_spin};
+        use std::time::Duration;
+        assert_eq!(pacer_spin(10.0), MAX_PACER_SPIN);
+        assert_eq!(pacer_spin(0.001), MAX_PACER_SPIN);
+        assert_eq!(pacer_spin(1_000.0), Duration::from_micros(50));
+        assert_eq!(pacer_spin(100_000.0), PACER_SPIN);
+        assert_eq!(pacer_spin(0.0), PACER_SPIN);
+        assert_eq!(pacer_spin(f64::NAN), PACER_SPIN);
+        for r in [1.0, 37.0, 2_500.0, 1e9] {
+            let s = pacer_spin(r);
+            assert!(s >= PACER_SPIN && s <= MAX_PACER_SPIN, "{r}: {s:?}");
+            assert!(s.as_secs_f64() * r <= 0.05 || s == PACER_SPIN, "{r}: {s:?}");
+        }
     }
 
     /// Only an open-loop run on epoll without epoll_pwait2 is warned: a

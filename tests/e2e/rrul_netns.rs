@@ -406,9 +406,12 @@ fn probe_thread_slices() -> Vec<Option<u64>> {
 /// ends, the router and the rest of the host on two CPUs) must not go out
 /// late behind them, or the loaded p99 from its intended start carries
 /// the tool's lateness instead of the path's queue. Each part of a mix
-/// runs on workers of its own, on both ends, and a probe's ask the
-/// scheduler for a 0.1 ms slice (engine::sched), so a waking probe
-/// preempts a bulk sender instead of waiting out its 1.4 ms slice.
+/// runs on workers of its own, on both ends; a probe's ask the scheduler
+/// for a 0.1 ms slice (engine::sched), so a waking probe preempts a bulk
+/// sender instead of waiting out its 1.4 ms slice; and a worker at 10/s
+/// stops sleeping 500 µs before each send (engine::pacer_spin), so the
+/// wake-up of a CPU that was idle or busy (190 µs and up on this VM) is
+/// over before the send is due.
 #[test]
 fn the_probes_do_not_wait_behind_the_bulk_flows() {
     let _serial = one_at_a_time();
@@ -424,11 +427,12 @@ fn the_probes_do_not_wait_behind_the_bulk_flows() {
     })
     .join()
     .unwrap_or(false);
-    // The lag bound is the path's figure against the host's: what the
-    // probes are there to see is the queue the load built (the loaded
-    // median over the idle one: 3.3 to 3.6 ms here, up to 2.6 ms of buffer
-    // each way), and the probe's own lateness must be small beside it, a
-    // fifth at most and under 1 ms whatever the path. That holds only
+    // The lag bound is the issue's: p99 under 200 µs, against a queue the
+    // load built of 3.3 to 3.6 ms here (the loaded median over the idle
+    // one, up to 2.6 ms of buffer each way). Measured with this test's
+    // debug build on a quiet host: p99 88 µs (it was 222 to 265 µs with
+    // the 30 µs spin, and 2.4 to 3.1 ms with the probes on the bulk
+    // flows' threads). That holds only
     // where the tool has the CPUs it asks for: on this 2-CPU machine at a
     // load average of 7 to 9 (compilers beside the test), stalls of the
     // whole host put runs over it with either binary (lag p99 1.2 to 112
@@ -478,7 +482,7 @@ fn the_probes_do_not_wait_behind_the_bulk_flows() {
             eprintln!("load average {load} on {cpus} CPUs: the lag bound is not asserted");
             return;
         }
-        if lag_p99 < 1e6 && lag_p99 < 0.2 * queue {
+        if lag_p99 < 200e3 {
             return;
         }
         seen.push(format!(
@@ -487,9 +491,7 @@ fn the_probes_do_not_wait_behind_the_bulk_flows() {
             queue / 1e6
         ));
     }
-    panic!(
-        "the probes' generator lag p99 over a fifth of the queueing delay or 1 ms in 3 runs: {seen:?}"
-    );
+    panic!("the probes' generator lag p99 over 200 µs in 3 runs: {seen:?}");
 }
 
 #[test]
