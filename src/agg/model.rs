@@ -460,29 +460,46 @@ pub fn summary_text(t: &TestAgg, all_steps: bool) -> String {
     s
 }
 
+/// Test fixtures shared by agg's modules: a stream's series sampled every
+/// half second.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod fixtures {
+    use super::{Sample, StreamSeries};
 
-    fn stream(index: u32, from: f64, to: f64, value: f64) -> StreamSeries {
-        let mut samples = Vec::new();
+    /// Half-second samples of `value` ending from `from + 0.5` to `to`.
+    pub(crate) fn samples(from: f64, to: f64, value: f64) -> Vec<Sample> {
+        let mut v = Vec::new();
         let mut t = from + 0.5;
         while t <= to + 1e-9 {
-            samples.push(Sample {
+            v.push(Sample {
                 end: t,
                 interval_s: 0.5,
                 value,
             });
             t += 0.5;
         }
+        v
+    }
+
+    /// Stream `index` on `server`, started at `from`, sampled to `to`.
+    pub(crate) fn stream(index: u32, server: &str, from: f64, to: f64, value: f64) -> StreamSeries {
         StreamSeries {
             index,
-            server: "lg".into(),
+            server: server.into(),
             started: Some(from),
             error: None,
-            samples,
+            samples: samples(from, to, value),
             summary: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(index: u32, from: f64, to: f64, value: f64) -> StreamSeries {
+        fixtures::stream(index, "lg", from, to, value)
     }
 
     #[test]

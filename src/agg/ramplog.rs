@@ -221,26 +221,7 @@ mod tests {
     use super::*;
     use crate::agg::model::{StepSpan, analyse};
 
-    fn stream(index: u32, server: &str, from: f64, to: f64, value: f64) -> StreamSeries {
-        let mut samples = Vec::new();
-        let mut t = from + 0.5;
-        while t <= to + 1e-9 {
-            samples.push(Sample {
-                end: t,
-                interval_s: 0.5,
-                value,
-            });
-            t += 0.5;
-        }
-        StreamSeries {
-            index,
-            server: server.into(),
-            started: Some(from),
-            error: None,
-            samples,
-            summary: None,
-        }
-    }
+    use crate::agg::model::fixtures::stream;
 
     /// A ramp written in the script's words reads back, with the netperf
     /// reader, to the same steps, stream counts and windows within a

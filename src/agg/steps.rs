@@ -215,19 +215,7 @@ mod tests {
         SparseHistogram::of(&h)
     }
 
-    fn samples(from: f64, to: f64, value: f64) -> Vec<Sample> {
-        let mut v = Vec::new();
-        let mut t = from + 0.5;
-        while t <= to + 1e-9 {
-            v.push(Sample {
-                end: t,
-                interval_s: 0.5,
-                value,
-            });
-            t += 0.5;
-        }
-        v
-    }
+    use crate::agg::model::fixtures::samples;
 
     /// Merged, not averaged: stream 0 has 900 fast transactions and
     /// stream 1 100 slow ones; the merged p50 is the fast value, where the
