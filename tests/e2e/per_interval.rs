@@ -28,8 +28,10 @@ fn retrans_segs(ns: &str) -> u64 {
     values.split_whitespace().nth(at).unwrap().parse().unwrap()
 }
 
-/// Every interval has `tcp_info` with a congestion window and an RTT;
-/// their retransmissions, summed.
+/// Every interval has `tcp_info` with a congestion window and an RTT,
+/// and its figures are its sockets': retransmissions their sum, the
+/// congestion window their mean (integer division, so within one byte);
+/// the intervals' retransmissions, summed.
 fn interval_retransmits(doc: &Value) -> u64 {
     let ivs = doc["intervals"].as_array().expect("intervals");
     assert!(!ivs.is_empty(), "{doc}");
@@ -38,7 +40,15 @@ fn interval_retransmits(doc: &Value) -> u64 {
             let t = &iv["tcp_info"];
             assert!(u(&t["cwnd"]) > 0, "no cwnd in {iv}");
             assert!(u(&t["srtt_us"]) > 0, "no srtt in {iv}");
-            assert!(!t["sockets"].as_array().expect("sockets").is_empty());
+            let sockets = t["sockets"].as_array().expect("sockets");
+            assert!(!sockets.is_empty());
+            let sum: u64 = sockets.iter().map(|k| u(&k["retransmits"])).sum();
+            assert_eq!(u(&t["retransmits"]), sum, "not its sockets' sum: {t}");
+            let mean = sockets.iter().map(|k| u(&k["cwnd"])).sum::<u64>() / sockets.len() as u64;
+            assert!(
+                u(&t["cwnd"]).abs_diff(mean) <= 1,
+                "not its sockets' mean: {t}"
+            );
             u(&t["retransmits"])
         })
         .sum()
