@@ -432,31 +432,57 @@ const COLUMNS: &str = "id, time_unix_s, command, test, target, name, labels, sch
     service_demand_unit";
 const COLUMN_COUNT: usize = 19;
 
+/// Column `i` as text, whatever it holds: a store written by hand or by
+/// another program may hold a number, a blob or bytes that are not UTF-8
+/// where thrum writes text, and one such row must not stop a listing.
+fn text(r: &rusqlite::Row, i: usize) -> rusqlite::Result<String> {
+    use rusqlite::types::ValueRef;
+    Ok(match r.get_ref(i)? {
+        ValueRef::Null => String::new(),
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+        ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
+    })
+}
+
+/// Column `i` as a number; None for anything else (as for NULL).
+fn real(r: &rusqlite::Row, i: usize) -> rusqlite::Result<Option<f64>> {
+    use rusqlite::types::ValueRef;
+    Ok(match r.get_ref(i)? {
+        ValueRef::Integer(n) => Some(n as f64),
+        ValueRef::Real(x) => Some(x),
+        _ => None,
+    })
+}
+
 fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
-    let labels: String = r.get(6)?;
-    let time_unix_s: f64 = r.get(1)?;
+    let labels = text(r, 6)?;
+    let time_unix_s = real(r, 1)?.unwrap_or(0.0);
     Ok(Row {
-        id: r.get(0)?,
+        id: text(r, 0)?,
         time: rfc3339(time_unix_s),
         time_unix_s,
-        command: r.get(2)?,
-        test: r.get(3)?,
-        target: r.get(4)?,
-        name: r.get(5)?,
+        command: text(r, 2)?,
+        test: text(r, 3)?,
+        target: text(r, 4)?,
+        name: match r.get_ref(5)? {
+            rusqlite::types::ValueRef::Null => None,
+            _ => Some(text(r, 5)?),
+        },
         labels: serde_json::from_str(&labels).unwrap_or_default(),
-        schema: r.get(7)?,
-        ok: r.get(8)?,
+        schema: text(r, 7)?,
+        ok: real(r, 8)?.is_some_and(|x| x != 0.0),
         headline: Headline {
-            throughput_bps: r.get(9)?,
-            transactions_per_s: r.get(10)?,
-            latency_p50_ns: r.get(11)?,
-            latency_p99_ns: r.get(12)?,
-            loss_percent: r.get(13)?,
-            local_cpu_percent: r.get(14)?,
-            remote_cpu_percent: r.get(15)?,
-            local_service_demand: r.get(16)?,
-            remote_service_demand: r.get(17)?,
-            service_demand_unit: r.get(18)?,
+            throughput_bps: real(r, 9)?,
+            transactions_per_s: real(r, 10)?,
+            latency_p50_ns: real(r, 11)?,
+            latency_p99_ns: real(r, 12)?,
+            loss_percent: real(r, 13)?,
+            local_cpu_percent: real(r, 14)?,
+            remote_cpu_percent: real(r, 15)?,
+            local_service_demand: real(r, 16)?,
+            remote_service_demand: real(r, 17)?,
+            service_demand_unit: r.get_ref(18)?.as_str().ok().map(str::to_string),
         },
     })
 }
@@ -489,8 +515,20 @@ fn test_pause() {
     }
 }
 
-/// `KEY=VALUE` of `--label`, checked: a key of letters, digits, `_`, `-`
-/// and `.`; any value.
+/// The longest label key accepted (`--label KEY=VALUE`), in characters.
+pub const LABEL_KEY_CHARS: usize = 64;
+/// The longest label value accepted, in characters.
+pub const LABEL_VALUE_CHARS: usize = 256;
+/// The longest `--name` accepted, in characters.
+pub const NAME_CHARS: usize = 256;
+
+/// What a label is allowed to be, for the error messages.
+const LABEL_RANGE: &str = "accepted: a key of 1 to 64 letters, digits, _, - and ., a value of 0 to 256 characters without control characters";
+
+/// `KEY=VALUE` as a label is looked up (`history --label`, `compare
+/// label:KEY=VALUE`): a key of letters, digits, `_`, `-` and `.`; any
+/// value, so that a run saved by an older thrum, with a label a save would
+/// now refuse, can still be found by it.
 pub fn parse_label(s: &str) -> Result<(String, String), String> {
     let (k, v) = s
         .split_once('=')
@@ -506,6 +544,53 @@ pub fn parse_label(s: &str) -> Result<(String, String), String> {
         ));
     }
     Ok((k.to_string(), v.to_string()))
+}
+
+/// `KEY=VALUE` of a run's `--label`, checked as [`parse_label`] does and
+/// bounded: a key of at most [`LABEL_KEY_CHARS`], a value of at most
+/// [`LABEL_VALUE_CHARS`] characters and no control character. Labels are
+/// printed in tables and on one line each: a newline would split a row
+/// (or forge one), an escape sequence would reach the terminal, and a
+/// label of any length made every listing's column as wide.
+pub fn parse_new_label(s: &str) -> Result<(String, String), String> {
+    let (k, v) = parse_label(s)?;
+    if k.len() > LABEL_KEY_CHARS {
+        return Err(format!(
+            "the key '{}' is {} characters long ({LABEL_RANGE})",
+            crate::text::echo(&k),
+            k.len()
+        ));
+    }
+    let n = v.chars().count();
+    if n > LABEL_VALUE_CHARS {
+        return Err(format!(
+            "the value of '{k}' is {n} characters long ({LABEL_RANGE})"
+        ));
+    }
+    if v.chars().any(char::is_control) {
+        return Err(format!(
+            "the value of '{k}', '{}', holds a control character ({LABEL_RANGE})",
+            crate::text::echo(&v)
+        ));
+    }
+    Ok((k, v))
+}
+
+/// `--name TEXT`, checked as a label's value is: at most [`NAME_CHARS`]
+/// characters, no control character.
+pub fn check_name(s: &str) -> Result<(), String> {
+    let range = "accepted: 0 to 256 characters without control characters";
+    let n = s.chars().count();
+    if n > NAME_CHARS {
+        return Err(format!("the name is {n} characters long ({range})"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(format!(
+            "the name '{}' holds a control character ({range})",
+            crate::text::echo(s)
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -597,5 +682,38 @@ mod tests {
         );
         assert!(parse_label("cfg").is_err());
         assert!(parse_label("a b=c").is_err());
+        assert!(parse_label("cfg=").is_ok());
+        // Looked up, any value: an older thrum saved such labels.
+        assert!(parse_label("k=a\u{1b}b").is_ok());
+    }
+
+    #[test]
+    fn labels_and_names_are_bounded_and_printable() {
+        let k = "k".repeat(LABEL_KEY_CHARS);
+        assert!(parse_new_label(&format!("{k}=v")).is_ok());
+        let e = parse_new_label(&format!("{k}k=v")).unwrap_err();
+        assert!(e.contains("65 characters") && e.contains("1 to 64"), "{e}");
+        let v = "é".repeat(LABEL_VALUE_CHARS);
+        assert!(parse_new_label(&format!("k={v}")).is_ok());
+        let e = parse_new_label(&format!("k={}", "x".repeat(120_000))).unwrap_err();
+        assert!(
+            e.contains("120000 characters") && e.contains("0 to 256"),
+            "{e}"
+        );
+        assert!(e.len() < 300, "the value is not echoed whole: {e}");
+        for bad in ["k=a\nb", "k=\u{1b}[2J", "k=a\u{0}", "k=\u{9b}"] {
+            let e = parse_new_label(bad).unwrap_err();
+            assert!(e.contains("control character"), "{e}");
+            assert!(!e.chars().any(char::is_control), "{e:?}");
+        }
+        assert!(check_name(&"n".repeat(NAME_CHARS)).is_ok());
+        assert!(check_name("").is_ok());
+        let e = check_name(&"n".repeat(NAME_CHARS + 1)).unwrap_err();
+        assert!(
+            e.contains("257 characters") && e.contains("0 to 256"),
+            "{e}"
+        );
+        let e = check_name("x\u{1b}]0;owned\u{7}").unwrap_err();
+        assert!(!e.chars().any(char::is_control), "{e:?}");
     }
 }
