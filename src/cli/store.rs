@@ -76,7 +76,14 @@ impl StoreArgs {
             crate::store::check_name(n).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
         }
         let path = match &self.db {
-            Some(p) if !p.as_os_str().is_empty() => Ok(p.clone()),
+            Some(p) if !p.as_os_str().is_empty() => {
+                // Named on the command line: a link or a missing directory
+                // is refused now, before the run, not warned of after it.
+                if !self.no_save {
+                    crate::store::check_place(p).map_err(|e| anyhow::anyhow!("--db: {e}"))?;
+                }
+                Ok(p.clone())
+            }
             _ => crate::store::default_path(),
         };
         Ok(StoreRequest {
@@ -167,6 +174,9 @@ pub struct HistoryArgs {
     /// The SVG file --chart writes.
     #[arg(long, value_name = "FILE", requires = "chart")]
     pub out: Option<PathBuf>,
+    /// Copy the whole store into FILE (a new file), consistent even while runs are being saved; no listing.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["test", "target", "labels", "since", "until", "last", "json", "csv", "chart"])]
+    pub backup: Option<PathBuf>,
 }
 
 /// What `history --chart` draws.
@@ -191,6 +201,8 @@ pub struct HistoryRequest {
     pub json: bool,
     pub csv: bool,
     pub chart: Option<(ChartField, PathBuf)>,
+    /// `--backup FILE`: copy the store there instead of listing it.
+    pub backup: Option<PathBuf>,
 }
 
 impl HistoryArgs {
@@ -214,6 +226,7 @@ impl HistoryArgs {
             json: self.json,
             csv: self.csv,
             chart: self.chart.zip(self.out.clone()),
+            backup: self.backup.clone(),
         })
     }
 }

@@ -145,7 +145,7 @@ fn run_compare(
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let req: CompareRequest = args.to_request()?;
     let store = match &req.db {
-        Ok(p) if p.exists() => Some(Store::open(p)),
+        Ok(p) if p.exists() => Some(Store::open_existing(p)),
         Ok(p) => Some(Err(format!(
             "results store {}: no such file (no run saved yet, or --db/$THRUM_DB names another)",
             p.display()

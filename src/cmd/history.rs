@@ -1,6 +1,7 @@
 //! `thrum history`: the stored runs, newest first, as a table, JSON or
-//! CSV, or one figure over time as SVG (`--chart`); and `thrum show ID`,
-//! a stored run printed again by `thrum report`'s code.
+//! CSV, or one figure over time as SVG (`--chart`), or the whole store
+//! copied into a new file (`--backup`); and `thrum show ID`, a stored run
+//! printed again by `thrum report`'s code.
 //!
 //! A store may have been written by an older thrum or by hand, so nothing
 //! read from it is trusted to be short or printable: every cell of the
@@ -22,6 +23,11 @@ use crate::store::{Row, Store};
 pub fn history(args: &HistoryArgs) -> Result<ExitCode> {
     let req: HistoryRequest = args.to_request()?;
     let store = Store::open_existing(&req.db).map_err(anyhow::Error::msg)?;
+    if let Some(to) = &req.backup {
+        store.backup(to).map_err(anyhow::Error::msg)?;
+        eprintln!("{} copied into {}", req.db.display(), to.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     let rows = store.list(&req.filter).map_err(anyhow::Error::msg)?;
     if let Some((field, out)) = &req.chart {
         return chart(&store, &rows, *field, out);

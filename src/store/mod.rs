@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 pub use headline::Headline;
 
@@ -149,30 +149,100 @@ fn at(path: &Path, what: &str, e: impl std::fmt::Display) -> String {
 }
 
 impl Store {
-    /// Open (creating it and its directory if missing) and migrate.
+    /// Open for saving: create it if missing (and its directory, for the
+    /// default store only: see [`check_place`]), and migrate.
     pub fn open(path: &Path) -> Result<Store, String> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        check_place(path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.exists()
+        {
             std::fs::create_dir_all(dir).map_err(|e| at(path, "cannot create its directory", e))?;
         }
-        let conn = Connection::open(path).map_err(|e| at(path, "cannot open", e))?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| opening(path, e))?;
         let store = Store {
             conn,
             path: path.to_path_buf(),
         };
-        store.setup().map_err(|e| at(path, "cannot use", e))?;
+        store.setup().map_err(|e| opening(path, e))?;
         Ok(store)
     }
 
-    /// Open an existing store without creating one (`history`, `show`,
-    /// `compare`).
+    /// Open an existing store read-only, for the commands that only read
+    /// it (`history`, `show`, `compare`, `run --baseline`): a store on a
+    /// read-only mount is listed, and a listing never writes (no journal
+    /// mode set, no migration). A store whose schema is older than this
+    /// thrum's is refused with what to do: one save migrates it.
     pub fn open_existing(path: &Path) -> Result<Store, String> {
+        if is_link(path) {
+            return Err(link_refused(path));
+        }
         if !path.exists() {
             return Err(format!(
                 "results store {}: no such file (no run saved yet, or --db/$THRUM_DB names another)",
                 path.display()
             ));
         }
-        Store::open(path)
+        let conn = read_only(path).map_err(|e| {
+            if cannot_open(&e) && wal_holds_frames(path) {
+                at(
+                    path,
+                    "cannot read",
+                    "its -wal file holds saves not yet in the main file, and its directory is read-only, so SQLite cannot create the -shm file it reads them with; copy the store with its -wal file somewhere writable to read it",
+                )
+            } else {
+                opening(path, e)
+            }
+        })?;
+        let v: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| opening(path, e))?;
+        if v > VERSION {
+            return Err(at(path, "cannot use", newer(v)));
+        }
+        if v < VERSION {
+            return Err(at(
+                path,
+                "cannot read",
+                format!(
+                    "its schema is version {v}, older than this thrum's {VERSION}; the reading commands open the store read-only, so it needs one write to migrate first (any run saved to it with this thrum)"
+                ),
+            ));
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Copy the whole store into a new file `to` (`history --backup`),
+    /// consistent as of one moment even while another thrum saves (SQLite's
+    /// `VACUUM INTO`, which reads through the WAL, on this read-only
+    /// connection), and compacted. `to` must not exist.
+    pub fn backup(&self, to: &Path) -> Result<(), String> {
+        if std::fs::symlink_metadata(to).is_ok() {
+            return Err(format!(
+                "--backup {}: it exists (the backup is written to a new file only)",
+                to.display()
+            ));
+        }
+        // A relative name as ./NAME: the connection may take URIs (the
+        // immutable fallback of [`read_only`]), and `file:x` would be one.
+        let name = if to.is_relative() {
+            Path::new(".").join(to)
+        } else {
+            to.to_path_buf()
+        };
+        let name = name
+            .to_str()
+            .ok_or_else(|| format!("--backup {}: not a UTF-8 path", to.display()))?;
+        self.conn
+            .execute("VACUUM INTO ?1", [name])
+            .map(drop)
+            .map_err(|e| format!("--backup {}: {e}", to.display()))
     }
 
     pub fn path(&self) -> &Path {
@@ -188,14 +258,12 @@ impl Store {
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         // NORMAL: a commit in WAL mode does not wait for the disk (a
         // crash of the process loses nothing; a power cut may lose the
-        // last saves). No checkpoint when the connection closes: its two
-        // fsyncs took 60 ms of a run here; SQLite checkpoints by itself
-        // once the WAL passes 1,000 pages, inside a later save.
+        // last saves). The WAL is checkpointed after each save and when
+        // the last connection closes (SQLite's default, which then
+        // deletes the -wal file): the main file alone then holds every
+        // run, so a copy of it is a backup. Its fsyncs cost ~60 ms at the
+        // end of a command, beside no measurement.
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        self.conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        )?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         self.migrate()
     }
@@ -210,9 +278,7 @@ impl Store {
                 .query_row("PRAGMA user_version", [], |r| r.get(0))?;
             if v >= VERSION {
                 if v > VERSION {
-                    return Err(rusqlite::Error::InvalidParameterName(format!(
-                        "schema version {v} was written by a newer thrum (this one reads up to {VERSION})"
-                    )));
+                    return Err(rusqlite::Error::InvalidParameterName(newer(v)));
                 }
                 return Ok(());
             }
@@ -305,6 +371,13 @@ impl Store {
         match body() {
             Ok(id) => {
                 self.conn.execute_batch("COMMIT")?;
+                // Into the main file now, even while another process has
+                // the store open (its close would otherwise be the one to
+                // checkpoint). PASSIVE: it never waits for a reader; what
+                // a reader holds back is checkpointed by a later close.
+                let _ = self
+                    .conn
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
                 Ok(id)
             }
             Err(e) => {
@@ -415,6 +488,113 @@ impl Store {
         })()
         .map_err(|e| at(&self.path, "cannot read", e))
     }
+}
+
+/// Why a schema version `v` above [`VERSION`] is refused.
+fn newer(v: i64) -> String {
+    format!("schema version {v} was written by a newer thrum (this one reads up to {VERSION})")
+}
+
+/// The error of opening `path`, a symbolic link's said in words.
+fn opening(path: &Path, e: rusqlite::Error) -> String {
+    if e.sqlite_error().map(|e| e.extended_code) == Some(rusqlite::ffi::SQLITE_CANTOPEN_SYMLINK) {
+        return link_refused(path);
+    }
+    at(path, "cannot use", e)
+}
+
+/// Whether `path` itself is a symbolic link.
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+fn link_refused(path: &Path) -> String {
+    format!(
+        "results store {} is a symbolic link: the store is opened without following links (O_NOFOLLOW), so that a link cannot turn the file it points to into a database; give --db (or $THRUM_DB) the file itself",
+        path.display()
+    )
+}
+
+/// The default store's directory (`$XDG_DATA_HOME/thrum`, else
+/// `~/.local/share/thrum`), the only one a save creates.
+fn default_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    var("XDG_DATA_HOME")
+        .map(|d| Path::new(&d).join("thrum"))
+        .or_else(|| var("HOME").map(|h| Path::new(&h).join(".local/share/thrum")))
+}
+
+/// Whether a store may be saved at `path`: not through a symbolic link
+/// (SQLite would make the file it points to a database), and in a
+/// directory that exists, unless it is the default store's, which the
+/// first save creates. A directory named by `--db` or `$THRUM_DB` that
+/// does not exist is more likely a typo than a wish for new folders.
+pub fn check_place(path: &Path) -> Result<(), String> {
+    if is_link(path) {
+        return Err(link_refused(path));
+    }
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if dir.exists() || default_dir().is_some_and(|d| d == dir) {
+        return Ok(());
+    }
+    Err(format!(
+        "results store {}: its directory {} does not exist (only the default store's directory is created; --db and $THRUM_DB name a file in a directory that exists)",
+        path.display(),
+        dir.display()
+    ))
+}
+
+/// A read-only connection to `path`, checked by reading it. A store in
+/// WAL mode needs its `-shm` file, which a read-only directory cannot
+/// create when the last writer removed it on close; then, when no `-wal`
+/// file holds runs the main file lacks, the file is opened as immutable
+/// (`?immutable=1`: nothing can write where nothing may be created).
+fn read_only(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let probe = |c: Connection| -> rusqlite::Result<Connection> {
+        c.busy_timeout(BUSY_TIMEOUT)?;
+        c.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+        Ok(c)
+    };
+    let first = Connection::open_with_flags(path, flags).and_then(probe);
+    match first {
+        Err(e) if cannot_open(&e) && !wal_holds_frames(path) => Connection::open_with_flags(
+            format!("{}?immutable=1", file_uri(path)),
+            flags | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .and_then(probe),
+        r => r,
+    }
+}
+
+fn cannot_open(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
+}
+
+/// Whether `PATH-wal` exists with anything in it.
+fn wal_holds_frames(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::symlink_metadata(wal).is_ok_and(|m| m.len() > 0)
+}
+
+/// `path` as an SQLite `file:` URI, every byte but unreserved ones and
+/// `/` percent-encoded (`?`, `#` and `%` would end or change it).
+fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut s = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            s.push(char::from(b));
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
 }
 
 /// What makes two runs "the same setup" for learning run-to-run noise.
@@ -609,7 +789,7 @@ mod tests {
     #[test]
     fn saves_lists_and_reads_back() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/results.db");
+        let path = dir.path().join("results.db");
         let s = Store::open(&path).unwrap();
         let d = doc(1e8);
         let mut labels = Labels::new();
@@ -665,6 +845,116 @@ mod tests {
         let e = Store::open(&path).err().unwrap();
         assert!(e.contains(&path.display().to_string()), "{e}");
         assert!(e.contains("not a database"), "{e}");
+    }
+
+    fn record(d: &serde_json::Value) -> Record<'_> {
+        Record {
+            command: "run",
+            test: "tcp_stream".into(),
+            target: "embedded".into(),
+            name: None,
+            labels: Labels::new(),
+            doc: d,
+        }
+    }
+
+    #[test]
+    fn the_main_file_alone_holds_every_saved_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let d = doc(1e8);
+        let s = Store::open(&path).unwrap();
+        // Another connection open meanwhile: its close would not be the
+        // last, so the save's own checkpoint is what counts.
+        let other = Store::open_existing(&path).unwrap();
+        for _ in 0..3 {
+            s.save(&record(&d)).unwrap();
+        }
+        let copy = dir.path().join("copy.db");
+        std::fs::copy(&path, &copy).unwrap();
+        let c = Connection::open(&copy).unwrap();
+        let n: i64 = c
+            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 3);
+        drop(other);
+        drop(s);
+        let wal = dir.path().join("results.db-wal");
+        assert!(!wal.exists(), "the last close removes the WAL");
+    }
+
+    #[test]
+    fn reading_opens_read_only_and_never_migrates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        std::fs::write(&path, b"").unwrap();
+        let e = Store::open_existing(&path).err().unwrap();
+        assert!(
+            e.contains("schema is version 0") && e.contains("one write"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            0,
+            "nothing written"
+        );
+        Store::open(&path).unwrap();
+        let s = Store::open_existing(&path).unwrap();
+        assert!(s.list(&Filter::default()).unwrap().is_empty());
+        let d = doc(1e8);
+        assert!(s.save(&record(&d)).is_err(), "a read-only connection");
+        drop(s);
+        let c = Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", VERSION + 1).unwrap();
+        drop(c);
+        let e = Store::open_existing(&path).err().unwrap();
+        assert!(e.contains("newer thrum"), "{e}");
+    }
+
+    #[test]
+    fn a_backup_is_a_new_file_holding_every_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let d = doc(1e8);
+        let s = Store::open(&path).unwrap();
+        s.save(&record(&d)).unwrap();
+        s.save(&record(&d)).unwrap();
+        let r = Store::open_existing(&path).unwrap();
+        let to = dir.path().join("file:copy?.db");
+        r.backup(&to).unwrap();
+        let e = r.backup(&to).unwrap_err();
+        assert!(e.contains("--backup") && e.contains("exists"), "{e}");
+        let copy = Store::open_existing(&to).unwrap();
+        assert_eq!(copy.list(&Filter::default()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn links_and_missing_directories_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("empty");
+        std::fs::write(&target, b"").unwrap();
+        let link = dir.path().join("link.db");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        for e in [
+            Store::open(&link).err().unwrap(),
+            Store::open_existing(&link).err().unwrap(),
+            check_place(&link).unwrap_err(),
+        ] {
+            assert!(e.contains("symbolic link") && e.contains("--db"), "{e}");
+        }
+        assert_eq!(std::fs::metadata(&target).unwrap().len(), 0);
+        let deep = dir.path().join("no/such/dir/x.db");
+        let e = Store::open(&deep).err().unwrap();
+        assert!(e.contains("does not exist") && e.contains("--db"), "{e}");
+        assert!(!dir.path().join("no").exists());
+        assert!(check_place(Path::new("x.db")).is_ok());
+    }
+
+    #[test]
+    fn file_uris_escape_what_would_end_them() {
+        assert_eq!(file_uri(Path::new("/a/b c/r.db")), "file:/a/b%20c/r.db");
+        assert_eq!(file_uri(Path::new("x?y#z%.db")), "file:x%3Fy%23z%25.db");
+        assert_eq!(file_uri(Path::new("/é")), "file:/%C3%A9");
     }
 
     #[test]

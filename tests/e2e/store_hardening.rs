@@ -148,3 +148,148 @@ fn stored_escapes_print_escaped() {
     assert!(printable(&out), "{out:?}");
     assert!(out.contains("(k=v\\u{1b}[31mRED)"), "{out}");
 }
+
+/// After a command ends the main file alone holds every run it saved: a
+/// copy of results.db made right after three runs (no -wal beside it)
+/// holds the three. `history --backup FILE` writes a consistent copy into
+/// a new file, and refuses one that exists.
+#[test]
+fn a_copy_of_the_main_file_holds_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    for i in 0..3 {
+        save_run(&db, &["--label", &format!("i={i}")]);
+    }
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&db, &copy).unwrap();
+    let wal = dir.path().join("results.db-wal");
+    assert!(!wal.exists(), "the last close removed the WAL");
+    assert_eq!(rows(&copy).len(), 3);
+
+    let backup = dir.path().join("backup.db");
+    let out = thrum(&db, &["history", "--backup", backup.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(rows(&backup).len(), 3);
+    let again = thrum(&db, &["history", "--backup", backup.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("exists"), "{}", stderr(&again));
+}
+
+/// `sh -c SCRIPT` in a mount namespace of its own where `dir` is a
+/// read-only bind mount; None (with the reason) where that cannot be
+/// made: not root, or no unshare/mount. chmod would not do: it does not
+/// stop root.
+fn in_read_only(dir: &Path, script: &str) -> Option<Output> {
+    let d = dir.to_str().unwrap();
+    let probe = Command::new("unshare")
+        .args(["-m", "sh", "-c"])
+        .arg(format!(
+            "mount --bind -o ro '{d}' '{d}' && ! touch '{d}/probe' 2>/dev/null"
+        ))
+        .output();
+    match probe {
+        Ok(o) if o.status.success() => {}
+        other => {
+            eprintln!("skipped: no read-only bind mount in a mount namespace here ({other:?})");
+            return None;
+        }
+    }
+    let full = format!("mount --bind -o ro '{d}' '{d}' && {script}");
+    Some(run_cmd(
+        Command::new("unshare").args(["-m", "sh", "-c", &full]),
+        LIMIT,
+    ))
+}
+
+/// A store on a read-only mount, as the last save left it (no -wal, no
+/// -shm): `history`, `show` and `compare` read it; a run saving to it
+/// warns that it is not saved and exits 0.
+#[test]
+fn a_store_on_a_read_only_mount_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    save_run(&db, &["--label", "cfg=a"]);
+    save_run(&db, &["--label", "cfg=b"]);
+    let id = rows(&db)[0]["id"].as_str().unwrap().to_string();
+    for ext in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(format!("results.db{ext}")));
+    }
+    let t = bin();
+    let d = db.to_str().unwrap();
+    let script = format!(
+        "'{t}' history --db '{d}' --json && '{t}' show {id} --db '{d}' --json >/dev/null \
+         && '{t}' compare label:cfg=a {id} --db '{d}' >/dev/null && echo read-ok \
+         && '{t}' run tcp_rr -l 200ms --warmup 0s --db '{d}' >/dev/null"
+    );
+    let Some(out) = in_read_only(dir.path(), &script) else {
+        return;
+    };
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{err}");
+    assert!(text.contains("read-ok"), "{text}\n{err}");
+    let listed: Vec<Value> = serde_json::from_str(text.split("read-ok").next().unwrap().trim())
+        .unwrap_or_else(|e| {
+            panic!("history --json: {e}\n{text}");
+        });
+    assert_eq!(listed.len(), 2);
+    assert!(err.contains("the run is not saved"), "{err}");
+    assert_eq!(rows(&db).len(), 2);
+}
+
+/// `--db` through a symbolic link to an empty file is refused naming
+/// `--db`, and the file stays empty (it became a database before); the
+/// same link as $THRUM_DB costs the run only a warning. An explicit `--db`
+/// in a directory that does not exist is refused before the run, and no
+/// directory is made; the default store's directory is still created.
+#[test]
+fn links_and_missing_directories_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("empty");
+    std::fs::write(&target, b"").unwrap();
+    let link = dir.path().join("link.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let run = ["run", "tcp_rr", "-l", "200ms", "--warmup", "0s"];
+
+    let out = thrum(&link, &run);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--db") && stderr(&out).contains("symbolic link"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_cmd(Command::new(bin()).args(run).env("THRUM_DB", &link), LIMIT);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("symbolic link") && stderr(&out).contains("not saved"),
+        "{}",
+        stderr(&out)
+    );
+    let listing = thrum(&link, &["history"]);
+    assert_eq!(listing.status.code(), Some(2));
+    assert!(stderr(&listing).contains("symbolic link"));
+    assert_eq!(std::fs::metadata(&target).unwrap().len(), 0);
+
+    let deep = dir.path().join("no/such/dir/x.db");
+    let out = thrum(&deep, &run);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--db") && stderr(&out).contains("does not exist"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("no").exists());
+
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let out = run_cmd(
+        Command::new(bin())
+            .args(run)
+            .env_remove("THRUM_DB")
+            .env_remove("XDG_DATA_HOME")
+            .env("HOME", &home),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    assert!(home.join(".local/share/thrum/results.db").exists());
+}
