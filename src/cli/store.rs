@@ -9,13 +9,29 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
 use super::agg::AggOutputArgs;
-use crate::store::{Labels, parse_label};
+use crate::store::{Labels, parse_label, parse_new_label};
 
 /// The heading the store's flags go under in `--help`.
 pub const HEADING: &str = "Results store";
 
-fn label(s: &str) -> Result<(String, String), String> {
-    parse_label(s)
+/// `--label` values, checked here rather than by clap, whose error would
+/// echo the value raw and whole (a 120,000-character label, an escape
+/// sequence) before the message: a run's labels bounded
+/// ([`parse_new_label`]), a filter's as any stored label may be
+/// ([`parse_label`]).
+fn labels(given: &[String], new: bool) -> Result<Labels> {
+    let parse = if new { parse_new_label } else { parse_label };
+    let mut labels = Labels::new();
+    for s in given {
+        let (k, v) = parse(s).map_err(|e| anyhow::anyhow!("--label: {e}"))?;
+        if labels.insert(k.clone(), v).is_some() {
+            bail!(
+                "--label: the key '{}' is given twice",
+                crate::text::echo(&k)
+            );
+        }
+    }
+    Ok(labels)
 }
 
 /// Where a measuring command saves its result, and what it is tagged with.
@@ -30,9 +46,9 @@ pub struct StoreArgs {
     #[arg(help_heading = HEADING)]
     pub no_save: bool,
     /// Tag the saved run with KEY=VALUE (repeatable), for `thrum history --label` and `compare label:KEY=VALUE`.
-    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label)]
+    #[arg(long = "label", value_name = "KEY=VALUE")]
     #[arg(help_heading = HEADING)]
-    pub labels: Vec<(String, String)>,
+    pub labels: Vec<String>,
     /// A name for the saved run, shown by `thrum history`.
     #[arg(long, value_name = "TEXT")]
     #[arg(help_heading = HEADING)]
@@ -55,14 +71,19 @@ impl StoreArgs {
     /// The one conversion: the path (`--db`, else the default; an
     /// unknowable default is kept as the warning it becomes), the labels.
     pub fn to_request(&self) -> Result<StoreRequest> {
-        let mut labels = Labels::new();
-        for (k, v) in &self.labels {
-            if labels.insert(k.clone(), v.clone()).is_some() {
-                bail!("--label: the key '{}' is given twice", crate::text::echo(k));
-            }
+        let labels = labels(&self.labels, true)?;
+        if let Some(n) = &self.name {
+            crate::store::check_name(n).map_err(|e| anyhow::anyhow!("--name: {e}"))?;
         }
         let path = match &self.db {
-            Some(p) if !p.as_os_str().is_empty() => Ok(p.clone()),
+            Some(p) if !p.as_os_str().is_empty() => {
+                // Named on the command line: a link or a missing directory
+                // is refused now, before the run, not warned of after it.
+                if !self.no_save {
+                    crate::store::check_place(p).map_err(|e| anyhow::anyhow!("--db: {e}"))?;
+                }
+                Ok(p.clone())
+            }
             _ => crate::store::default_path(),
         };
         Ok(StoreRequest {
@@ -130,8 +151,8 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "TARGET")]
     pub target: Option<String>,
     /// Only runs with this label (repeatable: all must match).
-    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label)]
-    pub labels: Vec<(String, String)>,
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
     /// Only runs at or after this time: a date (2026-11-26, 2026-11-26T14:00:00Z, UTC) or an age (2h, 7d).
     #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
@@ -153,6 +174,9 @@ pub struct HistoryArgs {
     /// The SVG file --chart writes.
     #[arg(long, value_name = "FILE", requires = "chart")]
     pub out: Option<PathBuf>,
+    /// Copy the whole store into FILE (a new file), consistent even while runs are being saved; no listing.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["test", "target", "labels", "since", "until", "last", "json", "csv", "chart"])]
+    pub backup: Option<PathBuf>,
 }
 
 /// What `history --chart` draws.
@@ -177,6 +201,8 @@ pub struct HistoryRequest {
     pub json: bool,
     pub csv: bool,
     pub chart: Option<(ChartField, PathBuf)>,
+    /// `--backup FILE`: copy the store there instead of listing it.
+    pub backup: Option<PathBuf>,
 }
 
 impl HistoryArgs {
@@ -192,7 +218,7 @@ impl HistoryArgs {
             filter: crate::store::Filter {
                 test: self.test.clone(),
                 target: self.target.clone(),
-                labels: self.labels.iter().cloned().collect(),
+                labels: labels(&self.labels, false)?,
                 since_unix_s: when("since", &self.since)?,
                 until_unix_s: when("until", &self.until)?,
                 last: self.last,
@@ -200,6 +226,7 @@ impl HistoryArgs {
             json: self.json,
             csv: self.csv,
             chart: self.chart.zip(self.out.clone()),
+            backup: self.backup.clone(),
         })
     }
 }

@@ -34,7 +34,10 @@ fn resolve(store: Option<&Result<Store, String>>, spec: &str) -> Result<Subject>
         match store {
             Some(Ok(s)) => Ok(s),
             Some(Err(e)) => Err(anyhow!("{e}")),
-            None => Err(anyhow!("no results store to look '{spec}' up in")),
+            None => Err(anyhow!(
+                "no results store to look '{}' up in",
+                crate::text::echo(spec)
+            )),
         }
     };
     let by_id = |s: &Store, id: &str, name: String| -> Result<Subject> {
@@ -57,7 +60,8 @@ fn resolve(store: Option<&Result<Store, String>>, spec: &str) -> Result<Subject>
         })
     };
     if let Some(l) = spec.strip_prefix("label:") {
-        let (k, v) = crate::store::parse_label(l).map_err(|e| anyhow!("{spec}: {e}"))?;
+        let (k, v) = crate::store::parse_label(l)
+            .map_err(|e| anyhow!("{}: {e}", crate::text::echo(spec)))?;
         let s = need()?;
         let id = s
             .latest_with_label(&k, &v)
@@ -93,8 +97,12 @@ fn resolve(store: Option<&Result<Store, String>>, spec: &str) -> Result<Subject>
             doc,
         });
     }
-    let s =
-        need().with_context(|| format!("'{spec}' is no file, so it would be a stored run's id"))?;
+    let s = need().with_context(|| {
+        format!(
+            "'{}' is no file, so it would be a stored run's id",
+            crate::text::echo(spec)
+        )
+    })?;
     by_id(s, spec, spec.to_string())
 }
 
@@ -137,7 +145,7 @@ fn run_compare(
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     let req: CompareRequest = args.to_request()?;
     let store = match &req.db {
-        Ok(p) if p.exists() => Some(Store::open(p)),
+        Ok(p) if p.exists() => Some(Store::open_existing(p)),
         Ok(p) => Some(Err(format!(
             "results store {}: no such file (no run saved yet, or --db/$THRUM_DB names another)",
             p.display()
@@ -243,7 +251,13 @@ pub fn table(c: &Comparison, colour: bool) -> String {
     let widths: Vec<usize> = (0..7)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
-    let mut out = format!("A: {}\nB: {}\n", c.a, c.b);
+    // The names may quote a stored label or a path: escaped, as every
+    // value from the store is where it is printed.
+    let mut out = format!(
+        "A: {}\nB: {}\n",
+        crate::text::message(&c.a),
+        crate::text::message(&c.b)
+    );
     for (n, r) in rows.iter().enumerate() {
         let mut line = String::new();
         for (i, cell) in r.iter().enumerate() {

@@ -1,6 +1,13 @@
 //! `thrum history`: the stored runs, newest first, as a table, JSON or
-//! CSV, or one figure over time as SVG (`--chart`); and `thrum show ID`,
-//! a stored run printed again by `thrum report`'s code.
+//! CSV, or one figure over time as SVG (`--chart`), or the whole store
+//! copied into a new file (`--backup`); and `thrum show ID`, a stored run
+//! printed again by `thrum report`'s code.
+//!
+//! A store may have been written by an older thrum or by hand, so nothing
+//! read from it is trusted to be short or printable: every cell of the
+//! table and of `show`'s heading is escaped and cut ([`cell`]), and the
+//! table pads by counting rather than through `format!`'s width, which
+//! panics past 65,535.
 
 use std::process::ExitCode;
 
@@ -16,6 +23,11 @@ use crate::store::{Row, Store};
 pub fn history(args: &HistoryArgs) -> Result<ExitCode> {
     let req: HistoryRequest = args.to_request()?;
     let store = Store::open_existing(&req.db).map_err(anyhow::Error::msg)?;
+    if let Some(to) = &req.backup {
+        store.backup(to).map_err(anyhow::Error::msg)?;
+        eprintln!("{} copied into {}", req.db.display(), to.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     let rows = store.list(&req.filter).map_err(anyhow::Error::msg)?;
     if let Some((field, out)) = &req.chart {
         return chart(&store, &rows, *field, out);
@@ -36,6 +48,26 @@ fn labels_text(r: &Row) -> String {
     r.labels
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The most characters of one stored value (a label's key or value, a
+/// name, a target) a table cell or heading shows; the rest is said as
+/// `…(+N chars)`. `--json` and `--csv` carry values whole.
+const CELL_CHARS: usize = crate::text::ECHO_CHARS;
+
+/// A stored value as a table shows it: control characters escaped, cut to
+/// [`CELL_CHARS`].
+fn cell(s: &str) -> String {
+    crate::text::escape(s, CELL_CHARS)
+}
+
+/// The labels as a table shows them: `k=v,k=v`, each key and value a [`cell`].
+fn labels_cell(r: &Row) -> String {
+    r.labels
+        .iter()
+        .map(|(k, v)| format!("{}={}", cell(k), cell(v)))
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -113,17 +145,17 @@ fn table(rows: &[Row]) -> String {
     for r in rows {
         let time = crate::units::fmt_local_time(r.time_unix_s, true);
         cells.push([
-            r.id.clone(),
+            cell(&r.id),
             time.split('.').next().unwrap_or_default().to_string(),
             if r.command == "run" || r.command == "ping" {
-                r.test.clone()
+                cell(&r.test)
             } else {
-                format!("{} {}", r.command, r.test)
+                format!("{} {}", cell(&r.command), cell(&r.test))
             },
-            r.target.clone(),
+            cell(&r.target),
             if r.ok { figure(r) } else { "failed".into() },
-            labels_text(r),
-            r.name.clone().unwrap_or_default(),
+            labels_cell(r),
+            cell(r.name.as_deref().unwrap_or_default()),
         ]);
     }
     let w: Vec<usize> = (0..7)
@@ -137,12 +169,13 @@ fn table(rows: &[Row]) -> String {
         .collect();
     let mut s = String::new();
     for c in cells {
-        let line: Vec<String> = c
-            .iter()
-            .enumerate()
-            .map(|(i, x)| format!("{x:<width$}", width = w[i]))
-            .collect();
-        s.push_str(line.join("  ").trim_end());
+        let mut line = String::new();
+        for (i, x) in c.iter().enumerate() {
+            line.push_str(x);
+            line.extend(std::iter::repeat_n(' ', w[i] - x.chars().count()));
+            line.push_str("  ");
+        }
+        s.push_str(line.trim_end());
         s.push('\n');
     }
     s
@@ -214,14 +247,14 @@ pub fn show(args: &ShowArgs) -> Result<ExitCode> {
         );
     };
     if !req.output.json {
-        let labels = labels_text(&row);
+        let labels = labels_cell(&row);
         eprintln!(
             "run {} of {}: thrum {} {} against {}{}",
-            row.id,
+            cell(&row.id),
             crate::units::fmt_local_time(row.time_unix_s, true),
-            row.command,
-            row.test,
-            row.target,
+            cell(&row.command),
+            cell(&row.test),
+            cell(&row.target),
             if labels.is_empty() {
                 String::new()
             } else {
@@ -230,4 +263,51 @@ pub fn show(args: &ShowArgs) -> Result<ExitCode> {
         );
     }
     super::report::report_document(doc, &req.output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Headline, Labels};
+
+    fn row(name: &str, label: &str) -> Row {
+        let mut labels = Labels::new();
+        labels.insert("k".into(), label.into());
+        Row {
+            id: "0aa1ef4c".into(),
+            time: "2026-11-27T19:24:46Z".into(),
+            time_unix_s: 1_795_807_486.0,
+            command: "run".into(),
+            test: "tcp_rr".into(),
+            target: "embedded".into(),
+            name: Some(name.into()),
+            labels,
+            schema: "thrum.result.v1".into(),
+            ok: true,
+            headline: Headline {
+                transactions_per_s: Some(36_300.0),
+                ..Headline::default()
+            },
+        }
+    }
+
+    #[test]
+    fn any_stored_value_lists_on_one_line_each_without_an_escape() {
+        // Past 65,535 characters, `format!`'s width panicked.
+        let rows = [
+            row("plain", &"x".repeat(120_000)),
+            row("n\u{1b}[32mGREEN\nforged  row", "v\u{1b}[31mRED\r\u{9b}"),
+        ];
+        let t = table(&rows);
+        assert_eq!(t.lines().count(), 3, "{t}");
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+        assert!(t.contains("…(+119936 chars)"), "{t}");
+        assert!(t.contains("n\\u{1b}[32mGREEN\\nforged  row"), "{t}");
+        assert!(t.lines().all(|l| l.chars().count() < 400), "{t}");
+        // CSV keeps values whole, escaped.
+        let c = csv(&rows);
+        assert!(c.contains(&"x".repeat(120_000)));
+        assert!(!c.chars().any(|c| c.is_control() && c != '\n'));
+        assert_eq!(c.lines().count(), 3);
+    }
 }

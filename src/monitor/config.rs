@@ -343,6 +343,10 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
             ));
         }
         let name = given_name.unwrap_or_else(|| format!("{}@{target}", test.name()));
+        // Each run is saved labelled `probe=NAME`, a label a save bounds:
+        // refused here, once, rather than by every run of the probe.
+        crate::store::parse_new_label(&format!("probe={name}"))
+            .map_err(|e| field(&at, "name", e))?;
         if !names.insert(name.clone()) {
             return Err(field(
                 &at,
@@ -456,6 +460,14 @@ every = "10s"
         );
         let e = err("[[probe]]\ntest = \"ping\"\n");
         assert!(e.starts_with("probe 1.target: is missing"), "{e}");
+        let long = "n".repeat(257);
+        let e = err(&format!(
+            "[[probe]]\nname = \"{long}\"\ntarget = \"a\"\ntest = \"ping\"\n"
+        ));
+        assert!(
+            e.contains(".name: the value of 'probe' is 257 characters"),
+            "{e}"
+        );
         let e = err("[[probe]]\ntarget = \"a\"\ntest = \"tcp_rr\"\nargs = [\"-l\", \"3s\"]\n");
         assert!(
             e.starts_with("probe 1.args: -l is set by the monitor"),

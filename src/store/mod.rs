@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 pub use headline::Headline;
 
@@ -149,30 +149,100 @@ fn at(path: &Path, what: &str, e: impl std::fmt::Display) -> String {
 }
 
 impl Store {
-    /// Open (creating it and its directory if missing) and migrate.
+    /// Open for saving: create it if missing (and its directory, for the
+    /// default store only: see [`check_place`]), and migrate.
     pub fn open(path: &Path) -> Result<Store, String> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        check_place(path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.exists()
+        {
             std::fs::create_dir_all(dir).map_err(|e| at(path, "cannot create its directory", e))?;
         }
-        let conn = Connection::open(path).map_err(|e| at(path, "cannot open", e))?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| opening(path, e))?;
         let store = Store {
             conn,
             path: path.to_path_buf(),
         };
-        store.setup().map_err(|e| at(path, "cannot use", e))?;
+        store.setup().map_err(|e| opening(path, e))?;
         Ok(store)
     }
 
-    /// Open an existing store without creating one (`history`, `show`,
-    /// `compare`).
+    /// Open an existing store read-only, for the commands that only read
+    /// it (`history`, `show`, `compare`, `run --baseline`): a store on a
+    /// read-only mount is listed, and a listing never writes (no journal
+    /// mode set, no migration). A store whose schema is older than this
+    /// thrum's is refused with what to do: one save migrates it.
     pub fn open_existing(path: &Path) -> Result<Store, String> {
+        if is_link(path) {
+            return Err(link_refused(path));
+        }
         if !path.exists() {
             return Err(format!(
                 "results store {}: no such file (no run saved yet, or --db/$THRUM_DB names another)",
                 path.display()
             ));
         }
-        Store::open(path)
+        let conn = read_only(path).map_err(|e| {
+            if cannot_open(&e) && wal_holds_frames(path) {
+                at(
+                    path,
+                    "cannot read",
+                    "its -wal file holds saves not yet in the main file, and its directory is read-only, so SQLite cannot create the -shm file it reads them with; copy the store with its -wal file somewhere writable to read it",
+                )
+            } else {
+                opening(path, e)
+            }
+        })?;
+        let v: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| opening(path, e))?;
+        if v > VERSION {
+            return Err(at(path, "cannot use", newer(v)));
+        }
+        if v < VERSION {
+            return Err(at(
+                path,
+                "cannot read",
+                format!(
+                    "its schema is version {v}, older than this thrum's {VERSION}; the reading commands open the store read-only, so it needs one write to migrate first (any run saved to it with this thrum)"
+                ),
+            ));
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Copy the whole store into a new file `to` (`history --backup`),
+    /// consistent as of one moment even while another thrum saves (SQLite's
+    /// `VACUUM INTO`, which reads through the WAL, on this read-only
+    /// connection), and compacted. `to` must not exist.
+    pub fn backup(&self, to: &Path) -> Result<(), String> {
+        if std::fs::symlink_metadata(to).is_ok() {
+            return Err(format!(
+                "--backup {}: it exists (the backup is written to a new file only)",
+                to.display()
+            ));
+        }
+        // A relative name as ./NAME: the connection may take URIs (the
+        // immutable fallback of [`read_only`]), and `file:x` would be one.
+        let name = if to.is_relative() {
+            Path::new(".").join(to)
+        } else {
+            to.to_path_buf()
+        };
+        let name = name
+            .to_str()
+            .ok_or_else(|| format!("--backup {}: not a UTF-8 path", to.display()))?;
+        self.conn
+            .execute("VACUUM INTO ?1", [name])
+            .map(drop)
+            .map_err(|e| format!("--backup {}: {e}", to.display()))
     }
 
     pub fn path(&self) -> &Path {
@@ -188,14 +258,12 @@ impl Store {
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         // NORMAL: a commit in WAL mode does not wait for the disk (a
         // crash of the process loses nothing; a power cut may lose the
-        // last saves). No checkpoint when the connection closes: its two
-        // fsyncs took 60 ms of a run here; SQLite checkpoints by itself
-        // once the WAL passes 1,000 pages, inside a later save.
+        // last saves). The WAL is checkpointed after each save and when
+        // the last connection closes (SQLite's default, which then
+        // deletes the -wal file): the main file alone then holds every
+        // run, so a copy of it is a backup. Its fsyncs cost ~60 ms at the
+        // end of a command, beside no measurement.
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        self.conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        )?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         self.migrate()
     }
@@ -210,9 +278,7 @@ impl Store {
                 .query_row("PRAGMA user_version", [], |r| r.get(0))?;
             if v >= VERSION {
                 if v > VERSION {
-                    return Err(rusqlite::Error::InvalidParameterName(format!(
-                        "schema version {v} was written by a newer thrum (this one reads up to {VERSION})"
-                    )));
+                    return Err(rusqlite::Error::InvalidParameterName(newer(v)));
                 }
                 return Ok(());
             }
@@ -305,6 +371,13 @@ impl Store {
         match body() {
             Ok(id) => {
                 self.conn.execute_batch("COMMIT")?;
+                // Into the main file now, even while another process has
+                // the store open (its close would otherwise be the one to
+                // checkpoint). PASSIVE: it never waits for a reader; what
+                // a reader holds back is checkpointed by a later close.
+                let _ = self
+                    .conn
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
                 Ok(id)
             }
             Err(e) => {
@@ -417,6 +490,113 @@ impl Store {
     }
 }
 
+/// Why a schema version `v` above [`VERSION`] is refused.
+fn newer(v: i64) -> String {
+    format!("schema version {v} was written by a newer thrum (this one reads up to {VERSION})")
+}
+
+/// The error of opening `path`, a symbolic link's said in words.
+fn opening(path: &Path, e: rusqlite::Error) -> String {
+    if e.sqlite_error().map(|e| e.extended_code) == Some(rusqlite::ffi::SQLITE_CANTOPEN_SYMLINK) {
+        return link_refused(path);
+    }
+    at(path, "cannot use", e)
+}
+
+/// Whether `path` itself is a symbolic link.
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+fn link_refused(path: &Path) -> String {
+    format!(
+        "results store {} is a symbolic link: the store is opened without following links (O_NOFOLLOW), so that a link cannot turn the file it points to into a database; give --db (or $THRUM_DB) the file itself",
+        path.display()
+    )
+}
+
+/// The default store's directory (`$XDG_DATA_HOME/thrum`, else
+/// `~/.local/share/thrum`), the only one a save creates.
+fn default_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    var("XDG_DATA_HOME")
+        .map(|d| Path::new(&d).join("thrum"))
+        .or_else(|| var("HOME").map(|h| Path::new(&h).join(".local/share/thrum")))
+}
+
+/// Whether a store may be saved at `path`: not through a symbolic link
+/// (SQLite would make the file it points to a database), and in a
+/// directory that exists, unless it is the default store's, which the
+/// first save creates. A directory named by `--db` or `$THRUM_DB` that
+/// does not exist is more likely a typo than a wish for new folders.
+pub fn check_place(path: &Path) -> Result<(), String> {
+    if is_link(path) {
+        return Err(link_refused(path));
+    }
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if dir.exists() || default_dir().is_some_and(|d| d == dir) {
+        return Ok(());
+    }
+    Err(format!(
+        "results store {}: its directory {} does not exist (only the default store's directory is created; --db and $THRUM_DB name a file in a directory that exists)",
+        path.display(),
+        dir.display()
+    ))
+}
+
+/// A read-only connection to `path`, checked by reading it. A store in
+/// WAL mode needs its `-shm` file, which a read-only directory cannot
+/// create when the last writer removed it on close; then, when no `-wal`
+/// file holds runs the main file lacks, the file is opened as immutable
+/// (`?immutable=1`: nothing can write where nothing may be created).
+fn read_only(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let probe = |c: Connection| -> rusqlite::Result<Connection> {
+        c.busy_timeout(BUSY_TIMEOUT)?;
+        c.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+        Ok(c)
+    };
+    let first = Connection::open_with_flags(path, flags).and_then(probe);
+    match first {
+        Err(e) if cannot_open(&e) && !wal_holds_frames(path) => Connection::open_with_flags(
+            format!("{}?immutable=1", file_uri(path)),
+            flags | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .and_then(probe),
+        r => r,
+    }
+}
+
+fn cannot_open(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
+}
+
+/// Whether `PATH-wal` exists with anything in it.
+fn wal_holds_frames(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::symlink_metadata(wal).is_ok_and(|m| m.len() > 0)
+}
+
+/// `path` as an SQLite `file:` URI, every byte but unreserved ones and
+/// `/` percent-encoded (`?`, `#` and `%` would end or change it).
+fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut s = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            s.push(char::from(b));
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
 /// What makes two runs "the same setup" for learning run-to-run noise.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setup {
@@ -432,31 +612,57 @@ const COLUMNS: &str = "id, time_unix_s, command, test, target, name, labels, sch
     service_demand_unit";
 const COLUMN_COUNT: usize = 19;
 
+/// Column `i` as text, whatever it holds: a store written by hand or by
+/// another program may hold a number, a blob or bytes that are not UTF-8
+/// where thrum writes text, and one such row must not stop a listing.
+fn text(r: &rusqlite::Row, i: usize) -> rusqlite::Result<String> {
+    use rusqlite::types::ValueRef;
+    Ok(match r.get_ref(i)? {
+        ValueRef::Null => String::new(),
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+        ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
+    })
+}
+
+/// Column `i` as a number; None for anything else (as for NULL).
+fn real(r: &rusqlite::Row, i: usize) -> rusqlite::Result<Option<f64>> {
+    use rusqlite::types::ValueRef;
+    Ok(match r.get_ref(i)? {
+        ValueRef::Integer(n) => Some(n as f64),
+        ValueRef::Real(x) => Some(x),
+        _ => None,
+    })
+}
+
 fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
-    let labels: String = r.get(6)?;
-    let time_unix_s: f64 = r.get(1)?;
+    let labels = text(r, 6)?;
+    let time_unix_s = real(r, 1)?.unwrap_or(0.0);
     Ok(Row {
-        id: r.get(0)?,
+        id: text(r, 0)?,
         time: rfc3339(time_unix_s),
         time_unix_s,
-        command: r.get(2)?,
-        test: r.get(3)?,
-        target: r.get(4)?,
-        name: r.get(5)?,
+        command: text(r, 2)?,
+        test: text(r, 3)?,
+        target: text(r, 4)?,
+        name: match r.get_ref(5)? {
+            rusqlite::types::ValueRef::Null => None,
+            _ => Some(text(r, 5)?),
+        },
         labels: serde_json::from_str(&labels).unwrap_or_default(),
-        schema: r.get(7)?,
-        ok: r.get(8)?,
+        schema: text(r, 7)?,
+        ok: real(r, 8)?.is_some_and(|x| x != 0.0),
         headline: Headline {
-            throughput_bps: r.get(9)?,
-            transactions_per_s: r.get(10)?,
-            latency_p50_ns: r.get(11)?,
-            latency_p99_ns: r.get(12)?,
-            loss_percent: r.get(13)?,
-            local_cpu_percent: r.get(14)?,
-            remote_cpu_percent: r.get(15)?,
-            local_service_demand: r.get(16)?,
-            remote_service_demand: r.get(17)?,
-            service_demand_unit: r.get(18)?,
+            throughput_bps: real(r, 9)?,
+            transactions_per_s: real(r, 10)?,
+            latency_p50_ns: real(r, 11)?,
+            latency_p99_ns: real(r, 12)?,
+            loss_percent: real(r, 13)?,
+            local_cpu_percent: real(r, 14)?,
+            remote_cpu_percent: real(r, 15)?,
+            local_service_demand: real(r, 16)?,
+            remote_service_demand: real(r, 17)?,
+            service_demand_unit: r.get_ref(18)?.as_str().ok().map(str::to_string),
         },
     })
 }
@@ -489,8 +695,20 @@ fn test_pause() {
     }
 }
 
-/// `KEY=VALUE` of `--label`, checked: a key of letters, digits, `_`, `-`
-/// and `.`; any value.
+/// The longest label key accepted (`--label KEY=VALUE`), in characters.
+pub const LABEL_KEY_CHARS: usize = 64;
+/// The longest label value accepted, in characters.
+pub const LABEL_VALUE_CHARS: usize = 256;
+/// The longest `--name` accepted, in characters.
+pub const NAME_CHARS: usize = 256;
+
+/// What a label is allowed to be, for the error messages.
+const LABEL_RANGE: &str = "accepted: a key of 1 to 64 letters, digits, _, - and ., a value of 0 to 256 characters without control characters";
+
+/// `KEY=VALUE` as a label is looked up (`history --label`, `compare
+/// label:KEY=VALUE`): a key of letters, digits, `_`, `-` and `.`; any
+/// value, so that a run saved by an older thrum, with a label a save would
+/// now refuse, can still be found by it.
 pub fn parse_label(s: &str) -> Result<(String, String), String> {
     let (k, v) = s
         .split_once('=')
@@ -506,6 +724,53 @@ pub fn parse_label(s: &str) -> Result<(String, String), String> {
         ));
     }
     Ok((k.to_string(), v.to_string()))
+}
+
+/// `KEY=VALUE` of a run's `--label`, checked as [`parse_label`] does and
+/// bounded: a key of at most [`LABEL_KEY_CHARS`], a value of at most
+/// [`LABEL_VALUE_CHARS`] characters and no control character. Labels are
+/// printed in tables and on one line each: a newline would split a row
+/// (or forge one), an escape sequence would reach the terminal, and a
+/// label of any length made every listing's column as wide.
+pub fn parse_new_label(s: &str) -> Result<(String, String), String> {
+    let (k, v) = parse_label(s)?;
+    if k.len() > LABEL_KEY_CHARS {
+        return Err(format!(
+            "the key '{}' is {} characters long ({LABEL_RANGE})",
+            crate::text::echo(&k),
+            k.len()
+        ));
+    }
+    let n = v.chars().count();
+    if n > LABEL_VALUE_CHARS {
+        return Err(format!(
+            "the value of '{k}' is {n} characters long ({LABEL_RANGE})"
+        ));
+    }
+    if v.chars().any(char::is_control) {
+        return Err(format!(
+            "the value of '{k}', '{}', holds a control character ({LABEL_RANGE})",
+            crate::text::echo(&v)
+        ));
+    }
+    Ok((k, v))
+}
+
+/// `--name TEXT`, checked as a label's value is: at most [`NAME_CHARS`]
+/// characters, no control character.
+pub fn check_name(s: &str) -> Result<(), String> {
+    let range = "accepted: 0 to 256 characters without control characters";
+    let n = s.chars().count();
+    if n > NAME_CHARS {
+        return Err(format!("the name is {n} characters long ({range})"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(format!(
+            "the name '{}' holds a control character ({range})",
+            crate::text::echo(s)
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -524,7 +789,7 @@ mod tests {
     #[test]
     fn saves_lists_and_reads_back() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/results.db");
+        let path = dir.path().join("results.db");
         let s = Store::open(&path).unwrap();
         let d = doc(1e8);
         let mut labels = Labels::new();
@@ -582,6 +847,116 @@ mod tests {
         assert!(e.contains("not a database"), "{e}");
     }
 
+    fn record(d: &serde_json::Value) -> Record<'_> {
+        Record {
+            command: "run",
+            test: "tcp_stream".into(),
+            target: "embedded".into(),
+            name: None,
+            labels: Labels::new(),
+            doc: d,
+        }
+    }
+
+    #[test]
+    fn the_main_file_alone_holds_every_saved_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let d = doc(1e8);
+        let s = Store::open(&path).unwrap();
+        // Another connection open meanwhile: its close would not be the
+        // last, so the save's own checkpoint is what counts.
+        let other = Store::open_existing(&path).unwrap();
+        for _ in 0..3 {
+            s.save(&record(&d)).unwrap();
+        }
+        let copy = dir.path().join("copy.db");
+        std::fs::copy(&path, &copy).unwrap();
+        let c = Connection::open(&copy).unwrap();
+        let n: i64 = c
+            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 3);
+        drop(other);
+        drop(s);
+        let wal = dir.path().join("results.db-wal");
+        assert!(!wal.exists(), "the last close removes the WAL");
+    }
+
+    #[test]
+    fn reading_opens_read_only_and_never_migrates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        std::fs::write(&path, b"").unwrap();
+        let e = Store::open_existing(&path).err().unwrap();
+        assert!(
+            e.contains("schema is version 0") && e.contains("one write"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            0,
+            "nothing written"
+        );
+        Store::open(&path).unwrap();
+        let s = Store::open_existing(&path).unwrap();
+        assert!(s.list(&Filter::default()).unwrap().is_empty());
+        let d = doc(1e8);
+        assert!(s.save(&record(&d)).is_err(), "a read-only connection");
+        drop(s);
+        let c = Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", VERSION + 1).unwrap();
+        drop(c);
+        let e = Store::open_existing(&path).err().unwrap();
+        assert!(e.contains("newer thrum"), "{e}");
+    }
+
+    #[test]
+    fn a_backup_is_a_new_file_holding_every_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let d = doc(1e8);
+        let s = Store::open(&path).unwrap();
+        s.save(&record(&d)).unwrap();
+        s.save(&record(&d)).unwrap();
+        let r = Store::open_existing(&path).unwrap();
+        let to = dir.path().join("file:copy?.db");
+        r.backup(&to).unwrap();
+        let e = r.backup(&to).unwrap_err();
+        assert!(e.contains("--backup") && e.contains("exists"), "{e}");
+        let copy = Store::open_existing(&to).unwrap();
+        assert_eq!(copy.list(&Filter::default()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn links_and_missing_directories_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("empty");
+        std::fs::write(&target, b"").unwrap();
+        let link = dir.path().join("link.db");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        for e in [
+            Store::open(&link).err().unwrap(),
+            Store::open_existing(&link).err().unwrap(),
+            check_place(&link).unwrap_err(),
+        ] {
+            assert!(e.contains("symbolic link") && e.contains("--db"), "{e}");
+        }
+        assert_eq!(std::fs::metadata(&target).unwrap().len(), 0);
+        let deep = dir.path().join("no/such/dir/x.db");
+        let e = Store::open(&deep).err().unwrap();
+        assert!(e.contains("does not exist") && e.contains("--db"), "{e}");
+        assert!(!dir.path().join("no").exists());
+        assert!(check_place(Path::new("x.db")).is_ok());
+    }
+
+    #[test]
+    fn file_uris_escape_what_would_end_them() {
+        assert_eq!(file_uri(Path::new("/a/b c/r.db")), "file:/a/b%20c/r.db");
+        assert_eq!(file_uri(Path::new("x?y#z%.db")), "file:x%3Fy%23z%25.db");
+        assert_eq!(file_uri(Path::new("/é")), "file:/%C3%A9");
+    }
+
     #[test]
     fn utc_times() {
         assert_eq!(rfc3339(0.0), "1970-01-01T00:00:00Z");
@@ -597,5 +972,38 @@ mod tests {
         );
         assert!(parse_label("cfg").is_err());
         assert!(parse_label("a b=c").is_err());
+        assert!(parse_label("cfg=").is_ok());
+        // Looked up, any value: an older thrum saved such labels.
+        assert!(parse_label("k=a\u{1b}b").is_ok());
+    }
+
+    #[test]
+    fn labels_and_names_are_bounded_and_printable() {
+        let k = "k".repeat(LABEL_KEY_CHARS);
+        assert!(parse_new_label(&format!("{k}=v")).is_ok());
+        let e = parse_new_label(&format!("{k}k=v")).unwrap_err();
+        assert!(e.contains("65 characters") && e.contains("1 to 64"), "{e}");
+        let v = "é".repeat(LABEL_VALUE_CHARS);
+        assert!(parse_new_label(&format!("k={v}")).is_ok());
+        let e = parse_new_label(&format!("k={}", "x".repeat(120_000))).unwrap_err();
+        assert!(
+            e.contains("120000 characters") && e.contains("0 to 256"),
+            "{e}"
+        );
+        assert!(e.len() < 300, "the value is not echoed whole: {e}");
+        for bad in ["k=a\nb", "k=\u{1b}[2J", "k=a\u{0}", "k=\u{9b}"] {
+            let e = parse_new_label(bad).unwrap_err();
+            assert!(e.contains("control character"), "{e}");
+            assert!(!e.chars().any(char::is_control), "{e:?}");
+        }
+        assert!(check_name(&"n".repeat(NAME_CHARS)).is_ok());
+        assert!(check_name("").is_ok());
+        let e = check_name(&"n".repeat(NAME_CHARS + 1)).unwrap_err();
+        assert!(
+            e.contains("257 characters") && e.contains("0 to 256"),
+            "{e}"
+        );
+        let e = check_name("x\u{1b}]0;owned\u{7}").unwrap_err();
+        assert!(!e.chars().any(char::is_control), "{e:?}");
     }
 }

@@ -37,6 +37,7 @@ mod ship;
 mod soak;
 mod stdio;
 mod store;
+mod store_hardening;
 mod sweep;
 mod teach;
 mod udp;
