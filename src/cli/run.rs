@@ -400,11 +400,12 @@ fn parse_tos(s: &str) -> Result<u8> {
     crate::plan::mix::dscp_tos(s).map_err(|e| anyhow::anyhow!("--tos: {e}"))
 }
 
-/// `--chart` and `--html`: the drawings a mix (and capacity's `--chart`)
-/// writes after the result.
+/// `--chart` and `--html`: the drawings a mix (and `--chart` a single
+/// test whose row has a chart, capacity) writes after the result.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Drawings {
-    /// `--chart FILE`: a mix's time series, or capacity's histogram, as SVG.
+    /// `--chart FILE`: a mix's time series, or the single test's chart
+    /// (capacity's histogram), as SVG.
     pub chart: Option<PathBuf>,
     /// `--html FILE`: a mix's self-contained report.
     pub html: Option<PathBuf>,
@@ -426,8 +427,8 @@ pub struct RunRequest {
     pub target: Option<Target>,
     /// `--bind`: the local address, also toward an embedded server.
     pub bind: Option<IpAddr>,
-    /// capacity without `--send-size`: its packets fill the path MTU,
-    /// which only the target's route knows.
+    /// A test whose row says so (capacity), without its send flag: its
+    /// packets fill the path MTU, which only the target's route knows.
     pub fill_path_mtu: bool,
     pub outputs: Outputs,
     pub drawings: Drawings,
@@ -473,7 +474,7 @@ impl RunArgs {
         check_drawings(&drawings, &plan)?;
         let target = if self.dry_run { None } else { self.target()? };
         Ok(RunRequest {
-            fill_path_mtu: plan.test == TestKind::Capacity && self.load.sock.send_size.is_none(),
+            fill_path_mtu: plan.test.traits().fills_path_mtu && self.load.sock.send_size.is_none(),
             plan,
             dry_run: self.dry_run,
             mix_spec: self.mix_spec().map(str::to_string),
@@ -647,23 +648,25 @@ impl RunArgs {
     }
 }
 
-/// `--chart` and `--html` draw a mix (and `--chart` capacity's dispersion
-/// histogram too): refused before anything runs for any other test.
+/// `--chart` and `--html` draw a mix (and `--chart` the charts of single
+/// tests whose row has one: capacity's dispersion histogram): refused
+/// before anything runs for any other test.
 fn check_drawings(d: &Drawings, plan: &TestPlan) -> Result<()> {
-    for (flag, set, what) in [
+    let charts: Vec<String> = TestKind::ALL
+        .into_iter()
+        .filter_map(|k| k.traits().chart.map(|c| format!("{k}'s {}", c.name())))
+        .collect();
+    let mix = "a mix (--mix SPEC or a preset such as rrul)";
+    for (flag, set, alone, what) in [
         (
             "--chart",
             d.chart.is_some(),
-            "a mix (--mix SPEC or a preset such as rrul) or capacity's dispersion histogram",
+            plan.test.traits().chart.is_some(),
+            format!("{mix} or {}", charts.join(" or ")),
         ),
-        (
-            "--html",
-            d.html.is_some(),
-            "a mix (--mix SPEC or a preset such as rrul)",
-        ),
+        ("--html", d.html.is_some(), false, mix.to_string()),
     ] {
-        let capacity_chart = flag == "--chart" && plan.test == TestKind::Capacity;
-        if set && plan.parts.is_empty() && !capacity_chart {
+        if set && plan.parts.is_empty() && !alone {
             bail!("{flag} draws {what}; {} is a single test", plan.test);
         }
     }
@@ -745,6 +748,39 @@ mod tests {
             e.contains("--driver") && e.contains("auto, epoll, uring"),
             "{e}"
         );
+    }
+
+    /// What the test table's columns decide on the command line, for
+    /// every test: the packets that fill the path MTU, `--chart` of a
+    /// single test, and which tests `thrum suite` runs.
+    #[test]
+    fn the_rows_decide_path_mtu_chart_and_suite() {
+        let suite = Cli::try_parse_from(["thrum", "suite"]).unwrap();
+        let Command::Suite(suite) = suite.command else {
+            panic!("not a suite")
+        };
+        let suite: Vec<TestKind> = suite
+            .to_request()
+            .unwrap()
+            .plans
+            .iter()
+            .map(|p| p.test)
+            .collect();
+        for k in TestKind::ALL {
+            let t = k.traits();
+            let req = args_of(&[k.name(), "--dry-run"]).to_request().unwrap();
+            assert_eq!(req.fill_path_mtu, t.fills_path_mtu, "{k}");
+            let chart = args_of(&[k.name(), "--dry-run", "--chart", "c.svg"]).to_request();
+            match chart {
+                Ok(_) => assert!(t.chart.is_some(), "{k}"),
+                Err(e) => {
+                    assert!(t.chart.is_none(), "{k}: {e}");
+                    let e = e.to_string();
+                    assert!(e.contains("capacity's dispersion histogram"), "{e}");
+                }
+            }
+            assert_eq!(suite.contains(&k), t.in_suite, "{k}");
+        }
     }
 
     /// A dry run resolves no server; a capacity run without --send-size

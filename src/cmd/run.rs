@@ -393,11 +393,14 @@ fn mark_interrupted(error: &mut Option<String>) {
     });
 }
 
-/// `--chart` (a mix's time series, or capacity's histogram) and `--html`.
+/// `--chart` (a mix's time series, or the single test's chart: capacity's
+/// histogram) and `--html`.
 fn write_drawings(req: &RunRequest, result: &TestResult) -> Result<()> {
     if let Some(path) = &req.drawings.chart {
         let svg = if req.plan.parts.is_empty() {
-            export::capacity::svg(result)
+            // `to_request` refused --chart for a test whose row has none.
+            super::out::test_chart(result)
+                .with_context(|| format!("--chart: {} has no chart", result.test))?
         } else {
             export::lul::svg(result)
         };
