@@ -1,7 +1,8 @@
 //! `thrum run`'s flags ([`RunArgs`]) and the plain [`RunRequest`] they
 //! become at the top of `cmd::run`: the checked [`TestPlan`], the server,
-//! the outputs and drawings, the repetition and what the human output
-//! shows. After [`RunArgs::to_request`] nothing reads a clap type.
+//! the outputs and drawings, the repetition, what the human output shows,
+//! the results store and the baseline. After [`RunArgs::to_request`]
+//! nothing reads a clap type.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -10,11 +11,12 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{LoadArgs, OutputArgs, Outputs, TestName, duration, ns, resolve};
+use super::{LoadArgs, OutputArgs, Outputs, StoreRequest, TestName, duration, ns, resolve};
 use crate::control::client::Target;
 use crate::control::repeat::Repeat;
 use crate::export::human::Human;
 use crate::plan::{TestKind, TestPlan};
+use crate::store::compare::Baseline;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -446,6 +448,13 @@ pub struct RunRequest {
     /// result's environment.
     pub uuid: String,
     pub brand: Option<String>,
+    /// The test as the results store files the run: the test's name, the
+    /// preset's (rrul, ...), or `mix` for `--mix`.
+    pub stored_test: String,
+    /// Where the result is saved, and its labels.
+    pub store: StoreRequest,
+    /// `--baseline`: the stored run to compare the result with; None: none.
+    pub baseline: Option<Baseline>,
 }
 
 impl RunArgs {
@@ -473,9 +482,15 @@ impl RunArgs {
         };
         check_drawings(&drawings, &plan)?;
         let target = if self.dry_run { None } else { self.target()? };
+        let stored_test = match (&self.test, plan.parts.is_empty()) {
+            (_, true) => plan.test.name().to_string(),
+            (Some(preset), false) => preset.clone(),
+            (None, false) => "mix".to_string(),
+        };
         Ok(RunRequest {
             fill_path_mtu: plan.test.traits().fills_path_mtu && self.load.sock.send_size.is_none(),
             plan,
+            stored_test,
             dry_run: self.dry_run,
             mix_spec: self.mix_spec().map(str::to_string),
             timeout: match self.timeout {
@@ -494,6 +509,8 @@ impl RunArgs {
             tips: self.tips(),
             uuid: self.uuid.clone().unwrap_or_else(random_uuid),
             brand: self.brand.clone(),
+            store: self.store.to_request()?,
+            baseline: self.baseline.to_baseline(),
         })
     }
 
