@@ -828,7 +828,7 @@ mod tests {
         assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((3, 5)));
     }
 
-    /// Issue 32: netperf without -t runs TCP_STREAM, and so does `thrum
+    /// netperf without -t runs TCP_STREAM, and so does `thrum
     /// run` without a test; iperf3's `-c HOST` still gets its tip.
     #[test]
     fn no_test_is_tcp_stream() {

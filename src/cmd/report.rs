@@ -51,8 +51,9 @@ enum Other {
 /// results.json), when it is one; None for netperf logs and directories
 /// of them, which [`load`] reads.
 fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
-    // Read as every report input is (issue 28): no symbolic link followed,
-    // and every string's control characters escaped before anything prints.
+    // Read as every report input is, as untrusted input: no symbolic link
+    // followed, and every string's control characters escaped before
+    // anything prints.
     let json = if input::is_real_dir(path) {
         path.join("results.json")
     } else if input::is_link(path) && path.is_dir() {

@@ -234,8 +234,8 @@ mod tests {
         )
     }
 
-    /// Issue 20, item 4: with -i the service demand was the last run's
-    /// while the rate and CPU were means.
+    /// With -i the service demand is the mean over the runs, as netperf's
+    /// is (it was once the last run's, while the rate and CPU were means).
     #[test]
     fn service_demand_is_the_mean_over_the_runs() {
         let (mut exec, asked) = executor(vec![
