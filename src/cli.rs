@@ -566,11 +566,7 @@ impl SuiteArgs {
     /// The one conversion.
     pub fn to_request(&self) -> Result<SuiteRequest> {
         let mut plans = Vec::new();
-        // capacity measures a path's narrow link, which loopback has not.
-        for test in TestKind::ALL
-            .into_iter()
-            .filter(|&t| t != TestKind::Capacity)
-        {
+        for test in TestKind::ALL.into_iter().filter(|t| t.traits().in_suite) {
             let mut plan = TestPlan::new(test);
             plan.duration_ns = self.duration.as_nanos() as u64;
             plan.warmup_ns = self.warmup.as_nanos() as u64;

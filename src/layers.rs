@@ -275,8 +275,8 @@ fn the_checker_sees_an_import() {
 }
 
 /// A file longer than this before its unit tests holds more than one idea
-/// (issue 27: crr.rs and control/analysis.rs had grown to 1,364 and 1,065
-/// lines); split it by what its parts own.
+/// (crr.rs and control/analysis.rs had grown to 1,364 and 1,065 lines
+/// before they were split); split it by what its parts own.
 const MAX_LINES_BEFORE_TESTS: usize = 900;
 
 #[test]

@@ -800,6 +800,68 @@ impl TestResult {
     }
 }
 
+/// Results for unit tests, each field at its empty default, so that a test
+/// writes out only what it is about: a result of a test (or of a plan), an
+/// interval. Used by the tests of `control`, `analysis` and the exporters.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    /// A result of `test`'s new plan against a server called `mock`, with
+    /// nothing measured: no interval, an empty summary, no iteration.
+    pub(crate) fn result(test: TestKind) -> TestResult {
+        result_of(TestPlan::new(test))
+    }
+
+    /// A result of `plan`, as [`result`].
+    pub(crate) fn result_of(plan: TestPlan) -> TestResult {
+        TestResult {
+            schema: SCHEMA,
+            test: plan.test,
+            spec: Spec {
+                plan,
+                server: "mock".into(),
+                server_address: None,
+                embedded_server: false,
+                bind: None,
+            },
+            environment: Environment::default(),
+            provenance: Provenances::default(),
+            intervals: Vec::new(),
+            summary: Summary::default(),
+            iterations: Vec::new(),
+            confidence: None,
+        }
+    }
+
+    /// Measure interval `index`, `len_s` seconds from `start_s` on the
+    /// client's clock (ending as many seconds after 1_800_000_000 on the
+    /// wall clock, as `analysis::record::fixtures` samples do), with no
+    /// flow counted and every figure empty.
+    pub(crate) fn interval(index: u32, start_s: f64, len_s: f64) -> Interval {
+        Interval {
+            index,
+            phase: Phase::Measure,
+            start_s,
+            end_s: start_s + len_s,
+            unix_end_s: 1_800_000_000.0 + start_s + len_s,
+            local: Vec::new(),
+            remote: Vec::new(),
+            sum: Figures::default(),
+            latency_ns: None,
+            service_latency_ns: None,
+            fairness: None,
+            parts: Vec::new(),
+            link_util_percent: LinkUtil::default(),
+            load_phase: None,
+            tcp_info: None,
+            remote_cpu_util_percent: None,
+            flow_latency_ns: Vec::new(),
+            rusage: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

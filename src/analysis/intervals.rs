@@ -151,7 +151,7 @@ pub(super) fn load_phase(bounds: &[u32], k: usize) -> Option<LoadPhase> {
 /// direction apart (`throughput_bps_c2s` up, `throughput_bps_s2c` down,
 /// `throughput_bps` both together), from each part's own figures; the
 /// single-test reading of the summed counts would take one direction for
-/// all (issue 29). A mix without bulk parts keeps its transaction rate.
+/// all. A mix without bulk parts keeps its transaction rate.
 fn mix_goodput(plan: &TestPlan, parts: &[PartInterval], sum: &mut Figures) {
     let (mut up, mut down) = (None::<f64>, None::<f64>);
     let add =

@@ -93,7 +93,7 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
         // A bulk part held for the loaded phase is measured over it, as
         // its flows' goodputs and the phase table are: over the whole
         // window its figure would be diluted by the idle and recovery
-        // phases it sat out (issue 29).
+        // phases it sat out.
         let over = loaded.filter(|_| held.get(i).copied().unwrap_or(false));
         let r = assemble_over(&pplan, pg, error.clone(), over);
         let flow_throughput_bps = if part.test.is_stream() {
@@ -261,7 +261,7 @@ mod tests {
     use crate::result::Environment;
     use std::time::Duration;
 
-    /// Issue 29: a phased mix of a bulk tcp_stream (100 MB/s while loaded)
+    /// A phased mix of a bulk tcp_stream (100 MB/s while loaded)
     /// and an open-loop tcp_rr probe, 1 s idle, 4 s loaded, 1 s recovery.
     /// The bulk part's goodput is the loaded phase's, 800 Mbit/s, as its
     /// flow's and the phase table's are, not 800 × 4/6 over the window.
@@ -328,7 +328,7 @@ mod tests {
         assert_eq!(s.parts[1].summary.transactions_per_s, Some(10.0));
     }
 
-    /// Issue 29: a mix's interval rows carry its bulk flows' goodput up
+    /// A mix's interval rows carry its bulk flows' goodput up
     /// and down apart (not the single-test reading of the summed counts,
     /// which took the upload alone) and the segment of the window they lie
     /// in: warm-up, idle, loaded, drain, recovery (the human row that

@@ -74,7 +74,7 @@ pub fn of(plan: &TestPlan, measure: &[&Interval], quota_limited: bool) -> Stabil
 mod tests {
     use super::*;
     use crate::analysis::intervals::figures;
-    use crate::plan::{Phase, TestKind};
+    use crate::plan::TestKind;
     use crate::stats::counters::Counts;
 
     /// Measure intervals of tcp_rr with per-flow transaction counts.
@@ -100,24 +100,9 @@ mod tests {
                     1.0,
                 );
                 Interval {
-                    index: k as u32,
-                    phase: Phase::Measure,
-                    start_s: k as f64,
-                    end_s: k as f64 + 1.0,
-                    unix_end_s: 0.0,
                     local,
-                    remote: Vec::new(),
                     sum,
-                    latency_ns: None,
-                    service_latency_ns: None,
-                    fairness: None,
-                    parts: Vec::new(),
-                    link_util_percent: Default::default(),
-                    load_phase: None,
-                    tcp_info: None,
-                    remote_cpu_util_percent: None,
-                    flow_latency_ns: Vec::new(),
-                    rusage: None,
+                    ..crate::result::fixtures::interval(k as u32, k as f64, 1.0)
                 }
             })
             .collect()

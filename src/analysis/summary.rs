@@ -95,7 +95,7 @@ pub(crate) fn assemble_over(
     // whole at its turn, so a second holds one, two or none of them. That
     // load's trend or a flow idle between trains says nothing about the
     // path (the estimate is from the gaps within trains), so it warns of
-    // neither (issue 29).
+    // neither.
     let probe_load = plan.test.traits().rate == crate::plan::Rate::ProbeBits;
     if error.is_none() && !probe_load {
         warnings.extend(stability.warnings);
@@ -377,9 +377,9 @@ mod tests {
         );
     }
 
-    /// Issue 29: `-l 1s` that ran 3.87 s says so, with both lengths; a
-    /// window late by the mechanism's tens of milliseconds does not, nor
-    /// one late by 300 ms of 10 s (3 %), nor a count-limited run.
+    /// `-l 1s` that ran 3.87 s on an overloaded host says so, with both
+    /// lengths; a window late by the mechanism's tens of milliseconds does
+    /// not, nor one late by 300 ms of 10 s (3 %), nor a count-limited run.
     #[test]
     fn a_window_far_longer_than_asked_is_told() {
         let mut plan = TestPlan::new(TestKind::TcpStream);

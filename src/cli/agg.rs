@@ -213,6 +213,8 @@ pub struct AggRequest {
     /// The output directory: `--out`, or `./thrum-agg-DATE/`.
     pub dir: PathBuf,
     pub output: AggOutput,
+    /// Where the aggregate is saved, and its labels.
+    pub store: super::StoreRequest,
 }
 
 impl AggArgs {
@@ -244,6 +246,7 @@ impl AggArgs {
             burst_probe: self.burst_probe,
             dir,
             output: self.output.to_output(),
+            store: self.store.to_request()?,
         })
     }
 

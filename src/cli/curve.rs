@@ -139,10 +139,12 @@ pub struct CurveRequest {
     pub out: Option<PathBuf>,
     /// The server; None: an embedded one on loopback.
     pub target: Option<Target>,
+    /// Where the curve is saved, and its labels.
+    pub store: super::StoreRequest,
 }
 
 impl CurveArgs {
-    /// The one conversion: the plan, `--out`, then the server.
+    /// The one conversion: the plan, `--out`, the server, then the store.
     pub fn to_request(&self) -> Result<CurveRequest> {
         let base = self.base_plan()?;
         if let Some(d) = &self.out
@@ -162,6 +164,7 @@ impl CurveArgs {
             json: self.json,
             out: self.out.clone(),
             target: self.target()?,
+            store: self.store.to_request()?,
         })
     }
 

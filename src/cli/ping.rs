@@ -65,6 +65,8 @@ pub struct PingPlan {
     pub json: bool,
     /// A line per reply as it comes.
     pub verbose: bool,
+    /// Where the ping is saved, and its labels.
+    pub store: super::StoreRequest,
 }
 
 impl PingArgs {
@@ -125,6 +127,7 @@ impl PingArgs {
             tcp_port: self.tcp,
             json: self.json,
             verbose: self.verbose,
+            store: self.store.to_request()?,
         })
     }
 }

@@ -1,7 +1,8 @@
 //! `thrum run`'s flags ([`RunArgs`]) and the plain [`RunRequest`] they
 //! become at the top of `cmd::run`: the checked [`TestPlan`], the server,
-//! the outputs and drawings, the repetition and what the human output
-//! shows. After [`RunArgs::to_request`] nothing reads a clap type.
+//! the outputs and drawings, the repetition, what the human output shows,
+//! the results store and the baseline. After [`RunArgs::to_request`]
+//! nothing reads a clap type.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -10,11 +11,12 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{LoadArgs, OutputArgs, Outputs, TestName, duration, ns, resolve};
+use super::{LoadArgs, OutputArgs, Outputs, StoreRequest, TestName, duration, ns, resolve};
 use crate::control::client::Target;
 use crate::control::repeat::Repeat;
 use crate::export::human::Human;
 use crate::plan::{TestKind, TestPlan};
+use crate::store::compare::Baseline;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -400,11 +402,12 @@ fn parse_tos(s: &str) -> Result<u8> {
     crate::plan::mix::dscp_tos(s).map_err(|e| anyhow::anyhow!("--tos: {e}"))
 }
 
-/// `--chart` and `--html`: the drawings a mix (and capacity's `--chart`)
-/// writes after the result.
+/// `--chart` and `--html`: the drawings a mix (and `--chart` a single
+/// test whose row has a chart, capacity) writes after the result.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Drawings {
-    /// `--chart FILE`: a mix's time series, or capacity's histogram, as SVG.
+    /// `--chart FILE`: a mix's time series, or the single test's chart
+    /// (capacity's histogram), as SVG.
     pub chart: Option<PathBuf>,
     /// `--html FILE`: a mix's self-contained report.
     pub html: Option<PathBuf>,
@@ -426,8 +429,8 @@ pub struct RunRequest {
     pub target: Option<Target>,
     /// `--bind`: the local address, also toward an embedded server.
     pub bind: Option<IpAddr>,
-    /// capacity without `--send-size`: its packets fill the path MTU,
-    /// which only the target's route knows.
+    /// A test whose row says so (capacity), without its send flag: its
+    /// packets fill the path MTU, which only the target's route knows.
     pub fill_path_mtu: bool,
     pub outputs: Outputs,
     pub drawings: Drawings,
@@ -445,6 +448,13 @@ pub struct RunRequest {
     /// result's environment.
     pub uuid: String,
     pub brand: Option<String>,
+    /// The test as the results store files the run: the test's name, the
+    /// preset's (rrul, ...), or `mix` for `--mix`.
+    pub stored_test: String,
+    /// Where the result is saved, and its labels.
+    pub store: StoreRequest,
+    /// `--baseline`: the stored run to compare the result with; None: none.
+    pub baseline: Option<Baseline>,
 }
 
 impl RunArgs {
@@ -472,9 +482,15 @@ impl RunArgs {
         };
         check_drawings(&drawings, &plan)?;
         let target = if self.dry_run { None } else { self.target()? };
+        let stored_test = match (&self.test, plan.parts.is_empty()) {
+            (_, true) => plan.test.name().to_string(),
+            (Some(preset), false) => preset.clone(),
+            (None, false) => "mix".to_string(),
+        };
         Ok(RunRequest {
-            fill_path_mtu: plan.test == TestKind::Capacity && self.load.sock.send_size.is_none(),
+            fill_path_mtu: plan.test.traits().fills_path_mtu && self.load.sock.send_size.is_none(),
             plan,
+            stored_test,
             dry_run: self.dry_run,
             mix_spec: self.mix_spec().map(str::to_string),
             timeout: match self.timeout {
@@ -493,6 +509,8 @@ impl RunArgs {
             tips: self.tips(),
             uuid: self.uuid.clone().unwrap_or_else(random_uuid),
             brand: self.brand.clone(),
+            store: self.store.to_request()?,
+            baseline: self.baseline.to_baseline(),
         })
     }
 
@@ -647,23 +665,25 @@ impl RunArgs {
     }
 }
 
-/// `--chart` and `--html` draw a mix (and `--chart` capacity's dispersion
-/// histogram too): refused before anything runs for any other test.
+/// `--chart` and `--html` draw a mix (and `--chart` the charts of single
+/// tests whose row has one: capacity's dispersion histogram): refused
+/// before anything runs for any other test.
 fn check_drawings(d: &Drawings, plan: &TestPlan) -> Result<()> {
-    for (flag, set, what) in [
+    let charts: Vec<String> = TestKind::ALL
+        .into_iter()
+        .filter_map(|k| k.traits().chart.map(|c| format!("{k}'s {}", c.name())))
+        .collect();
+    let mix = "a mix (--mix SPEC or a preset such as rrul)";
+    for (flag, set, alone, what) in [
         (
             "--chart",
             d.chart.is_some(),
-            "a mix (--mix SPEC or a preset such as rrul) or capacity's dispersion histogram",
+            plan.test.traits().chart.is_some(),
+            format!("{mix} or {}", charts.join(" or ")),
         ),
-        (
-            "--html",
-            d.html.is_some(),
-            "a mix (--mix SPEC or a preset such as rrul)",
-        ),
+        ("--html", d.html.is_some(), false, mix.to_string()),
     ] {
-        let capacity_chart = flag == "--chart" && plan.test == TestKind::Capacity;
-        if set && plan.parts.is_empty() && !capacity_chart {
+        if set && plan.parts.is_empty() && !alone {
             bail!("{flag} draws {what}; {} is a single test", plan.test);
         }
     }
@@ -747,6 +767,39 @@ mod tests {
         );
     }
 
+    /// What the test table's columns decide on the command line, for
+    /// every test: the packets that fill the path MTU, `--chart` of a
+    /// single test, and which tests `thrum suite` runs.
+    #[test]
+    fn the_rows_decide_path_mtu_chart_and_suite() {
+        let suite = Cli::try_parse_from(["thrum", "suite"]).unwrap();
+        let Command::Suite(suite) = suite.command else {
+            panic!("not a suite")
+        };
+        let suite: Vec<TestKind> = suite
+            .to_request()
+            .unwrap()
+            .plans
+            .iter()
+            .map(|p| p.test)
+            .collect();
+        for k in TestKind::ALL {
+            let t = k.traits();
+            let req = args_of(&[k.name(), "--dry-run"]).to_request().unwrap();
+            assert_eq!(req.fill_path_mtu, t.fills_path_mtu, "{k}");
+            let chart = args_of(&[k.name(), "--dry-run", "--chart", "c.svg"]).to_request();
+            match chart {
+                Ok(_) => assert!(t.chart.is_some(), "{k}"),
+                Err(e) => {
+                    assert!(t.chart.is_none(), "{k}: {e}");
+                    let e = e.to_string();
+                    assert!(e.contains("capacity's dispersion histogram"), "{e}");
+                }
+            }
+            assert_eq!(suite.contains(&k), t.in_suite, "{k}");
+        }
+    }
+
     /// A dry run resolves no server; a capacity run without --send-size
     /// sizes its packets to the path.
     #[test]
@@ -775,7 +828,7 @@ mod tests {
         assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((3, 5)));
     }
 
-    /// Issue 32: netperf without -t runs TCP_STREAM, and so does `thrum
+    /// netperf without -t runs TCP_STREAM, and so does `thrum
     /// run` without a test; iperf3's `-c HOST` still gets its tip.
     #[test]
     fn no_test_is_tcp_stream() {

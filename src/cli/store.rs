@@ -1,14 +1,18 @@
 //! The results store's flags: what every measuring command flattens
 //! (`--db`, `--no-save`, `--label`, `--name`; [`StoreArgs`]), `run`'s
 //! `--baseline`, and the commands that read the store: `history`, `show`
-//! and `compare`.
+//! and `compare`. `--fail-on`'s and `history --chart`'s values are the
+//! store's own `FailOn` and `ChartField`, given clap's [`ValueEnum`] here.
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 
 use super::agg::AggOutputArgs;
+use crate::store::compare::{Baseline, FailOn};
+use crate::store::headline::ChartField;
 use crate::store::{Labels, parse_label, parse_new_label};
 
 /// The heading the store's flags go under in `--help`.
@@ -56,7 +60,7 @@ pub struct StoreArgs {
 }
 
 /// What a measuring command does with the store, checked.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StoreRequest {
     /// The store: `--db`, else the default (an unknowable default kept as
     /// the warning it becomes).
@@ -103,11 +107,15 @@ fn db_path(db: &Option<PathBuf>) -> Result<PathBuf> {
     }
 }
 
-/// `--fail-on`: what makes `compare` exit 3.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    /// Any figure regressed.
-    Regression,
+impl ValueEnum for FailOn {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[FailOn::Regression]
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            FailOn::Regression => PossibleValue::new("regression").help("Any figure regressed"),
+        })
+    }
 }
 
 /// `thrum run --baseline`: compare the new run with a stored one.
@@ -125,6 +133,19 @@ pub struct BaselineArgs {
     #[arg(long, value_name = "PERCENT", value_parser = threshold, requires = "baseline")]
     #[arg(help_heading = HEADING)]
     pub threshold: Option<f64>,
+}
+
+impl BaselineArgs {
+    /// The one conversion: None without `--baseline`.
+    pub fn to_baseline(&self) -> Option<Baseline> {
+        self.baseline.as_ref().map(|run| Baseline {
+            run: run.clone(),
+            threshold: self
+                .threshold
+                .unwrap_or(crate::store::compare::DEFAULT_THRESHOLD),
+            fail_on: self.fail_on,
+        })
+    }
 }
 
 fn threshold(s: &str) -> Result<f64, String> {
@@ -179,18 +200,13 @@ pub struct HistoryArgs {
     pub backup: Option<PathBuf>,
 }
 
-/// What `history --chart` draws.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ChartField {
-    Throughput,
-    #[value(name = "transactions_per_s")]
-    TransactionsPerS,
-    Latency,
-    Loss,
-    #[value(name = "local_cpu")]
-    LocalCpu,
-    #[value(name = "remote_cpu")]
-    RemoteCpu,
+impl ValueEnum for ChartField {
+    fn value_variants<'a>() -> &'a [Self] {
+        &ChartField::ALL
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
+    }
 }
 
 /// `thrum history`, checked.

@@ -198,6 +198,8 @@ pub struct SweepRequest {
     pub rows: Option<String>,
     pub cols: Option<String>,
     pub cell_figures: Vec<String>,
+    /// Where the sweep is saved, and its labels.
+    pub store: super::StoreRequest,
     /// `--json`: every cell as JSON instead of the table.
     pub json: bool,
     pub export_csv: Vec<PathBuf>,
@@ -392,6 +394,7 @@ impl SweepArgs {
             json: self.json,
             export_csv: self.export_csv.clone(),
             export_json: self.export_json.clone(),
+            store: self.store.to_request()?,
         })
     }
 }

@@ -47,7 +47,6 @@ fn preflight(targets: &[Target]) -> Result<()> {
 /// `thrum agg`.
 pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     let req = args.to_request()?;
-    let store = args.store.to_request()?;
     crate::control::stop::on_signals().context("installing signal handlers")?;
     let (targets, out) = (&req.targets, &req.dir);
     let mut result = AggResult {
@@ -118,7 +117,7 @@ pub fn agg(args: &AggArgs) -> Result<ExitCode> {
     finish(&result, &req.output, Some(out))?;
     let doc = serde_json::to_value(&result).context("the result as JSON")?;
     super::save::save(
-        &store,
+        &req.store,
         "agg",
         &result.spec.tests.join(","),
         &req.hosts.join(","),

@@ -12,9 +12,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
-use crate::cli::store::{BaselineArgs, CompareRequest, FailOn};
+use crate::cli::store::CompareRequest;
 use crate::cli::{CompareArgs, StoreRequest};
-use crate::store::compare::{self, Comparison, Side, Verdict};
+use crate::store::compare::{self, Baseline, Comparison, Side, Verdict};
 use crate::store::{Headline, Labels, Setup, Store, headline};
 
 /// The exit code of a regression under `--fail-on regression`.
@@ -167,13 +167,11 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     } else {
         super::out::print(&table(&c, colour(std::io::stdout().is_terminal())))?;
     }
-    Ok(
-        if req.fail_on == Some(FailOn::Regression) && c.regressed() {
-            ExitCode::from(EXIT_REGRESSED)
-        } else {
-            ExitCode::SUCCESS
-        },
-    )
+    Ok(if req.fail_on.is_some_and(|f| f.fails(&c)) {
+        ExitCode::from(EXIT_REGRESSED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `run --baseline`: the stored run, found before the run starts.
@@ -186,10 +184,10 @@ pub fn find_baseline(store: &StoreRequest, spec: &str) -> Result<Subject> {
 /// the result); whether it should fail the run (`--fail-on regression`).
 pub fn after_run(
     store: &StoreRequest,
-    baseline: Subject,
+    found: Subject,
     id: Option<String>,
     doc: Value,
-    args: &BaselineArgs,
+    baseline: &Baseline,
 ) -> Result<bool> {
     let (command, test, target) = headline::identity(&doc);
     let new = Subject {
@@ -203,10 +201,9 @@ pub fn after_run(
         doc,
     };
     let st = store.path.as_ref().ok().map(|p| Store::open_existing(p));
-    let threshold = args.threshold.unwrap_or(compare::DEFAULT_THRESHOLD);
-    let c = run_compare(st.as_ref(), &baseline, &new, threshold);
+    let c = run_compare(st.as_ref(), &found, &new, baseline.threshold);
     eprint!("{}", table(&c, colour(std::io::stderr().is_terminal())));
-    Ok(args.fail_on == Some(FailOn::Regression) && c.regressed())
+    Ok(baseline.fail_on.is_some_and(|f| f.fails(&c)))
 }
 
 fn colour(terminal: bool) -> bool {

@@ -165,7 +165,6 @@ pub fn write_dir(dir: &Path, c: &Curve) -> Result<()> {
 /// `thrum curve`: the flags become the request, then the steps run.
 pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
     let req = args.to_request()?;
-    let store = args.store.to_request()?;
     crate::control::stop::on_signals().context("installing signal handlers")?;
     let base = &req.base;
     let (target, _server) = target_or_embedded(req.target.clone(), None)?;
@@ -267,7 +266,7 @@ pub fn curve(args: &CurveArgs) -> Result<ExitCode> {
     say(&c, req.json, req.out.as_deref())?;
     let doc = serde_json::to_value(&c).context("the curve as JSON")?;
     let target_name = super::save::target_name(&target);
-    super::save::save(&store, "curve", base.test.name(), &target_name, &doc);
+    super::save::save(&req.store, "curve", base.test.name(), &target_name, &doc);
     if crate::control::stop::requested() {
         eprintln!("error: {}", crate::control::stop::INTERRUPTED);
         return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));

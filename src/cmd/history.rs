@@ -13,10 +13,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::store::{ChartField, HistoryRequest};
+use crate::cli::store::HistoryRequest;
 use crate::cli::{HistoryArgs, ShowArgs};
 use crate::export::history::Point;
 use crate::stats::latency::LatencyHistogram;
+use crate::store::headline::ChartField;
 use crate::store::{Row, Store};
 
 /// `thrum history`.

@@ -1,6 +1,7 @@
 //! What the commands share: the target (or an embedded server), writing
-//! to standard output where a closed pipe is not an error, and the
-//! aggregate's output directory that both `agg` and `report` write.
+//! to standard output where a closed pipe is not an error, a single test's
+//! chart that both `run` and `report` draw, and the aggregate's output
+//! directory that both `agg` and `report` write.
 
 use std::io::Write;
 use std::path::Path;
@@ -29,6 +30,15 @@ pub fn target_or_embedded(
         psk: None,
     };
     Ok((t, Some(server)))
+}
+
+/// The chart of one run of a single test, as its row names it (`--chart`,
+/// and `report --out`'s chart.svg); None for a test that has none.
+pub fn test_chart(r: &crate::result::TestResult) -> Option<String> {
+    use crate::plan::kinds::Chart;
+    r.test.traits().chart.map(|c| match c {
+        Chart::Dispersion => crate::export::capacity::svg(r),
+    })
 }
 
 /// Write `text` to standard output; a reader that went away (`| head`) is

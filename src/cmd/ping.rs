@@ -290,7 +290,6 @@ fn tcp(plan: &PingPlan, port: u16) -> SizeStats {
 /// Run `thrum ping`.
 pub fn ping(args: &PingArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
-    let store = args.store.to_request()?;
     // Ctrl-C ends the sending, and the summary of what went is printed,
     // as iputils does (and `-c 0` waits for it); a second one exits at once.
     stop::on_signals().context("catching Ctrl-C")?;
@@ -346,7 +345,7 @@ pub fn ping(args: &PingArgs) -> Result<ExitCode> {
         super::out::print(&human(&result))?;
     }
     if let Ok(doc) = serde_json::to_value(&result) {
-        super::save::save(&store, "ping", "ping", &plan.host, &doc);
+        super::save::save(&plan.store, "ping", "ping", &plan.host, &doc);
     }
     match &result.summary.error {
         Some(e) => {

@@ -51,8 +51,9 @@ enum Other {
 /// results.json), when it is one; None for netperf logs and directories
 /// of them, which [`load`] reads.
 fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
-    // Read as every report input is (issue 28): no symbolic link followed,
-    // and every string's control characters escaped before anything prints.
+    // Read as every report input is, as untrusted input: no symbolic link
+    // followed, and every string's control characters escaped before
+    // anything prints.
     let json = if input::is_real_dir(path) {
         path.join("results.json")
     } else if input::is_link(path) && path.is_dir() {
@@ -187,8 +188,9 @@ fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
 
 /// The files `--out` holds for a saved run, ping or sweep: what the
 /// command itself draws, by the same functions. A mix: report.html and
-/// chart.svg as `run --html`/`--chart` write them; capacity: chart.svg as
-/// `--chart` writes it, and a page with it; any other test: its page.
+/// chart.svg as `run --html`/`--chart` write them; a test whose row has a
+/// chart (capacity): chart.svg as `--chart` writes it, and a page with it;
+/// any other test: its page.
 /// A sweep: sweep.csv as `--export-csv` writes it; a ping draws nothing.
 fn drawings(doc: &Other) -> Vec<(&'static str, Vec<u8>)> {
     match doc {
@@ -196,20 +198,19 @@ fn drawings(doc: &Other) -> Vec<(&'static str, Vec<u8>)> {
             ("report.html", export::lul::html(r).into_bytes()),
             ("chart.svg", export::lul::svg(r).into_bytes()),
         ],
-        Other::Run(r) if r.test == crate::plan::TestKind::Capacity => {
-            let svg = export::capacity::svg(r);
-            vec![
+        Other::Run(r) => match super::out::test_chart(r) {
+            Some(svg) => vec![
                 (
                     "report.html",
                     export::html::result_report(r, Some(&svg)).into_bytes(),
                 ),
                 ("chart.svg", svg.into_bytes()),
-            ]
-        }
-        Other::Run(r) => vec![(
-            "report.html",
-            export::html::result_report(r, None).into_bytes(),
-        )],
+            ],
+            None => vec![(
+                "report.html",
+                export::html::result_report(r, None).into_bytes(),
+            )],
+        },
         Other::Sweep(sw) => vec![("sweep.csv", sw.csv().into_bytes())],
         Other::Ping(_) => Vec::new(),
     }

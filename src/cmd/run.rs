@@ -229,15 +229,15 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     for tip in &req.tips {
         eprintln!("tip: {tip}");
     }
-    let store = args.store.to_request()?;
     if req.dry_run {
         dry_run(&req)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let store = &req.store;
     // The baseline is found before the run (a typo fails now, not after
     // it), and before this run is saved (which may carry its label).
-    let baseline = match &args.baseline.baseline {
-        Some(b) => Some(super::compare::find_baseline(&store, b)?),
+    let baseline = match &req.baseline {
+        Some(b) => Some((super::compare::find_baseline(store, &b.run)?, b)),
         None => None,
     };
     control::stop::on_signals().context("installing signal handlers")?;
@@ -271,16 +271,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     write_drawings(&req, &result)?;
     let code = say_on_stderr(&req, &result, live.error.as_deref(), interrupted);
     let doc = serde_json::to_value(&result).context("the result as JSON")?;
-    let test = match (&args.test, req.plan.parts.is_empty()) {
-        (_, true) => result.test.name().to_string(),
-        (Some(preset), false) => preset.clone(),
-        (None, false) => "mix".to_string(),
-    };
     let target = super::save::target_name(&target);
-    let id = super::save::save(&store, "run", &test, &target, &doc);
+    let id = super::save::save(store, "run", &req.stored_test, &target, &doc);
     match baseline {
-        Some(b) if result.summary.error.is_none() => {
-            let b = super::compare::after_run(&store, b, id, doc, &args.baseline)?;
+        Some((found, b)) if result.summary.error.is_none() => {
+            let b = super::compare::after_run(store, found, id, doc, b)?;
             Ok(if b {
                 ExitCode::from(super::compare::EXIT_REGRESSED)
             } else {
@@ -393,11 +388,14 @@ fn mark_interrupted(error: &mut Option<String>) {
     });
 }
 
-/// `--chart` (a mix's time series, or capacity's histogram) and `--html`.
+/// `--chart` (a mix's time series, or the single test's chart: capacity's
+/// histogram) and `--html`.
 fn write_drawings(req: &RunRequest, result: &TestResult) -> Result<()> {
     if let Some(path) = &req.drawings.chart {
         let svg = if req.plan.parts.is_empty() {
-            export::capacity::svg(result)
+            // `to_request` refused --chart for a test whose row has none.
+            super::out::test_chart(result)
+                .with_context(|| format!("--chart: {} has no chart", result.test))?
         } else {
             export::lul::svg(result)
         };

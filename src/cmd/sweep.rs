@@ -19,7 +19,6 @@ use crate::export::write_atomic;
 /// `thrum sweep`.
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     let req = args.to_request()?;
-    let store = args.store.to_request()?;
     let (target, _server) = match &req.target {
         Some(t) => (t.clone(), None),
         // Several servers: the first stands for them where one is named.
@@ -160,7 +159,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
             .with_context(|| format!("writing --export-json {}", p.display()))?;
     }
     let doc = serde_json::to_value(&sw).context("the sweep as JSON")?;
-    super::save::save(&store, "sweep", &sw.test, &sw.server, &doc);
+    super::save::save(&req.store, "sweep", &sw.test, &sw.server, &doc);
     if crate::control::stop::requested() {
         eprintln!("error: {}", crate::control::stop::INTERRUPTED);
         return Ok(ExitCode::from(crate::control::stop::EXIT_INTERRUPTED));

@@ -253,10 +253,12 @@ impl<'a> Session<'a> {
         if let Some(m) = hello.mismatch("client", &peer) {
             bail!(m);
         }
-        if let Some(flag) = hello.lacks(self.plan) {
+        if let Some(need) = hello.lacks(self.plan) {
+            let flag = need.flag;
             bail!(
-                "{flag}: {peer} ({}) does not apply it to its data sockets (an older thrum); upgrade the server or run without {flag}",
-                text::echo(&hello.software)
+                "{flag}: {peer} ({}) does not apply it (an older thrum, whose hello does not name the feature {}); upgrade the server or run without {flag}",
+                text::echo(&hello.software),
+                need.feature
             );
         }
         authenticate(&mut ctrl, self.target, hello.nonce.as_deref())?;

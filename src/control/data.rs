@@ -54,10 +54,9 @@ pub(crate) fn udp_flows(
     let addrs = expand(client.addrs, peer, socks.len())
         .map_err(|e| anyhow::anyhow!("the client's UDP addresses: {e}"))?;
     // `--local-hosts` names other addresses of the client; nothing proves
-    // they are its, so they are taken only where the server sends nothing
-    // unasked (udp_stream receives; udp_rr answers what arrives from the
-    // connected address), never for capacity's reverse trains.
-    let listed: &[IpAddr] = if crate::plan::sockets::local_hosts_ok_for_udp(plan.test) {
+    // they are its, so they are taken only where the test's row allows it
+    // (its server sends nothing unasked), never for capacity's reverse trains.
+    let listed: &[IpAddr] = if plan.test.traits().local_hosts {
         &plan.spreading.local_hosts
     } else {
         &[]

@@ -487,10 +487,10 @@ mod tests {
         assert_eq!(memory_estimate(&p) - plain, (ring - 1) * p.send_bytes);
     }
 
-    /// 100,000 1-byte rr flows on 2 threads (issue 21) are admitted by a
-    /// server with the default --max-session-memory: they hold about 5.0
-    /// (tcp_rr) and 1.2 KB (udp_rr) each there (bench/flows.sh), and the
-    /// estimate stays above that.
+    /// 100,000 1-byte rr flows on 2 threads (the scale thrum is built for)
+    /// are admitted by a server with the default --max-session-memory:
+    /// they hold about 5.0 (tcp_rr) and 1.2 KB (udp_rr) each there
+    /// (bench/flows.sh), and the estimate stays above that.
     #[test]
     fn a_hundred_thousand_small_rr_flows_fit_the_default_memory() {
         for (kind, held) in [(TestKind::TcpRr, 5_000), (TestKind::UdpRr, 1_200)] {
@@ -522,7 +522,7 @@ mod tests {
         assert!(l.check(&p).unwrap_err().contains("--max-session-memory"));
     }
 
-    /// Issue 28: a udp_rr open-loop spec with a window of 65,536 responses
+    /// A crafted spec: a udp_rr open-loop window of 65,536 responses
     /// of 65,507 bytes under io_uring made the server allocate 8.6 GB for
     /// one flow and 2.1 GB of receive ring per worker at `start`. The
     /// estimate counts both, and the refusal names the flags.

@@ -1,8 +1,9 @@
 //! The control protocol and the two ends that speak it.
 //!
 //! - The wire: `proto` (frames and the messages typed by direction),
-//!   `deadline` (a whole message's read bounded in time), `auth` (the
-//!   pre-shared key's challenge and answer).
+//!   `features` (which spec fields need the server to name a feature in
+//!   its hello), `deadline` (a whole message's read bounded in time),
+//!   `auth` (the pre-shared key's challenge and answer).
 //! - The server's end: `config` is its configuration (listen address,
 //!   limits, key, log); `server` listens and admits, with `admission` (who
 //!   gets a session), `limits` (what a session may ask for) and `log` (one
@@ -24,6 +25,7 @@ mod config;
 mod data;
 pub mod deadline;
 mod dial;
+pub mod features;
 mod foreign;
 pub mod limits;
 pub mod log;

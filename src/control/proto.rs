@@ -165,22 +165,13 @@ pub struct Hello {
     /// server requires a pre-shared key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
-    /// What this end knows beyond its protocol version ([`FEATURES`]): a
-    /// client refuses an option the server's hello does not name instead
-    /// of having it ignored. Absent from an older peer: none.
+    /// What this end applies beyond its protocol version
+    /// (`features::features`): a client refuses a spec field the server's
+    /// hello does not name a feature for instead of having it ignored.
+    /// Absent from an older peer: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub features: Vec<String>,
 }
-
-/// The features this build names in its hello. `socket_marks`: the spec's
-/// `mark` and `tcp_tx_delay_us` are applied to the server's data sockets;
-/// `spreading`: its `local_hosts` (accepted as data sources),
-/// `server_threads`, `listen_backlog`, `max_events` and `epoll_trigger` are
-/// the server's (`num_ports` needs none: it travels as the spec's
-/// `flows_per_listener`, which every server takes); `local_hosts_all`: the
-/// server takes `local_hosts` as sources of UDP flows and of connection
-/// tests' connections too, not only of long-lived TCP flows.
-pub const FEATURES: &[&str] = &["socket_marks", "spreading", "local_hosts_all"];
 
 impl Hello {
     /// This build's hello; a server adds its limits and nonce.
@@ -190,47 +181,19 @@ impl Hello {
             software: format!("thrum {}", env!("CARGO_PKG_VERSION")),
             limits: None,
             nonce: None,
-            features: FEATURES.iter().map(|f| f.to_string()).collect(),
+            features: super::features::features()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
         }
     }
 
-    /// The first of the plan's server-side options that the peer's hello
-    /// does not name a feature for, as the flag a user gave.
-    pub fn lacks(&self, plan: &TestPlan) -> Option<&'static str> {
-        let has = |f: &str| self.features.iter().any(|x| x == f);
-        if !has("socket_marks") {
-            if plan.sockets.mark.is_some() {
-                return Some("--mark");
-            }
-            if plan.sockets.tcp_tx_delay_us.is_some() {
-                return Some("--tcp-tx-delay");
-            }
-        }
-        if !has("local_hosts_all")
-            && !plan.spreading.local_hosts.is_empty()
-            && plan.test.traits().transport != crate::plan::Transport::Tcp
-        {
-            return Some("--local-hosts");
-        }
-        if !has("spreading") {
-            let s = &plan.spreading;
-            if !s.local_hosts.is_empty() {
-                return Some("--local-hosts");
-            }
-            if s.server_threads.is_some() {
-                return Some("--server-threads");
-            }
-            if s.listen_backlog.is_some() {
-                return Some("--listen-backlog");
-            }
-            if s.max_events.is_some() {
-                return Some("--max-events");
-            }
-            if s.epoll_trigger.is_some() {
-                return Some("--epoll-trigger");
-            }
-        }
-        None
+    /// The first feature a spec with `plan` needs (`features::needed`)
+    /// that the peer's hello does not name, with the flag that asked for it.
+    pub fn lacks(&self, plan: &TestPlan) -> Option<super::features::Need> {
+        super::features::needed(plan)
+            .into_iter()
+            .find(|n| !self.features.iter().any(|f| f == n.feature))
     }
 
     /// The one version check, for both ends: `None` when the peer speaks
@@ -257,8 +220,9 @@ pub struct Auth {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuthOk {}
 
-/// The test to run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The test to run. Which of its fields need a feature of the server is
+/// `features`' table, checked against this type's schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spec {
     pub plan: Box<TestPlan>,
     /// Open one data listener per this many long-lived TCP flows (0: one
@@ -524,9 +488,12 @@ pub fn decode_stream<M: Wire>(mut buf: &[u8]) -> Vec<Result<M, FrameError>> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::plan::{TestKind, TestPlan};
     use proptest::prelude::*;
+    use serde_json::Value;
 
     fn client_samples() -> Vec<ClientMsg> {
         vec![
@@ -654,48 +621,133 @@ mod tests {
         assert_eq!(Hello::ours().mismatch("client", "the server"), None);
         // A server without the socket_marks feature is refused --mark and
         // --tcp-tx-delay before the spec goes out; ours takes both.
+        let lacks = |h: &Hello, plan: &TestPlan| h.lacks(plan).map(|n| n.flag);
         let mut plan = TestPlan::new(TestKind::TcpRr);
         plan.sockets.mark = Some(7);
-        assert_eq!(Hello::ours().lacks(&plan), None);
+        assert_eq!(lacks(&Hello::ours(), &plan), None);
         let old = Hello {
             features: Vec::new(),
             ..Hello::ours()
         };
-        assert_eq!(old.lacks(&plan), Some("--mark"));
+        assert_eq!(lacks(&old, &plan), Some("--mark"));
         plan.sockets.mark = None;
         plan.sockets.tcp_tx_delay_us = Some(10);
-        assert_eq!(old.lacks(&plan), Some("--tcp-tx-delay"));
-        assert_eq!(old.lacks(&TestPlan::new(TestKind::TcpRr)), None);
+        assert_eq!(lacks(&old, &plan), Some("--tcp-tx-delay"));
+        assert_eq!(lacks(&old, &TestPlan::new(TestKind::TcpRr)), None);
         plan.sockets.tcp_tx_delay_us = None;
         plan.spreading.listen_backlog = Some(8);
         let no_spreading = Hello {
             features: vec!["socket_marks".into()],
             ..Hello::ours()
         };
-        assert_eq!(no_spreading.lacks(&plan), Some("--listen-backlog"));
+        assert_eq!(lacks(&no_spreading, &plan), Some("--listen-backlog"));
         plan.spreading = Default::default();
         plan.spreading.num_ports = Some(2);
-        assert_eq!(old.lacks(&plan), None, "num_ports is flows_per_listener");
+        assert_eq!(lacks(&old, &plan), None, "num_ports is flows_per_listener");
         // A server that takes --local-hosts for long-lived TCP flows only.
         let tcp_only = Hello {
             features: vec!["socket_marks".into(), "spreading".into()],
             ..Hello::ours()
         };
-        for (kind, lacks) in [
+        for (kind, refused) in [
             (TestKind::TcpRr, None),
             (TestKind::TcpCrr, Some("--local-hosts")),
             (TestKind::UdpRr, Some("--local-hosts")),
         ] {
             let mut p = TestPlan::new(kind);
             p.spreading.local_hosts = vec!["127.0.0.2".parse().unwrap()];
-            assert_eq!(tcp_only.lacks(&p), lacks, "{kind}");
-            assert_eq!(Hello::ours().lacks(&p), None, "{kind}");
+            assert_eq!(lacks(&tcp_only, &p), refused, "{kind}");
+            assert_eq!(lacks(&Hello::ours(), &p), None, "{kind}");
         }
+        // A server from before `bytes` was announced is refused --bytes
+        // (it would run tcp_maerts until its --max-duration).
+        let mut p = TestPlan::new(TestKind::TcpMaerts);
+        p.bytes = Some(1 << 20);
+        assert_eq!(lacks(&tcp_only, &p), Some("--bytes"));
+        assert_eq!(lacks(&Hello::ours(), &p), None);
         let mut h = Hello::ours();
         h.protocol = 9;
         h.software = "thrum 9\x1b[31m".into();
         let m = h.mismatch("client", "the server at x").unwrap();
         assert!(m.contains("speaks v2") && m.contains("speaks v9"), "{m}");
+    }
+
+    /// Every field path of the spec, as its schema describes it: objects'
+    /// properties (their own and those of groups they flatten), an array's
+    /// items' fields under the array's path.
+    fn schema_paths() -> BTreeSet<String> {
+        fn walk(v: &Value, defs: &Value, at: &str, out: &mut BTreeSet<String>) {
+            let v = match v.get("$ref").and_then(Value::as_str) {
+                Some(r) => &defs[r.trim_start_matches("#/$defs/")],
+                None => v,
+            };
+            if let Some(items) = v.get("items") {
+                return walk(items, defs, at, out);
+            }
+            for any in ["anyOf", "oneOf", "allOf"] {
+                for alt in v.get(any).and_then(Value::as_array).into_iter().flatten() {
+                    walk(alt, defs, at, out);
+                }
+            }
+            if let Some(props) = v.get("properties").and_then(Value::as_object) {
+                for (k, p) in props {
+                    let path = if at.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{at}.{k}")
+                    };
+                    out.insert(path.clone());
+                    walk(p, defs, &path, out);
+                }
+            }
+        }
+        let schema = schemars::schema_for!(Spec);
+        let v = schema.as_value();
+        let mut out = BTreeSet::new();
+        walk(v, &v["$defs"], "", &mut out);
+        out
+    }
+
+    /// Every field of the spec is in one list of `features`: a gate, the
+    /// protocol's or the client's. A field added without a row fails here.
+    #[test]
+    fn every_field_of_the_spec_is_in_one_list_of_features() {
+        let paths = schema_paths();
+        assert!(paths.contains("plan.bytes") && paths.contains("plan.parts.tos"));
+        use crate::control::features::{CLIENT_ONLY, GATES, PROTOCOL};
+        for g in GATES {
+            assert!(
+                g.field.starts_with("plan."),
+                "{}: `needed` reads the plan",
+                g.field
+            );
+        }
+        let mut listed = BTreeSet::new();
+        for f in GATES
+            .iter()
+            .map(|g| g.field)
+            .chain(PROTOCOL.iter().copied())
+            .chain(CLIENT_ONLY.iter().copied())
+        {
+            assert!(listed.insert(f.to_string()), "{f} is listed twice");
+        }
+        let unlisted: Vec<_> = paths.difference(&listed).collect();
+        assert!(
+            unlisted.is_empty(),
+            "spec fields in no list of control::features (a field a server applies needs a Gate and a feature): {unlisted:?}"
+        );
+        let stale: Vec<_> = listed.difference(&paths).collect();
+        assert!(
+            stale.is_empty(),
+            "listed fields the spec has not: {stale:?}"
+        );
+        // The protocol's fields are those a server of its version has
+        // always applied; a new one is a gate.
+        assert_eq!(
+            PROTOCOL.len(),
+            49,
+            "PROTOCOL is closed: a field added since needs a feature, or an older server drops it without a word"
+        );
     }
 
     #[test]

@@ -175,35 +175,16 @@ fn slices(v: &[Vec<f64>]) -> Vec<&[f64]> {
 mod tests {
     use super::*;
     use crate::plan::TestKind;
-    use crate::result::{Environment, Provenances, Spec};
 
     /// A finished tcp_rr run with these figures, as a session would return it.
     fn run(tps: f64, cpu: f64, demand: f64) -> TestResult {
-        let plan = TestPlan::new(TestKind::TcpRr);
-        let mut summary = Summary {
-            transactions_per_s: Some(tps),
-            ..Summary::default()
-        };
-        summary.local.cpu_util_percent = Some(cpu);
-        summary.local.service_demand_us_per_tran = Some(demand);
-        summary.remote.service_demand_us_per_tran = Some(2.0 * demand);
-        TestResult {
-            schema: crate::result::SCHEMA,
-            test: plan.test,
-            spec: Spec {
-                plan,
-                server: "mock".into(),
-                server_address: None,
-                embedded_server: false,
-                bind: None,
-            },
-            environment: Environment::default(),
-            provenance: Provenances::default(),
-            intervals: Vec::new(),
-            summary,
-            iterations: Vec::new(),
-            confidence: None,
-        }
+        let mut r = crate::result::fixtures::result(TestKind::TcpRr);
+        let s = &mut r.summary;
+        s.transactions_per_s = Some(tps);
+        s.local.cpu_util_percent = Some(cpu);
+        s.local.service_demand_us_per_tran = Some(demand);
+        s.remote.service_demand_us_per_tran = Some(2.0 * demand);
+        r
     }
 
     fn rule(min: u32, max: u32, width_percent: f64) -> Repeat {
@@ -234,8 +215,8 @@ mod tests {
         )
     }
 
-    /// Issue 20, item 4: with -i the service demand was the last run's
-    /// while the rate and CPU were means.
+    /// With -i the service demand is the mean over the runs, as netperf's
+    /// is (it was once the last run's, while the rate and CPU were means).
     #[test]
     fn service_demand_is_the_mean_over_the_runs() {
         let (mut exec, asked) = executor(vec![

@@ -392,7 +392,7 @@ every = "10s"
 "#;
 
     #[test]
-    fn the_issue_example_parses() {
+    fn an_rr_and_a_ping_probe_parse() {
         let c = parse(EXAMPLE).unwrap();
         assert_eq!(c.probes.len(), 2);
         let rr = &c.probes[0];

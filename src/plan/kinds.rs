@@ -224,6 +224,41 @@ pub struct Traits {
     /// The fewest bytes per send call the test's datagrams hold (capacity's
     /// carry their train's header, `workload::capacity::TRAIN_HEADER`).
     pub min_send_bytes: u64,
+    /// Without its send flag, does a datagram fill the path MTU toward the
+    /// server (`cli::RunRequest::fill_path_mtu`)? capacity's do: the frame
+    /// whose spacing the narrow link sets is then the one the path carries.
+    pub fills_path_mtu: bool,
+    /// Does `--local-hosts` apply: may the server take the test's data
+    /// flows from listed addresses it cannot verify as the client's? A
+    /// long-lived TCP flow or a connection presents the session token; a
+    /// UDP flow proves nothing, so only where the server sends nothing
+    /// unasked (udp_stream receives; udp_rr answers what arrives from the
+    /// flow's connected address). Not capacity: with `--reverse` its server
+    /// sends trains on its own.
+    pub local_hosts: bool,
+    /// What `--chart` draws of one run of the test alone (a mix's chart is
+    /// its time series); None: `--chart` is refused for it.
+    pub chart: Option<Chart>,
+    /// Does `thrum suite` run it? Not capacity: it measures a path's narrow
+    /// link, which loopback, suite's usual server, has not.
+    pub in_suite: bool,
+}
+
+/// A chart of one run of a single test (`--chart`, and `report --out`'s
+/// chart.svg).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chart {
+    /// capacity's packet-train dispersion histogram (`export::capacity`).
+    Dispersion,
+}
+
+impl Chart {
+    /// What it is, as `--chart`'s refusal names it after the test's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Chart::Dispersion => "dispersion histogram",
+        }
+    }
 }
 
 /// Which ends send on a flow, or in a session: the row's way, crossed
@@ -306,6 +341,10 @@ const TCP_BULK: Traits = Traits {
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
+    fills_path_mtu: false,
+    local_hosts: true,
+    chart: None,
+    in_suite: true,
 };
 
 /// A request/response test: long-lived flows, transactions in flight.
@@ -326,6 +365,10 @@ const RR: Traits = Traits {
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
+    fills_path_mtu: false,
+    local_hosts: true,
+    chart: None,
+    in_suite: true,
 };
 
 /// A connection test: one connection per transaction, one open per flow.
@@ -383,6 +426,10 @@ pub static TRAITS: [Traits; 9] = [
         reverse: true,
         send_flag: "--packet-size",
         min_send_bytes: 12,
+        fills_path_mtu: true,
+        local_hosts: false,
+        chart: Some(Chart::Dispersion),
+        in_suite: false,
         ..TCP_BULK
     },
 ];
@@ -450,6 +497,37 @@ mod tests {
             assert_eq!(t.loss == Loss::Transactions, t.rr_is_datagram(), "{k}");
             assert!(t.min_send_bytes >= 1, "{k}");
         }
+    }
+
+    /// The columns that replaced a test named in the code (`matches!` on
+    /// the kind, `== TestKind::Capacity`) say for every test what the
+    /// names said.
+    #[test]
+    fn the_columns_that_were_names_say_what_the_names_did() {
+        for k in TestKind::ALL {
+            let t = k.traits();
+            // `--local-hosts`: every test but the UDP ones whose server
+            // sends on its own (`local_hosts_ok_for_udp` was udp_stream
+            // and udp_rr).
+            let udp_ok = matches!(k, TestKind::UdpStream | TestKind::UdpRr);
+            assert_eq!(
+                t.local_hosts,
+                t.transport != Transport::Udp || udp_ok,
+                "{k}"
+            );
+            let capacity = k == TestKind::Capacity;
+            assert_eq!(t.fills_path_mtu, capacity, "{k}");
+            assert_eq!(t.chart, capacity.then_some(Chart::Dispersion), "{k}");
+            assert_eq!(t.in_suite, !capacity, "{k}");
+            // A datagram filled to the path MTU is one the test's own
+            // send flag sizes.
+            assert!(!t.fills_path_mtu || t.send_is_datagram(), "{k}");
+        }
+        assert_eq!(
+            TestKind::named(|t| !t.local_hosts),
+            "capacity",
+            "--local-hosts' list"
+        );
     }
 
     #[test]

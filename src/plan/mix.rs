@@ -389,7 +389,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_the_issue_example() {
+    fn parses_bulk_both_ways_and_two_probes() {
         let p = parse_spec("tcp_stream*4,tcp_maerts*4,udp_rr@rate=100,tcp_rr@rate=100").unwrap();
         assert_eq!(p.len(), 4);
         assert_eq!((p[0].test, p[0].flows), (TestKind::TcpStream, 4));

@@ -37,15 +37,6 @@ impl SocketMarks {
     }
 }
 
-/// The UDP tests whose server sends nothing a client did not ask for
-/// (udp_stream only receives, udp_rr answers what arrives from the flow's
-/// connected address), so that the server may take `--local-hosts`
-/// addresses it cannot verify as their flows' peers. Not capacity: with
-/// `--reverse` its server sends trains on its own.
-pub fn local_hosts_ok_for_udp(t: TestKind) -> bool {
-    matches!(t, TestKind::UdpStream | TestKind::UdpRr)
-}
-
 /// The most source addresses `--local-hosts` lists.
 pub const MAX_LOCAL_HOSTS: usize = 64;
 
@@ -128,23 +119,20 @@ pub(super) fn validate(plan: &TestPlan) -> Result<(), PlanError> {
         }
     }
     let s = &plan.spreading;
-    if !s.local_hosts.is_empty()
-        && t.traits().transport == Transport::Udp
-        && !local_hosts_ok_for_udp(t)
-    {
+    if !s.local_hosts.is_empty() && !t.traits().local_hosts {
         return Err(PlanError::NotApplicable {
             flag: "--local-hosts",
-            applies: TestKind::named(|x| {
-                x.transport != Transport::Udp || local_hosts_ok_for_udp(x.kind)
-            }),
+            applies: TestKind::named(|x| x.local_hosts),
             test: t,
         });
     }
     // The server cannot tell a listed address from a forged one, so it must
-    // not answer one with more than it was sent: udp_rr's response is then
-    // no larger than its request (no reflection gain toward an address
-    // the client merely named).
-    if !s.local_hosts.is_empty() && t == TestKind::UdpRr && plan.response_bytes > plan.request_bytes
+    // not answer one with more than it was sent: udp_rr's response datagram
+    // is then no larger than its request (no reflection gain toward an
+    // address the client merely named).
+    if !s.local_hosts.is_empty()
+        && t.traits().rr_is_datagram()
+        && plan.response_bytes > plan.request_bytes
     {
         return Err(PlanError::Invalid(format!(
             "--local-hosts with udp_rr needs a response no larger than the request (-r {},{}; accepted: RESP <= REQ), as the server cannot verify a listed address",
@@ -205,6 +193,24 @@ pub(super) fn validate(plan: &TestPlan) -> Result<(), PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--local-hosts` is taken for the tests whose row allows it, and
+    /// refused for the others with the list of those it applies to.
+    #[test]
+    fn local_hosts_applies_where_the_row_says() {
+        for k in TestKind::ALL {
+            let mut p = TestPlan::new(k);
+            p.spreading.local_hosts = vec!["127.0.0.2".parse().unwrap()];
+            match p.validate() {
+                Ok(()) => assert!(k.traits().local_hosts, "{k}"),
+                Err(e) => {
+                    assert!(!k.traits().local_hosts, "{k}: {e}");
+                    let e = e.to_string();
+                    assert!(e.contains("--local-hosts") && e.contains("udp_rr"), "{e}");
+                }
+            }
+        }
+    }
 
     /// A listed address may be forged, so udp_rr with `--local-hosts`
     /// answers no more than it is sent.

@@ -52,6 +52,34 @@ pub const DEFAULT_THRESHOLD: f64 = 2.0;
 /// Stored runs of a setup read to learn its noise.
 pub const LEARN_FROM: u32 = 30;
 
+/// What makes a comparison fail its command (`--fail-on`, exit 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailOn {
+    /// Any figure regressed.
+    Regression,
+}
+
+impl FailOn {
+    /// Does comparison `c` fail the command?
+    pub fn fails(self, c: &Comparison) -> bool {
+        match self {
+            FailOn::Regression => c.regressed(),
+        }
+    }
+}
+
+/// `run --baseline`: the stored run a new run is compared with when done,
+/// and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Baseline {
+    /// The stored run: an id, or `label:KEY=VALUE` for the newest so labelled.
+    pub run: String,
+    /// A change under this many percent is "no change" (`--threshold`).
+    pub threshold: f64,
+    /// `--fail-on`: what fails the run; None: nothing.
+    pub fail_on: Option<FailOn>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Verdict {
     #[serde(rename = "improved")]

@@ -26,6 +26,41 @@ pub struct Headline {
     pub service_demand_unit: Option<String>,
 }
 
+/// A headline figure `history --chart` draws over time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChartField {
+    Throughput,
+    TransactionsPerS,
+    Latency,
+    Loss,
+    LocalCpu,
+    RemoteCpu,
+}
+
+impl ChartField {
+    /// Every one, in the order `--help` lists them.
+    pub const ALL: [ChartField; 6] = [
+        ChartField::Throughput,
+        ChartField::TransactionsPerS,
+        ChartField::Latency,
+        ChartField::Loss,
+        ChartField::LocalCpu,
+        ChartField::RemoteCpu,
+    ];
+
+    /// Its name as `--chart` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChartField::Throughput => "throughput",
+            ChartField::TransactionsPerS => "transactions_per_s",
+            ChartField::Latency => "latency",
+            ChartField::Loss => "loss",
+            ChartField::LocalCpu => "local_cpu",
+            ChartField::RemoteCpu => "remote_cpu",
+        }
+    }
+}
+
 fn num(v: &Value) -> Option<f64> {
     v.as_f64().filter(|x| x.is_finite())
 }

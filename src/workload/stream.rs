@@ -230,7 +230,7 @@ impl Flow for StreamFlow {
                         // A short read emptied the queue: under an
                         // edge-triggered driver the next arrival brings a
                         // new edge, so the read that would only say EAGAIN
-                        // is skipped (one syscall per wake-up, issue 21).
+                        // is skipped (one syscall per wake-up, not two).
                         if n < self.recv_buf.len() && !ev.may_have_more {
                             break;
                         }
