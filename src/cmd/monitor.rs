@@ -52,7 +52,8 @@ pub fn monitor(args: &MonitorArgs) -> Result<ExitCode> {
         http::spawn(listener, move || {
             let s = shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
             metrics::render(&s, up.elapsed())
-        });
+        })
+        .context("starting the metrics server")?;
         ready.push_str(&format!(", metrics on http://{bound}/metrics"));
     }
     // The ready line, on stdout as `thrum server`'s: a script or a test waits for it.
