@@ -4,19 +4,21 @@
 //! every 1.5 s (the one-connection-at-a-time server it replaced let such a
 //! client hold the endpoint until a scrape timed out after 20 s), close a
 //! request head that never ends, and answer beyond its bound on
-//! connections.
+//! connections. A SIGHUP reads the file again: a bad one changes nothing,
+//! a good one swaps the probes, keeping the counters of the ones that stay.
 //!
-//! The probes here run `tcp_rr` against closed ports on loopback, so each
+//! The probes here run against closed ports on loopback, so each
 //! run fails within milliseconds: the tests need runs counted, not a
 //! server.
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::bin;
+use crate::monitor::{metrics_address, sample, wait_for};
 
 /// How long the monitor's server gives a connection to send its request
 /// head (`monitor::http::LIMITS`). A scrape answered in less cannot have
@@ -31,6 +33,8 @@ struct Monitor {
     child: Child,
     /// host:port of its `/metrics`.
     addr: String,
+    log: PathBuf,
+    config: PathBuf,
 }
 
 impl Drop for Monitor {
@@ -56,17 +60,26 @@ impl Monitor {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let mut ready = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut ready)
-            .unwrap();
-        let addr = ready
-            .split("http://")
-            .nth(1)
-            .and_then(|s| s.split('/').next())
-            .unwrap_or_else(|| panic!("no metrics address in {ready:?}"))
-            .to_string();
-        Monitor { child, addr }
+        let addr = metrics_address(&mut child);
+        Monitor {
+            child,
+            addr,
+            log,
+            config: path,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        // SAFETY: kill(2) on our own child, not yet reaped.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
     }
 
     /// `GET /metrics`: the status and body, and how long it took.
@@ -89,12 +102,14 @@ impl Monitor {
     }
 }
 
-/// Failing probes (closed ports), one run a second each.
-fn config(probes: &[(&str, &str)]) -> String {
+/// Failing probes (closed ports), one run a second each: name, target,
+/// test. The tests tell the probes apart by test (as
+/// `monitor::sample` reads a series).
+fn config(probes: &[(&str, &str, &str)]) -> String {
     let mut text = "[defaults]\nevery = \"1s\"\nduration = \"100ms\"\n".to_string();
-    for (name, target) in probes {
+    for (name, target, test) in probes {
         text.push_str(&format!(
-            "[[probe]]\nname = \"{name}\"\ntarget = \"{target}\"\ntest = \"tcp_rr\"\n"
+            "[[probe]]\nname = \"{name}\"\ntarget = \"{target}\"\ntest = \"{test}\"\n"
         ));
     }
     text
@@ -130,7 +145,7 @@ fn dribble(addr: &str, start: &[u8], every: Duration, limit: Duration) -> Option
 #[test]
 fn a_scrape_is_answered_beside_idle_and_slow_connections() {
     let tmp = tempfile::tempdir().unwrap();
-    let m = Monitor::start(tmp.path(), &config(&[("rr", "127.0.0.1:1")]));
+    let m = Monitor::start(tmp.path(), &config(&[("rr", "127.0.0.1:1", "tcp_rr")]));
     let idle: Vec<TcpStream> = (0..10)
         .map(|_| TcpStream::connect(&m.addr).unwrap())
         .collect();
@@ -179,7 +194,7 @@ fn a_scrape_is_answered_beside_idle_and_slow_connections() {
 #[test]
 fn a_request_head_that_never_ends_is_closed() {
     let tmp = tempfile::tempdir().unwrap();
-    let m = Monitor::start(tmp.path(), &config(&[("rr", "127.0.0.1:1")]));
+    let m = Monitor::start(tmp.path(), &config(&[("rr", "127.0.0.1:1", "tcp_rr")]));
     let held = dribble(
         &m.addr,
         b"GET /metrics HTTP/1.1\r\nX-Slow: ",
@@ -199,7 +214,7 @@ fn a_request_head_that_never_ends_is_closed() {
 #[test]
 fn more_connections_than_the_bound_do_not_stop_a_scrape() {
     let tmp = tempfile::tempdir().unwrap();
-    let m = Monitor::start(tmp.path(), &config(&[("rr", "127.0.0.1:1")]));
+    let m = Monitor::start(tmp.path(), &config(&[("rr", "127.0.0.1:1", "tcp_rr")]));
     let idle: Vec<TcpStream> = (0..200)
         .map(|_| TcpStream::connect(&m.addr).unwrap())
         .collect();
@@ -212,4 +227,96 @@ fn more_connections_than_the_bound_do_not_stop_a_scrape() {
     );
     eprintln!("scrape beside 200 idle connections: answered in {took:?}");
     drop(idle);
+}
+
+/// SIGHUP: a bad file changes nothing (and says why); a good one swaps
+/// the probes: a kept probe keeps its counters, a removed one's series
+/// leave `/metrics`, a new one's come.
+#[test]
+fn sighup_reloads_the_probes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut m = Monitor::start(
+        tmp.path(),
+        &config(&[
+            ("kept", "127.0.0.1:1", "tcp_rr"),
+            ("gone", "127.0.0.2:1", "udp_rr"),
+        ]),
+    );
+    let runs = |text: &str, test: &str| sample(text, "thrum_probe_runs_total", test);
+    wait_for(Duration::from_secs(30), || {
+        let (_, t, _) = m.scrape();
+        (runs(&t, "tcp_rr") >= Some(2.0) && runs(&t, "udp_rr") >= Some(1.0)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the probes never ran:\n{}", m.log()));
+
+    // A bad file: the monitor says why and goes on with its probes.
+    std::fs::write(&m.config, "[[probe]]\nname = \"x\"\nevry = \"1s\"\n").unwrap();
+    m.signal(libc::SIGHUP);
+    let said = wait_for(Duration::from_secs(10), || {
+        m.log()
+            .lines()
+            .find(|l| l.contains("SIGHUP") && l.contains("unknown key `evry`"))
+            .map(str::to_string)
+    })
+    .unwrap_or_else(|| panic!("no word on the bad file:\n{}", m.log()));
+    assert!(said.contains("the 2 probes in force go on"), "{said}");
+    assert!(m.alive(), "SIGHUP ended the monitor:\n{}", m.log());
+    let (_, before, _) = m.scrape();
+    assert!(runs(&before, "udp_rr").is_some(), "{before}");
+    let kept_before = runs(&before, "tcp_rr").unwrap();
+
+    // A good file: kept stays (with new args), gone goes, added comes.
+    std::fs::write(
+        &m.config,
+        config(&[
+            ("added", "127.0.0.3:1", "tcp_crr"),
+            ("kept", "127.0.0.1:1", "tcp_rr"),
+        ])
+        .replace(
+            "test = \"tcp_rr\"\n",
+            "test = \"tcp_rr\"\nargs = [\"--warmup\", \"0s\"]\n",
+        ),
+    )
+    .unwrap();
+    m.signal(libc::SIGHUP);
+    let after = wait_for(Duration::from_secs(30), || {
+        let (_, t, _) = m.scrape();
+        (runs(&t, "tcp_crr") >= Some(1.0)).then_some(t)
+    })
+    .unwrap_or_else(|| panic!("the added probe never ran:\n{}", m.log()));
+    assert!(m.alive(), "SIGHUP ended the monitor:\n{}", m.log());
+    assert!(
+        !after.contains("probe=\"gone\""),
+        "the removed probe's series are still served:\n{after}"
+    );
+    assert!(
+        runs(&after, "tcp_rr") >= Some(kept_before),
+        "the kept probe's counters started again:\n{after}"
+    );
+    let log = m.log();
+    assert!(
+        log.contains("SIGHUP: read ") && log.contains("2 probes (1 kept, 1 added, 1 removed)"),
+        "{log}"
+    );
+
+    // A SIGTERM still ends it as before.
+    m.signal(libc::SIGTERM);
+    let status = wait_for(Duration::from_secs(10), || {
+        m.child.try_wait().ok().flatten()
+    })
+    .unwrap_or_else(|| panic!("the monitor outlived SIGTERM by 10 s:\n{}", m.log()));
+    assert!(status.success(), "{status:?}");
+}
+
+/// The unit reloads the monitor with SIGHUP (`systemctl reload`).
+#[test]
+fn the_unit_reloads_with_sighup() {
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/systemd/thrum-monitor.service"),
+    )
+    .unwrap();
+    assert!(
+        unit.contains("\nExecReload=/bin/kill -HUP $MAINPID\n"),
+        "{unit}"
+    );
 }
