@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["io"],
     &["sensors", "stats"],
     &["plan", "text", "clock", "term", "warning"],
-    &["units"],
+    &["units", "httpd"],
 ];
 
 /// Pairs that do import each other today, each to be broken: a split of

@@ -9,7 +9,8 @@
 //! sessions) → `analysis` (the record turned into a result) → `result` →
 //! `engine` (worker threads) → `workload` (flow state machines) → `io`
 //! (drivers, sockets) → `sensors`, `stats` (counters, histograms) → `plan`,
-//! `text`, `clock`, `term`, `warning` → `units`.
+//! `text`, `clock`, `term`, `warning` → `units`, `httpd` (the HTTP server
+//! under the monitor's `/metrics`).
 
 pub mod agg;
 pub mod analysis;
@@ -19,6 +20,7 @@ pub mod cmd;
 pub mod control;
 pub mod engine;
 pub mod export;
+pub mod httpd;
 pub mod io;
 #[cfg(test)]
 mod layers;

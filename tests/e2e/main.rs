@@ -22,6 +22,7 @@ mod loopback;
 mod measure;
 mod mix;
 mod monitor;
+mod monitor_http;
 mod neper;
 mod netns;
 mod open_loop;

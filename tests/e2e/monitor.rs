@@ -60,8 +60,23 @@ fn get(addr: &str, path: &str) -> Option<(u16, String)> {
     Some((status, body.to_string()))
 }
 
+/// host:port of a starting monitor's `/metrics`, read from its ready line
+/// on its piped stdout.
+pub fn metrics_address(monitor: &mut Child) -> String {
+    let mut ready = String::new();
+    BufReader::new(monitor.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    ready
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_else(|| panic!("no metrics address in {ready:?}"))
+        .to_string()
+}
+
 /// The value of `name` for the probe of `test` in an exposition.
-fn sample(text: &str, name: &str, test: &str) -> Option<f64> {
+pub fn sample(text: &str, name: &str, test: &str) -> Option<f64> {
     let label = format!("test=\"{test}\"");
     text.lines()
         .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(&label))
@@ -71,7 +86,7 @@ fn sample(text: &str, name: &str, test: &str) -> Option<f64> {
 
 /// Poll `check` every 200 ms until it holds or `limit` passes (a bound
 /// for a failure, not the time it normally takes).
-fn wait_for<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+pub fn wait_for<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();
     loop {
         if let Some(v) = check() {
@@ -187,17 +202,8 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let mut ready = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
+    let metrics = metrics_address(&mut child);
     let monitor = Killed(child);
-    let metrics = ready
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split('/').next())
-        .unwrap_or_else(|| panic!("no metrics address in {ready:?}"))
-        .to_string();
     let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
     let scrape = || {
         get(&metrics, "/metrics")
