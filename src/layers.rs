@@ -22,7 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
     &["monitor"],
     &["export", "store"],
-    &["agg"],
+    &["agg", "sweep", "curve"],
     &["control"],
     &["analysis"],
     &["result"],
@@ -30,7 +30,7 @@ const LAYERS: &[&[&str]] = &[
     &["workload"],
     &["io"],
     &["sensors", "stats"],
-    &["plan", "text", "clock", "term", "warning"],
+    &["plan", "text", "clock", "term", "warning", "nofollow"],
     &["units"],
 ];
 

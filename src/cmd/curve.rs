@@ -1,7 +1,7 @@
 //! `thrum curve TEST`: open-loop steps at rising rates, each recorded with
 //! its achieved rate, response-time percentiles, late and lost
 //! transactions and both ends' CPU; then the knee and the saturation point
-//! (named by [`crate::agg::curve`]), a table, and with `--out` the record,
+//! (named by [`crate::curve`]), a table, and with `--out` the record,
 //! CSV, chart and HTML page that `thrum report` re-renders.
 
 use std::path::Path;
@@ -12,9 +12,9 @@ use anyhow::{Context, Result, bail};
 
 use super::out::{print, target_or_embedded};
 use super::progress::Ticker;
-use crate::agg::curve::{self, Curve, CurveSpec, Rates, Step, StepCpu};
 use crate::cli::CurveArgs;
 use crate::control::client::{self, Observer, Target};
+use crate::curve::{self, Curve, CurveSpec, Rates, Step, StepCpu};
 use crate::export::{chart, html, write_atomic};
 use crate::plan::{Phase, TestPlan};
 use crate::result::{Interval, Side, TestResult};

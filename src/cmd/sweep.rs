@@ -9,12 +9,12 @@ use anyhow::{Context, Result};
 
 use super::out::print;
 use super::progress::Ticker;
-use crate::agg::sweep::{Cell, SCHEMA, Sweep};
-use crate::agg::{nic, spread};
 use crate::cli::SweepArgs;
 use crate::control::client::{self, Quiet, Target};
 use crate::control::server::EmbeddedServer;
 use crate::export::write_atomic;
+use crate::sweep::{Cell, SCHEMA, Sweep};
+use crate::sweep::{nic, spread};
 
 /// `thrum sweep`.
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {

@@ -15,9 +15,9 @@
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use crate::agg::curve::Curve;
 use crate::agg::model::TestAgg;
 use crate::agg::series::{self, Sample};
+use crate::curve::Curve;
 use crate::units::{fmt_ns, fmt_si};
 
 /// Colours, fixed so that tests (and readers of the SVG) can find each part.
@@ -304,12 +304,12 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
     // achieved rate, the steps past saturation achieve less than those
     // before and the line folded back on itself (issue 29); the achieved
     // rate is the table's, and the knee's and saturation's labels.
-    let mut steps: Vec<&crate::agg::curve::Step> = c.steps.iter().collect();
+    let mut steps: Vec<&crate::curve::Step> = c.steps.iter().collect();
     steps.sort_by(|a, b| a.offered_per_s.total_cmp(&b.offered_per_s));
     let sat = c.saturation.as_ref().map(|p| p.step);
     // From the saturation point on, no step keeps up: those points are
     // drawn hollow.
-    let past = |s: &crate::agg::curve::Step| sat.is_some_and(|k| s.index >= k);
+    let past = |s: &crate::curve::Step| sat.is_some_and(|k| s.index >= k);
     let points = |pick: Pick| -> Vec<((f64, f64), bool)> {
         steps
             .iter()
@@ -388,7 +388,7 @@ fn try_curve(c: &Curve, out: &mut String) -> DrawResult {
     }
     type Labelled = Result<Option<String>, Box<dyn std::error::Error>>;
     let mut vertical =
-        |p: &Option<crate::agg::curve::Point>, colour: RGBColor, name: &str, y: f64| -> Labelled {
+        |p: &Option<crate::curve::Point>, colour: RGBColor, name: &str, y: f64| -> Labelled {
             let Some(p) = p else {
                 return Ok(None);
             };
@@ -491,8 +491,8 @@ pub(super) fn draw_legend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agg::curve::fixtures::{numbered, record, step};
-    use crate::agg::curve::{Slo, analyse};
+    use crate::curve::fixtures::{numbered, record, step};
+    use crate::curve::{Slo, analyse};
 
     fn hex(c: RGBColor) -> String {
         format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)

@@ -1,6 +1,6 @@
 //! The latency-vs-throughput curve (`thrum curve`) as text: the terminal
 //! table and curve.csv. Its SVG is in `chart` and its HTML report in
-//! `html`; the record, the knee and the saturation point are `agg::curve`'s.
+//! `html`; the record, the knee and the saturation point are `crate::curve`'s.
 //!
 //! People count steps from 1, as the progress lines do while the curve
 //! runs: the table and the knee and saturation lines say `step index + 1`.
@@ -9,7 +9,7 @@
 
 use std::fmt::Write;
 
-use crate::agg::curve::{Curve, Point, Step};
+use crate::curve::{Curve, Point, Step};
 use crate::stats::latency::LatencySummary;
 use crate::units::fmt_ns;
 
@@ -152,8 +152,8 @@ fn opt_f(v: Option<f64>, digits: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agg::curve::analyse;
-    use crate::agg::curve::fixtures::{curve, record};
+    use crate::curve::analyse;
+    use crate::curve::fixtures::{curve, record};
 
     #[test]
     fn the_table_and_csv_mark_the_knee_and_the_saturation() {

@@ -6,8 +6,8 @@
 
 use std::fmt::Write;
 
-use crate::agg::curve::Curve;
 use crate::agg::model::{AggResult, TestAgg};
+use crate::curve::Curve;
 use crate::units::fmt_ns;
 
 /// Escape text for HTML content and attributes.

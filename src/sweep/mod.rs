@@ -17,6 +17,12 @@
 //! terminal shows 2-D tables of one dimension by another (one table per
 //! value of the rest); the CSV is long, one row per cell and one column
 //! per dimension.
+//!
+//! `spread` runs one cell over several load generators and `nic` sets NIC
+//! settings as dimensions; the gathering is in `cmd::sweep`.
+
+pub mod nic;
+pub mod spread;
 
 use std::collections::BTreeMap;
 
