@@ -146,7 +146,7 @@ pub struct SweepArgs {
 pub struct CellList(pub Vec<String>);
 
 fn cell_list(s: &str) -> Result<CellList, String> {
-    let names = crate::sweep::FIGURES
+    let names = crate::export::sweep::FIGURES
         .iter()
         .map(|f| f.0)
         .collect::<Vec<_>>();

@@ -139,7 +139,10 @@ fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
             (String::from_utf8_lossy(&human).into_owned(), !r.ok())
         }
         Other::Ping(p) => (super::ping::human(p), p.failed()),
-        Other::Sweep(sw) => (sw.table(), sw.cells.iter().any(|c| c.error.is_some())),
+        Other::Sweep(sw) => (
+            export::sweep::table(sw),
+            sw.cells.iter().any(|c| c.error.is_some()),
+        ),
     };
     let json = || -> Result<Vec<u8>> {
         let mut v = match doc {
@@ -210,7 +213,7 @@ fn drawings(doc: &Other) -> Vec<(&'static str, Vec<u8>)> {
             "report.html",
             export::html::result_report(r, None).into_bytes(),
         )],
-        Other::Sweep(sw) => vec![("sweep.csv", sw.csv().into_bytes())],
+        Other::Sweep(sw) => vec![("sweep.csv", export::sweep::csv(sw).into_bytes())],
         Other::Ping(_) => Vec::new(),
     }
 }

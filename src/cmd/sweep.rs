@@ -149,10 +149,10 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     if req.json {
         print(&format!("{}\n", serde_json::to_string_pretty(&sw)?))?;
     } else {
-        print(&sw.table())?;
+        print(&crate::export::sweep::table(&sw))?;
     }
     for p in &req.export_csv {
-        write_atomic(p, sw.csv().as_bytes())
+        write_atomic(p, crate::export::sweep::csv(&sw).as_bytes())
             .with_context(|| format!("writing --export-csv {}", p.display()))?;
     }
     for p in &req.export_json {

@@ -1,5 +1,6 @@
 //! Exporters: the result as a human table, JSON, netperf-style key=value, and
-//! per-interval CSV samples; an aggregate run's SVG charts and HTML report,
+//! per-interval CSV samples; the curve's and the sweep's terminal tables
+//! and CSV (`curve`, `sweep`); an aggregate run's SVG charts and HTML report,
 //! a mix's time series and capacity's dispersion histogram. `fields` is the
 //! one table of machine-readable fields (`--keyval`, `--output-fields`);
 //! `schema` generates the result's JSON Schema from its types.
@@ -20,6 +21,7 @@ pub mod keyval;
 pub mod live;
 pub mod lul;
 pub mod schema;
+pub mod sweep;
 
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
