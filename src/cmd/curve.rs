@@ -15,7 +15,9 @@ use super::progress::Ticker;
 use crate::cli::CurveArgs;
 use crate::control::client::{self, Observer, Target};
 use crate::curve::{self, Curve, CurveSpec, Rates, Step, StepCpu};
-use crate::export::{chart, html, write_atomic};
+use crate::export::draw::agg as chart;
+use crate::export::page::agg as html;
+use crate::export::write_atomic;
 use crate::plan::{Phase, TestPlan};
 use crate::result::{Interval, Side, TestResult};
 

@@ -10,7 +10,9 @@ use anyhow::{Context, Result};
 use crate::agg::model::{AggResult, TestAgg};
 use crate::control::client::Target;
 use crate::control::server::EmbeddedServer;
-use crate::export::{chart, html, write_atomic};
+use crate::export::draw::agg as chart;
+use crate::export::page::agg as html;
+use crate::export::write_atomic;
 
 /// Start an embedded server unless a target was given.
 pub fn target_or_embedded(

@@ -397,15 +397,15 @@ fn mark_interrupted(error: &mut Option<String>) {
 fn write_drawings(req: &RunRequest, result: &TestResult) -> Result<()> {
     if let Some(path) = &req.drawings.chart {
         let svg = if req.plan.parts.is_empty() {
-            export::capacity::svg(result)
+            export::draw::capacity::svg(result)
         } else {
-            export::lul::svg(result)
+            export::draw::mix::svg(result)
         };
         export::write_atomic(path, svg.as_bytes())
             .with_context(|| format!("writing --chart {}", path.display()))?;
     }
     if let Some(path) = &req.drawings.html {
-        export::write_atomic(path, export::lul::html(result).as_bytes())
+        export::write_atomic(path, export::draw::mix::html(result).as_bytes())
             .with_context(|| format!("writing --html {}", path.display()))?;
     }
     Ok(())

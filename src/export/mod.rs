@@ -8,18 +8,15 @@
 //! same directory, then rename), so a reader never sees half a result and no
 //! planted link is followed; see [`write_atomic`].
 
-pub mod capacity;
-pub mod chart;
 pub mod csv;
 pub mod curve;
+pub mod draw;
 pub mod fields;
-pub mod history;
-pub mod html;
 pub mod human;
 pub mod json;
 pub mod keyval;
 pub mod live;
-pub mod lul;
+pub mod page;
 pub mod schema;
 pub mod sweep;
 

@@ -151,7 +151,7 @@ pub(crate) fn render(f: impl FnOnce(&mut String) -> DrawResult) -> String {
         // Drawing into a String cannot fail for I/O; a plotters error here is a bug.
         return format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
-            super::html::escape(&e.to_string())
+            crate::export::page::agg::escape(&e.to_string())
         );
     }
     svg

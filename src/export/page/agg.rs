@@ -313,10 +313,10 @@ pub fn report(r: &AggResult, svgs: &[String]) -> String {
 /// has one (capacity's histogram), every interval's figure of merit and
 /// latency, and the warnings. A mix has its own page, `lul::html`.
 pub fn result_report(r: &crate::result::TestResult, chart: Option<&str>) -> String {
-    use super::human::Human;
+    use crate::export::human::Human;
     let title = format!("thrum {} to {}", r.test.name(), escape(&r.spec.server));
     let mut o = head(&title);
-    let human = super::render(&Human::default(), r);
+    let human = crate::export::render(&Human::default(), r);
     let _ = writeln!(o, "<pre>{}</pre>", escape(&String::from_utf8_lossy(&human)));
     if let Some(svg) = chart {
         o.push_str(inline(svg));

@@ -136,11 +136,11 @@ fn jain_text(x: Option<f64>) -> String {
 /// direction's goodput, the probes' median, the fairness and the
 /// retransmissions.
 pub fn html(r: &TestResult) -> String {
-    use super::html::escape;
+    use crate::export::page::agg::escape;
     use std::fmt::Write as _;
     let s = &r.summary;
     let title = format!("thrum latency under load: {}", escape(&r.spec.server));
-    let mut o = super::html::head(&title);
+    let mut o = crate::export::page::agg::head(&title);
     let _ = writeln!(
         o,
         "<p>{} part(s), {} flow(s), {:.2} s measured.</p>",
@@ -204,13 +204,13 @@ pub fn html(r: &TestResult) -> String {
     let _ = writeln!(
         o,
         "<h2>Throughput and probe latency</h2>\n{}",
-        super::html::inline(&svg(r))
+        crate::export::page::agg::inline(&svg(r))
     );
     if let Some(cdf) = cdf_svg(r) {
         let _ = writeln!(
             o,
             "<h2>Probe latency, idle and loaded</h2>\n{}",
-            super::html::inline(&cdf)
+            crate::export::page::agg::inline(&cdf)
         );
     }
     o.push_str("<h2>Intervals</h2>\n<table class=\"intervals\">\n<tr><th>interval</th><th>phase</th><th>from (s)</th><th>to (s)</th><th>up</th><th>down</th><th>probe p50</th><th>fairness up</th><th>fairness down</th><th>retransmits</th></tr>\n");
@@ -346,7 +346,7 @@ pub fn svg(r: &TestResult) -> String {
     if let Err(e) = try_svg(r, &mut out) {
         return format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
-            super::html::escape(&e.to_string())
+            crate::export::page::agg::escape(&e.to_string())
         );
     }
     out
@@ -379,8 +379,8 @@ const PLOT_W: u32 = 820;
 
 /// One legend entry per series: the shading, each sum, each part, each
 /// probe's p50 and p99. A part's entry is its name (unique in a mix).
-fn legend_of(r: &TestResult) -> Vec<(String, RGBColor, super::chart::Mark)> {
-    use super::chart::Mark;
+fn legend_of(r: &TestResult) -> Vec<(String, RGBColor, super::agg::Mark)> {
+    use super::agg::Mark;
     let parts = &r.summary.parts;
     let mut v = Vec::new();
     if r.summary.phases.is_some() {
@@ -455,8 +455,8 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .x_desc("time (s)")
         .y_desc("goodput")
         .y_label_formatter(&bps)
-        .bold_line_style(super::chart::GRID_BOLD)
-        .light_line_style(super::chart::GRID_LIGHT)
+        .bold_line_style(super::agg::GRID_BOLD)
+        .light_line_style(super::agg::GRID_LIGHT)
         .draw()?;
     chart
         .configure_secondary_axes()
@@ -499,7 +499,7 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
             c.stroke_width(1),
         ))?;
     }
-    super::chart::draw_legend(&side, &legend_of(r))?;
+    super::agg::draw_legend(&side, &legend_of(r))?;
     root.present()?;
     Ok(())
 }
@@ -551,7 +551,7 @@ pub fn cdf_svg(r: &TestResult) -> Option<String> {
     if let Err(e) = try_cdf(&idle, &loaded, &title(r), &mut out) {
         return Some(format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
-            super::html::escape(&e.to_string())
+            crate::export::page::agg::escape(&e.to_string())
         ));
     }
     Some(out)
@@ -582,8 +582,8 @@ fn try_cdf(
         .configure_mesh()
         .x_desc("probe latency (ms)")
         .y_desc("fraction of probes")
-        .bold_line_style(super::chart::GRID_BOLD)
-        .light_line_style(super::chart::GRID_LIGHT)
+        .bold_line_style(super::agg::GRID_BOLD)
+        .light_line_style(super::agg::GRID_LIGHT)
         .draw()?;
     let mut legend = Vec::new();
     for (name, (pts, full), colour) in [("idle", idle, UP), ("loaded", loaded, PROBE)] {
@@ -593,9 +593,9 @@ fn try_cdf(
         } else {
             "6 percentiles only"
         };
-        legend.push((format!("{name} ({how})"), colour, super::chart::Mark::Line));
+        legend.push((format!("{name} ({how})"), colour, super::agg::Mark::Line));
     }
-    super::chart::draw_legend(&side, &legend)?;
+    super::agg::draw_legend(&side, &legend)?;
     root.present()?;
     Ok(())
 }

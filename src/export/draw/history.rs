@@ -1,12 +1,12 @@
 //! `thrum history --chart`: one figure of the stored runs over time, drawn
-//! with plotters as the other charts ([`super::chart`]'s grid and colours).
+//! with plotters as the other charts ([`super::agg`]'s grid and colours).
 //! Latency is drawn SmokePing's way: the median as a line, the spread
 //! around it as bands (p10–p90 dark, up to p99 light) where the runs carry
 //! them.
 
 use plotters::prelude::*;
 
-use super::chart::{GRID_BOLD, GRID_LIGHT, LINE, render};
+use super::agg::{GRID_BOLD, GRID_LIGHT, LINE, render};
 
 /// One run on the chart.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -41,7 +41,7 @@ fn label(v: f64, unit: &str) -> String {
     }
 }
 
-fn draw(what: &str, unit: &str, points: &[Point], out: &mut String) -> super::chart::DrawResult {
+fn draw(what: &str, unit: &str, points: &[Point], out: &mut String) -> super::agg::DrawResult {
     let t0 = points.first().map_or(0.0, |p| p.time);
     let t1 = points.last().map_or(1.0, |p| p.time).max(t0 + 1.0);
     let pad = (t1 - t0) * 0.03;
