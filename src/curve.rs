@@ -5,7 +5,7 @@
 //! same verdict from a saved file as the run did, and the unit tests below
 //! check it on constructed steps. The gathering is in `cmd::curve`; the
 //! terminal table and curve.csv are `export::curve`'s, the chart
-//! `export::chart`'s and the page `export::html`'s.
+//! `export::draw::curve`'s and the page `export::page::curve`'s.
 //!
 //! The knee is a measured rate, never extrapolated (docs/curve.md): the
 //! highest achieved rate of an unsaturated step whose response-time

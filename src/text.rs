@@ -7,7 +7,8 @@
 //! megabyte-long line. Everything echoed from a peer goes through here, and
 //! so does every string read from a file a user may have been handed (a
 //! results.json, a netperf log): [`escape_json_strings`] at load time, and
-//! [`csv_field`] for a CSV cell.
+//! [`csv_field`] for a CSV cell. [`escape_markup`] makes text safe inside
+//! HTML and SVG.
 
 use std::fmt::Write;
 
@@ -77,6 +78,24 @@ pub fn escape_json_strings(v: &mut serde_json::Value) {
     }
 }
 
+/// `s` as HTML or SVG (XML) text: the five characters markup gives a
+/// meaning (`&`, `<`, `>`, `"`, `'`) written as entities, fit for element
+/// content and quoted attributes alike.
+pub fn escape_markup(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
 /// A CSV cell from text that may hold anything: control characters
 /// escaped, then quoted (RFC 4180) when it holds a comma or a quote.
 pub fn csv_field(s: &str) -> String {
@@ -108,6 +127,14 @@ mod tests {
         assert!(e.ends_with("…(+999936 chars)"), "{e}");
         assert!(message(&long).chars().count() < MESSAGE_CHARS + 20);
         assert_eq!(echo("thrum 0.1.0"), "thrum 0.1.0");
+    }
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape_markup("<a & \"b\" 'c'>"),
+            "&lt;a &amp; &quot;b&quot; &#39;c&#39;&gt;"
+        );
     }
 
     #[test]

@@ -15,9 +15,7 @@ use super::progress::Ticker;
 use crate::cli::CurveArgs;
 use crate::control::client::{self, Observer, Target};
 use crate::curve::{self, Curve, CurveSpec, Rates, Step, StepCpu};
-use crate::export::draw::agg as chart;
-use crate::export::page::agg as html;
-use crate::export::write_atomic;
+use crate::export::{draw, page, write_atomic};
 use crate::plan::{Phase, TestPlan};
 use crate::result::{Interval, Side, TestResult};
 
@@ -158,9 +156,9 @@ pub fn write_dir(dir: &Path, c: &Curve) -> Result<()> {
     };
     w("results.json", &serde_json::to_vec_pretty(c)?)?;
     w("curve.csv", crate::export::curve::csv(c).as_bytes())?;
-    let svg = chart::curve_svg(c);
+    let svg = draw::curve::svg(c);
     w("curve.svg", svg.as_bytes())?;
-    w("report.html", html::curve_report(c, &svg).as_bytes())?;
+    w("report.html", page::curve::report(c, &svg).as_bytes())?;
     Ok(())
 }
 

@@ -196,7 +196,7 @@ fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
 fn drawings(doc: &Other) -> Vec<(&'static str, Vec<u8>)> {
     match doc {
         Other::Run(r) if !r.spec.plan.parts.is_empty() => vec![
-            ("report.html", export::draw::mix::html(r).into_bytes()),
+            ("report.html", export::page::mix::report(r).into_bytes()),
             ("chart.svg", export::draw::mix::svg(r).into_bytes()),
         ],
         Other::Run(r) if r.test == crate::plan::TestKind::Capacity => {
@@ -204,14 +204,14 @@ fn drawings(doc: &Other) -> Vec<(&'static str, Vec<u8>)> {
             vec![
                 (
                     "report.html",
-                    export::page::agg::result_report(r, Some(&svg)).into_bytes(),
+                    export::page::result::report(r, Some(&svg)).into_bytes(),
                 ),
                 ("chart.svg", svg.into_bytes()),
             ]
         }
         Other::Run(r) => vec![(
             "report.html",
-            export::page::agg::result_report(r, None).into_bytes(),
+            export::page::result::report(r, None).into_bytes(),
         )],
         Other::Sweep(sw) => vec![("sweep.csv", export::sweep::csv(sw).into_bytes())],
         Other::Ping(_) => Vec::new(),

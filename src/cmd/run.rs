@@ -405,7 +405,7 @@ fn write_drawings(req: &RunRequest, result: &TestResult) -> Result<()> {
             .with_context(|| format!("writing --chart {}", path.display()))?;
     }
     if let Some(path) = &req.drawings.html {
-        export::write_atomic(path, export::draw::mix::html(result).as_bytes())
+        export::write_atomic(path, export::page::mix::report(result).as_bytes())
             .with_context(|| format!("writing --html {}", path.display()))?;
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! The latency-vs-throughput curve (`thrum curve`) as text: the terminal
-//! table and curve.csv, beside the sweep's (`sweep`). Its SVG is in
-//! `chart` and its HTML report in `html`; the record, the knee and the
-//! saturation point are `crate::curve`'s.
+//! table and curve.csv, beside the sweep's (`sweep`). Its SVG is
+//! `draw::curve`'s and its page `page::curve`'s; the record, the knee and
+//! the saturation point are `crate::curve`'s.
 //!
 //! People count steps from 1, as the progress lines do while the curve
 //! runs: the table and the knee and saturation lines say `step index + 1`.

@@ -9,7 +9,7 @@
 
 use plotters::prelude::*;
 
-use super::agg::{DrawResult, GRID_BOLD, GRID_LIGHT, render};
+use super::plot::{DrawResult, GRID_BOLD, GRID_LIGHT, render};
 use crate::result::{CapacityEstimate, TestResult};
 use crate::units::{BitsPerSec, fmt_si};
 

@@ -1,42 +1,12 @@
-//! report.html: one self-contained page (no scripts, no external files)
-//! with every test's chart inlined as SVG and its table of steps; for
-//! `thrum curve`, the curve's chart and its table of open-loop steps; for a
-//! saved single test (`thrum report` of `run --json`), its summary, chart
-//! and intervals.
+//! The aggregate's report.html (`thrum agg`, `thrum report` of a
+//! results.json): where and by what the figures were made, then every
+//! test's chart inlined and its table of steps.
 
 use std::fmt::Write;
 
+use super::{head, inline, opt};
 use crate::agg::model::{AggResult, TestAgg};
-use crate::curve::Curve;
-use crate::units::fmt_ns;
-
-/// Escape text for HTML content and attributes.
-pub fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
-/// An SVG document without its XML declaration, for inlining.
-pub(crate) fn inline(svg: &str) -> &str {
-    match svg.find("<svg") {
-        Some(i) => &svg[i..],
-        None => svg,
-    }
-}
-
-fn opt(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.1}"))
-}
+use crate::text::escape_markup as escape;
 
 /// Nanoseconds as microseconds, or `-`.
 fn us(ns: Option<f64>) -> String {
@@ -137,111 +107,6 @@ fn test_section(o: &mut String, t: &TestAgg, svg: &str) {
     o.push_str("</section>\n");
 }
 
-/// The page's head, its style and its heading.
-pub(crate) fn head(title: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n<style>\
-body{{font-family:sans-serif;margin:2em;color:#222;background:#fff}}\
-table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #999;padding:.3em .6em;text-align:right}}\
-tr.peak{{background:#e6f4e6}}tr.saturated{{background:#fbe4e4}}table.provenance th,table.provenance td{{text-align:left}}.warnings{{color:#a00}}svg{{max-width:100%;height:auto}}\
-</style></head><body>\n<h1>{title}</h1>\n"
-    )
-}
-
-/// The page of a latency-vs-throughput curve, given its chart.
-pub fn curve_report(c: &Curve, svg: &str) -> String {
-    let mut o = head("thrum curve report");
-    let _ = writeln!(
-        o,
-        "<p>{} to {}: {} flow(s), request {} B, response {} B, {} arrivals, open-loop steps of {} s (warm-up {} s). \
-Response time runs from each transaction's intended start.{}</p>",
-        escape(&c.test),
-        escape(&c.server),
-        c.spec.flows,
-        c.spec.request_bytes,
-        c.spec.response_bytes,
-        escape(&c.spec.arrivals),
-        c.spec.step_s,
-        c.spec.warmup_s,
-        c.spec.closed_loop_per_s.map_or(String::new(), |r| format!(
-            " Closed-loop probe: {r:.0} transactions/s."
-        ))
-    );
-    o.push_str("<ul>");
-    for (name, p) in [("Knee", &c.knee), ("Saturation", &c.saturation)] {
-        let _ = match p {
-            Some(p) => write!(
-                o,
-                "<li>{name}: {:.0} transactions/s (step {}): {}</li>",
-                p.achieved_per_s,
-                p.step + 1,
-                escape(&p.reason)
-            ),
-            None => write!(o, "<li>{name}: none</li>"),
-        };
-    }
-    if let Some(slo) = &c.spec.slo {
-        let _ = write!(o, "<li>SLO: {}</li>", escape(&slo.to_string()));
-    }
-    o.push_str("</ul>\n");
-    o.push_str(inline(svg));
-    o.push_str(
-        "\n<table><thead><tr><th>step</th><th>offered (/s)</th><th>achieved (/s)</th><th>p50</th><th>p90</th>\
-<th>p99</th><th>p99.9</th><th>max</th><th>late</th><th>lost</th><th>client CPU (%)</th><th>client µs/tran</th>\
-<th>server CPU (%)</th><th>server µs/tran</th></tr></thead><tbody>\n",
-    );
-    let ns = |v: Option<u64>| v.map_or("n/a".into(), |v| fmt_ns(v as f64));
-    for s in &c.steps {
-        let class = if c.knee.as_ref().is_some_and(|k| k.step == s.index) {
-            " class=\"peak\""
-        } else if c.saturation.as_ref().is_some_and(|k| k.step <= s.index) {
-            " class=\"saturated\""
-        } else {
-            ""
-        };
-        let l = s.latency_ns.as_ref();
-        let _ = writeln!(
-            o,
-            "<tr{class}><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            // Counted from 1, as the terminal's lines and table.
-            s.index + 1,
-            s.offered_per_s,
-            s.achieved_per_s,
-            ns(l.map(|l| l.p50)),
-            ns(l.map(|l| l.p90)),
-            ns(l.map(|l| l.p99)),
-            ns(l.map(|l| l.p99_9)),
-            ns(l.map(|l| l.max)),
-            s.late,
-            s.lost,
-            opt(s.local.cpu_util_percent),
-            opt2(s.local.service_demand_us_per_tran),
-            opt(s.remote.cpu_util_percent),
-            opt2(s.remote.service_demand_us_per_tran),
-        );
-    }
-    o.push_str("</tbody></table>\n");
-    let failed: Vec<String> = c
-        .steps
-        .iter()
-        .filter_map(|s| s.error.as_ref().map(|e| format!("step {}: {e}", s.index)))
-        .collect();
-    if !failed.is_empty() {
-        o.push_str("<ul class=\"warnings\">");
-        for w in &failed {
-            let _ = write!(o, "<li>{}</li>", escape(w));
-        }
-        o.push_str("</ul>\n");
-    }
-    o.push_str("</body></html>\n");
-    o
-}
-
-fn opt2(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.2}"))
-}
-
 /// Where and by what the figures were made, as results.json holds it: a
 /// page printed or mailed alone must still say which version, command,
 /// kernel, date and hosts it describes.
@@ -266,7 +131,7 @@ fn provenance(o: &mut String, r: &AggResult) {
 
 /// One provenance value as a cell; None for what says nothing (null, an
 /// empty list or string: a driver list that no end reported left empty
-/// "local drivers" rows on an overloaded host's page, issue 29).
+/// "local drivers" rows on an overloaded host's page).
 fn provenance_text(v: &serde_json::Value) -> Option<String> {
     let text = match v {
         serde_json::Value::String(s) => s.clone(),
@@ -308,64 +173,9 @@ pub fn report(r: &AggResult, svgs: &[String]) -> String {
     o
 }
 
-/// The page of one test that is not a mix (`thrum report` of a saved `run
-/// --json`): the summary as the terminal shows it, the chart when the test
-/// has one (capacity's histogram), every interval's figure of merit and
-/// latency, and the warnings. A mix has its own page, `lul::html`.
-pub fn result_report(r: &crate::result::TestResult, chart: Option<&str>) -> String {
-    use crate::export::human::Human;
-    let title = format!("thrum {} to {}", r.test.name(), escape(&r.spec.server));
-    let mut o = head(&title);
-    let human = crate::export::render(&Human::default(), r);
-    let _ = writeln!(o, "<pre>{}</pre>", escape(&String::from_utf8_lossy(&human)));
-    if let Some(svg) = chart {
-        o.push_str(inline(svg));
-        o.push('\n');
-    }
-    let (_, unit) = r.headline();
-    let _ = writeln!(
-        o,
-        "<h2>Intervals</h2>\n<table class=\"intervals\">\n<tr><th>interval</th><th>phase</th><th>from (s)</th><th>to (s)</th><th>{unit}</th><th>p50</th><th>p99</th></tr>"
-    );
-    for iv in &r.intervals {
-        let lat = |f: fn(&crate::stats::latency::LatencySummary) -> u64| {
-            iv.latency_ns
-                .as_ref()
-                .map_or("-".into(), |l| fmt_ns(f(l) as f64))
-        };
-        let _ = writeln!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            iv.index,
-            iv.phase.name(),
-            iv.start_s,
-            iv.end_s,
-            opt(iv.headline()),
-            lat(|l| l.p50),
-            lat(|l| l.p99)
-        );
-    }
-    o.push_str("</table>\n");
-    if !r.summary.warnings.0.is_empty() {
-        o.push_str("<h2>Warnings</h2>\n<ul class=\"warnings\">\n");
-        for w in &r.summary.warnings.0 {
-            let _ = writeln!(o, "<li>{}</li>", escape(&w.message));
-        }
-        o.push_str("</ul>\n");
-    }
-    o.push_str("</body></html>\n");
-    o
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(escape("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
-        assert_eq!(inline("<?xml version=\"1.0\"?>\n<svg/>"), "<svg/>");
-    }
 
     #[test]
     fn provenance_rows_that_say_nothing_are_left_out() {
