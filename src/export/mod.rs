@@ -6,8 +6,8 @@
 //! (`--keyval`, `--output-fields`); `schema` generates the result's JSON
 //! Schema from its types. `draw` holds the SVG charts and `page` the HTML
 //! pages. Pages embed charts and text, charts may format numbers as the
-//! text does, and the text exporters name neither: a table never waits on
-//! the plotting code.
+//! text does, and the text exporters name neither (`src/layers.rs` checks
+//! it): a table never waits on the plotting code.
 //! Files are written atomically (an exclusively created temp file in the
 //! same directory, then rename), so a reader never sees half a result and no
 //! planted link is followed; see [`write_atomic`].
