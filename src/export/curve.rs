@@ -12,6 +12,7 @@ use std::fmt::Write;
 
 use crate::curve::{Curve, Point, Step};
 use crate::stats::latency::LatencySummary;
+use crate::text::csv_field;
 use crate::units::fmt_ns;
 
 /// The terminal table of `thrum curve`, with the knee and the saturation point.
@@ -132,7 +133,7 @@ local_service_demand_us_per_tran,remote_cpu_util_percent,remote_service_demand_u
             of(st.remote.service_demand_us_per_tran),
             c.knee.as_ref().is_some_and(|k| k.step == st.index),
             c.saturation.as_ref().is_some_and(|k| k.step == st.index),
-            st.error.as_deref().unwrap_or("").replace([',', '\n'], ";"),
+            csv_field(st.error.as_deref().unwrap_or("")),
         );
     }
     s

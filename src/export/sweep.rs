@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use crate::sweep::{Cell, CellLatency, Sweep};
+use crate::text::csv_field;
 
 /// What a table cell can show (`--cell`).
 pub const FIGURES: &[(&str, &str)] = &[
@@ -34,15 +35,6 @@ fn label(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
-    }
-}
-
-/// A CSV field: quoted where it must be.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }
 
