@@ -865,7 +865,7 @@ pub(crate) mod tests {
         assert!(parse_list(" , ").is_err());
     }
 
-    /// Issue 27: every key `--keyval` prints is a field `--output-fields`
+    /// Every key `--keyval` prints is a field `--output-fields`
     /// accepts, and gives the same value there: an open-loop run with link
     /// readings (OFFERED_RATE, LOCAL_LINK_UTIL_TX_PERCENT, ... were refused
     /// while the two lists were apart) and a bulk one.
@@ -928,7 +928,7 @@ pub(crate) mod tests {
         );
     }
 
-    /// Issue 32: netperf's confidence, identity and uname fields, and a
+    /// netperf's confidence, identity and uname fields, and a
     /// P{N}_LATENCY for each --percentiles N, by its name with or without
     /// the point; an N not asked for is refused before the run.
     #[test]
