@@ -1,7 +1,11 @@
 //! The layer rule of `lib.rs`, checked: every `crate::` or `super::` path in
-//! the source points down [`LAYERS`], and no two modules name each other
-//! (a parent and its own child aside: `pub mod` and `use super::Flow` are
-//! how Rust nests). A path in a comment is not an import and is skipped.
+//! the source points down [`LAYERS`] (and, inside a module split into
+//! rooms, down its [`ROOMS`]), no two modules name each other (a parent
+//! and its own child aside: `pub mod` and `use super::Flow` are how Rust
+//! nests), and no module names itself back through others, however long
+//! the way round: the strongly connected components of the import graph
+//! (`crate::`, `super::` and `self::` paths; tests left out) are single
+//! modules. A path in a comment is not an import and is skipped.
 //!
 //! A path is not the only way up. Rust lets any module add methods to a
 //! type of the crate (`workload::kinds` gives `plan::TestKind` its
@@ -22,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
     &["monitor"],
     &["export", "store"],
-    &["agg"],
+    &["agg", "sweep", "curve"],
     &["control"],
     &["analysis"],
     &["result"],
@@ -30,9 +34,18 @@ const LAYERS: &[&[&str]] = &[
     &["workload"],
     &["io"],
     &["sensors", "stats"],
-    &["plan", "text", "clock", "term", "warning"],
+    &["plan", "text", "clock", "term", "warning", "nofollow"],
     &["units", "httpd"],
 ];
+
+/// Rooms inside a top-level module, top to bottom, as [`LAYERS`] orders
+/// the top level: a file in a room may name files of its own room and of
+/// lower ones, and the module's files in no room sit below them all. In
+/// `export`, a page embeds charts and text tables, a chart may format its
+/// numbers as the text does, and the text exporters (human, CSV, keyval,
+/// fields, JSON, the curve's and the sweep's tables) name neither: a table
+/// never waits on the plotting code.
+const ROOMS: &[(&str, &[&str])] = &[("export", &["page", "draw"])];
 
 /// Pairs that do import each other today, each to be broken: a split of
 /// one file in two whose halves still share a type. A pair that is gone
@@ -126,16 +139,24 @@ fn checked_modules() -> BTreeMap<Module, String> {
 
 /// Module → the modules its code names.
 fn imports() -> BTreeMap<Module, BTreeSet<Module>> {
-    let all = checked_modules();
+    graph(&checked_modules())
+}
+
+/// The import graph of `all`: each module to the modules its code names
+/// through a `crate::`, `super::` or `self::` path.
+fn graph(all: &BTreeMap<Module, String>) -> BTreeMap<Module, BTreeSet<Module>> {
     let mut graph = BTreeMap::new();
-    for (m, code) in &all {
+    for (m, code) in all {
         let mut to = BTreeSet::new();
         for segs in paths(code, "crate::") {
-            to.extend(resolve(&all, &[], &segs));
+            to.extend(resolve(all, &[], &segs));
         }
         let parent = &m[..m.len() - 1];
         for segs in paths(code, "super::") {
-            to.extend(resolve(&all, parent, &segs).or_else(|| Some(parent.to_vec())));
+            to.extend(resolve(all, parent, &segs).or_else(|| Some(parent.to_vec())));
+        }
+        for segs in paths(code, "self::") {
+            to.extend(resolve(all, m, &segs));
         }
         // The crate root (a top-level file's `super::*` in its tests).
         to.remove(&Vec::new());
@@ -143,6 +164,159 @@ fn imports() -> BTreeMap<Module, BTreeSet<Module>> {
         graph.insert(m.clone(), to);
     }
     graph
+}
+
+/// `code` without its test-only items: each `#[cfg(test)]` item (an inline
+/// `mod tests { … }`, a helper, a `use`) is dropped to its end, found by
+/// rustfmt's layout: an item that opens a block ends at the closing brace
+/// on the attribute's indent, any other at its first line ending in `;`.
+fn without_tests(code: &str) -> String {
+    let mut out = Vec::new();
+    let mut lines = code.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() != "#[cfg(test)]" {
+            out.push(line);
+            continue;
+        }
+        let close = format!("{}}}", &line[..line.len() - line.trim_start().len()]);
+        for item in lines.by_ref() {
+            let t = item.trim_end();
+            if t.trim_start().starts_with("#[") {
+                continue;
+            }
+            if t.ends_with('{') {
+                lines.by_ref().find(|l| l.trim_end() == close);
+                break;
+            }
+            if t.ends_with(';') {
+                break;
+            }
+        }
+    }
+    out.join("\n")
+}
+
+/// The modules that exist only in tests: a file declared `#[cfg(test)] mod
+/// NAME;` (or with `#[path = "FILE.rs"]`) by its parent.
+fn test_files(all: &BTreeMap<Module, String>) -> BTreeSet<Module> {
+    let mut out = BTreeSet::new();
+    for (m, code) in all {
+        let mut lines = code.lines().map(str::trim).peekable();
+        while let Some(line) = lines.next() {
+            if line != "#[cfg(test)]" {
+                continue;
+            }
+            let mut stem = None;
+            while let Some(attr) = lines.next_if(|l| l.starts_with("#[")) {
+                stem = attr
+                    .strip_prefix("#[path = \"")
+                    .and_then(|a| a.strip_suffix(".rs\"]"))
+                    .map(str::to_string);
+            }
+            let Some(name) = lines
+                .next()
+                .map(|l| {
+                    l.trim_start_matches("pub(crate) ")
+                        .trim_start_matches("pub ")
+                })
+                .and_then(|l| l.strip_prefix("mod "))
+                .and_then(|l| l.strip_suffix(';'))
+            else {
+                continue;
+            };
+            let stem = stem.unwrap_or_else(|| name.to_string());
+            // A `mod` in `a/mod.rs` is `a/NAME.rs`, in `a/b.rs` it is
+            // `a/b/NAME.rs`; a `#[path]` is beside the declaring file.
+            for dir in [&m[..], &m[..m.len().saturating_sub(1)]] {
+                let mut f = dir.to_vec();
+                f.push(stem.clone());
+                if all.contains_key(&f) {
+                    out.insert(f);
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The import graph with every test left out: test-only files and each
+/// file's `#[cfg(test)]` items. A test may reach anywhere to build its
+/// fixtures; the code that ships may not.
+fn shipped_imports() -> BTreeMap<Module, BTreeSet<Module>> {
+    let all = checked_modules();
+    let tests = test_files(&all);
+    let shipped = all
+        .iter()
+        .filter(|(m, _)| !tests.contains(*m))
+        .map(|(m, code)| (m.clone(), without_tests(code)))
+        .collect();
+    graph(&shipped)
+}
+
+/// The import circles of `g`, of any length: its strongly connected
+/// components (Tarjan's algorithm) of more than one module, each sorted. A
+/// module in one reaches itself back through the others, so none of them
+/// can be read, tested or moved without the rest.
+fn circles(g: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<Module>> {
+    struct Tarjan<'a> {
+        g: &'a BTreeMap<Module, BTreeSet<Module>>,
+        index: BTreeMap<&'a Module, usize>,
+        low: BTreeMap<&'a Module, usize>,
+        stack: Vec<&'a Module>,
+        on_stack: BTreeSet<&'a Module>,
+        found: Vec<Vec<Module>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a Module) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.g.get(v).into_iter().flatten() {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let lw = self.low[w];
+                    let lv = self.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(lw);
+                } else if self.on_stack.contains(w) {
+                    let iw = self.index[w];
+                    let lv = self.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(iw);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut scc = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    scc.push(w.clone());
+                    if w == v {
+                        break;
+                    }
+                }
+                if scc.len() > 1 {
+                    scc.sort();
+                    self.found.push(scc);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan {
+        g,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in g.keys() {
+        if !t.index.contains_key(v) {
+            t.visit(v);
+        }
+    }
+    t.found.sort();
+    t.found
 }
 
 /// Module → the methods it adds to types defined elsewhere: the `fn`s of
@@ -231,6 +405,35 @@ fn every_import_points_down_the_layers() {
     );
 }
 
+/// Where `m` stands among its top-level module's [`ROOMS`]: the index of
+/// its room, or one past the last for a file in none.
+fn room_rank(m: &Module) -> usize {
+    let rooms = ROOMS
+        .iter()
+        .find(|(top, _)| *top == m[0])
+        .map_or(&[][..], |r| r.1);
+    m.get(1)
+        .and_then(|r| rooms.iter().position(|x| x == r))
+        .unwrap_or(rooms.len())
+}
+
+#[test]
+fn every_import_points_down_the_rooms() {
+    let mut up = Vec::new();
+    for (from, to) in imports() {
+        for t in to {
+            if from[0] == t[0] && room_rank(&from) > room_rank(&t) {
+                up.push(format!("{} -> {}", from.join("::"), t.join("::")));
+            }
+        }
+    }
+    assert!(
+        up.is_empty(),
+        "imports that do not point down the rooms of their module:\n{}",
+        up.join("\n")
+    );
+}
+
 #[test]
 fn no_two_modules_import_each_other() {
     let g = imports();
@@ -257,6 +460,62 @@ fn no_two_modules_import_each_other() {
 }
 
 #[test]
+fn no_import_circle_of_any_length() {
+    let found: Vec<String> = circles(&shipped_imports())
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|m| m.join("::"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "modules that import themselves back through others:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_circle_of_three_is_found_and_a_dag_passes() {
+    let m = |s: &str| -> Module { s.split("::").map(String::from).collect() };
+    let g = |edges: &[(&str, &str)]| {
+        let mut g: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+        for (a, b) in edges {
+            g.entry(m(a)).or_default().insert(m(b));
+            g.entry(m(b)).or_default();
+        }
+        g
+    };
+    // No two of the three name each other, so the pair check is blind to it.
+    let three = g(&[
+        ("export::chart", "export::html"),
+        ("export::html", "export::human"),
+        ("export::human", "export::chart"),
+        ("export::human", "units"),
+        ("cmd", "export::html"),
+    ]);
+    assert_eq!(
+        circles(&three),
+        vec![vec![
+            m("export::chart"),
+            m("export::html"),
+            m("export::human")
+        ]]
+    );
+    let dag = g(&[
+        ("cmd", "export::page"),
+        ("cmd", "export::draw"),
+        ("export::page", "export::draw"),
+        ("export::page", "export::human"),
+        ("export::draw", "export::human"),
+        ("export::human", "units"),
+    ]);
+    assert!(circles(&dag).is_empty(), "{:?}", circles(&dag));
+}
+
+#[test]
 fn the_checker_sees_an_import() {
     // `agg::cpu` takes its clock from the bottom layer; were the parse
     // blind, the two tests above would pass on anything.
@@ -272,6 +531,31 @@ fn the_checker_sees_an_import() {
     let added = extension_methods(&checked_modules());
     let kinds = &added[&vec!["workload".to_string(), "kinds".to_string()]];
     assert!(kinds.iter().any(|k| k == "desc"), "{kinds:?}");
+    // A page names its chart and the text it prints; the rooms' order is
+    // checked on real imports.
+    let m = |s: &str| -> Module { s.split("::").map(String::from).collect() };
+    let page = &g[&m("export::page::mix")];
+    assert!(page.contains(&m("export::draw::mix")), "{page:?}");
+    assert!(page.contains(&m("export::mix")), "{page:?}");
+    assert!(room_rank(&m("export::page::mix")) < room_rank(&m("export::draw::mix")));
+    assert!(room_rank(&m("export::draw::mix")) < room_rank(&m("export::mix")));
+    // Tests are left out of the circle check: the test-only files, and a
+    // file's `#[cfg(test)]` items, but not the code after them.
+    let all = checked_modules();
+    let tests = test_files(&all);
+    for f in [
+        "workload::harness",
+        "workload::crr::tests",
+        "control::client_tests",
+    ] {
+        let f: Module = f.split("::").map(String::from).collect();
+        assert!(
+            tests.contains(&f),
+            "{f:?} not seen as a test file: {tests:?}"
+        );
+    }
+    let code = "use a;\n#[cfg(test)]\nmod tests {\n    use crate::x;\n}\n#[cfg(test)]\n#[path = \"t.rs\"]\nmod t;\nfn b() {\n    #[cfg(test)]\n    fn c() {\n        d();\n    }\n    e();\n}";
+    assert_eq!(without_tests(code), "use a;\nfn b() {\n    e();\n}");
 }
 
 /// A file longer than this before its unit tests holds more than one idea

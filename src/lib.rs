@@ -4,13 +4,14 @@
 //! errors to an exit code. Layers, top to bottom; every import points down
 //! this list, and `layers.rs` checks it: `cmd` (one file per command) →
 //! `cli` (clap's types, checked into a plan) → `monitor` (probes on a
-//! schedule, their metrics) → `export` (formats, charts) →
-//! `agg` (the aggregate method) → `control` (protocol, client and server
+//! schedule, their metrics) → `export` (text, charts, pages), `store` →
+//! `agg` (the aggregate method), `sweep` (the grid of cells), `curve` (the
+//! latency-vs-throughput curve) → `control` (protocol, client and server
 //! sessions) → `analysis` (the record turned into a result) → `result` →
 //! `engine` (worker threads) → `workload` (flow state machines) → `io`
 //! (drivers, sockets) → `sensors`, `stats` (counters, histograms) → `plan`,
-//! `text`, `clock`, `term`, `warning` → `units`, `httpd` (the HTTP server
-//! under the monitor's `/metrics`).
+//! `text`, `clock`, `term`, `warning`, `nofollow` → `units`, `httpd` (the
+//! HTTP server under the monitor's `/metrics`).
 
 pub mod agg;
 pub mod analysis;
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod clock;
 pub mod cmd;
 pub mod control;
+pub mod curve;
 pub mod engine;
 pub mod export;
 pub mod httpd;
@@ -25,11 +27,13 @@ pub mod io;
 #[cfg(test)]
 mod layers;
 pub mod monitor;
+pub mod nofollow;
 pub mod plan;
 pub mod result;
 pub mod sensors;
 pub mod stats;
 pub mod store;
+pub mod sweep;
 pub mod term;
 pub mod text;
 pub mod units;

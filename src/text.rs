@@ -7,7 +7,8 @@
 //! megabyte-long line. Everything echoed from a peer goes through here, and
 //! so does every string read from a file a user may have been handed (a
 //! results.json, a netperf log): [`escape_json_strings`] at load time, and
-//! [`csv_field`] for a CSV cell.
+//! [`csv_field`] for a CSV cell, the one quoter every CSV thrum writes goes
+//! through. [`escape_markup`] makes text safe inside HTML and SVG.
 
 use std::fmt::Write;
 
@@ -33,13 +34,16 @@ pub fn escape(s: &str, max: usize) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
+            c if c.is_control() => escape_control(c, &mut out),
             c => out.push(c),
         }
     }
     out
+}
+
+/// A control character `c` as `\u{..}`, its code point in hex.
+fn escape_control(c: char, out: &mut String) {
+    let _ = write!(out, "\\u{{{:x}}}", c as u32);
 }
 
 /// A peer's short value, escaped and cut to [`ECHO_CHARS`].
@@ -77,11 +81,41 @@ pub fn escape_json_strings(v: &mut serde_json::Value) {
     }
 }
 
-/// A CSV cell from text that may hold anything: control characters
-/// escaped, then quoted (RFC 4180) when it holds a comma or a quote.
+/// `s` as HTML or SVG (XML) text: the five characters markup gives a
+/// meaning (`&`, `<`, `>`, `"`, `'`) written as entities, fit for element
+/// content and quoted attributes alike.
+pub fn escape_markup(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// One CSV field from text that may hold anything, as RFC 4180 has it:
+/// quoted when it holds a comma, a quote, a CR or an LF, its quotes
+/// doubled, so that any reader of the RFC reads it back as one field.
+/// Tab, CR and LF are data a field may carry and stay as they are (inside
+/// the quotes); every other control character (C0, DEL, C1) is written as
+/// [`escape`] writes it (`\u{1b}`), so that a CSV shown in a terminal
+/// carries no raw escape sequence, whatever a peer or a file put in it.
 pub fn csv_field(s: &str) -> String {
-    let e = escape(s, usize::MAX);
-    if e.contains([',', '"']) {
+    let mut e = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\t' | '\r' | '\n' => e.push(c),
+            c if c.is_control() => escape_control(c, &mut e),
+            c => e.push(c),
+        }
+    }
+    if e.contains([',', '"', '\r', '\n']) {
         format!("\"{}\"", e.replace('"', "\"\""))
     } else {
         e
@@ -111,13 +145,21 @@ mod tests {
     }
 
     #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape_markup("<a & \"b\" 'c'>"),
+            "&lt;a &amp; &quot;b&quot; &#39;c&#39;&gt;"
+        );
+    }
+
+    #[test]
     fn nothing_escaped_prints_a_control_character() {
         let all: String = (0u32..0x200).filter_map(char::from_u32).collect();
         assert!(!escape(&all, usize::MAX).chars().any(char::is_control));
     }
 
     #[test]
-    fn documents_and_csv_cells_carry_no_control_character() {
+    fn documents_and_csv_fields_carry_no_raw_escape() {
         let mut v = serde_json::json!({"name": "x\u{1b}]0;t\u{7}", "ok": "plain", "n": 1.5,
             "m": {"k\u{1b}": ["\u{1b}[2J"]}});
         escape_json_strings(&mut v);
@@ -127,6 +169,74 @@ mod tests {
         assert_eq!(v["m"]["k\\u{1b}"][0], "\\u{1b}[2J");
         assert_eq!(csv_field("a,b\u{1b}"), "\"a,b\\u{1b}\"");
         assert_eq!(csv_field("lo1"), "lo1");
-        assert_eq!(csv_field("say \"hi\"\n"), "\"say \"\"hi\"\"\\n\"");
+        assert_eq!(csv_field("12.5"), "12.5");
+        assert_eq!(csv_field(""), "");
+        assert_eq!(csv_field("say \"hi\"\n"), "\"say \"\"hi\"\"\n\"");
+        assert_eq!(csv_field("a\rb"), "\"a\rb\"");
+        assert_eq!(csv_field("a\tb\u{9b}"), "a\tb\\u{9b}");
+    }
+
+    /// The records of `text` as a reader of RFC 4180 sees them: fields
+    /// split at commas, a quoted field read to its closing quote (a doubled
+    /// quote is one, a comma or line break inside is data), a record ended
+    /// by CRLF or LF outside quotes.
+    fn read_csv(text: &str) -> Vec<Vec<String>> {
+        let (mut records, mut record, mut field) = (Vec::new(), Vec::new(), String::new());
+        let mut chars = text.chars().peekable();
+        let mut quoted = false;
+        while let Some(c) = chars.next() {
+            match (quoted, c) {
+                (true, '"') if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                (true, '"') => quoted = false,
+                (true, c) => field.push(c),
+                (false, '"') if field.is_empty() => quoted = true,
+                (false, ',') => record.push(std::mem::take(&mut field)),
+                (false, '\r') if chars.peek() == Some(&'\n') => {}
+                (false, '\n') => {
+                    record.push(std::mem::take(&mut field));
+                    records.push(std::mem::take(&mut record));
+                }
+                (false, c) => field.push(c),
+            }
+        }
+        if !field.is_empty() || !record.is_empty() {
+            record.push(field);
+            records.push(record);
+        }
+        records
+    }
+
+    /// A control character other than tab, CR and LF, which the quoter
+    /// writes escaped.
+    fn escaped_control(c: char) -> bool {
+        c.is_control() && !matches!(c, '\t' | '\r' | '\n')
+    }
+
+    proptest::proptest! {
+        /// Any string is one field to a reader of RFC 4180, the string
+        /// itself but for its other control characters, which arrive
+        /// escaped and no longer raw.
+        #[test]
+        fn any_string_reads_back_as_one_field(s in "(?s).{0,40}", t in "[,\"\r\n\t\u{1b}a]{0,8}") {
+            for v in [s.as_str(), t.as_str()] {
+                let records = read_csv(&format!("{}\n", csv_field(v)));
+                proptest::prop_assert_eq!(records.len(), 1, "{:?}", v);
+                proptest::prop_assert_eq!(records[0].len(), 1, "{:?}", v);
+                let read = &records[0][0];
+                proptest::prop_assert!(!read.chars().any(escaped_control), "{:?}", read);
+                if !v.chars().any(escaped_control) {
+                    proptest::prop_assert_eq!(read, v);
+                }
+            }
+            // A record of several fields keeps them apart.
+            let row = format!("{},{},{}\r\n", csv_field(&s), csv_field(&t), csv_field(&s));
+            let records = read_csv(&row);
+            proptest::prop_assert_eq!(records.len(), 1);
+            proptest::prop_assert_eq!(records[0].len(), 3);
+            proptest::prop_assert_eq!(&records[0][0], &records[0][2]);
+        }
     }
 }

@@ -118,7 +118,7 @@ pub fn disagreement(t: &TestAgg, ramp: &Ramp) -> Option<String> {
 
 /// Read the ramp of `log`.
 pub fn read_ramp(log: &Path) -> Result<Ramp, NetperfError> {
-    let text = super::input::read_to_string(log).map_err(|source| NetperfError::Io {
+    let text = crate::nofollow::read_to_string(log).map_err(|source| NetperfError::Io {
         path: log.to_path_buf(),
         source,
     })?;
@@ -190,7 +190,7 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
         })
         .unwrap_or_default();
     let csv: PathBuf = log.with_file_name(format!("{name}_streams.csv"));
-    let (streams, unit) = match super::input::read_to_string(&csv) {
+    let (streams, unit) = match crate::nofollow::read_to_string(&csv) {
         Ok(text) => parse_streams_csv(&text),
         Err(_) => (Vec::new(), None),
     };

@@ -10,18 +10,18 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use super::{FlowArgs, duration, ns};
-use crate::agg::curve::{Rates, Slo};
 use crate::control::client::Target;
+use crate::curve::{Rates, Slo};
 use crate::plan::{TestKind, TestPlan};
 
 fn rates(s: &str) -> Result<Rates, String> {
     s.parse()
-        .map_err(|e: crate::agg::curve::CurveError| e.to_string())
+        .map_err(|e: crate::curve::CurveError| e.to_string())
 }
 
 fn slo(s: &str) -> Result<Slo, String> {
     s.parse()
-        .map_err(|e: crate::agg::curve::CurveError| e.to_string())
+        .map_err(|e: crate::curve::CurveError| e.to_string())
 }
 
 /// `thrum curve`'s flags. The flows' are [`FlowArgs`], as `thrum run`'s,

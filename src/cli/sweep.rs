@@ -146,7 +146,7 @@ pub struct SweepArgs {
 pub struct CellList(pub Vec<String>);
 
 fn cell_list(s: &str) -> Result<CellList, String> {
-    let names = crate::agg::sweep::FIGURES
+    let names = crate::export::sweep::FIGURES
         .iter()
         .map(|f| f.0)
         .collect::<Vec<_>>();
@@ -183,7 +183,7 @@ pub struct SweepRequest {
     pub bursts: Vec<u32>,
     pub flows: Vec<u32>,
     /// The dimensions, outermost first, as the document records them.
-    pub dims: Vec<crate::agg::sweep::Dim>,
+    pub dims: Vec<crate::sweep::Dim>,
     /// Every cell, validated, the last dimension varying fastest.
     pub cells: Vec<PlannedCell>,
     /// The server; None: an embedded one on loopback (or `hosts`).
@@ -372,7 +372,7 @@ impl SweepArgs {
         let flows = values("flows", |p| p.flows);
         let doc_dims = dims
             .iter()
-            .map(|d| crate::agg::sweep::Dim {
+            .map(|d| crate::sweep::Dim {
                 name: d.name.to_string(),
                 values: d.values.iter().map(Setting::json).collect(),
             })

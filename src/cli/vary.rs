@@ -44,7 +44,7 @@ pub enum Setting {
 }
 
 /// The NIC settings a sweep can vary (ethtool coalescing and rings).
-pub use crate::agg::nic::Knob as NicKnob;
+pub use crate::sweep::nic::Knob as NicKnob;
 
 /// Every dimension's name and the values it accepts, in `--help`'s order.
 pub const NAMES: &[(&str, &str)] = &[

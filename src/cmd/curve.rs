@@ -1,7 +1,7 @@
 //! `thrum curve TEST`: open-loop steps at rising rates, each recorded with
 //! its achieved rate, response-time percentiles, late and lost
 //! transactions and both ends' CPU; then the knee and the saturation point
-//! (named by [`crate::agg::curve`]), a table, and with `--out` the record,
+//! (named by [`crate::curve`]), a table, and with `--out` the record,
 //! CSV, chart and HTML page that `thrum report` re-renders.
 
 use std::path::Path;
@@ -12,10 +12,10 @@ use anyhow::{Context, Result, bail};
 
 use super::out::{print, target_or_embedded};
 use super::progress::Ticker;
-use crate::agg::curve::{self, Curve, CurveSpec, Rates, Step, StepCpu};
 use crate::cli::CurveArgs;
 use crate::control::client::{self, Observer, Target};
-use crate::export::{chart, html, write_atomic};
+use crate::curve::{self, Curve, CurveSpec, Rates, Step, StepCpu};
+use crate::export::{draw, page, write_atomic};
 use crate::plan::{Phase, TestPlan};
 use crate::result::{Interval, Side, TestResult};
 
@@ -156,9 +156,9 @@ pub fn write_dir(dir: &Path, c: &Curve) -> Result<()> {
     };
     w("results.json", &serde_json::to_vec_pretty(c)?)?;
     w("curve.csv", crate::export::curve::csv(c).as_bytes())?;
-    let svg = chart::curve_svg(c);
+    let svg = draw::curve::svg(c);
     w("curve.svg", svg.as_bytes())?;
-    w("report.html", html::curve_report(c, &svg).as_bytes())?;
+    w("report.html", page::curve::report(c, &svg).as_bytes())?;
     Ok(())
 }
 

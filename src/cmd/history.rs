@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::cli::store::HistoryRequest;
 use crate::cli::{HistoryArgs, ShowArgs};
-use crate::export::history::Point;
+use crate::export::draw::history::Point;
 use crate::stats::latency::LatencyHistogram;
 use crate::store::headline::ChartField;
 use crate::store::{Row, Store};
@@ -229,7 +229,7 @@ fn chart(
     if points.is_empty() {
         bail!("--chart {what}: no stored run of those listed has it");
     }
-    let svg = crate::export::history::svg(what, unit, &points);
+    let svg = crate::export::draw::history::svg(what, unit, &points);
     crate::export::write_atomic(out, svg.as_bytes())
         .with_context(|| format!("writing --out {}", out.display()))?;
     eprintln!("{} runs drawn in {}", points.len(), out.display());

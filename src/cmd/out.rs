@@ -11,7 +11,8 @@ use anyhow::{Context, Result};
 use crate::agg::model::{AggResult, TestAgg};
 use crate::control::client::Target;
 use crate::control::server::EmbeddedServer;
-use crate::export::{chart, html, write_atomic};
+use crate::export::draw::agg::{Labels, overall_svg, stream_svg};
+use crate::export::{page, write_atomic};
 
 /// Start an embedded server unless a target was given.
 pub fn target_or_embedded(
@@ -37,7 +38,7 @@ pub fn target_or_embedded(
 pub fn test_chart(r: &crate::result::TestResult) -> Option<String> {
     use crate::plan::kinds::Chart;
     r.test.traits().chart.map(|c| match c {
-        Chart::Dispersion => crate::export::capacity::svg(r),
+        Chart::Dispersion => crate::export::draw::capacity::svg(r),
     })
 }
 
@@ -130,18 +131,18 @@ pub fn write_dir(dir: &Path, r: &AggResult, individual: bool) -> Result<()> {
             crate::agg::ramplog::file_name(&f),
             crate::agg::ramplog::write(t, r.spec.trim_s).as_bytes(),
         )?;
-        let svg = chart::overall_svg(t, chart::Labels::of(&r.spec));
+        let svg = overall_svg(t, Labels::of(&r.spec));
         w(format!("{f}_overall.svg"), svg.as_bytes())?;
         svgs.push(svg);
         if individual {
             for (i, s) in t.streams.iter().enumerate() {
                 w(
                     format!("{f}_stream_{}.svg", s.index),
-                    chart::stream_svg(t, i, chart::Labels::of(&r.spec)).as_bytes(),
+                    stream_svg(t, i, Labels::of(&r.spec)).as_bytes(),
                 )?;
             }
         }
     }
-    w("report.html".into(), html::report(r, &svgs).as_bytes())?;
+    w("report.html".into(), page::agg::report(r, &svgs).as_bytes())?;
     Ok(())
 }

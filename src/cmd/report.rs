@@ -17,15 +17,15 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::out::{finish, say_test, write_dir};
-use crate::agg::curve::{self, Curve};
-use crate::agg::input;
 use crate::agg::model::{self, AggResult, AggSpec, Coverage, TestAgg};
 use crate::agg::netperf;
 use crate::agg::ramplog;
-use crate::agg::sweep::Sweep;
 use crate::cli::{AggOutput, ReportArgs, ReportRequest};
+use crate::curve::{self, Curve};
 use crate::export::{self, write_atomic};
+use crate::nofollow;
 use crate::result::TestResult;
+use crate::sweep::Sweep;
 
 /// The schema of `thrum sweep --json`.
 const SWEEP_SCHEMA: &str = "thrum.sweep.v1";
@@ -54,13 +54,13 @@ fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
     // Read as every report input is, as untrusted input: no symbolic link
     // followed, and every string's control characters escaped before
     // anything prints.
-    let json = if input::is_real_dir(path) {
+    let json = if nofollow::is_real_dir(path) {
         path.join("results.json")
-    } else if input::is_link(path) && path.is_dir() {
+    } else if nofollow::is_link(path) && path.is_dir() {
         bail!(
             "{} is a symbolic link to a directory: {}",
             path.display(),
-            input::NO_LINKS
+            nofollow::NO_LINKS
         );
     } else {
         path.to_path_buf()
@@ -69,7 +69,7 @@ fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
         return Ok(None);
     }
     let text =
-        input::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+        nofollow::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
     let mut doc = serde_json::from_str(&text).with_context(|| {
         format!(
             "{}: not a JSON document thrum wrote (schemas accepted: {}), nor a netperf_TEST.log",
@@ -140,7 +140,10 @@ fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
             (String::from_utf8_lossy(&human).into_owned(), !r.ok())
         }
         Other::Ping(p) => (super::ping::human(p), p.failed()),
-        Other::Sweep(sw) => (sw.table(), sw.cells.iter().any(|c| c.error.is_some())),
+        Other::Sweep(sw) => (
+            export::sweep::table(sw),
+            sw.cells.iter().any(|c| c.error.is_some()),
+        ),
     };
     let json = || -> Result<Vec<u8>> {
         let mut v = match doc {
@@ -195,23 +198,23 @@ fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
 fn drawings(doc: &Other) -> Vec<(&'static str, Vec<u8>)> {
     match doc {
         Other::Run(r) if !r.spec.plan.parts.is_empty() => vec![
-            ("report.html", export::lul::html(r).into_bytes()),
-            ("chart.svg", export::lul::svg(r).into_bytes()),
+            ("report.html", export::page::mix::report(r).into_bytes()),
+            ("chart.svg", export::draw::mix::svg(r).into_bytes()),
         ],
         Other::Run(r) => match super::out::test_chart(r) {
             Some(svg) => vec![
                 (
                     "report.html",
-                    export::html::result_report(r, Some(&svg)).into_bytes(),
+                    export::page::result::report(r, Some(&svg)).into_bytes(),
                 ),
                 ("chart.svg", svg.into_bytes()),
             ],
             None => vec![(
                 "report.html",
-                export::html::result_report(r, None).into_bytes(),
+                export::page::result::report(r, None).into_bytes(),
             )],
         },
-        Other::Sweep(sw) => vec![("sweep.csv", sw.csv().into_bytes())],
+        Other::Sweep(sw) => vec![("sweep.csv", export::sweep::csv(sw).into_bytes())],
         Other::Ping(_) => Vec::new(),
     }
 }
@@ -223,16 +226,16 @@ pub fn load(path: &Path) -> Result<AggResult> {
             && p.file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("netperf_"))
     };
-    if input::is_link(path) && path.is_dir() {
+    if nofollow::is_link(path) && path.is_dir() {
         bail!(
             "{} is a symbolic link to a directory: {}",
             path.display(),
-            input::NO_LINKS
+            nofollow::NO_LINKS
         );
     }
-    if input::is_real_dir(path) {
+    if nofollow::is_real_dir(path) {
         let json = path.join("results.json");
-        if json.is_file() || input::is_link(&json) {
+        if json.is_file() || nofollow::is_link(&json) {
             let mut r = load(&json)?;
             check_ramp_logs(path, &mut r);
             return Ok(r);
@@ -330,7 +333,7 @@ pub fn load(path: &Path) -> Result<AggResult> {
 fn check_ramp_logs(dir: &Path, r: &mut AggResult) {
     for t in &mut r.tests {
         let log = dir.join(ramplog::file_name(&super::out::file_part(&t.name)));
-        if !log.exists() && !input::is_link(&log) {
+        if !log.exists() && !nofollow::is_link(&log) {
             continue;
         }
         match ramplog::read_ramp(&log) {
@@ -397,7 +400,7 @@ where
 /// `thrum.curve.v1`, or a directory holding one), re-analysed; None when it
 /// names something else.
 pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
-    let json = if input::is_real_dir(path) {
+    let json = if nofollow::is_real_dir(path) {
         path.join("results.json")
     } else {
         path.to_path_buf()
@@ -406,7 +409,7 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
         return Ok(None);
     }
     let text =
-        input::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+        nofollow::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
     let mut doc: serde_json::Value = match serde_json::from_str(&text) {
         Ok(d) => d,
         Err(_) => return Ok(None),

@@ -397,13 +397,13 @@ fn write_drawings(req: &RunRequest, result: &TestResult) -> Result<()> {
             super::out::test_chart(result)
                 .with_context(|| format!("--chart: {} has no chart", result.test))?
         } else {
-            export::lul::svg(result)
+            export::draw::mix::svg(result)
         };
         export::write_atomic(path, svg.as_bytes())
             .with_context(|| format!("writing --chart {}", path.display()))?;
     }
     if let Some(path) = &req.drawings.html {
-        export::write_atomic(path, export::lul::html(result).as_bytes())
+        export::write_atomic(path, export::page::mix::report(result).as_bytes())
             .with_context(|| format!("writing --html {}", path.display()))?;
     }
     Ok(())

@@ -20,9 +20,9 @@ pub const SCHEMAS: &[(&str, Generator)] = &[
 
 /// `thrum sweep --json` (and --export-json): the grid's cells.
 fn sweep() -> Value {
-    crate::export::schema::generate::<crate::agg::sweep::Sweep>(
+    crate::export::schema::generate::<crate::sweep::Sweep>(
         "thrum sweep --json: a grid of cells, each a value of every dimension",
-        crate::agg::sweep::SCHEMA,
+        crate::sweep::SCHEMA,
         true,
         &[],
     )
@@ -40,9 +40,9 @@ fn agg() -> Value {
 
 /// results.json of `thrum curve` and `thrum report` on a curve.
 fn curve() -> Value {
-    crate::export::schema::generate::<crate::agg::curve::Curve>(
+    crate::export::schema::generate::<crate::curve::Curve>(
         "thrum curve / thrum report results.json of a latency-vs-throughput curve",
-        crate::agg::curve::SCHEMA,
+        crate::curve::SCHEMA,
         true,
         &[],
     )

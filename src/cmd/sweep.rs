@@ -9,12 +9,12 @@ use anyhow::{Context, Result};
 
 use super::out::print;
 use super::progress::Ticker;
-use crate::agg::sweep::{Cell, SCHEMA, Sweep};
-use crate::agg::{nic, spread};
 use crate::cli::SweepArgs;
 use crate::control::client::{self, Quiet, Target};
 use crate::control::server::EmbeddedServer;
 use crate::export::write_atomic;
+use crate::sweep::{Cell, SCHEMA, Sweep};
+use crate::sweep::{nic, spread};
 
 /// `thrum sweep`.
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
@@ -148,10 +148,10 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     if req.json {
         print(&format!("{}\n", serde_json::to_string_pretty(&sw)?))?;
     } else {
-        print(&sw.table())?;
+        print(&crate::export::sweep::table(&sw))?;
     }
     for p in &req.export_csv {
-        write_atomic(p, sw.csv().as_bytes())
+        write_atomic(p, crate::export::sweep::csv(&sw).as_bytes())
             .with_context(|| format!("writing --export-csv {}", p.display()))?;
     }
     for p in &req.export_json {

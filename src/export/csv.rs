@@ -13,6 +13,7 @@ use super::Exporter;
 use crate::plan::TestKind;
 use crate::result::{Interval, TestResult};
 use crate::stats::latency::LatencySummary;
+use crate::text::csv_field;
 
 pub struct Csv;
 
@@ -238,7 +239,7 @@ pub fn write_interval(
         rusage(out, iv.rusage.as_ref().map(|r| &r.local))?;
         rusage(out, iv.rusage.as_ref().and_then(|r| r.remote.as_ref()))?;
         if let Some(i) = part {
-            write!(out, ",{}", parts[i].name)?;
+            write!(out, ",{}", csv_field(&parts[i].name))?;
         }
         writeln!(out)?;
     }

@@ -1,6 +1,7 @@
 //! The latency-vs-throughput curve (`thrum curve`) as text: the terminal
-//! table and curve.csv. Its SVG is in `chart` and its HTML report in
-//! `html`; the record, the knee and the saturation point are `agg::curve`'s.
+//! table and curve.csv, beside the sweep's (`sweep`). Its SVG is
+//! `draw::curve`'s and its page `page::curve`'s; the record, the knee and
+//! the saturation point are `crate::curve`'s.
 //!
 //! People count steps from 1, as the progress lines do while the curve
 //! runs: the table and the knee and saturation lines say `step index + 1`.
@@ -9,8 +10,9 @@
 
 use std::fmt::Write;
 
-use crate::agg::curve::{Curve, Point, Step};
+use crate::curve::{Curve, Point, Step};
 use crate::stats::latency::LatencySummary;
+use crate::text::csv_field;
 use crate::units::fmt_ns;
 
 /// The terminal table of `thrum curve`, with the knee and the saturation point.
@@ -131,7 +133,7 @@ local_service_demand_us_per_tran,remote_cpu_util_percent,remote_service_demand_u
             of(st.remote.service_demand_us_per_tran),
             c.knee.as_ref().is_some_and(|k| k.step == st.index),
             c.saturation.as_ref().is_some_and(|k| k.step == st.index),
-            st.error.as_deref().unwrap_or("").replace([',', '\n'], ";"),
+            csv_field(st.error.as_deref().unwrap_or("")),
         );
     }
     s
@@ -152,8 +154,8 @@ fn opt_f(v: Option<f64>, digits: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agg::curve::analyse;
-    use crate::agg::curve::fixtures::{curve, record};
+    use crate::curve::analyse;
+    use crate::curve::fixtures::{curve, record};
 
     #[test]
     fn the_table_and_csv_mark_the_knee_and_the_saturation() {

@@ -19,6 +19,7 @@ use std::io::{self, Write};
 use super::Exporter;
 use crate::plan::SocketOpts;
 use crate::result::{Environment, OpenLoop, Side, TestResult};
+use crate::text::csv_field;
 
 /// One machine-readable field.
 pub struct Field {
@@ -668,15 +669,6 @@ pub fn in_units(
     }
 }
 
-/// A CSV cell: quoted when it holds a comma, a quote or a line break.
-fn csv_cell(v: &str) -> String {
-    if v.contains([',', '"', '\n']) {
-        format!("\"{}\"", v.replace('"', "\"\""))
-    } else {
-        v.to_string()
-    }
-}
-
 impl Exporter for Fields {
     fn write(&self, r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         let mut all = values(r);
@@ -691,7 +683,7 @@ impl Exporter for Fields {
             }
             Style::Csv => {
                 writeln!(out, "{}", self.names.join(","))?;
-                let row: Vec<String> = self.names.iter().map(|n| csv_cell(get(n))).collect();
+                let row: Vec<String> = self.names.iter().map(|n| csv_field(get(n))).collect();
                 writeln!(out, "{}", row.join(","))?;
             }
             Style::Human => {
@@ -873,13 +865,7 @@ pub(crate) mod tests {
         assert!(parse_list(" , ").is_err());
     }
 
-    #[test]
-    fn csv_cells_are_quoted_when_they_must_be() {
-        assert_eq!(csv_cell("a,b"), "\"a,b\"");
-        assert_eq!(csv_cell("12.5"), "12.5");
-    }
-
-    /// Issue 27: every key `--keyval` prints is a field `--output-fields`
+    /// Every key `--keyval` prints is a field `--output-fields`
     /// accepts, and gives the same value there: an open-loop run with link
     /// readings (OFFERED_RATE, LOCAL_LINK_UTIL_TX_PERCENT, ... were refused
     /// while the two lists were apart) and a bulk one.
@@ -942,7 +928,7 @@ pub(crate) mod tests {
         );
     }
 
-    /// Issue 32: netperf's confidence, identity and uname fields, and a
+    /// netperf's confidence, identity and uname fields, and a
     /// P{N}_LATENCY for each --percentiles N, by its name with or without
     /// the point; an N not asked for is refused before the run.
     #[test]

@@ -386,7 +386,7 @@ impl Exporter for Human {
         }
         writeln!(out, "-- summary over {:.2} s measured --", s.duration_s)?;
         if !s.parts.is_empty() {
-            super::lul::human(r, out)?;
+            super::mix::lines(r, out)?;
         }
         // capacity's load is its probe's, not a figure of the path.
         let load = if r.test.traits().rate == crate::plan::Rate::ProbeBits {

@@ -30,7 +30,7 @@ mod tests {
     use super::*;
     use crate::export::fields::tests::{bulk, full_open_loop};
 
-    /// What keyval printed before the field table (issue 27), key for
+    /// What keyval printed before it read the one field table, key for
     /// key and digit for digit.
     #[test]
     fn keys_values_and_order_are_as_before_the_table() {

@@ -1,25 +1,29 @@
-//! Exporters: the result as a human table, JSON, netperf-style key=value, and
-//! per-interval CSV samples; an aggregate run's SVG charts and HTML report,
-//! a mix's time series and capacity's dispersion histogram. `fields` is the
-//! one table of machine-readable fields (`--keyval`, `--output-fields`);
-//! `schema` generates the result's JSON Schema from its types.
+//! Exporters, in three rooms. The text exporters are the files here: the
+//! result as a human table (with a mix's lines, `mix`), JSON,
+//! netperf-style key=value and per-interval CSV samples (`csv`, `live`),
+//! and the terminal tables and CSV of the curve (`curve`) and the sweep
+//! (`sweep`); `fields` is the one table of machine-readable fields
+//! (`--keyval`, `--output-fields`); `schema` generates the result's JSON
+//! Schema from its types. `draw` holds the SVG charts and `page` the HTML
+//! pages. Pages embed charts and text, charts may format numbers as the
+//! text does, and the text exporters name neither (`src/layers.rs` checks
+//! it): a table never waits on the plotting code.
 //! Files are written atomically (an exclusively created temp file in the
 //! same directory, then rename), so a reader never sees half a result and no
 //! planted link is followed; see [`write_atomic`].
 
-pub mod capacity;
-pub mod chart;
 pub mod csv;
 pub mod curve;
+pub mod draw;
 pub mod fields;
-pub mod history;
-pub mod html;
 pub mod human;
 pub mod json;
 pub mod keyval;
 pub mod live;
-pub mod lul;
+pub mod mix;
+pub mod page;
 pub mod schema;
+pub mod sweep;
 
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

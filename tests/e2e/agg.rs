@@ -655,8 +655,8 @@ fn find_burst_and_sweep_on_loopback() {
         let tps = f(&c["transactions_per_s"]);
         let off = |pps: f64| (pps / 2.0 - tps).abs() / tps;
         assert!(
-            off(f(&c["tx_packets_per_s"])) > thrum::agg::sweep::PACKET_TOLERANCE
-                || off(f(&c["rx_packets_per_s"])) > thrum::agg::sweep::PACKET_TOLERANCE,
+            off(f(&c["tx_packets_per_s"])) > thrum::sweep::PACKET_TOLERANCE
+                || off(f(&c["rx_packets_per_s"])) > thrum::sweep::PACKET_TOLERANCE,
             "{c}"
         );
         assert_eq!(c["valid"], false, "{c}");

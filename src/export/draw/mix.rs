@@ -1,15 +1,13 @@
-//! Latency under load (a mix, the `rrul` presets): the human summary of
-//! the parts, phases and grades, and the time-series SVG with throughput
-//! up and down on the left axis and the probes' latency on the right, the
-//! phases shaded (flent's "all scaled" picture).
-
-use std::io::{self, Write};
+//! Latency under load (a mix, the `rrul` presets) as SVG: the time series
+//! with throughput up and down on the left axis and the probes' latency on
+//! the right, the phases shaded (flent's "all scaled" picture), and the
+//! probes' latency CDF, idle and loaded.
 
 use plotters::prelude::*;
 
-use crate::result::{PartSummary, PhaseFigures, ProbePhases, TestResult};
+use super::plot::{DrawResult, GRID_BOLD, GRID_LIGHT, Mark, draw_legend, render};
+use crate::result::{PartSummary, PhaseFigures, TestResult};
 use crate::stats::latency::LatencySummary;
-use crate::units::BitsPerSec;
 
 /// Colours, fixed so that readers (and tests) can find each series.
 pub const UP: RGBColor = RGBColor(31, 119, 180);
@@ -20,250 +18,14 @@ pub const PROBE_P99: RGBColor = RGBColor(140, 20, 20);
 /// The idle and recovery phases' shading; the loaded phase is left white.
 pub const QUIET: RGBColor = RGBColor(235, 235, 235);
 
-fn ms(ns: f64) -> String {
-    format!("{:.2} ms", ns / 1e6)
-}
-
-/// A difference in milliseconds with its sign always shown: the latency
-/// under load is loaded minus idle, and on a busy host the loaded phase's
-/// probes can be the faster ones ("-0.05 ms", never "+-0.05 ms").
-fn signed_ms(ns: i64) -> String {
-    format!("{:+.2} ms", ns as f64 / 1e6)
-}
-
-/// The mix's lines of the human summary: one per part, then the phases,
-/// the latency under load and the fairness.
-pub fn human(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
-    let s = &r.summary;
-    writeln!(
-        out,
-        "  {:<14} {:<10} {:>5} {:>5}  result",
-        "part", "test", "flows", "dir"
-    )?;
-    for p in &s.parts {
-        let fig = part_figure(p);
-        let retrans = p
-            .tcp_retransmits
-            .map(|n| format!(", {n} retransmits"))
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "  {:<14} {:<10} {:>5} {:>5}  {fig}{retrans}",
-            p.name,
-            p.test.name(),
-            p.flows,
-            p.direction
-        )?;
-    }
-    if let Some(ph) = &s.phases {
-        writeln!(
-            out,
-            "  {:<9} {:>10} {:>10} {:>10} {:>14} {:>14}",
-            "phase", "probe p50", "p90", "p99", "up", "down"
-        )?;
-        for (name, f, [p50, p90, p99]) in phase_rows(ph) {
-            writeln!(
-                out,
-                "  {name:<9} {p50:>10} {p90:>10} {p99:>10} {:>14} {:>14}",
-                BitsPerSec(f.throughput_up_bps).to_string(),
-                BitsPerSec(f.throughput_down_bps).to_string()
-            )?;
-        }
-        writeln!(
-            out,
-            "  (the bulk flows' buffers drained in {:.2} s between loaded and recovery)",
-            ph.drain_s
-        )?;
-    }
-    if let Some(l) = &s.latency_under_load_ns {
-        writeln!(
-            out,
-            "  latency under load     p50 {}  p99 {}",
-            signed_ms(l.p50),
-            signed_ms(l.p99)
-        )?;
-    }
-    if let Some(f) = &s.fairness {
-        let j = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-        writeln!(
-            out,
-            "  fairness (Jain)        up {}  down {}",
-            j(f.up),
-            j(f.down)
-        )?;
-    }
-    Ok(())
-}
-
-/// The three phases in order, each with its probes' p50, p90 and p99 in
-/// milliseconds ("-" without probe samples): the rows of the text and the
-/// HTML phase tables.
-fn phase_rows(ph: &ProbePhases) -> [(&'static str, &PhaseFigures, [String; 3]); 3] {
-    let cells = |f: &PhaseFigures| match &f.probe_latency_ns {
-        Some(l) => [l.p50, l.p90, l.p99].map(|v| ms(v as f64)),
-        None => ["-", "-", "-"].map(String::from),
-    };
-    [
-        ("idle", &ph.idle, cells(&ph.idle)),
-        ("loaded", &ph.loaded, cells(&ph.loaded)),
-        ("recovery", &ph.recovery, cells(&ph.recovery)),
-    ]
-}
-
-/// A part's figure as one line: goodput, or transactions/s and latency.
-fn part_figure(p: &PartSummary) -> String {
-    if let Some(t) = p.summary.throughput_bps {
-        return BitsPerSec(t).to_string();
-    }
-    let tps = p.summary.transactions_per_s.unwrap_or(0.0);
-    match &p.summary.latency_ns {
-        Some(l) => format!(
-            "{tps:.1} trans/s, p50 {} p99 {}",
-            ms(l.p50 as f64),
-            ms(l.p99 as f64)
-        ),
-        None => format!("{tps:.1} trans/s"),
-    }
-}
-
-fn jain_text(x: Option<f64>) -> String {
-    x.map_or("-".to_string(), |v| format!("{v:.3}"))
-}
-
-/// `--html`: one self-contained page for a mix (no scripts, no external
-/// files): the grades, the parts, the phases, the chart and the probes'
-/// latency CDF idle and loaded inlined, and the intervals with each
-/// direction's goodput, the probes' median, the fairness and the
-/// retransmissions.
-pub fn html(r: &TestResult) -> String {
-    use super::html::escape;
-    use std::fmt::Write as _;
-    let s = &r.summary;
-    let title = format!("thrum latency under load: {}", escape(&r.spec.server));
-    let mut o = super::html::head(&title);
-    let _ = writeln!(
-        o,
-        "<p>{} part(s), {} flow(s), {:.2} s measured.</p>",
-        s.parts.len(),
-        r.spec.plan.flows,
-        s.duration_s
-    );
-    if let Some(e) = &s.error {
-        let _ = writeln!(o, "<p class=\"warnings\">error: {}</p>", escape(e));
-    }
-    o.push_str("<h2>Grades</h2>\n<table>\n");
-    if let Some(l) = &s.latency_under_load_ns {
-        let _ = writeln!(
-            o,
-            "<tr><th>latency under load</th><td>p50 {}</td><td>p99 {}</td></tr>",
-            signed_ms(l.p50),
-            signed_ms(l.p99)
-        );
-    }
-    if let Some(f) = &s.fairness {
-        let _ = writeln!(
-            o,
-            "<tr><th>fairness (Jain)</th><td>up {}</td><td>down {}</td></tr>",
-            jain_text(f.up),
-            jain_text(f.down)
-        );
-    }
-    o.push_str("</table>\n<h2>Parts</h2>\n<table class=\"parts\">\n<tr><th>part</th><th>test</th><th>flows</th><th>dir</th><th>tos</th><th>result</th><th>retransmits</th></tr>\n");
-    for p in &s.parts {
-        let _ = writeln!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&p.name),
-            p.test.name(),
-            p.flows,
-            p.direction,
-            p.tos.map_or("-".into(), |t| format!("0x{t:02x}")),
-            part_figure(p),
-            p.tcp_retransmits.map_or("-".into(), |n| n.to_string())
-        );
-    }
-    o.push_str("</table>\n");
-    if let Some(ph) = &s.phases {
-        o.push_str("<h2>Phases</h2>\n<table class=\"phases\">\n<tr><th>phase</th><th>from (s)</th><th>to (s)</th><th>probe p50</th><th>p90</th><th>p99</th><th>up</th><th>down</th></tr>\n");
-        for (name, f, [p50, p90, p99]) in phase_rows(ph) {
-            let _ = writeln!(
-                o,
-                "<tr><td>{name}</td><td>{:.2}</td><td>{:.2}</td><td>{p50}</td><td>{p90}</td><td>{p99}</td><td>{}</td><td>{}</td></tr>",
-                f.start_s,
-                f.end_s,
-                BitsPerSec(f.throughput_up_bps),
-                BitsPerSec(f.throughput_down_bps)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "</table>\n<p>The bulk flows' buffers drained in {:.2} s between loaded and recovery.</p>",
-            ph.drain_s
-        );
-    }
-    let _ = writeln!(
-        o,
-        "<h2>Throughput and probe latency</h2>\n{}",
-        super::html::inline(&svg(r))
-    );
-    if let Some(cdf) = cdf_svg(r) {
-        let _ = writeln!(
-            o,
-            "<h2>Probe latency, idle and loaded</h2>\n{}",
-            super::html::inline(&cdf)
-        );
-    }
-    o.push_str("<h2>Intervals</h2>\n<table class=\"intervals\">\n<tr><th>interval</th><th>phase</th><th>from (s)</th><th>to (s)</th><th>up</th><th>down</th><th>probe p50</th><th>fairness up</th><th>fairness down</th><th>retransmits</th></tr>\n");
-    let (up, down) = (series(&s.parts, "up"), series(&s.parts, "down"));
-    for (k, iv) in r.intervals.iter().enumerate() {
-        let at = |v: &[(f64, f64)]| v.get(k).map_or("-".into(), |x| BitsPerSec(x.1).to_string());
-        // The slowest probe's median, as the chart draws it.
-        let probe = s
-            .parts
-            .iter()
-            .filter(|p| p.direction == "rr")
-            .filter_map(|p| p.intervals.get(k)?.latency_ns.as_ref().map(|l| l.p50))
-            .max()
-            .map_or("-".into(), |ns| ms(ns as f64));
-        let retrans: Option<u64> = s
-            .parts
-            .iter()
-            .filter_map(|p| p.intervals.get(k)?.tcp_retransmits)
-            .reduce(|a, b| a + b);
-        let (fu, fd) = iv.fairness.map_or(("-".into(), "-".into()), |f| {
-            (jain_text(f.up), jain_text(f.down))
-        });
-        let _ = writeln!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{probe}</td><td>{fu}</td><td>{fd}</td><td>{}</td></tr>",
-            iv.index,
-            iv.phase.name(),
-            iv.start_s,
-            iv.end_s,
-            at(&up),
-            at(&down),
-            retrans.map_or("-".into(), |n| n.to_string())
-        );
-    }
-    o.push_str("</table>\n");
-    if !s.warnings.0.is_empty() {
-        o.push_str("<h2>Warnings</h2>\n<ul class=\"warnings\">\n");
-        for w in &s.warnings.0 {
-            let _ = writeln!(o, "<li>{}</li>", escape(&w.message));
-        }
-        o.push_str("</ul>\n");
-    }
-    o.push_str("</body></html>\n");
-    o
-}
-
 /// One point per interval: its middle, in seconds.
 fn mid(a: f64, b: f64) -> f64 {
     (a + b) / 2.0
 }
 
-/// Throughput of the parts of `dir`, per interval, summed: (time, bit/s).
-fn series(parts: &[PartSummary], dir: &str) -> Vec<(f64, f64)> {
+/// Throughput of the parts of `dir`, per interval, summed: (time, bit/s);
+/// the mix's page tabulates what the chart draws.
+pub fn series(parts: &[PartSummary], dir: &str) -> Vec<(f64, f64)> {
     let mut v: Vec<(f64, f64)> = Vec::new();
     for p in parts.iter().filter(|p| p.direction == dir) {
         for (k, iv) in p.intervals.iter().enumerate() {
@@ -342,14 +104,7 @@ fn title(r: &TestResult) -> String {
 /// per series (the shading, each sum, each part, each probe's p50 and
 /// p99); titled with the preset or parts, the server and the date.
 pub fn svg(r: &TestResult) -> String {
-    let mut out = String::new();
-    if let Err(e) = try_svg(r, &mut out) {
-        return format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
-            super::html::escape(&e.to_string())
-        );
-    }
-    out
+    render(|out| try_svg(r, out))
 }
 
 /// Colours of the parts drawn under the sums, by direction, and of the
@@ -379,8 +134,7 @@ const PLOT_W: u32 = 820;
 
 /// One legend entry per series: the shading, each sum, each part, each
 /// probe's p50 and p99. A part's entry is its name (unique in a mix).
-fn legend_of(r: &TestResult) -> Vec<(String, RGBColor, super::chart::Mark)> {
-    use super::chart::Mark;
+fn legend_of(r: &TestResult) -> Vec<(String, RGBColor, Mark)> {
     let parts = &r.summary.parts;
     let mut v = Vec::new();
     if r.summary.phases.is_some() {
@@ -407,7 +161,7 @@ fn legend_of(r: &TestResult) -> Vec<(String, RGBColor, super::chart::Mark)> {
     v
 }
 
-fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
+fn try_svg(r: &TestResult, out: &mut String) -> DrawResult {
     let parts = &r.summary.parts;
     let (up, down) = (series(parts, "up"), series(parts, "down"));
     let probes: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == "rr").collect();
@@ -455,8 +209,8 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
         .x_desc("time (s)")
         .y_desc("goodput")
         .y_label_formatter(&bps)
-        .bold_line_style(super::chart::GRID_BOLD)
-        .light_line_style(super::chart::GRID_LIGHT)
+        .bold_line_style(GRID_BOLD)
+        .light_line_style(GRID_LIGHT)
         .draw()?;
     chart
         .configure_secondary_axes()
@@ -499,7 +253,7 @@ fn try_svg(r: &TestResult, out: &mut String) -> Result<(), Box<dyn std::error::E
             c.stroke_width(1),
         ))?;
     }
-    super::chart::draw_legend(&side, &legend_of(r))?;
+    draw_legend(&side, &legend_of(r))?;
     root.present()?;
     Ok(())
 }
@@ -547,24 +301,12 @@ pub fn cdf_svg(r: &TestResult) -> Option<String> {
     };
     let idle = line(&ph.idle)?;
     let loaded = line(&ph.loaded)?;
-    let mut out = String::new();
-    if let Err(e) = try_cdf(&idle, &loaded, &title(r), &mut out) {
-        return Some(format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">chart error: {}</text></svg>",
-            super::html::escape(&e.to_string())
-        ));
-    }
-    Some(out)
+    Some(render(|out| try_cdf(&idle, &loaded, &title(r), out)))
 }
 
 type CdfLine = (Vec<(f64, f64)>, bool);
 
-fn try_cdf(
-    idle: &CdfLine,
-    loaded: &CdfLine,
-    title: &str,
-    out: &mut String,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn try_cdf(idle: &CdfLine, loaded: &CdfLine, title: &str, out: &mut String) -> DrawResult {
     let all = idle.0.iter().chain(&loaded.0).map(|p| p.0);
     let lo = all.clone().fold(f64::INFINITY, f64::min) / 1.5;
     let hi = all.fold(0.0, f64::max) * 1.5;
@@ -582,8 +324,8 @@ fn try_cdf(
         .configure_mesh()
         .x_desc("probe latency (ms)")
         .y_desc("fraction of probes")
-        .bold_line_style(super::chart::GRID_BOLD)
-        .light_line_style(super::chart::GRID_LIGHT)
+        .bold_line_style(GRID_BOLD)
+        .light_line_style(GRID_LIGHT)
         .draw()?;
     let mut legend = Vec::new();
     for (name, (pts, full), colour) in [("idle", idle, UP), ("loaded", loaded, PROBE)] {
@@ -593,21 +335,9 @@ fn try_cdf(
         } else {
             "6 percentiles only"
         };
-        legend.push((format!("{name} ({how})"), colour, super::chart::Mark::Line));
+        legend.push((format!("{name} ({how})"), colour, Mark::Line));
     }
-    super::chart::draw_legend(&side, &legend)?;
+    draw_legend(&side, &legend)?;
     root.present()?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::signed_ms;
-
-    #[test]
-    fn latency_under_load_carries_one_sign() {
-        assert_eq!(signed_ms(5_010_000), "+5.01 ms");
-        assert_eq!(signed_ms(-52_170_000), "-52.17 ms");
-        assert_eq!(signed_ms(0), "+0.00 ms");
-    }
 }

@@ -9,13 +9,13 @@
 
 use plotters::prelude::*;
 
-use super::chart::{DrawResult, GRID_BOLD, GRID_LIGHT, render};
+use super::plot::{DrawResult, GRID_BOLD, GRID_LIGHT, render};
 use crate::result::{CapacityEstimate, TestResult};
 use crate::units::{BitsPerSec, fmt_si};
 
 /// Client to server and server to client, as the mix chart's up and down.
-pub const UP: RGBColor = super::lul::UP;
-pub const DOWN: RGBColor = super::lul::DOWN;
+pub const UP: RGBColor = super::mix::UP;
+pub const DOWN: RGBColor = super::mix::DOWN;
 /// A recognised token bucket's burst rate.
 pub const BUCKET: RGBColor = RGBColor(230, 140, 0);
 

@@ -1,11 +1,15 @@
-//! Report inputs read without following symbolic links.
+//! The safe opener of input files: a file read, or a directory entered,
+//! without following a symbolic link.
 //!
 //! `thrum report` reads files someone else may have prepared: a
-//! results.json, a netperf log and every `.out` beside it. A `.out` that is
-//! a link to /etc/os-release had its KEY=value lines copied into the
-//! results (issue 28), so every input is opened with O_NOFOLLOW, and a
-//! directory is entered only when it is not a link either. The error says
-//! why and names the link, so that a user who meant it can name the target.
+//! results.json, a netperf log and every `.out` beside it (the aggregate's
+//! netperf and ramp log readers open theirs here too). A `.out` that was a
+//! link to /etc/os-release had its KEY=value lines copied into the
+//! results, so every input is opened with O_NOFOLLOW, and a directory is
+//! entered only when it is not a link either. The error says why and names
+//! the link, so that a user who meant it can name the target. It sits at
+//! the bottom of the layers, beside `text`, so that `cmd::report` and
+//! `agg` both reach it.
 
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;

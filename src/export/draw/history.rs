@@ -1,12 +1,14 @@
 //! `thrum history --chart`: one figure of the stored runs over time, drawn
-//! with plotters as the other charts ([`super::chart`]'s grid and colours).
+//! with plotters as the other charts ([`super::plot`]'s grid, the
+//! aggregate chart's line colour).
 //! Latency is drawn SmokePing's way: the median as a line, the spread
 //! around it as bands (p10–p90 dark, up to p99 light) where the runs carry
 //! them.
 
 use plotters::prelude::*;
 
-use super::chart::{GRID_BOLD, GRID_LIGHT, LINE, render};
+use super::agg::LINE;
+use super::plot::{DrawResult, GRID_BOLD, GRID_LIGHT, SIZE, render};
 
 /// One run on the chart.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -25,8 +27,6 @@ pub struct Point {
 pub const BAND_INNER: RGBColor = RGBColor(120, 180, 120);
 pub const BAND_OUTER: RGBColor = RGBColor(200, 225, 200);
 
-const SIZE: (u32, u32) = (1000, 480);
-
 /// The SVG of `points` (oldest first) of the figure `what` in `unit`.
 pub fn svg(what: &str, unit: &str, points: &[Point]) -> String {
     render(|out| draw(what, unit, points, out))
@@ -41,7 +41,7 @@ fn label(v: f64, unit: &str) -> String {
     }
 }
 
-fn draw(what: &str, unit: &str, points: &[Point], out: &mut String) -> super::chart::DrawResult {
+fn draw(what: &str, unit: &str, points: &[Point], out: &mut String) -> DrawResult {
     let t0 = points.first().map_or(0.0, |p| p.time);
     let t1 = points.last().map_or(1.0, |p| p.time).max(t0 + 1.0);
     let pad = (t1 - t0) * 0.03;

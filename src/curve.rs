@@ -3,7 +3,9 @@
 //! the two points it names, the knee and the saturation point. Everything
 //! here is a pure function of measured steps, so `thrum report` reaches the
 //! same verdict from a saved file as the run did, and the unit tests below
-//! check it on constructed steps. The gathering is in `cmd::curve`.
+//! check it on constructed steps. The gathering is in `cmd::curve`; the
+//! terminal table and curve.csv are `export::curve`'s, the chart
+//! `export::draw::curve`'s and the page `export::page::curve`'s.
 //!
 //! The knee is a measured rate, never extrapolated (docs/curve.md): the
 //! highest achieved rate of an unsaturated step whose response-time

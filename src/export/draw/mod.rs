@@ -1,0 +1,16 @@
+//! The charts, as SVG drawn with plotters: `plot` holds the primitives
+//! every chart draws with (the error SVG, the grid, the legend beside a
+//! plot, a nice axis end); then one file per chart: the aggregate's ramp
+//! (`agg`), the latency-vs-throughput curve (`curve`), a mix's time series
+//! and its probes' latency CDF (`mix`), capacity's dispersion histogram
+//! (`capacity`) and a stored figure over time (`history`).
+//!
+//! The charts sit above the text exporters (a chart may format its numbers
+//! as the text does) and below the pages (`super::page`), which embed them.
+
+pub mod agg;
+pub mod capacity;
+pub mod curve;
+pub mod history;
+pub mod mix;
+pub mod plot;
