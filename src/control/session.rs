@@ -26,7 +26,7 @@ use super::proto::{
     Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
     Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
 };
-use super::ticks::TickClock;
+use super::ticks::{TickClock, TickRate};
 use crate::engine::{Engines, place};
 use crate::io::socket::{
     DataSocketOpts, SocketBuffers, listen, local_port, set_nonblocking, udp_bound,
@@ -689,6 +689,7 @@ fn answer_ticks_from(
     let mut clock =
         TickClock::new(interval, t0 + half_rtt).with_load(block_lens, &plan.held_parts());
     let mut next_record = Instant::now();
+    let mut rate = TickRate::new(interval, next_record);
     let mut phase_now = Phase::Warmup;
     loop {
         let now = Instant::now();
@@ -710,6 +711,9 @@ fn answer_ticks_from(
         };
         match m {
             Ok(ClientMsg::Tick(tick)) => {
+                if !rate.take(Instant::now()) {
+                    return Err(refuse(ctrl, rate.refusal()));
+                }
                 // The counters now, before the tick changes anything: the
                 // tick that starts a mix's bulk parts ends the idle phase,
                 // and its counts are taken before our bulk receivers wake.

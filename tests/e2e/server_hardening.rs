@@ -1,16 +1,27 @@
 //! A server that keyless clients cannot hold, against a real server
 //! process on loopback (the third round of the red team's findings):
 //!
+//! - ticks sent back to back end the session instead of drawing a sample
+//!   each;
 //! - a server's provenance cannot forge a `KEY=value` line.
 //!
 //! `THRUM_E2E_SERVER_BIN=PATH` runs the server from another build (the
 //! figures each test prints are the before and after).
 
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
-use std::time::Duration;
+use std::thread;
+use std::time::{Duration, Instant};
 
-use crate::common::{ServerProc, bin, run_cmd};
+use serde_json::Value;
+use thrum::control::auth;
+use thrum::control::proto::{self, ClientMsg, encode};
+use thrum::plan::{Phase, TestKind, TestPlan};
+
+use crate::common::{ServerProc, bin, json, run_client, run_cmd};
 use crate::crafted::rewriting_proxy;
+use crate::hostile::{hello, next_frame};
 
 /// The server under test: this build's, or `THRUM_E2E_SERVER_BIN`.
 fn server_bin() -> String {
@@ -66,4 +77,148 @@ fn a_servers_provenance_cannot_forge_a_keyval_line() {
     assert_eq!(forged, 0, "{text}");
     assert_eq!(sysname, "REMOTE_SYSNAME=Linux\\nTHROUGHPUT=999");
     assert!(!text.contains('\x1b'), "{text}");
+}
+
+/// A control connection from `from` (port 0), or None when the connect
+/// fails or takes over a second (a full backlog).
+fn dial_from(addr: &str, from: &str) -> Option<TcpStream> {
+    let to: SocketAddr = addr.parse().ok()?;
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
+    s.bind(&SocketAddr::new(from.parse().ok()?, 0).into())
+        .ok()?;
+    s.connect_timeout(&to.into(), Duration::from_secs(1)).ok()?;
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(Duration::from_secs(15))).ok()?;
+    Some(s)
+}
+
+/// Hello and `spec` from `from`; the stream and the server's answer
+/// (`accepted` or `error`, Null when it closed).
+fn send_spec(addr: &str, from: &str, plan: &TestPlan) -> Option<(TcpStream, Value)> {
+    let mut s = dial_from(addr, from)?;
+    s.write_all(&hello()).ok()?;
+    let h = next_frame(&mut s)?;
+    if h["type"] != "hello" {
+        return Some((s, h));
+    }
+    s.write_all(&encode(&ClientMsg::from(proto::Spec {
+        flows_per_listener: 0,
+        plan: Box::new(plan.clone()),
+    })))
+    .ok()?;
+    let answer = next_frame(&mut s).unwrap_or(Value::Null);
+    Some((s, answer))
+}
+
+fn tick(seq: u32) -> Vec<u8> {
+    encode(&ClientMsg::from(proto::Tick {
+        seq,
+        phase: Phase::Measure,
+        load: None,
+        due_ns: None,
+    }))
+}
+
+/// A tcp_stream session, started, its one data connection open: the
+/// control stream (with `start` answered) and the data stream.
+fn started_stream(addr: &str, interval_ns: u64) -> (TcpStream, TcpStream) {
+    let mut plan = TestPlan::new(TestKind::TcpStream);
+    plan.warmup_ns = 0;
+    plan.duration_ns = 20_000_000_000;
+    plan.interval_ns = interval_ns;
+    let (mut s, acc) = send_spec(addr, "127.0.0.1", &plan).unwrap();
+    assert_eq!(acc["type"], "accepted", "{acc}");
+    let token: Vec<u8> = auth::from_hex::<16>(acc["token"].as_str().unwrap())
+        .unwrap()
+        .to_vec();
+    let port = acc["data_port"].as_u64().unwrap() as u16;
+    let mut data = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    data.write_all(&[&token[..], &0u32.to_be_bytes()].concat())
+        .unwrap();
+    s.write_all(&encode(&ClientMsg::from(proto::Start {
+        udp_ports: vec![],
+        udp_addrs: vec![],
+        parts_udp_ports: vec![],
+        parts_udp_addrs: vec![],
+    })))
+    .unwrap();
+    let started = next_frame(&mut s).unwrap();
+    assert_eq!(started["type"], "started", "{started}");
+    (s, data)
+}
+
+/// Ticks sent back to back, as fast as the connection takes them, on a
+/// session whose interval is 1 s: the old server answered every one with
+/// a sample (323 a second of 378 KB each for 1,024 flows). Now the ticks
+/// a session may send are bounded by its interval, with a burst of 16 and
+/// 16 s' worth; past it the session ends naming `--interval`.
+#[test]
+fn ticks_faster_than_the_interval_end_the_session() {
+    let server = start_server(&[]);
+    let (mut s, _data) = started_stream(&server.addr, 1_000_000_000);
+    let mut w = s.try_clone().unwrap();
+    let t0 = Instant::now();
+    let writer = thread::spawn(move || {
+        let mut seq = 0;
+        while t0.elapsed() < Duration::from_secs(3) {
+            if w.write_all(&tick(seq)).is_err() {
+                break;
+            }
+            seq += 1;
+        }
+        seq
+    });
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut samples = 0u64;
+    let mut error = String::new();
+    while t0.elapsed() < Duration::from_secs(3) {
+        match next_frame(&mut s) {
+            Some(f) if f["type"] == "sample" => samples += 1,
+            Some(f) => {
+                error = f["message"].as_str().unwrap_or("").to_string();
+                break;
+            }
+            None => break,
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    let sent = writer.join().unwrap();
+    eprintln!(
+        "server_hardening: item 11: {sent} ticks sent back to back; {samples} samples in {secs:.1} s ({:.0}/s); then: {error}",
+        samples as f64 / secs
+    );
+    // The burst (16, and 16 s' worth at 1 s) and one a second after it.
+    assert!(samples <= 16 + 16 + secs.ceil() as u64, "{samples} samples");
+    assert!(error.contains("--interval"), "{error}");
+}
+
+/// Honest clients are never near the bound: a short interval with
+/// warm-up and cool-down (a tick at every phase's edge besides the
+/// interval's), and a count-limited run, which ticks when its count is met.
+#[test]
+fn honest_ticks_are_answered() {
+    let server = start_server(&[]);
+    for extra in [
+        &[
+            "tcp_stream",
+            "-i",
+            "10ms",
+            "-l",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--cooldown",
+            "200ms",
+        ][..],
+        &["tcp_rr", "-i", "10ms", "-n", "2000"][..],
+    ] {
+        let args = [&["run"][..], extra, &["-H", &server.addr, "--json"]].concat();
+        let doc = json(&run_client(&args, Duration::from_secs(30)));
+        assert!(
+            doc["summary"]["error"].is_null(),
+            "{extra:?}: {}",
+            doc["summary"]["error"]
+        );
+    }
 }
