@@ -6,7 +6,10 @@
 //! sessions together `--max-memory`, `--max-threads` and `--max-ports`; per
 //! client `--max-sessions-per-client`), stated in the server's hello so a
 //! client can see them, and checked again here because a client need not be
-//! thrum. A refused spec names the limit and its value.
+//! thrum. A refused spec names the limit and its value. So do the options
+//! a client may put on the server's own sockets only as its operator
+//! allows: a TOS byte outside the ordinary classes (`--allow-tos-any`), a
+//! firewall mark (`--allow-mark`), a transmit delay (`--allow-tx-delay`).
 //!
 //! [`memory_estimate`] is the bound that keeps a peer from sizing an
 //! allocation the server cannot make: every buffer a spec sizes (per flow,
@@ -123,6 +126,61 @@ pub struct SessionLimits {
     /// Accept any TOS byte from a client (`--allow-tos-any`); otherwise
     /// only [`tos_allowed`] ones.
     pub allow_tos_any: bool,
+    /// The firewall marks (SO_MARK) a client may put on the server's data
+    /// sockets (`--allow-mark`); none by default.
+    pub allowed_marks: AllowedMarks,
+    /// The longest TCP_TX_DELAY a client may put on the server's data
+    /// sockets, µs (`--allow-tx-delay`); 0, none, by default.
+    pub max_tx_delay_us: u32,
+}
+
+/// The SO_MARK values a server applies for its clients (`--allow-mark`).
+/// A mark steers the host's policy routing and netfilter (kube-proxy
+/// masquerades what carries 0x4000, Cilium and Calico keep their own
+/// bits), and a server runs as root to set one: so none unless its
+/// operator names them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AllowedMarks {
+    /// No mark (the default).
+    #[default]
+    None,
+    /// These marks.
+    These(Vec<u32>),
+    /// Any mark (`--allow-mark any`; the embedded server).
+    Any,
+}
+
+impl AllowedMarks {
+    pub fn allows(&self, mark: u32) -> bool {
+        match self {
+            AllowedMarks::None => false,
+            AllowedMarks::These(m) => m.contains(&mark),
+            AllowedMarks::Any => true,
+        }
+    }
+}
+
+impl std::fmt::Display for AllowedMarks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AllowedMarks::None => f.write_str("none"),
+            AllowedMarks::These(m) => {
+                let shown: Vec<String> = m.iter().map(|m| format!("0x{m:x}")).collect();
+                f.write_str(&shown.join(","))
+            }
+            AllowedMarks::Any => f.write_str("any"),
+        }
+    }
+}
+
+/// A transmit delay as `--allow-tx-delay` takes it: in the largest unit
+/// that keeps it whole.
+fn delay_flag(us: u32) -> String {
+    match us {
+        us if us % 1_000_000 == 0 => format!("{}s", us / 1_000_000),
+        us if us % 1_000 == 0 => format!("{}ms", us / 1_000),
+        us => format!("{us}us"),
+    }
 }
 
 /// The TOS bytes a server accepts from a client without
@@ -157,6 +215,8 @@ impl Default for SessionLimits {
             max_ports: default_max_ports(),
             start_timeout: START_TIMEOUT,
             allow_tos_any: false,
+            allowed_marks: AllowedMarks::None,
+            max_tx_delay_us: 0,
         }
     }
 }
@@ -231,6 +291,7 @@ impl SessionLimits {
                 }
             }
         }
+        self.check_marks(plan)?;
         let mem = memory_estimate(plan);
         if mem > self.max_session_memory_bytes {
             return Err(format!(
@@ -239,6 +300,33 @@ impl SessionLimits {
                 bytes(mem),
                 bytes(self.max_session_memory_bytes)
             ));
+        }
+        Ok(())
+    }
+
+    /// SO_MARK and TCP_TX_DELAY on the server's sockets only as its
+    /// operator allowed them (`--allow-mark`, `--allow-tx-delay`).
+    fn check_marks(&self, plan: &TestPlan) -> Result<(), String> {
+        if let Some(m) = plan.sockets.mark
+            && !self.allowed_marks.allows(m)
+        {
+            return Err(format!(
+                "--mark {m} (0x{m:x}) is refused: this server puts on its sockets only the firewall marks its operator allows (--allow-mark; allowed: {})",
+                self.allowed_marks
+            ));
+        }
+        if let Some(us) = plan.sockets.tcp_tx_delay_us
+            && us > self.max_tx_delay_us
+        {
+            return Err(match self.max_tx_delay_us {
+                0 => format!(
+                    "--tcp-tx-delay {us}us is refused: this server delays its packets only as far as its operator allows (--allow-tx-delay; none allowed)"
+                ),
+                max => format!(
+                    "--tcp-tx-delay {us}us is over this server's limit of {max}us (--allow-tx-delay {})",
+                    delay_flag(max)
+                ),
+            });
         }
         Ok(())
     }
@@ -576,6 +664,47 @@ mod tests {
 
     fn desc_of(p: &TestPlan) -> &'static fn(&TestPlan) -> (u64, u64) {
         &p.test.desc().server_buffers
+    }
+
+    /// A mark or a transmit delay reaches the server's sockets only as
+    /// its operator allows; the refusal names the flag.
+    #[test]
+    fn marks_and_delays_need_the_operators_opt_in() {
+        let mut p = TestPlan::new(TestKind::TcpStream);
+        p.sockets.mark = Some(0x4000);
+        let l = SessionLimits::default();
+        let e = l.check(&p).unwrap_err();
+        assert!(
+            e.starts_with("--mark 16384 (0x4000) is refused")
+                && e.contains("--allow-mark; allowed: none"),
+            "{e}"
+        );
+        let some = SessionLimits {
+            allowed_marks: AllowedMarks::These(vec![0x4000, 7]),
+            max_tx_delay_us: 5000,
+            ..SessionLimits::default()
+        };
+        assert_eq!(some.check(&p), Ok(()));
+        p.sockets.mark = Some(8);
+        assert!(some.check(&p).unwrap_err().contains("allowed: 0x4000,0x7"));
+        p.sockets.mark = None;
+        p.sockets.tcp_tx_delay_us = Some(1_000_000);
+        let e = l.check(&p).unwrap_err();
+        assert!(e.contains("--allow-tx-delay; none allowed"), "{e}");
+        let e = some.check(&p).unwrap_err();
+        assert!(
+            e.contains("over this server's limit of 5000us (--allow-tx-delay 5ms)"),
+            "{e}"
+        );
+        p.sockets.tcp_tx_delay_us = Some(5000);
+        assert_eq!(some.check(&p), Ok(()));
+        let any = SessionLimits {
+            allowed_marks: AllowedMarks::Any,
+            ..SessionLimits::default()
+        };
+        p.sockets = Default::default();
+        p.sockets.mark = Some(u32::MAX);
+        assert_eq!(any.check(&p), Ok(()));
     }
 
     #[test]

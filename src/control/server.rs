@@ -228,6 +228,8 @@ impl EmbeddedServer {
         cfg.limits.max_threads = u64::MAX;
         cfg.limits.max_ports = u64::MAX;
         cfg.limits.allow_tos_any = true;
+        cfg.limits.allowed_marks = super::limits::AllowedMarks::Any;
+        cfg.limits.max_tx_delay_us = crate::plan::sockets::MAX_TCP_TX_DELAY_US;
         cfg.limits.max_sessions_per_client = u32::MAX;
         // A run of 100,000 flows on a loaded machine may take longer than
         // a fleet's server allows to connect them.

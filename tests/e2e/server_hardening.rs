@@ -1,6 +1,8 @@
 //! A server that keyless clients cannot hold, against a real server
 //! process on loopback (the third round of the red team's findings):
 //!
+//! - a keyless spec cannot make the server mark its packets or delay
+//!   them (`--allow-mark`, `--allow-tx-delay`);
 //! - ticks sent back to back end the session instead of drawing a sample
 //!   each;
 //! - a server's provenance cannot forge a `KEY=value` line.
@@ -221,4 +223,106 @@ fn honest_ticks_are_answered() {
             doc["summary"]["error"]
         );
     }
+}
+
+/// The server's sockets (`ss -tuanep`, its pid) that carry `mark`.
+fn marked_sockets(pid: u32, mark: &str) -> usize {
+    let out = Command::new("ss").args(["-tuanep"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(&format!("pid={pid},")) && l.contains(&format!("fwmark:{mark}")))
+        .count()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn marked_stream(mark: Option<u32>, delay_us: Option<u32>) -> TestPlan {
+    let mut p = TestPlan::new(TestKind::TcpStream);
+    p.warmup_ns = 0;
+    p.duration_ns = 1_000_000_000;
+    p.sockets.mark = mark;
+    p.sockets.tcp_tx_delay_us = delay_us;
+    p
+}
+
+/// A keyless spec asking a server run as root for kube-proxy's masquerade
+/// mark (0x4000) and a one-second transmit delay: the old server applied
+/// both (`ss -e` showed `fwmark:0x4000` on its data listener). Without the
+/// operator's `--allow-mark` and `--allow-tx-delay` each is refused naming
+/// the flag, and no socket of the server carries the mark; with them, a
+/// client's `--mark` and `--tcp-tx-delay` reach the server's sockets.
+#[test]
+fn marks_and_delays_need_the_operators_opt_in() {
+    if !is_root() {
+        eprintln!("server_hardening: item 4 skipped: SO_MARK needs CAP_NET_ADMIN");
+        return;
+    }
+    let server = start_server(&[]);
+    let (_held, a) = send_spec(
+        &server.addr,
+        "127.0.0.1",
+        &marked_stream(Some(0x4000), Some(1_000_000)),
+    )
+    .unwrap();
+    let marked = marked_sockets(server.pid(), "0x4000");
+    let (_held2, d) = send_spec(
+        &server.addr,
+        "127.0.0.1",
+        &marked_stream(None, Some(1_000_000)),
+    )
+    .unwrap();
+    eprintln!(
+        "server_hardening: item 4: mark 0x4000: {} {}; server sockets marked: {marked}; tx delay 1 s: {} {}",
+        a["type"], a["message"], d["type"], d["message"]
+    );
+    assert_eq!(a["type"], "error", "{a}");
+    assert!(
+        a["message"].as_str().unwrap().contains("--allow-mark"),
+        "{a}"
+    );
+    assert_eq!(marked, 0, "the server's sockets carry the mark");
+    assert_eq!(d["type"], "error", "{d}");
+    assert!(
+        d["message"].as_str().unwrap().contains("--allow-tx-delay"),
+        "{d}"
+    );
+
+    // The operator's opt-in: that mark, delays up to 5 ms.
+    let allowing = start_server(&["--allow-mark", "0x4000,7", "--allow-tx-delay", "5ms"]);
+    let run = |extra: &[&str]| {
+        let args = [
+            &[
+                "run",
+                "tcp_stream",
+                "-H",
+                &allowing.addr,
+                "-l",
+                "300ms",
+                "--warmup",
+                "0s",
+                "--json",
+            ][..],
+            extra,
+        ]
+        .concat();
+        json(&run_client(&args, Duration::from_secs(20)))
+    };
+    let ok = run(&["--mark", "16384", "--tcp-tx-delay", "1ms"]);
+    assert!(
+        ok["summary"]["error"].is_null(),
+        "{}",
+        ok["summary"]["error"]
+    );
+    let remote = &ok["summary"]["remote"]["socket_options"];
+    assert_eq!(remote["mark"], 16384, "{remote}");
+    assert_eq!(remote["tcp_tx_delay_us"], 1000, "{remote}");
+    let other = run(&["--mark", "8"]);
+    let e = other["summary"]["error"].as_str().unwrap_or("");
+    assert!(e.contains("--allow-mark"), "{e}");
+    let long = run(&["--tcp-tx-delay", "6ms"]);
+    let e = long["summary"]["error"].as_str().unwrap_or("");
+    assert!(e.contains("--allow-tx-delay 5ms"), "{e}");
 }
