@@ -114,7 +114,7 @@ pub struct HardeningArgs {
     /// Threads all sessions together may make the server run, a worker per --threads and one per session (2..=1000000).
     #[arg(long, default_value_t = DEFAULT_MAX_THREADS, value_parser = clap::value_parser!(u64).range(2..=1_000_000), value_name = "N")]
     pub max_threads: u64,
-    /// Sessions one client may hold at once, in their handshake or running; a client is an IPv4 address or an IPv6 /64 (1..=4096; default a quarter of --max-sessions).
+    /// Sessions one client may hold at once, from its key (without --psk-file: its accepted spec) to their end; a client is an IPv4 address or an IPv6 /64 (1..=4096; default a quarter of --max-sessions).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), value_name = "N")]
     pub max_sessions_per_client: Option<u32>,
     /// Data ports (listeners, UDP sockets) all sessions together may hold (1..=1000000; default a quarter of the ephemeral range, net.ipv4.ip_local_port_range, so that the host keeps ports of its own).

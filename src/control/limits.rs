@@ -116,7 +116,7 @@ pub struct SessionLimits {
     /// All sessions' [`session_threads`] together.
     pub max_threads: u64,
     /// Sessions one client (an IPv4 address, an IPv6 /64) may hold at once,
-    /// in their handshake or running.
+    /// from its key (or its accepted spec) to their end.
     pub max_sessions_per_client: u32,
     /// All sessions' [`data_ports`] together.
     pub max_ports: u64,

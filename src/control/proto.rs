@@ -53,8 +53,8 @@ pub struct ServerLimits {
     /// The most threads all sessions together may make it run.
     #[serde(default)]
     pub max_threads: u64,
-    /// The most sessions (running or in their handshake) one client may
-    /// hold: one IPv4 address, or one IPv6 /64.
+    /// The most sessions (from the key, or an accepted spec, to their
+    /// end) one client may hold: one IPv4 address, or one IPv6 /64.
     #[serde(default)]
     pub max_sessions_per_client: u32,
     /// The most data ports (listeners and UDP sockets) all sessions

@@ -41,8 +41,17 @@ use crate::workload::CounterRef;
 use crate::workload::crr::TOKEN_LEN;
 use crate::workload::kinds::{Endpoint, TestDesc};
 
-/// A client must say hello within this.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection that has proved nothing yet must send each message
+/// within this: its hello (and the hello's first byte before it), its
+/// answer to the challenge, and on a server without a key its spec. A
+/// client sends its hello as it connects and each answer a round trip
+/// after the server's message, so two seconds leave a path of several
+/// hundred milliseconds' round trip room for a retransmission, while an
+/// unproved connection holds its place in the pool ([`super::admission`])
+/// for little longer than that.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
+/// A client that proved the key must send its spec within this.
+pub const SPEC_TIMEOUT: Duration = Duration::from_secs(5);
 /// The client must send `start` within this after `accepted` (plus a share
 /// per flow: [`SessionLimits::start_timeout_for`]).
 pub use super::limits::START_TIMEOUT;
@@ -65,6 +74,9 @@ pub fn after_spec_frame(flows: u32) -> usize {
 pub(crate) struct SessionState {
     pub(crate) test: Option<&'static str>,
     pub(crate) started: bool,
+    /// Not served for want of room: no session slot free, or evicted from
+    /// the pool of unproved connections.
+    pub(crate) busy: bool,
     /// The peer closed before sending a byte: a TCP probe (Kubernetes'
     /// `tcpSocket`, a load balancer's health check), not a session, so no
     /// log line.
@@ -360,13 +372,67 @@ pub(crate) fn session(
 
 /// Hello both ways, the version check, the key, the spec checked against
 /// the plan's own rules, this server's limits and its free memory and
-/// threads: the plan to serve, as the server's end sees it.
+/// threads: the plan to serve, as the server's end sees it. The
+/// connection proves itself with the key, or on a server without one with
+/// a spec that passes every check, and only then takes a session slot.
 fn handshake(
     ctrl: &mut TcpStream,
     config: &ServerConfig,
     state: &mut SessionState,
     ticket: &mut Ticket,
 ) -> Result<(TestPlan, u32)> {
+    if let Err(e) = greet(ctrl, config, state) {
+        return Err(or_evicted(ctrl, ticket, state, e));
+    }
+    let keyed = config.psk.is_some();
+    if keyed {
+        prove(ctrl, ticket, state)?;
+    }
+    let limit = if keyed { SPEC_TIMEOUT } else { HELLO_TIMEOUT };
+    let Spec {
+        plan,
+        flows_per_listener,
+    } = match read_expect(ctrl, SPEC_FRAME, limit) {
+        Ok(s) => s,
+        Err(e) => return Err(or_evicted(ctrl, ticket, state, e)),
+    };
+    state.test = Some(plan.test.name());
+    if let Err(e) = plan.validate() {
+        return Err(refuse(ctrl, format!("invalid spec: {e}")));
+    }
+    if let Err(e) = config.limits.check(&plan) {
+        return Err(refuse(ctrl, format!("spec refused: {e}")));
+    }
+    if let Some(e) = too_many_listeners(&plan, flows_per_listener) {
+        return Err(refuse(ctrl, format!("spec refused: {e}")));
+    }
+    if let Err(e) = config.limits.check_ports(&plan, flows_per_listener) {
+        return Err(refuse(ctrl, format!("spec refused: {e}")));
+    }
+    if !keyed {
+        prove(ctrl, ticket, state)?;
+    }
+    // Everything the spec makes the server allocate or bind is reserved
+    // here, before the first socket or buffer.
+    let want = Reservation {
+        bytes: memory_estimate(&plan),
+        threads: session_threads(&plan),
+        ports: data_ports(&plan, flows_per_listener),
+    };
+    let max = Reservation {
+        bytes: config.limits.max_memory_bytes,
+        threads: config.limits.max_threads,
+        ports: config.limits.max_ports,
+    };
+    if let Err(e) = ticket.reserve(want, max) {
+        return Err(refuse(ctrl, e));
+    }
+    Ok((plan.for_server(), flows_per_listener))
+}
+
+/// Hello both ways, the version check and, on a server with a key, the
+/// challenge answered: everything an unproved connection says.
+fn greet(ctrl: &mut TcpStream, config: &ServerConfig, state: &mut SessionState) -> Result<()> {
     if closed_unheard(ctrl, HELLO_TIMEOUT)? {
         state.unheard = true;
         bail!("closed before its first byte");
@@ -390,41 +456,35 @@ fn handshake(
     if let (Some(psk), Some(nonce)) = (&config.psk, &nonce) {
         authenticate(ctrl, psk, nonce)?;
     }
+    Ok(())
+}
 
-    let Spec {
-        plan,
-        flows_per_listener,
-    } = read_expect(ctrl, SPEC_FRAME, HELLO_TIMEOUT)?;
-    state.test = Some(plan.test.name());
-    if let Err(e) = plan.validate() {
-        return Err(refuse(ctrl, format!("invalid spec: {e}")));
+/// The connection proved itself: its session slot, or the refusal.
+fn prove(ctrl: &mut TcpStream, ticket: &mut Ticket, state: &mut SessionState) -> Result<()> {
+    ticket.proved().map_err(|m| {
+        state.busy = true;
+        refuse(ctrl, m)
+    })
+}
+
+/// `e`, unless the pool of unproved connections evicted this one (which
+/// is why its read ended): then the refusal that says so.
+fn or_evicted(
+    ctrl: &mut TcpStream,
+    ticket: &Ticket,
+    state: &mut SessionState,
+    e: anyhow::Error,
+) -> anyhow::Error {
+    match ticket.evicted() {
+        Some(m) => {
+            // Its peer may not read: the refusal must not hold the thread.
+            let _ = ctrl.set_write_timeout(Some(Duration::from_millis(100)));
+            state.unheard = false;
+            state.busy = true;
+            refuse(ctrl, m)
+        }
+        None => e,
     }
-    if let Err(e) = config.limits.check(&plan) {
-        return Err(refuse(ctrl, format!("spec refused: {e}")));
-    }
-    if let Some(e) = too_many_listeners(&plan, flows_per_listener) {
-        return Err(refuse(ctrl, format!("spec refused: {e}")));
-    }
-    if let Err(e) = config.limits.check_ports(&plan, flows_per_listener) {
-        return Err(refuse(ctrl, format!("spec refused: {e}")));
-    }
-    // Everything the spec makes the server allocate or bind is reserved
-    // here, before the first socket or buffer.
-    let want = Reservation {
-        bytes: memory_estimate(&plan),
-        threads: session_threads(&plan),
-        ports: data_ports(&plan, flows_per_listener),
-    };
-    let max = Reservation {
-        bytes: config.limits.max_memory_bytes,
-        threads: config.limits.max_threads,
-        ports: config.limits.max_ports,
-    };
-    if let Err(e) = ticket.reserve(want, max) {
-        return Err(refuse(ctrl, e));
-    }
-    ticket.handshake_done();
-    Ok((plan.for_server(), flows_per_listener))
 }
 
 /// A session's data sockets before the flows: its TCP listeners, or one

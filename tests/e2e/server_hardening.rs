@@ -1,6 +1,9 @@
 //! A server that keyless clients cannot hold, against a real server
 //! process on loopback (the third round of the red team's findings):
 //!
+//! - connections that prove nothing (silent, or a hello and no answer to
+//!   the challenge) from four addresses, reopened as they are dropped,
+//!   leave a `--psk-file` server's sessions to keyed clients;
 //! - a keyless spec cannot make the server mark its packets or delay
 //!   them (`--allow-mark`, `--allow-tx-delay`);
 //! - ticks sent back to back end the session instead of drawing a sample
@@ -10,10 +13,12 @@
 //! `THRUM_E2E_SERVER_BIN=PATH` runs the server from another build (the
 //! figures each test prints are the before and after).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
-use std::thread;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -21,9 +26,9 @@ use thrum::control::auth;
 use thrum::control::proto::{self, ClientMsg, encode};
 use thrum::plan::{Phase, TestKind, TestPlan};
 
-use crate::common::{ServerProc, bin, json, run_client, run_cmd};
+use crate::common::{ServerProc, bin, json, one_at_a_time, run_client, run_cmd};
 use crate::crafted::rewriting_proxy;
-use crate::hostile::{hello, next_frame};
+use crate::hostile::{error_then_close, hello, next_frame};
 
 /// The server under test: this build's, or `THRUM_E2E_SERVER_BIN`.
 fn server_bin() -> String {
@@ -325,4 +330,181 @@ fn marks_and_delays_need_the_operators_opt_in() {
     let long = run(&["--tcp-tx-delay", "6ms"]);
     let e = long["summary"]["error"].as_str().unwrap_or("");
     assert!(e.contains("--allow-tx-delay 5ms"), "{e}");
+}
+
+/// Whether the server has closed `s`; what it sent meanwhile is read and
+/// dropped. `s` must be non-blocking.
+fn closed(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Connections that prove nothing, held from each of a few addresses and
+/// reopened as soon as the server drops them: silent ones, or (`hello`)
+/// ones that say hello and never answer the challenge.
+struct Siege {
+    stop: Arc<AtomicBool>,
+    opened: Arc<AtomicU64>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Siege {
+    fn start(addr: &str, from: &[(&str, bool)], per_address: usize) -> Siege {
+        let stop = Arc::new(AtomicBool::new(false));
+        let opened = Arc::new(AtomicU64::new(0));
+        let threads = from
+            .iter()
+            .map(|&(from, says_hello)| {
+                let (addr, from) = (addr.to_string(), from.to_string());
+                let (stop, opened) = (stop.clone(), opened.clone());
+                thread::spawn(move || {
+                    let mut held: Vec<TcpStream> = Vec::new();
+                    while !stop.load(Relaxed) {
+                        held.retain_mut(|s| !closed(s));
+                        while held.len() < per_address && !stop.load(Relaxed) {
+                            let Some(mut s) = dial_from(&addr, &from) else {
+                                break;
+                            };
+                            if says_hello {
+                                let _ = s.write_all(&hello());
+                            }
+                            let _ = s.set_nonblocking(true);
+                            opened.fetch_add(1, Relaxed);
+                            held.push(s);
+                        }
+                        thread::sleep(Duration::from_millis(10));
+                    }
+                })
+            })
+            .collect();
+        Siege {
+            stop,
+            opened,
+            threads,
+        }
+    }
+
+    /// 16 connections from each of 127.0.0.2 to 127.0.0.5 (the handshakes
+    /// one address may have), those marked saying hello; given half a
+    /// second to open them.
+    fn of_four(addr: &str, hello: [bool; 4]) -> Siege {
+        let from = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"];
+        let siege = Siege::start(addr, &from.into_iter().zip(hello).collect::<Vec<_>>(), 16);
+        thread::sleep(Duration::from_millis(500));
+        siege
+    }
+
+    /// Stop; how many connections were opened in all.
+    fn stop(self) -> u64 {
+        self.stop.store(true, Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+        self.opened.load(Relaxed)
+    }
+}
+
+fn key_file(dir: &std::path::Path) -> String {
+    let p = dir.join("key");
+    std::fs::write(&p, "the lab's key, long enough to be one\n").unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// A short tcp_rr from 127.0.0.6 against `addr`, with `extra` flags.
+fn rr_from_six(addr: &str, extra: &[&str]) -> Vec<String> {
+    let args = ["run", "tcp_rr", "-H", addr, "--bind", "127.0.0.6"];
+    let short = ["-l", "200ms", "--warmup", "0s", "--json"];
+    [&args[..], extra, &short]
+        .concat()
+        .into_iter()
+        .map(String::from)
+        .collect()
+}
+
+/// Run `args` (a client) `tries` times; how many ran, and the distinct
+/// errors of the others.
+fn served_of<S: AsRef<str>>(tries: usize, args: &[S]) -> (usize, Vec<String>) {
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    let mut served = 0;
+    let mut errors: Vec<String> = Vec::new();
+    for _ in 0..tries {
+        let out = run_client(&args, Duration::from_secs(30));
+        if out.status.success() {
+            served += 1;
+        } else {
+            let e = json(&out)["summary"]["error"]
+                .as_str()
+                .unwrap_or("no error in the result")
+                .to_string();
+            if !errors.contains(&e) {
+                errors.push(e);
+            }
+        }
+    }
+    (served, errors)
+}
+
+/// A tcp_rr session from 127.0.0.1, accepted and never started: it holds
+/// a session slot until its start deadline.
+pub(crate) fn accepted_session(addr: &str) -> TcpStream {
+    let mut plan = TestPlan::new(TestKind::TcpRr);
+    plan.warmup_ns = 0;
+    let (s, answer) = send_spec(addr, "127.0.0.1", &plan).expect("a connection");
+    assert_eq!(answer["type"], "accepted", "{answer}");
+    s
+}
+
+/// A `--psk-file` server; silent connections from 127.0.0.2 to 127.0.0.4
+/// and hellos never completed from 127.0.0.5, 16 each (the handshakes one
+/// address may have), each reopened as the server drops it. The old server
+/// counted them against its 64 session slots, so a keyed client from
+/// 127.0.0.6 was refused 20 of 20 times ("server busy: 64 sessions
+/// running"). Keyed clients must be served every time.
+#[test]
+fn keyed_clients_are_served_beside_unproved_connections() {
+    let _alone = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path());
+    let server = start_server(&["--psk-file", &key]);
+    let siege = Siege::of_four(&server.addr, [false, false, false, true]);
+    let t0 = Instant::now();
+    let (served, errors) = served_of(20, &rr_from_six(&server.addr, &["--psk-file", &key]));
+    let secs = t0.elapsed().as_secs_f64();
+    let opened = siege.stop();
+    eprintln!(
+        "server_hardening: item 1: keyed client served {served}/20 in {secs:.1} s beside 64 unproved connections ({opened} opened in all); errors: {errors:?}"
+    );
+    assert_eq!(served, 20, "keyed clients refused: {errors:?}");
+}
+
+/// The pool of handshakes is the server's; a keyless server still serves a
+/// client from another address while four addresses hold every handshake
+/// they may, and the unproved are dropped within the hello deadline.
+#[test]
+fn a_keyless_server_serves_beside_unproved_connections() {
+    let _alone = one_at_a_time();
+    let server = start_server(&[]);
+    let siege = Siege::of_four(&server.addr, [false, false, true, true]);
+    // One silent connection of our own: how long the server holds it.
+    let mut ours = dial_from(&server.addr, "127.0.0.7").unwrap();
+    let t0 = Instant::now();
+    let (served, errors) = served_of(5, &rr_from_six(&server.addr, &[]));
+    let said = error_then_close(&mut ours).unwrap_or_default();
+    let held = t0.elapsed();
+    let opened = siege.stop();
+    eprintln!(
+        "server_hardening: item 1 (keyless): served {served}/5 ({opened} unproved opened); a silent connection was held {held:.1?}: {said}"
+    );
+    assert_eq!(served, 5, "refused: {errors:?}");
+    assert!(
+        said.contains("timed out waiting for 'hello'") || said.contains("handshake"),
+        "{said}"
+    );
 }
