@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use crate::control::auth::Psk;
 use crate::control::limits::{
     AllowedMarks, DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY,
-    DEFAULT_MAX_THREADS, default_max_sessions_per_client,
+    DEFAULT_MAX_THREADS, default_max_ports_per_client, default_max_sessions_per_client,
 };
 use crate::control::log::LogFormat;
 use crate::control::server::ServerConfig;
@@ -120,6 +120,9 @@ pub struct HardeningArgs {
     /// Data ports (listeners, UDP sockets) all sessions together may hold (1..=1000000; default a quarter of the ephemeral range, net.ipv4.ip_local_port_range, so that the host keeps ports of its own).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), value_name = "N")]
     pub max_ports: Option<u64>,
+    /// Data ports one client's sessions may hold together, so that one address cannot take them all (1..=1000000; default its share of the sessions: --max-ports × --max-sessions-per-client / --max-sessions, a quarter).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), value_name = "N")]
+    pub max_ports_per_client: Option<u64>,
     /// Accept any TOS byte from clients (--tos, a mix part's tos=/dscp=); by default only DSCP classes below CS6 (TOS < 0xc0) with the ECN bits clear.
     #[arg(long)]
     pub allow_tos_any: bool,
@@ -156,6 +159,10 @@ impl HardeningArgs {
         if let Some(p) = self.max_ports {
             cfg.limits.max_ports = p;
         }
+        let l = &cfg.limits;
+        cfg.limits.max_ports_per_client = self.max_ports_per_client.unwrap_or_else(|| {
+            default_max_ports_per_client(l.max_ports, l.max_sessions_per_client, l.max_sessions)
+        });
         cfg.limits.allow_tos_any = self.allow_tos_any;
         cfg.limits.allowed_marks = self.allow_mark.clone().unwrap_or_default();
         cfg.limits.max_tx_delay_us = self

@@ -30,6 +30,9 @@
 //! `--max-threads`, `--max-ports`) until it ends, so that many sessions each
 //! within the per-session limits cannot together exhaust the machine: its
 //! memory, or the ephemeral ports the host needs for its own connections.
+//! The ports are shared out per client as the slots are
+//! (`--max-ports-per-client`, by default a client's share of the sessions):
+//! one address's sessions that never start cannot hold every port.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Shutdown, TcpStream};
@@ -74,6 +77,8 @@ struct State {
 struct PerClient {
     sessions: u32,
     handshakes: u32,
+    /// Data ports its sessions reserved.
+    ports: u64,
 }
 
 impl PerClient {
@@ -325,9 +330,15 @@ impl Ticket {
             .then(|| self.admission.evicted_message())
     }
 
-    /// Reserve `want` against the server's totals `max`, or say which
-    /// limit it would pass. Held until the ticket drops.
-    pub fn reserve(&mut self, want: Reservation, max: Reservation) -> Result<(), String> {
+    /// Reserve `want` against the server's totals `max`, and its ports
+    /// against this client's share `ports_per_client` as well, or say
+    /// which limit it would pass. Held until the ticket drops.
+    pub fn reserve(
+        &mut self,
+        want: Reservation,
+        max: Reservation,
+        ports_per_client: u64,
+    ) -> Result<(), String> {
         let mut st = self.admission.state();
         let r = st.reserved;
         if r.bytes.saturating_add(want.bytes) > max.bytes {
@@ -350,9 +361,18 @@ impl Ticket {
                 want.ports, r.ports, max.ports
             ));
         }
+        let mine = st.clients.get(&self.client).map_or(0, |c| c.ports);
+        if mine.saturating_add(want.ports) > ports_per_client {
+            return Err(format!(
+                "server busy: the test needs {} data ports, and {}'s sessions hold {mine} of the {ports_per_client} one client may (--max-ports-per-client)",
+                want.ports,
+                shown(self.client),
+            ));
+        }
         st.reserved.bytes += want.bytes;
         st.reserved.threads += want.threads;
         st.reserved.ports += want.ports;
+        st.clients.entry(self.client).or_default().ports += want.ports;
         self.holds.bytes += want.bytes;
         self.holds.threads += want.threads;
         self.holds.ports += want.ports;
@@ -373,6 +393,7 @@ impl Drop for Ticket {
         st.reserved.threads -= self.holds.threads;
         st.reserved.ports -= self.holds.ports;
         if let Some(c) = st.clients.get_mut(&self.client) {
+            c.ports -= self.holds.ports;
             c.sessions -= self.session as u32;
             if c.holds_nothing() {
                 st.clients.remove(&self.client);
@@ -416,28 +437,74 @@ mod tests {
         let mut t1 = session(&a, peer);
         let mut t2 = session(&a, peer);
         let mut t3 = session(&a, peer);
-        assert_eq!(t1.reserve(want, max), Ok(()));
-        assert_eq!(t2.reserve(want, max), Ok(()));
-        assert!(t3.reserve(want, max).unwrap_err().contains("--max-memory"));
+        assert_eq!(t1.reserve(want, max, 10), Ok(()));
+        assert_eq!(t2.reserve(want, max, 10), Ok(()));
+        assert!(
+            t3.reserve(want, max, 10)
+                .unwrap_err()
+                .contains("--max-memory")
+        );
         let few = Reservation {
             bytes: 1 << 20,
             threads: 3,
             ports: 0,
         };
-        assert!(t3.reserve(few, max).unwrap_err().contains("--max-threads"));
+        assert!(
+            t3.reserve(few, max, 10)
+                .unwrap_err()
+                .contains("--max-threads")
+        );
         let ports = Reservation {
             bytes: 0,
             threads: 0,
             ports: 3,
         };
-        let e = t3.reserve(ports, max).unwrap_err();
+        let e = t3.reserve(ports, max, 10).unwrap_err();
         assert!(
             e.contains("--max-ports") && e.contains("hold 8 of this server's 10"),
             "{e}"
         );
         drop(t1);
-        assert_eq!(t3.reserve(want, max), Ok(()));
+        assert_eq!(t3.reserve(want, max, 10), Ok(()));
         drop((t2, t3));
+        assert_eq!(a.state().reserved, Reservation::default());
+        assert!(a.state().clients.is_empty());
+    }
+
+    /// One client holds at most its share of the ports, whatever is free;
+    /// another client gets the rest.
+    #[test]
+    fn ports_are_shared_per_client() {
+        let a = Admission::new(64, 16, Reservation::default());
+        let max = Reservation {
+            bytes: u64::MAX,
+            threads: u64::MAX,
+            ports: 2048,
+        };
+        let ports = |n| Reservation {
+            bytes: 0,
+            threads: 0,
+            ports: n,
+        };
+        let mut held: Vec<Ticket> = Vec::new();
+        for _ in 0..2 {
+            let mut t = session(&a, addr(2));
+            assert_eq!(t.reserve(ports(256), max, 512), Ok(()));
+            held.push(t);
+        }
+        let mut t = session(&a, addr(2));
+        let e = t.reserve(ports(256), max, 512).unwrap_err();
+        assert!(
+            e.contains(
+                "127.0.0.2's sessions hold 512 of the 512 one client may (--max-ports-per-client)"
+            ),
+            "{e}"
+        );
+        let mut other = session(&a, addr(3));
+        assert_eq!(other.reserve(ports(512), max, 512), Ok(()));
+        held.remove(0);
+        assert_eq!(t.reserve(ports(256), max, 512), Ok(()));
+        drop((held, t, other));
         assert_eq!(a.state().reserved, Reservation::default());
         assert!(a.state().clients.is_empty());
     }

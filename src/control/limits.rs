@@ -4,12 +4,13 @@
 //! all (`plan::limits`); these are the tighter bounds a server operator sets
 //! (`--max-flows`, `--max-duration`, `--max-session-memory`, and for all
 //! sessions together `--max-memory`, `--max-threads` and `--max-ports`; per
-//! client `--max-sessions-per-client`), stated in the server's hello so a
-//! client can see them, and checked again here because a client need not be
-//! thrum. A refused spec names the limit and its value. So do the options
-//! a client may put on the server's own sockets only as its operator
-//! allows: a TOS byte outside the ordinary classes (`--allow-tos-any`), a
-//! firewall mark (`--allow-mark`), a transmit delay (`--allow-tx-delay`).
+//! client `--max-sessions-per-client` and `--max-ports-per-client`), stated
+//! in the server's hello so a client can see them, and checked again here
+//! because a client need not be thrum. A refused spec names the limit and
+//! its value. So do the options a client may put on the server's own
+//! sockets only as its operator allows: a TOS byte outside the ordinary
+//! classes (`--allow-tos-any`), a firewall mark (`--allow-mark`), a
+//! transmit delay (`--allow-tx-delay`).
 //!
 //! [`memory_estimate`] is the bound that keeps a peer from sizing an
 //! allocation the server cannot make: every buffer a spec sizes (per flow,
@@ -70,6 +71,21 @@ pub fn default_max_ports() -> u64 {
     (((hi - lo) as u64 + 1) / PORTS_SHARE).max(16)
 }
 
+/// `--max-ports-per-client` by default: a client's share of `--max-ports`
+/// as its share of the sessions (`--max-ports` × `--max-sessions-per-client`
+/// / `--max-sessions`: a quarter, 1,764 of 7,058), at least one. The
+/// sessions of one address, started or not, then leave the rest of the
+/// ports to others as they leave them the rest of the slots.
+pub fn default_max_ports_per_client(
+    max_ports: u64,
+    max_sessions_per_client: u32,
+    max_sessions: u32,
+) -> u64 {
+    let share = u128::from(max_ports) * u128::from(max_sessions_per_client)
+        / u128::from(max_sessions.max(1));
+    share.clamp(1, u128::from(max_ports.max(1))) as u64
+}
+
 /// Resident memory of one session thread: the stack pages it touches and
 /// its share of malloc's per-thread arenas. Measured with tcp_crr sessions
 /// of 64 and 256 one-flow threads: 563 and 568 KiB per thread over the idle
@@ -120,6 +136,9 @@ pub struct SessionLimits {
     pub max_sessions_per_client: u32,
     /// All sessions' [`data_ports`] together.
     pub max_ports: u64,
+    /// One client's sessions' [`data_ports`] together
+    /// ([`default_max_ports_per_client`] unless the operator says).
+    pub max_ports_per_client: u64,
     /// How long after `accepted` a session waits for `start`
     /// ([`SessionLimits::start_timeout_for`] adds a share per flow).
     pub start_timeout: Duration,
@@ -213,6 +232,11 @@ impl Default for SessionLimits {
             max_threads: DEFAULT_MAX_THREADS,
             max_sessions_per_client: default_max_sessions_per_client(DEFAULT_MAX_SESSIONS),
             max_ports: default_max_ports(),
+            max_ports_per_client: default_max_ports_per_client(
+                default_max_ports(),
+                default_max_sessions_per_client(DEFAULT_MAX_SESSIONS),
+                DEFAULT_MAX_SESSIONS,
+            ),
             start_timeout: START_TIMEOUT,
             allow_tos_any: false,
             allowed_marks: AllowedMarks::None,
@@ -236,6 +260,7 @@ impl SessionLimits {
             max_threads: self.max_threads,
             max_sessions_per_client: self.max_sessions_per_client,
             max_ports: self.max_ports,
+            max_ports_per_client: self.ports_per_client(),
             start_timeout_ns: self.start_timeout.as_nanos() as u64,
             start_timeout_per_flow_ns: START_TIMEOUT_PER_FLOW.as_nanos() as u64,
         }
@@ -331,14 +356,27 @@ impl SessionLimits {
         Ok(())
     }
 
-    /// Refuse a spec whose data ports alone pass `--max-ports` (what the
-    /// other sessions hold is [`super::admission`]'s to check).
+    /// The data ports one client's sessions may hold together
+    /// (`--max-ports-per-client`), never more than `--max-ports`.
+    pub fn ports_per_client(&self) -> u64 {
+        self.max_ports_per_client.min(self.max_ports)
+    }
+
+    /// Refuse a spec whose data ports alone pass `--max-ports`, or one
+    /// client's share of it (what the other sessions hold is
+    /// [`super::admission`]'s to check).
     pub fn check_ports(&self, plan: &TestPlan, per_listener: u32) -> Result<(), String> {
         let n = data_ports(plan, per_listener);
         if n > self.max_ports {
             return Err(format!(
                 "the test needs {n} data ports on the server (a UDP socket per flow, or its data listeners), over its --max-ports {}",
                 self.max_ports
+            ));
+        }
+        let share = self.ports_per_client();
+        if n > share {
+            return Err(format!(
+                "the test needs {n} data ports on the server (a UDP socket per flow, or its data listeners), over its limit per client (--max-ports-per-client {share})"
             ));
         }
         Ok(())
@@ -707,6 +745,42 @@ mod tests {
         assert_eq!(any.check(&p), Ok(()));
     }
 
+    /// One client's share of the ports is by default its share of the
+    /// sessions; a spec over it alone is refused naming the flag.
+    #[test]
+    fn a_client_holds_its_share_of_the_ports() {
+        assert_eq!(default_max_ports_per_client(2048, 16, 64), 512);
+        assert_eq!(default_max_ports_per_client(2048, 64, 64), 2048);
+        assert_eq!(default_max_ports_per_client(3, 1, 64), 1);
+        // The embedded server's: no bound to overflow.
+        assert_eq!(
+            default_max_ports_per_client(u64::MAX, u32::MAX, 64),
+            u64::MAX
+        );
+        let d = SessionLimits::default();
+        assert_eq!(d.ports_per_client(), d.max_ports / 4);
+        let l = SessionLimits {
+            max_ports: 2048,
+            max_ports_per_client: 512,
+            ..SessionLimits::default()
+        };
+        let mut p = TestPlan::new(TestKind::UdpStream);
+        p.flows = 513;
+        let e = l.check_ports(&p, 0).unwrap_err();
+        assert!(
+            e.contains("513 data ports") && e.contains("(--max-ports-per-client 512)"),
+            "{e}"
+        );
+        p.flows = 512;
+        assert_eq!(l.check_ports(&p, 0), Ok(()));
+        // Never more than all of them.
+        let over = SessionLimits {
+            max_ports_per_client: 5000,
+            ..l
+        };
+        assert_eq!(over.ports_per_client(), 2048);
+    }
+
     #[test]
     fn ports_are_counted_per_socket_and_listener() {
         let mut p = TestPlan::new(TestKind::UdpStream);
@@ -737,6 +811,7 @@ mod tests {
         assert_eq!(stated.start_timeout_ns, 5_000_000_000);
         assert_eq!(stated.max_sessions_per_client, 16);
         assert!(stated.max_ports >= 16);
+        assert_eq!(stated.max_ports_per_client, stated.max_ports / 4);
     }
 
     #[test]

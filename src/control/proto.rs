@@ -61,6 +61,9 @@ pub struct ServerLimits {
     /// together may hold.
     #[serde(default)]
     pub max_ports: u64,
+    /// The most data ports one client's sessions may hold together.
+    #[serde(default)]
+    pub max_ports_per_client: u64,
     /// How long the server waits for `start` after `accepted`: this much,
     /// plus [`ServerLimits::start_timeout_per_flow_ns`] per flow.
     #[serde(default)]

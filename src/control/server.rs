@@ -229,6 +229,7 @@ impl EmbeddedServer {
         cfg.limits.max_memory_bytes = u64::MAX;
         cfg.limits.max_threads = u64::MAX;
         cfg.limits.max_ports = u64::MAX;
+        cfg.limits.max_ports_per_client = u64::MAX;
         cfg.limits.allow_tos_any = true;
         cfg.limits.allowed_marks = super::limits::AllowedMarks::Any;
         cfg.limits.max_tx_delay_us = crate::plan::sockets::MAX_TCP_TX_DELAY_US;

@@ -424,7 +424,7 @@ fn handshake(
         threads: config.limits.max_threads,
         ports: config.limits.max_ports,
     };
-    if let Err(e) = ticket.reserve(want, max) {
+    if let Err(e) = ticket.reserve(want, max, config.limits.ports_per_client()) {
         return Err(refuse(ctrl, e));
     }
     Ok((plan.for_server(), flows_per_listener))

@@ -4,6 +4,8 @@
 //! - connections that prove nothing (silent, or a hello and no answer to
 //!   the challenge) from four addresses, reopened as they are dropped,
 //!   leave a `--psk-file` server's sessions to keyed clients;
+//! - one address's never-started UDP sessions hold their share of
+//!   `--max-ports`, not all of it;
 //! - a keyless spec cannot make the server mark its packets or delay
 //!   them (`--allow-mark`, `--allow-tx-delay`);
 //! - ticks sent back to back end the session instead of drawing a sample
@@ -507,4 +509,74 @@ fn a_keyless_server_serves_beside_unproved_connections() {
         said.contains("timed out waiting for 'hello'") || said.contains("handshake"),
         "{said}"
     );
+}
+
+fn udp_stream(flows: u32) -> TestPlan {
+    let mut p = TestPlan::new(TestKind::UdpStream);
+    p.flows = flows;
+    p.warmup_ns = 0;
+    p.duration_ns = 2_000_000_000;
+    p
+}
+
+/// `--max-ports 2048`: 127.0.0.2 keeps asking for udp_stream sessions of
+/// 256 flows and never starts them (each reopened as the start deadline
+/// drops it). The old server let it hold all 2,048 ports, and a udp_stream
+/// client from 127.0.0.3 was refused; now 127.0.0.2 holds its share
+/// (`--max-ports-per-client`, by default a quarter as of the session
+/// slots: 512) and the other client is served.
+#[test]
+fn one_address_cannot_hold_every_port() {
+    let _alone = one_at_a_time();
+    let server = start_server(&["--max-ports", "2048"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let holder = {
+        let (addr, stop) = (server.addr.clone(), stop.clone());
+        thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            let mut most = 0;
+            let mut refusal = String::new();
+            while !stop.load(Relaxed) {
+                held.retain_mut(|s| !closed(s));
+                if held.len() < 16
+                    && let Some((s, a)) = send_spec(&addr, "127.0.0.2", &udp_stream(256))
+                {
+                    if a["type"] == "accepted" {
+                        s.set_nonblocking(true).unwrap();
+                        held.push(s);
+                        most = most.max(held.len());
+                    } else if refusal.is_empty() {
+                        refusal = a["message"].as_str().unwrap_or("").to_string();
+                    }
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+            (most, refusal)
+        })
+    };
+    thread::sleep(Duration::from_secs(1));
+    let args = [
+        "run",
+        "udp_stream",
+        "-H",
+        &server.addr,
+        "--bind",
+        "127.0.0.3",
+        "-F",
+        "8",
+        "-l",
+        "200ms",
+        "--warmup",
+        "0s",
+        "--json",
+    ];
+    let (served, errors) = served_of(12, &args);
+    stop.store(true, Relaxed);
+    let (most, refusal) = holder.join().unwrap();
+    eprintln!(
+        "server_hardening: item 3: 127.0.0.2 held up to {most} sessions of 256 ports ({refusal}); 127.0.0.3 served {served}/12: {errors:?}"
+    );
+    assert_eq!(served, 12, "refused: {errors:?}");
+    assert_eq!(most, 2, "sessions of 256 ports one address held");
+    assert!(refusal.contains("--max-ports-per-client"), "{refusal}");
 }
