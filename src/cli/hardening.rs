@@ -1,4 +1,5 @@
-//! The server's hardening flags: authentication, per-session limits, log format.
+//! The server's hardening flags: authentication, per-session limits, what a
+//! client may set on the server's sockets (TOS, marks, transmit delay), log format.
 //!
 //! Kept apart from `cli.rs` so that the flags of the server's security model
 //! read in one place; like the rest of `cli`, they are checked here and
@@ -12,12 +13,13 @@ use clap::{Args, ValueEnum};
 
 use crate::control::auth::Psk;
 use crate::control::limits::{
-    DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY, DEFAULT_MAX_THREADS,
-    default_max_sessions_per_client,
+    AllowedMarks, DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY,
+    DEFAULT_MAX_THREADS, default_max_ports_per_client, default_max_sessions_per_client,
 };
 use crate::control::log::LogFormat;
 use crate::control::server::ServerConfig;
 use crate::plan::limits;
+use crate::plan::sockets::MAX_TCP_TX_DELAY_US;
 use crate::units::{parse_duration, parse_size};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -61,6 +63,37 @@ fn memory(s: &str) -> Result<u64, String> {
     Ok(b)
 }
 
+/// `--allow-mark`: `any`, or marks (decimal or 0x hex), comma-separated.
+fn mark_list(s: &str) -> Result<AllowedMarks, String> {
+    if s.trim() == "any" {
+        return Ok(AllowedMarks::Any);
+    }
+    let marks = s
+        .split(',')
+        .map(|m| {
+            let m = m.trim();
+            match m.strip_prefix("0x").or_else(|| m.strip_prefix("0X")) {
+                Some(hex) => u32::from_str_radix(hex, 16),
+                None => m.parse::<u32>(),
+            }
+            .map_err(|_| format!("'{m}' is not a mark (accepted: numbers 0..=4294967295, 0x for hex, comma-separated, or 'any')"))
+        })
+        .collect::<Result<Vec<u32>, String>>()?;
+    Ok(AllowedMarks::These(marks))
+}
+
+/// `--allow-tx-delay`: 1us up to what the kernel takes.
+fn tx_delay(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    let max = Duration::from_micros(MAX_TCP_TX_DELAY_US.into());
+    if d < Duration::from_micros(1) || d > max {
+        return Err(format!(
+            "{s} is out of range (accepted: 1us..={MAX_TCP_TX_DELAY_US}us, about 268s)"
+        ));
+    }
+    Ok(d)
+}
+
 #[derive(Debug, Args)]
 pub struct HardeningArgs {
     /// Require clients to prove this pre-shared key (HMAC-SHA256 challenge-response); the file holds 16..=4096 bytes.
@@ -81,15 +114,24 @@ pub struct HardeningArgs {
     /// Threads all sessions together may make the server run, a worker per --threads and one per session (2..=1000000).
     #[arg(long, default_value_t = DEFAULT_MAX_THREADS, value_parser = clap::value_parser!(u64).range(2..=1_000_000), value_name = "N")]
     pub max_threads: u64,
-    /// Sessions one client may hold at once, in their handshake or running; a client is an IPv4 address or an IPv6 /64 (1..=4096; default a quarter of --max-sessions).
+    /// Sessions one client may hold at once, from its key (without --psk-file: its accepted spec) to their end; a client is an IPv4 address or an IPv6 /64 (1..=4096; default a quarter of --max-sessions).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), value_name = "N")]
     pub max_sessions_per_client: Option<u32>,
     /// Data ports (listeners, UDP sockets) all sessions together may hold (1..=1000000; default a quarter of the ephemeral range, net.ipv4.ip_local_port_range, so that the host keeps ports of its own).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), value_name = "N")]
     pub max_ports: Option<u64>,
+    /// Data ports one client's sessions may hold together, so that one address cannot take them all (1..=1000000; default its share of the sessions: --max-ports × --max-sessions-per-client / --max-sessions, a quarter).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), value_name = "N")]
+    pub max_ports_per_client: Option<u64>,
     /// Accept any TOS byte from clients (--tos, a mix part's tos=/dscp=); by default only DSCP classes below CS6 (TOS < 0xc0) with the ECN bits clear.
     #[arg(long)]
     pub allow_tos_any: bool,
+    /// Firewall marks (SO_MARK) clients may put on the server's data sockets (--mark): numbers, 0x for hex, comma-separated, or `any`; by default none (a mark steers policy routing and netfilter).
+    #[arg(long, value_parser = mark_list, value_name = "LIST")]
+    pub allow_mark: Option<AllowedMarks>,
+    /// Longest TCP_TX_DELAY clients may put on the server's data sockets (--tcp-tx-delay; up to 268s); by default none.
+    #[arg(long, value_parser = tx_delay, value_name = "DURATION")]
+    pub allow_tx_delay: Option<Duration>,
     /// Session log lines per second, in bursts of ten seconds' worth; the lines dropped are counted in the next line written (0: no limit).
     #[arg(long, default_value_t = crate::control::log::DEFAULT_LOG_RATE, value_name = "LINES")]
     pub log_rate: u32,
@@ -117,7 +159,16 @@ impl HardeningArgs {
         if let Some(p) = self.max_ports {
             cfg.limits.max_ports = p;
         }
+        let l = &cfg.limits;
+        cfg.limits.max_ports_per_client = self.max_ports_per_client.unwrap_or_else(|| {
+            default_max_ports_per_client(l.max_ports, l.max_sessions_per_client, l.max_sessions)
+        });
         cfg.limits.allow_tos_any = self.allow_tos_any;
+        cfg.limits.allowed_marks = self.allow_mark.clone().unwrap_or_default();
+        cfg.limits.max_tx_delay_us = self
+            .allow_tx_delay
+            // Rounded: the parser's seconds are a float (5ms is 4.999… ms).
+            .map_or(0, |d| ((d.as_nanos() + 500) / 1000) as u32);
         cfg.log_limit = crate::control::log::LogLimit::new(self.log_rate);
         cfg.log_format = match self.log_format {
             LogFormatArg::Text => LogFormat::Text,
@@ -161,3 +212,24 @@ fn key_file_warnings(path: &std::path::Path) -> Vec<String> {
 // The defaults above are spelled twice (as strings for clap); keep them equal.
 const _: () = assert!(DEFAULT_MAX_DURATION_NS == 3600 * 1_000_000_000);
 const _: () = assert!(DEFAULT_MAX_SESSION_MEMORY == 1 << 30);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_marks_and_delays_parse() {
+        assert_eq!(
+            mark_list("0x4000, 7,0XfF"),
+            Ok(AllowedMarks::These(vec![0x4000, 7, 0xff]))
+        );
+        assert_eq!(mark_list("any"), Ok(AllowedMarks::Any));
+        assert!(
+            mark_list("0x4000,nine")
+                .unwrap_err()
+                .contains("'nine' is not a mark")
+        );
+        assert_eq!(tx_delay("5ms"), Ok(Duration::from_millis(5)));
+        assert!(tx_delay("300s").unwrap_err().contains("out of range"));
+    }
+}

@@ -498,7 +498,7 @@ impl<'a> Session<'a> {
             .window
             .map(|w| *w)
             .filter(|w| w.rusage.and_then(|r| r.implausible(&bound)).is_none());
-        g.remote_provenance = fin.provenance.map(|p| *p);
+        g.remote_provenance = fin.provenance.map(|p| escaped(*p));
         g.remote_retransmits = fin.tcp_retransmits;
         g.remote_zerocopy = fin.zerocopy;
         g.remote_socket_buffers = fin.socket_buffers;
@@ -535,6 +535,18 @@ impl<'a> Session<'a> {
             )));
         }
     }
+}
+
+/// A server's provenance with the control characters of every string in
+/// it escaped, as its software and driver names are: its kernel's name
+/// and release reach `--keyval` and CSV as they are, where a newline
+/// would forge a `KEY=value` line or a row.
+fn escaped(p: Provenance) -> Provenance {
+    let Ok(mut v) = serde_json::to_value(&p) else {
+        return Provenance::default();
+    };
+    text::escape_json_strings(&mut v);
+    serde_json::from_value(v).unwrap_or_default()
 }
 
 /// The client's session against a real embedded server, and against a fake

@@ -98,3 +98,22 @@ fn an_unreachable_server_is_an_error_not_a_panic() {
     assert!(e.contains("cannot reach the thrum server"), "{e}");
     assert!(!r.summary.warnings.has(Code::ServerSamplesMissing));
 }
+
+/// A server's provenance is escaped on arrival: its kernel's name cannot
+/// carry a newline into `--keyval` or CSV.
+#[test]
+fn a_servers_provenance_is_escaped_on_arrival() {
+    let mut p = Provenance::version_only();
+    p.kernel = Some(crate::sensors::provenance::Kernel {
+        sysname: "Linux\nTHROUGHPUT=999".into(),
+        release: "6.1\u{1b}[2J".into(),
+        version: "#1".into(),
+        machine: "x86_64".into(),
+    });
+    p.hostname = Some("plain".into());
+    let e = super::escaped(p);
+    let k = e.kernel.unwrap();
+    assert_eq!(k.sysname, "Linux\\nTHROUGHPUT=999");
+    assert_eq!(k.release, "6.1\\u{1b}[2J");
+    assert_eq!(e.hostname.as_deref(), Some("plain"));
+}

@@ -4,9 +4,13 @@
 //! all (`plan::limits`); these are the tighter bounds a server operator sets
 //! (`--max-flows`, `--max-duration`, `--max-session-memory`, and for all
 //! sessions together `--max-memory`, `--max-threads` and `--max-ports`; per
-//! client `--max-sessions-per-client`), stated in the server's hello so a
-//! client can see them, and checked again here because a client need not be
-//! thrum. A refused spec names the limit and its value.
+//! client `--max-sessions-per-client` and `--max-ports-per-client`), stated
+//! in the server's hello so a client can see them, and checked again here
+//! because a client need not be thrum. A refused spec names the limit and
+//! its value. So do the options a client may put on the server's own
+//! sockets only as its operator allows: a TOS byte outside the ordinary
+//! classes (`--allow-tos-any`), a firewall mark (`--allow-mark`), a
+//! transmit delay (`--allow-tx-delay`).
 //!
 //! [`memory_estimate`] is the bound that keeps a peer from sizing an
 //! allocation the server cannot make: every buffer a spec sizes (per flow,
@@ -67,6 +71,21 @@ pub fn default_max_ports() -> u64 {
     (((hi - lo) as u64 + 1) / PORTS_SHARE).max(16)
 }
 
+/// `--max-ports-per-client` by default: a client's share of `--max-ports`
+/// as its share of the sessions (`--max-ports` × `--max-sessions-per-client`
+/// / `--max-sessions`: a quarter, 1,764 of 7,058), at least one. The
+/// sessions of one address, started or not, then leave the rest of the
+/// ports to others as they leave them the rest of the slots.
+pub fn default_max_ports_per_client(
+    max_ports: u64,
+    max_sessions_per_client: u32,
+    max_sessions: u32,
+) -> u64 {
+    let share = u128::from(max_ports) * u128::from(max_sessions_per_client)
+        / u128::from(max_sessions.max(1));
+    share.clamp(1, u128::from(max_ports.max(1))) as u64
+}
+
 /// Resident memory of one session thread: the stack pages it touches and
 /// its share of malloc's per-thread arenas. Measured with tcp_crr sessions
 /// of 64 and 256 one-flow threads: 563 and 568 KiB per thread over the idle
@@ -113,16 +132,74 @@ pub struct SessionLimits {
     /// All sessions' [`session_threads`] together.
     pub max_threads: u64,
     /// Sessions one client (an IPv4 address, an IPv6 /64) may hold at once,
-    /// in their handshake or running.
+    /// from its key (or its accepted spec) to their end.
     pub max_sessions_per_client: u32,
     /// All sessions' [`data_ports`] together.
     pub max_ports: u64,
+    /// One client's sessions' [`data_ports`] together
+    /// ([`default_max_ports_per_client`] unless the operator says).
+    pub max_ports_per_client: u64,
     /// How long after `accepted` a session waits for `start`
     /// ([`SessionLimits::start_timeout_for`] adds a share per flow).
     pub start_timeout: Duration,
     /// Accept any TOS byte from a client (`--allow-tos-any`); otherwise
     /// only [`tos_allowed`] ones.
     pub allow_tos_any: bool,
+    /// The firewall marks (SO_MARK) a client may put on the server's data
+    /// sockets (`--allow-mark`); none by default.
+    pub allowed_marks: AllowedMarks,
+    /// The longest TCP_TX_DELAY a client may put on the server's data
+    /// sockets, µs (`--allow-tx-delay`); 0, none, by default.
+    pub max_tx_delay_us: u32,
+}
+
+/// The SO_MARK values a server applies for its clients (`--allow-mark`).
+/// A mark steers the host's policy routing and netfilter (kube-proxy
+/// masquerades what carries 0x4000, Cilium and Calico keep their own
+/// bits), and a server runs as root to set one: so none unless its
+/// operator names them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AllowedMarks {
+    /// No mark (the default).
+    #[default]
+    None,
+    /// These marks.
+    These(Vec<u32>),
+    /// Any mark (`--allow-mark any`; the embedded server).
+    Any,
+}
+
+impl AllowedMarks {
+    pub fn allows(&self, mark: u32) -> bool {
+        match self {
+            AllowedMarks::None => false,
+            AllowedMarks::These(m) => m.contains(&mark),
+            AllowedMarks::Any => true,
+        }
+    }
+}
+
+impl std::fmt::Display for AllowedMarks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AllowedMarks::None => f.write_str("none"),
+            AllowedMarks::These(m) => {
+                let shown: Vec<String> = m.iter().map(|m| format!("0x{m:x}")).collect();
+                f.write_str(&shown.join(","))
+            }
+            AllowedMarks::Any => f.write_str("any"),
+        }
+    }
+}
+
+/// A transmit delay as `--allow-tx-delay` takes it: in the largest unit
+/// that keeps it whole.
+fn delay_flag(us: u32) -> String {
+    match us {
+        us if us % 1_000_000 == 0 => format!("{}s", us / 1_000_000),
+        us if us % 1_000 == 0 => format!("{}ms", us / 1_000),
+        us => format!("{us}us"),
+    }
 }
 
 /// The TOS bytes a server accepts from a client without
@@ -155,8 +232,15 @@ impl Default for SessionLimits {
             max_threads: DEFAULT_MAX_THREADS,
             max_sessions_per_client: default_max_sessions_per_client(DEFAULT_MAX_SESSIONS),
             max_ports: default_max_ports(),
+            max_ports_per_client: default_max_ports_per_client(
+                default_max_ports(),
+                default_max_sessions_per_client(DEFAULT_MAX_SESSIONS),
+                DEFAULT_MAX_SESSIONS,
+            ),
             start_timeout: START_TIMEOUT,
             allow_tos_any: false,
+            allowed_marks: AllowedMarks::None,
+            max_tx_delay_us: 0,
         }
     }
 }
@@ -176,6 +260,7 @@ impl SessionLimits {
             max_threads: self.max_threads,
             max_sessions_per_client: self.max_sessions_per_client,
             max_ports: self.max_ports,
+            max_ports_per_client: self.ports_per_client(),
             start_timeout_ns: self.start_timeout.as_nanos() as u64,
             start_timeout_per_flow_ns: START_TIMEOUT_PER_FLOW.as_nanos() as u64,
         }
@@ -231,6 +316,7 @@ impl SessionLimits {
                 }
             }
         }
+        self.check_marks(plan)?;
         let mem = memory_estimate(plan);
         if mem > self.max_session_memory_bytes {
             return Err(format!(
@@ -243,14 +329,54 @@ impl SessionLimits {
         Ok(())
     }
 
-    /// Refuse a spec whose data ports alone pass `--max-ports` (what the
-    /// other sessions hold is [`super::admission`]'s to check).
+    /// SO_MARK and TCP_TX_DELAY on the server's sockets only as its
+    /// operator allowed them (`--allow-mark`, `--allow-tx-delay`).
+    fn check_marks(&self, plan: &TestPlan) -> Result<(), String> {
+        if let Some(m) = plan.sockets.mark
+            && !self.allowed_marks.allows(m)
+        {
+            return Err(format!(
+                "--mark {m} (0x{m:x}) is refused: this server puts on its sockets only the firewall marks its operator allows (--allow-mark; allowed: {})",
+                self.allowed_marks
+            ));
+        }
+        if let Some(us) = plan.sockets.tcp_tx_delay_us
+            && us > self.max_tx_delay_us
+        {
+            return Err(match self.max_tx_delay_us {
+                0 => format!(
+                    "--tcp-tx-delay {us}us is refused: this server delays its packets only as far as its operator allows (--allow-tx-delay; none allowed)"
+                ),
+                max => format!(
+                    "--tcp-tx-delay {us}us is over this server's limit of {max}us (--allow-tx-delay {})",
+                    delay_flag(max)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The data ports one client's sessions may hold together
+    /// (`--max-ports-per-client`), never more than `--max-ports`.
+    pub fn ports_per_client(&self) -> u64 {
+        self.max_ports_per_client.min(self.max_ports)
+    }
+
+    /// Refuse a spec whose data ports alone pass `--max-ports`, or one
+    /// client's share of it (what the other sessions hold is
+    /// [`super::admission`]'s to check).
     pub fn check_ports(&self, plan: &TestPlan, per_listener: u32) -> Result<(), String> {
         let n = data_ports(plan, per_listener);
         if n > self.max_ports {
             return Err(format!(
                 "the test needs {n} data ports on the server (a UDP socket per flow, or its data listeners), over its --max-ports {}",
                 self.max_ports
+            ));
+        }
+        let share = self.ports_per_client();
+        if n > share {
+            return Err(format!(
+                "the test needs {n} data ports on the server (a UDP socket per flow, or its data listeners), over its limit per client (--max-ports-per-client {share})"
             ));
         }
         Ok(())
@@ -578,6 +704,83 @@ mod tests {
         &p.test.desc().server_buffers
     }
 
+    /// A mark or a transmit delay reaches the server's sockets only as
+    /// its operator allows; the refusal names the flag.
+    #[test]
+    fn marks_and_delays_need_the_operators_opt_in() {
+        let mut p = TestPlan::new(TestKind::TcpStream);
+        p.sockets.mark = Some(0x4000);
+        let l = SessionLimits::default();
+        let e = l.check(&p).unwrap_err();
+        assert!(
+            e.starts_with("--mark 16384 (0x4000) is refused")
+                && e.contains("--allow-mark; allowed: none"),
+            "{e}"
+        );
+        let some = SessionLimits {
+            allowed_marks: AllowedMarks::These(vec![0x4000, 7]),
+            max_tx_delay_us: 5000,
+            ..SessionLimits::default()
+        };
+        assert_eq!(some.check(&p), Ok(()));
+        p.sockets.mark = Some(8);
+        assert!(some.check(&p).unwrap_err().contains("allowed: 0x4000,0x7"));
+        p.sockets.mark = None;
+        p.sockets.tcp_tx_delay_us = Some(1_000_000);
+        let e = l.check(&p).unwrap_err();
+        assert!(e.contains("--allow-tx-delay; none allowed"), "{e}");
+        let e = some.check(&p).unwrap_err();
+        assert!(
+            e.contains("over this server's limit of 5000us (--allow-tx-delay 5ms)"),
+            "{e}"
+        );
+        p.sockets.tcp_tx_delay_us = Some(5000);
+        assert_eq!(some.check(&p), Ok(()));
+        let any = SessionLimits {
+            allowed_marks: AllowedMarks::Any,
+            ..SessionLimits::default()
+        };
+        p.sockets = Default::default();
+        p.sockets.mark = Some(u32::MAX);
+        assert_eq!(any.check(&p), Ok(()));
+    }
+
+    /// One client's share of the ports is by default its share of the
+    /// sessions; a spec over it alone is refused naming the flag.
+    #[test]
+    fn a_client_holds_its_share_of_the_ports() {
+        assert_eq!(default_max_ports_per_client(2048, 16, 64), 512);
+        assert_eq!(default_max_ports_per_client(2048, 64, 64), 2048);
+        assert_eq!(default_max_ports_per_client(3, 1, 64), 1);
+        // The embedded server's: no bound to overflow.
+        assert_eq!(
+            default_max_ports_per_client(u64::MAX, u32::MAX, 64),
+            u64::MAX
+        );
+        let d = SessionLimits::default();
+        assert_eq!(d.ports_per_client(), d.max_ports / 4);
+        let l = SessionLimits {
+            max_ports: 2048,
+            max_ports_per_client: 512,
+            ..SessionLimits::default()
+        };
+        let mut p = TestPlan::new(TestKind::UdpStream);
+        p.flows = 513;
+        let e = l.check_ports(&p, 0).unwrap_err();
+        assert!(
+            e.contains("513 data ports") && e.contains("(--max-ports-per-client 512)"),
+            "{e}"
+        );
+        p.flows = 512;
+        assert_eq!(l.check_ports(&p, 0), Ok(()));
+        // Never more than all of them.
+        let over = SessionLimits {
+            max_ports_per_client: 5000,
+            ..l
+        };
+        assert_eq!(over.ports_per_client(), 2048);
+    }
+
     #[test]
     fn ports_are_counted_per_socket_and_listener() {
         let mut p = TestPlan::new(TestKind::UdpStream);
@@ -608,6 +811,7 @@ mod tests {
         assert_eq!(stated.start_timeout_ns, 5_000_000_000);
         assert_eq!(stated.max_sessions_per_client, 16);
         assert!(stated.max_ports >= 16);
+        assert_eq!(stated.max_ports_per_client, stated.max_ports / 4);
     }
 
     #[test]

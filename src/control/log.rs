@@ -40,7 +40,9 @@ pub enum Outcome {
     Refused,
     /// The test started and then failed (client vanished, data path error).
     Failed,
-    /// Not served: --max-sessions sessions were running.
+    /// Not served for want of room: the session slots, or the client's
+    /// share of them or of the handshakes, were taken, or the pool of
+    /// unproved connections dropped it for a newcomer.
     Busy,
 }
 

@@ -7,8 +7,9 @@
 //! - The server's end: `config` is its configuration (listen address,
 //!   limits, key, log); `server` listens and admits, with `admission` (who
 //!   gets a session), `limits` (what a session may ask for) and `log` (one
-//!   line per session); `session` runs one session step by step, and `data`
-//!   opens its data sockets and builds its flows; `ticks` ties the
+//!   line per session); `session` runs one session step by step, `data`
+//!   opens its data sockets and builds its flows, and `report` is its
+//!   final report; `ticks` ties the
 //!   client's ticks to the server's clock, so that each sample counts up to
 //!   when its tick was due, however late the tick arrived.
 //! - The client's end: `client` holds one test's conversation with one
@@ -31,6 +32,7 @@ pub mod limits;
 pub mod log;
 pub mod proto;
 pub mod repeat;
+mod report;
 pub mod server;
 mod session;
 pub mod stop;

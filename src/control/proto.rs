@@ -53,14 +53,17 @@ pub struct ServerLimits {
     /// The most threads all sessions together may make it run.
     #[serde(default)]
     pub max_threads: u64,
-    /// The most sessions (running or in their handshake) one client may
-    /// hold: one IPv4 address, or one IPv6 /64.
+    /// The most sessions (from the key, or an accepted spec, to their
+    /// end) one client may hold: one IPv4 address, or one IPv6 /64.
     #[serde(default)]
     pub max_sessions_per_client: u32,
     /// The most data ports (listeners and UDP sockets) all sessions
     /// together may hold.
     #[serde(default)]
     pub max_ports: u64,
+    /// The most data ports one client's sessions may hold together.
+    #[serde(default)]
+    pub max_ports_per_client: u64,
     /// How long the server waits for `start` after `accepted`: this much,
     /// plus [`ServerLimits::start_timeout_per_flow_ns`] per flow.
     #[serde(default)]

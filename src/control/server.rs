@@ -29,8 +29,8 @@ pub const DEFAULT_PORT: u16 = 12880;
 pub use super::data::{ACCEPT_TIMEOUT, TOKEN_TIMEOUT};
 use super::session::SessionState;
 pub use super::session::{
-    DRAIN_ALLOWANCE, HELLO_TIMEOUT, PRE_SPEC_FRAME, SPEC_FRAME, START_TIMEOUT, ServerConfig,
-    after_spec_frame, session_bound,
+    DRAIN_ALLOWANCE, HELLO_TIMEOUT, PRE_SPEC_FRAME, SPEC_FRAME, SPEC_TIMEOUT, START_TIMEOUT,
+    ServerConfig, after_spec_frame, session_bound,
 };
 
 /// A bound server, not yet serving.
@@ -126,7 +126,7 @@ impl Server {
                 }
             };
             let _ = stream.set_nonblocking(false);
-            let mut ticket = match self.admission.admit(peer.ip()) {
+            let mut ticket = match self.admission.admit(peer.ip(), Some(&stream)) {
                 Ok(t) => t,
                 Err(message) => {
                     let mut s = stream;
@@ -164,6 +164,8 @@ impl Server {
                         Err(e) => (
                             if state.started {
                                 Outcome::Failed
+                            } else if state.busy {
+                                Outcome::Busy
                             } else {
                                 Outcome::Refused
                             },
@@ -227,7 +229,10 @@ impl EmbeddedServer {
         cfg.limits.max_memory_bytes = u64::MAX;
         cfg.limits.max_threads = u64::MAX;
         cfg.limits.max_ports = u64::MAX;
+        cfg.limits.max_ports_per_client = u64::MAX;
         cfg.limits.allow_tos_any = true;
+        cfg.limits.allowed_marks = super::limits::AllowedMarks::Any;
+        cfg.limits.max_tx_delay_us = crate::plan::sockets::MAX_TCP_TX_DELAY_US;
         cfg.limits.max_sessions_per_client = u32::MAX;
         // A run of 100,000 flows on a loaded machine may take longer than
         // a fleet's server allows to connect them.

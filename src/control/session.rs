@@ -23,18 +23,17 @@ use super::deadline::read_msg_within;
 pub use super::limits::{DRAIN_ALLOWANCE, session_bound};
 use super::limits::{data_ports, memory_estimate, overran, session_threads};
 use super::proto::{
-    Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Final, Finish, FrameError, Hello,
-    Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
+    Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Finish, FrameError, Hello, Message,
+    PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
 };
-use super::ticks::TickClock;
+use super::report::Report;
+use super::ticks::{TickClock, TickRate};
 use crate::engine::{Engines, place};
-use crate::io::socket::{
-    DataSocketOpts, SocketBuffers, listen, local_port, set_nonblocking, udp_bound,
-};
+use crate::io::socket::{DataSocketOpts, listen, local_port, set_nonblocking, udp_bound};
 use crate::io::spread::{
     AddrRun, MAX_LISTENERS, Walk, listeners_for, may_walk, out_of_ports, runs,
 };
-use crate::plan::{Loss, Phase, TestPlan, Transport};
+use crate::plan::{Phase, TestPlan, Transport};
 use crate::sensors::Provenance;
 use crate::sensors::window::Meter;
 use crate::stats::counters::FlowCounters;
@@ -42,8 +41,17 @@ use crate::workload::CounterRef;
 use crate::workload::crr::TOKEN_LEN;
 use crate::workload::kinds::{Endpoint, TestDesc};
 
-/// A client must say hello within this.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection that has proved nothing yet must send each message
+/// within this: its hello (and the hello's first byte before it), its
+/// answer to the challenge, and on a server without a key its spec. A
+/// client sends its hello as it connects and each answer a round trip
+/// after the server's message, so two seconds leave a path of several
+/// hundred milliseconds' round trip room for a retransmission, while an
+/// unproved connection holds its place in the pool ([`super::admission`])
+/// for little longer than that.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
+/// A client that proved the key must send its spec within this.
+pub const SPEC_TIMEOUT: Duration = Duration::from_secs(5);
 /// The client must send `start` within this after `accepted` (plus a share
 /// per flow: [`SessionLimits::start_timeout_for`]).
 pub use super::limits::START_TIMEOUT;
@@ -66,6 +74,9 @@ pub fn after_spec_frame(flows: u32) -> usize {
 pub(crate) struct SessionState {
     pub(crate) test: Option<&'static str>,
     pub(crate) started: bool,
+    /// Not served for want of room: no session slot free, or evicted from
+    /// the pool of unproved connections.
+    pub(crate) busy: bool,
     /// The peer closed before sending a byte: a TCP probe (Kubernetes'
     /// `tcpSocket`, a load balancer's health check), not a session, so no
     /// log line.
@@ -361,13 +372,67 @@ pub(crate) fn session(
 
 /// Hello both ways, the version check, the key, the spec checked against
 /// the plan's own rules, this server's limits and its free memory and
-/// threads: the plan to serve, as the server's end sees it.
+/// threads: the plan to serve, as the server's end sees it. The
+/// connection proves itself with the key, or on a server without one with
+/// a spec that passes every check, and only then takes a session slot.
 fn handshake(
     ctrl: &mut TcpStream,
     config: &ServerConfig,
     state: &mut SessionState,
     ticket: &mut Ticket,
 ) -> Result<(TestPlan, u32)> {
+    if let Err(e) = greet(ctrl, config, state) {
+        return Err(or_evicted(ctrl, ticket, state, e));
+    }
+    let keyed = config.psk.is_some();
+    if keyed {
+        prove(ctrl, ticket, state)?;
+    }
+    let limit = if keyed { SPEC_TIMEOUT } else { HELLO_TIMEOUT };
+    let Spec {
+        plan,
+        flows_per_listener,
+    } = match read_expect(ctrl, SPEC_FRAME, limit) {
+        Ok(s) => s,
+        Err(e) => return Err(or_evicted(ctrl, ticket, state, e)),
+    };
+    state.test = Some(plan.test.name());
+    if let Err(e) = plan.validate() {
+        return Err(refuse(ctrl, format!("invalid spec: {e}")));
+    }
+    if let Err(e) = config.limits.check(&plan) {
+        return Err(refuse(ctrl, format!("spec refused: {e}")));
+    }
+    if let Some(e) = too_many_listeners(&plan, flows_per_listener) {
+        return Err(refuse(ctrl, format!("spec refused: {e}")));
+    }
+    if let Err(e) = config.limits.check_ports(&plan, flows_per_listener) {
+        return Err(refuse(ctrl, format!("spec refused: {e}")));
+    }
+    if !keyed {
+        prove(ctrl, ticket, state)?;
+    }
+    // Everything the spec makes the server allocate or bind is reserved
+    // here, before the first socket or buffer.
+    let want = Reservation {
+        bytes: memory_estimate(&plan),
+        threads: session_threads(&plan),
+        ports: data_ports(&plan, flows_per_listener),
+    };
+    let max = Reservation {
+        bytes: config.limits.max_memory_bytes,
+        threads: config.limits.max_threads,
+        ports: config.limits.max_ports,
+    };
+    if let Err(e) = ticket.reserve(want, max, config.limits.ports_per_client()) {
+        return Err(refuse(ctrl, e));
+    }
+    Ok((plan.for_server(), flows_per_listener))
+}
+
+/// Hello both ways, the version check and, on a server with a key, the
+/// challenge answered: everything an unproved connection says.
+fn greet(ctrl: &mut TcpStream, config: &ServerConfig, state: &mut SessionState) -> Result<()> {
     if closed_unheard(ctrl, HELLO_TIMEOUT)? {
         state.unheard = true;
         bail!("closed before its first byte");
@@ -391,41 +456,35 @@ fn handshake(
     if let (Some(psk), Some(nonce)) = (&config.psk, &nonce) {
         authenticate(ctrl, psk, nonce)?;
     }
+    Ok(())
+}
 
-    let Spec {
-        plan,
-        flows_per_listener,
-    } = read_expect(ctrl, SPEC_FRAME, HELLO_TIMEOUT)?;
-    state.test = Some(plan.test.name());
-    if let Err(e) = plan.validate() {
-        return Err(refuse(ctrl, format!("invalid spec: {e}")));
+/// The connection proved itself: its session slot, or the refusal.
+fn prove(ctrl: &mut TcpStream, ticket: &mut Ticket, state: &mut SessionState) -> Result<()> {
+    ticket.proved().map_err(|m| {
+        state.busy = true;
+        refuse(ctrl, m)
+    })
+}
+
+/// `e`, unless the pool of unproved connections evicted this one (which
+/// is why its read ended): then the refusal that says so.
+fn or_evicted(
+    ctrl: &mut TcpStream,
+    ticket: &Ticket,
+    state: &mut SessionState,
+    e: anyhow::Error,
+) -> anyhow::Error {
+    match ticket.evicted() {
+        Some(m) => {
+            // Its peer may not read: the refusal must not hold the thread.
+            let _ = ctrl.set_write_timeout(Some(Duration::from_millis(100)));
+            state.unheard = false;
+            state.busy = true;
+            refuse(ctrl, m)
+        }
+        None => e,
     }
-    if let Err(e) = config.limits.check(&plan) {
-        return Err(refuse(ctrl, format!("spec refused: {e}")));
-    }
-    if let Some(e) = too_many_listeners(&plan, flows_per_listener) {
-        return Err(refuse(ctrl, format!("spec refused: {e}")));
-    }
-    if let Err(e) = config.limits.check_ports(&plan, flows_per_listener) {
-        return Err(refuse(ctrl, format!("spec refused: {e}")));
-    }
-    // Everything the spec makes the server allocate or bind is reserved
-    // here, before the first socket or buffer.
-    let want = Reservation {
-        bytes: memory_estimate(&plan),
-        threads: session_threads(&plan),
-        ports: data_ports(&plan, flows_per_listener),
-    };
-    let max = Reservation {
-        bytes: config.limits.max_memory_bytes,
-        threads: config.limits.max_threads,
-        ports: config.limits.max_ports,
-    };
-    if let Err(e) = ticket.reserve(want, max) {
-        return Err(refuse(ctrl, e));
-    }
-    ticket.handshake_done();
-    Ok((plan.for_server(), flows_per_listener))
 }
 
 /// A session's data sockets before the flows: its TCP listeners, or one
@@ -689,6 +748,7 @@ fn answer_ticks_from(
     let mut clock =
         TickClock::new(interval, t0 + half_rtt).with_load(block_lens, &plan.held_parts());
     let mut next_record = Instant::now();
+    let mut rate = TickRate::new(interval, next_record);
     let mut phase_now = Phase::Warmup;
     loop {
         let now = Instant::now();
@@ -710,6 +770,9 @@ fn answer_ticks_from(
         };
         match m {
             Ok(ClientMsg::Tick(tick)) => {
+                if !rate.take(Instant::now()) {
+                    return Err(refuse(ctrl, rate.refusal()));
+                }
                 // The counters now, before the tick changes anything: the
                 // tick that starts a mix's bulk parts ends the idle phase,
                 // and its counts are taken before our bulk receivers wake.
@@ -767,96 +830,6 @@ fn answer_ticks_from(
             Err(FrameError::Timeout) => bail!("client went silent for {idle:?}; session ended"),
             Err(FrameError::Closed) => bail!("client disconnected mid-test"),
             Err(e) => return Err(refuse(ctrl, e.to_string())),
-        }
-    }
-}
-
-/// What the server's final report is made of, besides its engines'
-/// leftovers and its own readings.
-struct Report<'a> {
-    plan: &'a TestPlan,
-    parts: &'a [TestPlan],
-    /// `finish`: the datagrams each flow of the client sent (udp_stream).
-    client_sent: &'a [u64],
-    /// Connections and datagrams refused while setting the flows up.
-    refused: u64,
-    /// The descriptor limit was below what the flows need.
-    fd_warning: Option<String>,
-    ipv6: bool,
-}
-
-impl Report<'_> {
-    /// The final report: every part's counts (udp_stream's loss made exact
-    /// from what the client says it sent), usage, window readings, errors,
-    /// refusals, retransmissions, zero-copy, socket buffers, call times and
-    /// capacity train gaps.
-    fn final_of(
-        self,
-        outs: &[crate::engine::EngineOutcome],
-        rusage: Rusage,
-        window: Option<crate::sensors::window::WindowStats>,
-        provenance: Provenance,
-    ) -> Final {
-        let (plan, parts) = (self.plan, self.parts);
-        let mut counts = Vec::with_capacity(plan.flows as usize);
-        let mut errors: Vec<String> = self.fd_warning.into_iter().collect();
-        let mut part_retransmits = Vec::with_capacity(parts.len());
-        let mut refused = self.refused;
-        let mut offset = 0;
-        for (p, out) in parts.iter().zip(outs) {
-            let mut c = out.counts.clone();
-            let sent = self.client_sent.get(offset..offset + c.len());
-            offset += c.len();
-            if let (Loss::Datagrams, Some(sent)) = (p.test.traits().loss, sent) {
-                // The exact loss: what the client sent that never arrived, including
-                // losses at the tail that no later datagram revealed.
-                for (c, sent) in c.iter_mut().zip(sent) {
-                    c.lost = sent.saturating_sub(c.datagrams_received);
-                }
-            }
-            counts.extend(c);
-            errors.extend(out.error.clone());
-            part_retransmits.push(crate::engine::tcp_retransmits(&out.flows));
-            refused += out.flows.iter().map(|f| f.refused()).sum::<u64>();
-        }
-        let tcp_retransmits = part_retransmits
-            .iter()
-            .flatten()
-            .copied()
-            .reduce(|a, b| a + b);
-        Final {
-            counts,
-            rusage,
-            errors,
-            refused,
-            window: window.map(Box::new),
-            provenance: Some(Box::new(provenance)),
-            tcp_retransmits,
-            zerocopy: outs
-                .iter()
-                .find_map(|o| crate::engine::zerocopy_counts(&o.flows)),
-            part_retransmits: if !plan.parts.is_empty() {
-                part_retransmits
-            } else {
-                Vec::new()
-            },
-            socket_buffers: SocketBuffers::as_set(plan, &plan.local, plan.test.is_udp(), self.ipv6)
-                .ok(),
-            socket_options: crate::io::sockmark::read_back_or_probe(
-                outs.iter()
-                    .flat_map(|o| o.flows.iter())
-                    .find_map(|f| f.tcp_socket()),
-                &plan.sockets,
-                plan.test.is_udp(),
-            ),
-            call_times: outs
-                .iter()
-                .find_map(|o| crate::engine::call_times(&o.flows))
-                .map(Box::new),
-            train_gaps: crate::stats::dispersion::TrainGaps::merged(
-                outs.iter()
-                    .flat_map(|o| o.flows.iter().filter_map(|f| f.train_gaps())),
-            ),
         }
     }
 }

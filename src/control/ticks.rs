@@ -43,6 +43,7 @@ use anyhow::Result;
 
 use super::deadline::read_msg_within;
 use super::proto::{ClientMsg, FrameError, Tick};
+use super::timeline::CONGESTED_SAMPLE_TIMEOUT;
 use crate::plan::{LoadStep, Phase};
 use crate::stats::counters::Counts;
 
@@ -197,6 +198,75 @@ impl TickClock {
     }
 }
 
+/// The ticks a session may send beyond one per interval: a tick at every
+/// phase's edge besides the interval's (a dozen at most: warm-up,
+/// measure, a mix's idle, loaded, drain and recovery, cool-down, the
+/// drain, an interrupt, a count met), with room to spare.
+pub const TICK_BURST: u32 = 16;
+
+/// And the ticks of this long, which arrive late and at once when the
+/// path drops them (the data fills it): the client waits up to
+/// [`CONGESTED_SAMPLE_TIMEOUT`] for each sample, and TCP delivers its
+/// retransmitted ticks back to back.
+pub const TICK_BURST_TIME: Duration =
+    CONGESTED_SAMPLE_TIMEOUT.saturating_add(Duration::from_secs(4));
+
+/// How many ticks a session may send: one per interval on average, in
+/// bursts of [`TICK_BURST`] and [`TICK_BURST_TIME`]'s worth (a token
+/// bucket, its tokens counted as time). Each tick costs the server a
+/// sample of every flow's counters (and with TCP_INFO per tick, of every
+/// socket: 378 KB for 1,024 flows), so a client sending ticks back to
+/// back could make it send hundreds of megabytes for kilobytes. An honest
+/// client never sends faster than its interval, its phase edges and a
+/// congested path's late deliveries aside, which the burst covers; past
+/// it the session ends, naming the interval.
+pub struct TickRate {
+    interval: Duration,
+    /// What the ticks to come may spend.
+    credit: Duration,
+    most: Duration,
+    last: Instant,
+}
+
+impl TickRate {
+    /// A full bucket at `now` for a session of this interval.
+    pub fn new(interval: Duration, now: Instant) -> TickRate {
+        let interval = interval.max(Duration::from_nanos(1));
+        let most = interval
+            .saturating_mul(TICK_BURST)
+            .saturating_add(TICK_BURST_TIME);
+        TickRate {
+            interval,
+            credit: most,
+            most,
+            last: now,
+        }
+    }
+
+    /// Take a tick arriving at `now`; false when it comes too soon.
+    pub fn take(&mut self, now: Instant) -> bool {
+        let since = now.saturating_duration_since(self.last);
+        self.credit = self.credit.saturating_add(since).min(self.most);
+        self.last = now;
+        match self.credit.checked_sub(self.interval) {
+            Some(left) => {
+                self.credit = left;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Why the session ends.
+    pub fn refusal(&self) -> String {
+        format!(
+            "ticks came faster than the session's interval allows (--interval {} s: one tick per interval, in bursts of up to {}); session ended",
+            self.interval.as_secs_f64(),
+            self.most.as_nanos() / self.interval.as_nanos()
+        )
+    }
+}
+
 /// Read the client's messages on their own thread, each within `idle`,
 /// until `finish`, an error or the end of the connection, so that the
 /// session's thread keeps recording its counters while it waits.
@@ -308,6 +378,34 @@ mod tests {
         let t0 = Instant::now();
         let c = TickClock::new(Duration::from_secs(1), t0);
         assert_eq!(c.due(t0, None), t0);
+    }
+
+    /// One tick per interval, a burst of 16 and 16 s worth on top; a
+    /// client sending back to back is stopped there, one that keeps to
+    /// its interval never is, and a late bunch within the burst passes.
+    #[test]
+    fn ticks_are_bounded_by_the_interval() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut r = TickRate::new(s, t0);
+        let back_to_back = (0..1000).take_while(|_| r.take(t0)).count();
+        assert_eq!(back_to_back, 16 + 16);
+        assert!(!r.take(t0 + s / 2));
+        assert!(r.take(t0 + s));
+        assert!(r.refusal().contains("--interval 1 s") && r.refusal().contains("up to 32"));
+
+        let mut honest = TickRate::new(Duration::from_millis(10), t0);
+        let ms = Duration::from_millis;
+        for k in 1..=10_000u32 {
+            // Every tick on time, and a phase edge every second.
+            assert!(honest.take(t0 + ms(10) * k), "tick {k}");
+            if k % 100 == 0 {
+                assert!(honest.take(t0 + ms(10) * k), "edge at {k}");
+            }
+        }
+        // Twelve seconds of ticks held back by retransmissions, then all at once.
+        let at = t0 + ms(100_000 + 12_000);
+        assert!((0..1_200).all(|_| honest.take(at)));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! netperf-style `KEY=value` lines: every field of [`super::fields::FIELDS`]
 //! the result carries, in the table's order (the omni output selectors'
 //! names where they mean the same thing), for scripts written against
-//! netperf.
+//! netperf. Control characters in a value are escaped (`\n`), so that
+//! every line is one key.
 
 use std::io::{self, Write};
 
@@ -19,7 +20,9 @@ impl Exporter for Keyval {
         let mut all = super::fields::values(r);
         super::fields::in_units(&mut all, r, self.units);
         for (k, v) in all {
-            writeln!(out, "{k}={v}")?;
+            // A value may come from the server or a results file: a
+            // newline in it would forge a line of its own.
+            writeln!(out, "{k}={}", crate::text::escape(&v, usize::MAX))?;
         }
         Ok(())
     }
@@ -38,6 +41,33 @@ mod tests {
             let text = String::from_utf8(crate::export::render(&Keyval::default(), &r)).unwrap();
             assert_eq!(text, want);
         }
+    }
+
+    /// A value with a newline (a server's kernel name) stays one line.
+    #[test]
+    fn control_characters_in_values_are_escaped() {
+        let mut r = bulk();
+        r.provenance.remote = Some(crate::sensors::Provenance {
+            kernel: Some(crate::sensors::provenance::Kernel {
+                sysname: "Linux\nTHROUGHPUT=999".into(),
+                release: "6.1\r\x1b[2J".into(),
+                version: String::new(),
+                machine: String::new(),
+            }),
+            ..Default::default()
+        });
+        let text = String::from_utf8(crate::export::render(&Keyval::default(), &r)).unwrap();
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("THROUGHPUT="))
+                .count(),
+            1
+        );
+        assert!(
+            text.contains("REMOTE_SYSNAME=Linux\\nTHROUGHPUT=999\n"),
+            "{text}"
+        );
+        assert!(text.contains("REMOTE_RELEASE=6.1\\r\\u{1b}[2J\n"), "{text}");
     }
 
     const OPEN_LOOP: &str = "\

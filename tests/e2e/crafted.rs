@@ -18,7 +18,7 @@ use crate::common::{ServerProc, diagnostics, run_client};
 /// to the client: a hostile server, with a real one doing the test. The
 /// data connections go to the server's own ports, as the server names
 /// them. Returns the proxy's address.
-fn rewriting_proxy(server: &str, rewrite: fn(&mut Value)) -> String {
+pub(crate) fn rewriting_proxy(server: &str, rewrite: fn(&mut Value)) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let server = server.to_string();

@@ -364,9 +364,9 @@ fn bad_flags_name_the_flag_and_range() {
 #[test]
 fn max_sessions_refuses_with_the_limit_then_serves_again() {
     let server = ServerProc::start(&["--max-sessions", "1"]);
-    // One connection that says nothing holds the only slot until the hello timeout.
-    let idle = TcpStream::connect(&server.addr).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // One accepted session that never starts holds the only slot until its
+    // start deadline (a connection that has proved nothing holds none).
+    let idle = crate::server_hardening::accepted_session(&server.addr);
     let out = run_client(
         &["run", "tcp_rr", "-H", &server.addr, "--json"],
         Duration::from_secs(10),

@@ -199,7 +199,12 @@ fn idle_sessions_leave_the_host_its_ports() {
         return;
     };
     run_ok(ns_exec(&ns.0, "sysctl").args(["-qw", "net.ipv4.ip_local_port_range=40000 41000"]));
-    let server = ServerProc::start_with(ns_exec(&ns.0, &server_bin()), "127.0.0.1", &[]);
+    // One client holds them all here: its share of the ports is all of them.
+    let server = ServerProc::start_with(
+        ns_exec(&ns.0, &server_bin()),
+        "127.0.0.1",
+        &["--max-sessions-per-client", "64"],
+    );
     let addr = server.addr.clone();
     let (answers, host_udp, host_tcp, controls) = in_netns(&ns.0, move || {
         let mut answers = Vec::new();

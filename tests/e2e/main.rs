@@ -34,6 +34,7 @@ mod reports;
 mod rrul_netns;
 mod scale;
 mod sensors;
+mod server_hardening;
 mod ship;
 mod soak;
 mod stdio;

@@ -185,7 +185,9 @@ fn mark_is_routed_by_an_fwmark_rule() {
             "latency", "50ms",
         ],
     );
-    let server = pair.server();
+    // A server puts a mark on its sockets only as its operator allows.
+    let mut server = ServerProc::start_with(ns_exec(&b, bin()), &server_ip, &["--allow-mark", "7"]);
+    server.ns = Some(b.clone());
     let run = |extra: &[&str]| {
         let args = [&["-l", "2s", "--warmup", "500ms"][..], extra].concat();
         run_json(
@@ -225,7 +227,7 @@ fn mark_is_routed_by_an_fwmark_rule() {
 /// 10 ms), which is said and not asserted.
 #[test]
 fn tcp_tx_delay_is_set_on_both_ends() {
-    let server = ServerProc::isolated("txdelay", &[]);
+    let server = ServerProc::isolated("txdelay", &["--allow-tx-delay", "10ms"]);
     let p50 = |extra: &[&str]| -> (f64, serde_json::Value) {
         let args = [
             &[

@@ -127,7 +127,14 @@ fn flows_spread_past_a_narrow_ephemeral_range() {
         "127.0.0.1",
         // 1,500 UDP sockets of 500 ports' range: past the server's default
         // --max-ports (a quarter of the range), on purpose here.
-        &["--max-flows", "2000", "--max-ports", "4000"],
+        &[
+            "--max-flows",
+            "2000",
+            "--max-ports",
+            "4000",
+            "--max-ports-per-client",
+            "4000",
+        ],
     );
     let flows = FLOWS.to_string();
     let n = (FLOWS as u64 * PER_FLOW).to_string();
