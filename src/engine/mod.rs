@@ -20,8 +20,9 @@
 //!
 //! The rooms, from the session down: `handle` is the [`Engine`] a session
 //! starts and steers, and what its workers leave behind; [`parts`] runs one
-//! engine per part of a mix; `place` spreads a part's flows over its workers
-//! and chooses each worker's driver; `worker` is one
+//! engine per part of a mix; `place` reads a part's worker options from the
+//! plan ([`WorkerOpts::from_plan`], the same for both ends), spreads its
+//! flows over the workers and chooses each worker's driver; `worker` is one
 //! worker thread, the per-transaction loop; `pacer` is how long an
 //! open-loop worker polls before each intended start instead of sleeping;
 //! [`sched`] gives a latency probe's workers a short scheduler slice; and
@@ -39,5 +40,6 @@ pub use handle::{Engine, EngineOutcome, call_times, tcp_retransmits, zerocopy_co
 pub use pacer::pacer_spin;
 pub use parts::Engines;
 pub use place::{
-    AUTO_URING_FLOWS, WorkerSpec, choose_driver, pacing_resolution, place, uring_fallback,
+    AUTO_URING_FLOWS, Side, WorkerOpts, WorkerSpec, choose_driver, pacing_resolution, place,
+    uring_fallback,
 };

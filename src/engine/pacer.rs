@@ -16,7 +16,7 @@ use std::time::Duration;
 /// more on one worker): 30 µs took the generator's median lag from a
 /// wake-up latency (20 to 35 µs on a busy VM, with 1 µs timer slack) to
 /// about a microsecond. [`super::place()`] gives it to every worker; the
-/// client gives its open-loop workers [`pacer_spin`] of their rate instead.
+/// client's open-loop workers get [`pacer_spin`] of their rate instead.
 pub(super) const PACER_SPIN: Duration = Duration::from_micros(30);
 
 /// The longest spin before a deadline, for a worker whose schedule leaves
