@@ -237,33 +237,13 @@ mod tests {
     /// are marked so: they never share a thread with a bulk flow.
     #[test]
     fn a_probe_part_gets_workers_of_its_own() {
-        let block: std::sync::Arc<[crate::stats::counters::FlowCounters]> =
-            (0..3).map(|_| Default::default()).collect();
-        let flows = |n: usize| -> Vec<Box<dyn Flow>> {
-            (0..n)
-                .map(|i| {
-                    Box::new(ConnectClient::new(
-                        ConnectMode::Crr,
-                        "127.0.0.1:9".parse().unwrap(),
-                        None,
-                        Default::default(),
-                        crate::workload::CounterRef::new(block.clone(), i),
-                        [0; TOKEN_LEN],
-                        1,
-                        1,
-                        None,
-                        CloseMode::Fin,
-                    )) as Box<dyn Flow>
-                })
-                .collect()
-        };
         let opts = |threads, probe| WorkerOpts {
             threads,
             probe,
             ..WorkerOpts::default()
         };
-        let bulk = place(flows(3), &opts(2, false));
-        let probe = place(flows(1), &opts(1, true));
+        let bulk = place(unrun(3), &opts(2, false));
+        let probe = place(unrun(1), &opts(1, true));
         assert!(bulk.iter().all(|w| !w.probe));
         assert_eq!(bulk.iter().map(|w| w.flows.len()).sum::<usize>(), 3);
         assert_eq!(probe.len(), 1);
@@ -294,6 +274,10 @@ mod tests {
         fn blocking_ok(&self) -> bool {
             false
         }
+    }
+
+    fn unrun(n: u32) -> Vec<Box<dyn Flow>> {
+        (0..n).map(|_| Box::new(Unrun) as Box<dyn Flow>).collect()
     }
 
     /// A worker's settings as the loop reads them: its flows' ids, CPU,
