@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    ServerProc, assert_rejected, assert_schema_named, f, one_at_a_time, run_client, run_cmd, u,
-};
+use crate::common::{ServerProc, assert_rejected, assert_schema_named, f, run_client, run_cmd, u};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/netperf");
 
@@ -86,8 +84,6 @@ fn assert_chart(svg: &str, steps: usize, averages: usize) {
 
 #[test]
 fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
-    // Many streams at once: a flood for the loopback accuracy tests.
-    let _g = one_at_a_time();
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("agg");
@@ -581,8 +577,6 @@ fn report_html_renders_in_headless_chromium() {
 
 #[test]
 fn find_burst_and_sweep_on_loopback() {
-    // Many streams at once: a flood for the loopback accuracy tests.
-    let _g = one_at_a_time();
     let s = ServerProc::start(&[]);
     let out = run_client(
         &["find-burst", "-H", &s.addr, "--probe", "200ms", "--json"],
@@ -783,8 +777,6 @@ fn agg_3s_steps(hosts: &str, extra: &[&str]) -> (tempfile::TempDir, Value) {
 
 #[test]
 fn agg_sync_runs_one_stream_to_each_server_in_turn() {
-    // Many streams at once: a flood for the loopback accuracy tests.
-    let _g = one_at_a_time();
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
     let hosts = format!("{},{}", s1.addr, s2.addr);
     let (dir, doc) = agg_3s_steps(&hosts, &["--tests", "sync"]);
@@ -820,8 +812,6 @@ fn agg_sync_runs_one_stream_to_each_server_in_turn() {
 /// transaction, each step's average the streams' samples over its window.
 #[test]
 fn agg_rr_ramps_one_byte_tcp_rr_streams() {
-    // Many streams at once: a flood for the loopback accuracy tests.
-    let _g = one_at_a_time();
     let server = ServerProc::start(&[]);
     let (dir, doc) = agg_3s_steps(&server.addr, &["--tests", "rr", "--max-streams", "2"]);
     let t = &doc["tests"][0];
@@ -870,7 +860,6 @@ fn agg_hosts_dns_takes_every_address_of_a_name() {
         eprintln!("SKIPPED: {msg}");
         return;
     }
-    let _g = one_at_a_time();
     let s1 = ServerProc::start_on("127.0.0.1", 0);
     let port: u16 = s1.addr.rsplit_once(':').unwrap().1.parse().unwrap();
     let mut servers = vec![s1, ServerProc::start_on("127.0.0.2", port)];
@@ -1044,7 +1033,6 @@ fn report_keeps_why_streams_failed_and_fails_as_agg_did() {
 /// cover the stream's whole run without a gap.
 #[test]
 fn agg_tells_of_a_stalled_sampler_and_keeps_no_zero_length_samples() {
-    let _g = one_at_a_time();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(crate::common::bin())

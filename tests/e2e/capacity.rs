@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    Pair, ServerProc, assert_schema, diagnostics, f, ns_client_cmd, ns_server, one_at_a_time,
-    run_cmd, run_json, svg_text, u,
+    Pair, ServerProc, assert_schema, diagnostics, f, ns_client_cmd, ns_server, run_cmd, run_json,
+    svg_text, u,
 };
 use crate::common::{Path3, TOWARD_A, TOWARD_B};
 
@@ -48,7 +48,6 @@ fn report(what: &str, s: &Value, shaped: f64) -> f64 {
 
 #[test]
 fn capacity_reads_the_htb_rate() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(192) else {
         return;
     };
@@ -87,7 +86,6 @@ fn capacity_reads_the_htb_rate() {
 /// or a bucket's, never pass it off as the path's capacity.
 #[test]
 fn capacity_says_when_a_bucket_is_deeper_than_the_trains() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(200) else {
         return;
     };
@@ -116,7 +114,6 @@ fn capacity_says_when_a_bucket_is_deeper_than_the_trains() {
 /// the receiver's loss count must match the router's own drop counter.
 #[test]
 fn capacity_counts_the_routers_drops() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(202) else {
         return;
     };
@@ -155,7 +152,6 @@ fn capacity_counts_the_routers_drops() {
 /// read the sustained 50 Mbit/s behind it.
 #[test]
 fn capacity_names_a_deep_bucket() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(194) else {
         return;
     };
@@ -197,7 +193,6 @@ fn capacity_names_a_deep_bucket() {
 /// router while the trains run.
 #[test]
 fn capacity_holds_under_cross_traffic() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(196) else {
         return;
     };
@@ -228,7 +223,6 @@ fn capacity_holds_under_cross_traffic() {
 /// forward figure still in `summary.capacity_bps`.
 #[test]
 fn capacity_reverse_and_both_read_each_direction() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(198) else {
         return;
     };
@@ -271,7 +265,6 @@ fn capacity_reverse_and_both_read_each_direction() {
 /// holds its share of the probe give or take a longest train.
 #[test]
 fn capacity_runs_on_loopback_with_conservation() {
-    let _quiet = crate::common::not_beside_floods();
     let server = ServerProc::start(&[]);
     let doc =
         crate::loopback::run_and_check_with(&server, "capacity", 1, 1, &["--packet-size", "1472"]);
@@ -306,7 +299,6 @@ const JUMBO_BUCKET: &str = "13563b";
 /// out faster than that. `--packet-size` overrides the default.
 #[test]
 fn capacity_packets_fill_a_jumbo_path() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(206) else {
         return;
     };
@@ -341,7 +333,6 @@ fn capacity_packets_fill_a_jumbo_path() {
 /// buffers.
 #[test]
 fn capacity_packet_size_follows_the_family_and_caps_on_loopback() {
-    let _serial = one_at_a_time();
     // A and B on fd00:213:208::/64, MTU 1280.
     let Some(pair) = Pair::build_v6(213, 208) else {
         return;
@@ -405,7 +396,6 @@ fn bench_capacity_script_checks_its_options() {
 /// to be the host's own limit (`capacity_loopback`).
 #[test]
 fn capacity_on_loopback_says_what_its_figures_are() {
-    let _quiet = crate::common::not_beside_floods();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("r.json");

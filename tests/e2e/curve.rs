@@ -11,8 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    assert_rejected, assert_schema_named, bin, f, not_beside_floods, ns_exec, one_at_a_time,
-    run_client, run_cmd, u,
+    assert_rejected, assert_schema_named, bin, f, ns_exec, run_client, run_cmd, u,
 };
 use crate::netns::Link;
 
@@ -65,7 +64,6 @@ fn check_curve(doc: &Value, slo_ns: Option<u64>) {
 /// report re-rendered from the saved directory.
 #[test]
 fn curve_loopback_writes_every_output_and_report_rerenders() {
-    let _g = not_beside_floods();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("curve");
     let out = run_client(
@@ -182,7 +180,6 @@ fn curve_loopback_writes_every_output_and_report_rerenders() {
 /// upward, every one recorded and the record valid.
 #[test]
 fn curve_auto_steps_up_from_the_closed_loop_probe() {
-    let _g = not_beside_floods();
     let out = run_client(
         &[
             "curve", "tcp_rr", "-l", "300ms", "--warmup", "0s", "--probe", "300ms", "--json",
@@ -280,7 +277,6 @@ const TBF: [&str; 8] = [
 /// holds. At 1.0× the mean backlog does not grow (critical load: only the
 /// random walk of the generator's jitter), so that step is not asserted.
 fn knee_at_shaped_capacity(test: &str, subnet: u8) {
-    let _serial = one_at_a_time();
     let Some(link) = Link::client_shaped(subnet, &TBF) else {
         return;
     };

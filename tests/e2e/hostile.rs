@@ -18,7 +18,7 @@ use thrum::control::proto::{self, ClientMsg, PROTOCOL_VERSION, encode};
 use thrum::plan::{DriverChoice, TestKind, TestPlan};
 
 use crate::common::{
-    SESSION_CODES, ServerProc, bin, diagnostics_of, json, one_at_a_time, run_client, short_rr, u,
+    SESSION_CODES, ServerProc, bin, diagnostics_of, json, run_client, short_rr, u,
 };
 
 /// The server's limits in this suite.
@@ -388,9 +388,6 @@ fn idle_connections(addr: &str, key_path: &str) {
 
 #[test]
 fn hostile_clients_do_not_disturb_a_running_test() {
-    // A 1-byte tcp_rr and 500 connections keep both CPUs busy: run alone,
-    // as the floods do, so that lossless-UDP loopback tests never run beside it.
-    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let secret = "correct horse battery staple, the lab's key";
     let key_path = key_file(dir.path(), "key", &format!("{secret}\n"));

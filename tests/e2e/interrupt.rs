@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Pty, ServerProc, assert_schema, assert_schema_named, bin, f, one_at_a_time};
+use crate::common::{Pty, ServerProc, assert_schema, assert_schema_named, bin, f};
 
 fn kill(pid: u32, sig: i32) {
     // SAFETY: kill on a process this test started.
@@ -250,7 +250,6 @@ fn ctrl_c_writes_the_interrupted_result_to_the_output_file() {
 /// (issue 20, item 6).
 #[test]
 fn agg_keeps_the_steps_it_completed() {
-    let _g = one_at_a_time();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("agg");

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    Netns, ServerProc, assert_schema, f, json, json_lines, not_beside_floods, run_client, run_cmd,
-    run_json, thrum_in, u,
+    Netns, ServerProc, assert_schema, f, json, json_lines, run_client, run_cmd, run_json, thrum_in,
+    u,
 };
 
 const TESTS: [&str; 6] = [
@@ -177,8 +177,6 @@ pub(crate) fn run_and_check_with(
 
 #[test]
 fn every_test_one_flow_one_thread() {
-    // Window lengths and rates within 5 %: not beside a flood.
-    let _quiet = not_beside_floods();
     // tcp_crr and tcp_cc leave thousands of TIME_WAIT: in a namespace of
     // their own (`ServerProc::isolated`).
     let server = ServerProc::isolated("lo-1x1", &[]);
@@ -199,8 +197,6 @@ fn every_test_one_flow_one_thread() {
 
 #[test]
 fn every_test_eight_flows_two_threads() {
-    // Window lengths and rates within 5 %: not beside a flood.
-    let _quiet = not_beside_floods();
     let server = ServerProc::isolated("lo-8x2", &[]);
     for t in TESTS {
         let doc = run_and_check(&server, t, 8, 2);

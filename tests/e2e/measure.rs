@@ -17,7 +17,6 @@ const T99: [f64; 9] = [
 
 #[test]
 fn iterations_stop_on_the_confidence_rule_and_report_it() {
-    let _g = not_beside_floods();
     let server = ServerProc::start(&[]);
     let out = run_client(
         &[
@@ -90,7 +89,6 @@ fn iterations_stop_on_the_confidence_rule_and_report_it() {
 /// the runs it was made of, per transaction (tcp_rr) and per KB (tcp_stream).
 #[test]
 fn service_demand_with_iterations_is_the_mean_of_the_iterations() {
-    let _g = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (test, unit) in [("tcp_rr", "us_per_tran"), ("tcp_stream", "us_per_kb")] {
         let doc = run_short(&server, test, &["--iterations", "3,3"]);

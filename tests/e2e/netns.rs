@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    Pair, ServerProc, VETH_A, VETH_B, diagnostics, f, ip, json, ns_client_cmd, ns_exec,
-    one_at_a_time, run_json, run_ok, u, wait_for_lines,
+    Pair, ServerProc, VETH_A, VETH_B, diagnostics, f, ip, json, ns_client_cmd, ns_exec, run_json,
+    run_ok, u, wait_for_lines,
 };
 
 /// The tbf rate, bits/s; `TBF` spells the same rate for tc (shared/TESTING.md).
@@ -149,7 +149,6 @@ fn check_bulk(doc: &Value, test: &str) -> f64 {
 
 #[test]
 fn tcp_stream_matches_tbf_rate() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(1, Shaper::A) else {
         return;
     };
@@ -160,7 +159,6 @@ fn tcp_stream_matches_tbf_rate() {
 
 #[test]
 fn tcp_maerts_matches_tbf_rate() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(2, Shaper::B) else {
         return;
     };
@@ -175,7 +173,6 @@ fn tcp_maerts_matches_tbf_rate() {
 /// local socket, so the kernel usually copies; the count is printed.
 #[test]
 fn zerocopy_stream_and_maerts_match_tbf_rate() {
-    let _serial = one_at_a_time();
     for (subnet, test, shaper, end) in [
         (60, "tcp_stream", Shaper::A, "local"),
         (61, "tcp_maerts", Shaper::B, "remote"),
@@ -199,7 +196,6 @@ fn zerocopy_stream_and_maerts_match_tbf_rate() {
 /// interface counters saw. Not shaped: the point is counting, not rate.
 #[test]
 fn tcp_rr_counts_match_interface_packets() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(3, Shaper::None) else {
         return;
     };
@@ -284,7 +280,6 @@ fn assert_packets_match(side: &Value, iface: &str, tps: f64, what: &str) {
 /// the provenance of both ends.
 #[test]
 fn udp_rr_packet_rates_match_transactions_on_both_ends() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(4, Shaper::None) else {
         return;
     };
@@ -326,7 +321,6 @@ fn udp_rr_packet_rates_match_transactions_on_both_ends() {
 /// was lost or counted twice and no send went out twice.
 #[test]
 fn uring_udp_rr_packet_rates_match_transactions_on_both_ends() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(50, Shaper::None) else {
         return;
     };
@@ -389,7 +383,6 @@ fn time_wait(ns: &str) -> u64 {
 /// namespaces' TCP MIB and `ss`, so only this test's connections count.
 #[test]
 fn tcp_crr_close_modes_match_kernel_counters() {
-    let _serial = one_at_a_time();
     let n: u64 = 2000;
     for (mode, subnet) in [("fin", 62u8), ("rst", 63u8)] {
         let Some(link) = Link::new(subnet, Shaper::None) else {
@@ -449,7 +442,6 @@ fn tcp_crr_close_modes_match_kernel_counters() {
 /// say so rather than let the figures pass as per-packet ones.
 #[test]
 fn burst_tcp_rr_warns_of_coalescing() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(5, Shaper::None) else {
         return;
     };
@@ -484,7 +476,6 @@ fn burst_tcp_rr_warns_of_coalescing() {
 /// and a non-zero exit, and have written every interval so far.
 #[test]
 fn data_path_cut_mid_test_ends_cleanly() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(9, Shaper::A) else {
         return;
     };
@@ -540,7 +531,6 @@ fn data_path_cut_mid_test_ends_cleanly() {
 /// no run ends with "has not answered" (before: 2 runs of 7).
 #[test]
 fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
-    let _serial = one_at_a_time();
     let tbf = [
         "root", "tbf", "rate", "100mbit", "burst", "32kbit", "latency", "5ms",
     ];
@@ -714,7 +704,6 @@ fn intervals_util_agree(doc: &Value, speed: f64, counted: f64, window_tx: f64) {
 /// the 2 % allowed. On `lo`, which has no speed, both figures are null.
 #[test]
 fn link_utilisation_matches_interface_counters_and_speed() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(180, Shaper::None) else {
         return;
     };

@@ -8,9 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use thrum::stats::latency::LatencyHistogram;
 
-use crate::common::{
-    ServerProc, assert_rejected, assert_schema, f, not_beside_floods, run_client, run_json, u,
-};
+use crate::common::{ServerProc, assert_rejected, assert_schema, f, run_client, run_json, u};
 
 /// The open-loop tests the stall test runs (tcp_cc is tcp_crr's machine
 /// without the request).
@@ -148,7 +146,6 @@ const SLOW_NS: u64 = 10_000_000;
 /// p99 stays near the value of an unstalled closed-loop run.
 #[test]
 fn a_stall_is_charged_to_every_transaction_due_in_it() {
-    let _quiet = not_beside_floods();
     let rate = 1000.0;
     for &test in OPEN_LOOP_TESTS {
         // The unstalled closed-loop baseline: its p99 and its rate.
@@ -265,7 +262,6 @@ fn a_stall_is_charged_to_every_transaction_due_in_it() {
 /// edges (`--max-inflight`, 1024, per flow).
 #[test]
 fn the_offered_rate_is_held() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (rate, flows) in [("1000", "1"), ("10000", "4")] {
         for arrivals in ["fixed", "poisson"] {
@@ -407,8 +403,6 @@ fn assert_littles_law(what: &str, s: &Value) {
 /// those steps must lose none.
 #[test]
 fn udp_rr_holds_its_rate_to_100k_and_littles_law() {
-    // 100k datagrams/s each way takes both CPUs: alone, as the floods are.
-    let _solo = crate::common::one_at_a_time();
     // Its tcp_crr at 1,000/s: in a namespace of its own.
     let server = ServerProc::isolated("ol-rates", &[]);
     for rate in ["100", "1000", "10000", "100000"] {
@@ -475,7 +469,6 @@ fn udp_rr_holds_its_rate_to_100k_and_littles_law() {
 /// window, as for the other tests, and Little's law holds.
 #[test]
 fn tcp_cc_open_loop_holds_its_rate() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::isolated("ol-cc", &[]);
     let rate = 500.0;
     let doc = run(
@@ -508,7 +501,6 @@ fn tcp_cc_open_loop_holds_its_rate() {
 /// the generator's worst lag over the window.
 #[test]
 fn a_count_limited_open_loop_runs_exactly_n_on_schedule() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::isolated("ol-count", &[]);
     let (n, rate) = (1500u64, 1000.0);
     for test in ["tcp_rr", "udp_rr", "tcp_crr"] {
@@ -649,7 +641,6 @@ fn open_loop_tcp_rr_is_not_held_by_nagle() {
 /// JSON's, and the service-time count is the JSON's.
 #[test]
 fn open_loop_samples_carry_late_counts_and_service_time() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("s.csv");

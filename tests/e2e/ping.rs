@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{Path3, TOWARD_A, TOWARD_B};
-use crate::common::{assert_schema_named, bin, f, json, one_at_a_time, run_cmd, u};
+use crate::common::{assert_schema_named, bin, f, json, run_cmd, u};
 
 /// Both tools run pinned to CPU 0: unpinned, a round trip that crosses
 /// CPUs swings by ±20 % from run to run on this VM (shared/TESTING.md),
@@ -117,7 +117,6 @@ const SHAPED_FLOOR_NS: f64 = 2.0 * (5.0 * 1514.0 - 2.0 * 1514.0) * 8.0 / 10e6 * 
 /// group 0.
 #[test]
 fn ping_rtt_agrees_with_iputils() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(184) else {
         return;
     };
@@ -195,7 +194,6 @@ fn ping_rtt_agrees_with_iputils() {
 /// one, and the way around (--tcp), and exit non-zero.
 #[test]
 fn ping_without_privilege_names_the_ways_out() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(204) else {
         return;
     };
@@ -232,7 +230,6 @@ fn ping_without_privilege_names_the_ways_out() {
 /// both must see the same loss, give or take the bucket's phase.
 #[test]
 fn ping_loss_agrees_with_iputils_when_the_router_drops() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(186) else {
         return;
     };
@@ -265,7 +262,6 @@ fn ping_loss_agrees_with_iputils_when_the_router_drops() {
 /// the last request's timeout is over.
 #[test]
 fn ping_of_nobody_ends_with_an_error_within_the_timeout() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(188) else {
         return;
     };
@@ -305,7 +301,6 @@ fn ping_of_nobody_ends_with_an_error_within_the_timeout() {
 /// `--tcp PORT` times connects; a refusal is an answer (the host is up).
 #[test]
 fn ping_tcp_times_connects_to_a_server() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(190) else {
         return;
     };

@@ -29,9 +29,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    Path3, ServerProc, TOWARD_A, TOWARD_B, bin, ns_exec, one_at_a_time, run_json, run_ok, u,
-};
+use crate::common::{Path3, ServerProc, TOWARD_A, TOWARD_B, bin, ns_exec, run_json, run_ok, u};
 use crate::mix::{
     assert_conserved, assert_interval_fairness, assert_interval_retransmits, flow_goodputs, jain,
 };
@@ -279,7 +277,6 @@ fn probe_ns(doc: &Value, phase: &str, q: &str) -> f64 {
 
 #[test]
 fn a_deep_buffer_adds_its_delay_under_load() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(10, DEEP) else {
         return;
     };
@@ -316,7 +313,6 @@ fn a_deep_buffer_adds_its_delay_under_load() {
 
 #[test]
 fn a_shallow_buffer_keeps_the_probes_fast() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(12, SHALLOW) else {
         return;
     };
@@ -414,7 +410,6 @@ fn probe_thread_slices() -> Vec<Option<u64>> {
 /// over before the send is due.
 #[test]
 fn the_probes_do_not_wait_behind_the_bulk_flows() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(18, SHALLOW) else {
         return;
     };
@@ -496,7 +491,6 @@ fn the_probes_do_not_wait_behind_the_bulk_flows() {
 
 #[test]
 fn the_idle_phase_agrees_with_a_lone_probe() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(16, SHALLOW) else {
         return;
     };
@@ -570,7 +564,6 @@ fn assert_marked(what: &str, marked: u64, unmarked: u64, ef: u64, plain: u64) {
 
 #[test]
 fn dscp_marks_reach_the_wire() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(14, SHALLOW) else {
         return;
     };

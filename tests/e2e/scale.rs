@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::common::{
     Netns, SESSION_CODES, ServerProc, assert_schema, diagnostics_of, json, ns_client_cmd, ns_exec,
-    one_at_a_time, run_client, run_cmd, run_ok, u,
+    run_client, run_cmd, run_ok, u,
 };
 
 const FLOWS: usize = 10_000;
@@ -22,9 +22,6 @@ const PER_FLOW: u64 = 3;
 
 #[test]
 fn ten_thousand_tcp_rr_flows_each_complete_their_share() {
-    // Both CPUs flat out while it runs: not beside the tests that assume
-    // the CPUs keep up.
-    let _solo = one_at_a_time();
     // A server takes 1024 flows per session unless told otherwise.
     // Its 10,000 connections' TIME_WAIT in a namespace of their own
     // (`ServerProc::isolated`).
@@ -117,7 +114,6 @@ fn every_flow_completes(doc: &Value, flows: usize, share: u64, ends: &[&str]) {
 fn flows_spread_past_a_narrow_ephemeral_range() {
     const FLOWS: usize = 1_500;
     const PER_FLOW: u64 = 2;
-    let _solo = one_at_a_time();
     let Some(ns) = Netns::loopback_only("ports") else {
         return;
     };
@@ -213,7 +209,6 @@ fn limited(copy: &OpenCopy, args: &[&str]) -> Command {
 /// refused still serves.
 #[test]
 fn flows_past_the_descriptor_limit_are_refused_up_front_by_either_end() {
-    let _shared = crate::common::not_beside_floods();
     let copy = OpenCopy::new();
     let refused = |out: &std::process::Output, flag: &str| {
         assert!(!out.status.success());

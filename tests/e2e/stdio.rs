@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, one_at_a_time, run_client};
+use crate::common::{ServerProc, run_client};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -111,8 +111,6 @@ fn results_on_stdout_everything_else_on_stderr() {
 /// More load on a busy machine only adds to it.
 #[test]
 fn quiet_by_default_and_everything_in_the_files() {
-    // Spinning CPUs would starve the loopback tests that need them to keep up.
-    let _g = one_at_a_time();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let (j1, j2, kv, csv) = (

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Path3, ServerProc, bin, json, one_at_a_time, run_cmd, run_json};
+use crate::common::{Path3, ServerProc, bin, json, run_cmd, run_json};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -228,7 +228,6 @@ fn store_survives_sigkill_while_saving_and_keeps_concurrent_saves() {
 /// `--fail-on regression` exits 3.
 #[test]
 fn compare_calls_like_runs_alike_and_a_narrower_path_a_regression() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::build(223, 40) else {
         return;
     };
@@ -301,7 +300,6 @@ fn compare_calls_like_runs_alike_and_a_narrower_path_a_regression() {
 #[test]
 #[ignore]
 fn aa_twenty_pairs() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::build(223, 42) else {
         return;
     };
@@ -364,7 +362,6 @@ fn aa_twenty_pairs() {
 /// about 40× at σ = 1, well under the ≥ 100× a full FIFO makes.
 #[test]
 fn compare_finds_a_standing_queue_in_p50() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::build(223, 44) else {
         return;
     };

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_schema, diagnostics, f, json, not_beside_floods,
-    run_client, run_json, u,
+    ServerProc, assert_rejected, assert_schema, diagnostics, f, json, run_client, run_json, u,
 };
 
 /// `thrum run ARGS -H server -l 1s --json`, failing on a non-zero exit.
@@ -58,7 +57,6 @@ fn intervals_add_up(doc: &Value) {
 
 #[test]
 fn udp_stream_accounts_for_every_datagram() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (size, flows, threads) in [
         ("1", "1", "1"),
@@ -185,7 +183,6 @@ fn udp_stream_gso_counts_every_datagram() {
 
 #[test]
 fn udp_rr_one_and_many_flows() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (size, flows, threads, burst) in [
         ("1,1", "1", "1", "0"),
@@ -245,7 +242,6 @@ fn udp_rr_one_and_many_flows() {
 
 #[test]
 fn udp_rr_count_limit_is_exact() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     let out = run_client(
         &[

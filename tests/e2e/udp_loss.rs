@@ -31,9 +31,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{
-    Path3, ServerProc, TOWARD_B, f, ns_exec, one_at_a_time, run_json, run_ok, succeeded, u,
-};
+use crate::common::{Path3, ServerProc, TOWARD_B, f, ns_exec, run_json, run_ok, succeeded, u};
 
 /// R's tbf toward B, bits/s; `TBF` spells the same for tc (shared/TESTING.md).
 const TBF_BPS: f64 = 50e6;
@@ -194,7 +192,6 @@ impl Drop for Background {
 /// the kernel's own UDP counters in A and B.
 #[test]
 fn udp_stream_loss_is_counted_exactly() {
-    let _serial = one_at_a_time();
     let Some(path) = Routed::new(21) else {
         return;
     };
@@ -335,7 +332,6 @@ fn udp_rr_survives_loss_without_stalling_on_uring() {
 /// The body of the two tests above: on the routed path `subnet`, with
 /// `extra` arguments for the udp_rr client.
 fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
-    let _serial = one_at_a_time();
     let Some(path) = Routed::new(subnet) else {
         return;
     };

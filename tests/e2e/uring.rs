@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    ServerProc, diagnostics, not_beside_floods, run_client, run_json, run_short, u,
-};
+use crate::common::{ServerProc, diagnostics, run_client, run_json, run_short, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -72,7 +70,6 @@ fn every_tcp_test_runs_and_adds_up_on_uring() {
 
 #[test]
 fn udp_tests_run_and_add_up_on_uring() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     if !uring_available(&server) {
         return;
@@ -130,7 +127,6 @@ fn udp_tests_run_and_add_up_on_uring() {
 /// kernel takes any value; loopback has no NAPI, so it changes no figure).
 #[test]
 fn busy_poll_is_applied_on_both_ends() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for test in ["tcp_rr", "udp_rr"] {
         let doc = run_short(&server, test, &["--busy-poll", "50", "--rr-timeout", "2s"]);
@@ -152,7 +148,6 @@ fn run_uring(server: &ServerProc, args: &[&str]) -> Value {
 /// for udp_rr each transaction is one datagram each way and none is lost.
 #[test]
 fn aggregate_rr_runs_on_the_completion_path_and_adds_up() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     if !uring_available(&server) {
         return;
@@ -195,7 +190,6 @@ fn aggregate_rr_runs_on_the_completion_path_and_adds_up() {
 /// the transaction count times the message size, on both ends.
 #[test]
 fn completion_path_moves_exactly_the_bytes_of_its_transactions() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     if !uring_available(&server) {
         return;
@@ -329,9 +323,6 @@ fn assert_all_uring(doc: &Value, what: &str) {
 /// exactly its count.
 #[test]
 fn connection_tests_run_on_uring_and_add_up() {
-    // Connections as fast as both CPUs go: not beside the shaped-link and
-    // pinned-latency tests, whose CPUs it would take.
-    let _quiet = not_beside_floods();
     let server = ServerProc::isolated("uring-crr", &[]);
     if !uring_available(&server) {
         return;
@@ -396,7 +387,6 @@ fn time_wait_on(ns: &str, ip: &str) -> usize {
 /// neither case could fail.
 #[test]
 fn close_rst_on_uring_leaves_no_time_wait() {
-    let _quiet = not_beside_floods();
     let Some(ns) = crate::common::Netns::loopback_only("tw") else {
         return;
     };

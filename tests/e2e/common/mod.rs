@@ -10,7 +10,8 @@
 //! - [`netns`]: namespaces, commands inside them, the capability probe;
 //! - [`topology`]: the one client–router–server path of the shaped-link
 //!   tests;
-//! - [`serial`]: the lock that keeps floods apart;
+//! - [`serial`]: the groups of tests that must not run beside others,
+//!   and the lock the harness takes for them;
 //! - [`pty`]: thrum on a terminal, and files it streams into.
 
 pub mod doc;
@@ -26,5 +27,4 @@ pub use netns::*;
 pub use processes::*;
 pub use pty::*;
 pub use run::*;
-pub use serial::*;
 pub use topology::*;

@@ -43,8 +43,10 @@ pub fn netns_add_or_skip(name: &str) -> bool {
 }
 
 /// `ip netns add NAME`, or why not (and a panic under
-/// `THRUM_E2E_NETNS=required`).
+/// `THRUM_E2E_NETNS=required`). The running test joins its group first
+/// ([`enter`](super::serial::enter)): a namespace is where its floods go.
 fn netns_add(name: &str) -> Result<(), String> {
+    super::serial::enter();
     match Command::new("ip").args(["netns", "add", name]).output() {
         Ok(out) if out.status.success() => Ok(()),
         other => {
@@ -119,6 +121,7 @@ pub fn ip(args: &[&str]) -> Output {
 
 /// Run a setup command under the time bound and fail loudly if it fails.
 pub fn run_ok(cmd: &mut Command) -> Output {
+    super::serial::enter();
     let shown = format!("{cmd:?}");
     let out = run_cmd(cmd, SETUP_LIMIT);
     assert!(

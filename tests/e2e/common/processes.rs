@@ -10,12 +10,14 @@ use serde_json::Value;
 
 use super::netns::{Netns, ns_exec};
 
-/// The `thrum` binary. On the first call, the results store every run
+/// The `thrum` binary; the running test joins its group first
+/// ([`enter`](super::serial::enter)). On the first call, the results store every run
 /// saves to is pointed (`$THRUM_DB`, inherited by every child) at a fresh
 /// file under cargo's temporary directory for tests, not at the home of
 /// the machine: hundreds of runs save there and then nowhere else. A test
 /// of the store gives its runs a store of their own (`--db`).
 pub fn bin() -> &'static str {
+    super::serial::enter();
     static STORE: std::sync::Once = std::sync::Once::new();
     STORE.call_once(|| {
         let db = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-results.db");
