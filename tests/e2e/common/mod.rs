@@ -14,6 +14,7 @@
 //!   and the lock the harness takes for them;
 //! - [`pty`]: thrum on a terminal, and files it streams into.
 
+pub mod command;
 pub mod doc;
 pub mod netns;
 pub mod processes;
@@ -22,6 +23,7 @@ pub mod run;
 pub mod serial;
 pub mod topology;
 
+pub use command::*;
 pub use doc::*;
 pub use netns::*;
 pub use processes::*;

@@ -98,15 +98,6 @@ impl Drop for Netns {
     }
 }
 
-/// `thrum` inside `ns` (from [`Netns::loopback_only_or_host`]), or on the
-/// host where that gave none.
-pub fn thrum_in(ns: Option<&Netns>) -> Command {
-    match ns {
-        Some(ns) => ns_exec(&ns.0, bin()),
-        None => Command::new(bin()),
-    }
-}
-
 /// `program` run inside namespace `ns`; `ip netns exec` execs it, so the
 /// child's pid is the program's own and killing the child kills it.
 pub fn ns_exec(ns: &str, program: &str) -> Command {

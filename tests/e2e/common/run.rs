@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::command::Thrum;
 use super::processes::{ServerProc, run_client, run_cmd};
 
 /// Run `cmd`, a thrum client with `--json`, under `limit`: its JSON
@@ -93,19 +94,11 @@ pub fn run_short(server: &ServerProc, test: &str, extra: &[&str]) -> Value {
     )
 }
 
-/// Each command line must fail before running anything, with every needle in
-/// its error message (the flag and the accepted range) and nothing on stdout.
+/// Each command line must be refused before running anything, with every
+/// needle in its error message (the flag and the accepted range) and
+/// nothing on stdout ([`Thrum::refused`], each as typed).
 pub fn assert_rejected(cases: &[(&[&str], &[&str])]) {
     for (args, needles) in cases {
-        let out = run_client(args, Duration::from_secs(10));
-        assert!(!out.status.success(), "{args:?} should fail");
-        let err = String::from_utf8_lossy(&out.stderr);
-        for n in *needles {
-            assert!(err.contains(n), "{args:?}: stderr lacks {n:?}:\n{err}");
-        }
-        assert!(
-            out.stdout.is_empty(),
-            "{args:?}: nothing half-written on stdout"
-        );
+        Thrum::cmd(args).refused(needles);
     }
 }
