@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, diagnostics, run_client, run_json, run_short, u};
+use crate::common::{ServerProc, Thrum, diagnostics, read_json, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -30,7 +30,11 @@ fn assert_uring_on_both_ends(doc: &Value, what: &str) {
 
 /// False (with a printed reason) where the kernel does not allow io_uring.
 fn uring_available(server: &ServerProc) -> bool {
-    let doc = run_short(server, "tcp_rr", &URING);
+    let doc = Thrum::run("tcp_rr")
+        .on(server)
+        .len("300ms")
+        .args(URING)
+        .json();
     let unavailable = diagnostics(&doc, "uring_fallback")
         .into_iter()
         .find(|w| w.contains("io_uring is unavailable"));
@@ -129,7 +133,11 @@ fn udp_tests_run_and_add_up_on_uring() {
 fn busy_poll_is_applied_on_both_ends() {
     let server = ServerProc::start(&[]);
     for test in ["tcp_rr", "udp_rr"] {
-        let doc = run_short(&server, test, &["--busy-poll", "50", "--rr-timeout", "2s"]);
+        let doc = Thrum::run(test)
+            .on(&server)
+            .len("300ms")
+            .args(["--busy-poll", "50", "--rr-timeout", "2s"])
+            .json();
         assert_eq!(doc["spec"]["busy_poll_us"], 50, "{test}");
         assert!(u(&doc["summary"]["transactions"]) > 0, "{test}");
     }
@@ -273,18 +281,16 @@ fn auto_runs_uring_from_four_rr_flows_per_worker_and_says_so() {
     ] {
         let what = format!("-F {flows} -T {threads}");
         // Human on stdout, the same result as JSON and key=value in files.
-        let files = [
-            "--export-json",
-            js.to_str().unwrap(),
-            "--export-keyval",
-            kv.to_str().unwrap(),
-        ];
-        let shape = ["-F", flows, "-T", threads, "-l", "300ms", "--warmup", "0s"];
-        let args = [&["run", "tcp_rr", "-H", &server.addr][..], &shape, &files].concat();
-        let out = run_client(&args, Duration::from_secs(20));
-        let human = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{what}: {human}");
-        let doc: Value = serde_json::from_slice(&std::fs::read(&js).unwrap()).unwrap();
+        let human = Thrum::run("tcp_rr")
+            .host(&server.addr)
+            .args(["-F", flows, "-T", threads])
+            .len("300ms")
+            .arg("--export-json")
+            .arg(&js)
+            .arg("--export-keyval")
+            .arg(&kv)
+            .stdout();
+        let doc = read_json(&js);
         assert_eq!(doc["spec"]["driver"], "auto", "{what}");
         let workers: usize = threads.parse().unwrap();
         for key in ["local_drivers", "remote_drivers"] {
@@ -330,16 +336,19 @@ fn connection_tests_run_on_uring_and_add_up() {
     for test in ["tcp_crr", "tcp_cc"] {
         for flows in [&["-F", "1", "-T", "1"][..], &["-F", "16", "-T", "2"][..]] {
             for host in [Some(server.addr.as_str()), None] {
-                for limit in [&["-l", "1s", "--warmup", "200ms"][..], &["-n", "2001"][..]] {
-                    let mut args = vec!["run", test, "--json"];
-                    args.extend_from_slice(flows);
-                    args.extend_from_slice(limit);
-                    args.extend_from_slice(&URING);
+                for counted in [false, true] {
+                    let mut run = Thrum::run(test).beside(&server).args(flows);
+                    run = if counted {
+                        run.args(["-n", "2001"])
+                    } else {
+                        run.len("1s").warmup("200ms")
+                    };
+                    run = run.args(URING);
                     if let Some(h) = host {
-                        args.extend_from_slice(&["-H", h]);
+                        run = run.host(h);
                     }
-                    let what = &format!("{args:?}");
-                    let doc = run_json(server.thrum().args(&args), Duration::from_secs(60), what);
+                    let what = &run.to_string();
+                    let doc = run.timeout(Duration::from_secs(60)).json();
                     assert_all_uring(&doc, what);
                     assert_eq!(
                         diagnostics(&doc, "uring_fallback"),
@@ -349,7 +358,7 @@ fn connection_tests_run_on_uring_and_add_up() {
                     let total = |end: &str| u(&doc["summary"][end]["total"]["transactions"]);
                     assert!(total("local") > 0, "{what}");
                     assert_eq!(total("local"), total("remote"), "{what}");
-                    if limit[0] == "-n" {
+                    if counted {
                         let s = &doc["summary"];
                         assert_eq!(u(&s["transactions"]), 2001, "{what}");
                         assert_eq!(u(&s["latency_ns"]["count"]), 2001, "{what}");
@@ -402,16 +411,14 @@ fn close_rst_on_uring_leaves_no_time_wait() {
     );
     for (test, close) in [("tcp_crr", "rst"), ("tcp_cc", "rst"), ("tcp_crr", "fin")] {
         let (srv_before, cli_before) = (time_wait_on(&ns.0, srv), time_wait_on(&ns.0, cli));
-        let args = [
-            "--bind", cli, "-n", "1000", "-F", "4", "-T", "2", "--close", close, "--driver",
-            "uring",
-        ];
         let what = &format!("{test} --close {close}");
-        let doc = run_json(
-            &mut crate::common::ns_client_cmd(&ns.0, &server, test, &args),
-            Duration::from_secs(60),
-            what,
-        );
+        let doc = Thrum::run(test)
+            .netns(&ns.0)
+            .host(&server.addr)
+            .args(["--bind", cli, "-n", "1000", "-F", "4", "-T", "2"])
+            .args(["--close", close, "--driver", "uring"])
+            .timeout(Duration::from_secs(60))
+            .json();
         assert_all_uring(&doc, what);
         let trans = u(&doc["summary"]["local"]["total"]["transactions"]) as usize;
         assert_eq!(trans, 1000, "{what}");

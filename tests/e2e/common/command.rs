@@ -101,10 +101,15 @@ impl Thrum {
     /// Against `server`: `-H ADDR`, run where the server runs (inside its
     /// namespace, if it has one).
     pub fn on(self, server: &ServerProc) -> Thrum {
-        let ns = server.ns.clone();
-        let mut t = self.host(&server.addr);
-        t.ns = ns.or(t.ns);
-        t
+        self.host(&server.addr).beside(server)
+    }
+
+    /// Run where `server` runs (inside its namespace, if it has one),
+    /// without naming it: the test's `-H`, if any, comes among the
+    /// arguments.
+    pub fn beside(mut self, server: &ServerProc) -> Thrum {
+        self.ns = server.ns.clone().or(self.ns);
+        self
     }
 
     /// `-H ADDR`.

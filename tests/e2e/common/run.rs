@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::command::Thrum;
-use super::processes::{ServerProc, run_client, run_cmd};
+use super::processes::{ServerProc, run_cmd};
 
 /// Run `cmd`, a thrum client with `--json`, under `limit`: its JSON
 /// result, which must be a success; else the result's error and the
@@ -57,41 +57,10 @@ pub fn succeeded(out: &Output, what: &str) -> Value {
     doc
 }
 
-/// A short tcp_rr (300 ms, no warm-up, JSON) against the server at `addr`,
-/// with `extra` flags.
-pub fn short_rr(addr: &str, extra: &[&str]) -> Output {
-    let args = ["run", "tcp_rr", "-H", addr, "-l", "300ms", "--warmup", "0s"];
-    run_client(
-        &[&args[..], extra, &["--json"]].concat(),
-        Duration::from_secs(20),
-    )
-}
-
-/// A short tcp_rr against `server` must succeed: it is still serving.
+/// A short tcp_rr (300 ms) against `server` must succeed: it is still
+/// serving. Its result.
 pub fn assert_serves(server: &ServerProc) -> Value {
-    run_short(server, "tcp_rr", &[])
-}
-
-/// `thrum run TEST -H server -l 300ms --warmup 0s EXTRA.. --json`, which
-/// must succeed; returns its result.
-pub fn run_short(server: &ServerProc, test: &str, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "run",
-        test,
-        "-H",
-        &server.addr,
-        "-l",
-        "300ms",
-        "--warmup",
-        "0s",
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    run_json(
-        server.thrum().args(&args),
-        Duration::from_secs(20),
-        &format!("{test} {extra:?} failed (has the server stopped serving?)"),
-    )
+    Thrum::run("tcp_rr").on(server).len("300ms").json()
 }
 
 /// Each command line must be refused before running anything, with every
