@@ -6,32 +6,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    ServerProc, assert_rejected, assert_schema, f, json_lines, run_client, run_json, svg_text, u,
-};
+use crate::common::{ServerProc, Thrum, assert_rejected, assert_schema, f, read_json, svg_text, u};
 
-/// Short phases for loopback runs: 1 s idle, 2 s loaded, 1 s recovery, no
-/// warm-up.
-const SHORT_PHASES: [&str; 8] = [
-    "--idle",
-    "1s",
-    "-l",
-    "2s",
-    "--recovery",
-    "1s",
-    "--warmup",
-    "0",
-];
+/// Short phases for loopback runs (after no warm-up: the client's
+/// default): 1 s idle, 2 s loaded, 1 s recovery.
+const SHORT_PHASES: [&str; 6] = ["--idle", "1s", "-l", "2s", "--recovery", "1s"];
 
-/// `thrum run ARGS -H server --json` that must succeed.
+/// `thrum run -H server ARGS` (no warm-up) that must succeed: its result.
 pub fn run_mix(server: &ServerProc, args: &[&str]) -> Value {
-    let mut all = vec!["run", "-H", &server.addr, "--json"];
-    all.extend_from_slice(args);
-    let doc = run_json(
-        server.thrum().args(&all),
-        Duration::from_secs(90),
-        &format!("{args:?}"),
-    );
+    let doc = Thrum::run_without_test()
+        .on(server)
+        .args(args)
+        .timeout(Duration::from_secs(90))
+        .json();
     assert_schema(&doc);
     doc
 }
@@ -88,8 +75,6 @@ fn a_mix_reports_each_part_as_it_would_alone() {
             "0",
             "--recovery",
             "0",
-            "--warmup",
-            "0",
         ],
     );
     let parts = doc["summary"]["parts"].as_array().unwrap();
@@ -139,34 +124,24 @@ fn a_mix_reports_each_part_as_it_would_alone() {
 
 #[test]
 fn presets_print_their_spec_and_run() {
-    let out = run_client(&["run", "rrul", "--dry-run"], Duration::from_secs(10));
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let dry = |preset| {
+        Thrum::cmd(&["run", preset, "--dry-run"])
+            .timeout(Duration::from_secs(10))
+            .stdout()
+    };
+    let text = dry("rrul");
     assert!(text.starts_with("--mix tcp_stream@dscp=BE,"), "{text}");
     assert!(
         text.contains("tcp_maerts#4") && text.contains("tos 0xb8"),
         "{text}"
     );
     for preset in ["rrul_be", "upload", "download"] {
-        let out = run_client(&["run", preset, "--dry-run"], Duration::from_secs(10));
-        assert!(out.status.success(), "{preset}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("tcp_rr@rate="));
+        assert!(dry(preset).contains("tcp_rr@rate="), "{preset}");
     }
     let server = ServerProc::start(&[]);
     // An --rr-timeout given is the mix's, the single test's default too
     // (a mix's own default is 2 s).
-    let doc = run_mix(
-        &server,
-        &[
-            "upload",
-            "-l",
-            "1s",
-            "--warmup",
-            "0",
-            "--rr-timeout",
-            "50ms",
-        ],
-    );
+    let doc = run_mix(&server, &["upload", "-l", "1s", "--rr-timeout", "50ms"]);
     assert_eq!(u(&doc["spec"]["rr_timeout_ns"]), 50_000_000);
     let parts = doc["summary"]["parts"].as_array().unwrap();
     assert_eq!(parts.len(), 3);
@@ -271,27 +246,14 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
 fn a_bulk_part_s_goodput_is_its_loaded_phase_s() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.json");
-    let out = run_client(
-        &[
-            "run",
-            "rrul_be",
-            "-l",
-            "4s",
-            "--idle",
-            "1s",
-            "--recovery",
-            "1s",
-            "--export-json",
-            path.to_str().unwrap(),
-        ],
-        Duration::from_secs(90),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    Thrum::run("rrul_be")
+        .len("4s")
+        .args(["--idle", "1s", "--recovery", "1s", "--export-json"])
+        .arg(&path)
+        .default_warmup()
+        .timeout(Duration::from_secs(90))
+        .ok();
+    let doc = read_json(&path);
     assert_schema(&doc);
     let s = &doc["summary"];
     let part = &s["parts"][0];
@@ -454,26 +416,15 @@ fn stream_and_samples_name_each_part() {
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("s.csv");
-    let out = run_client(
-        &[
-            &[
-                "run",
-                "-H",
-                &server.addr,
-                "--mix",
-                "tcp_stream*2,tcp_maerts,tcp_rr@rate=50@name=probe",
-                "-i",
-                "500ms",
-                "--json-stream",
-                "--samples",
-                csv.to_str().unwrap(),
-            ][..],
-            &SHORT_PHASES,
-        ]
-        .concat(),
-        Duration::from_secs(60),
-    );
-    let lines = json_lines(&out);
+    let lines = Thrum::run_without_test()
+        .host(&server.addr)
+        .args(["--mix", "tcp_stream*2,tcp_maerts,tcp_rr@rate=50@name=probe"])
+        .interval("500ms")
+        .arg("--samples")
+        .arg(&csv)
+        .args(SHORT_PHASES)
+        .timeout(Duration::from_secs(60))
+        .json_lines();
     let (last, records) = lines.split_last().unwrap();
     let doc = &last["result"];
     assert_schema(doc);
@@ -613,32 +564,19 @@ fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
     let dir = tempfile::tempdir().unwrap();
     let (chart, saved) = (dir.path().join("c.svg"), dir.path().join("r.json"));
     let page = dir.path().join("r.html");
-    let out = run_client(
-        &[
-            &[
-                "run",
-                "-H",
-                &server.addr,
-                "rrul_be",
-                "--chart",
-                chart.to_str().unwrap(),
-                "--html",
-                page.to_str().unwrap(),
-                "--export-json",
-                saved.to_str().unwrap(),
-            ][..],
-            &SHORT_PHASES,
-        ]
-        .concat(),
-        Duration::from_secs(60),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let text = Thrum::run_without_test()
+        .host(&server.addr)
+        .arg("rrul_be")
+        .arg("--chart")
+        .arg(&chart)
+        .arg("--html")
+        .arg(&page)
+        .arg("--export-json")
+        .arg(&saved)
+        .args(SHORT_PHASES)
+        .timeout(Duration::from_secs(60))
+        .stdout();
+    let doc = read_json(&saved);
     assert_schema(&doc);
     let s = &doc["summary"];
 
@@ -809,30 +747,16 @@ fn mix_rows_show_both_directions_and_their_phase() {
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("r.json");
-    let out = run_client(
-        &[
-            &[
-                "run",
-                "-H",
-                &server.addr,
-                "rrul_be",
-                "-i",
-                "1s",
-                "--export-json",
-                saved.to_str().unwrap(),
-            ][..],
-            &SHORT_PHASES,
-        ]
-        .concat(),
-        Duration::from_secs(60),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let text = Thrum::run_without_test()
+        .host(&server.addr)
+        .arg("rrul_be")
+        .interval("1s")
+        .arg("--export-json")
+        .arg(&saved)
+        .args(SHORT_PHASES)
+        .timeout(Duration::from_secs(60))
+        .stdout();
+    let doc = read_json(&saved);
     assert_schema(&doc);
     let mut lines = text.lines();
     assert!(

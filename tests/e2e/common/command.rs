@@ -86,6 +86,11 @@ impl Thrum {
         Thrum::measuring(&["curve", test])
     }
 
+    /// `thrum report PATH`.
+    pub fn report(path: impl AsRef<OsStr>) -> Thrum {
+        Thrum::cmd(&["report"]).arg(path)
+    }
+
     /// `thrum WORDS..`, exactly as given: no defaults.
     pub fn cmd(words: &[&str]) -> Thrum {
         Thrum {

@@ -30,20 +30,6 @@ pub fn json(out: &Output) -> Value {
     })
 }
 
-/// A `--json-stream` run's stdout, one JSON object per line; the run must
-/// have succeeded.
-pub fn json_lines(out: &Output) -> Vec<Value> {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
-        .collect()
-}
-
 /// The JSON result of a client run that must have succeeded; else the
 /// result's error and the client's stderr, under `what`.
 pub fn succeeded(out: &Output, what: &str) -> Value {
