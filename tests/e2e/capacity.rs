@@ -393,7 +393,7 @@ fn bench_capacity_script_checks_its_options() {
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = out.stderr();
         assert!(err.contains(says), "{err}");
     }
 }

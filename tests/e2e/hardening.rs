@@ -15,7 +15,7 @@
 
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use serde_json::Value;
 use thrum::control::proto::{self, ClientMsg, encode};
 use thrum::plan::{DriverChoice, TestKind, TestPlan};
 
-use crate::common::{Netns, ServerProc, bin, json, ns_client_cmd, ns_exec, run_cmd, run_ok};
+use crate::common::{Netns, Running, ServerProc, Thrum, bin, ns_exec, run_ok};
 use crate::hostile::{connect_from, error_then_close, hello, next_frame};
 
 /// The server under test: this build's, or `THRUM_E2E_SERVER_BIN`.
@@ -58,21 +58,20 @@ fn plan(test: TestKind, flows: u32) -> TestPlan {
 }
 
 /// A client of `test` from `from`, running for `secs` against `addr`.
-fn client_from(addr: &str, from: &str, test: &str, secs: &str) -> std::process::Child {
-    Command::new(bin())
-        .args(["run", test, "-H", addr, "--bind", from, "-l", secs])
-        .args(["--warmup", "0s", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+fn client_from(addr: &str, from: &str, test: &str, secs: &str) -> Running {
+    Thrum::run(test)
+        .host(addr)
+        .args(["--bind", from])
+        .len(secs)
+        .arg("--json")
         .spawn()
-        .expect("spawn the client")
 }
 
-fn outcome(child: std::process::Child) -> (bool, String) {
-    let out = child.wait_with_output().unwrap();
-    let doc = json(&out);
+fn outcome(child: Running) -> (bool, String) {
+    let out = child.wait();
+    let doc = out.json();
     (
-        out.status.success(),
+        out.success(),
         doc["summary"]["error"].as_str().unwrap_or("").to_string(),
     )
 }
@@ -230,11 +229,13 @@ fn idle_sessions_leave_the_host_its_ports() {
         "hardening: item 2: in a 1,001-port namespace: {kinds:?}; the host then bound {host_udp} of 500 UDP sockets, connected: {host_tcp}"
     );
     // While they are held, a client in the namespace runs.
-    let out = run_cmd(
-        &mut ns_client_cmd(&ns.0, &server, "tcp_rr", &["-l", "500ms", "--warmup", "0s"]),
-        Duration::from_secs(20),
-    );
-    let served = out.status.success();
+    let out = Thrum::run("tcp_rr")
+        .netns(&ns.0)
+        .host(&server.addr)
+        .len("500ms")
+        .arg("--json")
+        .output();
+    let served = out.success();
     let ports = |a: &Value| a["udp_ports"].as_array().map_or(0, |p| p.len());
     assert_eq!(answers[0]["type"], "error", "{}", answers[0]);
     let e = answers[0]["message"].as_str().unwrap();
@@ -258,11 +259,7 @@ fn idle_sessions_leave_the_host_its_ports() {
         "the host could bind {host_udp} of 500 UDP sockets"
     );
     assert!(host_tcp, "the host could not connect");
-    assert!(
-        served,
-        "a client beside them: {}",
-        json(&out)["summary"]["error"]
-    );
+    assert!(served, "a client beside them:\n{}", out.report());
     // After the deadline every port is free again.
     let mut controls = controls;
     for s in &mut controls {

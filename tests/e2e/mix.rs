@@ -500,16 +500,12 @@ fn stream_and_samples_name_each_part() {
 fn bench_rrul_quick_prints_a_loopback_row() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/rrul.sh");
     let bin = crate::common::bin();
-    let out = crate::common::run_cmd(
+    let text = crate::common::run_cmd(
         std::process::Command::new(script).args(["--quick", "--no-netns", "--thrum", bin]),
         Duration::from_secs(120),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    )
+    .ok()
+    .stdout();
     let row = text
         .lines()
         .find(|l| l.starts_with("| loopback |"))

@@ -23,7 +23,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::netns::{Netns, ns_exec};
-use super::processes::{ServerProc, bin, run_cmd};
+use super::processes::{ServerProc, bin, output_of};
 use super::pty::Pty;
 
 /// The limit of a command that is not given one: it only bounds a wedged
@@ -282,7 +282,7 @@ impl Thrum {
 
     fn output_within(&self, limit: Duration) -> Ran {
         Ran {
-            out: run_cmd(&mut self.command(), limit),
+            out: output_of(&mut self.command(), limit),
             line: self.to_string(),
         }
     }
@@ -372,11 +372,12 @@ pub struct Ran {
 }
 
 impl Ran {
-    /// What `thrum` did, for a test that ran it itself (`Thrum::command`).
-    pub fn of(thrum: &Thrum, out: Output) -> Ran {
+    /// What the command `line` (a [`Thrum`] a test ran itself through
+    /// [`Thrum::command`], or any other) did.
+    pub fn of(line: impl fmt::Display, out: Output) -> Ran {
         Ran {
             out,
-            line: thrum.to_string(),
+            line: line.to_string(),
         }
     }
 

@@ -2,9 +2,10 @@
 //! loopback-only namespace of a test's own, commands run inside one, and
 //! the setup commands' time bound.
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
+use super::command::Ran;
 use super::processes::{ServerProc, bin, run_cmd};
 
 /// A `thrum server` inside network namespace `ns`, listening on `addr`.
@@ -12,15 +13,6 @@ pub fn ns_server(ns: &str, addr: &str) -> ServerProc {
     let mut server = ServerProc::start_with(ns_exec(ns, bin()), addr, &[]);
     server.ns = Some(ns.to_string());
     server
-}
-
-/// `thrum run TEST -H SERVER ARGS.. --json`, to be run inside namespace `ns`.
-pub fn ns_client_cmd(ns: &str, server: &ServerProc, test: &str, args: &[&str]) -> Command {
-    let mut cmd = ns_exec(ns, bin());
-    cmd.args(["run", test, "-H", &server.addr])
-        .args(args)
-        .arg("--json");
-    cmd
 }
 
 /// Setup commands (ip, tc, sysctl, cat) finish in milliseconds; this only
@@ -106,19 +98,12 @@ pub fn ns_exec(ns: &str, program: &str) -> Command {
     cmd
 }
 
-pub fn ip(args: &[&str]) -> Output {
+pub fn ip(args: &[&str]) -> Ran {
     run_ok(Command::new("ip").args(args))
 }
 
 /// Run a setup command under the time bound and fail loudly if it fails.
-pub fn run_ok(cmd: &mut Command) -> Output {
+pub fn run_ok(cmd: &mut Command) -> Ran {
     super::serial::enter();
-    let shown = format!("{cmd:?}");
-    let out = run_cmd(cmd, SETUP_LIMIT);
-    assert!(
-        out.status.success(),
-        "{shown} failed: {}",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    out
+    run_cmd(cmd, SETUP_LIMIT).ok()
 }
