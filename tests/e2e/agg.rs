@@ -265,8 +265,8 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
     }
 }
 
-/// A step's latency (transaction tests) and the load generators' CPU
-/// (issue 31 item 6), held to what the run itself gives: the latency's
+/// A step's latency (transaction tests) and the load generators' CPU,
+/// held to what the run itself gives: the latency's
 /// count is the transactions of the running streams' intervals whose
 /// middle lies in the window (their samples are rates over known
 /// intervals), and both servers run on this host, so each one's CPU is

@@ -1,5 +1,5 @@
 //! Socket buffers are reported as the kernel set them (getsockopt after
-//! setsockopt), beside what was asked, as netperf does (issue 20, item 5).
+//! setsockopt), beside what was asked, as netperf does.
 
 use crate::common::{Thrum, assert_schema, u};
 

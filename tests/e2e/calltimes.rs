@@ -1,5 +1,5 @@
-//! Send and receive call-time histograms of the bulk tests (issue 20,
-//! item 12), as netperf's `-v 2` shows them.
+//! Send and receive call-time histograms of the bulk tests, as netperf's
+//! `-v 2` shows them.
 
 use serde_json::Value;
 

@@ -1,5 +1,4 @@
-//! Crafted input against the client and the report tools (issue 28,
-//! items 5 to 10): a server whose final report carries figures no
+//! Crafted input against the client and the report tools: a server whose final report carries figures no
 //! receiver can produce, results files and netperf logs with spans and
 //! strings no run writes, and report inputs that are symlinks. Each must
 //! end in bounded time and memory, with the crafted field named, and
@@ -61,9 +60,6 @@ fn rewriting_proxy(server: &str, rewrite: fn(&mut Value)) -> String {
     addr
 }
 
-/// Issue 28 item 5: `[[1, b, 1]]` for every u16 `b` made the estimate walk
-/// its bins for ever (a u16 wrapped), and counts of 2^64 − 1 were printed
-/// as measurements ("18446744073709551615 lost", "probe load NaN %").
 /// Any number of `v` that no measurement gives: 2^64 − 1 or NaN.
 fn has_crafted_number(v: &Value) -> bool {
     match v {
@@ -74,7 +70,7 @@ fn has_crafted_number(v: &Value) -> bool {
     }
 }
 
-/// Issue 28 item 5: `[[1, b, 1]]` for every u16 `b` made the estimate walk
+/// `[[1, b, 1]]` for every u16 `b` once made the estimate walk
 /// its bins for ever (a u16 wrapped), and counts of 2^64 − 1 were printed
 /// as measurements ("18446744073709551615 lost", "probe load NaN %").
 #[test]
@@ -178,7 +174,7 @@ fn bytes_under(dir: &std::path::Path) -> u64 {
     })
 }
 
-/// Issue 28 item 6: a step that ends 10^12 s after it starts aborted the
+/// A step that ends 10^12 s after it starts once aborted the
 /// process ("memory allocation of 8000000000000 bytes failed"); 2·10^7 s
 /// made a 2 KB input write 580 MB. Both are refused, the field named.
 #[test]

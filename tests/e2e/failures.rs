@@ -8,7 +8,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    ServerProc, Thrum, assert_rejected, assert_serves, read_json, u, wait_for_lines,
+    ServerProc, Thrum, assert_rejected, assert_serves, read_json, stream_into_files, u,
+    wait_for_lines,
 };
 
 /// The client ends on a dead server: at once when the kernel resets its
@@ -131,19 +132,7 @@ fn server_killed_mid_test_keeps_samples() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("s.csv");
     let res = dir.path().join("r.json");
-    let mut client = Thrum::run("tcp_stream")
-        .host(&server.addr)
-        .len("20s")
-        .interval("200ms")
-        .args(["--json", "-o"])
-        .arg(&res)
-        .arg("--samples")
-        .arg(&csv)
-        .command()
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut client = stream_into_files(Thrum::run("tcp_stream").host(&server.addr), &res, &csv);
     // Five intervals' rows (and the header) in the samples: then the kill.
     wait_for_lines(&csv, 6);
     server.child.kill().unwrap();

@@ -1,5 +1,5 @@
 //! Limits that hold against a client that follows the protocol just well
-//! enough (issue 22): sessions end at their stated bound, control frames
+//! enough: sessions end at their stated bound, control frames
 //! after the spec are sized to the session, UDP flow sockets drop what was
 //! queued before `start`, silent data connections cost the real flows no
 //! time, and every dropped connection is counted as refused.

@@ -12,6 +12,23 @@ use crate::common::{ServerProc, Thrum, assert_rejected, assert_schema, f, read_j
 /// default): 1 s idle, 2 s loaded, 1 s recovery.
 const SHORT_PHASES: [&str; 6] = ["--idle", "1s", "-l", "2s", "--recovery", "1s"];
 
+/// `thrum run -H server rrul_be` with the short phases, `extra` added,
+/// which must succeed, its result saved to `saved`: what it printed and
+/// the result, valid against the schema.
+fn rrul_be_saved(server: &ServerProc, extra: Thrum, saved: &std::path::Path) -> (String, Value) {
+    let text = extra
+        .host(&server.addr)
+        .arg("rrul_be")
+        .arg("--export-json")
+        .arg(saved)
+        .args(SHORT_PHASES)
+        .timeout(Duration::from_secs(60))
+        .stdout();
+    let doc = read_json(saved);
+    assert_schema(&doc);
+    (text, doc)
+}
+
 /// `thrum run -H server ARGS` (no warm-up) that must succeed: its result.
 pub fn run_mix(server: &ServerProc, args: &[&str]) -> Value {
     let doc = Thrum::run_without_test()
@@ -176,7 +193,7 @@ fn bad_specs_name_the_part() {
     ]);
 }
 
-/// Jain's index as the issue defines it, from the goodputs the result reports.
+/// Jain's index, from the goodputs the result reports.
 pub fn jain(x: &[f64]) -> f64 {
     let s: f64 = x.iter().sum();
     s * s / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
@@ -238,7 +255,7 @@ fn a_preset_has_idle_loaded_and_recovery_phases() {
     assert_conserved(&doc);
 }
 
-/// Issue 29: a bulk part of a phased mix runs only in the loaded phase, so
+/// A bulk part of a phased mix runs only in the loaded phase, so
 /// its goodput is over that phase, not over idle, loaded and recovery (which
 /// gave 14.4 Gbit/s for flows that moved 21.7 while they ran): the part's
 /// `throughput_bps` is the sum of its flows' and the loaded phase's own.
@@ -560,20 +577,12 @@ fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
     let dir = tempfile::tempdir().unwrap();
     let (chart, saved) = (dir.path().join("c.svg"), dir.path().join("r.json"));
     let page = dir.path().join("r.html");
-    let text = Thrum::run_without_test()
-        .host(&server.addr)
-        .arg("rrul_be")
+    let charts = Thrum::run_without_test()
         .arg("--chart")
         .arg(&chart)
         .arg("--html")
-        .arg(&page)
-        .arg("--export-json")
-        .arg(&saved)
-        .args(SHORT_PHASES)
-        .timeout(Duration::from_secs(60))
-        .stdout();
-    let doc = read_json(&saved);
-    assert_schema(&doc);
+        .arg(&page);
+    let (text, doc) = rrul_be_saved(&server, charts, &saved);
     let s = &doc["summary"];
 
     // The summary: from its rule to the end, within a 24-line terminal, no
@@ -621,7 +630,7 @@ fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
 
     // The chart: both axes described, the left one in bit/s, and every
     // series in the legend once: the shading, the sums, each part, each
-    // probe's p50 and p99 (issue 29 item 10); the title names the preset.
+    // probe's p50 and p99; the title names the preset.
     let words = svg_text(&chart);
     for want in ["time (s)", "goodput", "probe latency (ms)"] {
         assert!(words.iter().any(|w| w == want), "no '{want}' in {words:?}");
@@ -734,7 +743,7 @@ fn the_summary_fits_a_screen_and_the_chart_shades_the_phases() {
     }
 }
 
-/// Issue 29: a mix's interval rows show its bulk flows' goodput up and
+/// A mix's interval rows show its bulk flows' goodput up and
 /// down, each row under the segment of the window it lies in (warm-up,
 /// idle, loaded, drain, recovery), as the JSON's `load_phase` has it; no
 /// row reads `measure`.
@@ -743,17 +752,7 @@ fn mix_rows_show_both_directions_and_their_phase() {
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("r.json");
-    let text = Thrum::run_without_test()
-        .host(&server.addr)
-        .arg("rrul_be")
-        .interval("1s")
-        .arg("--export-json")
-        .arg(&saved)
-        .args(SHORT_PHASES)
-        .timeout(Duration::from_secs(60))
-        .stdout();
-    let doc = read_json(&saved);
-    assert_schema(&doc);
+    let (text, doc) = rrul_be_saved(&server, Thrum::run_without_test().interval("1s"), &saved);
     let mut lines = text.lines();
     assert!(
         lines

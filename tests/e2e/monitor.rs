@@ -1,4 +1,4 @@
-//! `thrum monitor` (issue 30, item 4), with real parts: a real `thrum
+//! `thrum monitor` with real parts: a real `thrum
 //! server`, the monitor running tcp_rr and ping probes against it every
 //! 2 s, Debian's `prometheus` scraping its `/metrics` every second and
 //! answering queries on its HTTP API, and `promtool check metrics` linting
@@ -206,7 +206,7 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
     };
     let prom = prometheus(tmp.path(), &metrics);
 
-    // Both probes succeed: the issue's check, tcp_rr's success 1.
+    // Both probes succeed: tcp_rr's success 1.
     let text = wait_for(Duration::from_secs(30), || {
         let t = scrape();
         (sample(&t, "thrum_probe_success", "tcp_rr") == Some(1.0)

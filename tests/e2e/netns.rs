@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    Pair, Thrum, VETH_A, VETH_B, diagnostics, f, ip, ns_exec, run_ok, u, wait_for_lines,
+    Pair, Thrum, VETH_A, VETH_B, diagnostics, f, ip, ns_exec, run_ok, stream_into_files, u,
+    wait_for_lines,
 };
 
 /// The tbf rate, bits/s; `TBF` spells the same rate for tc (shared/TESTING.md).
@@ -474,19 +475,7 @@ fn data_path_cut_mid_test_ends_cleanly() {
     let server = link.server();
     let dir = tempfile::tempdir().unwrap();
     let (res, csv) = (dir.path().join("r.json"), dir.path().join("s.csv"));
-    let mut client = link
-        .client(&server, "tcp_stream")
-        .len("20s")
-        .interval("200ms")
-        .args(["--json", "-o"])
-        .arg(&res)
-        .arg("--samples")
-        .arg(&csv)
-        .command()
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut client = stream_into_files(link.client(&server, "tcp_stream"), &res, &csv);
     // Five intervals' rows (and the header) in the samples: then the cut.
     wait_for_lines(&csv, 6);
     ip(&["-n", &link.a, "link", "del", VETH_A]);

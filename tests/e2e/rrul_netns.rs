@@ -302,7 +302,7 @@ fn a_deep_buffer_adds_its_delay_under_load() {
         lul,
         probe_ns(&doc, "loaded", "p50") - probe_ns(&doc, "idle", "p50")
     );
-    // The issue's bounds: the link loaded both ways.
+    // The bounds of a loaded link: both ways.
     check_loaded(&doc, "deep", 0.7, 0.8);
 }
 
@@ -393,7 +393,7 @@ fn probe_thread_slices() -> Vec<Option<u64>> {
     out
 }
 
-/// Issue 29 item 4: a probe that shares its CPU with bulk workers (both
+/// A probe that shares its CPU with bulk workers (both
 /// ends, the router and the rest of the host on two CPUs) must not go out
 /// late behind them, or the loaded p99 from its intended start carries
 /// the tool's lateness instead of the path's queue. Each part of a mix
@@ -417,7 +417,7 @@ fn the_probes_do_not_wait_behind_the_bulk_flows() {
     })
     .join()
     .unwrap_or(false);
-    // The lag bound is the issue's: p99 under 200 µs, against a queue the
+    // The lag bound: p99 under 200 µs, against a queue the
     // load built of 3.3 to 3.6 ms here (the loaded median over the idle
     // one, up to 2.6 ms of buffer each way). Measured with this test's
     // debug build on a quiet host: p99 88 µs (it was 222 to 265 µs with

@@ -16,7 +16,7 @@ fn sweep_json(sweep: Thrum) -> Value {
     doc
 }
 
-/// The check: burst × flows with --nodelay, each cell run to a
+/// Burst × flows with --nodelay, each cell run to a
 /// confidence interval: 4 cells, each naming burst and flows, with p50 and
 /// p99, both ends' CPU and a confidence object; cpu-pin pairs are a
 /// dimension of their own.

@@ -3,9 +3,12 @@
 //! (`Thrum::run("tcp_rr").on(&server).len("1s").flows(4)`) and how it
 //! judges the outcome (`.json()`, `.ok()`, `.fails()`, `.refused(..)`, or
 //! `.output()` to judge it itself); the builder adds the short-run
-//! defaults, runs the command under a time limit with both pipes drained,
-//! and on any failure prints the same three things: the command line, the
-//! exit status with the result's error, and the whole stderr.
+//! defaults, runs the command under a time limit (30 s, 10 s for a
+//! refusal, or `.timeout(..)`) with both pipes drained, and on any failure
+//! prints the same report ([`Ran::report`]): the command line, the exit
+//! status, the result's error (or the end of stdout when it holds no
+//! result), and the whole stderr. Any other command a test runs
+//! ([`run_cmd`](super::run_cmd)) fails with the same report.
 //!
 //! The defaults: the commands that measure (`run`, `suite`, `sweep`,
 //! `curve`) get `--warmup 0s` at the end of their arguments, unless the
@@ -30,12 +33,12 @@ use super::pty::Pty;
 /// run (the tests' runs last a few seconds at most).
 const LIMIT: Duration = Duration::from_secs(30);
 
+/// The limit of a refusal, which must come before anything runs.
+const REFUSAL_LIMIT: Duration = Duration::from_secs(10);
+
 /// How much of a failed run's stdout its report shows (a table, a plan:
 /// not a result, whose error it shows instead).
 const STDOUT_SHOWN: usize = 8192;
-
-/// The limit of a refusal, which must come before anything runs.
-const REFUSAL_LIMIT: Duration = Duration::from_secs(10);
 
 /// A `thrum` command line being built; see the module's doc.
 #[derive(Clone)]
@@ -247,6 +250,7 @@ impl Thrum {
 
     /// Start it with both pipes captured, for a test that watches it run
     /// or signals it; [`Running::wait`] gives what it did.
+    #[track_caller]
     pub fn spawn(&self) -> Running {
         let child = self
             .command()
@@ -262,6 +266,7 @@ impl Thrum {
 
     /// Start it on a pseudo-terminal, as a user at a terminal runs it (on
     /// the host, in the test's environment).
+    #[track_caller]
     pub fn pty(&self) -> Pty {
         assert!(
             self.ns.is_none() && self.under.is_empty() && self.envs.is_empty(),
@@ -276,10 +281,12 @@ impl Thrum {
     }
 
     /// Run it to its end (or its limit), whatever its exit status.
+    #[track_caller]
     pub fn output(&self) -> Ran {
         self.output_within(self.timeout.unwrap_or(LIMIT))
     }
 
+    #[track_caller]
     fn output_within(&self, limit: Duration) -> Ran {
         Ran {
             out: output_of(&mut self.command(), limit),
@@ -288,27 +295,32 @@ impl Thrum {
     }
 
     /// Run it; it must succeed.
+    #[track_caller]
     pub fn ok(&self) -> Ran {
         self.output().ok()
     }
 
     /// Run it; it must succeed: its standard output.
+    #[track_caller]
     pub fn stdout(&self) -> String {
         self.ok().stdout()
     }
 
     /// Run it with `--json`; it must succeed: its JSON document.
+    #[track_caller]
     pub fn json(&self) -> Value {
         self.with_json().output().json_ok()
     }
 
     /// Run it with `--json-stream`; it must succeed: its lines, one JSON
     /// object each.
+    #[track_caller]
     pub fn json_lines(&self) -> Vec<Value> {
         self.clone().arg("--json-stream").output().json_lines()
     }
 
     /// Run it; it must fail (a non-zero exit).
+    #[track_caller]
     pub fn fails(&self) -> Ran {
         self.output().fails()
     }
@@ -316,6 +328,7 @@ impl Thrum {
     /// Run it; it must be refused cleanly: a non-zero exit, every needle
     /// (the flag, the accepted range) in its stderr, and nothing
     /// half-written on stdout. Its stderr.
+    #[track_caller]
     pub fn refused(&self, needles: &[&str]) -> String {
         let ran = self.output_within(self.timeout.unwrap_or(REFUSAL_LIMIT));
         assert!(!ran.success(), "should be refused\n{}", ran.report());
@@ -424,45 +437,47 @@ impl Ran {
     }
 
     /// It must have succeeded.
+    #[track_caller]
     pub fn ok(self) -> Ran {
         assert!(self.success(), "failed\n{}", self.report());
         self
     }
 
     /// It must have failed.
+    #[track_caller]
     pub fn fails(self) -> Ran {
         assert!(!self.success(), "should fail\n{}", self.report());
         self
     }
 
     /// The JSON document on stdout, whatever the exit status.
+    #[track_caller]
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e})\nstdout:\n{}\n{}",
-                self.stdout(),
-                self.report()
-            )
-        })
+        match serde_json::from_slice(&self.out.stdout) {
+            Ok(doc) => doc,
+            Err(e) => panic!("stdout is not JSON ({e})\n{}", self.report()),
+        }
     }
 
     /// The JSON document of a run that must have succeeded.
+    #[track_caller]
     pub fn json_ok(&self) -> Value {
-        let doc = self.json();
         assert!(self.success(), "failed\n{}", self.report());
-        doc
+        self.json()
     }
 
     /// The lines of a `--json-stream` run that must have succeeded.
+    #[track_caller]
     pub fn json_lines(&self) -> Vec<Value> {
         assert!(self.success(), "failed\n{}", self.report());
-        self.stdout()
-            .lines()
-            .map(|l| {
-                serde_json::from_str(l)
-                    .unwrap_or_else(|e| panic!("not one JSON object ({e}): {l}\n{}", self.report()))
-            })
-            .collect()
+        let mut lines = Vec::new();
+        for l in self.stdout().lines() {
+            match serde_json::from_str(l) {
+                Ok(v) => lines.push(v),
+                Err(e) => panic!("not one JSON object ({e}): {l}\n{}", self.report()),
+            }
+        }
+        lines
     }
 }
 

@@ -108,8 +108,8 @@ impl ServerProc {
     /// loopback both ends share one TIME_WAIT table, and the host's, filled
     /// to `tcp_max_tw_buckets` by one run of the suite, refused the SYNs of
     /// the next run within a minute. Its clients run there too
-    /// ([`Thrum::on`](super::Thrum::on)). Where namespaces are unavailable it runs on
-    /// the host, as before, unless `THRUM_E2E_NETNS=required`.
+    /// ([`Thrum::on`](super::Thrum::on)). Where namespaces are unavailable
+    /// it runs on the host, as before, unless `THRUM_E2E_NETNS=required`.
     pub fn isolated(tag: &str, extra: &[&str]) -> ServerProc {
         match Netns::loopback_only_or_host(tag) {
             Some(ns) => {
@@ -175,6 +175,7 @@ impl Drop for ServerProc {
 /// Run `cmd` with both pipes drained, killed (and the test failed) past
 /// `limit`: what it did, with its command line for the failure messages
 /// ([`Ran::report`]).
+#[track_caller]
 pub fn run_cmd(cmd: &mut Command, limit: Duration) -> Ran {
     let line = format!("{cmd:?}");
     Ran::of(line, output_of(cmd, limit))
@@ -182,6 +183,7 @@ pub fn run_cmd(cmd: &mut Command, limit: Duration) -> Ran {
 
 /// Run `cmd` with both pipes drained, killed (and the test failed) past
 /// `limit`; its output.
+#[track_caller]
 pub(super) fn output_of(cmd: &mut Command, limit: Duration) -> Output {
     let mut child = cmd
         .stdout(Stdio::piped())
