@@ -213,8 +213,14 @@ fn flows_past_the_descriptor_limit_are_refused_up_front_by_either_end() {
         Duration::from_secs(30),
     );
     refused(&out, "-F 2000");
-    // The server's: UDP sockets are the server's to open first.
-    let server = ServerProc::start_with(limited(&copy, &[]), "127.0.0.1", &["--max-flows", "2000"]);
+    // The server's: UDP sockets are the server's to open first. One client
+    // may hold them all here, or its share of the ports (a quarter by
+    // default) would refuse the test before the descriptor limit does.
+    let server = ServerProc::start_with(
+        limited(&copy, &[]),
+        "127.0.0.1",
+        &["--max-flows", "2000", "--max-ports-per-client", "2000"],
+    );
     let args = ["-H", &server.addr, "-F", "2000", "-l", "1", "--json"];
     let out = Thrum::cmd(&["run", "udp_rr"]).args(args).output();
     refused(&out, "--flows 2000");
