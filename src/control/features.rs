@@ -126,8 +126,19 @@ pub const PROTOCOL: &[&str] = &[
 /// `flows_per_listener`, which every server takes).
 pub const CLIENT_ONLY: &[&str] = &["plan.flow_latency", "plan.num_ports"];
 
+/// The clock exchange (`control::clocks`): every server of this build
+/// answers it.
+pub const CLOCK: &str = "clock";
+
+/// Requests beyond the spec that every server of this build answers.
+pub const REQUESTS: &[&str] = &[CLOCK];
+
+/// What a server started with `--agent` adds to its hello: it takes an
+/// agent's run (`control::agent`).
+pub const AGENT: &str = "agent";
+
 /// The features this build's hello names: every gate's, in [`GATES`]'
-/// order, each once.
+/// order, each once, then the [`REQUESTS`].
 pub fn features() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for g in GATES {
@@ -137,6 +148,7 @@ pub fn features() -> Vec<&'static str> {
             }
         }
     }
+    out.extend(REQUESTS);
     out
 }
 
@@ -278,7 +290,13 @@ mod tests {
         );
         assert_eq!(
             features(),
-            ["socket_marks", "spreading", "local_hosts_all", "bytes"]
+            [
+                "socket_marks",
+                "spreading",
+                "local_hosts_all",
+                "bytes",
+                "clock"
+            ]
         );
     }
 }
