@@ -67,11 +67,17 @@ pub enum Code {
     /// The server reported a figure no receiver can produce (a count near
     /// 2^64, a capacity histogram outside its bins); it is left out.
     ServerFigureImplausible,
+    /// A run from many agents: an agent died, stalled or failed; its
+    /// figures are left out of the sum.
+    AgentFailed,
+    /// A run from many agents: they started further apart than 1 % of the
+    /// measurement window.
+    StartSkew,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 24] = [
+    pub const ALL: [Code; 26] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -96,6 +102,8 @@ impl Code {
         Code::WindowOverran,
         Code::CapacityLoopback,
         Code::ServerFigureImplausible,
+        Code::AgentFailed,
+        Code::StartSkew,
     ];
 
     /// The stable code, as JSON carries it.
@@ -125,6 +133,8 @@ impl Code {
             Code::WindowOverran => "window_overran",
             Code::CapacityLoopback => "capacity_loopback",
             Code::ServerFigureImplausible => "server_figure_implausible",
+            Code::AgentFailed => "agent_failed",
+            Code::StartSkew => "start_skew",
         }
     }
 }

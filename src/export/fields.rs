@@ -822,6 +822,7 @@ pub(crate) mod tests {
             summary: s,
             iterations: Vec::new(),
             confidence: None,
+            clock: Vec::new(),
         }
     }
 

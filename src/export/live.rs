@@ -162,6 +162,7 @@ mod tests {
             remote_cpu_util_percent: None,
             flow_latency_ns: Vec::new(),
             rusage: None,
+            clients: Vec::new(),
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

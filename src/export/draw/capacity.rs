@@ -201,6 +201,7 @@ mod tests {
             summary: crate::result::Summary::default(),
             iterations: Vec::new(),
             confidence: None,
+            clock: Vec::new(),
         };
         let est = CapacityEstimate {
             capacity_bps: 50.17e6,
