@@ -370,6 +370,9 @@ pub fn run(fleet: &Fleet, observer: &mut dyn Observer) -> TestResult {
             if let Some(c) = f.conn.take() {
                 let _ = c.shutdown(std::net::Shutdown::Both);
             }
+            if f.rec.lost.is_none() {
+                f.rec.lost = Some("called off before the start".into());
+            }
         }
         drop(threads);
         let clock = clocks(&follows, &facts, None, &fleet.target.label);

@@ -405,7 +405,7 @@ pub fn merge(g: Gathered) -> TestResult {
     }
     timing.agents = g.agents.len() as u32;
     timing.completed = done.len() as u32;
-    if !failed.is_empty() {
+    if !failed.is_empty() && g.error.is_none() {
         warnings.push(Warning::new(
             Code::AgentFailed,
             format!(
