@@ -30,6 +30,7 @@ pub fn unix_now_ns() -> u64 {
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds since its epoch.
+#[inline]
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -19,6 +19,7 @@ use crate::result::{
     ClientInterval, ClientSummary, ClockOffset, Environment, Figures, FleetTiming, GeneratorLag,
     Interval, Iteration, OpenLoop, Provenances, Side, Spec, Summary, TestResult,
 };
+use crate::sensors::Rusage;
 use crate::stats::counters::Counts;
 use crate::stats::latency::LatencyHistogram;
 use crate::stats::offset::ClockMap;
@@ -186,10 +187,31 @@ fn add_figures<'a>(fs: impl Iterator<Item = &'a Figures> + Clone) -> Figures {
     }
 }
 
+/// Process usages added: the agents' processes summed (the high-water
+/// mark the largest), or, for `one_process` read by every session (the
+/// target's), the largest reading of each.
+fn add_rusage(rs: &[&Rusage], one_process: bool) -> Option<Rusage> {
+    let first = **rs.first()?;
+    Some(rs[1..].iter().fold(first, |a, b| {
+        let add = |x: u64, y: u64| if one_process { x.max(y) } else { x + y };
+        let addf = |x: f64, y: f64| if one_process { x.max(y) } else { x + y };
+        Rusage {
+            user_s: addf(a.user_s, b.user_s),
+            system_s: addf(a.system_s, b.system_s),
+            max_rss_kb: a.max_rss_kb.max(b.max_rss_kb),
+            voluntary_switches: add(a.voluntary_switches, b.voluntary_switches),
+            involuntary_switches: add(a.involuntary_switches, b.involuntary_switches),
+            minor_faults: add(a.minor_faults, b.minor_faults),
+            major_faults: add(a.major_faults, b.major_faults),
+        }
+    }))
+}
+
 /// One end's sides added over `window_s`: counts and rates summed, CPU
-/// utilisation the hosts' mean (the agents' ends are several hosts; the
-/// target's, one host read by every session).
-fn add_sides(sides: &[&Side], window_s: f64) -> Side {
+/// utilisation the hosts' mean, process usage as [`add_rusage`] (the
+/// agents' ends are several hosts; the target's, `one_process` read by
+/// every session).
+fn add_sides(sides: &[&Side], window_s: f64, one_process: bool) -> Side {
     let sum = |f: fn(&Side) -> u64| sides.iter().map(|s| f(s)).sum::<u64>();
     let rate = |f: fn(&Side) -> f64| sides.iter().map(|s| f(s)).sum::<f64>();
     let cpu: Vec<f64> = sides.iter().filter_map(|s| s.cpu_util_percent).collect();
@@ -207,6 +229,13 @@ fn add_sides(sides: &[&Side], window_s: f64) -> Side {
         datagrams_received_per_s: rate(|s| s.datagrams_received_per_s),
         total: Counts::sum(sides.iter().map(|s| &s.total)),
         cpu_util_percent: mean(&cpu),
+        rusage: add_rusage(
+            &sides
+                .iter()
+                .filter_map(|s| s.rusage.as_ref())
+                .collect::<Vec<_>>(),
+            one_process,
+        ),
         tcp_retransmits: sides
             .iter()
             .filter_map(|s| s.tcp_retransmits)
@@ -270,8 +299,16 @@ fn add_summaries(plan: &TestPlan, all: &[&Summary], window_s: f64) -> Summary {
         reordered: count(|x| x.reordered),
         duplicates: count(|x| x.duplicates),
         jitter_ns: mean(&jitters).map(|j| j as u64),
-        local: add_sides(&all.iter().map(|x| &x.local).collect::<Vec<_>>(), window_s),
-        remote: add_sides(&all.iter().map(|x| &x.remote).collect::<Vec<_>>(), window_s),
+        local: add_sides(
+            &all.iter().map(|x| &x.local).collect::<Vec<_>>(),
+            window_s,
+            false,
+        ),
+        remote: add_sides(
+            &all.iter().map(|x| &x.remote).collect::<Vec<_>>(),
+            window_s,
+            true,
+        ),
         setup_s: all.iter().filter_map(|x| x.setup_s).reduce(f64::max),
         ..Summary::default()
     }
