@@ -42,10 +42,10 @@ pub const MAX_AGENTS: usize = 1024;
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How long an agent may send nothing during its run before it counts as
-/// stalled: an interval, plus what its own session may wait for the
+/// stalled: an interval, plus the longest its own session waits for the
 /// target (a sample, 12 s on a path its datagrams fill; the drain and the
-/// final report, 10 s).
-pub const STALL_SLACK: Duration = Duration::from_secs(25);
+/// final report, 10 s) and 3 s more.
+pub const STALL_SLACK: Duration = Duration::from_secs(15);
 
 /// A run from many agents toward one target.
 #[derive(Clone, Debug)]

@@ -321,6 +321,88 @@ fn an_agent_five_seconds_ahead_is_found_five_seconds_ahead() {
     }
 }
 
+/// An agent killed mid-run is named, kept with what it sent and left out
+/// of the sum; the other runs to its end, and the exit status is 1.
+#[test]
+fn an_agent_killed_mid_run_is_named_and_the_other_kept() {
+    let Some(mut fleet) = Fleet::build(218, 2, "90mbit", "150000") else {
+        return;
+    };
+    let running = fleet.run("tcp_stream").args(["-l", "4s", "--json"]).spawn();
+    // Warm-up 1 s, then two of the four measured seconds.
+    std::thread::sleep(Duration::from_millis(3000));
+    let _ = fleet.agents[1].child.kill();
+    let ran = running.wait();
+    assert_eq!(ran.code(), Some(1), "{}", ran.report());
+    let doc = ran.json();
+    let dead = fleet.agents[1].addr.clone();
+    let s = &doc["summary"];
+    let e = s["error"].as_str().unwrap();
+    assert!(e.contains(&dead), "{e}");
+    let clients = s["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 2);
+    assert!(clients[0]["error"].is_null(), "{}", clients[0]);
+    assert!(clients[1]["error"].is_string(), "{}", clients[1]);
+    // The dead agent sent its warm-up and at least a measured second.
+    assert!(f(&clients[1]["duration_s"]) >= 1.0, "{}", clients[1]);
+    assert_eq!(f(&s["throughput_bps"]), f(&clients[0]["throughput_bps"]));
+    assert!(s["fairness_jain"].is_null());
+    assert!(!diagnostics(&doc, "agent_failed").is_empty());
+    let rows = doc["intervals"].as_array().unwrap();
+    let last = rows.last().unwrap()["clients"].as_array().unwrap();
+    assert_eq!(last.len(), 1, "the last row is the survivor's alone");
+    assert_eq!(u(&s["fleet"]["completed"]), 1);
+}
+
+/// An agent that stops answering mid-run (SIGSTOP: its connection stays
+/// open) is named as stalled once an interval and 15 s have passed without
+/// a word; the other's run is kept.
+#[test]
+fn a_stalled_agent_is_named_and_the_other_kept() {
+    let Some(fleet) = Fleet::build(219, 2, "90mbit", "150000") else {
+        return;
+    };
+    let running = fleet.run("tcp_stream").args(["-l", "3s", "--json"]).spawn();
+    std::thread::sleep(Duration::from_millis(2000));
+    let pid = fleet.agents[1].pid().to_string();
+    run_ok(Command::new("kill").args(["-STOP", &pid]));
+    let ran = running.wait();
+    assert_eq!(ran.code(), Some(1), "{}", ran.report());
+    let doc = ran.json();
+    let e = doc["summary"]["error"].as_str().unwrap();
+    assert!(
+        e.contains(&fleet.agents[1].addr) && e.contains("stalled"),
+        "{e}"
+    );
+    let clients = doc["summary"]["clients"].as_array().unwrap();
+    assert!(clients[0]["error"].is_null(), "{}", clients[0]);
+    assert!(f(&doc["summary"]["throughput_bps"]) > 0.0);
+}
+
+/// A controller that goes away mid-run takes its agents' traffic with it:
+/// an agent stops when it cannot send an interval, and the target's
+/// interface goes quiet within a few intervals, long before the 20 s the
+/// plan asked for.
+#[test]
+fn agents_stop_when_their_controller_goes() {
+    let Some(fleet) = Fleet::build(220, 2, "90mbit", "150000") else {
+        return;
+    };
+    let mut running = fleet.run("tcp_stream").args(["-l", "20s"]).spawn();
+    std::thread::sleep(Duration::from_millis(2500));
+    let _ = running.child.kill();
+    let _ = running.child.wait();
+    std::thread::sleep(Duration::from_secs(4));
+    let before = fleet.star.target_rx_bytes();
+    std::thread::sleep(Duration::from_secs(1));
+    let got = fleet.star.target_rx_bytes() - before;
+    // A second of the stream would be 11 MB.
+    assert!(
+        got < 64 << 10,
+        "the target still received {got} bytes a second"
+    );
+}
+
 /// A controller whose key the agent does not hold, an agent request to a
 /// server without `--agent`, and a run called off because one of its
 /// agents refused: each fails naming why, and the target receives no
