@@ -174,7 +174,7 @@ fn drive_agent(
                 let _ = tx.send(Event::Sample(i, s.t0_ns, s.interval));
             }
             ServerMsg::AgentFinal(f) => {
-                let _ = tx.send(Event::Final(i, f.t0_ns, f.result));
+                let _ = tx.send(Event::Final(i, f.t0_ns, escaped(f.result)));
                 break;
             }
             m => bail!("sent '{}' during its run", m.kind()),
@@ -183,6 +183,17 @@ fn drive_agent(
     let after = ping(&mut ctrl, &label, EXCHANGES).ok();
     let _ = tx.send(Event::After(i, after.and_then(|b| estimate(&b.exchanges))));
     Ok(())
+}
+
+/// An agent's result with the control characters of every string in it
+/// escaped: its warnings, errors and provenance are its word, and reach
+/// the terminal and the CSV as the server's do.
+fn escaped(r: Box<TestResult>) -> Box<TestResult> {
+    let Ok(mut v) = serde_json::to_value(&r) else {
+        return r;
+    };
+    crate::text::escape_json_strings(&mut v);
+    serde_json::from_value(v).map(Box::new).unwrap_or(r)
 }
 
 /// Silence past the limit: the agent stalled (or never answered).
@@ -226,146 +237,183 @@ struct Follow {
 /// sent its interval. Never fails: an error lands in `summary.error`,
 /// with what was measured.
 pub fn run(fleet: &Fleet, observer: &mut dyn Observer) -> TestResult {
-    let began = Instant::now();
-    let environment = Environment::gather();
-    let plan = &fleet.plan;
-    let n = fleet.agents.len();
-    let mut follows: Vec<Follow> = fleet
-        .agents
-        .iter()
-        .map(|(host, _)| Follow {
-            rec: AgentRecord {
-                host: host.clone(),
-                clock: None,
-                t0_ns: None,
-                samples: Vec::new(),
-                result: None,
-                lost: None,
-            },
-            burst: None,
-            ready: false,
-            conn: None,
-            start: None,
-            done: false,
-            after: None,
-        })
-        .collect();
-    let mut timing = FleetTiming::default();
-    let gathered = |follows: Vec<Follow>,
-                    origin: Origin,
-                    clock: Vec<ClockOffset>,
-                    timing: FleetTiming,
-                    error: Option<String>| {
-        merge::merge(Gathered {
-            plan: plan.clone(),
-            target: fleet.target.label.clone(),
-            target_address: fleet.target.addr.to_string(),
-            origin,
-            agents: follows.into_iter().map(|f| f.rec).collect(),
-            clock,
-            timing,
-            environment: environment.clone(),
-            provenance: Provenances {
-                local: Some(crate::sensors::Provenance::gather(None)),
-                remote: None,
-            },
-            error,
-        })
-    };
+    let mut c = Controller::new(fleet);
     let facts = match target_clock(&fleet.target) {
         Ok(f) => f,
         Err(e) => {
             let e = format!("the target {}: {e:#}", fleet.target.label);
-            return gathered(follows, Origin::default(), Vec::new(), timing, Some(e));
+            return c.result(Origin::default(), Vec::new(), Some(e));
         }
     };
-    let (tx, rx) = mpsc::channel::<Event>();
-    let mut threads = Vec::with_capacity(n);
-    for (i, (host, addr)) in fleet.agents.iter().enumerate() {
-        let (start_tx, start_rx) = mpsc::channel();
-        follows[i].start = Some(start_tx);
-        let agent = Target {
-            addr: *addr,
-            label: host.clone(),
-            bind: None,
-            embedded: false,
-            psk: fleet.target.psk.clone(),
-        };
-        let run = AgentRun {
-            plan: Box::new(plan.clone()),
-            target: fleet.target.addr,
-            target_label: fleet.target.label.clone(),
-            target_keyed: facts.keyed,
-        };
-        let tx = tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("thrum-agent-{i}"))
-            .spawn(move || {
-                if let Err(e) = drive_agent(i, agent, run, &tx, start_rx) {
-                    let _ = tx.send(Event::Failed(i, format!("{e:#}")));
-                }
-            });
-        match spawned {
-            Ok(h) => threads.push(h),
-            Err(e) => follows[i].rec.lost = Some(format!("no thread for it: {e}")),
-        }
+    let (rx, threads) = c.spawn_agents(facts.keyed);
+    if let Err(e) = c.await_ready(&rx, &facts) {
+        c.call_off();
+        let clock = clocks(&c.follows, &facts, None, &fleet.target.label);
+        return c.result(Origin::default(), clock, Some(e));
     }
-    drop(tx);
+    let origin = c.start();
+    c.follow(&rx, &origin, observer);
+    // The clocks after: the agents' (their threads ping as their results
+    // come) and the target's.
+    let target_after = target_clock(&fleet.target).ok();
+    c.await_after(&rx);
+    for h in threads {
+        let _ = h.join();
+    }
+    c.timing.controller_max_rss_kb = process_max_rss_kb();
+    let clock = clocks(
+        &c.follows,
+        &facts,
+        target_after.as_ref(),
+        &fleet.target.label,
+    );
+    let mut r = c.result(origin, clock, None);
+    r.environment.server_software = Some(facts.software);
+    r
+}
 
-    // Every agent ready, or the run called off.
-    let mut first_ready: Option<Instant> = None;
-    let wait = barrier::ready_wait(facts.start_timeout, plan.flows);
-    let setup_by =
-        began + SETUP_TIMEOUT + Duration::from_millis(10) * plan.flows + Duration::from_secs(5);
-    let mut error = None;
-    while follows.iter().any(|f| !f.ready) && error.is_none() {
-        let by = first_ready.map_or(setup_by, |t| (t + wait).min(setup_by));
-        let left = by.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Event::Clock(i, b, e)) => {
-                follows[i].rec.clock = e.map(|before| ClockMap {
-                    before,
+/// The main thread's state: the agents as it follows them, and the timing.
+struct Controller<'a> {
+    fleet: &'a Fleet,
+    began: Instant,
+    environment: Environment,
+    follows: Vec<Follow>,
+    timing: FleetTiming,
+}
+
+impl<'a> Controller<'a> {
+    fn new(fleet: &'a Fleet) -> Controller<'a> {
+        Controller {
+            fleet,
+            began: Instant::now(),
+            environment: Environment::gather(),
+            follows: fleet
+                .agents
+                .iter()
+                .map(|(host, _)| Follow {
+                    rec: AgentRecord {
+                        host: host.clone(),
+                        clock: None,
+                        t0_ns: None,
+                        samples: Vec::new(),
+                        result: None,
+                        lost: None,
+                    },
+                    burst: None,
+                    ready: false,
+                    conn: None,
+                    start: None,
+                    done: false,
                     after: None,
-                });
-                follows[i].burst = Some(b);
-            }
-            Ok(Event::Ready(i, conn)) => {
-                follows[i].ready = true;
-                follows[i].conn = Some(conn);
-                first_ready.get_or_insert_with(Instant::now);
-            }
-            Ok(Event::Failed(i, e)) => {
-                error = Some(format!(
-                    "agent {}: {e}; nothing was run",
-                    follows[i].rec.host
-                ));
-                follows[i].rec.lost = Some(e);
-            }
-            Ok(_) => {}
-            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
-                let late: Vec<&str> = follows
-                    .iter()
-                    .filter(|f| !f.ready)
-                    .map(|f| f.rec.host.as_str())
-                    .collect();
-                error = Some(format!(
-                    "agent(s) {} not ready within {:.1} s of the first (the target waits {:.1} s for a start); nothing was run",
-                    late.join(", "),
-                    wait.as_secs_f64(),
-                    facts.start_timeout.map_or(5.0, |t| t.0 as f64 / 1e9)
-                ));
-            }
-        }
-        if follows.iter().any(|f| f.ready && f.rec.clock.is_none()) && error.is_none() {
-            error = Some("an agent's clock exchange gave no estimate; nothing was run".into());
+                })
+                .collect(),
+            timing: FleetTiming::default(),
         }
     }
-    let all_ready = Instant::now();
-    timing.setup_s = all_ready.duration_since(began).as_secs_f64();
-    if let Some(e) = error {
-        // Release the others: their hold reads a closed connection, their
-        // session ends, and the target's sessions end unstarted.
-        for f in &mut follows {
+
+    /// A thread per agent ([`drive_agent`]); their events come on the
+    /// receiver.
+    fn spawn_agents(
+        &mut self,
+        target_keyed: bool,
+    ) -> (Receiver<Event>, Vec<std::thread::JoinHandle<()>>) {
+        let fleet = self.fleet;
+        let (tx, rx) = mpsc::channel::<Event>();
+        let mut threads = Vec::with_capacity(fleet.agents.len());
+        for (i, (host, addr)) in fleet.agents.iter().enumerate() {
+            let (start_tx, start_rx) = mpsc::channel();
+            self.follows[i].start = Some(start_tx);
+            let agent = Target {
+                addr: *addr,
+                label: host.clone(),
+                bind: None,
+                embedded: false,
+                psk: fleet.target.psk.clone(),
+            };
+            let run = AgentRun {
+                plan: Box::new(fleet.plan.clone()),
+                target: fleet.target.addr,
+                target_label: fleet.target.label.clone(),
+                target_keyed,
+            };
+            let thread_tx = tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("thrum-agent-{i}"))
+                .spawn(move || {
+                    if let Err(e) = drive_agent(i, agent, run, &thread_tx, start_rx) {
+                        let _ = thread_tx.send(Event::Failed(i, format!("{e:#}")));
+                    }
+                });
+            match spawned {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    let _ = tx.send(Event::Failed(i, format!("no thread for it: {e}")));
+                }
+            }
+        }
+        (rx, threads)
+    }
+
+    /// Every agent's clock and ready, within the wait the target's start
+    /// timeout leaves after the first; or why the run is called off.
+    fn await_ready(&mut self, rx: &Receiver<Event>, facts: &TargetFacts) -> Result<(), String> {
+        let flows = self.fleet.plan.flows;
+        let wait = barrier::ready_wait(facts.start_timeout, flows);
+        let setup_by =
+            self.began + SETUP_TIMEOUT + Duration::from_millis(10) * flows + Duration::from_secs(5);
+        let mut first_ready: Option<Instant> = None;
+        let follows = &mut self.follows;
+        while follows.iter().any(|f| !f.ready) {
+            let by = first_ready.map_or(setup_by, |t| (t + wait).min(setup_by));
+            match rx.recv_timeout(by.saturating_duration_since(Instant::now())) {
+                Ok(Event::Clock(i, b, e)) => {
+                    let Some(before) = e else {
+                        return Err(format!(
+                            "agent {}: its clock exchange gave no estimate; nothing was run",
+                            follows[i].rec.host
+                        ));
+                    };
+                    follows[i].rec.clock = Some(ClockMap {
+                        before,
+                        after: None,
+                    });
+                    follows[i].burst = Some(b);
+                }
+                Ok(Event::Ready(i, conn)) => {
+                    follows[i].ready = true;
+                    follows[i].conn = Some(conn);
+                    first_ready.get_or_insert_with(Instant::now);
+                }
+                Ok(Event::Failed(i, e)) => {
+                    let host = follows[i].rec.host.clone();
+                    follows[i].rec.lost = Some(e.clone());
+                    return Err(format!("agent {host}: {e}; nothing was run"));
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    let late: Vec<&str> = follows
+                        .iter()
+                        .filter(|f| !f.ready)
+                        .map(|f| f.rec.host.as_str())
+                        .collect();
+                    return Err(format!(
+                        "agent(s) {} not ready within {:.1} s of the first (the target waits {:.1} s for a start); nothing was run",
+                        late.join(", "),
+                        wait.as_secs_f64(),
+                        facts.start_timeout.map_or(5.0, |t| t.0 as f64 / 1e9)
+                    ));
+                }
+            }
+        }
+        self.timing.setup_s = self.began.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Release every agent: its hold reads a closed connection, its session
+    /// ends, and the target's sessions end unstarted.
+    fn call_off(&mut self) {
+        self.timing.setup_s = self.began.elapsed().as_secs_f64();
+        for f in &mut self.follows {
             f.start = None;
             if let Some(c) = f.conn.take() {
                 let _ = c.shutdown(std::net::Shutdown::Both);
@@ -374,106 +422,126 @@ pub fn run(fleet: &Fleet, observer: &mut dyn Observer) -> TestResult {
                 f.rec.lost = Some("called off before the start".into());
             }
         }
-        drop(threads);
-        let clock = clocks(&follows, &facts, None, &fleet.target.label);
-        return gathered(follows, Origin::default(), clock, timing, Some(e));
     }
 
-    // The barrier: one instant on our clock, each agent's on its own.
-    let paths: Vec<u64> = follows
-        .iter()
-        .filter_map(|f| f.rec.clock.map(|c| c.before.min_path_ns))
-        .collect();
-    let margin = barrier::margin(&paths);
-    let origin = Origin {
-        mono_ns: monotonic_ns() + margin.as_nanos() as u64,
-        unix_ns: unix_now_ns() + margin.as_nanos() as u64,
-    };
-    for f in &mut follows {
-        if let (Some(c), Some(s)) = (f.rec.clock, f.start.take()) {
-            let _ = s.send(barrier::on_agent(&c, origin.mono_ns));
+    /// The barrier: one instant on our clock, sent to each agent on its
+    /// own; the run's origin.
+    fn start(&mut self) -> Origin {
+        let ready = Instant::now();
+        let paths: Vec<u64> = self
+            .follows
+            .iter()
+            .filter_map(|f| f.rec.clock.map(|c| c.before.min_path_ns))
+            .collect();
+        let margin = barrier::margin(&paths);
+        let origin = Origin {
+            mono_ns: monotonic_ns() + margin.as_nanos() as u64,
+            unix_ns: unix_now_ns() + margin.as_nanos() as u64,
+        };
+        for f in &mut self.follows {
+            if let (Some(c), Some(s)) = (f.rec.clock, f.start.take()) {
+                let _ = s.send(barrier::on_agent(&c, origin.mono_ns));
+            }
         }
+        self.timing.barrier_s = margin.as_secs_f64() + ready.elapsed().as_secs_f64();
+        self.timing.controller_threads = process_threads();
+        origin
     }
-    timing.barrier_s = margin.as_secs_f64() + all_ready.elapsed().as_secs_f64();
-    timing.controller_threads = process_threads();
 
-    // The run: rows as every running agent has sent its interval.
-    let total = Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.cooldown_ns);
-    let run_by = Instant::now() + margin + total + STALL_SLACK * 2;
-    let mut next_row = 0u32;
-    while follows.iter().any(|f| !f.done) {
-        if crate::control::stop::requested() {
-            for f in &mut follows {
-                if let Some(c) = &f.conn {
+    /// The run: each agent's intervals and result as they come, a row as
+    /// every running agent has sent it, until every agent is done or the
+    /// run's time (and a stall's twice) is up. Ctrl-C cuts every agent's
+    /// connection: each stops when it cannot send its next interval.
+    fn follow(&mut self, rx: &Receiver<Event>, origin: &Origin, observer: &mut dyn Observer) {
+        let plan = &self.fleet.plan;
+        let total = Duration::from_nanos(plan.warmup_ns + plan.duration_ns + plan.cooldown_ns);
+        let run_by = Instant::now() + total + barrier::MIN_MARGIN + STALL_SLACK * 2;
+        let follows = &mut self.follows;
+        let mut next_row = 0u32;
+        while follows.iter().any(|f| !f.done) {
+            if crate::control::stop::requested() {
+                for c in follows.iter().filter_map(|f| f.conn.as_ref()) {
                     let _ = c.shutdown(std::net::Shutdown::Both);
                 }
             }
-        }
-        let left = run_by.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left.min(Duration::from_millis(500))) {
-            Ok(Event::Sample(i, t0, iv)) => {
-                let f = &mut follows[i];
-                f.rec.t0_ns.get_or_insert(t0);
-                f.rec.samples.push(*iv);
-            }
-            Ok(Event::Final(i, t0, r)) => {
-                let f = &mut follows[i];
-                f.rec.t0_ns = t0.or(f.rec.t0_ns);
-                f.rec.result = Some(*r);
-                f.done = true;
-            }
-            Ok(Event::Failed(i, e)) => {
-                let f = &mut follows[i];
-                if !f.done {
-                    f.rec.lost = Some(e);
+            let left = run_by.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left.min(Duration::from_millis(500))) {
+                Ok(Event::Sample(i, t0, iv)) => {
+                    let f = &mut follows[i];
+                    f.rec.t0_ns.get_or_insert(t0);
+                    f.rec.samples.push(*iv);
+                }
+                Ok(Event::Final(i, t0, r)) => {
+                    let f = &mut follows[i];
+                    f.rec.t0_ns = t0.or(f.rec.t0_ns);
+                    f.rec.result = Some(*r);
                     f.done = true;
                 }
-            }
-            Ok(Event::After(i, e)) => follows[i].after = e,
-            Ok(_) => {}
-            Err(RecvTimeoutError::Timeout) if Instant::now() < run_by => {}
-            Err(_) => {
-                for f in follows.iter_mut().filter(|f| !f.done) {
-                    f.rec.lost = Some("sent no result by the run's end".into());
-                    f.done = true;
-                    if let Some(c) = &f.conn {
-                        let _ = c.shutdown(std::net::Shutdown::Both);
+                Ok(Event::Failed(i, e)) if !follows[i].done => {
+                    follows[i].rec.lost = Some(e);
+                    follows[i].done = true;
+                }
+                Ok(Event::After(i, e)) => follows[i].after = e,
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) if Instant::now() < run_by => {}
+                Err(_) => {
+                    for f in follows.iter_mut().filter(|f| !f.done) {
+                        f.rec.lost = Some("sent no result by the run's end".into());
+                        f.done = true;
+                        if let Some(c) = &f.conn {
+                            let _ = c.shutdown(std::net::Shutdown::Both);
+                        }
                     }
                 }
             }
-        }
-        next_row = live_rows(&follows, next_row, &origin, observer);
-    }
-    // The clocks after: the agents' (their threads ping as their results
-    // come) and the target's.
-    let target_after = target_clock(&fleet.target).ok();
-    let by = Instant::now() + Duration::from_secs(5);
-    while follows
-        .iter()
-        .any(|f| f.rec.lost.is_none() && f.after.is_none())
-    {
-        match rx.recv_timeout(by.saturating_duration_since(Instant::now())) {
-            Ok(Event::After(i, e)) => follows[i].after = e,
-            Ok(_) => {}
-            Err(_) => break,
+            next_row = live_rows(follows, next_row, origin, observer);
         }
     }
-    for f in &mut follows {
-        if let Some(c) = f.rec.clock.as_mut() {
-            c.after = f.after;
+
+    /// The agents' clocks after the run (5 s at most), then every
+    /// connection closed.
+    fn await_after(&mut self, rx: &Receiver<Event>) {
+        let by = Instant::now() + Duration::from_secs(5);
+        while self
+            .follows
+            .iter()
+            .any(|f| f.rec.lost.is_none() && f.after.is_none())
+        {
+            match rx.recv_timeout(by.saturating_duration_since(Instant::now())) {
+                Ok(Event::After(i, e)) => self.follows[i].after = e,
+                Ok(_) => {}
+                Err(_) => break,
+            }
         }
-        if let Some(c) = f.conn.take() {
-            let _ = c.shutdown(std::net::Shutdown::Both);
+        for f in &mut self.follows {
+            if let Some(c) = f.rec.clock.as_mut() {
+                c.after = f.after;
+            }
+            if let Some(c) = f.conn.take() {
+                let _ = c.shutdown(std::net::Shutdown::Both);
+            }
         }
     }
-    for h in threads {
-        let _ = h.join();
+
+    /// What was gathered, as one result (`merge`).
+    fn result(self, origin: Origin, clock: Vec<ClockOffset>, error: Option<String>) -> TestResult {
+        let fleet = self.fleet;
+        merge::merge(Gathered {
+            plan: fleet.plan.clone(),
+            target: fleet.target.label.clone(),
+            target_address: fleet.target.addr.to_string(),
+            origin,
+            agents: self.follows.into_iter().map(|f| f.rec).collect(),
+            clock,
+            timing: self.timing,
+            environment: self.environment,
+            provenance: Provenances {
+                local: Some(crate::sensors::Provenance::gather(None)),
+                remote: None,
+            },
+            error,
+        })
     }
-    timing.controller_max_rss_kb = process_max_rss_kb();
-    let clock = clocks(&follows, &facts, target_after.as_ref(), &fleet.target.label);
-    let mut r = gathered(follows, origin, clock, timing, None);
-    r.environment.server_software = Some(facts.software);
-    r
 }
 
 /// Tell the observer of the rows from `next` on that every agent still
