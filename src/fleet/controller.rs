@@ -326,7 +326,7 @@ impl<'a> Controller<'a> {
             let agent = Target {
                 addr: *addr,
                 label: host.clone(),
-                bind: None,
+                bind: fleet.target.bind,
                 embedded: false,
                 psk: fleet.target.psk.clone(),
             };
