@@ -286,11 +286,7 @@ impl SweepArgs {
         use crate::agg::hosts;
         Ok(match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
             (Some(h), _, _) => hosts::parse_list(h)?,
-            (None, Some(f), _) => {
-                let text = std::fs::read_to_string(f)
-                    .with_context(|| format!("--hosts-file: reading {}", f.display()))?;
-                hosts::parse_file(&text)?
-            }
+            (None, Some(f), _) => hosts::read_file(f)?,
             (None, None, Some(name)) => {
                 hosts::from_dns(name, crate::control::server::DEFAULT_PORT)?
             }

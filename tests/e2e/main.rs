@@ -15,6 +15,7 @@ mod fields;
 mod habits;
 mod hardening;
 mod hostile;
+mod input_bounds;
 mod interrupt;
 mod limits;
 mod live;
