@@ -26,6 +26,7 @@ mod monitor;
 mod monitor_http;
 mod neper;
 mod netns;
+mod nic_journal;
 mod open_loop;
 mod outputs;
 mod peers;
