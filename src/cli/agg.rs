@@ -254,11 +254,7 @@ impl AggArgs {
     fn host_list(&self) -> Result<Vec<String>> {
         match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
             (Some(h), _, _) => Ok(hosts::parse_list(h)?),
-            (None, Some(f), _) => {
-                let text = std::fs::read_to_string(f)
-                    .with_context(|| format!("--hosts-file: reading {}", f.display()))?;
-                Ok(hosts::parse_file(&text)?)
-            }
+            (None, Some(f), _) => hosts::read_file(f),
             (None, None, Some(name)) => Ok(hosts::from_dns(name, DEFAULT_PORT)?),
             (None, None, None) => Err(hosts::HostsError::Missing.into()),
         }

@@ -16,6 +16,7 @@ use crate::cli::store::CompareRequest;
 use crate::cli::{CompareArgs, StoreRequest};
 use crate::store::compare::{self, Baseline, Comparison, Side, Verdict};
 use crate::store::{Headline, Labels, Setup, Store, headline};
+use crate::units::Fixed;
 
 /// The exit code of a regression under `--fail-on regression`.
 pub const EXIT_REGRESSED: u8 = 3;
@@ -83,7 +84,7 @@ fn resolve(store: Option<&Result<Store, String>>, spec: &str) -> Result<Subject>
         if command.is_empty() {
             bail!(
                 "{spec}: a {} document has no headline figures to compare (accepted: thrum.result.v1, thrum.ping.v1)",
-                doc["schema"].as_str().unwrap_or("schema-less")
+                crate::text::echo(doc["schema"].as_str().unwrap_or("schema-less"))
             );
         }
         return Ok(Subject {
@@ -216,8 +217,8 @@ fn value(unit: &str, v: f64) -> String {
         "bit/s" => crate::units::BitsPerSec(v).to_string(),
         "trans/s" => format!("{} trans/s", crate::units::fmt_si(v)),
         "ns" => crate::units::fmt_ns(v),
-        "%" => format!("{v:.2} %"),
-        u => format!("{v:.3} {u}"),
+        "%" => format!("{} %", Fixed(v, 2)),
+        u => format!("{} {u}", Fixed(v, 3)),
     }
 }
 
@@ -238,9 +239,10 @@ pub fn table(c: &Comparison, colour: bool) -> String {
             value(&f.unit, f.a),
             value(&f.unit, f.b),
             f.change_percent
-                .map_or("-".into(), |x| format!("{x:+.1} %")),
-            f.interval_percent
-                .map_or("-".into(), |[lo, hi]| format!("{lo:+.1} … {hi:+.1} %")),
+                .map_or("-".into(), |x| format!("{:+} %", Fixed(x, 1))),
+            f.interval_percent.map_or("-".into(), |[lo, hi]| {
+                format!("{:+} … {:+} %", Fixed(lo, 1), Fixed(hi, 1))
+            }),
             f.verdict.name().into(),
             f.noise.clone(),
         ]);

@@ -19,6 +19,7 @@ use crate::export::draw::history::Point;
 use crate::stats::latency::LatencyHistogram;
 use crate::store::headline::ChartField;
 use crate::store::{Row, Store};
+use crate::units::Fixed;
 
 /// `thrum history`.
 pub fn history(args: &HistoryArgs) -> Result<ExitCode> {
@@ -123,9 +124,10 @@ fn figure(r: &Row) -> String {
         (Some(p), l) => format!(
             "p50 {}{}",
             crate::units::fmt_ns(p),
-            l.map(|l| format!(", {l:.1} % lost")).unwrap_or_default()
+            l.map(|l| format!(", {} % lost", Fixed(l, 1)))
+                .unwrap_or_default()
         ),
-        (None, Some(l)) => format!("{l:.1} % lost"),
+        (None, Some(l)) => format!("{} % lost", Fixed(l, 1)),
         (None, None) => "-".into(),
     }
 }

@@ -68,8 +68,8 @@ fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
     if !json.is_file() || json.extension().is_some_and(|e| e == "log") {
         return Ok(None);
     }
-    let text =
-        nofollow::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let text = nofollow::read_to_string(&json, &nofollow::RESULT_DOCUMENT)
+        .with_context(|| format!("reading {}", json.display()))?;
     let mut doc = serde_json::from_str(&text).with_context(|| {
         format!(
             "{}: not a JSON document thrum wrote (schemas accepted: {}), nor a netperf_TEST.log",
@@ -269,8 +269,8 @@ pub fn load(path: &Path) -> Result<AggResult> {
     if ramplog::is_ramp_log(path) {
         return from_ramp_logs(&[path.to_path_buf()]);
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = nofollow::read_to_string(path, &nofollow::RESULT_DOCUMENT)
+        .with_context(|| format!("reading {}", path.display()))?;
     // Every string a file carries (names, units, servers, errors) with its
     // control characters escaped before anything prints or writes it.
     let saved: AggResult = serde_json::from_str(&text)
@@ -408,8 +408,8 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
     if !json.is_file() || json.extension().is_none_or(|e| e != "json") {
         return Ok(None);
     }
-    let text =
-        nofollow::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let text = nofollow::read_to_string(&json, &nofollow::RESULT_DOCUMENT)
+        .with_context(|| format!("reading {}", json.display()))?;
     let mut doc: serde_json::Value = match serde_json::from_str(&text) {
         Ok(d) => d,
         Err(_) => return Ok(None),

@@ -16,11 +16,13 @@
 //! latency, both ends' CPU and, with `--iterations`, its confidence.
 //!
 //! Here is the record (`thrum.sweep.v1`) and the n/a rule; `spread` runs
-//! one cell over several load generators and `nic` sets NIC settings as
-//! dimensions. The terminal tables and the long CSV are the text
+//! one cell over several load generators, `nic` sets NIC settings as
+//! dimensions and `journal` keeps the originals on disk until they are
+//! back. The terminal tables and the long CSV are the text
 //! exporters' (`export::sweep`, beside the curve's); the gathering is in
 //! `cmd::sweep`.
 
+pub mod journal;
 pub mod nic;
 pub mod spread;
 

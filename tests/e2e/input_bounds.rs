@@ -1,0 +1,230 @@
+//! Input files read only up to a bound that fits their kind, and figures
+//! and strings from a file shown in bounded space. A 1 GiB result file
+//! once took 1,030 MB of memory before `compare` refused it, and a 300 MB
+//! string was accepted and printed; a crafted `1.7e308` printed as 300
+//! digits. Each test here hands the real binary such a file and checks the
+//! refusal (the file, the bound, the flag) or the bounded output, and the
+//! child's peak memory where reading the file whole would show in it.
+
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{bin, run_client, run_cmd};
+
+/// What a child did: its status, output, and peak resident memory (from
+/// wait4's rusage, the child's own, whatever runs beside it).
+struct Ran {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+    max_rss_kb: u64,
+}
+
+/// Run thrum with `args` under `limit`, and measure its peak memory.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which gives its rusage"
+)]
+fn run_measured(args: &[&str], limit: Duration) -> Ran {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn thrum");
+    let pipe = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut s);
+            }
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = pipe(child.stdout.take().map(|r| Box::new(r) as _));
+    let err = pipe(child.stderr.take().map(|r| Box::new(r) as _));
+    let pid = child.id() as libc::pid_t;
+    let start = Instant::now();
+    let mut status = 0;
+    // SAFETY: zeroed is a valid rusage; wait4 writes only into it and
+    // `status`, for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: as above; WNOHANG so that the limit is kept.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if r == pid {
+            break;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("thrum {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ran {
+        status: ExitStatus::from_raw(status),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+        max_rss_kb: ru.ru_maxrss as u64,
+    }
+}
+
+/// A file of `len` bytes that takes no disk (a hole), and so no time to
+/// make: what a reader of the whole would still have to hold in memory.
+fn sparse(path: &Path, len: u64) {
+    std::fs::File::create(path).unwrap().set_len(len).unwrap();
+}
+
+/// `compare` and `report` of a 1 GiB result file: refused before a byte is
+/// read, naming the file, its size, the bound and the arguments; the
+/// child's peak memory stays far under the file's size (reading it whole
+/// took 1,030 MB).
+#[test]
+fn a_huge_result_file_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    sparse(&big, 1 << 30);
+    let big = big.to_str().unwrap();
+    for args in [vec!["compare", big, big], vec!["report", big]] {
+        let r = run_measured(&args, Duration::from_secs(30));
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("big.json: 1073741824 bytes, over the 256 MiB")
+                && r.stderr
+                    .contains("a result document (report PATH, compare A B)")
+                && r.stderr.contains("refused unread"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        // 1 GiB read whole is 1,048,576 KiB; thrum's own start-up is a
+        // few MB. A quarter of the bound leaves room for a debug build.
+        assert!(
+            r.max_rss_kb < 64 * 1024,
+            "{args:?}: peak RSS {} KiB for a refused file",
+            r.max_rss_kb
+        );
+    }
+}
+
+/// The operator's files have bounds of their own, named with their flag:
+/// `--hosts-file` (agg and sweep), `--config`, `--psk-file`, a netperf log.
+#[test]
+fn every_kind_of_input_file_has_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str, len: u64| {
+        let p = dir.path().join(name);
+        sparse(&p, len);
+        p.to_str().unwrap().to_string()
+    };
+    let hosts = at("hosts", 2 << 20);
+    let config = at("monitor.toml", 2 << 20);
+    let key = at("key", 5000);
+    let log = at("netperf_tps.log", 65 << 20);
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            vec!["agg", "--hosts-file", &hosts, "--tests", "tps"],
+            "over the 1 MiB thrum reads of a hosts file (--hosts-file)",
+        ),
+        (
+            vec!["sweep", "tcp_rr", "--hosts-file", &hosts],
+            "over the 1 MiB thrum reads of a hosts file (--hosts-file)",
+        ),
+        (
+            vec!["monitor", "--config", &config, "--dry-run"],
+            "over the 1 MiB thrum reads of a monitor configuration (--config)",
+        ),
+        (
+            vec!["run", "tcp_rr", "-H", "127.0.0.1:9", "--psk-file", &key],
+            "5000 bytes is too long for a key (accepted: 16..=4096 bytes)",
+        ),
+        (
+            vec!["report", &log],
+            "over the 64 MiB thrum reads of a netperf or ramp log (report PATH)",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = run_client(&args, Duration::from_secs(30));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// A result document with a 5 MB host name, a server name of escapes and
+/// absurd figures: `report` and `compare` print every line in bounded
+/// space, the strings cut and saying so, the figures in the table's units
+/// (`1.7e308 bit/s`, `inf`), and no raw escape reaches the terminal.
+#[test]
+fn strings_and_figures_from_a_file_print_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_cmd(
+        Command::new(bin()).args([
+            "run",
+            "tcp_stream",
+            "-l",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--no-save",
+            "--json",
+        ]),
+        Duration::from_secs(30),
+    );
+    let mut doc: Value = serde_json::from_slice(&out.stdout).expect("a result");
+    let plain = dir.path().join("plain.json");
+    std::fs::write(&plain, serde_json::to_vec(&doc).unwrap()).unwrap();
+    doc["spec"]["server"] = Value::from("\u{1b}[2J".repeat(100_000));
+    doc["environment"]["hostname"] = Value::from("h".repeat(5_000_000));
+    let s = &mut doc["summary"];
+    s["throughput_bps"] = Value::from(1.7e308);
+    s["throughput_bps_sent"] = Value::from(1.7e308);
+    s["local"]["cpu_util_percent"] = Value::from(1.7e308);
+    let crafted = dir.path().join("crafted.json");
+    std::fs::write(&crafted, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let crafted = crafted.to_str().unwrap();
+
+    let report = run_measured(&["report", crafted], Duration::from_secs(60));
+    assert!(report.status.success(), "{}", report.stderr);
+    let text = report.stdout;
+    assert!(
+        text.contains("throughput (received)  1.7e308 bit/s"),
+        "{text}"
+    );
+    assert!(text.contains("…(+"), "the cut says so: {text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "a raw escape reached the terminal"
+    );
+    // The longest line: the server's name, cut to 4,096 characters of
+    // which each escape prints as 7 (`\u{1b}`) or 1.
+    let longest = text.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(longest < 4096 * 7 + 200, "a line of {longest} characters");
+
+    let cmp = run_measured(
+        &["compare", crafted, plain.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    assert!(cmp.status.success(), "{}", cmp.stderr);
+    let throughput = cmp
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("throughput"))
+        .unwrap_or_else(|| panic!("no throughput row: {}", cmp.stdout));
+    assert!(
+        throughput.contains("1.7e308 bit/s") && throughput.len() < 200,
+        "{throughput}"
+    );
+    assert!(
+        cmp.stdout.lines().all(|l| l.chars().count() < 300),
+        "{}",
+        cmp.stdout
+    );
+}
