@@ -9,41 +9,33 @@
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{bin, run_client, run_cmd};
+use crate::common::{Ran, Thrum};
 
-/// What a child did: its status, output, and peak resident memory (from
-/// wait4's rusage, the child's own, whatever runs beside it).
-struct Ran {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-    max_rss_kb: u64,
-}
-
-/// Run thrum with `args` under `limit`, and measure its peak memory.
+/// Run `thrum` under `limit`: what it did, and its peak resident memory
+/// in KiB (from wait4's rusage, the child's own, whatever runs beside it).
 #[expect(
     clippy::zombie_processes,
     reason = "the child is reaped by wait4, which gives its rusage"
 )]
-fn run_measured(args: &[&str], limit: Duration) -> Ran {
-    let mut child = Command::new(bin())
-        .args(args)
+fn run_measured(thrum: &Thrum, limit: Duration) -> (Ran, u64) {
+    let mut child = thrum
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn thrum");
+        .unwrap_or_else(|e| panic!("cannot start {thrum}: {e}"));
     let pipe = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut s = Vec::new();
             if let Some(mut r) = r {
                 let _ = r.read_to_end(&mut s);
             }
-            String::from_utf8_lossy(&s).into_owned()
+            s
         })
     };
     let out = pipe(child.stdout.take().map(|r| Box::new(r) as _));
@@ -64,16 +56,16 @@ fn run_measured(args: &[&str], limit: Duration) -> Ran {
         if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("thrum {args:?} did not finish within {limit:?}");
+            panic!("{thrum} did not finish within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ran {
+    let out = Output {
         status: ExitStatus::from_raw(status),
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
-        max_rss_kb: ru.ru_maxrss as u64,
-    }
+    };
+    (Ran::of(thrum, out), ru.ru_maxrss as u64)
 }
 
 /// A file of `len` bytes that takes no disk (a hole), and so no time to
@@ -92,24 +84,22 @@ fn a_huge_result_file_is_refused_unread() {
     let big = dir.path().join("big.json");
     sparse(&big, 1 << 30);
     let big = big.to_str().unwrap();
-    for args in [vec!["compare", big, big], vec!["report", big]] {
-        let r = run_measured(&args, Duration::from_secs(30));
-        assert_eq!(r.status.code(), Some(2), "{args:?}: {}", r.stderr);
+    for thrum in [Thrum::cmd(&["compare", big, big]), Thrum::report(big)] {
+        let (r, max_rss_kb) = run_measured(&thrum, Duration::from_secs(30));
+        assert_eq!(r.code(), Some(2), "{}", r.report());
+        let err = r.stderr();
         assert!(
-            r.stderr
-                .contains("big.json: 1073741824 bytes, over the 256 MiB")
-                && r.stderr
-                    .contains("a result document (report PATH, compare A B)")
-                && r.stderr.contains("refused unread"),
-            "{args:?}: {}",
-            r.stderr
+            err.contains("big.json: 1073741824 bytes, over the 256 MiB")
+                && err.contains("a result document (report PATH, compare A B)")
+                && err.contains("refused unread"),
+            "{}",
+            r.report()
         );
         // 1 GiB read whole is 1,048,576 KiB; thrum's own start-up is a
         // few MB. A quarter of the bound leaves room for a debug build.
         assert!(
-            r.max_rss_kb < 64 * 1024,
-            "{args:?}: peak RSS {} KiB for a refused file",
-            r.max_rss_kb
+            max_rss_kb < 64 * 1024,
+            "{thrum}: peak RSS {max_rss_kb} KiB for a refused file"
         );
     }
 }
@@ -151,10 +141,12 @@ fn every_kind_of_input_file_has_its_bound() {
         ),
     ];
     for (args, says) in cases {
-        let out = run_client(&args, Duration::from_secs(30));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} was accepted");
-        assert!(err.contains(says), "{args:?}: {err}");
+        let ran = Thrum::cmd(&args).timeout(Duration::from_secs(30)).fails();
+        assert!(
+            ran.stderr().contains(says),
+            "stderr lacks {says:?}\n{}",
+            ran.report()
+        );
     }
 }
 
@@ -165,20 +157,10 @@ fn every_kind_of_input_file_has_its_bound() {
 #[test]
 fn strings_and_figures_from_a_file_print_bounded() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run_cmd(
-        Command::new(bin()).args([
-            "run",
-            "tcp_stream",
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--no-save",
-            "--json",
-        ]),
-        Duration::from_secs(30),
-    );
-    let mut doc: Value = serde_json::from_slice(&out.stdout).expect("a result");
+    let mut doc = Thrum::run("tcp_stream")
+        .len("300ms")
+        .arg("--no-save")
+        .json();
     let plain = dir.path().join("plain.json");
     std::fs::write(&plain, serde_json::to_vec(&doc).unwrap()).unwrap();
     doc["spec"]["server"] = Value::from("\u{1b}[2J".repeat(100_000));
@@ -191,9 +173,8 @@ fn strings_and_figures_from_a_file_print_bounded() {
     std::fs::write(&crafted, serde_json::to_vec(&doc).unwrap()).unwrap();
     let crafted = crafted.to_str().unwrap();
 
-    let report = run_measured(&["report", crafted], Duration::from_secs(60));
-    assert!(report.status.success(), "{}", report.stderr);
-    let text = report.stdout;
+    let (report, _) = run_measured(&Thrum::report(crafted), Duration::from_secs(60));
+    let text = report.ok().stdout();
     assert!(
         text.contains("throughput (received)  1.7e308 bit/s"),
         "{text}"
@@ -208,23 +189,18 @@ fn strings_and_figures_from_a_file_print_bounded() {
     let longest = text.lines().map(|l| l.chars().count()).max().unwrap();
     assert!(longest < 4096 * 7 + 200, "a line of {longest} characters");
 
-    let cmp = run_measured(
-        &["compare", crafted, plain.to_str().unwrap()],
+    let (cmp, _) = run_measured(
+        &Thrum::cmd(&["compare", crafted, plain.to_str().unwrap()]),
         Duration::from_secs(60),
     );
-    assert!(cmp.status.success(), "{}", cmp.stderr);
-    let throughput = cmp
-        .stdout
+    let table = cmp.ok().stdout();
+    let throughput = table
         .lines()
         .find(|l| l.starts_with("throughput"))
-        .unwrap_or_else(|| panic!("no throughput row: {}", cmp.stdout));
+        .unwrap_or_else(|| panic!("no throughput row: {table}"));
     assert!(
         throughput.contains("1.7e308 bit/s") && throughput.len() < 200,
         "{throughput}"
     );
-    assert!(
-        cmp.stdout.lines().all(|l| l.chars().count() < 300),
-        "{}",
-        cmp.stdout
-    );
+    assert!(table.lines().all(|l| l.chars().count() < 300), "{table}");
 }

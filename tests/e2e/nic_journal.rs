@@ -10,39 +10,23 @@
 //! lo and veth.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::{Netns, bin, ip, ns_exec, run_cmd};
+use crate::common::{Netns, Thrum, ip, ns_exec, run_ok};
 
 /// The queues of `dev` in `ns` of a kind (`rx`, `tx`), as sysfs lists them.
 fn queues(ns: &str, dev: &str, kind: &str) -> usize {
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            ns,
-            "ls",
-            &format!("/sys/class/net/{dev}/queues"),
-        ])
-        .output()
-        .expect("ls the queues");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    run_ok(ns_exec(ns, "ls").arg(format!("/sys/class/net/{dev}/queues")))
+        .stdout()
         .split_whitespace()
         .filter(|q| q.starts_with(&format!("{kind}-")))
         .count()
 }
 
-/// thrum in `ns` with its journals kept in `state`.
-fn thrum(ns: &str, state: &Path) -> Command {
-    let mut c = ns_exec(ns, bin());
-    c.env("XDG_STATE_HOME", state);
-    c
+/// `thrum` in `ns` with its journals kept in `state`.
+fn journaled(thrum: Thrum, ns: &str, state: &Path) -> Thrum {
+    thrum.netns(ns).env("XDG_STATE_HOME", state)
 }
 
 /// The journals in `state`.
@@ -56,18 +40,10 @@ fn journals(state: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A sweep of the rx channels of `nj0`, without its cells' length.
-const SWEEP: [&str; 9] = [
-    "sweep",
-    "tcp_rr",
-    "--nic",
-    "nj0",
-    "--warmup",
-    "0s",
-    "--no-save",
-    "--vary",
-    "channels-rx=1,2",
-];
+/// A sweep of the rx channels of `dev`, without its cells' length.
+fn sweep(dev: &str) -> Thrum {
+    Thrum::sweep("tcp_rr").args(["--nic", dev, "--no-save", "--vary", "channels-rx=1,2"])
+}
 
 #[test]
 fn a_killed_sweep_is_refused_then_restored_from_its_journal() {
@@ -100,25 +76,25 @@ fn a_killed_sweep_is_refused_then_restored_from_its_journal() {
     let state = state.path();
 
     // Cells of 20 s: the first is still running when its change shows.
-    let mut child = thrum(ns, state)
-        .args(SWEEP)
-        .args(["-l", "20s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the sweep");
+    let mut running = journaled(sweep("nj0"), ns, state).len("20s").spawn();
     let start = Instant::now();
     while queues(ns, "nj0", "rx") != 1 {
-        if child.try_wait().unwrap().is_some() || start.elapsed() > Duration::from_secs(15) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the first cell's channels-rx=1 never showed in sysfs while the sweep ran");
+        if running.child.try_wait().unwrap().is_some() || start.elapsed() > Duration::from_secs(15)
+        {
+            let _ = running.child.kill();
+            panic!(
+                "the first cell's channels-rx=1 never showed in sysfs while the sweep ran\n{}",
+                running.wait().report()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(child.try_wait().unwrap().is_none(), "killed mid-cell");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    assert!(
+        running.child.try_wait().unwrap().is_none(),
+        "killed mid-cell"
+    );
+    running.child.kill().unwrap();
+    running.wait();
     // What a destructor would have undone is still there, and the
     // originals are on disk.
     assert_eq!(queues(ns, "nj0", "rx"), 1);
@@ -126,30 +102,29 @@ fn a_killed_sweep_is_refused_then_restored_from_its_journal() {
 
     // The next sweep refuses before any cell, naming --restore, and
     // changes nothing.
-    let out = run_cmd(
-        thrum(ns, state).args(SWEEP).args(["-l", "200ms"]),
-        Duration::from_secs(30),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let ran = journaled(sweep("nj0"), ns, state).len("200ms").fails();
+    let err = ran.stderr();
     assert!(
         err.contains("ended without putting the device's settings back")
             && err.contains("Run `thrum sweep --nic nj0 --restore` first"),
-        "{err}"
+        "{}",
+        ran.report()
     );
-    assert!(out.stdout.is_empty(), "no cell ran");
+    assert!(ran.stdout.is_empty(), "no cell ran\n{}", ran.report());
     assert_eq!(queues(ns, "nj0", "rx"), 1);
 
     // --restore: the originals back, the journal gone.
-    let out = run_cmd(
-        thrum(ns, state).args(["sweep", "--nic", "nj0", "--restore"]),
-        Duration::from_secs(30),
-    );
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
+    let ran = journaled(
+        Thrum::cmd(&["sweep", "--nic", "nj0", "--restore"]),
+        ns,
+        state,
+    )
+    .ok();
     assert!(
-        said.contains("channels (rx 4, tx 4, combined 0) put back"),
-        "{said}"
+        ran.stderr()
+            .contains("channels (rx 4, tx 4, combined 0) put back"),
+        "{}",
+        ran.report()
     );
     assert_eq!(
         (queues(ns, "nj0", "rx"), queues(ns, "nj0", "tx")),
@@ -158,14 +133,10 @@ fn a_killed_sweep_is_refused_then_restored_from_its_journal() {
     assert!(journals(state).is_empty(), "{:?}", journals(state));
 
     // A sweep that ends: both cells ran, the device as it was, no journal.
-    let out = run_cmd(
-        thrum(ns, state).args(SWEEP).args(["-l", "200ms", "--json"]),
-        Duration::from_secs(60),
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let doc: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
-    assert!(out.status.success(), "{stderr}");
+    let doc = journaled(sweep("nj0"), ns, state)
+        .len("200ms")
+        .timeout(Duration::from_secs(60))
+        .json();
     let took: Vec<u64> = doc["cells"]
         .as_array()
         .unwrap()
@@ -192,48 +163,38 @@ fn refusals_name_the_cause() {
         "-n", ns, "link", "add", "nr0", "type", "veth", "peer", "name", "nr1",
     ]);
     let state = tempfile::tempdir().unwrap();
-    let sweep = |dev: &str| {
-        let mut a: Vec<String> = SWEEP.iter().map(|s| s.to_string()).collect();
-        a[3] = dev.to_string();
-        a.extend(["-l".into(), "200ms".into()]);
-        a
-    };
-    let out = run_cmd(
-        thrum(ns, state.path()).args(sweep("nosuch0")),
-        Duration::from_secs(30),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let ran = journaled(sweep("nosuch0"), ns, state.path())
+        .len("200ms")
+        .fails();
     assert_eq!(
-        err.trim_end(),
-        "error: --nic nosuch0: no such interface in this network namespace (`ip link` lists them)"
+        ran.stderr().trim_end(),
+        "error: --nic nosuch0: no such interface in this network namespace (`ip link` lists them)",
+        "{}",
+        ran.report()
     );
     // As nobody (setpriv drops every capability with the uid).
     if Command::new("setpriv").arg("--version").output().is_err() {
         eprintln!("NOTE: no setpriv: the unprivileged refusal is not checked");
         return;
     }
-    let mut c = Command::new("ip");
-    c.args([
-        "netns",
-        "exec",
-        ns,
-        "setpriv",
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-    ])
-    .arg(bin())
-    .args(sweep("nr0"))
-    .env("XDG_STATE_HOME", "/nonexistent");
-    let out = run_cmd(&mut c, Duration::from_secs(30));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let ran = sweep("nr0")
+        .len("200ms")
+        .netns(ns)
+        .under(&[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ])
+        .env("XDG_STATE_HOME", "/nonexistent")
+        .fails();
+    let err = ran.stderr();
     assert!(
         err.trim_end()
             .ends_with("setting a NIC needs CAP_NET_ADMIN (run the sweep as root)")
             && err.contains("--nic nr0: ETHTOOL_SCHANNELS"),
-        "{err}"
+        "{}",
+        ran.report()
     );
-    assert!(!err.contains("veth"), "{err}");
+    assert!(!err.contains("veth"), "{}", ran.report());
 }
