@@ -279,6 +279,33 @@ mod tests {
     use crate::result::Environment;
     use std::time::Duration;
 
+    /// Second `k` of a record: each flow's counts at the client (`local`)
+    /// and the server (`remote`), second 0 the warm-up.
+    fn second(g: &mut Gathered, k: u64, local: Vec<Counts>, remote: Vec<Counts>) {
+        g.local.push(LocalSample {
+            at: Duration::from_secs(k),
+            unix_s: k as f64,
+            counts: local,
+            phase: if k == 0 {
+                Phase::Warmup
+            } else {
+                Phase::Measure
+            },
+            retransmits: Vec::new(),
+            tcp_info: Vec::new(),
+            if_counters: None,
+            rusage: None,
+        });
+        g.remote.push(Some(RemoteSample {
+            elapsed_ns: k * 1_000_000_000,
+            counts: remote,
+            retransmits: Vec::new(),
+            tcp_info: Vec::new(),
+            cpu: None,
+            rusage: None,
+        }));
+    }
+
     /// A phased mix of a bulk tcp_stream (100 MB/s while loaded)
     /// and an open-loop tcp_rr probe, 1 s idle, 4 s loaded, 1 s recovery.
     /// The bulk part's goodput is the loaded phase's, 800 Mbit/s, as its
@@ -297,30 +324,9 @@ mod tests {
         let bulk = |k: u64| k.saturating_sub(1).min(4) * mb;
         let mut g = Gathered::new(Environment::default(), "lg".into(), false, None, false);
         for k in 0..=6u64 {
-            let phase = if k == 0 {
-                Phase::Warmup
-            } else {
-                Phase::Measure
-            };
             let rr = counts(k * 10, k * 10, k * 10);
-            g.local.push(LocalSample {
-                at: Duration::from_secs(k),
-                unix_s: k as f64,
-                counts: vec![counts(bulk(k), 0, 0), rr],
-                phase,
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                if_counters: None,
-                rusage: None,
-            });
-            g.remote.push(Some(RemoteSample {
-                elapsed_ns: k * 1_000_000_000,
-                counts: vec![counts(0, bulk(k), 0), rr],
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                cpu: None,
-                rusage: None,
-            }));
+            let local = vec![counts(bulk(k), 0, 0), rr];
+            second(&mut g, k, local, vec![counts(0, bulk(k), 0), rr]);
         }
         g.load_bounds = vec![0, 1, 5, 5, 6];
         g.parts = vec![PartRecord::default(); 2];
@@ -371,28 +377,7 @@ mod tests {
         for k in 0..=6u64 {
             let loaded = (2..=5).contains(&k);
             let sample = vec![counts(k, 0, 0), counts(k, k, k), counts(k, k, k)];
-            g.local.push(LocalSample {
-                at: Duration::from_secs(k),
-                unix_s: k as f64,
-                counts: sample.clone(),
-                phase: if k == 0 {
-                    Phase::Warmup
-                } else {
-                    Phase::Measure
-                },
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                if_counters: None,
-                rusage: None,
-            });
-            g.remote.push(Some(RemoteSample {
-                elapsed_ns: k * 1_000_000_000,
-                counts: sample,
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                cpu: None,
-                rusage: None,
-            }));
+            second(&mut g, k, sample.clone(), sample);
             if k > 0 {
                 let i = k as u32 - 1;
                 let tcp = if loaded { 50_000_000 } else { 1_000_000 };
@@ -440,28 +425,9 @@ mod tests {
         let mut g = Gathered::new(Environment::default(), "lg".into(), false, None, false);
         for k in 0..=6u64 {
             let (up, down, rr) = (moved(k, 100 * mb), moved(k, 300 * mb), k * 10);
-            g.local.push(LocalSample {
-                at: Duration::from_secs(k),
-                unix_s: k as f64,
-                counts: vec![counts(up, 0, 0), counts(0, down, 0), counts(rr, rr, rr)],
-                phase: if k == 0 {
-                    Phase::Warmup
-                } else {
-                    Phase::Measure
-                },
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                if_counters: None,
-                rusage: None,
-            });
-            g.remote.push(Some(RemoteSample {
-                elapsed_ns: k * 1_000_000_000,
-                counts: vec![counts(0, up, 0), counts(down, 0, 0), counts(rr, rr, rr)],
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                cpu: None,
-                rusage: None,
-            }));
+            let local = vec![counts(up, 0, 0), counts(0, down, 0), counts(rr, rr, rr)];
+            let remote = vec![counts(0, up, 0), counts(down, 0, 0), counts(rr, rr, rr)];
+            second(&mut g, k, local, remote);
         }
         g.load_bounds = vec![1, 2, 4, 5, 6];
         g.parts = vec![PartRecord::default(); 3];
