@@ -12,6 +12,7 @@ mod crafted;
 mod curve;
 mod failures;
 mod fields;
+mod gate;
 mod habits;
 mod hardening;
 mod hostile;
