@@ -435,6 +435,16 @@ pub fn after_run(
     Ok(baseline.fail_on.is_some_and(|f| f.fails(&c)))
 }
 
+/// A change in percent, signed, one decimal; past ±100,000 % (a 1,000-fold
+/// ratio, as one degree of freedom can give) in powers of ten.
+fn pct(x: f64) -> String {
+    if x.abs() < 1e5 {
+        format!("{x:+.1}")
+    } else {
+        format!("{x:+.1e}")
+    }
+}
+
 fn colour(terminal: bool) -> bool {
     terminal && std::env::var_os("NO_COLOR").is_none()
 }
@@ -457,14 +467,14 @@ pub fn table(c: &Comparison, colour: bool) -> String {
             value(&f.unit, f.a),
             value(&f.unit, f.b),
             f.change_percent
-                .map_or("-".into(), |x| format!("{x:+.1} %")),
+                .map_or("-".into(), |x| format!("{} %", pct(x))),
             match (f.interval_percent, f.level_percent) {
                 (Some([lo, hi]), Some(l)) => {
                     let l = format!("{l:.3}");
                     let l = l.trim_end_matches('0').trim_end_matches('.');
-                    format!("{lo:+.1} … {hi:+.1} % ({l}%)")
+                    format!("{} … {} % ({l}%)", pct(lo), pct(hi))
                 }
-                (Some([lo, hi]), None) => format!("{lo:+.1} … {hi:+.1} %"),
+                (Some([lo, hi]), None) => format!("{} … {} %", pct(lo), pct(hi)),
                 _ => "-".into(),
             },
             f.verdict.name().into(),

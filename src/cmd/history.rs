@@ -36,10 +36,13 @@ pub fn history(args: &HistoryArgs) -> Result<ExitCode> {
         rows.len(),
         if rows.len() == 1 { "" } else { "s" },
         req.db.display(),
-        if req.named {
-            ""
-        } else {
-            " (the default store)"
+        match (
+            req.named,
+            std::env::var_os("THRUM_DB").is_some_and(|v| !v.is_empty())
+        ) {
+            (true, _) => "",
+            (false, true) => " ($THRUM_DB)",
+            (false, false) => " (the default store)",
         }
     );
     if let Some((field, out)) = &req.chart {
