@@ -468,14 +468,13 @@ pub fn table(c: &Comparison, colour: bool) -> String {
             value(&f.unit, f.b),
             f.change_percent
                 .map_or("-".into(), |x| format!("{} %", pct(x))),
-            match (f.interval_percent, f.level_percent) {
-                (Some([lo, hi]), Some(l)) => {
-                    let l = format!("{l:.3}");
+            match f.interval_percent {
+                Some([lo, hi]) => {
+                    let l = format!("{:.3}", f.level_percent);
                     let l = l.trim_end_matches('0').trim_end_matches('.');
                     format!("{} … {} % ({l}%)", pct(lo), pct(hi))
                 }
-                (Some([lo, hi]), None) => format!("{} … {} %", pct(lo), pct(hi)),
-                _ => "-".into(),
+                None => "-".into(),
             },
             f.verdict.name().into(),
             f.noise.clone(),

@@ -233,8 +233,8 @@ pub struct Figure {
     pub a_n: usize,
     pub b_n: usize,
     /// The confidence of the interval: 1 − this figure's share of the
-    /// family's 5 %, percent; null for a figure not judged.
-    pub level_percent: Option<f64>,
+    /// family's 5 %, percent (a CPU %, never judged: 95).
+    pub level_percent: f64,
     /// `--fail-on regression` looks at this figure (`--gate`).
     pub gated: bool,
 }
@@ -449,7 +449,12 @@ pub fn compare(
     let mut figures = Vec::new();
     for (name, role) in &shared {
         let is_gated = gate.contains(name);
-        let alpha = share(is_gated);
+        // CPU %, shown only, at the usual 95 %.
+        let alpha = if *role == Role::Cpu {
+            FAMILY_ALPHA
+        } else {
+            share(is_gated)
+        };
         let sets = [a, b];
         let values: [Vec<(f64, &Run, &figures::Figure)>; 2] = sets.map(|s| {
             s.runs
@@ -470,7 +475,7 @@ pub fn compare(
             higher_is_better: meta.higher_is_better,
             a_n: values[0].len(),
             b_n: values[1].len(),
-            level_percent: (*role != Role::Cpu).then_some((1.0 - alpha) * 100.0),
+            level_percent: (1.0 - alpha) * 100.0,
             gated: is_gated,
         };
         let positive = values.iter().flatten().all(|(v, _, _)| *v > 0.0);
@@ -752,7 +757,7 @@ mod tests {
         let [lo, hi] = f.interval_percent.unwrap();
         assert!((lo - ((l - hw).exp() - 1.0) * 100.0).abs() < 1e-9);
         assert!((hi - ((l + hw).exp() - 1.0) * 100.0).abs() < 1e-9);
-        assert!((f.level_percent.unwrap() - 96.0).abs() < 1e-9);
+        assert!((f.level_percent - 96.0).abs() < 1e-9);
     }
 
     #[test]
@@ -816,10 +821,10 @@ mod tests {
         let c = cmp(&a, &b, &[]);
         let by = |n: &str| c.figures.iter().find(|f| f.name == n).unwrap();
         assert_eq!(c.gate, ["throughput"]);
-        assert_eq!(by("throughput").level_percent, Some(96.0));
-        assert_eq!(by("local_service_demand").level_percent, Some(99.0));
+        assert_eq!(by("throughput").level_percent, 96.0);
+        assert_eq!(by("local_service_demand").level_percent, 99.0);
         assert_eq!(by("local_cpu").verdict, Verdict::NotJudged);
-        assert_eq!(by("local_cpu").level_percent, None);
+        assert_eq!(by("local_cpu").level_percent, 95.0);
         // Service demand doubled: regressed, but not gated, so no failure.
         assert_eq!(by("local_service_demand").verdict, Verdict::Regressed);
         assert!(!c.regressed());
@@ -829,8 +834,8 @@ mod tests {
         let c = compare(&a, &b, &[], DEFAULT_THRESHOLD, Some(&gate)).unwrap();
         assert!(c.regressed());
         let by = |n: &str| c.figures.iter().find(|f| f.name == n).unwrap().clone();
-        assert_eq!(by("local_service_demand").level_percent, Some(96.0));
-        assert_eq!(by("throughput").level_percent, Some(99.0));
+        assert_eq!(by("local_service_demand").level_percent, 96.0);
+        assert_eq!(by("throughput").level_percent, 99.0);
         let e = compare(&a, &b, &[], 2.0, Some(&["local_cpu".to_string()])).unwrap_err();
         assert!(
             e.contains("--gate local_cpu") && e.contains("service demand"),
