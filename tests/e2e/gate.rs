@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use crate::common::{
     Path3, Pty, ServerProc, TOWARD_A, TOWARD_B, bin, json, ns_exec, one_at_a_time, run_cmd,
-    run_json,
+    run_json, short_rr, succeeded,
 };
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -493,21 +493,10 @@ fn unlike_baselines_are_refused_and_runs_say_where_they_went() {
     let db = dir.path().join("results.db");
     v1_store(&db);
     let server = ServerProc::start(&[]);
+    let db_arg = db.to_str().unwrap();
     let rr = |label: &str| {
-        let mut c = Command::new(bin());
-        c.args([
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-        ])
-        .args(["--json", "--label", label, "--db"])
-        .arg(&db);
-        run_json(&mut c, LIMIT, label)
+        let out = short_rr(&server.addr, &["--label", label, "--db", db_arg]);
+        succeeded(&out, label)
     };
     rr("cfg=rr");
     // The first save migrated the store: the capacity row holds its estimate.
@@ -539,7 +528,6 @@ fn unlike_baselines_are_refused_and_runs_say_where_they_went() {
     }
 
     // On a terminal, the run says where it went.
-    let db_arg = db.to_str().unwrap();
     let mut pty = Pty::spawn(&[
         "run",
         "tcp_rr",
