@@ -510,7 +510,7 @@ impl RunArgs {
             uuid: self.uuid.clone().unwrap_or_else(random_uuid),
             brand: self.brand.clone(),
             store: self.store.to_request()?,
-            baseline: self.baseline.to_baseline(),
+            baseline: self.baseline.to_baseline()?,
         })
     }
 

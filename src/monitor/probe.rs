@@ -243,8 +243,14 @@ pub fn figures(test: ProbeTest, d: &Value) -> Figures {
     match test {
         ProbeTest::Run(kind) => {
             let bulk = kind.traits().merit == Merit::Throughput;
+            // capacity's figure is its estimate, not its probe's own load.
+            let at = if kind == crate::plan::TestKind::Capacity {
+                "/summary/capacity_bps"
+            } else {
+                "/summary/throughput_bps"
+            };
             Figures {
-                throughput_bps: num(d, "/summary/throughput_bps").filter(|_| bulk),
+                throughput_bps: num(d, at).filter(|_| bulk),
                 transactions_per_s: num(d, "/summary/transactions_per_s").filter(|_| !bulk),
                 latency_p50_s: num(d, "/summary/latency_ns/p50").map(|v| v / NS),
                 latency_p99_s: num(d, "/summary/latency_ns/p99").map(|v| v / NS),
@@ -349,6 +355,10 @@ mod tests {
         assert_eq!(o.figures.transactions_per_s, Some(1000.5));
         assert_eq!(o.figures.latency_p50_s, Some(0.00004));
         assert_eq!(o.figures.throughput_bps, None);
+        let cap =
+            serde_json::json!({"summary": {"throughput_bps": 963_000.0, "capacity_bps": 89.21e6}});
+        let f = figures(ProbeTest::Run(TestKind::Capacity), &cap);
+        assert_eq!(f.throughput_bps, Some(89.21e6));
 
         let refused = r#"echo '{"summary":{"error":"cannot reach"}}'; echo 'error: cannot reach' >&2; exit 1"#;
         let o = run(&p, &fake(dir.path(), refused), &stop, grace);

@@ -14,6 +14,7 @@ mod curve;
 mod error_messages;
 mod failures;
 mod fields;
+mod gate;
 mod hardening;
 mod hostile;
 mod input_bounds;

@@ -72,7 +72,11 @@ fn draw(what: &str, unit: &str, points: &[Point], out: &mut String) -> DrawResul
     chart
         .configure_mesh()
         .x_desc("time of the run")
-        .y_desc(format!("{what} ({unit})"))
+        .y_desc(if unit.is_empty() {
+            what.to_string()
+        } else {
+            format!("{what} ({unit})")
+        })
         .x_labels(5)
         .x_label_formatter(&x_label)
         .y_label_formatter(&y_label)
@@ -128,7 +132,9 @@ fn draw(what: &str, unit: &str, points: &[Point], out: &mut String) -> DrawResul
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], BAND_INNER.filled()));
     }
     let line = points.iter().map(|p| (p.time, p.value));
-    let name = if unit == "ns" { "median" } else { what };
+    // The median of a latency drawn with its bands; any other figure by name.
+    let banded = points.iter().any(|p| p.band.is_some() || p.p99.is_some());
+    let name = if banded { "median" } else { what };
     chart
         .draw_series(LineSeries::new(line.clone(), LINE.stroke_width(2)))?
         .label(name)
