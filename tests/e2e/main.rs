@@ -23,6 +23,7 @@ mod measure;
 mod mix;
 mod monitor;
 mod monitor_http;
+mod monitor_metrics;
 mod neper;
 mod netns;
 mod open_loop;
