@@ -6,6 +6,7 @@ mod agg;
 mod buffers;
 mod calltimes;
 mod capacity;
+mod charts;
 mod common;
 mod container;
 mod crafted;
