@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::buckets::{Buckets, LE};
 use super::config::{Probe, ProbeTest};
-use super::probe::{Outcome, Reason};
+use super::probe::{Figures, Outcome, Reason};
 use crate::plan::Merit;
 
 /// Whether a probe's runs give a latency histogram: the request/response
@@ -119,8 +119,12 @@ fn ok<T>(s: &ProbeState, f: impl Fn(&Outcome) -> Option<T>) -> Option<T> {
     s.last.as_ref().filter(|o| o.success).and_then(f)
 }
 
-/// The p50 and p99 of the last successful run, as a summary's quantiles.
-fn quantiles(p50: Option<f64>, p99: Option<f64>) -> Samples {
+/// A p50 and a p99 of the last successful run (which `pick` reads from
+/// its figures), as a summary's quantiles.
+fn quantiles(s: &ProbeState, pick: fn(&Figures) -> (Option<f64>, Option<f64>)) -> Samples {
+    let Some((p50, p99)) = ok(s, |o| Some(pick(&o.figures))) else {
+        return Vec::new();
+    };
     [("0.5", p50), ("0.99", p99)]
         .into_iter()
         .filter_map(|(q, v)| v.map(|v| (format!("quantile=\"{q}\""), v)))
@@ -164,12 +168,7 @@ const METRICS: &[Metric] = &[
         name: "thrum_probe_run_latency_seconds",
         kind: "summary",
         help: "Latency quantiles of the last successful run: transaction latency, a ping's round-trip time, a mix's probes when idle.",
-        read: Read::Samples(|s| {
-            ok(s, |o| {
-                Some(quantiles(o.figures.latency_p50_s, o.figures.latency_p99_s))
-            })
-            .unwrap_or_default()
-        }),
+        read: Read::Samples(|s| quantiles(s, |f| (f.latency_p50_s, f.latency_p99_s))),
     },
     Metric {
         name: "thrum_probe_loss_ratio",
@@ -187,15 +186,7 @@ const METRICS: &[Metric] = &[
         name: "thrum_probe_run_latency_under_load_seconds",
         kind: "summary",
         help: "A mix's probe latency in the loaded phase of its last successful run, p50 and p99.",
-        read: Read::Samples(|s| {
-            ok(s, |o| {
-                Some(quantiles(
-                    o.figures.under_load_p50_s,
-                    o.figures.under_load_p99_s,
-                ))
-            })
-            .unwrap_or_default()
-        }),
+        read: Read::Samples(|s| quantiles(s, |f| (f.under_load_p50_s, f.under_load_p99_s))),
     },
     Metric {
         name: "thrum_probe_goodput_bytes_per_second",
@@ -344,7 +335,6 @@ pub fn render(probes: &[ProbeState], up_for: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::monitor::probe::Figures;
     use crate::plan::TestKind;
     use crate::stats::latency::LatencyHistogram;
 

@@ -138,7 +138,7 @@ fn number(r: &Value) -> f64 {
 
 /// `promtool check metrics` on `text`: it lints what Prometheus' own
 /// client libraries would be held to.
-fn promtool_accepts(text: &str) {
+pub fn promtool_accepts(text: &str) {
     if !has("promtool") {
         skip("promtool not found (apt-get install prometheus)");
         return;

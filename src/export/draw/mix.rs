@@ -194,17 +194,22 @@ fn part_line(p: &PartSummary) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A direction's colours: its sum's, and its parts' under it.
+fn colours_of(dir: &str) -> (RGBColor, [RGBColor; 4]) {
+    if dir == "up" {
+        (UP, UP_PARTS)
+    } else {
+        (DOWN, DOWN_PARTS)
+    }
+}
+
 /// A panel's legend: one entry per part (and a direction's sum), the
 /// probes' line styles once.
 fn legend_of(panel: &Panel) -> Vec<(String, RGBColor, Mark)> {
     let mut v = Vec::new();
     match panel {
         Panel::Goodput { dir, parts } => {
-            let (sum, palette) = if *dir == "up" {
-                (UP, UP_PARTS)
-            } else {
-                (DOWN, DOWN_PARTS)
-            };
+            let (sum, palette) = colours_of(dir);
             if let [one] = parts[..] {
                 v.push((format!("{} ({dir})", one.name), sum, Mark::Line));
             } else {
@@ -240,11 +245,7 @@ struct Drawn {
 fn drawn(panel: &Panel, all: &[PartSummary]) -> Drawn {
     match panel {
         Panel::Goodput { dir, parts } => {
-            let (sum, palette) = if *dir == "up" {
-                (UP, UP_PARTS)
-            } else {
-                (DOWN, DOWN_PARTS)
-            };
+            let (sum, palette) = colours_of(dir);
             let total = series(all, dir);
             let top = total.iter().map(|p| p.1).fold(0.0, f64::max);
             let unit = AxisUnit::bits_per_s(top);
