@@ -223,7 +223,7 @@ pub struct HistoryArgs {
     /// Print the runs as CSV instead of the table.
     #[arg(long)]
     pub csv: bool,
-    /// Draw FIELD over time as SVG into --out: throughput, transactions_per_s, latency (median line, p10–p90 and p99 bands), loss, local_cpu, remote_cpu, or any figure compare names (history --json lists each run's figures).
+    /// Draw FIELD over time as SVG into --out, one series per label set: throughput, transactions_per_s, latency (median line, p10–p90 and p99 bands), loss, local_cpu, remote_cpu, or any figure compare names (history --json lists each run's figures).
     #[arg(long, value_name = "FIELD", requires = "out")]
     pub chart: Option<String>,
     /// The SVG file --chart writes.

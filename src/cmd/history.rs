@@ -275,6 +275,7 @@ fn chart(
         let mut p = Point {
             time: r.time_unix_s,
             value,
+            series: labels_cell(r),
             ..Point::default()
         };
         if *field == ChartField::Latency {
