@@ -31,6 +31,7 @@ mod peers;
 mod per_interval;
 mod ping;
 mod reports;
+mod rr_matching;
 mod rrul_netns;
 mod scale;
 mod sensors;

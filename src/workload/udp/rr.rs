@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
-use super::header::{self, RR_SEQ, rr_seq_bytes, seq_of};
+use super::header::{self, rr_seq_bytes, seq_of};
 use super::matching::{distinct, seq_bytes_for, seq_mask};
 use super::refused;
 use super::slab::SendSlab;
@@ -76,6 +76,10 @@ pub struct UdpRrClient {
     in_order: bool,
     /// The sequence numbers written into the send batch's buffers.
     batch_seqs: [u64; BATCH],
+    /// No number below this can share its travelling bytes with one in
+    /// flight: the oldest in flight at the last look, plus what the bytes
+    /// tell apart (the oldest only grows).
+    seq_fresh_below: u64,
     /// In flight, seq mode (unordered: completed by sequence number).
     slots: Vec<Slot>,
     /// In flight, FIFO mode (send times, oldest first).
@@ -125,6 +129,7 @@ impl UdpRrClient {
             seq_mask: seq_mask(seq_bytes),
             in_order: false,
             batch_seqs: [0; BATCH],
+            seq_fresh_below: distinct(seq_bytes),
             slots: Vec::with_capacity(in_flight),
             fifo: VecDeque::with_capacity(in_flight),
             next_seq: 0,
@@ -163,6 +168,7 @@ impl UdpRrClient {
         self.seq_bytes = k;
         self.seq_mode = k > 0;
         self.seq_mask = seq_mask(k);
+        self.seq_fresh_below = distinct(k);
     }
 
     /// Run open-loop on `open_loop`: nothing is in flight until its first
@@ -638,14 +644,18 @@ impl UdpRrClient {
     /// transaction in flight holds: a lost one keeps its number until it
     /// expires, while a short number comes round every 256^k requests.
     /// Fewer are in flight than the number tells apart (the bounds see to
-    /// it), so one of the next `slots.len() + 1` is free.
+    /// it), so one of the next `slots.len() + 1` is free. The slots are
+    /// looked at once every 256^k numbers or so, not at every send.
     #[inline]
-    fn free_seq(&self, mut s: u64) -> u64 {
-        if self.seq_bytes < RR_SEQ {
-            let mask = self.seq_mask;
-            while self.slots.iter().any(|x| (x.seq ^ s) & mask == 0) {
-                s += 1;
-            }
+    fn free_seq(&mut self, mut s: u64) -> u64 {
+        if s < self.seq_fresh_below {
+            return s;
+        }
+        let oldest = self.slots.iter().map(|x| x.seq).min().unwrap_or(s);
+        self.seq_fresh_below = oldest.saturating_add(distinct(self.seq_bytes));
+        let mask = self.seq_mask;
+        while self.slots.iter().any(|x| (x.seq ^ s) & mask == 0) {
+            s += 1;
         }
         s
     }
@@ -815,10 +825,8 @@ impl Flow for UdpRrServer {
                 match recv(fd, self.rx.buf_mut(0)) {
                     Ok(n) => {
                         let k = self.echo;
-                        if n >= k {
-                            let mut s = [0u8; RR_SEQ];
-                            s[..k].copy_from_slice(&self.rx.buf_mut(0)[..k]);
-                            self.tx.buf_mut(0)[..k].copy_from_slice(&s[..k]);
+                        if let Some(s) = seq_of(&self.rx.buf_mut(0)[..n], k) {
+                            header::put_seq(self.tx.buf_mut(0), s, k);
                         }
                         (1, n as u64)
                     }
@@ -833,13 +841,10 @@ impl Flow for UdpRrServer {
                 };
                 let mut got = 0u64;
                 for i in 0..k {
-                    let mut s = [0u8; RR_SEQ];
                     let d = self.rx.received(i);
-                    let k = self.echo;
                     got += d.len() as u64;
-                    if d.len() >= k {
-                        s[..k].copy_from_slice(&d[..k]);
-                        self.tx.buf_mut(i)[..k].copy_from_slice(&s[..k]);
+                    if let Some(s) = seq_of(d, self.echo) {
+                        header::put_seq(self.tx.buf_mut(i), s, self.echo);
                     }
                 }
                 (k, got)
