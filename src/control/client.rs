@@ -37,7 +37,6 @@ use crate::stats::counters::Counts;
 use crate::text;
 use crate::warning::{Code, Warning};
 use crate::workload::crr::TOKEN_LEN;
-use crate::workload::udp::MatchNote;
 
 pub use super::dial::CONNECT_TIMEOUT;
 pub use super::timeline::{DRAIN_TIMEOUT, Observer, Quiet, SAMPLE_TIMEOUT};
@@ -285,13 +284,10 @@ impl<'a> Session<'a> {
                 Some(q) => format!("--mix part '{}': ", q.name),
                 None => String::new(),
             };
-            let (code, text) = match note {
-                MatchNote::InOrder(t) => (Code::RrMatchedInOrder, t),
-                MatchNote::Held(t) => (Code::RrInflightHeld, t),
-            };
-            self.g
-                .warnings
-                .push(Warning::new(code, format!("{part}{text}")));
+            self.g.warnings.push(Warning::new(
+                Code::RrMatchedInOrder,
+                format!("{part}{note}"),
+            ));
         }
     }
 

@@ -12,7 +12,9 @@
 //! A `k`-byte number tells 256^k transactions apart. A new request skips a
 //! number still in flight (a lost one waits out its timeout while the
 //! numbers come round); a closed loop's burst wider than that is matched
-//! oldest first, and open loop holds at most that many in flight. So is a
+//! oldest first, and so, open loop, are transactions beyond that many in
+//! flight that share a number with one (a queue that long comes of a
+//! stall; holding requests back for it would stretch the stall). So is a
 //! flow against a server that echoes only 8-byte numbers (an older thrum,
 //! whose hello lacks [`crate::control::features::RR_SHORT_SEQ`]), where
 //! the plan says `rr_in_order`. [`matching_note`] is what the result says
@@ -37,10 +39,10 @@ pub(super) fn seq_mask(k: usize) -> u64 {
 }
 
 /// Bytes of sequence number a client of `request` and `response` bytes
-/// carries with `bound` transactions in flight at most (open loop: held to
-/// what the number tells apart instead), 0 where it matches responses
-/// oldest first: `in_order` (the server does not echo short numbers), or
-/// a closed loop's burst wider than the number tells apart.
+/// carries with `bound` transactions in flight at most (a closed loop's;
+/// None open loop), 0 where it matches responses oldest first:
+/// `in_order` (the server does not echo short numbers), or a closed
+/// loop's burst wider than the number tells apart.
 pub(super) fn seq_bytes_for(
     request: u64,
     response: u64,
@@ -54,13 +56,14 @@ pub(super) fn seq_bytes_for(
     k
 }
 
-/// Why a udp_rr client of plan `p` does not match each response by its
-/// own full sequence number, as the result's warning says it (None where
-/// it does): `in_order` (oldest first: the server does not echo short
-/// numbers, `echoes` false, or a burst is wider than the number tells
-/// apart) or open loop's in-flight bound held to what the number tells
-/// apart, where the schedule could reach it.
-pub fn matching_note(p: &TestPlan, echoes: bool) -> Option<MatchNote> {
+/// Why a udp_rr client of plan `p` may not match each response to its
+/// own request, as the result's warning says it (None where it does):
+/// the server echoes no short number (`echoes` false), a closed loop's
+/// burst is wider than the number tells apart, or open loop's schedule
+/// could have more in flight than that (those sharing a number are
+/// matched oldest first; a queue that long comes of a stall, and holding
+/// requests back for it would stretch the stall).
+pub fn matching_note(p: &TestPlan, echoes: bool) -> Option<String> {
     if p.test != TestKind::UdpRr {
         return None;
     }
@@ -70,40 +73,31 @@ pub fn matching_note(p: &TestPlan, echoes: bool) -> Option<MatchNote> {
     }
     let n = distinct(k);
     let lift = format!("requests and responses of {} bytes or more (-r)", k + 1);
+    let after = "so after a lost datagram a response may be charged to another transaction";
     if !echoes {
-        return Some(MatchNote::InOrder(
-            "udp_rr: the server echoes no sequence number shorter than 8 bytes (an older thrum): responses are matched to requests oldest first, so after a lost datagram a response may be charged to another transaction (with more than one in flight); upgrade the server, or use requests and responses of 8 bytes or more (-r 8,8)"
-                .to_string(),
+        return Some(format!(
+            "udp_rr: the server echoes no sequence number shorter than 8 bytes (an older thrum): responses are matched to requests oldest first, {after} (with more than one in flight); upgrade the server, or use requests and responses of 8 bytes or more (-r 8,8)"
         ));
     }
     match p.offered_per_s {
-        None if u64::from(p.burst) + 1 > n => Some(MatchNote::InOrder(format!(
-            "udp_rr: --burst {} keeps {} transactions in flight, more than the {n} a {k}-byte sequence number tells apart: responses are matched to requests oldest first, so after a lost datagram a response may be charged to another transaction; use {lift}",
+        None if u64::from(p.burst) + 1 > n => Some(format!(
+            "udp_rr: --burst {} keeps {} transactions in flight, more than the {n} a {k}-byte sequence number tells apart: responses are matched to requests oldest first, {after}; use {lift}",
             p.burst,
             u64::from(p.burst) + 1
-        ))),
+        )),
         None => None,
         Some(rate) => {
             // Every transaction leaves within the timeout (the expiry scan
             // runs up to a quarter of it late): at most this many are out.
             let reach = rate as f64 * p.rr_timeout_ns as f64 * 1.25e-9;
             (u64::from(p.max_inflight) > n && reach >= n as f64).then(|| {
-                MatchNote::Held(format!(
-                    "udp_rr: at most {n} transactions in flight, not --max-inflight {}: a {k}-byte sequence number tells no more apart, and requests beyond wait (counted late); use {lift}",
+                format!(
+                    "udp_rr: --max-inflight {} at --rate {rate} may hold more transactions in flight than the {n} a {k}-byte sequence number tells apart: beyond that, those sharing a number are matched oldest first, {after}; use {lift}",
                     p.max_inflight
-                ))
+                )
             })
         }
     }
-}
-
-/// What [`matching_note`] found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MatchNote {
-    /// Responses are matched to requests oldest first.
-    InOrder(String),
-    /// Open loop: fewer in flight than `--max-inflight` allows.
-    Held(String),
 }
 
 #[cfg(test)]
@@ -113,7 +107,7 @@ mod tests {
     /// What the result says of each way a client matches: nothing where 8
     /// bytes travel or a short number tells the in-flight apart; in order
     /// against a server that echoes no short number, or a burst wider than
-    /// the number; open loop held where its schedule could reach the bound.
+    /// the number; open loop where its schedule could have more in flight.
     #[test]
     fn the_matching_note_says_when_responses_may_be_mismatched() {
         let plan = |req: u64, burst: u32, rate: Option<u64>| {
@@ -124,19 +118,19 @@ mod tests {
             p.offered_per_s = rate;
             p
         };
-        let in_order = |n: Option<MatchNote>| matches!(n, Some(MatchNote::InOrder(_)));
+        let said = |n: Option<String>| n.is_some();
         assert_eq!(matching_note(&plan(8, 1000, None), false), None);
         // 256 in flight: 256 numbers, each its own.
         assert_eq!(matching_note(&plan(1, 255, None), true), None);
-        assert!(in_order(matching_note(&plan(1, 0, None), false)));
-        assert!(in_order(matching_note(&plan(1, 256, None), true)));
+        assert!(said(matching_note(&plan(1, 0, None), false)));
+        assert!(said(matching_note(&plan(1, 256, None), true)));
         assert_eq!(matching_note(&plan(2, 256, None), true), None);
         // 50/s with a 50 ms timeout: about 3 out at once, of 256.
         assert_eq!(matching_note(&plan(1, 0, Some(50)), true), None);
-        let held = matching_note(&plan(1, 0, Some(10_000)), true);
+        let crowded = matching_note(&plan(1, 0, Some(10_000)), true).unwrap();
         assert!(
-            matches!(&held, Some(MatchNote::Held(t)) if t.contains("at most 256") && t.contains("-r")),
-            "{held:?}"
+            crowded.contains("the 256 a 1-byte") && crowded.contains("-r"),
+            "{crowded}"
         );
         assert_eq!(matching_note(&TestPlan::new(TestKind::TcpRr), false), None);
     }

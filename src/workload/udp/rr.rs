@@ -1,5 +1,5 @@
-//! udp_rr: a client keeping `burst + 1` transactions in flight and a server
-//! that answers each request.
+//! udp_rr: a client keeping `burst + 1` transactions in flight (and, in
+//! `rr_server`, a server that answers each request).
 //!
 //! Each response completes its own transaction: a request carries the low
 //! bytes of its sequence number, and the server echoes them (how, and
@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
-use super::header::{self, rr_seq_bytes, seq_of};
+use super::header::{self, seq_of};
 use super::matching::{distinct, seq_bytes_for, seq_mask};
 use super::refused;
 use super::slab::SendSlab;
@@ -51,12 +51,12 @@ struct Slot {
 
 /// A multishot receive ends on a zero-length datagram (it reads as EOF);
 /// thrum never sends one, so a peer that did is not a thrum peer.
-fn empty_datagram() -> io::Error {
+pub(super) fn empty_datagram() -> io::Error {
     io::Error::other("a zero-length datagram ended the receive")
 }
 
 /// The first `k` bytes of a received datagram (its sequence number, if any).
-fn head_of(ctx: &mut FlowCtx<'_>, buf: u16, len: u32, k: usize) -> Option<u64> {
+pub(super) fn head_of(ctx: &mut FlowCtx<'_>, buf: u16, len: u32, k: usize) -> Option<u64> {
     ctx.driver
         .completions()
         .and_then(|c| seq_of(c.received(buf, len), k))
@@ -80,8 +80,10 @@ pub struct UdpRrClient {
     /// flight: the oldest in flight at the last look, plus what the bytes
     /// tell apart (the oldest only grows).
     seq_fresh_below: u64,
-    /// In flight, seq mode (unordered: completed by sequence number).
-    slots: Vec<Slot>,
+    /// In flight, seq mode, oldest first (completed by sequence number,
+    /// found from the front: in order the first one looked at, after a
+    /// loss the second, and of several sharing a short number the oldest).
+    slots: VecDeque<Slot>,
     /// In flight, FIFO mode (send times, oldest first).
     fifo: VecDeque<Instant>,
     next_seq: u64,
@@ -130,7 +132,7 @@ impl UdpRrClient {
             in_order: false,
             batch_seqs: [0; BATCH],
             seq_fresh_below: distinct(seq_bytes),
-            slots: Vec::with_capacity(in_flight),
+            slots: VecDeque::with_capacity(in_flight),
             fifo: VecDeque::with_capacity(in_flight),
             next_seq: 0,
             to_send: first,
@@ -172,22 +174,16 @@ impl UdpRrClient {
     }
 
     /// Run open-loop on `open_loop`: nothing is in flight until its first
-    /// transaction is due, and at most its `max_inflight` at a time, or
-    /// as many as the sequence number tells apart if fewer.
+    /// transaction is due, and at most its `max_inflight` at a time.
     pub fn open_loop(mut self, open_loop: OpenLoop) -> UdpRrClient {
         let (request, response) = (self.request as u64, self.response as u64);
         self.set_seq_bytes(seq_bytes_for(request, response, None, self.in_order));
-        let tells = if self.seq_mode {
-            distinct(self.seq_bytes)
-        } else {
-            u64::MAX
-        };
-        let bound = open_loop.max_inflight().min(tells) as usize;
+        let bound = open_loop.max_inflight() as usize;
         self.to_send = 0;
         self.in_flight = bound;
         // The queues start small and grow only if a stall fills them.
         let cap = bound.min(64);
-        self.slots = Vec::with_capacity(cap);
+        self.slots = VecDeque::with_capacity(cap);
         self.fifo = VecDeque::with_capacity(cap);
         self.owed = VecDeque::with_capacity(cap);
         self.fifo_meant = VecDeque::with_capacity(cap);
@@ -238,7 +234,7 @@ impl UdpRrClient {
 
     fn oldest(&self) -> Option<Instant> {
         if self.seq_mode {
-            self.slots.iter().map(|s| s.sent).min()
+            self.slots.front().map(|s| s.sent)
         } else {
             self.fifo.front().copied()
         }
@@ -260,8 +256,11 @@ impl UdpRrClient {
             } else {
                 if self.seq_mode {
                     let mut s = self.next_seq;
+                    let share = self.must_share(n);
                     for i in 0..n {
-                        s = self.free_seq(s);
+                        if !share {
+                            s = self.free_seq(s);
+                        }
                         self.batch_seqs[i] = s;
                         header::put_seq(self.tx.buf_mut(i), s, self.seq_bytes);
                         s += 1;
@@ -352,7 +351,7 @@ impl UdpRrClient {
             Some(seq) => {
                 let mask = self.seq_mask;
                 let p = self.slots.iter().position(|s| s.seq & mask == seq)?;
-                let s = self.slots.swap_remove(p);
+                let s = self.slots.remove(p)?;
                 (s.sent, s.meant)
             }
             None => {
@@ -507,10 +506,12 @@ impl UdpRrClient {
     ) -> io::Result<()> {
         let t = Instant::now();
         while self.to_send > 0 {
-            let seq = if self.seq_mode {
-                self.free_seq(self.next_seq)
-            } else {
+            let seq = if !self.seq_mode {
                 0
+            } else if self.must_share(1) {
+                self.next_seq
+            } else {
+                self.free_seq(self.next_seq)
             };
             let k = self.seq_bytes;
             let Some(slab) = self.slab.as_mut() else {
@@ -626,7 +627,7 @@ impl UdpRrClient {
         // Open loop: the oldest owed request went (closed loop: none owed).
         let meant = if OPEN { self.owed.pop_front() } else { None };
         if self.seq_mode {
-            self.slots.push(Slot {
+            self.slots.push_back(Slot {
                 seq,
                 sent: t,
                 meant: meant.unwrap_or(t),
@@ -651,13 +652,29 @@ impl UdpRrClient {
         if s < self.seq_fresh_below {
             return s;
         }
-        let oldest = self.slots.iter().map(|x| x.seq).min().unwrap_or(s);
+        let oldest = self.slots.front().map_or(s, |x| x.seq);
         self.seq_fresh_below = oldest.saturating_add(distinct(self.seq_bytes));
         let mask = self.seq_mask;
         while self.slots.iter().any(|x| (x.seq ^ s) & mask == 0) {
             s += 1;
         }
         s
+    }
+
+    /// Will `n` more requests make more in flight than the number tells
+    /// apart? Open loop only (a closed loop's burst that wide is matched
+    /// oldest first): a queue that long comes of a stall, and holding the
+    /// schedule back for it would stretch the stall. Then the `n` go out
+    /// numbered in turn, sharing numbers with some in flight, and a
+    /// response takes the oldest of its number (the first from the front).
+    #[inline]
+    fn must_share(&mut self, n: usize) -> bool {
+        let share = (self.slots.len() + n) as u64 > distinct(self.seq_bytes);
+        if share {
+            // The next request that may pick looks at the slots again.
+            self.seq_fresh_below = 0;
+        }
+        share
     }
 
     /// When to wake: the expiry check while anything is in flight, and the
@@ -708,175 +725,6 @@ impl Flow for UdpRrClient {
     fn blocking_timeout(&self) -> Duration {
         // Wake up often enough to declare a lost transaction on time.
         (self.timeout / 2).min(crate::io::blocking::POLL_TIMEOUT)
-    }
-}
-
-pub struct UdpRrServer {
-    sock: Socket,
-    counters: CounterRef,
-    response: usize,
-    /// Bytes of a request's front echoed at its response's: its sequence
-    /// number, as much of it as both sizes have (hello feature
-    /// `rr_short_seq`: an older server echoed 8 bytes or none).
-    echo: usize,
-    single: bool,
-    rx: MsgBatch,
-    tx: MsgBatch,
-    in_flight: usize,
-    /// Bytes a request buffer holds (one more than a request).
-    rx_size: usize,
-    /// Under a completion driver: its send buffers (the driver does the I/O).
-    slab: Option<SendSlab>,
-}
-
-impl UdpRrServer {
-    pub fn new(
-        sock: Socket,
-        counters: CounterRef,
-        request: u64,
-        response: u64,
-        burst: u32,
-    ) -> UdpRrServer {
-        let batch = BATCH.min(burst as usize + 1);
-        UdpRrServer {
-            sock,
-            counters,
-            response: response as usize,
-            echo: rr_seq_bytes(request, response),
-            single: burst == 0,
-            rx: MsgBatch::new(batch, request as usize + 1),
-            tx: MsgBatch::new(batch, response as usize),
-            in_flight: burst as usize + 1,
-            rx_size: request as usize + 1,
-            slab: None,
-        }
-    }
-
-    /// The completion driver's report: answer a request, count a response.
-    fn on_completion(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
-        let fd = self.sock.as_raw_fd();
-        let Some(slab) = self.slab.as_mut() else {
-            return Ok(Progress::Idle);
-        };
-        match ev.done {
-            Completion::Received { buf, len } => {
-                self.counters.add_datagrams_received(1);
-                self.counters.add_received(len as u64);
-                let seq = head_of(ctx, buf, len, self.echo);
-                // No free buffer: every one is with a send the socket had no
-                // room for yet. The response is a datagram lost here.
-                if let Some(tag) = slab.free.pop() {
-                    if let Some(s) = seq {
-                        header::put_seq(slab.buf_mut(tag), s, self.echo);
-                    }
-                    if let Err(e) = slab.send(ctx, fd, tag) {
-                        slab.free.push(tag);
-                        return Err(e);
-                    }
-                }
-            }
-            Completion::Sent { tag, res } => {
-                slab.free.push(tag);
-                if res == -libc::ECONNREFUSED {
-                    return Err(refused(&failed(res)));
-                }
-                if res >= 0 {
-                    self.counters.add_transactions(1);
-                    self.counters.add_datagrams_sent(1);
-                    self.counters.add_sent(res as u64);
-                }
-            }
-            Completion::RecvFailed(e) => return Err(refused(&failed(e))),
-            Completion::Eof => return Err(empty_datagram()),
-            // This flow queues no connection operations.
-            Completion::None
-            | Completion::Connected(_)
-            | Completion::Accepted(_)
-            | Completion::Closed(_) => {}
-        }
-        Ok(Progress::Idle)
-    }
-}
-
-impl Flow for UdpRrServer {
-    fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
-        if start_on(driver, self.sock.as_raw_fd(), slot)? {
-            // Responses go out as soon as requests come: a buffer stays lent
-            // only while the socket has no room, so twice the window will do.
-            self.slab = Some(SendSlab::new(2 * self.in_flight + 2, self.response)?);
-        }
-        Ok(())
-    }
-
-    fn recv_buffers(&self) -> Option<RecvBuffers> {
-        Some(RecvBuffers {
-            size: self.rx_size,
-            count: self.in_flight + 1,
-        })
-    }
-
-    fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
-        if self.slab.is_some() {
-            return self.on_completion(ev, ctx);
-        }
-        let fd = self.sock.as_raw_fd();
-        for _ in 0..OPS_PER_CALL {
-            let (k, got) = if self.single {
-                match recv(fd, self.rx.buf_mut(0)) {
-                    Ok(n) => {
-                        let k = self.echo;
-                        if let Some(s) = seq_of(&self.rx.buf_mut(0)[..n], k) {
-                            header::put_seq(self.tx.buf_mut(0), s, k);
-                        }
-                        (1, n as u64)
-                    }
-                    Err(e) if would_block(&e) => return Ok(Progress::Idle),
-                    Err(e) => return Err(refused(&e)),
-                }
-            } else {
-                let k = match self.rx.recv(fd) {
-                    Ok(k) => k,
-                    Err(e) if would_block(&e) => return Ok(Progress::Idle),
-                    Err(e) => return Err(refused(&e)),
-                };
-                let mut got = 0u64;
-                for i in 0..k {
-                    let d = self.rx.received(i);
-                    got += d.len() as u64;
-                    if let Some(s) = seq_of(d, self.echo) {
-                        header::put_seq(self.tx.buf_mut(i), s, self.echo);
-                    }
-                }
-                (k, got)
-            };
-            self.counters.add_datagrams_received(k as u64);
-            self.counters.add_received(got);
-            let sent = if self.single {
-                match send(fd, &self.tx.buf_mut(0)[..self.response]) {
-                    Ok(_) => 1,
-                    Err(e) if would_block(&e) => 0,
-                    Err(e) => return Err(refused(&e)),
-                }
-            } else {
-                match self.tx.send(fd, k, self.response) {
-                    Ok(n) => n,
-                    Err(e) if would_block(&e) => 0,
-                    Err(e) => return Err(refused(&e)),
-                }
-            };
-            // A response the socket buffer had no room for is a datagram lost here.
-            self.counters.add_transactions(sent as u64);
-            self.counters.add_datagrams_sent(sent as u64);
-            self.counters.add_sent((sent * self.response) as u64);
-            if k < self.rx.capacity() && !ev.may_have_more {
-                return Ok(Progress::Idle);
-            }
-        }
-        Ok(Progress::More)
-    }
-
-    fn blocking_ok(&self) -> bool {
-        true
     }
 }
 

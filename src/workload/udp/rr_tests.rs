@@ -5,6 +5,7 @@ use std::net::UdpSocket;
 use super::*;
 use crate::plan::{TestKind, TestPlan};
 use crate::workload::harness::Harness;
+use crate::workload::udp::UdpRrServer;
 
 /// Two connected loopback UDP sockets, non-blocking.
 fn udp_pair() -> (Socket, Socket) {
@@ -267,4 +268,40 @@ fn in_order_runs_against_a_server_that_echoes_nothing() {
         });
         assert_eq!(h.counts(0).lost, 0, "open {open}: {:?}", h.counts(0));
     }
+}
+
+/// Open loop with more in flight than a 1-byte number tells apart (a far
+/// end that answers nothing until 300 requests have come, then all of
+/// them in order): the schedule is not held back at 256, the numbers are
+/// shared, and each response takes the oldest transaction of its number,
+/// its own, so none is lost and none is answered twice.
+#[test]
+fn open_loop_beyond_256_in_flight_shares_numbers() {
+    let mut h = Harness::new(1);
+    let (a, b) = udp_pair();
+    let far = UdpSocket::from(b);
+    let cc = h.counter(0);
+    let c = UdpRrClient::new(a, cc, 1, 1, 0, Duration::from_secs(30), None);
+    h.add(c.open_loop(schedule(5_000, 1_024)));
+    let mut held: Vec<u8> = Vec::new();
+    let mut most = 0;
+    h.run_until("600 answered", |h| {
+        let mut buf = [0u8; 64];
+        while let Ok(n) = far.recv(&mut buf) {
+            assert_eq!(n, 1);
+            held.push(buf[0]);
+        }
+        let c = h.counts(0);
+        most = most.max(c.datagrams_sent - c.datagrams_received);
+        if most >= 300 {
+            for d in held.drain(..) {
+                far.send(&[d]).unwrap();
+            }
+        }
+        c.transactions >= 600
+    });
+    let c = h.counts(0);
+    assert!(most >= 300, "{most} in flight at most: {c:?}");
+    assert_eq!(c.lost, 0, "{c:?}");
+    assert_eq!(c.transactions, c.datagrams_received, "{c:?}");
 }
