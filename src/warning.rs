@@ -67,6 +67,11 @@ pub enum Code {
     /// The server reported a figure no receiver can produce (a count near
     /// 2^64, a capacity histogram outside its bins); it is left out.
     ServerFigureImplausible,
+    /// udp_rr matched, or may have matched, responses to requests oldest
+    /// first (a server that echoes no short sequence number, a burst wider
+    /// than the number tells apart, or open loop with more in flight):
+    /// after a loss, latencies may be another transaction's.
+    RrMatchedInOrder,
     /// A run from many agents: an agent died, stalled or failed; its
     /// figures are left out of the sum.
     AgentFailed,
@@ -77,7 +82,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 26] = [
+    pub const ALL: [Code; 27] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -102,6 +107,7 @@ impl Code {
         Code::WindowOverran,
         Code::CapacityLoopback,
         Code::ServerFigureImplausible,
+        Code::RrMatchedInOrder,
         Code::AgentFailed,
         Code::StartSkew,
     ];
@@ -133,6 +139,7 @@ impl Code {
             Code::WindowOverran => "window_overran",
             Code::CapacityLoopback => "capacity_loopback",
             Code::ServerFigureImplausible => "server_figure_implausible",
+            Code::RrMatchedInOrder => "rr_matched_in_order",
             Code::AgentFailed => "agent_failed",
             Code::StartSkew => "start_skew",
         }
