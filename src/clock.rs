@@ -32,12 +32,27 @@ pub fn unix_now_ns() -> u64 {
 /// CLOCK_MONOTONIC now, in nanoseconds since its epoch.
 #[inline]
 pub fn monotonic_ns() -> u64 {
+    read_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME now, in nanoseconds: the clock the kernel's receive
+/// timestamps (SO_TIMESTAMPNS) are read on.
+#[inline]
+pub fn realtime_ns() -> u64 {
+    read_ns(libc::CLOCK_REALTIME)
+}
+
+/// One clock's reading in nanoseconds, straight from clock_gettime (a
+/// vDSO call, no syscall): `SystemTime` and `Instant` hide the raw value
+/// that a peer's or the kernel's stamps are compared with.
+#[inline]
+fn read_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: a valid timespec to fill; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // SAFETY: a valid timespec to fill; both clocks always exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
