@@ -265,14 +265,20 @@ fn three_agents_share_a_shaped_link_and_add_up() {
         "three agents: sum {:.2} Mbit/s, Jain {jain:.4}, skew {:.3} ms; clocks {}",
         total / 1e6,
         f(&fleet["start_skew_s"]) * 1e3,
-        doc["clock"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| format!("{} {}±{} ns", c["host"], c["offset_ns"], c["error_ns"]))
-            .collect::<Vec<_>>()
-            .join(", ")
+        clocks_line(&doc)
     );
+}
+
+/// Each clock entry as `host offset±bound ns`, for the figures a run
+/// prints beside its verdict.
+fn clocks_line(doc: &Value) -> String {
+    doc["clock"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{} {}±{} ns", c["host"], c["offset_ns"], c["error_ns"]))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// An agent in a time namespace whose CLOCK_MONOTONIC runs 5 s ahead reads
@@ -308,6 +314,7 @@ fn an_agent_five_seconds_ahead_is_found_five_seconds_ahead() {
         if host == ahead.addr { 5_000_000_000 } else { 0 }
     };
     clocks_within_bounds(&doc, five);
+    eprintln!("one agent 5 s ahead: clocks {}", clocks_line(&doc));
     // The wall clocks cannot be moved per namespace: zero there.
     for c in doc["clock"].as_array().unwrap() {
         let rt = c["realtime_offset_ns"].as_i64().unwrap();
