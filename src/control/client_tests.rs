@@ -3,7 +3,7 @@
 use std::net::TcpListener;
 
 use super::*;
-use crate::control::proto::{Error as ErrorMsg, read_msg};
+use crate::control::proto::{Error as ErrorMsg, ServerMsg, read_msg};
 use crate::control::server::EmbeddedServer;
 use crate::plan::TestKind;
 use crate::warning::Code;

@@ -56,7 +56,9 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
 /// backlog, epoll events and trigger, and `local_hosts` as sources of
 /// long-lived TCP flows; `local_hosts_all`: `local_hosts` as sources of UDP
 /// flows and connection tests' connections too; `bytes`: a byte-limited
-/// run, whose server sends (tcp_maerts, tcp_bidir) or counts to the end.
+/// run, whose server sends (tcp_maerts, tcp_bidir) or counts to the end;
+/// `one_way`: udp_rr's server stamps each response with its request's
+/// arrival and its own departure (`workload::udp::one_way`).
 pub const GATES: &[Gate] = &[
     gate("plan.mark", "--mark", "socket_marks"),
     gate("plan.tcp_tx_delay_us", "--tcp-tx-delay", "socket_marks"),
@@ -69,6 +71,7 @@ pub const GATES: &[Gate] = &[
     gate("plan.max_events", "--max-events", "spreading"),
     gate("plan.epoll_trigger", "--epoll-trigger", "spreading"),
     gate("plan.bytes", "--bytes", "bytes"),
+    gate("plan.one_way", "--one-way", "one_way"),
 ];
 
 /// The spec's fields that every server of this protocol version applies:
@@ -229,7 +232,7 @@ mod tests {
     #[test]
     fn each_gated_field_set_alone_names_its_feature() {
         type Set = fn(&mut TestPlan);
-        let setters: [(&str, TestKind, Set); 8] = [
+        let setters: [(&str, TestKind, Set); 9] = [
             ("plan.mark", TestKind::TcpRr, |p| p.sockets.mark = Some(7)),
             ("plan.tcp_tx_delay_us", TestKind::TcpRr, |p| {
                 p.sockets.tcp_tx_delay_us = Some(10)
@@ -252,6 +255,7 @@ mod tests {
             ("plan.bytes", TestKind::TcpMaerts, |p| {
                 p.bytes = Some(1 << 20)
             }),
+            ("plan.one_way", TestKind::UdpRr, |p| p.one_way = true),
         ];
         let gated: BTreeSet<&str> = GATES.iter().map(|g| g.field).collect();
         let set: BTreeSet<&str> = setters.iter().map(|s| s.0).collect();
@@ -315,6 +319,7 @@ mod tests {
                 "spreading",
                 "local_hosts_all",
                 "bytes",
+                "one_way",
                 "rr_short_seq",
                 "clock"
             ]

@@ -216,6 +216,8 @@ pub struct Traits {
     pub call_times: bool,
     /// Does `--gso` (UDP_SEGMENT and UDP_GRO) apply?
     pub gso: bool,
+    /// Does `--one-way` (send and arrival stamps in each transaction) apply?
+    pub one_way: bool,
     /// Do `--reverse` and `--both` apply? (The TCP bulk tests are each
     /// other's reverse: tcp_maerts, tcp_bidir.)
     pub reverse: bool,
@@ -338,6 +340,7 @@ const TCP_BULK: Traits = Traits {
     zerocopy: true,
     call_times: true,
     gso: false,
+    one_way: false,
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
@@ -362,6 +365,7 @@ const RR: Traits = Traits {
     zerocopy: false,
     call_times: false,
     gso: false,
+    one_way: false,
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
@@ -415,6 +419,7 @@ pub static TRAITS: [Traits; 9] = [
         kind: TestKind::UdpRr,
         transport: Transport::Udp,
         loss: Loss::Transactions,
+        one_way: true,
         ..RR
     },
     Traits {

@@ -290,6 +290,23 @@ impl TestPlan {
                 test: t,
             });
         }
+        if self.one_way {
+            if !f.one_way {
+                return Err(PlanError::NotApplicable {
+                    flag: "--one-way",
+                    applies: TestKind::named(|x| x.one_way),
+                    test: t,
+                });
+            }
+            use limits::{
+                ONE_WAY_REQUEST_BYTES as OWD_REQUEST, ONE_WAY_RESPONSE_BYTES as OWD_RESPONSE,
+            };
+            if self.request_bytes < OWD_REQUEST || self.response_bytes < OWD_RESPONSE {
+                return Err(PlanError::Invalid(format!(
+                    "--one-way needs requests of {OWD_REQUEST} bytes or more and responses of {OWD_RESPONSE} or more, to carry the stamps (accepted: -r {OWD_REQUEST},{OWD_RESPONSE} or larger)"
+                )));
+            }
+        }
         sockets::validate(self)?;
         Ok(())
     }
