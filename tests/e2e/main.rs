@@ -31,6 +31,7 @@ mod monitor_http;
 mod monitor_metrics;
 mod netns;
 mod nic_journal;
+mod one_way;
 mod open_loop;
 mod outputs;
 mod per_interval;
