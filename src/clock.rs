@@ -189,6 +189,20 @@ pub fn rfc3339(unix_s: f64) -> String {
 mod tests {
     use super::*;
 
+    /// /proc/PID/timens_offsets as the kernel prints it: the monotonic
+    /// line's seconds and nanoseconds; this process's boot is named.
+    #[test]
+    fn time_namespace_offsets() {
+        let s = "monotonic           5         7\nboottime            0         0\n";
+        assert_eq!(timens_monotonic_ns(s), Some(5_000_000_007));
+        assert_eq!(
+            timens_monotonic_ns("monotonic -1 0\n"),
+            Some(-1_000_000_000)
+        );
+        assert_eq!(timens_monotonic_ns("boottime 0 0\n"), None);
+        assert!(monotonic_id().is_some_and(|id| id.boot_id.len() == 36));
+    }
+
     #[test]
     fn date_stamps() {
         assert_eq!(date_stamp(0), "19700101-000000");

@@ -97,3 +97,43 @@ pub(super) fn record(
         method: before.1,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(offset_ns: i64, error_ns: u64) -> Estimate {
+        Estimate {
+            offset_ns,
+            error_ns,
+            at_ns: 0,
+            min_path_ns: 2 * error_ns,
+            kept: 8,
+            exchanges: 24,
+        }
+    }
+
+    /// A server on our kernel: its offset is exact, bound 0, when it lies
+    /// in the exchanges' interval (a standing queue one way moved their
+    /// estimate by half of it, within their bound); another boot, or an
+    /// offset outside the interval, leaves the exchanges'.
+    #[test]
+    fn one_kernel_gives_the_exact_offset() {
+        let ours = crate::clock::monotonic_id().unwrap();
+        let hello = |id: Option<crate::clock::MonotonicId>| Hello {
+            clock_id: id,
+            ..Hello::ours()
+        };
+        let same = hello(Some(ours.clone()));
+        let queued = est(50_000_000, 50_040_000);
+        let e = exact(&same, &queued).unwrap();
+        assert_eq!((e.offset_ns, e.error_ns), (0, 0));
+        assert_eq!(exact(&same, &est(5_000_000, 40_000)), None);
+        let other = crate::clock::MonotonicId {
+            boot_id: "another boot".into(),
+            ..ours
+        };
+        assert_eq!(exact(&hello(Some(other)), &queued), None);
+        assert_eq!(exact(&hello(None), &queued), None);
+    }
+}
