@@ -132,6 +132,9 @@ pub struct HardeningArgs {
     /// Longest TCP_TX_DELAY clients may put on the server's data sockets (--tcp-tx-delay; up to 268s); by default none.
     #[arg(long, value_parser = tx_delay, value_name = "DURATION")]
     pub allow_tx_delay: Option<Duration>,
+    /// Worker threads one session may make the server spin with --spin, each taking a whole CPU for the test (1..=4096; default the CPUs this server may run on).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), value_name = "N")]
+    pub max_spin_threads: Option<u32>,
     /// Session log lines per second, in bursts of ten seconds' worth; the lines dropped are counted in the next line written (0: no limit).
     #[arg(long, default_value_t = crate::control::log::DEFAULT_LOG_RATE, value_name = "LINES")]
     pub log_rate: u32,
@@ -169,6 +172,9 @@ impl HardeningArgs {
             .allow_tx_delay
             // Rounded: the parser's seconds are a float (5ms is 4.999… ms).
             .map_or(0, |d| ((d.as_nanos() + 500) / 1000) as u32);
+        if let Some(n) = self.max_spin_threads {
+            cfg.limits.max_spin_threads = n;
+        }
         cfg.log_limit = crate::control::log::LogLimit::new(self.log_rate);
         cfg.log_format = match self.log_format {
             LogFormatArg::Text => LogFormat::Text,

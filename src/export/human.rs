@@ -255,6 +255,10 @@ pub fn head(
         if p.close == crate::plan::CloseMode::Rst {
             write!(out, ", client resets (--close rst)")?;
         }
+        if p.spin {
+            // Said up front: every figure below is of workers that never sleep.
+            write!(out, ", spinning (--spin: both ends poll, a CPU per worker)")?;
+        }
         writeln!(out)?;
     }
     write!(
