@@ -25,6 +25,7 @@
 //!   per worker.
 
 pub mod blocking;
+pub mod busypoll;
 pub mod connect;
 pub mod epoll;
 pub mod fdlimit;

@@ -120,3 +120,57 @@ fn spin_is_refused_where_it_does_not_apply() {
         .args(["--spin", "-F", "2", "-T", "2"])
         .refused(&["--spin", "--max-spin-threads", "limit of 1"]);
 }
+
+/// `--busy-poll` and `--prefer-busy-poll` reach both ends' data sockets
+/// and come back as each end's kernel read them (as root any value is
+/// taken; loopback has no NAPI, so no figure changes), beside `--spin`
+/// too, which is the study's other half.
+#[test]
+fn busy_poll_is_read_back_on_both_ends() {
+    let server = ServerProc::start(&[]);
+    for (test, spin) in [("tcp_rr", false), ("udp_rr", false), ("udp_rr", true)] {
+        let mut run = Thrum::run(test).on(&server).len("500ms").args([
+            "--busy-poll",
+            "50",
+            "--prefer-busy-poll",
+            "--rr-timeout",
+            "2s",
+        ]);
+        if spin {
+            run = run.arg("--spin");
+        }
+        let doc = run.json();
+        let want = serde_json::json!({"busy_poll_us": 50, "prefer_busy_poll": true});
+        for end in ["local", "remote"] {
+            assert_eq!(doc["summary"][end]["busy_poll"], want, "{test}: {end}");
+        }
+        assert_eq!(doc["spec"]["prefer_busy_poll"], true, "{test}");
+        assert!(u(&doc["summary"]["transactions"]) > 0, "{test}");
+    }
+    // Without either, nothing is claimed.
+    let doc = Thrum::run("tcp_rr").on(&server).len("300ms").json();
+    assert!(doc["summary"]["local"].get("busy_poll").is_none());
+}
+
+/// Values out of range are refused naming the flag and the range; a user
+/// without CAP_NET_ADMIN is refused SO_PREFER_BUSY_POLL by the kernel,
+/// and told so.
+#[test]
+fn bad_busy_poll_values_are_refused_by_name() {
+    for v in ["0", "1000001"] {
+        Thrum::run("tcp_rr")
+            .len("1s")
+            .args(["--busy-poll", v])
+            .refused(&["--busy-poll", "1..=1000000"]);
+    }
+    Thrum::run("tcp_rr")
+        .len("1s")
+        .args(["--prefer-busy-poll", "--no-save"])
+        .under(&[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ])
+        .refused(&["--prefer-busy-poll", "CAP_NET_ADMIN"]);
+}
