@@ -174,3 +174,35 @@ fn bad_busy_poll_values_are_refused_by_name() {
         ])
         .refused(&["--prefer-busy-poll", "CAP_NET_ADMIN"]);
 }
+
+/// The busy-poll study in one command: spin off and on by busy polling
+/// unset and 50 µs, four cells, each valid with transactions, named by
+/// both dimensions, and its local CPU reported.
+#[test]
+fn sweep_varies_spin_and_busy_poll() {
+    let server = ServerProc::start(&[]);
+    let doc = Thrum::sweep("udp_rr")
+        .on(&server)
+        .args(["--vary", "spin=off,on", "--vary", "busy-poll=0,50"])
+        .args(["--rr-timeout", "2s"])
+        .len("300ms")
+        .json();
+    let cells = doc["cells"].as_array().expect("cells");
+    let mut seen = Vec::new();
+    for c in cells {
+        assert_eq!(c["valid"], true, "{c}");
+        assert!(f(&c["transactions_per_s"]) > 0.0, "{c}");
+        assert!(f(&c["local_cpu_util_percent"]) > 0.0, "{c}");
+        let p = &c["params"];
+        seen.push((
+            p["spin"].as_str().expect("spin").to_string(),
+            u(&p["busy-poll"]),
+        ));
+    }
+    seen.sort();
+    let want: Vec<(String, u64)> = [("off", 0), ("off", 50), ("on", 0), ("on", 50)]
+        .into_iter()
+        .map(|(s, b)| (s.to_string(), b))
+        .collect();
+    assert_eq!(seen, want);
+}
