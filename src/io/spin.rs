@@ -15,7 +15,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use super::{Completion, Driver, Event};
+use super::{Driver, Event};
 
 /// The sockets of one spinning worker; never more than its flows hold.
 #[derive(Default)]
@@ -59,17 +59,9 @@ impl Driver for Spin {
     /// Every socket, at once: the timeout is never slept (the worker loop
     /// keeps its own moments and reads them on its next turn).
     fn wait(&mut self, out: &mut Vec<Event>, _timeout: std::time::Duration) -> io::Result<()> {
-        for &(_, token) in &self.sockets {
-            out.push(Event {
-                token,
-                readable: true,
-                writable: true,
-                error: false,
-                // Nothing tells an empty queue apart but the receive itself.
-                may_have_more: true,
-                done: Completion::None,
-            });
-        }
+        // Both ways and maybe more, as a kick says: nothing tells an empty
+        // queue apart but the receive itself.
+        out.extend(self.sockets.iter().map(|&(_, token)| Event::kick(token)));
         if self.sockets.is_empty() {
             std::hint::spin_loop();
         }

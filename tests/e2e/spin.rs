@@ -20,17 +20,7 @@
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, Thrum, f, u};
-
-/// The drivers one end's workers ran.
-fn drivers(doc: &Value, key: &str) -> Vec<String> {
-    doc["environment"][key]
-        .as_array()
-        .expect("drivers")
-        .iter()
-        .map(|d| d.as_str().expect("name").to_string())
-        .collect()
-}
+use crate::common::{ServerProc, Thrum, drivers, f, u};
 
 /// A spinning run of `test` against `server`: the counts agree, the mode
 /// is recorded, the client's CPU shows the spin.
