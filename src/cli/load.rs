@@ -189,8 +189,8 @@ pub struct SocketArgs {
     ///
     /// SO_BUSY_POLL on data sockets, both ends: a receive spins this many µs on
     /// the device queue before sleeping (NICs with NAPI only; not loopback or
-    /// veth). Read back on each end and reported; above net.core.busy_read it
-    /// needs CAP_NET_ADMIN (the kernel's EPERM is reported as such).
+    /// veth). Read back on each end and reported; kernels that check it refuse
+    /// a value above net.core.busy_read without CAP_NET_ADMIN, said as such.
     #[arg(long, value_name = "USEC")]
     #[arg(help_heading = super::heading::SOCKETS)]
     pub busy_poll: Option<u32>,
