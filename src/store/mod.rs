@@ -14,6 +14,7 @@
 //! error here into a warning ([`Store::open`] and [`Store::save`] say the
 //! path and the problem).
 
+pub mod changes;
 pub mod compare;
 pub mod headline;
 

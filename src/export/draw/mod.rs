@@ -3,7 +3,10 @@
 //! plot, a nice axis end); then one file per chart: the aggregate's ramp
 //! (`agg`), the latency-vs-throughput curve (`curve`), a mix's time series
 //! and its probes' latency CDF (`mix`), capacity's dispersion histogram
-//! (`capacity`) and a stored figure over time (`history`).
+//! (`capacity`), a stored figure over time (`history`); and for `thrum
+//! web`, SmokePing's chart with the grid's sparklines (`smoke`) and a
+//! compared figure's interval as a bar (`verdict`), both written as SVG
+//! text: their points are links with tooltips and their smoke translucent.
 //!
 //! The charts sit above the text exporters (a chart may format its numbers
 //! as the text does) and below the pages (`super::page`), which embed them.
@@ -14,3 +17,5 @@ pub mod curve;
 pub mod history;
 pub mod mix;
 pub mod plot;
+pub mod smoke;
+pub mod verdict;
