@@ -45,4 +45,5 @@ mod teach;
 mod udp;
 mod udp_loss;
 mod uring;
+mod web;
 mod zerocopy;

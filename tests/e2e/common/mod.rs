@@ -3,6 +3,7 @@
 //! shaped-link and connection-heavy tests run in. Split by purpose; the
 //! modules import everything from `crate::common`.
 //!
+//! - [`browser`]: headless Chromium, for the tests of pages;
 //! - [`processes`]: the binary, the server process, commands under a time
 //!   limit;
 //! - [`run`]: running thrum with `--json` and reading its result;
@@ -13,6 +14,7 @@
 //! - [`serial`]: the lock that keeps floods apart;
 //! - [`pty`]: thrum on a terminal, and files it streams into.
 
+pub mod browser;
 pub mod doc;
 pub mod netns;
 pub mod processes;
@@ -21,6 +23,7 @@ pub mod run;
 pub mod serial;
 pub mod topology;
 
+pub use browser::*;
 pub use doc::*;
 pub use netns::*;
 pub use processes::*;
