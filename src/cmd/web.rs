@@ -1,5 +1,6 @@
 //! `thrum web`: the results store served read-only as pages
-//! ([`crate::web`]) until the process is stopped.
+//! ([`crate::web`]) until SIGTERM or SIGINT, which end it with status 0,
+//! as they end `thrum monitor`.
 
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -13,6 +14,10 @@ use crate::web::{self, Site};
 /// `thrum web`.
 pub fn web(args: &WebArgs) -> Result<ExitCode> {
     let req = args.to_request()?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
     for w in &req.warnings {
         eprintln!("warning: {w}");
     }
@@ -35,9 +40,9 @@ pub fn web(args: &WebArgs) -> Result<ExitCode> {
             "loopback, no token: anyone on this host can read it"
         }
     );
-    // The server runs on its own thread; this one waits for the signal
-    // that ends the process (Ctrl-C, SIGTERM: their default action).
-    loop {
-        std::thread::park();
+    // The server runs on its own thread; this one waits for the signal.
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    Ok(ExitCode::SUCCESS)
 }

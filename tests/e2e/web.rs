@@ -295,4 +295,16 @@ fn web_beyond_loopback_needs_a_token_and_never_echoes_it() {
     let (status, body) = web.get("/", &format!("Cookie: thrum_token={token}\r\n"));
     assert_eq!(status, 200);
     assert!(body.contains("tcp_rr") && !body.contains(token));
+    // SIGTERM ends it as it ends `thrum monitor`: status 0.
+    let mut web = web;
+    let pid = web.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = web.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
 }
