@@ -234,12 +234,25 @@ fn charts(store: &Store, rows: &[Row], f: &Filter) -> Result<Vec<String>, String
     }
     let latency = keep(latency);
     if !latency.is_empty() {
+        let bands = |n: usize| {
+            latency
+                .iter()
+                .flat_map(|s| &s.points)
+                .any(|p| p.bands.len() == n)
+        };
+        let smoke = match (bands(3), bands(1)) {
+            (true, true) => {
+                "each run's p5–p95, p10–p90, p25–p75 (p50–p99 where it kept no histogram)"
+            }
+            (false, true) => "each run's p50–p99",
+            _ => "each run's p5–p95, p10–p90, p25–p75",
+        };
         out.push(smoke::svg(&Chart {
             what: "latency",
             quantity: Quantity::Latency,
             x: XAxis::Time,
             series: &latency,
-            smoke: "each run's p5–p95, p10–p90, p25–p75",
+            smoke,
             x_range: None,
             shaded: &[],
         }));

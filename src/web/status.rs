@@ -207,12 +207,6 @@ pub fn judge(runs: &[&Row], now: f64) -> Judged {
         .take(compare::LEARN_FROM as usize)
         .map(|r| &r.headline)
         .collect();
-    let Some((name, value, q)) = headline(&newest.headline) else {
-        return Judged {
-            status: Status::Normal,
-            why: "no headline figure to judge".into(),
-        };
-    };
     if before.len() < MIN_HISTORY {
         return Judged {
             status: Status::New,
@@ -222,6 +216,13 @@ pub fn judge(runs: &[&Row], now: f64) -> Judged {
             ),
         };
     }
+    let Some((name, value, q)) = headline(&newest.headline) else {
+        return Judged {
+            status: Status::Normal,
+            why: "no headline figure to judge (a mix, an aggregate): it ran without an error"
+                .into(),
+        };
+    };
     let normal = Side {
         headline: medians(&before),
         doc: serde_json::Value::Null,
