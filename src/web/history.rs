@@ -214,7 +214,9 @@ fn charts(store: &Store, rows: &[Row], f: &Filter) -> Result<Vec<String>, String
     }
     let mut out = Vec::new();
     let keep = |m: BTreeMap<String, Series>| -> Vec<Series> {
-        m.into_values().filter(|s| !s.points.is_empty()).collect()
+        m.into_values()
+            .filter(|s| !s.points.is_empty() || !s.failed.is_empty())
+            .collect()
     };
     let rate = keep(rate);
     if !rate.is_empty() {
@@ -240,11 +242,14 @@ fn charts(store: &Store, rows: &[Row], f: &Filter) -> Result<Vec<String>, String
                 .flat_map(|s| &s.points)
                 .any(|p| p.bands.len() == n)
         };
-        let smoke = match (bands(3), bands(1)) {
-            (true, true) => {
+        // Beside other series a series draws its middle band only.
+        let smoke = match (bands(3), bands(1), latency.len() > 1) {
+            (true, true, false) => {
                 "each run's p5–p95, p10–p90, p25–p75 (p50–p99 where it kept no histogram)"
             }
-            (false, true) => "each run's p50–p99",
+            (true, true, true) => "each run's p10–p90 (p50–p99 where it kept no histogram)",
+            (false, true, _) => "each run's p50–p99",
+            (_, _, true) => "each run's p10–p90",
             _ => "each run's p5–p95, p10–p90, p25–p75",
         };
         out.push(smoke::svg(&Chart {

@@ -249,36 +249,9 @@ fn ping(o: &mut String, doc: &Value) {
 
 /// A stored aggregate run, analysed again as `thrum report` does.
 fn agg(doc: Value) -> Result<String, String> {
-    use crate::agg::model::{self, AggResult, Coverage, StepSpan};
+    use crate::agg::model::{self, AggResult};
     let saved: AggResult = serde_json::from_value(doc).map_err(|e| e.to_string())?;
-    for t in &saved.tests {
-        let spans: Vec<StepSpan> = t
-            .steps
-            .iter()
-            .map(|s| StepSpan {
-                streams: s.streams,
-                first_stream: s.first_stream,
-                started: s.started,
-                window: (s.start, s.end),
-            })
-            .collect();
-        model::check_span(
-            (t.start, t.end),
-            &spans,
-            t.streams.iter().map(|s| s.samples.len()).sum(),
-        )?;
-    }
-    let coverage = if saved.source == "thrum agg" {
-        Coverage::Required { slack_s: 0.05 }
-    } else {
-        Coverage::Assumed
-    };
-    let tests = saved
-        .tests
-        .iter()
-        .map(|t| model::reanalyse(t, coverage))
-        .collect();
-    let r = AggResult { tests, ..saved };
+    let r = model::reanalyse_saved(saved)?;
     let labels = crate::export::draw::agg::Labels::of(&r.spec);
     let svgs: Vec<String> = r
         .tests
