@@ -198,8 +198,18 @@ fn web_serves_the_store_to_raw_http_and_a_headless_browser() {
     assert!(foreign.starts_with("HTTP/1.1 421 "), "{foreign:.80}");
 
     // A run saved while it serves moves the mark the pages poll.
+    // Its labels and name are markup a page must show as text.
     let before = web.json("/api/version")["version"].clone();
-    save_run(&db, "a", &[]);
+    save_run(
+        &db,
+        "a",
+        &[
+            "--label",
+            "note=<img src=x onerror=alert(1)>",
+            "--name",
+            "<script>alert(2)</script>",
+        ],
+    );
     let after = web.json("/api/version");
     assert_ne!(after["version"], before);
     assert_eq!(after["runs"], 7);
@@ -210,6 +220,11 @@ fn web_serves_the_store_to_raw_http_and_a_headless_browser() {
     let home = dump_dom(browser, dir.path(), &web.url("/"));
     assert!(home.contains("tcp_rr") && home.contains(&newest), "{home}");
     assert!(home.contains("case=a") && home.contains("case=b"));
+    assert!(
+        home.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{home}"
+    );
+    assert!(!home.contains("<img") && !home.contains("<script>alert"));
     let run = dump_dom(browser, dir.path(), &web.url(&format!("/runs/{newest}")));
     assert!(run.contains("<svg"), "no chart on the run's page");
     assert!(run.contains("thrum run tcp_rr"), "the command again");
@@ -226,6 +241,7 @@ fn web_serves_the_store_to_raw_http_and_a_headless_browser() {
     );
     let hist = dump_dom(browser, dir.path(), &web.url("/history?test=tcp_rr"));
     assert!(hist.contains("<svg") && hist.contains("case=b"), "{hist}");
+    assert!(!hist.contains("<img") && !hist.contains("<script>alert"));
     let shot = dir.path().join("overview.png");
     screenshot(browser, dir.path(), &web.url("/"), &shot, "1400,1000");
     let (distinct, inked) = ink(&pixels(&shot));
