@@ -100,22 +100,50 @@ pub fn cells(rows: &[Row], now: f64) -> Vec<Cell> {
         .collect()
 }
 
-/// The data of the page, for `/api/overview`.
-pub fn data(store: &Store, now: f64) -> Result<Vec<Cell>, String> {
+/// The error a result document ended with: its summary's, or its first
+/// test's or cell's.
+fn error_of(doc: &serde_json::Value) -> Option<&str> {
+    fn first(list: &serde_json::Value) -> Option<&str> {
+        list.as_array()?.iter().find_map(|x| x["error"].as_str())
+    }
+    doc["summary"]["error"]
+        .as_str()
+        .or_else(|| first(&doc["tests"]))
+        .or_else(|| first(&doc["cells"]))
+}
+
+/// Every setup of the newest runs, a failing one's reason read from its
+/// newest run (one document each).
+fn judged(store: &Store, now: f64) -> Result<(Vec<Row>, Vec<Cell>), String> {
     let rows = store.list(&Filter {
         last: Some(listing::READ_RUNS),
         ..Filter::default()
     })?;
-    Ok(cells(&rows, now))
+    let mut all = cells(&rows, now);
+    for c in all
+        .iter_mut()
+        .filter(|c| c.judged.status == Status::Failing)
+    {
+        if let Some((_, doc)) = store.get(&c.newest_id)?
+            && let Some(e) = error_of(&doc)
+        {
+            c.judged.why = format!(
+                "the newest run ended with an error: {}",
+                crate::text::message(e)
+            );
+        }
+    }
+    Ok((rows, all))
+}
+
+/// The data of the page, for `/api/overview`.
+pub fn data(store: &Store, now: f64) -> Result<Vec<Cell>, String> {
+    judged(store, now).map(|(_, c)| c)
 }
 
 /// The page.
 pub fn page(store: &Store, now: f64) -> Result<(String, usize), String> {
-    let rows = store.list(&Filter {
-        last: Some(listing::READ_RUNS),
-        ..Filter::default()
-    })?;
-    let all = cells(&rows, now);
+    let (rows, all) = judged(store, now)?;
     let mut o = String::new();
     if rows.is_empty() {
         o.push_str("<h1>Overview</h1><p class=\"notice\">The store holds no run yet. \
@@ -209,7 +237,7 @@ fn cell(o: &mut String, c: &Cell) {
     let _ = write!(
         o,
         "<a class=\"setup st-{}\" href=\"{}\" title=\"{}\"><div class=\"meta\"><span>{}</span><span>{}</span></div>\
-<div class=\"fig\">{}</div><div class=\"lab\">{lab}</div>{}<div class=\"meta\"><span>{}</span><span>{} runs</span></div></a>",
+<div class=\"fig\">{}</div><div class=\"lab\">{lab}</div>{}{}<div class=\"meta\"><span>{}</span><span>{} runs</span></div></a>",
         s.name(),
         esc(&listing::history_link(&c.test, &c.target, &c.labels)),
         esc(&c.judged.why),
@@ -218,6 +246,11 @@ fn cell(o: &mut String, c: &Cell) {
         )),
         s.name(),
         esc(&c.shown),
+        if s == Status::Failing {
+            format!("<div class=\"lab\">{}</div>", esc(&c.judged.why))
+        } else {
+            String::new()
+        },
         sparkline(&c.recent, s.colour()),
         layout::time(c.newest_unix_s),
         c.runs
