@@ -181,7 +181,7 @@ the run-to-run noise <code>thrum compare</code> learns from the runs before it.<
             esc(s.meaning())
         );
     }
-    o.push_str("</div>\n<table class=\"grid\"><thead><tr><th></th>");
+    o.push_str("</div>\n<div class=\"gridwrap\"><table class=\"grid\"><thead><tr><th></th>");
     for c in &columns {
         let _ = write!(o, "<th class=\"col\">{}</th>", esc(c));
     }
@@ -207,7 +207,7 @@ the run-to-run noise <code>thrum compare</code> learns from the runs before it.<
             });
             o.push_str("<td class=\"cell\">");
             for c in here.iter().take(CELL_SETUPS) {
-                cell(&mut o, c);
+                cell(&mut o, c, now);
             }
             if here.len() > CELL_SETUPS {
                 let _ = write!(
@@ -221,23 +221,33 @@ the run-to-run noise <code>thrum compare</code> learns from the runs before it.<
         }
         o.push_str("</tr>\n");
     }
-    o.push_str("</tbody></table>\n<h2>Newest runs</h2>\n");
+    o.push_str("</tbody></table></div>\n<h2>Newest runs</h2>\n");
     listing::runs_table(&mut o, &rows[..rows.len().min(RECENT_RUNS)], false);
     Ok((o, rows.len()))
 }
 
 /// One setup's box.
-fn cell(o: &mut String, c: &Cell) {
+fn cell(o: &mut String, c: &Cell, now: f64) {
     let s = c.judged.status;
     let lab = if c.labels.is_empty() {
         "no labels".to_string()
     } else {
         labels(&c.labels)
     };
+    let why = if s == Status::Failing {
+        format!("<div class=\"lab\">{}</div>", esc(&c.judged.why))
+    } else {
+        String::new()
+    };
+    let runs = match c.runs {
+        1 => "1 run".to_string(),
+        n => format!("{n} runs"),
+    };
     let _ = write!(
         o,
         "<a class=\"setup st-{}\" href=\"{}\" title=\"{}\"><div class=\"meta\"><span>{}</span><span>{}</span></div>\
-<div class=\"fig\">{}</div><div class=\"lab\">{lab}</div>{}{}<div class=\"meta\"><span>{}</span><span>{} runs</span></div></a>",
+<div class=\"fig\">{}</div><div class=\"lab\">{lab}</div>{why}{}<div class=\"meta\">\
+<span title=\"{}\">{} ago</span><span>{runs}</span></div></a>",
         s.name(),
         esc(&listing::history_link(&c.test, &c.target, &c.labels)),
         esc(&c.judged.why),
@@ -246,14 +256,9 @@ fn cell(o: &mut String, c: &Cell) {
         )),
         s.name(),
         esc(&c.shown),
-        if s == Status::Failing {
-            format!("<div class=\"lab\">{}</div>", esc(&c.judged.why))
-        } else {
-            String::new()
-        },
         sparkline(&c.recent, s.colour()),
-        layout::time(c.newest_unix_s),
-        c.runs
+        crate::clock::rfc3339(c.newest_unix_s),
+        super::status::span((now - c.newest_unix_s).max(0.0)),
     );
 }
 
