@@ -1,9 +1,13 @@
-//! `thrum compare A B` and `thrum run … --baseline RUN`: two results
-//! figure by figure, by [`crate::store::compare`]'s method, as a table
-//! (verdicts coloured on a terminal) or `{"figures": [...]}`. A and B are
-//! stored runs (an id, or `label:KEY=VALUE` for the newest so labelled) or
-//! result files; the store also gives the runs of each one's setup, from
-//! which the run-to-run noise is learned.
+//! `thrum compare A B` and `thrum run … --baseline RUN`: two sets of
+//! results figure by figure, by [`crate::store::compare`]'s method, as a
+//! table (verdicts coloured on a terminal) or `{"figures": [...]}`.
+//!
+//! A and B are stored runs (an id: one run; `label:KEY=VALUE`: every run
+//! so labelled, of one test and target and of its newest run's settings)
+//! or result files. Like is compared with like: results of another kind
+//! or test are refused (exit 2), never compared figure by figure. The
+//! store also gives the runs of each set's settings, from which a set of
+//! one or two runs learns its run-to-run noise.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -14,131 +18,115 @@ use serde_json::Value;
 
 use crate::cli::store::CompareRequest;
 use crate::cli::{CompareArgs, StoreRequest};
-use crate::store::compare::{self, Baseline, Comparison, Side, Verdict};
-use crate::store::{Headline, Labels, Setup, Store, headline};
+use crate::store::compare::{self, Baseline, Comparison, Pool, Run, Set, Verdict};
+use crate::store::sets::{self, Among, Found, Kind, Spec, like_with_like};
+use crate::store::{Store, headline, settings};
 
 /// The exit code of a regression under `--fail-on regression`.
 pub const EXIT_REGRESSED: u8 = 3;
 
-/// A result to compare, found.
-pub struct Subject {
-    /// As the user named it (an id, label:…, a file).
-    pub name: String,
-    pub setup: Setup,
-    pub doc: Value,
+fn need<'a>(store: Option<&'a Result<Store, String>>, spec: &str) -> Result<&'a Store> {
+    match store {
+        Some(Ok(s)) => Ok(s),
+        Some(Err(e)) => Err(anyhow!("{e}")),
+        None => Err(anyhow!(
+            "no results store to look '{}' up in",
+            crate::text::echo(spec)
+        )),
+    }
 }
 
-/// Find `spec` (an id, `label:KEY=VALUE`, a result file) in `store` or on disk.
-fn resolve(store: Option<&Result<Store, String>>, spec: &str) -> Result<Subject> {
-    let need = || -> Result<&Store> {
-        match store {
-            Some(Ok(s)) => Ok(s),
-            Some(Err(e)) => Err(anyhow!("{e}")),
-            None => Err(anyhow!(
-                "no results store to look '{}' up in",
-                crate::text::echo(spec)
-            )),
+/// A result file.
+fn file(path: &str) -> Result<Found> {
+    let doc = super::report::read_document(Path::new(path))?;
+    let (command, test, target) = headline::identity(&doc);
+    if command.is_empty() {
+        bail!(
+            "{path}: a {} document has no figures to compare (accepted: thrum.result.v1, thrum.ping.v1, thrum.curve.v1, thrum.agg.v1, thrum.sweep.v1)",
+            crate::text::echo(doc["schema"].as_str().unwrap_or("schema-less"))
+        );
+    }
+    Ok(Found {
+        set: Set {
+            name: path.to_string(),
+            settings: settings::key(&doc),
+            runs: vec![Run::new(path.to_string(), doc)],
+        },
+        kind: Kind {
+            command,
+            test,
+            target,
+        },
+        notes: Vec::new(),
+    })
+}
+
+/// Find a side named `spec` (`label:` among `among`), its notes said on
+/// stderr.
+fn resolve(
+    store: Option<&Result<Store, String>>,
+    spec: &Spec,
+    raw: &str,
+    among: &Among,
+) -> Result<Found> {
+    let place = |s: &Store| s.path().display().to_string();
+    let found = match spec {
+        Spec::Label(k, v) => {
+            let s = need(store, raw)?;
+            sets::by_label(s, k, v, among, &place(s))?
         }
-    };
-    let by_id = |s: &Store, id: &str, name: String| -> Result<Subject> {
-        let (row, doc) = s.get(id).map_err(anyhow::Error::msg)?.ok_or_else(|| {
-            anyhow!(
-                "no run '{}' in {}",
-                crate::text::echo(id),
-                s.path().display()
-            )
-        })?;
-        Ok(Subject {
-            name,
-            setup: Setup {
-                command: row.command,
-                test: row.test,
-                target: row.target,
-                labels: row.labels,
-            },
-            doc,
-        })
-    };
-    if let Some(l) = spec.strip_prefix("label:") {
-        let (k, v) = crate::store::parse_label(l)
-            .map_err(|e| anyhow!("{}: {e}", crate::text::echo(spec)))?;
-        let s = need()?;
-        let id = s
-            .latest_with_label(&k, &v)
-            .map_err(anyhow::Error::msg)?
-            .ok_or_else(|| {
-                anyhow!(
-                    "no stored run is labelled {}={} (in {})",
-                    crate::text::echo(&k),
-                    crate::text::echo(&v),
-                    s.path().display()
+        Spec::File(p) => file(p)?,
+        Spec::Id(id) => {
+            let s = need(store, raw).with_context(|| {
+                format!(
+                    "'{}' is no file, so it would be a stored run's id",
+                    crate::text::echo(raw)
                 )
             })?;
-        return by_id(s, &id, format!("{id} ({k}={v})"));
+            sets::by_id(s, id, &place(s))?
+        }
+    };
+    for n in &found.notes {
+        eprintln!("note: {n}");
     }
-    let path = Path::new(spec);
-    if path.exists() {
-        let doc = super::report::read_document(path)?;
-        let (command, test, target) = headline::identity(&doc);
-        if command.is_empty() {
-            bail!(
-                "{spec}: a {} document has no headline figures to compare (accepted: thrum.result.v1, thrum.ping.v1)",
-                doc["schema"].as_str().unwrap_or("schema-less")
+    Ok(found)
+}
+
+/// thrum's own diagnostics that say the host, not the path, moved a run.
+const DISTURBED: [&str; 3] = ["trend", "flow_stalled", "cpu_stolen"];
+
+/// Say which runs of `set` carry a diagnostic of [`DISTURBED`]: with
+/// three runs a disturbed one drags the set's centre by a third of its dip
+/// (a 90 Mbit/s run among 95s), and widens the interval.
+fn note_disturbed(set: &Set, side: &str) {
+    for r in &set.runs {
+        let codes: Vec<&str> = r.doc["summary"]["diagnostics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d["code"].as_str())
+            .filter(|c| DISTURBED.contains(c))
+            .collect();
+        if !codes.is_empty() {
+            eprintln!(
+                "note: {side}: run {} says it was disturbed ({}); a set's centre moves with it (docs/history.md)",
+                crate::text::echo(&r.id),
+                codes.join(", ")
             );
         }
-        return Ok(Subject {
-            name: spec.to_string(),
-            setup: Setup {
-                command,
-                test,
-                target,
-                labels: Labels::new(),
-            },
-            doc,
-        });
     }
-    let s = need().with_context(|| {
-        format!(
-            "'{}' is no file, so it would be a stored run's id",
-            crate::text::echo(spec)
-        )
-    })?;
-    by_id(s, spec, spec.to_string())
 }
 
-/// A subject as one side of the comparison, with its setup's stored runs.
-fn side(store: Option<&Result<Store, String>>, s: &Subject) -> Side {
-    let setup_runs = match store {
-        Some(Ok(st)) => st
-            .setup_runs(&s.setup, compare::LEARN_FROM)
-            .unwrap_or_else(|e| {
-                eprintln!("warning: {e}: noise not learned from stored runs");
-                Vec::new()
-            }),
-        _ => Vec::new(),
+/// The stored runs of each set's settings, to learn noise from.
+fn pools(store: Option<&Result<Store, String>>, sides: &[&Found]) -> Vec<Pool> {
+    let Some(Ok(st)) = store else {
+        return Vec::new();
     };
-    Side {
-        headline: Headline::of(&s.doc),
-        doc: s.doc.clone(),
-        setup_runs,
+    let (pools, warnings) = sets::pools(st, sides);
+    for w in warnings {
+        eprintln!("warning: {w}");
     }
-}
-
-fn run_compare(
-    store: Option<&Result<Store, String>>,
-    a: &Subject,
-    b: &Subject,
-    threshold: f64,
-) -> Comparison {
-    let same = a.setup == b.setup;
-    compare::compare(
-        &a.name,
-        &side(store, a),
-        &b.name,
-        &side(store, b),
-        same,
-        threshold,
-    )
+    pools
 }
 
 /// `thrum compare`.
@@ -152,15 +140,25 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         ))),
         Err(e) => Some(Err(e.clone())),
     };
-    let a = resolve(store.as_ref(), &req.a).context("A")?;
-    let b = resolve(store.as_ref(), &req.b).context("B")?;
-    let c = run_compare(store.as_ref(), &a, &b, req.threshold);
+    let spec = |raw: &str| Spec::parse(raw, true).map_err(anyhow::Error::msg);
+    let (sa, sb) = (spec(&req.a)?, spec(&req.b)?);
+    let given = Among {
+        test: req.test.clone(),
+        target: req.target.clone(),
+        last: req.last,
+    };
+    let raw = [&req.a, &req.b];
+    let (a, b) = sets::both(&sa, &sb, &given, |side, spec, among| {
+        resolve(store.as_ref(), spec, raw[side], among).context(["A", "B"][side])
+    })?;
+    like_with_like(&a.kind, &b.kind, ["A", "B"]).map_err(anyhow::Error::msg)?;
+    note_disturbed(&a.set, "A");
+    note_disturbed(&b.set, "B");
+    let pools = pools(store.as_ref(), &[&a, &b]);
+    let c = compare::compare(&a.set, &b.set, &pools, req.threshold, req.gate.as_deref())
+        .map_err(anyhow::Error::msg)?;
     if c.figures.is_empty() {
-        bail!(
-            "{} and {} have no headline figure in common",
-            a.name,
-            b.name
-        );
+        bail!("{} and {} have no figure in common", a.set.name, b.set.name);
     }
     if req.json {
         super::out::print(&format!("{}\n", serde_json::to_string_pretty(&c)?))?;
@@ -174,73 +172,118 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     })
 }
 
-/// `run --baseline`: the stored run, found before the run starts.
-pub fn find_baseline(store: &StoreRequest, spec: &str) -> Result<Subject> {
+/// `run --baseline`'s stored runs, found before the run, and what the
+/// run will be.
+pub struct Pending {
+    found: Found,
+    this: Kind,
+}
+
+/// `run --baseline`: the stored runs, found before the run starts among
+/// runs of this run's `test` against its `target` (a label's), and
+/// refused when of another test; `--gate`'s names checked against them.
+pub fn find_baseline(
+    store: &StoreRequest,
+    baseline: &Baseline,
+    test: &str,
+    target: &str,
+) -> Result<Pending> {
     let st = store.path.clone().and_then(|p| Store::open_existing(&p));
-    resolve(Some(&st), spec).context("--baseline")
+    let spec = Spec::parse(&baseline.run, true).map_err(anyhow::Error::msg)?;
+    let among = Among {
+        test: Some(test.to_string()),
+        target: Some(target.to_string()),
+        last: baseline.last,
+    };
+    let found = resolve(Some(&st), &spec, &baseline.run, &among).context("--baseline")?;
+    let this = Kind {
+        command: "run".into(),
+        test: test.to_string(),
+        target: target.to_string(),
+    };
+    like_with_like(&found.kind, &this, ["--baseline", "this run"]).map_err(anyhow::Error::msg)?;
+    compare::check_gate(&found.set, &found.set, baseline.gate.as_deref())
+        .map_err(anyhow::Error::msg)?;
+    Ok(Pending { found, this })
 }
 
 /// After a run with `--baseline`: the comparison on stderr (stdout holds
 /// the result); whether it should fail the run (`--fail-on regression`).
 pub fn after_run(
     store: &StoreRequest,
-    found: Subject,
+    pending: Pending,
     id: Option<String>,
     doc: Value,
     baseline: &Baseline,
 ) -> Result<bool> {
-    let (command, test, target) = headline::identity(&doc);
-    let new = Subject {
-        name: id.unwrap_or_else(|| "this run".into()),
-        setup: Setup {
-            command,
-            test,
-            target,
-            labels: store.labels.clone(),
+    let Pending { found, this } = pending;
+    let name = id.unwrap_or_else(|| "this run".into());
+    let new = Found {
+        set: Set {
+            name: name.clone(),
+            settings: settings::key(&doc),
+            runs: vec![Run::new(name, doc)],
         },
-        doc,
+        kind: this,
+        notes: Vec::new(),
     };
     let st = store.path.as_ref().ok().map(|p| Store::open_existing(p));
-    let c = run_compare(st.as_ref(), &found, &new, baseline.threshold);
+    note_disturbed(&found.set, "--baseline");
+    note_disturbed(&new.set, "this run");
+    let pools = pools(st.as_ref(), &[&found, &new]);
+    let c = compare::compare(
+        &found.set,
+        &new.set,
+        &pools,
+        baseline.threshold,
+        baseline.gate.as_deref(),
+    )
+    .map_err(anyhow::Error::msg)?;
     eprint!("{}", table(&c, colour(std::io::stderr().is_terminal())));
     Ok(baseline.fail_on.is_some_and(|f| f.fails(&c)))
+}
+
+/// A change in percent, signed, one decimal; past ±100,000 % (a 1,000-fold
+/// ratio, as one degree of freedom can give) in powers of ten.
+fn pct(x: f64) -> String {
+    if x.abs() < 1e5 {
+        format!("{x:+.1}")
+    } else {
+        format!("{x:+.1e}")
+    }
 }
 
 fn colour(terminal: bool) -> bool {
     terminal && std::env::var_os("NO_COLOR").is_none()
 }
 
-/// A figure's value in its unit, for the table.
-fn value(unit: &str, v: f64) -> String {
-    match unit {
-        "bit/s" => crate::units::BitsPerSec(v).to_string(),
-        "trans/s" => format!("{} trans/s", crate::units::fmt_si(v)),
-        "ns" => crate::units::fmt_ns(v),
-        "%" => format!("{v:.2} %"),
-        u => format!("{v:.3} {u}"),
-    }
-}
-
-/// The human table: one row a figure.
+/// The human table: one row a figure, the gated ones marked `*`.
 pub fn table(c: &Comparison, colour: bool) -> String {
     let mut rows = vec![[
         "figure".to_string(),
         "A".into(),
         "B".into(),
         "change".into(),
-        "95% interval".into(),
+        "interval".into(),
         "verdict".into(),
         "noise from".into(),
     ]];
+    let value = crate::store::figures::format;
     for f in &c.figures {
         rows.push([
-            f.name.to_string(),
+            format!("{}{}", if f.gated { "*" } else { " " }, f.name),
             value(&f.unit, f.a),
             value(&f.unit, f.b),
             f.change_percent
-                .map_or("-".into(), |x| format!("{x:+.1} %")),
-            f.interval_percent
-                .map_or("-".into(), |[lo, hi]| format!("{lo:+.1} … {hi:+.1} %")),
+                .map_or("-".into(), |x| format!("{} %", pct(x))),
+            match f.interval_percent {
+                Some([lo, hi]) => {
+                    let l = format!("{:.3}", f.level_percent);
+                    let l = l.trim_end_matches('0').trim_end_matches('.');
+                    format!("{} … {} % ({l}%)", pct(lo), pct(hi))
+                }
+                None => "-".into(),
+            },
             f.verdict.name().into(),
             f.noise.clone(),
         ]);
@@ -258,13 +301,14 @@ pub fn table(c: &Comparison, colour: bool) -> String {
     for (n, r) in rows.iter().enumerate() {
         let mut line = String::new();
         for (i, cell) in r.iter().enumerate() {
-            let pad = widths[i] - cell.chars().count();
+            let cell = crate::text::message(cell);
+            let pad = widths[i].saturating_sub(cell.chars().count());
             let text = if i == 5 && n > 0 && colour {
                 let code = match c.figures[n - 1].verdict {
                     Verdict::Improved => "32",
                     Verdict::Regressed => "31",
                     Verdict::Inconclusive => "33",
-                    Verdict::NoChange => "0",
+                    Verdict::NoChange | Verdict::NotJudged => "0",
                 };
                 format!("\x1b[{code}m{cell}\x1b[0m")
             } else {
@@ -287,7 +331,7 @@ pub fn table(c: &Comparison, colour: bool) -> String {
         out.push('\n');
     }
     out.push_str(&format!(
-        "a change under {} % is \"no change\"; intervals hold run-to-run noise (docs/history.md)\n",
+        "* gated (--fail-on looks at these); a change under {} % is \"no change\"; each interval at its share of a 5 % false-alarm budget over the figures judged; CPU % is never judged on its own (docs/history.md)\n",
         c.threshold_percent
     ));
     out

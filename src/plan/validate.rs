@@ -8,7 +8,7 @@
 //! per-socket options by `sockets`.
 
 use super::choices::{Arrivals, CloseMode, Direction};
-use super::kinds::{Merit, Rate, TestKind, Traits, Transport};
+use super::kinds::{Merit, Rate, TestKind, Traits};
 use super::limits;
 use super::{DEFAULT_MAX_INFLIGHT, PlanError, TestPlan, sockets};
 
@@ -139,12 +139,10 @@ impl TestPlan {
         let Some(n) = self.bytes else {
             return Ok(());
         };
-        // The bulk tests: TCP's, and udp_stream's numbered datagrams
-        // (capacity's trains are a probe, not a load to count).
-        let counted = |x: &Traits| {
-            x.merit == Merit::Throughput
-                && (x.transport == Transport::Tcp || x.kind == TestKind::UdpStream)
-        };
+        // The bulk tests, whose load is counted in bytes: TCP's, and
+        // udp_stream's numbered datagrams (capacity's trains are a probe,
+        // not a load to count).
+        let counted = |x: &Traits| x.carries_load();
         if !counted(t.traits()) {
             return Err(PlanError::NotApplicable {
                 flag: "--bytes",

@@ -84,13 +84,14 @@ impl Token {
                 "not a regular file (a symbolic link is not followed)".into()
             ));
         }
-        if meta.len() > MAX_TOKEN as u64 + 64 {
+        if meta.len() > crate::nofollow::TOKEN_FILE.max_bytes {
             return Err(err(format!(
                 "{} bytes is too long ({TOKEN_RANGE})",
                 meta.len()
             )));
         }
-        let text = crate::nofollow::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let text = crate::nofollow::read_to_string(path, &crate::nofollow::TOKEN_FILE)
+            .map_err(|e| err(e.to_string()))?;
         Token::new(&text).map_err(err)
     }
 

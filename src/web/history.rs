@@ -70,6 +70,7 @@ pub fn filter(t: &Target, now: f64) -> Result<Filter, String> {
         since_unix_s: since(t.get("since").unwrap_or("all"), now)?,
         until_unix_s: None,
         last: Some(MAX_RUNS),
+        ok_only: false,
     })
 }
 

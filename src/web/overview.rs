@@ -285,6 +285,8 @@ mod tests {
                 transactions_per_s: Some(tps),
                 ..Headline::default()
             },
+            settings: "s".into(),
+            figures: super::status::tests::tps_figure(tps),
         }
     }
 

@@ -1,9 +1,9 @@
 //! A run's page (`/runs/ID`) and its document (`/api/runs/ID`, what
 //! `thrum show ID --json` prints): the run's own report, drawn by the
 //! exporters that drew it when it ran (a mix's page with its charts, a
-//! single test's page, the aggregate's, the curve's, the sweep's tables),
-//! the per-interval charts of a single test, its provenance, and the
-//! command that runs it again.
+//! single test's page, the aggregate's, the curve's, the sweep's tables
+//! with their heat maps), the per-interval charts of a single test, its
+//! provenance, and the command that runs it again.
 
 use std::fmt::Write;
 
@@ -295,10 +295,7 @@ fn report(doc: &Value, o: &mut String) -> Result<(), String> {
         "thrum.sweep.v1" => {
             let sw: crate::sweep::Sweep =
                 serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
-            format!(
-                "<body><pre>{}</pre></body>",
-                esc(&crate::export::sweep::table(&sw))
-            )
+            page::sweep::report(&sw)
         }
         "thrum.ping.v1" => {
             let mut p = String::from("<body>");

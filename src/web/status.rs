@@ -1,16 +1,18 @@
 //! How a setup stands against its own normal, for a cell of the overview:
 //! its newest run compared by `thrum compare`'s method
-//! ([`crate::store::compare`]) with the runs of the same setup before it
-//! (their medians as A, their spread as the learned run-to-run noise), on
-//! the setup's headline figure (throughput, else transactions/s, else
-//! the median latency, else loss). One figure, not every figure compare
-//! shows: a grid of many cells each judged on several figures would raise
-//! a false alarm somewhere on almost every look.
+//! ([`crate::store::compare::compare`]) with the runs of the same setup
+//! and settings before it (set A, whose own spread is the run-to-run
+//! noise; the newest run is set B), read from the figures the store keeps
+//! of each run. Only the gated figures colour a box, as `--fail-on
+//! regression` reads them (each kind's headline figures: throughput,
+//! transactions/s, a mix's latency under load per probe, …): a grid of
+//! many cells, each coloured by every figure compare shows, would raise a
+//! false alarm somewhere on almost every look.
 
 use serde::Serialize;
 
 use crate::export::draw::smoke::Quantity;
-use crate::store::compare::{self, Side, Verdict};
+use crate::store::compare::{self, Run, Set, Verdict};
 use crate::store::{Headline, Row};
 
 /// Where a setup stands.
@@ -87,8 +89,8 @@ pub const STALE_GAPS: f64 = 3.0;
 /// misses two is not yet news).
 pub const STALE_FLOOR_S: f64 = 600.0;
 
-/// A setup's headline figure: its name as compare gives it, its value,
-/// what it is.
+/// The figure a box shows and its sparkline draws: its name as compare
+/// gives it, its value, what it is.
 pub fn headline(h: &Headline) -> Option<(&'static str, f64, Quantity)> {
     if let Some(v) = h.throughput_bps {
         return Some(("throughput", v, Quantity::BitsPerSec));
@@ -118,46 +120,16 @@ pub fn figure_name(name: &str) -> &str {
     }
 }
 
-/// A figure as a cell shows it, in the unit its quantity reads in.
+/// A figure as a cell shows it, in the unit its quantity reads in (as
+/// compare's table prints it).
 pub fn show(v: f64, q: Quantity) -> String {
-    match q {
-        Quantity::BitsPerSec => crate::units::BitsPerSec(v).to_string(),
-        Quantity::TransPerSec => format!("{} trans/s", crate::units::fmt_si(v)),
-        Quantity::Latency => crate::units::fmt_ns(v),
-        Quantity::Percent => format!("{v:.2} %"),
-    }
-}
-
-/// The median of `v`'s values that are there.
-fn median(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let mut xs: Vec<f64> = v.flatten().filter(|x| x.is_finite()).collect();
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    Some(if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    })
-}
-
-/// The medians of every headline figure of `runs`.
-fn medians(runs: &[&Headline]) -> Headline {
-    let m = |f: fn(&Headline) -> Option<f64>| median(runs.iter().map(|h| f(h)));
-    Headline {
-        throughput_bps: m(|h| h.throughput_bps),
-        transactions_per_s: m(|h| h.transactions_per_s),
-        latency_p50_ns: m(|h| h.latency_p50_ns),
-        latency_p99_ns: m(|h| h.latency_p99_ns),
-        loss_percent: m(|h| h.loss_percent),
-        local_cpu_percent: m(|h| h.local_cpu_percent),
-        remote_cpu_percent: m(|h| h.remote_cpu_percent),
-        local_service_demand: m(|h| h.local_service_demand),
-        remote_service_demand: m(|h| h.remote_service_demand),
-        service_demand_unit: runs.first().and_then(|h| h.service_demand_unit.clone()),
-    }
+    let unit = match q {
+        Quantity::BitsPerSec => "bit/s",
+        Quantity::TransPerSec => "trans/s",
+        Quantity::Latency => "ns",
+        Quantity::Percent => "%",
+    };
+    crate::store::figures::format(unit, v)
 }
 
 /// A setup judged: its status and a sentence saying why.
@@ -201,73 +173,89 @@ pub fn judge(runs: &[&Row], now: f64) -> Judged {
             };
         }
     }
-    let before: Vec<&Headline> = runs[1..]
+    // Like with like: the runs before of the newest one's settings.
+    let before: Vec<&Row> = runs[1..]
         .iter()
-        .filter(|r| r.ok)
+        .copied()
+        .filter(|r| r.ok && r.settings == newest.settings)
         .take(compare::LEARN_FROM as usize)
-        .map(|r| &r.headline)
         .collect();
     if before.len() < MIN_HISTORY {
         return Judged {
             status: Status::New,
             why: format!(
-                "{} earlier run(s) without an error: {MIN_HISTORY} are needed to learn its normal",
+                "{} earlier run(s) of its settings without an error: {MIN_HISTORY} are needed to learn its normal",
                 before.len()
             ),
         };
     }
-    let Some((name, value, q)) = headline(&newest.headline) else {
-        return Judged {
-            status: Status::Normal,
-            why: "no headline figure to judge (a mix, an aggregate): it ran without an error"
-                .into(),
-        };
+    let set = |name: &str, rows: &[&Row]| Set {
+        name: name.into(),
+        runs: rows
+            .iter()
+            .map(|r| Run::stored(r.id.clone(), &r.figures))
+            .collect(),
+        settings: newest.settings.clone(),
     };
-    let normal = Side {
-        headline: medians(&before),
-        doc: serde_json::Value::Null,
-        setup_runs: before.iter().map(|h| (*h).clone()).collect(),
-    };
-    let this = Side {
-        headline: newest.headline.clone(),
-        doc: serde_json::Value::Null,
-        setup_runs: Vec::new(),
-    };
-    let c = compare::compare(
-        "normal",
-        &normal,
-        "newest",
-        &this,
-        true,
+    let c = match compare::compare(
+        &set("normal", &before),
+        &set("newest", &[newest]),
+        &[],
         compare::DEFAULT_THRESHOLD,
-    );
-    let Some(f) = c.figures.iter().find(|f| f.name == name) else {
+        None,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            return Judged {
+                status: Status::Normal,
+                why: format!("not judged ({e}): it ran without an error"),
+            };
+        }
+    };
+    let gated: Vec<&compare::Figure> = c.figures.iter().filter(|f| f.gated).collect();
+    let pick = |v: Verdict| gated.iter().find(|f| f.verdict == v).copied();
+    let (status, f) = if let Some(f) = pick(Verdict::Regressed) {
+        (Status::Regressed, f)
+    } else if let Some(f) = pick(Verdict::Improved) {
+        (Status::Changed, f)
+    } else if let Some(f) = gated.first() {
+        (Status::Normal, *f)
+    } else {
         return Judged {
             status: Status::Normal,
-            why: "no headline figure in common with the runs before".into(),
+            why: "no figure of its kind to judge: it ran without an error".into(),
         };
-    };
-    let status = match f.verdict {
-        Verdict::Regressed => Status::Regressed,
-        Verdict::Improved => Status::Changed,
-        Verdict::NoChange | Verdict::Inconclusive => Status::Normal,
     };
     let change = match (f.change_percent, f.interval_percent) {
-        (Some(c), Some([lo, hi])) => format!(" {c:+.1} % (95 %: {lo:+.1} … {hi:+.1} %)"),
+        (Some(c), Some([lo, hi])) => format!(
+            " {c:+.1} % ({}: {lo:+.1} … {hi:+.1} %)",
+            level(f.level_percent)
+        ),
         _ => String::new(),
     };
+    let others = match gated.len() {
+        1 => String::new(),
+        n => format!(" ({n} figures judged)"),
+    };
+    let value = crate::store::figures::format;
     Judged {
         status,
         why: format!(
-            "{}: {}{change} against the median {} of the {} runs before ({}): {}",
-            figure_name(name),
-            show(value, q),
-            show(f.a, q),
+            "{}: {}{change} against the mean {} of the {} runs before ({}): {}{others}",
+            figure_name(&f.name),
+            value(&f.unit, f.b),
+            value(&f.unit, f.a),
             before.len(),
             f.noise,
             f.verdict.name()
         ),
     }
+}
+
+/// An interval's confidence as a reader says it: `99 %`, `98.667 %`.
+pub fn level(percent: f64) -> String {
+    let l = format!("{percent:.3}");
+    format!("{} %", l.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// A span of seconds in the largest unit that fits: `40 s`, `12 min`, `3.5 h`, `2.0 d`.
@@ -284,7 +272,7 @@ pub fn span(s: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn row(t: f64, tps: f64, ok: bool) -> Row {
@@ -303,7 +291,16 @@ mod tests {
                 transactions_per_s: Some(tps),
                 ..Headline::default()
             },
+            settings: "s".into(),
+            figures: tps_figure(tps),
         }
+    }
+
+    /// The figures the store keeps of a tcp_rr run of `tps`.
+    pub fn tps_figure(tps: f64) -> crate::store::figures::StoredFigures {
+        let doc = serde_json::json!({"schema": crate::result::SCHEMA, "test": "tcp_rr",
+            "summary": {"transactions_per_s": tps, "local": {}, "remote": {}}});
+        crate::store::figures::stored(&doc)
     }
 
     fn judged(rows: &[Row], now: f64) -> Status {
@@ -325,10 +322,10 @@ mod tests {
             .collect();
         assert_eq!(judged(&steady, 1010.0), Status::Normal);
         let mut down = steady.clone();
-        down[0].headline.transactions_per_s = Some(30_000.0);
+        down[0] = row(1000.0, 30_000.0, true);
         assert_eq!(judged(&down, 1010.0), Status::Regressed);
         let mut up = steady.clone();
-        up[0].headline.transactions_per_s = Some(80_000.0);
+        up[0] = row(1000.0, 80_000.0, true);
         assert_eq!(judged(&up, 1010.0), Status::Changed);
         let mut failed = steady.clone();
         failed[0].ok = false;
@@ -342,18 +339,20 @@ mod tests {
             why.contains("regressed") && why.contains("7 runs before"),
             "{why}"
         );
+        // Earlier runs of other settings are no normal of this one.
+        let mut other = steady.clone();
+        for r in &mut other[2..] {
+            r.settings = "t".into();
+        }
+        assert_eq!(judged(&other, 1010.0), Status::New);
     }
 
     #[test]
-    fn medians_and_spans() {
-        assert_eq!(
-            median([Some(3.0), None, Some(1.0), Some(2.0)].into_iter()),
-            Some(2.0)
-        );
-        assert_eq!(median([Some(1.0), Some(2.0)].into_iter()), Some(1.5));
-        assert_eq!(median(std::iter::empty()), None);
+    fn spans_and_levels() {
         assert_eq!(span(30.0), "30 s");
         assert_eq!(span(3600.0), "60 min");
         assert_eq!(span(86400.0 * 3.0), "3.0 d");
+        assert_eq!(level(99.0), "99 %");
+        assert_eq!(level(98.6666666), "98.667 %");
     }
 }

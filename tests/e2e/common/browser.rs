@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use super::command::Ran;
 use super::processes::run_cmd;
 
 /// The Chromium binary on the path, if any.
@@ -35,7 +36,7 @@ pub fn chromium_or_skip(what: &str) -> Option<&'static str> {
 
 /// Chromium headless with a profile of its own under `dir` (no sandbox:
 /// the tests run as root), the flags that keep it off the network, and `args`.
-pub fn headless(browser: &str, dir: &Path, args: &[&str]) -> std::process::Output {
+pub fn headless(browser: &str, dir: &Path, args: &[&str]) -> Ran {
     let profile = tempfile::tempdir_in(dir).expect("a profile directory");
     run_cmd(
         Command::new(browser)
@@ -63,7 +64,7 @@ pub fn dump_dom(browser: &str, dir: &Path, url: &str) -> String {
         dir,
         &["--dump-dom", "--virtual-time-budget=3000", url],
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    out.stdout()
 }
 
 /// A screenshot of `url` into `png`, `size` as `W,H`.
@@ -77,11 +78,7 @@ pub fn screenshot(browser: &str, dir: &Path, url: &str, png: &Path, size: &str) 
             url,
         ],
     );
-    assert!(
-        png.is_file(),
-        "no screenshot of {url}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(png.is_file(), "no screenshot of {url}\n{}", out.report());
 }
 
 /// A PNG's pixels (each its samples), decoded.

@@ -26,7 +26,8 @@
 
 use std::process::Command;
 
-use super::netns::{ip, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, run_ok};
+use super::command::Thrum;
+use super::netns::{ip, netns_add_or_skip, ns_exec, ns_server, run_ok};
 use super::processes::ServerProc;
 
 /// A's interface, toward R. (Not "a" or "br": `ip link add` reads those
@@ -284,9 +285,9 @@ impl Path3 {
         ns_exec(&self.a, program)
     }
 
-    /// `thrum run TEST -H SERVER ARGS.. --json`, to be run in A.
-    pub fn client_cmd(&self, server: &ServerProc, test: &str, args: &[&str]) -> Command {
-        ns_client_cmd(&self.a, server, test, args)
+    /// `thrum run TEST -H SERVER` in A, with the short-run defaults.
+    pub fn client(&self, server: &ServerProc, test: &str) -> Thrum {
+        Thrum::run(test).netns(&self.a).host(&server.addr)
     }
 }
 
@@ -384,9 +385,9 @@ impl Pair {
         ns_server(&self.b, &self.addr_b())
     }
 
-    /// `thrum run TEST -H SERVER ARGS.. --json`, to be run in A.
-    pub fn client_cmd(&self, server: &ServerProc, test: &str, args: &[&str]) -> Command {
-        ns_client_cmd(&self.a, server, test, args)
+    /// `thrum run TEST -H SERVER` in A, with the short-run defaults.
+    pub fn client(&self, server: &ServerProc, test: &str) -> Thrum {
+        Thrum::run(test).netns(&self.a).host(&server.addr)
     }
 }
 
