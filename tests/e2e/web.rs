@@ -4,21 +4,20 @@
 //! (hostile targets, methods and sizes, the JSON the CLI gives) and in
 //! headless Chromium (the overview naming the test and the runs, a run's
 //! chart, a comparison's verdicts, the history's charts, a screenshot that
-//! is not blank); a run saved while it serves moves `/api/version`; an
-//! address beyond loopback needs a token, which is asked for and never
-//! echoed.
+//! is not blank); its comparison of two labels is `thrum compare`'s, run
+//! for run; a run saved while it serves moves `/api/version`; an address
+//! beyond loopback needs a token, which is asked for and never echoed; a
+//! stored sweep's page is the one `report --out` writes, heat map and all.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{bin, chromium_or_skip, dump_dom, ink, pixels, run_cmd, screenshot};
-
-const LIMIT: Duration = Duration::from_secs(60);
+use crate::common::{ServerProc, Thrum, chromium_or_skip, dump_dom, ink, pixels, screenshot};
 
 /// `thrum web` serving `db`, killed when dropped.
 struct Web {
@@ -30,10 +29,10 @@ impl Web {
     /// Start it with `args` after `--db DB`; its address is the one its
     /// first line on stderr names.
     fn start(db: &Path, args: &[&str]) -> Web {
-        let mut child = Command::new(bin())
-            .args(["web", "--db"])
+        let mut child = Thrum::cmd(&["web", "--db"])
             .arg(db)
             .args(args)
+            .command()
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -105,20 +104,14 @@ impl Drop for Web {
 
 /// One short tcp_rr run saved in `db`, labelled `case=CASE`.
 fn save_run(db: &Path, case: &str, extra: &[&str]) {
-    let out = run_cmd(
-        Command::new(bin())
-            .args(["run", "tcp_rr", "-l", "2s", "--label"])
-            .arg(format!("case={case}"))
-            .args(extra)
-            .arg("--db")
-            .arg(db),
-        LIMIT,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    Thrum::run("tcp_rr")
+        .len("2s")
+        .arg("--label")
+        .arg(format!("case={case}"))
+        .args(extra)
+        .arg("--db")
+        .arg(db)
+        .ok();
 }
 
 /// Six runs, three a case, alternating.
@@ -140,13 +133,9 @@ fn web_serves_the_store_to_raw_http_and_a_headless_browser() {
     let rows = web.json("/api/history?test=tcp_rr");
     let rows = rows.as_array().expect("an array");
     assert_eq!(rows.len(), 6);
-    let cli = run_cmd(
-        Command::new(bin())
-            .args(["history", "--json", "--test", "tcp_rr", "--db"])
-            .arg(&db),
-        LIMIT,
-    );
-    let cli: Value = serde_json::from_slice(&cli.stdout).expect("history --json");
+    let cli = Thrum::cmd(&["history", "--test", "tcp_rr", "--db"])
+        .arg(&db)
+        .json();
     assert_eq!(
         rows.iter().map(|r| &r["id"]).collect::<Vec<_>>(),
         cli.as_array()
@@ -156,7 +145,15 @@ fn web_serves_the_store_to_raw_http_and_a_headless_browser() {
             .collect::<Vec<_>>()
     );
     let newest = rows[0]["id"].as_str().unwrap().to_string();
+    // A label is every run so labelled, as `thrum compare` takes it.
     let c = web.json("/api/compare?a=label:case%3Da&b=label:case%3Db");
+    let cli = Thrum::cmd(&["compare", "label:case=a", "label:case=b", "--db"])
+        .arg(&db)
+        .json();
+    assert_eq!((&c["a_runs"], &c["b_runs"]), (&3.into(), &3.into()), "{c}");
+    for k in ["a_ids", "b_ids", "gate"] {
+        assert_eq!(c[k], cli[k], "{k}: the page's {c}\nthe CLI's {cli}");
+    }
     let figures = c["figures"].as_array().expect("figures");
     assert!(
         figures.iter().any(|f| f["name"] == "transactions_per_s"),
@@ -254,18 +251,9 @@ fn web_beyond_loopback_needs_a_token_and_never_echoes_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
     save_run(&db, "a", &[]);
-    let out = run_cmd(
-        Command::new(bin())
-            .args(["web", "--listen", "0.0.0.0:0", "--db"])
-            .arg(&db),
-        LIMIT,
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        err.contains("--token-file") && err.contains("loopback"),
-        "{err}"
-    );
+    Thrum::cmd(&["web", "--listen", "0.0.0.0:0", "--db"])
+        .arg(&db)
+        .refused(&["--token-file", "loopback"]);
     let token = "e2eTokenOfThrumWeb0123456789";
     let file = dir.path().join("token");
     std::fs::write(&file, format!("{token}\n")).unwrap();
@@ -313,14 +301,38 @@ fn web_beyond_loopback_needs_a_token_and_never_echoes_it() {
     assert!(body.contains("tcp_rr") && !body.contains(token));
     // SIGTERM ends it as it ends `thrum monitor`: status 0.
     let mut web = web;
-    let pid = web.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    let pid = web.child.id() as i32;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     let status = web.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn a_stored_sweeps_page_is_its_tables_and_heat_map() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let doc = Thrum::sweep("tcp_rr")
+        .on(&server)
+        .args(["--burst", "0,8", "--flows", "1,2"])
+        .len("300ms")
+        .arg("--db")
+        .arg(&db)
+        .timeout(Duration::from_secs(90))
+        .json();
+    let web = Web::start(&db, &["--listen", "127.0.0.1:0"]);
+    let rows = web.json("/api/history?test=tcp_rr");
+    let id = rows[0]["id"].as_str().expect("the sweep's id");
+    let (status, page) = web.get(&format!("/runs/{id}"), "");
+    assert_eq!(status, 200, "{page}");
+    // The page `report --out` writes: the table, and its heat map, every
+    // cell's rate in both.
+    assert!(page.contains("<table class=\"sweep\">"), "{page}");
+    assert!(page.contains("<svg"), "no heat map: {page}");
+    for c in doc["cells"].as_array().expect("cells") {
+        let rate = format!("{:.0}", c["transactions_per_s"].as_f64().unwrap());
+        assert!(page.contains(&format!("<td>{rate}")), "{rate}: {page}");
+        // plotters writes a text's content on a line of its own.
+        assert!(page.lines().any(|l| l.trim() == rate), "{rate}: {page}");
+    }
 }
