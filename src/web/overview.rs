@@ -265,29 +265,11 @@ fn cell(o: &mut String, c: &Cell, now: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Headline;
 
     fn row(id: &str, t: f64, label: &str, tps: f64) -> Row {
-        let mut labels = Labels::new();
-        labels.insert("case".into(), label.into());
-        Row {
-            id: id.into(),
-            time: String::new(),
-            time_unix_s: t,
-            command: "run".into(),
-            test: "tcp_rr".into(),
-            target: "embedded".into(),
-            name: None,
-            labels,
-            schema: "thrum.result.v1".into(),
-            ok: true,
-            headline: Headline {
-                transactions_per_s: Some(tps),
-                ..Headline::default()
-            },
-            settings: "s".into(),
-            figures: super::status::tests::tps_figure(tps),
-        }
+        let mut r = super::status::tests::tcp_rr_row(id, t, tps, true);
+        r.labels.insert("case".into(), label.into());
+        r
     }
 
     #[test]

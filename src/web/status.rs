@@ -275,9 +275,11 @@ pub fn span(s: f64) -> String {
 pub(super) mod tests {
     use super::*;
 
-    fn row(t: f64, tps: f64, ok: bool) -> Row {
+    /// A stored tcp_rr run of `tps` at `t`, as the store lists it (the
+    /// overview's tests build theirs here too).
+    pub fn tcp_rr_row(id: &str, t: f64, tps: f64, ok: bool) -> Row {
         Row {
-            id: format!("{:08x}", t as u32),
+            id: id.into(),
             time: String::new(),
             time_unix_s: t,
             command: "run".into(),
@@ -296,8 +298,12 @@ pub(super) mod tests {
         }
     }
 
+    fn row(t: f64, tps: f64, ok: bool) -> Row {
+        tcp_rr_row(&format!("{:08x}", t as u32), t, tps, ok)
+    }
+
     /// The figures the store keeps of a tcp_rr run of `tps`.
-    pub fn tps_figure(tps: f64) -> crate::store::figures::StoredFigures {
+    fn tps_figure(tps: f64) -> crate::store::figures::StoredFigures {
         let doc = serde_json::json!({"schema": crate::result::SCHEMA, "test": "tcp_rr",
             "summary": {"transactions_per_s": tps, "local": {}, "remote": {}}});
         crate::store::figures::stored(&doc)
