@@ -67,11 +67,16 @@ pub enum Code {
     /// The server reported a figure no receiver can produce (a count near
     /// 2^64, a capacity histogram outside its bins); it is left out.
     ServerFigureImplausible,
+    /// udp_rr matched, or may have matched, responses to requests oldest
+    /// first (a server that echoes no short sequence number, a burst wider
+    /// than the number tells apart, or open loop with more in flight):
+    /// after a loss, latencies may be another transaction's.
+    RrMatchedInOrder,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 24] = [
+    pub const ALL: [Code; 25] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -96,6 +101,7 @@ impl Code {
         Code::WindowOverran,
         Code::CapacityLoopback,
         Code::ServerFigureImplausible,
+        Code::RrMatchedInOrder,
     ];
 
     /// The stable code, as JSON carries it.
@@ -125,6 +131,7 @@ impl Code {
             Code::WindowOverran => "window_overran",
             Code::CapacityLoopback => "capacity_loopback",
             Code::ServerFigureImplausible => "server_figure_implausible",
+            Code::RrMatchedInOrder => "rr_matched_in_order",
         }
     }
 }

@@ -240,8 +240,8 @@ impl<'a> Session<'a> {
     }
 
     /// Hello both ways, the version check, the key: the control connection
-    /// ready for the spec.
-    fn open(&mut self) -> Result<TcpStream> {
+    /// ready for the spec, and the server's hello.
+    fn open(&mut self) -> Result<(TcpStream, Hello)> {
         let mut ctrl = connect_control(self.target)?;
         let server_ip = ctrl.peer_addr()?.ip();
         self.g.server_address = Some(ctrl.peer_addr()?.to_string());
@@ -263,19 +263,45 @@ impl<'a> Session<'a> {
         }
         authenticate(&mut ctrl, self.target, hello.nonce.as_deref())?;
         self.g.env.server_software = Some(text::echo(&hello.software));
-        Ok(ctrl)
+        Ok((ctrl, hello))
+    }
+
+    /// Fit each part's plan to what the server does on the data path
+    /// (`features::BEHAVIOURS`), saying where a figure may suffer: a
+    /// udp_rr client matches responses oldest first against a server that
+    /// echoes no short sequence number. Not refused, even for a probe: an
+    /// older server still measures throughput, and latency without loss,
+    /// right, and the warning names the way out.
+    fn fit_parts(&mut self, parts: &mut [TestPlan], hello: &Hello) {
+        let echoes = hello.names(super::features::RR_SHORT_SEQ);
+        for (i, p) in parts.iter_mut().enumerate() {
+            // Full 8-byte numbers every server echoes: the flag leaves them be.
+            p.rr_in_order = !echoes;
+            let Some(note) = crate::workload::udp::matching_note(p, echoes) else {
+                continue;
+            };
+            let part = match self.plan.parts.get(i) {
+                Some(q) => format!("--mix part '{}': ", q.name),
+                None => String::new(),
+            };
+            self.g.warnings.push(Warning::new(
+                Code::RrMatchedInOrder,
+                format!("{part}{note}"),
+            ));
+        }
     }
 
     fn drive(&mut self) -> Result<()> {
         let plan = self.plan;
         plan.validate()?;
         let label = self.label();
-        let mut ctrl = self.open()?;
+        let (mut ctrl, hello) = self.open()?;
         let server_ip = ctrl.peer_addr()?.ip();
         let meter = Meter::new(server_ip);
         self.g.link_speed_bps = meter.link_speed_bps();
         self.g.local_provenance = Some(Provenance::gather(meter.interface()));
-        let parts = plan.part_plans();
+        let mut parts = plan.part_plans();
+        self.fit_parts(&mut parts, &hello);
         self.g.env.udp_io = parts.iter().find_map(|p| (p.test.desc().udp_io)(p));
 
         let (setup_t0, opened) = self.set_up(&mut ctrl, server_ip, &parts)?;

@@ -191,12 +191,17 @@ impl Hello {
         }
     }
 
+    /// Does the peer's hello name `feature`?
+    pub fn names(&self, feature: &str) -> bool {
+        self.features.iter().any(|f| f == feature)
+    }
+
     /// The first feature a spec with `plan` needs (`features::needed`)
     /// that the peer's hello does not name, with the flag that asked for it.
     pub fn lacks(&self, plan: &TestPlan) -> Option<super::features::Need> {
         super::features::needed(plan)
             .into_iter()
-            .find(|n| !self.features.iter().any(|f| f == n.feature))
+            .find(|n| !self.names(n.feature))
     }
 
     /// The one version check, for both ends: `None` when the peer speaks

@@ -35,6 +35,7 @@ mod outputs;
 mod per_interval;
 mod ping;
 mod reports;
+mod rr_matching;
 mod rrul_netns;
 mod run_time;
 mod scale;

@@ -2,7 +2,7 @@
 //! one table, and the lock that keeps them apart.
 //!
 //! [`ALONE`]: each shaped-link test (modules `netns`, `rrul_netns`,
-//! `udp_loss`, the shaped `capacity`, `curve`, `ping`, `store` and `gate`
+//! `rr_matching`, `udp_loss`, the shaped `capacity`, `curve`, `ping`, `store` and `gate`
 //! tests), the CPU-heavy `hostile`, `scale` and `soak` tests and the `agg`
 //! ramps (whose streams flood every CPU) run one at a time, and never
 //! beside a test of the other group. On two vCPUs the 1-byte tcp_rr test keeps both
@@ -38,6 +38,7 @@ pub const ALONE: &[&str] = &[
     // shaper allows.
     "netns::",
     "rrul_netns::",
+    "rr_matching::",
     "udp_loss::",
     "capacity::capacity_reads_the_htb_rate",
     "capacity::capacity_says_when_a_bucket_is_deeper_than_the_trains",
