@@ -26,9 +26,9 @@
 
 use std::process::Command;
 
-use super::command::Thrum;
+use super::command::{NICED, Thrum};
 use super::netns::{ip, netns_add_or_skip, ns_exec, ns_server, run_ok};
-use super::processes::ServerProc;
+use super::processes::{ServerProc, bin};
 
 /// A's interface, toward R. (Not "a" or "br": `ip link add` reads those
 /// as abbreviations of `address` and `broadcast`.)
@@ -278,6 +278,13 @@ impl Path3 {
     /// A `thrum server` in B, listening on B's address.
     pub fn server(&self) -> ServerProc {
         ns_server(&self.b, &self.addr_b())
+    }
+
+    /// The same at nice −10 ([`NICED`]).
+    pub fn niced_server(&self) -> ServerProc {
+        let mut c = ns_exec(&self.b, NICED[0]);
+        c.args(&NICED[1..]).arg(bin());
+        ServerProc::start_with(c, &self.addr_b(), &[])
     }
 
     /// `program` in A.
