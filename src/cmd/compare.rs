@@ -4,10 +4,12 @@
 //!
 //! A and B are stored runs (an id: one run; `label:KEY=VALUE`: every run
 //! so labelled, of one test and target and of its newest run's settings)
-//! or result files. Like is compared with like: results of another kind
-//! or test are refused (exit 2), never compared figure by figure. The
-//! store also gives the runs of each set's settings, from which a set of
-//! one or two runs learns its run-to-run noise.
+//! or result files, found by [`crate::store::sets`] (as `thrum web`'s
+//! compare page finds them; a file is read here, the page takes none).
+//! Like is compared with like: results of another kind or test are
+//! refused (exit 2), never compared figure by figure. The store also
+//! gives the runs of each set's settings, from which a set of one or two
+//! runs learns its run-to-run noise.
 
 use std::io::IsTerminal;
 use std::path::Path;
