@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
     &["monitor", "web"],
     &["export", "store"],
-    &["agg", "sweep", "curve"],
+    &["agg", "sweep", "curve", "fleet"],
     &["control"],
     &["analysis"],
     &["result"],

@@ -6,13 +6,13 @@
 //! `cli` (clap's types, checked into a plan) → `monitor` (probes on a
 //! schedule, their metrics), `web` (the store as pages) → `export` (text,
 //! charts, pages), `store` → `agg` (the aggregate method), `sweep` (the
-//! grid of cells), `curve` (the latency-vs-throughput curve) → `control`
-//! (protocol, client and server sessions) → `analysis` (the record turned
-//! into a result) → `result` → `engine` (worker threads) → `workload`
-//! (flow state machines) → `io` (drivers, sockets) → `sensors`, `stats`
-//! (counters, histograms) → `plan`, `text`, `clock`, `term`, `warning`,
-//! `nofollow` → `units`, `httpd` (the HTTP server under the monitor's
-//! `/metrics` and `thrum web`).
+//! grid of cells), `curve` (the latency-vs-throughput curve), `fleet` (one
+//! test from many agents) → `control` (protocol, client and server
+//! sessions) → `analysis` (the record turned into a result) → `result` →
+//! `engine` (worker threads) → `workload` (flow state machines) → `io`
+//! (drivers, sockets) → `sensors`, `stats` (counters, histograms) → `plan`,
+//! `text`, `clock`, `term`, `warning`, `nofollow` → `units`, `httpd` (the
+//! HTTP server under the monitor's `/metrics` and `thrum web`).
 
 pub mod agg;
 pub mod analysis;
@@ -23,6 +23,7 @@ pub mod control;
 pub mod curve;
 pub mod engine;
 pub mod export;
+pub mod fleet;
 pub mod httpd;
 pub mod io;
 #[cfg(test)]

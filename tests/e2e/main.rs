@@ -15,6 +15,7 @@ mod curve;
 mod error_messages;
 mod failures;
 mod fields;
+mod fleet;
 mod gate;
 mod hardening;
 mod hostile;
