@@ -24,9 +24,9 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &["cmd"],
     &["cli"],
-    &["monitor"],
+    &["monitor", "web"],
     &["export", "store"],
-    &["agg", "sweep", "curve"],
+    &["agg", "sweep", "curve", "fleet"],
     &["control"],
     &["analysis"],
     &["result"],

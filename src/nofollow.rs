@@ -74,6 +74,16 @@ pub const KEY_FILE: Input = Input {
     follow_links: true,
 };
 
+/// `thrum web`'s bearer token: at most 1,024 characters, with room for
+/// trailing whitespace; not through a link, as a secret someone else may
+/// have pointed elsewhere.
+pub const TOKEN_FILE: Input = Input {
+    what: "a token file",
+    flag: "--token-file",
+    max_bytes: 1024 + 64,
+    follow_links: false,
+};
+
 /// `thrum monitor`'s TOML: a probe is a few hundred bytes.
 pub const MONITOR_CONFIG: Input = Input {
     what: "a monitor configuration",
@@ -89,6 +99,13 @@ pub const HOSTS_FILE: Input = Input {
     flag: "--hosts-file",
     max_bytes: MIB,
     follow_links: true,
+};
+
+/// `run --from-file`'s agents, in a hosts file's forms: as long as one.
+pub const AGENTS_FILE: Input = Input {
+    what: "a list of agents",
+    flag: "--from-file",
+    ..HOSTS_FILE
 };
 
 /// `sweep --nic`'s journal of a device's settings: a few hundred bytes.

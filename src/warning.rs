@@ -72,11 +72,17 @@ pub enum Code {
     /// than the number tells apart, or open loop with more in flight):
     /// after a loss, latencies may be another transaction's.
     RrMatchedInOrder,
+    /// A run from many agents: an agent died, stalled or failed; its
+    /// figures are left out of the sum.
+    AgentFailed,
+    /// A run from many agents: they started further apart than 1 % of the
+    /// measurement window.
+    StartSkew,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 25] = [
+    pub const ALL: [Code; 27] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -102,6 +108,8 @@ impl Code {
         Code::CapacityLoopback,
         Code::ServerFigureImplausible,
         Code::RrMatchedInOrder,
+        Code::AgentFailed,
+        Code::StartSkew,
     ];
 
     /// The stable code, as JSON carries it.
@@ -132,6 +140,8 @@ impl Code {
             Code::CapacityLoopback => "capacity_loopback",
             Code::ServerFigureImplausible => "server_figure_implausible",
             Code::RrMatchedInOrder => "rr_matched_in_order",
+            Code::AgentFailed => "agent_failed",
+            Code::StartSkew => "start_skew",
         }
     }
 }

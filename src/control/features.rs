@@ -18,7 +18,10 @@
 //! A server also names what it does differently on the data path
 //! ([`BEHAVIOURS`]): no spec field asks for it, so nothing is refused; a
 //! client whose plan would rely on one adapts to a server that lacks it,
-//! where the plan is used, and says so in the result.
+//! where the plan is used, and says so in the result. Beyond the spec, it
+//! names the requests every server of this build answers ([`REQUESTS`]:
+//! the clock exchange), and a server started with `--agent` names
+//! [`AGENT`].
 
 use crate::plan::{TestPlan, Transport};
 
@@ -146,8 +149,19 @@ pub const RR_SHORT_SEQ: &str = "rr_short_seq";
 /// version (module doc).
 pub const BEHAVIOURS: &[&str] = &[RR_SHORT_SEQ];
 
+/// The clock exchange (`control::clocks`): every server of this build
+/// answers it.
+pub const CLOCK: &str = "clock";
+
+/// Requests beyond the spec that every server of this build answers.
+pub const REQUESTS: &[&str] = &[CLOCK];
+
+/// What a server started with `--agent` adds to its hello: it takes an
+/// agent's run (`control::agent`).
+pub const AGENT: &str = "agent";
+
 /// The features this build's hello names: every gate's, in [`GATES`]'
-/// order, each once, then the [`BEHAVIOURS`].
+/// order, each once, then the [`BEHAVIOURS`] and the [`REQUESTS`].
 pub fn features() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for g in GATES {
@@ -158,6 +172,7 @@ pub fn features() -> Vec<&'static str> {
         }
     }
     out.extend_from_slice(BEHAVIOURS);
+    out.extend_from_slice(REQUESTS);
     out
 }
 
@@ -310,7 +325,8 @@ mod tests {
                 "bytes",
                 "spin",
                 "busy_poll",
-                "rr_short_seq"
+                "rr_short_seq",
+                "clock"
             ]
         );
     }
