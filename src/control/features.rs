@@ -57,6 +57,8 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
 /// long-lived TCP flows; `local_hosts_all`: `local_hosts` as sources of UDP
 /// flows and connection tests' connections too; `bytes`: a byte-limited
 /// run, whose server sends (tcp_maerts, tcp_bidir) or counts to the end;
+/// `spin`: the server's workers poll instead of sleeping; `busy_poll`:
+/// SO_PREFER_BUSY_POLL on its data sockets, and SO_BUSY_POLL read back;
 /// `one_way`: udp_rr's server stamps each response with its request's
 /// arrival and its own departure (`workload::udp::one_way`).
 pub const GATES: &[Gate] = &[
@@ -71,6 +73,8 @@ pub const GATES: &[Gate] = &[
     gate("plan.max_events", "--max-events", "spreading"),
     gate("plan.epoll_trigger", "--epoll-trigger", "spreading"),
     gate("plan.bytes", "--bytes", "bytes"),
+    gate("plan.spin", "--spin", "spin"),
+    gate("plan.prefer_busy_poll", "--prefer-busy-poll", "busy_poll"),
     gate("plan.one_way", "--one-way", "one_way"),
 ];
 
@@ -232,7 +236,7 @@ mod tests {
     #[test]
     fn each_gated_field_set_alone_names_its_feature() {
         type Set = fn(&mut TestPlan);
-        let setters: [(&str, TestKind, Set); 9] = [
+        let setters: [(&str, TestKind, Set); 11] = [
             ("plan.mark", TestKind::TcpRr, |p| p.sockets.mark = Some(7)),
             ("plan.tcp_tx_delay_us", TestKind::TcpRr, |p| {
                 p.sockets.tcp_tx_delay_us = Some(10)
@@ -254,6 +258,10 @@ mod tests {
             }),
             ("plan.bytes", TestKind::TcpMaerts, |p| {
                 p.bytes = Some(1 << 20)
+            }),
+            ("plan.spin", TestKind::TcpRr, |p| p.spin = true),
+            ("plan.prefer_busy_poll", TestKind::UdpRr, |p| {
+                p.prefer_busy_poll = true
             }),
             ("plan.one_way", TestKind::UdpRr, |p| p.one_way = true),
         ];
@@ -319,6 +327,8 @@ mod tests {
                 "spreading",
                 "local_hosts_all",
                 "bytes",
+                "spin",
+                "busy_poll",
                 "one_way",
                 "rr_short_seq",
                 "clock"

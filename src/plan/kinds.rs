@@ -216,6 +216,10 @@ pub struct Traits {
     pub call_times: bool,
     /// Does `--gso` (UDP_SEGMENT and UDP_GRO) apply?
     pub gso: bool,
+    /// Does `--spin` (workers poll their one kind of long-lived socket
+    /// instead of sleeping) apply? The request/response tests: their flows
+    /// keep one socket each and treat an empty receive as "not yet".
+    pub spin: bool,
     /// Does `--one-way` (send and arrival stamps in each transaction) apply?
     pub one_way: bool,
     /// Do `--reverse` and `--both` apply? (The TCP bulk tests are each
@@ -340,6 +344,7 @@ const TCP_BULK: Traits = Traits {
     zerocopy: true,
     call_times: true,
     gso: false,
+    spin: false,
     one_way: false,
     reverse: false,
     send_flag: "--send-size",
@@ -365,6 +370,7 @@ const RR: Traits = Traits {
     zerocopy: false,
     call_times: false,
     gso: false,
+    spin: true,
     one_way: false,
     reverse: false,
     send_flag: "--send-size",
@@ -382,6 +388,7 @@ const CONNECT: Traits = Traits {
     burst: false,
     max_inflight: false,
     close: true,
+    spin: false,
     ..RR
 };
 
