@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{Path3, ServerProc, TOWARD_B, u};
+use crate::common::{Path3, ServerProc, TOWARD_B, Thrum, f, u};
 
 const MS: u64 = 1_000_000;
 
@@ -95,4 +95,32 @@ fn a_standing_queue_reads_on_the_way_up_only() {
         "the way up reads the standing queue (70–100 ms): {up} ns"
     );
     assert!(down < 10 * MS, "the way down crosses no queue: {down} ns");
+}
+
+/// Over loopback, closed loop with four in flight, against the embedded
+/// server: each transaction's way up and way down add up to its round
+/// trip less the server's turnaround, so over the same transactions the
+/// two means add up to no more than the round trip's (1 % for the
+/// histograms' rounding). `-r` is raised to carry the stamps, and a test
+/// without them is refused, naming the flag.
+#[test]
+fn the_two_ways_fit_in_the_round_trip() {
+    let doc = Thrum::run("udp_rr")
+        .args(["--one-way", "--burst", "3"])
+        .len("1s")
+        .json();
+    let s = &doc["summary"];
+    let o = &s["owd_ns"];
+    p50s(&doc);
+    assert_eq!(u(&o["up"]["count"]), u(&s["latency_ns"]["count"]), "{o}");
+    let ways = f(&o["up"]["mean"]) + f(&o["down"]["mean"]);
+    let rtt = f(&s["latency_ns"]["mean"]);
+    assert!(
+        ways <= rtt * 1.01,
+        "up + down {ways} ns, round trip {rtt} ns"
+    );
+    Thrum::run("tcp_rr")
+        .arg("--one-way")
+        .len("1s")
+        .refused(&["--one-way", "udp_rr"]);
 }
