@@ -106,6 +106,19 @@ pub enum Command {
     Show(ShowArgs),
     /// Compare two results figure by figure: the change, its interval with run-to-run noise, and a verdict.
     Compare(CompareArgs),
+    /// Take netperf's command line and print what netperf prints (also as a link named netperf).
+    #[command(disable_help_flag = true)]
+    Netperf(NetperfArgs),
+}
+
+/// `thrum netperf ARGS`: netperf's own command line, handed whole to the
+/// netperf front end (`crate::netperf`), which reads it as netperf does;
+/// `thrum netperf --help` lists what it takes.
+#[derive(Debug, Args)]
+pub struct NetperfArgs {
+    /// netperf's global options, then `--` and the test's options.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., value_name = "ARGS")]
+    pub args: Vec<String>,
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which

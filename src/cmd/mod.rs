@@ -1,5 +1,5 @@
 //! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
-//! `ping`, `monitor`, the aggregate commands `agg`, `find-burst`, `sweep` and `report`,
+//! `ping`, `monitor`, `netperf` (netperf's command line), the aggregate commands `agg`, `find-burst`, `sweep` and `report`,
 //! and the results store's `history` (with `show`) and `compare`; `save`
 //! saves a measuring command's result in the store. This
 //! is the top of the library: a command parses nothing. Its first line
@@ -17,6 +17,7 @@ pub mod find_burst;
 pub mod history;
 pub mod limit;
 pub mod monitor;
+pub mod netperf;
 pub mod out;
 pub mod ping;
 pub mod progress;
