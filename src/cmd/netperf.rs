@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 
 use crate::control;
 use crate::control::client::Observer;
-use crate::export::netperf::{Netperf, Print, header, interim};
+use crate::export::netperf::{InterimLines, Netperf, Print, header};
 use crate::export::{self, Exporter};
 use crate::netperf::{Request, RunRequest};
 use crate::plan::TestPlan;
@@ -23,13 +23,12 @@ use crate::result::Interval;
 struct DemoLines<'a> {
     print: &'a Print,
     plan: &'a TestPlan,
-    printed: usize,
+    lines: InterimLines,
 }
 
 impl Observer for DemoLines<'_> {
     fn on_interval(&mut self, iv: &Interval) {
-        if let Some(line) = interim(self.print, iv, self.printed, self.plan) {
-            self.printed += 1;
+        if let Some(line) = self.lines.line(self.print, iv, self.plan) {
             let _ = super::out::print(&line);
             let _ = std::io::stdout().flush();
         }
@@ -78,7 +77,7 @@ fn run(req: &RunRequest) -> Result<ExitCode> {
     let mut demo = DemoLines {
         print,
         plan: &req.plan,
-        printed: 0,
+        lines: InterimLines::default(),
     };
     let mut quiet = control::client::Quiet;
     let observer: &mut dyn Observer = if req.demo.is_some() && !req.json {

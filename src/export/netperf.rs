@@ -464,38 +464,62 @@ pub fn header(
     s
 }
 
-/// One interim result of demo mode, numbered `index` (the `-k` form
-/// counts from 0), in the style of the output: the classic line, CSV, or
-/// the four `NETPERF_*[index]` keys flent reads. None for an interval
-/// outside the measurement window or without a figure yet.
-pub fn interim(
-    p: &Print,
-    iv: &Interval,
-    index: usize,
-    r_plan: &crate::plan::TestPlan,
-) -> Option<String> {
-    if iv.phase != crate::plan::Phase::Measure {
-        return None;
+/// Demo mode's interim results, as netperf emits them: a line only when
+/// work completed since the last one, so an interval in which nothing
+/// completed (a lost datagram waited out, a stalled stream) joins the next
+/// one, whose line covers both with its rate over the whole span. netperf
+/// ticks per transaction and never prints a zero; flent drops a line whose
+/// interval is ten times its average, as it would drop netperf's.
+#[derive(Debug, Default)]
+pub struct InterimLines {
+    /// Lines printed so far: the next line's index in the `-k` form.
+    pub printed: usize,
+    /// Where the span of intervals with nothing completed began.
+    idle_since_s: Option<f64>,
+}
+
+impl InterimLines {
+    /// The line for interval `iv` in the style of the output (the classic
+    /// line, CSV, or the four `NETPERF_*[i]` keys flent reads), or None:
+    /// outside the measurement window, without a figure yet, or nothing
+    /// completed in it.
+    pub fn line(
+        &mut self,
+        p: &Print,
+        iv: &Interval,
+        plan: &crate::plan::TestPlan,
+    ) -> Option<String> {
+        if iv.phase != crate::plan::Phase::Measure {
+            return None;
+        }
+        let value = match (p.unit, iv.sum.transactions_per_s) {
+            (None, Some(t)) => t,
+            (Some(u), Some(t)) => u.of(t * (plan.request_bytes + plan.response_bytes) as f64 * 8.0),
+            (u, None) => u.unwrap_or(RateUnit::Mbit).of(iv.sum.throughput_bps?),
+        };
+        if value <= 0.0 {
+            self.idle_since_s.get_or_insert(iv.start_s);
+            return None;
+        }
+        let start = self.idle_since_s.take().unwrap_or(iv.start_s);
+        let secs = iv.end_s - start;
+        let value = value * (iv.end_s - iv.start_s) / secs;
+        let end_ms = (iv.unix_end_s * 1000.0).floor() as i64;
+        let ending = format!("{}.{:03}", end_ms / 1000, end_ms % 1000);
+        let unit = unit_word(p);
+        let index = self.printed;
+        self.printed += 1;
+        Some(match p.selection.as_ref().map(|s| s.style) {
+            Some(Style::Keyval) => format!(
+                "NETPERF_INTERIM_RESULT[{index}]={value:.2}\nNETPERF_UNITS[{index}]={unit}/s\n\
+                 NETPERF_INTERVAL[{index}]={secs:.3}\nNETPERF_ENDING[{index}]={ending}\n"
+            ),
+            Some(Style::Csv) => format!("{value:7.2},{unit}/s,{secs:.3},{ending}\n"),
+            _ => format!(
+                "Interim result: {value:7.2} {unit}/s over {secs:.3} seconds ending at {ending}\n"
+            ),
+        })
     }
-    let value = match (p.unit, iv.sum.transactions_per_s) {
-        (None, Some(t)) => t,
-        (Some(u), Some(t)) => u.of(t * (r_plan.request_bytes + r_plan.response_bytes) as f64 * 8.0),
-        (u, None) => u.unwrap_or(RateUnit::Mbit).of(iv.sum.throughput_bps?),
-    };
-    let secs = iv.end_s - iv.start_s;
-    let end_ms = (iv.unix_end_s * 1000.0).floor() as i64;
-    let ending = format!("{}.{:03}", end_ms / 1000, end_ms % 1000);
-    let unit = unit_word(p);
-    Some(match p.selection.as_ref().map(|s| s.style) {
-        Some(Style::Keyval) => format!(
-            "NETPERF_INTERIM_RESULT[{index}]={value:.2}\nNETPERF_UNITS[{index}]={unit}/s\n\
-             NETPERF_INTERVAL[{index}]={secs:.3}\nNETPERF_ENDING[{index}]={ending}\n"
-        ),
-        Some(Style::Csv) => format!("{value:7.2},{unit}/s,{secs:.3},{ending}\n"),
-        _ => format!(
-            "Interim result: {value:7.2} {unit}/s over {secs:.3} seconds ending at {ending}\n"
-        ),
-    })
 }
 
 /// The result as netperf prints it after the test: the selectors' fields
@@ -965,7 +989,8 @@ mod tests {
         ), "{t}");
     }
 
-    /// Demo mode's interim lines in their three forms.
+    /// Demo mode's interim lines in their three forms; an interval in
+    /// which nothing completed joins the next line, as netperf's ticks do.
     #[test]
     fn interim_lines() {
         let plan = crate::plan::TestPlan::new(TestKind::TcpStream);
@@ -974,8 +999,9 @@ mod tests {
         iv.unix_end_s = 1795812300.5629;
         iv.sum.throughput_bps = Some(49_840_000.0);
         let mut p = print(TestKind::TcpStream);
+        let mut lines = InterimLines::default();
         assert_eq!(
-            interim(&p, &iv, 0, &plan).unwrap(),
+            lines.line(&p, &iv, &plan).unwrap(),
             "Interim result:   49.84 10^6bits/s over 0.203 seconds ending at 1795812300.562\n"
         );
         p.selection = Some(Selection {
@@ -983,11 +1009,21 @@ mod tests {
             style: Style::Keyval,
         });
         assert_eq!(
-            interim(&p, &iv, 7, &plan).unwrap(),
-            "NETPERF_INTERIM_RESULT[7]=49.84\nNETPERF_UNITS[7]=10^6bits/s\nNETPERF_INTERVAL[7]=0.203\nNETPERF_ENDING[7]=1795812300.562\n"
+            lines.line(&p, &iv, &plan).unwrap(),
+            "NETPERF_INTERIM_RESULT[1]=49.84\nNETPERF_UNITS[1]=10^6bits/s\nNETPERF_INTERVAL[1]=0.203\nNETPERF_ENDING[1]=1795812300.562\n"
+        );
+        let mut idle = fixtures::interval(4, 0.6, 0.4);
+        idle.phase = crate::plan::Phase::Measure;
+        idle.sum.throughput_bps = Some(0.0);
+        assert_eq!(lines.line(&p, &idle, &plan), None);
+        let next = lines.line(&p, &iv, &plan).unwrap();
+        assert!(
+            next.starts_with("NETPERF_INTERIM_RESULT[2]=16.78\n")
+                && next.contains("NETPERF_INTERVAL[2]=0.603\n"),
+            "{next}"
         );
         iv.phase = crate::plan::Phase::Warmup;
-        assert_eq!(interim(&p, &iv, 0, &plan), None);
+        assert_eq!(lines.line(&p, &iv, &plan), None);
     }
 
     #[test]

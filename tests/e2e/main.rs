@@ -25,6 +25,7 @@ mod monitor;
 mod monitor_http;
 mod neper;
 mod netns;
+mod netperf_front;
 mod open_loop;
 mod outputs;
 mod peers;
