@@ -344,6 +344,17 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
             "parallel streams are flows here: -F {n} (iperf3's -P)"
         ));
     }
+    if let Some(list) = ["-O", "-k"]
+        .iter()
+        .find_map(|f| value_after(f).map(|v| (*f, v)))
+    {
+        let (flag, v) = list;
+        let v = crate::text::echo(&v);
+        let style = if flag == "-k" { " --keyval" } else { "" };
+        return Some(format!(
+            "netperf's {flag} selectors are --output-fields {v}{style} here, or run the netperf command line as thrum netperf"
+        ));
+    }
     if has("-R") {
         return Some(
             "iperf3's -R (the server sends) is its own test here: thrum run tcp_maerts".into(),
@@ -595,6 +606,7 @@ impl SuiteArgs {
                 label: host.clone(),
                 bind: self.bind,
                 embedded: false,
+                wait: None,
                 psk: match &self.psk_file {
                     Some(p) => Some(crate::control::auth::Psk::from_file(p)?),
                     None => None,

@@ -67,11 +67,14 @@ pub enum Code {
     /// The server reported a figure no receiver can produce (a count near
     /// 2^64, a capacity histogram outside its bins); it is left out.
     ServerFigureImplausible,
+    /// udp_stream lost datagrams with the client's send buffer larger
+    /// than the server's receive buffer.
+    UdpSendBufferExceedsReceiver,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 24] = [
+    pub const ALL: [Code; 25] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -96,6 +99,7 @@ impl Code {
         Code::WindowOverran,
         Code::CapacityLoopback,
         Code::ServerFigureImplausible,
+        Code::UdpSendBufferExceedsReceiver,
     ];
 
     /// The stable code, as JSON carries it.
@@ -125,6 +129,7 @@ impl Code {
             Code::WindowOverran => "window_overran",
             Code::CapacityLoopback => "capacity_loopback",
             Code::ServerFigureImplausible => "server_figure_implausible",
+            Code::UdpSendBufferExceedsReceiver => "udp_send_buffer_exceeds_receiver",
         }
     }
 }

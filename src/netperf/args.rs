@@ -792,6 +792,7 @@ fn target(g: &Globals, t: &TestOpts) -> Result<Target> {
         bind,
         embedded: false,
         psk: None,
+        wait: None,
     })
 }
 

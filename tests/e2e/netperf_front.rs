@@ -377,3 +377,70 @@ fn flent_rrul_runs_over_thrum_as_netperf() {
         .sum();
     assert!(udp >= 20, "{udp} UDP round trips\n{log}");
 }
+
+/// `--wait-server`: a client started before its server waits for it (a
+/// script starting both at once); without a server it gives up after the
+/// wait, naming the flag.
+#[test]
+fn a_client_started_before_its_server_waits_for_it() {
+    use crate::common::ServerProc;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let host = format!("127.0.0.1:{port}");
+    let client = std::thread::spawn({
+        let host = host.clone();
+        move || {
+            run_cmd(
+                Command::new(bin()).args([
+                    "run",
+                    "tcp_rr",
+                    "-H",
+                    &host,
+                    "-l",
+                    "1",
+                    "--warmup",
+                    "0s",
+                    "--wait-server",
+                    "60s",
+                    "--json",
+                ]),
+                Duration::from_secs(120),
+            )
+        }
+    });
+    // The client is refused until the server comes up a second later.
+    std::thread::sleep(Duration::from_secs(1));
+    let _server = ServerProc::start_on("127.0.0.1", port);
+    let out = client.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["summary"]["transactions"].as_u64().unwrap() > 0);
+    drop(_server);
+
+    let started = std::time::Instant::now();
+    let out = run_cmd(
+        Command::new(bin()).args([
+            "run",
+            "tcp_rr",
+            "-H",
+            &host,
+            "-l",
+            "1",
+            "--wait-server",
+            "1s",
+        ]),
+        Duration::from_secs(60),
+    );
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("within --wait-server 1s"), "{stderr}");
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
