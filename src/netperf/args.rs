@@ -709,8 +709,24 @@ fn plan(kind: TestKind, g: &Globals, t: &TestOpts) -> Result<TestPlan> {
             p.response_bytes = b;
         }
     }
-    if let Some(m) = t.send {
-        p.send_bytes = m;
+    match t.send {
+        Some(m) => p.send_bytes = m,
+        // netperf sends its socket's send buffer at a time: the size asked
+        // for with -s (-S for TCP_MAERTS's sender), else the kernel's
+        // initial SO_SNDBUF. thrum's own default (128K a call) puts
+        // longer bursts on the wire, which a shallow buffer on the path
+        // answers with more loss (flent's probes lost datagrams behind
+        // it that netperf's did not). UDP_STREAM keeps thrum's 1472-byte
+        // datagrams rather than netperf's fragmented 65507.
+        None if traits.transport == crate::plan::Transport::Tcp && kind.is_stream() => {
+            let asked = if traits.client_sends {
+                t.local_buf.0
+            } else {
+                t.remote_buf.0
+            };
+            p.send_bytes = asked.unwrap_or_else(initial_tcp_send_buffer);
+        }
+        None => {}
     }
     if let Some(m) = t.recv {
         p.recv_bytes = m;
@@ -736,6 +752,15 @@ fn plan(kind: TestKind, g: &Globals, t: &TestOpts) -> Result<TestPlan> {
     p.tos = g.tos;
     p.validate()?;
     Ok(p)
+}
+
+/// A TCP socket's SO_SNDBUF as the kernel creates it
+/// (net.ipv4.tcp_wmem's default), 16384 where it cannot be read.
+fn initial_tcp_send_buffer() -> u64 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(16384)
 }
 
 /// The server: `-H` (default localhost) on `-p` (default 12865), the
@@ -843,6 +868,14 @@ mod tests {
         );
         assert_eq!(r.target.addr.port(), NETPERF_PORT);
         assert_eq!(r.plan.warmup_ns, 0);
+        // netperf's default send size: the socket's send buffer.
+        let r = run("-H 127.0.0.1");
+        assert_eq!(r.plan.send_bytes, initial_tcp_send_buffer());
+        assert_eq!(run("-H 127.0.0.1 -- -s 64K").plan.send_bytes, 65536);
+        assert_eq!(
+            run("-H 127.0.0.1 -t TCP_MAERTS -- -S 32K").plan.send_bytes,
+            32768
+        );
     }
 
     /// flent's command line, and its probe of the binary.
