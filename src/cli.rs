@@ -39,7 +39,7 @@ pub use output::{FieldList, Format, OutputArgs, Outputs};
 mod ping;
 pub use ping::{MAX_PING_COUNT, MAX_PING_SIZE, PingArgs, PingPlan};
 mod run;
-pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest};
+pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest, repeat_of};
 mod sockets;
 pub use sockets::SocketTuning;
 mod sweep;

@@ -318,10 +318,7 @@ fn random_uuid() -> String {
 
 /// The repetition asked for with --iterations and/or --confidence
 /// (netperf's defaults fill the other: 3,10 and 99,5); `run` and `sweep`.
-pub(super) fn repeat_of(
-    iterations: Option<(u32, u32)>,
-    confidence: Option<(u32, f64)>,
-) -> Option<Repeat> {
+pub fn repeat_of(iterations: Option<(u32, u32)>, confidence: Option<(u32, f64)>) -> Option<Repeat> {
     if iterations.is_none() && confidence.is_none() {
         return None;
     }

@@ -392,13 +392,10 @@ fn unit_word(p: &Print) -> &'static str {
 
 /// A rate in the unit printed; a request/response test in a bit unit
 /// (`-f m`) is its bytes both ways, as netperf's "band" tables show it.
-fn in_unit(p: &Print, bps: Option<f64>, tps: Option<f64>, r: &TestResult) -> f64 {
+fn in_unit(p: &Print, bps: Option<f64>, tps: Option<f64>, plan: &crate::plan::TestPlan) -> f64 {
     match (p.unit, tps) {
         (None, Some(t)) => t,
-        (Some(u), Some(t)) => {
-            let plan = &r.spec.plan;
-            u.of(t * (plan.request_bytes + plan.response_bytes) as f64 * 8.0)
-        }
+        (Some(u), Some(t)) => u.of(t * (plan.request_bytes + plan.response_bytes) as f64 * 8.0),
         (u, None) => u.unwrap_or(RateUnit::Mbit).of(bps.unwrap_or(0.0)),
     }
 }
@@ -492,11 +489,11 @@ impl InterimLines {
         if iv.phase != crate::plan::Phase::Measure {
             return None;
         }
-        let value = match (p.unit, iv.sum.transactions_per_s) {
-            (None, Some(t)) => t,
-            (Some(u), Some(t)) => u.of(t * (plan.request_bytes + plan.response_bytes) as f64 * 8.0),
-            (u, None) => u.unwrap_or(RateUnit::Mbit).of(iv.sum.throughput_bps?),
-        };
+        let (tps, bps) = (iv.sum.transactions_per_s, iv.sum.throughput_bps);
+        if tps.is_none() && bps.is_none() {
+            return None;
+        }
+        let value = in_unit(p, bps, tps, plan);
         if value <= 0.0 {
             self.idle_since_s.get_or_insert(iv.start_s);
             return None;
@@ -682,7 +679,7 @@ impl Netperf {
                 .unwrap_or(-1.0)
         };
         let util = |side: &Side| side.cpu_util_percent.unwrap_or(-1.0);
-        let thruput = in_unit(p, s.throughput_bps, s.transactions_per_s, r);
+        let thruput = in_unit(p, s.throughput_bps, s.transactions_per_s, &r.spec.plan);
         if p.verbosity == 0 {
             return if cpu {
                 let side = if p.local_cpu { l } else { rem };
@@ -698,7 +695,7 @@ impl Netperf {
         match p.test {
             TestKind::UdpStream => {
                 let sent_bps = s.throughput_bps_sent.unwrap_or(l.send_bps);
-                let sent = in_unit(p, Some(sent_bps), None, r);
+                let sent = in_unit(p, Some(sent_bps), None, plan);
                 let sends = s.datagrams_sent.unwrap_or(l.datagrams_sent);
                 let recvs = s.datagrams_received.unwrap_or(rem.datagrams_received);
                 if cpu {

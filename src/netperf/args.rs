@@ -17,7 +17,6 @@ use anyhow::{Context, Result, anyhow, bail};
 use super::getopt::{Opt, Takes, explicit_pair, pair, read};
 use super::{NETPERF_PORT, Request, RunRequest};
 use crate::control::client::Target;
-use crate::control::repeat::Repeat;
 use crate::export::netperf::{Demo, Print, Selection};
 use crate::plan::{Merit, TestKind, TestPlan};
 use crate::units::{RateUnit, parse_size};
@@ -616,19 +615,7 @@ pub fn parse(args: &[String]) -> Result<Request> {
         });
     }
     let cpu_bind = g.cpu_bind.is_some();
-    let repeat = match (g.iterations, g.confidence) {
-        (None, None) => None,
-        (i, c) => {
-            let (min, max) = i.unwrap_or((3, 10));
-            let (level, width_percent) = c.unwrap_or((99, 5.0));
-            Some(Repeat {
-                min,
-                max,
-                level,
-                width_percent,
-            })
-        }
-    };
+    let repeat = crate::cli::repeat_of(g.iterations, g.confidence);
     let print = Print {
         test: kind,
         omni: name == "OMNI",

@@ -390,30 +390,31 @@ fn a_client_started_before_its_server_waits_for_it() {
         .unwrap()
         .port();
     let host = format!("127.0.0.1:{port}");
+    let run = move |wait: &str| {
+        run_cmd(
+            Command::new(bin()).args([
+                "run",
+                "tcp_rr",
+                "-H",
+                &host,
+                "-l",
+                "1",
+                "--warmup",
+                "0s",
+                "--wait-server",
+                wait,
+                "--json",
+            ]),
+            Duration::from_secs(120),
+        )
+    };
     let client = std::thread::spawn({
-        let host = host.clone();
-        move || {
-            run_cmd(
-                Command::new(bin()).args([
-                    "run",
-                    "tcp_rr",
-                    "-H",
-                    &host,
-                    "-l",
-                    "1",
-                    "--warmup",
-                    "0s",
-                    "--wait-server",
-                    "60s",
-                    "--json",
-                ]),
-                Duration::from_secs(120),
-            )
-        }
+        let run = run.clone();
+        move || run("60s")
     });
     // The client is refused until the server comes up a second later.
     std::thread::sleep(Duration::from_secs(1));
-    let _server = ServerProc::start_on("127.0.0.1", port);
+    let server = ServerProc::start_on("127.0.0.1", port);
     let out = client.join().unwrap();
     assert!(
         out.status.success(),
@@ -423,22 +424,10 @@ fn a_client_started_before_its_server_waits_for_it() {
     );
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(r["summary"]["transactions"].as_u64().unwrap() > 0);
-    drop(_server);
+    drop(server);
 
     let started = std::time::Instant::now();
-    let out = run_cmd(
-        Command::new(bin()).args([
-            "run",
-            "tcp_rr",
-            "-H",
-            &host,
-            "-l",
-            "1",
-            "--wait-server",
-            "1s",
-        ]),
-        Duration::from_secs(60),
-    );
+    let out = run("1s");
     let stderr = text(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains("within --wait-server 1s"), "{stderr}");
