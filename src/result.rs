@@ -654,10 +654,12 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartSummary>,
     /// A mix with latency probes and bulk flows: the probes' latency and the
-    /// goodput each way in the idle, loaded and recovery phases.
+    /// goodput each way in the idle, loaded and recovery phases (in a
+    /// probe's entry of `parts`: that probe's latency alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<ProbePhases>,
-    /// Loaded minus idle probe latency, ns (p50, p99).
+    /// Loaded minus idle probe latency, ns (p50, p99); in a probe's entry
+    /// of `parts`, that probe's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_under_load_ns: Option<LatencyUnderLoad>,
     /// Jain's fairness index over the bulk flows of each direction.

@@ -18,6 +18,11 @@ pub const ECHO_CHARS: usize = 64;
 /// How many characters of a whole message (an error that may quote values)
 /// are kept.
 pub const MESSAGE_CHARS: usize = 1024;
+/// How many characters of one string in a document read back (a result
+/// file, a stored run, a server's results) are kept: the longest thrum
+/// writes is a warning of about 150, and a 300 MB host name in a crafted
+/// file would otherwise reach every table, page and copy written from it.
+pub const DOCUMENT_CHARS: usize = 4096;
 
 /// `s` with every control character (C0, DEL, C1) written as `\u{..}`
 /// (`\n`, `\r`, `\t` as themselves escaped), cut to `max` characters with a
@@ -57,14 +62,19 @@ pub fn message(s: &str) -> String {
 }
 
 /// Every string of `v` (and every object key) with its control characters
-/// escaped as [`escape`] does, none cut: a document read from a file then
-/// prints, renders and writes back without a raw escape sequence. Strings
-/// without a control character are left as they are, byte for byte.
+/// escaped as [`escape`] does, and cut to [`DOCUMENT_CHARS`]: a document
+/// read from a file then prints, renders and writes back without a raw
+/// escape sequence or a line of megabytes. Strings without a control
+/// character and within the bound are left as they are, byte for byte.
 pub fn escape_json_strings(v: &mut serde_json::Value) {
     use serde_json::Value;
-    let clean = |s: &str| !s.chars().any(char::is_control);
+    // Bytes bound chars from above, so a short string is not counted.
+    let clean = |s: &str| {
+        !s.chars().any(char::is_control)
+            && (s.len() <= DOCUMENT_CHARS || s.chars().count() <= DOCUMENT_CHARS)
+    };
     match v {
-        Value::String(s) if !clean(s) => *s = escape(s, usize::MAX),
+        Value::String(s) if !clean(s) => *s = escape(s, DOCUMENT_CHARS),
         Value::Array(a) => a.iter_mut().for_each(escape_json_strings),
         Value::Object(o) => {
             if o.keys().all(|k| clean(k)) {
@@ -73,7 +83,7 @@ pub fn escape_json_strings(v: &mut serde_json::Value) {
                 let taken = std::mem::take(o);
                 for (k, mut x) in taken {
                     escape_json_strings(&mut x);
-                    o.insert(escape(&k, usize::MAX), x);
+                    o.insert(escape(&k, DOCUMENT_CHARS), x);
                 }
             }
         }
@@ -169,6 +179,15 @@ mod tests {
         assert_eq!(v["ok"], "plain");
         assert_eq!(v["n"], 1.5);
         assert_eq!(v["m"]["k\\u{1b}"][0], "\\u{1b}[2J");
+        // A string past the bound is cut and says so.
+        let mut v = serde_json::json!({"host": "x".repeat(DOCUMENT_CHARS + 5), "é": "é".repeat(DOCUMENT_CHARS)});
+        escape_json_strings(&mut v);
+        assert_eq!(
+            v["host"].as_str().unwrap().chars().count(),
+            DOCUMENT_CHARS + "…(+5 chars)".chars().count()
+        );
+        assert!(v["host"].as_str().unwrap().ends_with("x…(+5 chars)"));
+        assert_eq!(v["é"].as_str().unwrap().chars().count(), DOCUMENT_CHARS);
         assert_eq!(csv_field("a,b\u{1b}"), "\"a,b\\u{1b}\"");
         assert_eq!(csv_field("lo1"), "lo1");
         assert_eq!(csv_field("12.5"), "12.5");

@@ -101,6 +101,9 @@ pub struct BitsPerSec(pub f64);
 impl fmt::Display for BitsPerSec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.0;
+        if !in_fixed_range(v) {
+            return write!(f, "{} bit/s", Compact(v));
+        }
         let (div, unit) = if v >= 1e9 {
             (1e9, "Gbit/s")
         } else if v >= 1e6 {
@@ -185,7 +188,7 @@ impl RateUnit {
     /// (`BitsPerSec`'s display) when none was chosen.
     pub fn show(unit: Option<RateUnit>, bps: f64) -> String {
         match unit {
-            Some(u) => format!("{:.2} {}", u.of(bps), u.name()),
+            Some(u) => format!("{} {}", Fixed(u.of(bps), 2), u.name()),
             None => BitsPerSec(bps).to_string(),
         }
     }
@@ -329,7 +332,9 @@ pub fn ns_to_s(ns: u64) -> f64 {
 
 /// Human form of a latency in nanoseconds.
 pub fn fmt_ns(ns: f64) -> String {
-    if ns >= 1e9 {
+    if !in_fixed_range(ns) {
+        format!("{} ns", Compact(ns))
+    } else if ns >= 1e9 {
         format!("{:.2} s", ns / 1e9)
     } else if ns >= 1e6 {
         format!("{:.2} ms", ns / 1e6)
@@ -413,6 +418,9 @@ pub fn fmt_local_time(unix_s: f64, date: bool) -> String {
 /// A value with an SI prefix for axes and cells: `950`, `180 k`, `1.2 M`,
 /// `3.4 G` (three significant figures at most).
 pub fn fmt_si(v: f64) -> String {
+    if !in_fixed_range(v) {
+        return Compact(v).to_string();
+    }
     let a = v.abs();
     let (div, prefix) = if a >= 1e12 {
         (1e12, " T")
@@ -443,10 +451,109 @@ pub fn fmt_si(v: f64) -> String {
     format!("{text}{prefix}")
 }
 
+/// The largest magnitude a table prints in fixed notation: 10^15 is a
+/// petabit per second, a billion transactions a microsecond, eleven days
+/// in nanoseconds. Beyond it a figure is no measurement (a crafted or
+/// corrupted document's 1.7e308) and prints as [`Compact`] does.
+pub const FIXED_MAX: f64 = 1e15;
+
+/// Whether `v` prints in fixed notation: finite and under [`FIXED_MAX`].
+fn in_fixed_range(v: f64) -> bool {
+    v.is_finite() && v.abs() < FIXED_MAX
+}
+
+/// A figure with a number of decimals as tables print it (`Fixed(v, 2)`
+/// is `{v:.2}`), or, not finite or beyond [`FIXED_MAX`], as [`Compact`]
+/// writes it: a figure from a file never prints as 300 digits. Width,
+/// alignment and sign (`{:>8}`, `{:+}`) apply to the whole.
+#[derive(Clone, Copy, Debug)]
+pub struct Fixed(pub f64, pub usize);
+
+impl fmt::Display for Fixed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Fixed(v, decimals) = *self;
+        let mut text = if in_fixed_range(v) {
+            format!("{v:.decimals$}")
+        } else {
+            Compact(v).to_string()
+        };
+        // `{:+}` as for a float: a sign on positive figures too.
+        if f.sign_plus() && !text.starts_with(['-', 'N']) {
+            text.insert(0, '+');
+        }
+        f.pad(&text)
+    }
+}
+
+/// A figure in scientific notation with at most three significant digits
+/// (`1.7e308`, `-2.5e20`), or `inf`, `-inf`, `NaN`.
+#[derive(Clone, Copy, Debug)]
+pub struct Compact(pub f64);
+
+impl fmt::Display for Compact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        let text = if v.is_nan() {
+            "NaN".to_string()
+        } else if v.is_infinite() {
+            (if v > 0.0 { "inf" } else { "-inf" }).to_string()
+        } else {
+            // 1.70e308 reads as 1.7e308.
+            let s = format!("{v:.2e}");
+            match s.split_once('e') {
+                Some((m, e)) if m.contains('.') => {
+                    format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.'))
+                }
+                _ => s,
+            }
+        };
+        f.pad(&text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A figure no network makes (a crafted file's 1.7e308, an inf) prints
+    /// in the table's unit in a few characters, never as 300 digits.
+    #[test]
+    fn absurd_figures_print_compactly() {
+        assert_eq!(BitsPerSec(1.7e308).to_string(), "1.7e308 bit/s");
+        assert_eq!(BitsPerSec(f64::INFINITY).to_string(), "inf bit/s");
+        assert_eq!(BitsPerSec(f64::NAN).to_string(), "NaN bit/s");
+        assert_eq!(BitsPerSec(-5e20).to_string(), "-5e20 bit/s");
+        assert_eq!(BitsPerSec(17.6e9).to_string(), "17.60 Gbit/s");
+        assert_eq!(fmt_ns(1.7e308), "1.7e308 ns");
+        assert_eq!(fmt_ns(f64::NEG_INFINITY), "-inf ns");
+        assert_eq!(fmt_ns(2.5e6), "2.50 ms");
+        assert_eq!(fmt_si(1.7e308), "1.7e308");
+        assert_eq!(fmt_si(f64::INFINITY), "inf");
+        assert_eq!(fmt_si(1.2e6), "1.2 M");
+        assert_eq!(Fixed(1.7e308, 1).to_string(), "1.7e308");
+        assert_eq!(Fixed(1.234e20, 1).to_string(), "1.23e20");
+        assert_eq!(Fixed(99.75, 1).to_string(), "99.8");
+        assert_eq!(format!("{:>9}", Fixed(f64::NAN, 2)), "      NaN");
+        assert_eq!(format!("{:>8}", Fixed(1.5, 2)), "    1.50");
+        assert_eq!(format!("{:+}", Fixed(4.25, 1)), "+4.2");
+        assert_eq!(format!("{:+}", Fixed(-4.25, 1)), "-4.2");
+        assert_eq!(format!("{:+}", Fixed(1e300, 1)), "+1e300");
+        assert_eq!(
+            RateUnit::show(Some(RateUnit::Mbit), 1.7e308),
+            "1.7e302 Mbit/s"
+        );
+        for v in [f64::MAX, f64::MIN, f64::MIN_POSITIVE, 1e15, -1e15] {
+            for s in [
+                BitsPerSec(v).to_string(),
+                fmt_ns(v),
+                fmt_si(v),
+                Fixed(v, 3).to_string(),
+            ] {
+                assert!(s.len() <= 16, "{v}: {s}");
+            }
+        }
+    }
 
     #[test]
     fn sizes_follow_netperf_case_convention() {

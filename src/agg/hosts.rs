@@ -81,6 +81,14 @@ fn unquote(v: &str) -> &str {
         .unwrap_or(v)
 }
 
+/// Read `--hosts-file PATH` (bounded, as every input file is) and parse it.
+pub fn read_file(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    use anyhow::Context;
+    let text = crate::nofollow::read_to_string(path, &crate::nofollow::HOSTS_FILE)
+        .with_context(|| format!("--hosts-file: reading {}", path.display()))?;
+    Ok(parse_file(&text)?)
+}
+
 /// Parse a hosts file in either form.
 pub fn parse_file(text: &str) -> Result<Vec<String>, HostsError> {
     let lines: Vec<(usize, &str)> = text

@@ -52,7 +52,10 @@ fn num(path: &Path, line: usize, s: Option<&str>) -> Result<f64, NetperfError> {
         .ok_or_else(|| NetperfError::Parse {
             path: path.to_path_buf(),
             line,
-            msg: format!("expected a number at '{}'", s.unwrap_or("")),
+            msg: format!(
+                "expected a number at '{}'",
+                crate::text::echo(s.unwrap_or(""))
+            ),
         })
 }
 
@@ -249,7 +252,8 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
         let p = path.to_path_buf();
         move |source| NetperfError::Io { path: p, source }
     };
-    let text = crate::nofollow::read_to_string(log).map_err(io(log))?;
+    let text =
+        crate::nofollow::read_to_string(log, &crate::nofollow::NETPERF_LOG).map_err(io(log))?;
     let ramp = parse_log(log, &text)?;
     model::check_span((ramp.start, ramp.end), &ramp.steps, 0)
         .map_err(|e| NetperfError::Span(log.to_path_buf(), format!("ramp {e}")))?;
@@ -272,7 +276,8 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
     let mut unit = None;
     let mut streams = Vec::new();
     for (id, server, path) in files {
-        let text = crate::nofollow::read_to_string(&path).map_err(io(&path))?;
+        let text = crate::nofollow::read_to_string(&path, &crate::nofollow::NETPERF_LOG)
+            .map_err(io(&path))?;
         let (samples, u) = parse_out(&text);
         if unit.is_none() {
             unit = u;

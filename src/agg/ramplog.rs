@@ -118,10 +118,13 @@ pub fn disagreement(t: &TestAgg, ramp: &Ramp) -> Option<String> {
 
 /// Read the ramp of `log`.
 pub fn read_ramp(log: &Path) -> Result<Ramp, NetperfError> {
-    let text = crate::nofollow::read_to_string(log).map_err(|source| NetperfError::Io {
-        path: log.to_path_buf(),
-        source,
-    })?;
+    let text =
+        crate::nofollow::read_to_string(log, &crate::nofollow::NETPERF_LOG).map_err(|source| {
+            NetperfError::Io {
+                path: log.to_path_buf(),
+                source,
+            }
+        })?;
     let ramp = netperf::parse_log_exact(log, &text)?;
     model::check_span((ramp.start, ramp.end), &ramp.steps, 0)
         .map_err(|e| NetperfError::Span(log.to_path_buf(), format!("ramp {e}")))?;
@@ -190,9 +193,11 @@ pub fn read(log: &Path) -> Result<TestAgg, NetperfError> {
         })
         .unwrap_or_default();
     let csv: PathBuf = log.with_file_name(format!("{name}_streams.csv"));
-    let (streams, unit) = match crate::nofollow::read_to_string(&csv) {
+    let (streams, unit) = match crate::nofollow::read_to_string(&csv, &crate::nofollow::NETPERF_LOG)
+    {
         Ok(text) => parse_streams_csv(&text),
-        Err(_) => (Vec::new(), None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Vec::new(), None),
+        Err(source) => return Err(NetperfError::Io { path: csv, source }),
     };
     let samples = streams.iter().map(|s| s.samples.len()).sum();
     model::check_span((ramp.start, ramp.end), &ramp.steps, samples)

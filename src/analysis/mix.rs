@@ -134,7 +134,19 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
                 .collect(),
         });
     }
-    let phases = probe_phases(plan, &g);
+    let phases = probe_phases(plan, &g, None);
+    // Each probe's own phases and latency under load beside the merged
+    // ones: probes of unlike kinds (udp_rr, tcp_rr) queue unlike, and a
+    // comparison of two runs reads each probe's apart.
+    for (i, part) in plan.parts.iter().enumerate() {
+        if part.is_probe()
+            && let Some(ph) = probe_phases(plan, &g, Some(i))
+            && let Some(p) = parts.get_mut(i)
+        {
+            p.summary.latency_under_load_ns = latency_under_load(&ph);
+            p.summary.phases = Some(ph);
+        }
+    }
     let fairness = {
         let of = |dir: &str| -> Vec<f64> {
             parts
@@ -151,16 +163,7 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
     };
     let mut r = assemble(plan, g, error);
     let s = &mut r.summary;
-    s.latency_under_load_ns = phases.as_ref().and_then(|ph| {
-        let (idle, loaded) = (
-            ph.idle.probe_latency_ns.as_ref()?,
-            ph.loaded.probe_latency_ns.as_ref()?,
-        );
-        Some(LatencyUnderLoad {
-            p50: loaded.p50 as i64 - idle.p50 as i64,
-            p99: loaded.p99 as i64 - idle.p99 as i64,
-        })
-    });
+    s.latency_under_load_ns = phases.as_ref().and_then(latency_under_load);
     s.phases = phases;
     s.fairness = fairness;
     // The session's stability is a sum over unlike parts, and in a phased
@@ -195,10 +198,23 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
     r
 }
 
-/// The probes' latency and the goodput each way in the idle, loaded and
-/// recovery phases of a phased mix; None when the run did not reach the
-/// end of its recovery phase.
-fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
+/// Loaded minus idle probe latency (p50, p99) of `ph`.
+fn latency_under_load(ph: &ProbePhases) -> Option<LatencyUnderLoad> {
+    let (idle, loaded) = (
+        ph.idle.probe_latency_ns.as_ref()?,
+        ph.loaded.probe_latency_ns.as_ref()?,
+    );
+    Some(LatencyUnderLoad {
+        p50: loaded.p50 as i64 - idle.p50 as i64,
+        p99: loaded.p99 as i64 - idle.p99 as i64,
+    })
+}
+
+/// The probes' latency (every probe's merged, or part `only`'s alone) and
+/// the goodput each way in the idle, loaded and recovery phases of a
+/// phased mix; None when the run did not reach the end of its recovery
+/// phase.
+fn probe_phases(plan: &TestPlan, g: &Gathered, only: Option<usize>) -> Option<ProbePhases> {
     let [b0, b1, b2, b3, b4] = g.load_bounds[..] else {
         return None;
     };
@@ -212,7 +228,9 @@ fn probe_phases(plan: &TestPlan, g: &Gathered) -> Option<ProbePhases> {
         for (i, part) in plan.parts.iter().enumerate() {
             let flows = offsets[i]..offsets[i + 1];
             if part.is_probe() {
-                if let Some(rec) = g.parts.get(i) {
+                if only.is_none_or(|o| o == i)
+                    && let Some(rec) = g.parts.get(i)
+                {
                     for (_, h) in rec.interval_histograms.range(a..b) {
                         hist.merge_sparse(h);
                     }
@@ -261,6 +279,33 @@ mod tests {
     use crate::result::Environment;
     use std::time::Duration;
 
+    /// Second `k` of a record: each flow's counts at the client (`local`)
+    /// and the server (`remote`), second 0 the warm-up.
+    fn second(g: &mut Gathered, k: u64, local: Vec<Counts>, remote: Vec<Counts>) {
+        g.local.push(LocalSample {
+            at: Duration::from_secs(k),
+            unix_s: k as f64,
+            counts: local,
+            phase: if k == 0 {
+                Phase::Warmup
+            } else {
+                Phase::Measure
+            },
+            retransmits: Vec::new(),
+            tcp_info: Vec::new(),
+            if_counters: None,
+            rusage: None,
+        });
+        g.remote.push(Some(RemoteSample {
+            elapsed_ns: k * 1_000_000_000,
+            counts: remote,
+            retransmits: Vec::new(),
+            tcp_info: Vec::new(),
+            cpu: None,
+            rusage: None,
+        }));
+    }
+
     /// A phased mix of a bulk tcp_stream (100 MB/s while loaded)
     /// and an open-loop tcp_rr probe, 1 s idle, 4 s loaded, 1 s recovery.
     /// The bulk part's goodput is the loaded phase's, 800 Mbit/s, as its
@@ -279,30 +324,9 @@ mod tests {
         let bulk = |k: u64| k.saturating_sub(1).min(4) * mb;
         let mut g = Gathered::new(Environment::default(), "lg".into(), false, None, false);
         for k in 0..=6u64 {
-            let phase = if k == 0 {
-                Phase::Warmup
-            } else {
-                Phase::Measure
-            };
             let rr = counts(k * 10, k * 10, k * 10);
-            g.local.push(LocalSample {
-                at: Duration::from_secs(k),
-                unix_s: k as f64,
-                counts: vec![counts(bulk(k), 0, 0), rr],
-                phase,
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                if_counters: None,
-                rusage: None,
-            });
-            g.remote.push(Some(RemoteSample {
-                elapsed_ns: k * 1_000_000_000,
-                counts: vec![counts(0, bulk(k), 0), rr],
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                cpu: None,
-                rusage: None,
-            }));
+            let local = vec![counts(bulk(k), 0, 0), rr];
+            second(&mut g, k, local, vec![counts(0, bulk(k), 0), rr]);
         }
         g.load_bounds = vec![0, 1, 5, 5, 6];
         g.parts = vec![PartRecord::default(); 2];
@@ -328,6 +352,59 @@ mod tests {
         assert_eq!(s.parts[1].summary.transactions_per_s, Some(10.0));
     }
 
+    /// Each probe carries its own phases and latency under load beside the
+    /// merged ones: a tcp_rr probe queued 50 ms under load and a udp_rr
+    /// probe that was not (as a prioritised class would be) are told apart.
+    #[test]
+    fn each_probe_has_its_own_latency_under_load() {
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.parts =
+            crate::plan::mix::parse_spec("tcp_stream,tcp_rr@rate=10,udp_rr@rate=10").unwrap();
+        plan.flows = 3;
+        plan.warmup_ns = 0;
+        plan.idle_ns = 1_000_000_000;
+        plan.duration_ns = 4_000_000_000;
+        plan.recovery_ns = 1_000_000_000;
+        let mut g = Gathered::new(Environment::default(), "lg".into(), false, None, false);
+        let mut parts = vec![PartRecord::default(); 3];
+        let one = |ns: u64| {
+            let mut h = LatencyHistogram::new();
+            for _ in 0..10 {
+                h.record(ns);
+            }
+            crate::stats::latency::SparseHistogram::of(&h)
+        };
+        for k in 0..=6u64 {
+            let loaded = (2..=5).contains(&k);
+            let sample = vec![counts(k, 0, 0), counts(k, k, k), counts(k, k, k)];
+            second(&mut g, k, sample.clone(), sample);
+            if k > 0 {
+                let i = k as u32 - 1;
+                let tcp = if loaded { 50_000_000 } else { 1_000_000 };
+                parts[1].interval_histograms.insert(i, one(tcp));
+                parts[2].interval_histograms.insert(i, one(1_000_000));
+            }
+        }
+        g.load_bounds = vec![0, 1, 5, 5, 6];
+        g.parts = parts;
+        let r = assemble_mix(&plan, g, None);
+        let s = &r.summary;
+        let added = |p: usize| {
+            let l = s.parts[p]
+                .summary
+                .latency_under_load_ns
+                .expect("a probe's own");
+            l.p50 as f64 / 1e6
+        };
+        assert!((added(1) - 49.0).abs() < 1.0, "tcp_rr queued: {}", added(1));
+        assert!(added(2).abs() < 0.1, "udp_rr not: {}", added(2));
+        assert!(s.parts[0].summary.phases.is_none(), "a bulk part has none");
+        let own = s.parts[1].summary.phases.as_ref().unwrap();
+        assert!(own.loaded.probe_latency_histogram.is_some());
+        // The merged probes' median under load is either probe's.
+        assert!(s.latency_under_load_ns.is_some());
+    }
+
     /// A mix's interval rows carry its bulk flows' goodput up
     /// and down apart (not the single-test reading of the summed counts,
     /// which took the upload alone) and the segment of the window they lie
@@ -348,28 +425,9 @@ mod tests {
         let mut g = Gathered::new(Environment::default(), "lg".into(), false, None, false);
         for k in 0..=6u64 {
             let (up, down, rr) = (moved(k, 100 * mb), moved(k, 300 * mb), k * 10);
-            g.local.push(LocalSample {
-                at: Duration::from_secs(k),
-                unix_s: k as f64,
-                counts: vec![counts(up, 0, 0), counts(0, down, 0), counts(rr, rr, rr)],
-                phase: if k == 0 {
-                    Phase::Warmup
-                } else {
-                    Phase::Measure
-                },
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                if_counters: None,
-                rusage: None,
-            });
-            g.remote.push(Some(RemoteSample {
-                elapsed_ns: k * 1_000_000_000,
-                counts: vec![counts(0, up, 0), counts(down, 0, 0), counts(rr, rr, rr)],
-                retransmits: Vec::new(),
-                tcp_info: Vec::new(),
-                cpu: None,
-                rusage: None,
-            }));
+            let local = vec![counts(up, 0, 0), counts(0, down, 0), counts(rr, rr, rr)];
+            let remote = vec![counts(0, up, 0), counts(down, 0, 0), counts(rr, rr, rr)];
+            second(&mut g, k, local, remote);
         }
         g.load_bounds = vec![1, 2, 4, 5, 6];
         g.parts = vec![PartRecord::default(); 3];

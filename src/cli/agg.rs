@@ -112,7 +112,7 @@ pub struct AggArgs {
 /// Where `agg` and `report` write, and how much they print.
 #[derive(Debug, Args)]
 pub struct AggOutputArgs {
-    /// Directory for results.json, TEST_streams.csv, TEST_overall.svg and report.html (agg: default ./thrum-agg-DATE/; report: none, summary only).
+    /// Directory for results.json, TEST_streams.csv, TEST_overall.svg and report.html (agg: default ./thrum-agg-DATE/; report: none, summary only; report of a sweep: sweep.csv, sweep.html and heatmap.svg).
     #[arg(long, value_name = "DIR")]
     #[arg(help_heading = super::heading::OUTPUT)]
     pub out: Option<PathBuf>,
@@ -255,11 +255,7 @@ impl AggArgs {
     fn host_list(&self) -> Result<Vec<String>> {
         match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
             (Some(h), _, _) => Ok(hosts::parse_list(h)?),
-            (None, Some(f), _) => {
-                let text = std::fs::read_to_string(f)
-                    .with_context(|| format!("--hosts-file: reading {}", f.display()))?;
-                Ok(hosts::parse_file(&text)?)
-            }
+            (None, Some(f), _) => hosts::read_file(f),
             (None, None, Some(name)) => Ok(hosts::from_dns(name, DEFAULT_PORT)?),
             (None, None, None) => Err(hosts::HostsError::Missing.into()),
         }

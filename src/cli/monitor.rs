@@ -44,7 +44,7 @@ pub struct MonitorRequest {
 /// so that a flag that does not exist is refused before anything starts
 /// (or, on a reload, before the probes in force are replaced).
 fn read_config(path: &Path) -> Result<Config> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::nofollow::read_to_string(path, &crate::nofollow::MONITOR_CONFIG)
         .with_context(|| format!("--config {}: cannot read it", path.display()))?;
     let config = config::parse(&text).map_err(|e| anyhow!("--config {}: {e}", path.display()))?;
     for (i, p) in config.probes.iter().enumerate() {

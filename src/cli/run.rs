@@ -154,7 +154,7 @@ pub struct RunArgs {
     pub both: bool,
     /// Write a chart as SVG to FILE (a mix, or capacity).
     ///
-    /// Write a chart as SVG to FILE. A mix: the time series (throughput up and down, probe latency, phases shaded). capacity: the histogram of the trains' gaps as rates, with the estimate, its interval and any token bucket marked.
+    /// Write a chart as SVG to FILE. A mix: the time series as flent's all_scaled (download, upload and probe latency in stacked panels on one time axis, phases shaded). capacity: the histogram of the trains' gaps as rates, with the estimate, its interval and any token bucket marked.
     #[arg(long, value_name = "FILE")]
     #[arg(help_heading = super::heading::OUTPUT)]
     pub chart: Option<std::path::PathBuf>,
@@ -539,7 +539,7 @@ impl RunArgs {
             uuid: self.uuid.clone().unwrap_or_else(random_uuid),
             brand: self.brand.clone(),
             store: self.store.to_request()?,
-            baseline: self.baseline.to_baseline(),
+            baseline: self.baseline.to_baseline()?,
         })
     }
 

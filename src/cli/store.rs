@@ -2,7 +2,8 @@
 //! (`--db`, `--no-save`, `--label`, `--name`; [`StoreArgs`]), `run`'s
 //! `--baseline`, and the commands that read the store: `history`, `show`
 //! and `compare`. `--fail-on`'s and `history --chart`'s values are the
-//! store's own `FailOn` and `ChartField`, given clap's [`ValueEnum`] here.
+//! store's own `FailOn`, given clap's [`ValueEnum`] here, and
+//! `ChartField`, checked here.
 
 use std::path::PathBuf;
 
@@ -113,22 +114,52 @@ impl ValueEnum for FailOn {
     }
     fn to_possible_value(&self) -> Option<PossibleValue> {
         Some(match self {
-            FailOn::Regression => PossibleValue::new("regression").help("Any figure regressed"),
+            FailOn::Regression => PossibleValue::new("regression")
+                .help("A gated figure regressed (--gate; default: the kind's headline figures)"),
         })
     }
 }
 
-/// `thrum run --baseline`: compare the new run with a stored one.
+/// `--gate`'s names: each 1 to 200 characters, none empty.
+fn gate(given: &Option<Vec<String>>) -> Result<Option<Vec<String>>> {
+    let Some(names) = given else {
+        return Ok(None);
+    };
+    for n in names {
+        if n.is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control) {
+            bail!(
+                "--gate: '{}' is not a figure's name (accepted: names as compare prints them, e.g. throughput, udp_rr:latency_under_load_p50, comma-separated)",
+                crate::text::echo(n)
+            );
+        }
+    }
+    Ok(Some(names.clone()))
+}
+
+/// `thrum run --baseline`: compare the new run with stored ones.
 #[derive(Debug, Args, Clone, Default)]
 pub struct BaselineArgs {
-    /// When done, compare this run with a stored one (an id, or label:KEY=VALUE for the latest so labelled), on stderr.
+    /// When done, compare this run with stored ones (an id, or label:KEY=VALUE for every run so labelled of this test and target), on stderr.
     #[arg(long, value_name = "RUN")]
     #[arg(help_heading = HEADING)]
     pub baseline: Option<String>,
-    /// With --baseline: exit 3 when a figure regressed.
+    /// With --baseline label:KEY=VALUE: only the newest N runs so labelled.
+    #[arg(long, value_name = "N", requires = "baseline", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = HEADING)]
+    pub baseline_last: Option<u32>,
+    /// With --baseline: exit 3 when a gated figure regressed.
     #[arg(long, value_name = "WHAT", requires = "baseline")]
     #[arg(help_heading = HEADING)]
     pub fail_on: Option<FailOn>,
+    /// With --baseline: the figures --fail-on looks at, comma-separated (default: the test's headline figures).
+    #[arg(
+        long,
+        value_name = "FIGURE,...",
+        value_delimiter = ',',
+        requires = "baseline"
+    )]
+    #[arg(help_heading = HEADING)]
+    pub gate: Option<Vec<String>>,
     /// With --baseline: a change under this many percent is "no change".
     #[arg(long, value_name = "PERCENT", value_parser = threshold, requires = "baseline")]
     #[arg(help_heading = HEADING)]
@@ -137,14 +168,17 @@ pub struct BaselineArgs {
 
 impl BaselineArgs {
     /// The one conversion: None without `--baseline`.
-    pub fn to_baseline(&self) -> Option<Baseline> {
-        self.baseline.as_ref().map(|run| Baseline {
+    pub fn to_baseline(&self) -> Result<Option<Baseline>> {
+        let gate = gate(&self.gate)?;
+        Ok(self.baseline.as_ref().map(|run| Baseline {
             run: run.clone(),
+            last: self.baseline_last,
             threshold: self
                 .threshold
                 .unwrap_or(crate::store::compare::DEFAULT_THRESHOLD),
             fail_on: self.fail_on,
-        })
+            gate,
+        }))
     }
 }
 
@@ -189,24 +223,15 @@ pub struct HistoryArgs {
     /// Print the runs as CSV instead of the table.
     #[arg(long)]
     pub csv: bool,
-    /// Draw FIELD over time as SVG into --out: throughput, transactions_per_s, latency (median line, p10–p90 and p99 bands), loss, local_cpu, remote_cpu.
+    /// Draw FIELD over time as SVG into --out, one series per label set: throughput, transactions_per_s, latency (median line, p10–p90 and p99 bands), loss, local_cpu, remote_cpu, or any figure compare names (history --json lists each run's figures).
     #[arg(long, value_name = "FIELD", requires = "out")]
-    pub chart: Option<ChartField>,
+    pub chart: Option<String>,
     /// The SVG file --chart writes.
     #[arg(long, value_name = "FILE", requires = "chart")]
     pub out: Option<PathBuf>,
     /// Copy the whole store into FILE (a new file), consistent even while runs are being saved; no listing.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["test", "target", "labels", "since", "until", "last", "json", "csv", "chart"])]
     pub backup: Option<PathBuf>,
-}
-
-impl ValueEnum for ChartField {
-    fn value_variants<'a>() -> &'a [Self] {
-        &ChartField::ALL
-    }
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(PossibleValue::new(self.name()))
-    }
 }
 
 /// `thrum history`, checked.
@@ -217,6 +242,8 @@ pub struct HistoryRequest {
     pub json: bool,
     pub csv: bool,
     pub chart: Option<(ChartField, PathBuf)>,
+    /// The store named on the command line (`--db`), not the default.
+    pub named: bool,
     /// `--backup FILE`: copy the store there instead of listing it.
     pub backup: Option<PathBuf>,
 }
@@ -238,13 +265,34 @@ impl HistoryArgs {
                 since_unix_s: when("since", &self.since)?,
                 until_unix_s: when("until", &self.until)?,
                 last: self.last,
+                ok_only: false,
             },
             json: self.json,
             csv: self.csv,
-            chart: self.chart.zip(self.out.clone()),
+            chart: self
+                .chart
+                .as_deref()
+                .map(chart_field)
+                .transpose()?
+                .zip(self.out.clone()),
+            named: self.db.is_some(),
             backup: self.backup.clone(),
         })
     }
+}
+
+/// `--chart FIELD`: one of the headline columns, or any figure's name.
+fn chart_field(s: &str) -> Result<ChartField> {
+    if s.is_empty() || s.chars().any(char::is_control) {
+        bail!(
+            "--chart: '{}' is not a figure (accepted: throughput, transactions_per_s, latency, loss, local_cpu, remote_cpu, or a figure's name as history --json lists it)",
+            crate::text::echo(s)
+        );
+    }
+    Ok(ChartField::ALL
+        .into_iter()
+        .find(|f| f.name() == s)
+        .unwrap_or_else(|| ChartField::Figure(s.to_string())))
 }
 
 /// A time as `--since` takes it: an age (`2h`, `7d`, `90s`) before `now`,
@@ -328,7 +376,7 @@ impl ShowArgs {
 /// `thrum compare A B`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The first (old) result: a stored run's id, label:KEY=VALUE (the latest so labelled) or a result file thrum wrote.
+    /// The first (old) result: a stored run's id, label:KEY=VALUE (every run so labelled, as a set) or a result file thrum wrote.
     #[arg(value_name = "A")]
     pub a: String,
     /// The second (new) result, as A.
@@ -340,9 +388,21 @@ pub struct CompareArgs {
     /// A change under this many percent is "no change", however certain.
     #[arg(long, value_name = "PERCENT", default_value_t = crate::store::compare::DEFAULT_THRESHOLD, value_parser = threshold)]
     pub threshold: f64,
-    /// Exit 3 when any figure regressed (for a CI job to gate on).
+    /// Exit 3 when a gated figure regressed (for a CI job to gate on).
     #[arg(long, value_name = "WHAT")]
     pub fail_on: Option<FailOn>,
+    /// The figures --fail-on looks at, comma-separated (default: the headline figures of the results' kind).
+    #[arg(long, value_name = "FIGURE,...", value_delimiter = ',')]
+    pub gate: Option<Vec<String>>,
+    /// label:KEY=VALUE finds runs of this test (default: the other side's, or its newest run's).
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<String>,
+    /// label:KEY=VALUE finds runs against this target (default: the other side's, or its newest run's).
+    #[arg(long, value_name = "TARGET")]
+    pub target: Option<String>,
+    /// label:KEY=VALUE takes only the newest N runs so labelled.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub last: Option<u32>,
     /// Print {"figures": [...]} as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -357,6 +417,12 @@ pub struct CompareRequest {
     pub db: Result<PathBuf, String>,
     pub threshold: f64,
     pub fail_on: Option<FailOn>,
+    /// `--gate`; None: the headline figures.
+    pub gate: Option<Vec<String>>,
+    /// What `label:` finds: of this test, against this target, the newest N.
+    pub test: Option<String>,
+    pub target: Option<String>,
+    pub last: Option<u32>,
     pub json: bool,
 }
 
@@ -368,6 +434,10 @@ impl CompareArgs {
             db: db_path(&self.db).map_err(|e| e.to_string()),
             threshold: self.threshold,
             fail_on: self.fail_on,
+            gate: gate(&self.gate)?,
+            test: self.test.clone(),
+            target: self.target.clone(),
+            last: self.last,
             json: self.json,
         })
     }

@@ -39,7 +39,8 @@ pub struct SweepArgs {
     pub psk_file: Option<PathBuf>,
     /// tcp_rr, udp_rr (or any test; burst applies to tcp_rr and udp_rr only).
     #[arg(value_name = "TEST", value_parser = super::TestName::TEST, hide_possible_values = true)]
-    pub test: String,
+    #[arg(required_unless_present = "restore")]
+    pub test: Option<String>,
     /// Server; absent: an embedded server on loopback.
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
     #[arg(help_heading = super::heading::TARGET)]
@@ -81,14 +82,25 @@ pub struct SweepArgs {
     /// local-buffer, remote-buffer, buffer (both ends), nodelay (on,off),
     /// driver, cc, rate, cpu-pin (LOCAL:REMOTE pairs, as 0:0,0:1,1:1),
     /// local-cpu and remote-cpu (one end's pin each, for a matrix), close, and the NIC's coalesce-rx-usecs, coalesce-rx-frames,
-    /// coalesce-tx-usecs, coalesce-tx-frames, ring-rx, ring-tx (with --nic).
+    /// coalesce-tx-usecs, coalesce-tx-frames, ring-rx, ring-tx, channels-rx, channels-tx,
+    /// channels-combined (with --nic).
     #[arg(long, value_parser = vary_arg, value_name = "NAME=LIST")]
     #[arg(help_heading = super::heading::LOAD)]
     pub vary: Vec<Dim>,
-    /// The device whose NIC settings the coalesce-… and ring-… dimensions set (ethtool).
+    /// The device whose NIC settings the coalesce-…, ring-… and channels-… dimensions set (ethtool).
+    ///
+    /// The device whose NIC settings the coalesce-…, ring-… and channels-…
+    /// dimensions set (ethtool). Its settings as they were are kept in a
+    /// journal ($XDG_STATE_HOME/thrum, /var/lib/thrum as root) until the
+    /// sweep has put them back; while one is there (a sweep killed),
+    /// another sweep on the device refuses to start: --restore first.
     #[arg(long, value_name = "IFACE")]
     #[arg(help_heading = super::heading::LOAD)]
     pub nic: Option<String>,
+    /// Put back the settings of --nic IFACE that a killed sweep left changed, from its journal, and end.
+    #[arg(long, requires = "nic", conflicts_with_all = ["test", "vary"])]
+    #[arg(help_heading = super::heading::LOAD)]
+    pub restore: bool,
     #[command(flatten)]
     pub opts: FlowOpts,
     #[command(flatten)]
@@ -286,11 +298,7 @@ impl SweepArgs {
         use crate::agg::hosts;
         Ok(match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
             (Some(h), _, _) => hosts::parse_list(h)?,
-            (None, Some(f), _) => {
-                let text = std::fs::read_to_string(f)
-                    .with_context(|| format!("--hosts-file: reading {}", f.display()))?;
-                hosts::parse_file(&text)?
-            }
+            (None, Some(f), _) => hosts::read_file(f)?,
             (None, None, Some(name)) => {
                 hosts::from_dns(name, crate::control::server::DEFAULT_PORT)?
             }
@@ -298,9 +306,18 @@ impl SweepArgs {
         })
     }
 
+    /// `--nic IFACE --restore`: the device whose settings to put back from
+    /// its journal, instead of a sweep.
+    pub fn restore_nic(&self) -> Option<&str> {
+        self.restore.then_some(self.nic.as_deref()).flatten()
+    }
+
     /// The one conversion: the test, every cell's plan, then the server.
     pub fn to_request(&self) -> Result<SweepRequest> {
-        let test: TestKind = self.test.parse()?;
+        let Some(test) = &self.test else {
+            bail!("a sweep needs its TEST (only --restore goes without)");
+        };
+        let test: TestKind = test.parse()?;
         let dims = self.dims()?;
         let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         let mut rr_sizes = self.rr_size.clone();

@@ -91,6 +91,9 @@ pub const NAMES: &[(&str, &str)] = &[
     ("coalesce-tx-frames", "whole numbers (ethtool -C tx-frames)"),
     ("ring-rx", "whole numbers 1.. (ethtool -G rx)"),
     ("ring-tx", "whole numbers 1.. (ethtool -G tx)"),
+    ("channels-rx", "whole numbers 1.. (ethtool -L rx)"),
+    ("channels-tx", "whole numbers 1.. (ethtool -L tx)"),
+    ("channels-combined", "whole numbers (ethtool -L combined)"),
 ];
 
 /// The accepted names, for an error.
@@ -212,6 +215,9 @@ fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
         "coalesce-tx-frames" => nic(NicKnob::CoalesceTxFrames, 0)?,
         "ring-rx" => nic(NicKnob::RingRx, 1)?,
         "ring-tx" => nic(NicKnob::RingTx, 1)?,
+        "channels-rx" => nic(NicKnob::ChannelsRx, 1)?,
+        "channels-tx" => nic(NicKnob::ChannelsTx, 1)?,
+        "channels-combined" => nic(NicKnob::ChannelsCombined, 0)?,
         _ => unreachable!("every name in NAMES has a parser"),
     })
 }

@@ -19,6 +19,7 @@ use crate::export::draw::history::Point;
 use crate::stats::latency::LatencyHistogram;
 use crate::store::headline::ChartField;
 use crate::store::{Row, Store};
+use crate::units::Fixed;
 
 /// `thrum history`.
 pub fn history(args: &HistoryArgs) -> Result<ExitCode> {
@@ -30,8 +31,23 @@ pub fn history(args: &HistoryArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let rows = store.list(&req.filter).map_err(anyhow::Error::msg)?;
+    // Which store was read: the default one may not be the one meant.
+    eprintln!(
+        "{} run{} from {}{}",
+        rows.len(),
+        if rows.len() == 1 { "" } else { "s" },
+        req.db.display(),
+        match (
+            req.named,
+            std::env::var_os("THRUM_DB").is_some_and(|v| !v.is_empty())
+        ) {
+            (true, _) => "",
+            (false, true) => " ($THRUM_DB)",
+            (false, false) => " (the default store)",
+        }
+    );
     if let Some((field, out)) = &req.chart {
-        return chart(&store, &rows, *field, out);
+        return chart(&store, &rows, field, out);
     }
     if req.json {
         super::out::print(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
@@ -43,7 +59,17 @@ pub fn history(args: &HistoryArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-const CSV_HEAD: &str = "id,time,time_unix_s,command,test,target,name,labels,ok,throughput_bps,transactions_per_s,latency_p50_ns,latency_p99_ns,loss_percent,local_cpu_percent,remote_cpu_percent,local_service_demand,remote_service_demand,service_demand_unit\n";
+const CSV_HEAD: &str = "id,time,time_unix_s,command,test,target,name,labels,ok,throughput_bps,transactions_per_s,latency_p50_ns,latency_p99_ns,loss_percent,local_cpu_percent,remote_cpu_percent,local_service_demand,remote_service_demand,service_demand_unit,settings,figures\n";
+
+/// Every figure of a row as `name=value` joined by `;` (a figure's name
+/// may hold `,`: a sweep cell's parameters), for the CSV.
+fn figures_text(r: &Row) -> String {
+    r.figures
+        .iter()
+        .map(|(k, f)| format!("{k}={}", f.value))
+        .collect::<Vec<_>>()
+        .join(";")
+}
 
 fn labels_text(r: &Row) -> String {
     r.labels
@@ -80,7 +106,7 @@ fn csv(rows: &[Row]) -> String {
     for r in rows {
         let h = &r.headline;
         s.push_str(&format!(
-            "{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             r.id,
             r.time,
             r.time_unix_s,
@@ -100,15 +126,43 @@ fn csv(rows: &[Row]) -> String {
             f(h.local_service_demand),
             f(h.remote_service_demand),
             q(h.service_demand_unit.as_deref().unwrap_or_default()),
+            q(&r.settings),
+            q(&figures_text(r)),
         ));
     }
     s
 }
 
 /// The figure a row is known by in the table: throughput, else
-/// transactions/s, else latency, else loss.
+/// transactions/s, else latency, else loss; for the kinds with none of
+/// those (a mix, curve, agg, sweep), their headline figures.
 fn figure(r: &Row) -> String {
     let h = &r.headline;
+    let columns = [
+        h.throughput_bps,
+        h.transactions_per_s,
+        h.latency_p50_ns,
+        h.loss_percent,
+    ];
+    if columns.iter().all(Option::is_none) || r.command != "run" && r.command != "ping" {
+        let head: Vec<String> = r
+            .figures
+            .iter()
+            .filter(|(_, f)| f.role == crate::store::figures::Role::Headline)
+            .map(|(k, f)| {
+                format!(
+                    "{} {}",
+                    cell(k),
+                    crate::store::figures::format(&f.unit, f.value)
+                )
+            })
+            .collect();
+        return match head.len() {
+            0 => "-".into(),
+            1..=3 => head.join(", "),
+            n => format!("{}, … ({} more)", head[..3].join(", "), n - 3),
+        };
+    }
     if let Some(t) = h.throughput_bps {
         return crate::units::BitsPerSec(t).to_string();
     }
@@ -123,9 +177,10 @@ fn figure(r: &Row) -> String {
         (Some(p), l) => format!(
             "p50 {}{}",
             crate::units::fmt_ns(p),
-            l.map(|l| format!(", {l:.1} % lost")).unwrap_or_default()
+            l.map(|l| format!(", {} % lost", Fixed(l, 1)))
+                .unwrap_or_default()
         ),
-        (None, Some(l)) => format!("{l:.1} % lost"),
+        (None, Some(l)) => format!("{} % lost", Fixed(l, 1)),
         (None, None) => "-".into(),
     }
 }
@@ -186,16 +241,23 @@ fn table(rows: &[Row]) -> String {
 fn chart(
     store: &Store,
     rows: &[Row],
-    field: ChartField,
+    field: &ChartField,
     out: &std::path::Path,
 ) -> Result<ExitCode> {
+    // A figure's unit from the newest run that has it.
+    let unit_of = |name: &str| {
+        rows.iter()
+            .find_map(|r| r.figures.get(name).map(|f| f.unit.clone()))
+            .unwrap_or_default()
+    };
     let (what, unit) = match field {
-        ChartField::Throughput => ("throughput", "bit/s"),
-        ChartField::TransactionsPerS => ("transactions/s", "trans/s"),
-        ChartField::Latency => ("latency", "ns"),
-        ChartField::Loss => ("loss", "%"),
-        ChartField::LocalCpu => ("local CPU", "%"),
-        ChartField::RemoteCpu => ("remote CPU", "%"),
+        ChartField::Throughput => ("throughput".to_string(), "bit/s".to_string()),
+        ChartField::TransactionsPerS => ("transactions/s".into(), "trans/s".into()),
+        ChartField::Latency => ("latency".into(), "ns".into()),
+        ChartField::Loss => ("loss".into(), "%".into()),
+        ChartField::LocalCpu => ("local CPU".into(), "%".into()),
+        ChartField::RemoteCpu => ("remote CPU".into(), "%".into()),
+        ChartField::Figure(n) => (n.clone(), unit_of(n)),
     };
     let mut points = Vec::new();
     for r in rows.iter().rev().filter(|r| r.ok) {
@@ -207,14 +269,16 @@ fn chart(
             ChartField::Loss => h.loss_percent,
             ChartField::LocalCpu => h.local_cpu_percent,
             ChartField::RemoteCpu => h.remote_cpu_percent,
+            ChartField::Figure(n) => r.figures.get(n).map(|f| f.value),
         };
         let Some(value) = v else { continue };
         let mut p = Point {
             time: r.time_unix_s,
             value,
+            series: labels_cell(r),
             ..Point::default()
         };
-        if field == ChartField::Latency {
+        if *field == ChartField::Latency {
             p.p99 = h.latency_p99_ns;
             // p10 and p90 from the run's histogram, where it has one.
             if let Some((_, doc)) = store.get(&r.id).map_err(anyhow::Error::msg)?
@@ -227,9 +291,25 @@ fn chart(
         points.push(p);
     }
     if points.is_empty() {
-        bail!("--chart {what}: no stored run of those listed has it");
+        let mut names: Vec<&str> = rows
+            .iter()
+            .flat_map(|r| r.figures.keys().map(String::as_str))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names.truncate(40);
+        bail!(
+            "--chart {}: no stored run of those listed has it (accepted: throughput, transactions_per_s, latency, loss, local_cpu, remote_cpu{}{})",
+            crate::text::echo(&what),
+            if names.is_empty() {
+                ""
+            } else {
+                ", or one of the listed runs' figures: "
+            },
+            crate::text::echo(&names.join(", "))
+        );
     }
-    let svg = crate::export::draw::history::svg(what, unit, &points);
+    let svg = crate::export::draw::history::svg(&what, &unit, &points);
     crate::export::write_atomic(out, svg.as_bytes())
         .with_context(|| format!("writing --out {}", out.display()))?;
     eprintln!("{} runs drawn in {}", points.len(), out.display());
@@ -289,6 +369,8 @@ mod tests {
                 transactions_per_s: Some(36_300.0),
                 ..Headline::default()
             },
+            settings: "0123456789abcdef".into(),
+            figures: Default::default(),
         }
     }
 

@@ -136,17 +136,26 @@ fn log(p: &Probe, o: &Outcome) {
     if let Some(l) = f.loss_ratio {
         figs.push(format!("loss {:.1} %", l * 100.0));
     }
-    match &o.error {
-        None => eprintln!(
+    for (way, b) in [("up", f.goodput_up_bps), ("down", f.goodput_down_bps)] {
+        if let Some(b) = b {
+            figs.push(format!("{way} {:.4} Gbit/s", b / 1e9));
+        }
+    }
+    if let Some(l) = f.under_load_p99_s {
+        figs.push(format!("p99 under load {:.1} ms", l * 1e3));
+    }
+    match (&o.error, o.reason()) {
+        (Some(e), Some(r)) => eprintln!(
+            "probe {}: failed in {:.1}s ({}): {e}",
+            p.name,
+            o.elapsed.as_secs_f64(),
+            r.name()
+        ),
+        _ => eprintln!(
             "probe {}: ok in {:.1}s: {}",
             p.name,
             o.elapsed.as_secs_f64(),
             figs.join(", ")
-        ),
-        Some(e) => eprintln!(
-            "probe {}: failed in {:.1}s: {e}",
-            p.name,
-            o.elapsed.as_secs_f64()
         ),
     }
 }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::{PingArgs, PingPlan};
 use crate::control::stop;
 use crate::io::icmp::{EchoSocket, Event};
+use crate::stats::latency::LatencyHistogram;
 use crate::units::fmt_ns;
 
 /// The schema name of `thrum ping --json` (schema/thrum.ping.v1.json).
@@ -47,6 +48,12 @@ pub struct SizeStats {
     pub loss_percent: f64,
     /// Null when nothing came back.
     pub rtt_ns: Option<Rtt>,
+    /// Every round trip of this size as an HDR histogram (ns, 3
+    /// significant digits), V2 compressed, base64, as a run's
+    /// `summary.histogram`: what `thrum monitor` adds into a probe's
+    /// Prometheus buckets. Null when nothing came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_histogram: Option<String>,
     /// What the kernel reported for this size's echoes (host unreachable, …).
     pub errors: Vec<String>,
 }
@@ -113,6 +120,13 @@ pub fn size_stats(size: usize, sent: u64, mut rtts: Vec<u64>, errors: Vec<String
             p50: percentile(&rtts, 50.0),
             p99: percentile(&rtts, 99.0),
             max: rtts[rtts.len() - 1],
+        }),
+        rtt_histogram: (!rtts.is_empty()).then(|| {
+            let mut h = LatencyHistogram::new();
+            for &ns in &rtts {
+                h.record(ns);
+            }
+            h.to_base64()
         }),
         errors,
     }
@@ -428,6 +442,9 @@ mod tests {
         let none = size_stats(56, 2, vec![], vec!["x".into()]);
         assert_eq!(none.loss_percent, 100.0);
         assert_eq!(none.rtt_ns, None);
+        assert_eq!(none.rtt_histogram, None);
+        let h = LatencyHistogram::from_base64(s.rtt_histogram.as_deref().unwrap()).unwrap();
+        assert_eq!((h.count(), h.count_at_most(30)), (3, 2));
         let hundred: Vec<u64> = (1..=100).collect();
         let s = size_stats(0, 100, hundred, vec![]);
         let r = s.rtt_ns.unwrap();

@@ -68,8 +68,8 @@ fn document(path: &Path) -> Result<Option<(PathBuf, serde_json::Value)>> {
     if !json.is_file() || json.extension().is_some_and(|e| e == "log") {
         return Ok(None);
     }
-    let text =
-        nofollow::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let text = nofollow::read_to_string(&json, &nofollow::RESULT_DOCUMENT)
+        .with_context(|| format!("reading {}", json.display()))?;
     let mut doc = serde_json::from_str(&text).with_context(|| {
         format!(
             "{}: not a JSON document thrum wrote (schemas accepted: {}), nor a netperf_TEST.log",
@@ -194,27 +194,52 @@ fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
 /// chart.svg as `run --html`/`--chart` write them; a test whose row has a
 /// chart (capacity): chart.svg as `--chart` writes it, and a page with it;
 /// any other test: its page.
-/// A sweep: sweep.csv as `--export-csv` writes it; a ping draws nothing.
-fn drawings(doc: &Other) -> Vec<(&'static str, Vec<u8>)> {
+/// A sweep: sweep.csv as `--export-csv` writes it, sweep.html (its tables
+/// and heat maps) and each table's heat map as SVG; a ping draws nothing.
+fn drawings(doc: &Other) -> Vec<(String, Vec<u8>)> {
     match doc {
         Other::Run(r) if !r.spec.plan.parts.is_empty() => vec![
-            ("report.html", export::page::mix::report(r).into_bytes()),
-            ("chart.svg", export::draw::mix::svg(r).into_bytes()),
+            (
+                "report.html".into(),
+                export::page::mix::report(r).into_bytes(),
+            ),
+            ("chart.svg".into(), export::draw::mix::svg(r).into_bytes()),
         ],
         Other::Run(r) => match super::out::test_chart(r) {
             Some(svg) => vec![
                 (
-                    "report.html",
+                    "report.html".into(),
                     export::page::result::report(r, Some(&svg)).into_bytes(),
                 ),
-                ("chart.svg", svg.into_bytes()),
+                ("chart.svg".into(), svg.into_bytes()),
             ],
             None => vec![(
-                "report.html",
+                "report.html".into(),
                 export::page::result::report(r, None).into_bytes(),
             )],
         },
-        Other::Sweep(sw) => vec![("sweep.csv", export::sweep::csv(sw).into_bytes())],
+        Other::Sweep(sw) => {
+            let mut v = vec![
+                ("sweep.csv".to_string(), export::sweep::csv(sw).into_bytes()),
+                (
+                    "sweep.html".to_string(),
+                    export::page::sweep::report(sw).into_bytes(),
+                ),
+            ];
+            // A heat map per table: heatmap.svg, or heatmap-1.svg … when
+            // other dimensions make several tables.
+            let tables = export::sweep::tables(sw);
+            let several = tables.len() > 1;
+            for (i, t) in tables.iter().enumerate() {
+                let name = if several {
+                    format!("heatmap-{}.svg", i + 1)
+                } else {
+                    "heatmap.svg".to_string()
+                };
+                v.push((name, export::draw::sweep::svg(t).into_bytes()));
+            }
+            v
+        }
         Other::Ping(_) => Vec::new(),
     }
 }
@@ -269,8 +294,8 @@ pub fn load(path: &Path) -> Result<AggResult> {
     if ramplog::is_ramp_log(path) {
         return from_ramp_logs(&[path.to_path_buf()]);
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = nofollow::read_to_string(path, &nofollow::RESULT_DOCUMENT)
+        .with_context(|| format!("reading {}", path.display()))?;
     // Every string a file carries (names, units, servers, errors) with its
     // control characters escaped before anything prints or writes it.
     let saved: AggResult = serde_json::from_str(&text)
@@ -408,8 +433,8 @@ pub fn load_curve(path: &Path) -> Result<Option<Curve>> {
     if !json.is_file() || json.extension().is_none_or(|e| e != "json") {
         return Ok(None);
     }
-    let text =
-        nofollow::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let text = nofollow::read_to_string(&json, &nofollow::RESULT_DOCUMENT)
+        .with_context(|| format!("reading {}", json.display()))?;
     let mut doc: serde_json::Value = match serde_json::from_str(&text) {
         Ok(d) => d,
         Err(_) => return Ok(None),

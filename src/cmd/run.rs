@@ -237,7 +237,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // The baseline is found before the run (a typo fails now, not after
     // it), and before this run is saved (which may carry its label).
     let baseline = match &req.baseline {
-        Some(b) => Some((super::compare::find_baseline(store, &b.run)?, b)),
+        Some(b) => {
+            let target = req
+                .target
+                .as_ref()
+                .map_or("embedded".into(), |t| t.label.clone());
+            let found = super::compare::find_baseline(store, b, &req.stored_test, &target)?;
+            Some((found, b))
+        }
         None => None,
     };
     control::stop::on_signals().context("installing signal handlers")?;

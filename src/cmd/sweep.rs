@@ -14,10 +14,14 @@ use crate::control::client::{self, Quiet, Target};
 use crate::control::server::EmbeddedServer;
 use crate::export::write_atomic;
 use crate::sweep::{Cell, SCHEMA, Sweep};
-use crate::sweep::{nic, spread};
+use crate::sweep::{journal, nic, spread};
 
 /// `thrum sweep`.
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
+    if let Some(dev) = args.restore_nic() {
+        eprintln!("{}", nic::restore(dev, &journal::Journals::locate()?)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let req = args.to_request()?;
     let (target, _server) = match &req.target {
         Some(t) => (t.clone(), None),
@@ -48,7 +52,8 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     crate::control::stop::on_signals().context("installing signal handlers")?;
     // NIC dimensions: the device is checked (and refused by name) before
     // any cell runs; its settings are put back when `nic` drops, however
-    // the sweep ends.
+    // the sweep ends, and from their journal by `--restore` when it was
+    // killed.
     let mut knobs: Vec<nic::Knob> = req
         .cells
         .iter()
@@ -56,7 +61,11 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         .collect();
     knobs.dedup();
     let nic = match (&req.nic, knobs.is_empty()) {
-        (Some(dev), false) => Some(nic::NicGuard::open(dev, &knobs)?),
+        (Some(dev), false) => Some(nic::NicGuard::open(
+            dev,
+            &knobs,
+            &journal::Journals::locate()?,
+        )?),
         _ => None,
     };
     // Each cell runs its warm-up and window (per iteration), plus set-up

@@ -62,13 +62,15 @@ impl Psk {
         if !meta.is_file() {
             return Err(err("not a regular file".into()));
         }
-        if meta.len() > MAX_KEY_BYTES as u64 + 64 {
+        if meta.len() > crate::nofollow::KEY_FILE.max_bytes {
             return Err(err(format!(
                 "{} bytes is too long for a key (accepted: {MIN_KEY_BYTES}..={MAX_KEY_BYTES} bytes)",
                 meta.len()
             )));
         }
-        let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+        // Bounded again as it is read: the file may have grown since.
+        let bytes = crate::nofollow::read_bounded(path, &crate::nofollow::KEY_FILE)
+            .map_err(|e| err(e.to_string()))?;
         Psk::from_bytes(bytes).map_err(err)
     }
 

@@ -25,7 +25,7 @@ use super::proto::{
 use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader, take_engines};
 use crate::analysis::{Gathered, assemble, assemble_mix};
-use crate::engine::{Engines, place};
+use crate::engine::{Engines, Side, WorkerOpts, place};
 use crate::io::connect::{connect_retrying, time_wait_note};
 use crate::io::socket::DataSocketOpts;
 use crate::io::spread::AddrRun;
@@ -318,23 +318,7 @@ impl<'a> Session<'a> {
             .zip(&parts)
             .enumerate()
             .map(|(i, (f, p))| {
-                // A probe's workers run no bulk flow and preempt them (engine::sched).
-                let probe = plan.parts.get(i).is_some_and(|q| q.is_probe());
-                let mut workers = place(f.flows, p.threads as usize, &plan.local.cpu_pin, probe);
-                // Per-flow latency for the samples (a single test's flows).
-                let per_flow = plan.flow_latency && plan.parts.is_empty();
-                for w in &mut workers {
-                    // Open loop: the spin before each send fits the
-                    // worker's share of the rate (engine::pacer_spin).
-                    if let Some(r) = p.offered_per_s {
-                        let share = w.flows.len() as f64 / f64::from(p.flows.max(1));
-                        w.pacer_spin = crate::engine::pacer_spin(r as f64 * share);
-                    }
-                    w.flow_latency = per_flow;
-                    w.max_events = p.spreading.max_events;
-                    w.epoll_level = p.spreading.epoll_trigger
-                        == Some(crate::plan::sockets::EpollTrigger::Level);
-                }
+                let workers = place(f.flows, &WorkerOpts::from_plan(plan, Side::Client, i, p));
                 (f.counters, workers, p.offered_per_s.is_some())
             })
             .collect();

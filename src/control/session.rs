@@ -28,7 +28,7 @@ use super::proto::{
 };
 use super::report::Report;
 use super::ticks::{TickClock, TickRate};
-use crate::engine::{Engines, place};
+use crate::engine::{Engines, Side, WorkerOpts, place};
 use crate::io::socket::{DataSocketOpts, listen, local_port, set_nonblocking, udp_bound};
 use crate::io::spread::{
     AddrRun, MAX_LISTENERS, Walk, listeners_for, may_walk, out_of_ports, runs,
@@ -267,27 +267,11 @@ pub(crate) fn session(
                 Err(e) => return Err(refuse(&mut ctrl, format!("{e:#}"))),
             };
         setup_refused += refused;
-        // The server keeps no schedule: its engines are never open loop.
-        blocks.push((
-            counters,
-            // A probe's replies must not wait behind its bulk parts' sends
-            // either: its workers ask for a short slice (engine::sched).
-            {
-                let mut workers = place(
-                    flows,
-                    p.threads as usize,
-                    &p.local.cpu_pin,
-                    plan.parts.get(i).is_some_and(|q| q.is_probe()),
-                );
-                for w in &mut workers {
-                    w.max_events = p.spreading.max_events;
-                    w.epoll_level = p.spreading.epoll_trigger
-                        == Some(crate::plan::sockets::EpollTrigger::Level);
-                }
-                workers
-            },
-            false,
-        ));
+        // The server keeps no schedule: its engines are never open loop. A
+        // probe's replies must not wait behind its bulk parts' sends
+        // either: its workers ask for a short slice (engine::sched).
+        let workers = place(flows, &WorkerOpts::from_plan(&plan, Side::Server, i, p));
+        blocks.push((counters, workers, false));
         // Long-lived flows are all in: close the listener, so that later
         // connections are refused by the kernel instead of waiting in its backlog.
         if transport != Transport::Tcp {

@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::Arc;
 
-use super::{Engine, EngineOutcome, WorkerSpec};
+use super::handle::{Engine, EngineOutcome};
+use super::place::WorkerSpec;
 use crate::plan::{DriverChoice, LoadStep, Phase};
 use crate::stats::counters::{Counts, FlowCounters};
 use crate::stats::latency::LatencyHistogram;

@@ -8,9 +8,9 @@
 //! worker that keeps its CPU busy with sends runs out its slice (EEVDF's
 //! base slice, scaled by the log of the CPU count: 1.4 ms on the 2-CPU
 //! test machine, `se.slice` in /proc/PID/task/TID/sched), and a probe
-//! woken meanwhile waited for it — its generator lag (issue 29: p99
-//! 2.4–3.1 ms, max 48–61 ms with rrul on that machine, both ends' workers,
-//! the router and the server on the same two CPUs).
+//! woken meanwhile waited for it — its generator lag (measured before
+//! the slice: p99 2.4–3.1 ms, max 48–61 ms with rrul on that machine,
+//! both ends' workers, the router and the server on the same two CPUs).
 //!
 //! Since Linux 6.12 a SCHED_OTHER thread may ask for a shorter slice of its
 //! own with `sched_setattr(2)`'s `sched_runtime` (clamped to 0.1–100 ms; no

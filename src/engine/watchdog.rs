@@ -16,8 +16,16 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::Shared;
 use crate::io::blocking::interrupt;
+
+/// What the watchdog looks at: the workers' slots, whether any still
+/// runs, and whether the engine is stopping (the engine's shared state,
+/// `worker::Shared`, which in turn holds the slots).
+pub trait Watched: Send + Sync + 'static {
+    fn slots(&self) -> &[WatchSlot];
+    fn running(&self) -> bool;
+    fn stopping(&self) -> bool;
+}
 
 /// One worker's entry: its thread while it runs the blocking driver, and its
 /// loop count (single writer: the worker).
@@ -61,16 +69,19 @@ impl WatchSlot {
 }
 
 /// Start the watchdog (the wake-up handler is installed); it ends once no worker runs.
-pub fn start(shared: Arc<Shared>, blocking_timeout: Duration) -> std::io::Result<JoinHandle<()>> {
+pub fn start<W: Watched>(
+    shared: Arc<W>,
+    blocking_timeout: Duration,
+) -> std::io::Result<JoinHandle<()>> {
     let period = (blocking_timeout / 2).max(Duration::from_micros(500));
     std::thread::Builder::new()
         .name("thrum-watchdog".into())
         .spawn(move || {
-            let mut last = vec![u64::MAX; shared.watch.len()];
-            while shared.running.load(Relaxed) > 0 {
+            let mut last = vec![u64::MAX; shared.slots().len()];
+            while shared.running() {
                 std::thread::sleep(period);
-                let stopping = shared.stop.load(Relaxed);
-                for (slot, seen) in shared.watch.iter().zip(last.iter_mut()) {
+                let stopping = shared.stopping();
+                for (slot, seen) in shared.slots().iter().zip(last.iter_mut()) {
                     let now = slot.loops.load(Relaxed);
                     if stopping || now == *seen {
                         let t = slot.thread.lock().unwrap_or_else(|p| p.into_inner());

@@ -773,7 +773,7 @@ impl Exporter for Fields {
 pub(crate) mod tests {
     use super::*;
     use crate::plan::{TestKind, TestPlan};
-    use crate::result::{LinkUtil, Provenances, Spec, Summary};
+    use crate::result::{LinkUtil, Summary};
     use crate::stats::latency::LatencySummary;
     use crate::warning::{Code, Warning};
 
@@ -865,23 +865,10 @@ pub(crate) mod tests {
             cpus: 2,
             ..Environment::default()
         };
-        TestResult {
-            schema: crate::result::SCHEMA,
-            test: plan.test,
-            spec: Spec {
-                plan,
-                server: "mock".into(),
-                server_address: None,
-                embedded_server: false,
-                bind: None,
-            },
-            environment,
-            provenance: Provenances::default(),
-            intervals: Vec::new(),
-            summary: s,
-            iterations: Vec::new(),
-            confidence: None,
-        }
+        let mut r = crate::result::fixtures::result_of(plan);
+        r.environment = environment;
+        r.summary = s;
+        r
     }
 
     /// A bulk UDP run that also carries a per-direction split (as

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use super::Exporter;
 use crate::result::{Environment, Figures, Side, TestResult};
-use crate::units::{BitsPerSec, RateUnit, fmt_ns};
+use crate::units::{BitsPerSec, Fixed, RateUnit, fmt_ns};
 
 /// The human table, with what the flags add to it.
 #[derive(Clone, Debug, Default)]
@@ -35,7 +35,7 @@ pub fn figure(v: f64, unit: &str) -> String {
     if unit == "bit/s" {
         BitsPerSec(v).to_string()
     } else {
-        format!("{v:.1} {unit}")
+        format!("{} {unit}", Fixed(v, 1))
     }
 }
 
@@ -47,17 +47,17 @@ fn cpu_lines(out: &mut dyn Write, end: &str, side: &Side, stream: bool) -> io::R
     let o = &c.overall;
     writeln!(
         out,
-        "  CPU {end:<7} {:.1} % of {} CPUs (user {:.1}, system {:.1}, softirq {:.1}, irq {:.1}, iowait {:.1}, steal {:.1}){}",
-        o.util_percent,
+        "  CPU {end:<7} {} % of {} CPUs (user {}, system {}, softirq {}, irq {}, iowait {}, steal {}){}",
+        Fixed(o.util_percent, 1),
         c.cpus,
-        o.user_percent,
-        o.system_percent,
-        o.softirq_percent,
-        o.irq_percent,
-        o.iowait_percent,
-        o.steal_percent,
+        Fixed(o.user_percent, 1),
+        Fixed(o.system_percent, 1),
+        Fixed(o.softirq_percent, 1),
+        Fixed(o.irq_percent, 1),
+        Fixed(o.iowait_percent, 1),
+        Fixed(o.steal_percent, 1),
         match (c.busiest_cpu, c.busiest_cpu_percent) {
-            (Some(n), Some(p)) => format!(", busiest cpu{n} {p:.1} %"),
+            (Some(n), Some(p)) => format!(", busiest cpu{n} {} %", Fixed(p, 1)),
             _ => String::new(),
         }
     )?;
@@ -68,19 +68,29 @@ fn cpu_lines(out: &mut dyn Write, end: &str, side: &Side, stream: bool) -> io::R
     {
         write!(
             out,
-            "      service demand {sd:.3} {unit} ({})",
+            "      service demand {} {unit} ({})",
+            Fixed(sd, 3),
             side.service_demand_source.unwrap_or("-")
         )?;
         match (side.service_demand_proc_stat, side.service_demand_rusage) {
-            (Some(p), Some(u)) => writeln!(out, "; /proc/stat {p:.3}, process CPU time {u:.3}")?,
+            (Some(p), Some(u)) => writeln!(
+                out,
+                "; /proc/stat {}, process CPU time {}",
+                Fixed(p, 3),
+                Fixed(u, 3)
+            )?,
             _ => writeln!(out)?,
         }
     }
     if let Some(ru) = &side.rusage_window {
         writeln!(
             out,
-            "      process: user {:.3} s, system {:.3} s, max RSS {} KiB, switches {} voluntary, {} involuntary",
-            ru.user_s, ru.system_s, ru.max_rss_kb, ru.voluntary_switches, ru.involuntary_switches
+            "      process: user {} s, system {} s, max RSS {} KiB, switches {} voluntary, {} involuntary",
+            Fixed(ru.user_s, 3),
+            Fixed(ru.system_s, 3),
+            ru.max_rss_kb,
+            ru.voluntary_switches,
+            ru.involuntary_switches
         )?;
     }
     Ok(())
@@ -110,10 +120,10 @@ fn open_loop_lines(out: &mut dyn Write, s: &crate::result::Summary) -> io::Resul
     let Some(o) = &s.open_loop else {
         return Ok(());
     };
-    let (offered, achieved) = (o.offered_per_s, o.achieved_per_s);
+    let (offered, achieved) = (Fixed(o.offered_per_s, 0), Fixed(o.achieved_per_s, 1));
     writeln!(
         out,
-        "  open loop  offered {offered:.0}/s  achieved {achieved:.1}/s  late {}",
+        "  open loop  offered {offered}/s  achieved {achieved}/s  late {}",
         o.late
     )?;
     if let Some(sv) = &o.service_latency_ns {
@@ -155,7 +165,7 @@ fn headline(f: &Figures, units: Option<RateUnit>) -> String {
     if let Some(t) = f.throughput_bps {
         RateUnit::show(units, t)
     } else {
-        format!("{:.1} trans/s", f.transactions_per_s.unwrap_or(0.0))
+        format!("{} trans/s", Fixed(f.transactions_per_s.unwrap_or(0.0), 1))
     }
 }
 
@@ -335,9 +345,9 @@ fn row_in(
         let way = |v: Option<f64>| v.map_or("-".to_string(), |v| RateUnit::show(units, v));
         return writeln!(
             out,
-            "{:>8.2} {:>8.2}  {:<9} {:>16} {:>16}",
-            iv.start_s,
-            iv.end_s,
+            "{:>8} {:>8}  {:<9} {:>16} {:>16}",
+            Fixed(iv.start_s, 2),
+            Fixed(iv.end_s, 2),
             phase,
             way(iv.sum.throughput_bps_c2s),
             way(iv.sum.throughput_bps_s2c)
@@ -345,9 +355,9 @@ fn row_in(
     }
     write!(
         out,
-        "{:>8.2} {:>8.2}  {:<9} {:>22}",
-        iv.start_s,
-        iv.end_s,
+        "{:>8} {:>8}  {:<9} {:>22}",
+        Fixed(iv.start_s, 2),
+        Fixed(iv.end_s, 2),
         phase,
         headline(&iv.sum, units)
     )?;
@@ -384,7 +394,11 @@ impl Exporter for Human {
                 self.row(out, iv)?;
             }
         }
-        writeln!(out, "-- summary over {:.2} s measured --", s.duration_s)?;
+        writeln!(
+            out,
+            "-- summary over {} s measured --",
+            Fixed(s.duration_s, 2)
+        )?;
         if !s.parts.is_empty() {
             super::mix::lines(r, out)?;
         }
@@ -421,8 +435,8 @@ impl Exporter for Human {
         if let Some(t) = s.transactions_per_s {
             write!(
                 out,
-                "  transactions/s         {:.1}  ({} transactions",
-                t,
+                "  transactions/s         {}  ({} transactions",
+                Fixed(t, 1),
                 s.transactions.unwrap_or(0)
             )?;
             match s.lost {
@@ -433,8 +447,9 @@ impl Exporter for Human {
         if r.test.is_udp() {
             writeln!(
                 out,
-                "  packets/s (client)     {:.1} sent, {:.1} received",
-                s.local.datagrams_sent_per_s, s.local.datagrams_received_per_s
+                "  packets/s (client)     {} sent, {} received",
+                Fixed(s.local.datagrams_sent_per_s, 1),
+                Fixed(s.local.datagrams_received_per_s, 1)
             )?;
         }
         if let Some(l) = &s.latency_ns {
@@ -478,9 +493,13 @@ impl Exporter for Human {
         // A probe's trains are bursty by design: their load's steadiness
         // says nothing (the JSON keeps the figures).
         if let Some(cv) = s.stability_cv.filter(|_| load == "throughput") {
-            write!(out, "  stability              cv {:.1} %", 100.0 * cv)?;
+            write!(
+                out,
+                "  stability              cv {} %",
+                Fixed(100.0 * cv, 1)
+            )?;
             match s.trend_percent {
-                Some(t) => writeln!(out, ", trend {t:+.1} % (last third vs first)")?,
+                Some(t) => writeln!(out, ", trend {:+} % (last third vs first)", Fixed(t, 1))?,
                 None => writeln!(out)?,
             }
         }
@@ -502,7 +521,8 @@ impl Exporter for Human {
         if let (Some(i), Some(tx), Some(rx)) =
             (&s.interface, s.tx_packets_per_s, s.rx_packets_per_s)
         {
-            writeln!(out, "  packets/s on {i:<10} {tx:.1} tx, {rx:.1} rx")?;
+            let (tx, rx) = (Fixed(tx, 1), Fixed(rx, 1));
+            writeln!(out, "  packets/s on {i:<10} {tx} tx, {rx} rx")?;
         }
         if let Some(d) = &s.capacity_by_direction {
             // One line per direction measured; "up" and "down" only when
@@ -514,16 +534,17 @@ impl Exporter for Human {
                 let [lo, hi] = c.capacity_interval_bps;
                 writeln!(
                     out,
-                    "  capacity {way}{} ({} to {}), probe load {:.1} % of it",
+                    "  capacity {way}{} ({} to {}), probe load {} % of it",
                     crate::units::BitsPerSec(c.capacity_bps),
                     crate::units::BitsPerSec(lo),
                     crate::units::BitsPerSec(hi),
-                    100.0 * c.probe_load_fraction
+                    Fixed(100.0 * c.probe_load_fraction, 1)
                 )?;
                 if let Some(p) = c.loss_percent {
+                    let p = Fixed(p, 2);
                     writeln!(
                         out,
-                        "  probe datagrams {way}{} received, {} lost ({p:.2} %), {} of {} trains broken",
+                        "  probe datagrams {way}{} received, {} lost ({p} %), {} of {} trains broken",
                         c.datagrams_received, c.datagrams_lost, c.broken, c.trains
                     )?;
                 }
@@ -547,8 +568,10 @@ impl Exporter for Human {
             ) {
                 (Some(speed), Some(tx), Some(rx)) => writeln!(
                     out,
-                    "  link {i} at {}: {tx:.2} % tx, {rx:.2} % rx",
-                    crate::units::fmt_rate_bps(speed)
+                    "  link {i} at {}: {} % tx, {} % rx",
+                    crate::units::fmt_rate_bps(speed),
+                    Fixed(tx, 2),
+                    Fixed(rx, 2)
                 )?,
                 (None, ..) => writeln!(out, "  link {i}: speed unknown, no utilisation")?,
                 _ => {}
@@ -592,7 +615,7 @@ impl Exporter for Human {
                 c.level
             )?;
             match c.width_percent_achieved {
-                Some(w) => write!(out, "{w:.2} % wide (±{:.2} %)", w / 2.0)?,
+                Some(w) => write!(out, "{} % wide (±{} %)", Fixed(w, 2), Fixed(w / 2.0, 2))?,
                 None => write!(out, "undefined")?,
             }
             writeln!(
@@ -609,8 +632,8 @@ impl Exporter for Human {
         if let Some(setup) = s.setup_s {
             write!(
                 out,
-                "  setup                  {:.1} ms for {} flow(s)",
-                setup * 1e3,
+                "  setup                  {} ms for {} flow(s)",
+                Fixed(setup * 1e3, 1),
                 r.spec.plan.flows
             )?;
             let mb = |ru: &Option<crate::control::proto::Rusage>| {

@@ -134,8 +134,6 @@ impl Observer for Both<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Phase;
-    use crate::result::Figures;
     use crate::stats::counters::Counts;
 
     #[test]
@@ -144,24 +142,9 @@ mod tests {
         let p = dir.path().join("s.csv");
         let mut live = Live::new(TestKind::TcpRr, &[], false, Some(&p), Vec::new(), false).unwrap();
         let iv = Interval {
-            index: 0,
-            phase: Phase::Measure,
-            start_s: 0.0,
-            end_s: 1.0,
-            unix_end_s: 1.0,
             local: vec![Counts::default(); 2],
             remote: vec![Counts::default(); 2],
-            sum: Figures::default(),
-            latency_ns: None,
-            service_latency_ns: None,
-            fairness: None,
-            parts: Vec::new(),
-            link_util_percent: Default::default(),
-            load_phase: None,
-            tcp_info: None,
-            remote_cpu_util_percent: None,
-            flow_latency_ns: Vec::new(),
-            rusage: None,
+            ..crate::result::fixtures::interval(0, 0.0, 1.0)
         };
         live.on_interval(&iv);
         let text = std::fs::read_to_string(&p).unwrap();

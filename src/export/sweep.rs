@@ -1,7 +1,8 @@
 //! `thrum sweep`'s grid as text: the terminal tables (2-D tables of one
 //! dimension by another, one table per value of the rest, each cell the
-//! figures `--cell` asks for, notes under a table saying why a cell is n/a,
-//! which fell short of its confidence and which Ctrl-C cut) and the long
+//! figures `--cell` asks for, notes under a table saying whose rate is not
+//! a packet rate, which fell short of its confidence and which Ctrl-C
+//! cut) and the long
 //! CSV (one row per cell, one column per dimension, then the figures). The
 //! record is `crate::sweep`'s; the curve's table and CSV are beside this
 //! file (`curve`).
@@ -10,6 +11,10 @@ use serde_json::Value;
 
 use crate::sweep::{Cell, CellLatency, Sweep};
 use crate::text::csv_field;
+
+/// The note's words for a cell whose transactions/s is not a packet rate
+/// (the packets per transaction measured follow them).
+pub const NOT_A_PACKET_RATE: &str = "transactions/s, not a packet rate";
 
 /// What a table cell can show (`--cell`).
 pub const FIGURES: &[(&str, &str)] = &[
@@ -80,9 +85,9 @@ fn figure(c: Option<&Cell>, fig: &str) -> String {
         _ => format!("{}/{}", opt(a, digits), opt(b, digits)),
     };
     match fig {
-        // The rate stands beside the mark, as `thrum run` gives it: the
-        // mark says it is not a packet rate.
-        "tps" if !c.valid => format!("{} n/a", rate(c)),
+        // A rate that is not a packet rate is still the transactions/s
+        // measured: printed plainly (a mark beside it read as "no
+        // figure"), and its note says why it is no packet rate.
         "tps" => rate(c),
         "p50" => us(|l| l.p50 as f64),
         "p99" => us(|l| l.p99 as f64),
@@ -157,13 +162,47 @@ pub fn view(sw: &Sweep) -> (String, String, Vec<String>) {
     (rows, cols, figs)
 }
 
-/// The grid as text: one table of `rows` by `cols` per value of the
-/// other dimensions, each cell the figures asked for; notes under a
-/// table say why a cell is n/a, which did not reach its confidence and
-/// which Ctrl-C cut. Cells are found by their place in the grid (the
-/// last dimension varies fastest), so a value listed twice is two cells.
-pub fn table(sw: &Sweep) -> String {
-    let (rows, cols, figs) = view(sw);
+/// One 2-D table of the grid: the other dimensions fixed at one value
+/// each, the `rows` dimension down and the `cols` one across.
+pub struct Table<'a> {
+    /// The test, the server and where the other dimensions stand
+    /// (`tcp_rr to lg, request 1 B, response 1 B, cpu-pin 0:0`).
+    pub title: String,
+    /// The dimensions down and across, by name.
+    pub rows: String,
+    pub cols: String,
+    /// Their values, as the headings show them.
+    pub row_values: Vec<String>,
+    pub col_values: Vec<String>,
+    /// The cells, `[row][column]`; none where the grid has no such cell.
+    pub cells: Vec<Vec<Option<&'a Cell>>>,
+}
+
+impl Table<'_> {
+    /// Column `k`'s heading: `2 flows`, or the dimension and its value.
+    pub fn col_heading(&self, k: usize) -> String {
+        if self.cols == "flows" {
+            format!("{} flows", self.col_values[k])
+        } else {
+            format!("{} {}", self.cols, self.col_values[k])
+        }
+    }
+
+    /// Where cell `(r, k)` stands, as its note names it.
+    pub fn place(&self, r: usize, k: usize) -> String {
+        format!(
+            "{} {}, {} {}",
+            self.rows, self.row_values[r], self.cols, self.col_values[k]
+        )
+    }
+}
+
+/// The grid's 2-D tables: `rows` by `cols` (as [`view`] picks them), one
+/// per value of the other dimensions. Cells are found by their place in
+/// the grid (the last dimension varies fastest), so a value listed twice
+/// is two cells.
+pub fn tables(sw: &Sweep) -> Vec<Table<'_>> {
+    let (rows, cols, _) = view(sw);
     let dims = sw.dims();
     let pos = |n: &str| dims.iter().position(|d| d.name == n);
     let (ri, ci) = (pos(&rows), pos(&cols));
@@ -171,9 +210,6 @@ pub fn table(sw: &Sweep) -> String {
     let others: Vec<usize> = (0..dims.len())
         .filter(|&i| Some(i) != ri && Some(i) != ci)
         .collect();
-    let what: Vec<&str> = figs.iter().map(|f| heading(sw, f)).collect();
-    let w = 14;
-    let mut s = String::new();
     let radices: Vec<usize> = others.iter().map(|&i| dims[i].values.len()).collect();
     let cell_at = |at: &[usize]| {
         let mut k = 0;
@@ -182,7 +218,12 @@ pub fn table(sw: &Sweep) -> String {
         }
         sw.cells.get(k)
     };
-    let value = |i: Option<usize>, k: usize| i.map_or(String::new(), |i| label(&dims[i].values[k]));
+    let values = |i: Option<usize>| -> Vec<String> {
+        i.map_or(vec![String::new()], |i| {
+            dims[i].values.iter().map(label).collect()
+        })
+    };
+    let mut out = Vec::new();
     for combo in indices(&radices) {
         // Where every dimension stands: the others fixed here, rows
         // and columns filled in below.
@@ -204,18 +245,83 @@ pub fn table(sw: &Sweep) -> String {
                 label(&dims[d].values[at[d]])
             ));
         }
+        let cells = (0..len(ri))
+            .map(|r| {
+                (0..len(ci))
+                    .map(|k| {
+                        if let Some(i) = ri {
+                            at[i] = r;
+                        }
+                        if let Some(i) = ci {
+                            at[i] = k;
+                        }
+                        cell_at(&at)
+                    })
+                    .collect()
+            })
+            .collect();
+        out.push(Table {
+            title,
+            rows: rows.clone(),
+            cols: cols.clone(),
+            row_values: values(ri),
+            col_values: values(ci),
+            cells,
+        });
+    }
+    out
+}
+
+/// A cell's figures as a table shows them, the first with the number of
+/// its note (which goes to `notes`, `here` naming the cell) where it has
+/// one: `5000 [1]` (not a packet rate), `100* [2]` (short of its
+/// confidence), `cut [3]`.
+pub fn cell_texts(
+    c: Option<&Cell>,
+    figs: &[String],
+    here: &str,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    figs.iter()
+        .enumerate()
+        .map(|(i, fig)| {
+            let shown = figure(c, fig);
+            let Some(n) = (i == 0).then(|| note(c)).flatten() else {
+                return shown;
+            };
+            notes.push(format!("{here}: {n}"));
+            match c {
+                Some(c) if c.interrupted => format!("cut [{}]", notes.len()),
+                Some(c) if c.why_na().is_some() => format!("{shown} [{}]", notes.len()),
+                _ => format!("{shown}* [{}]", notes.len()),
+            }
+        })
+        .collect()
+}
+
+/// The figures' column headings (`trans/s`, `p50 us`, ...).
+pub fn headings(sw: &Sweep, figs: &[String]) -> Vec<&'static str> {
+    figs.iter().map(|f| heading(sw, f)).collect()
+}
+
+/// The grid as text: one table of `rows` by `cols` per value of the
+/// other dimensions ([`tables`]), each cell the figures asked for; notes
+/// under a table say whose rate is not a packet rate, which did not reach
+/// its confidence and which Ctrl-C cut.
+pub fn table(sw: &Sweep) -> String {
+    let (rows, cols, figs) = view(sw);
+    let what = headings(sw, &figs);
+    let w = 14;
+    let mut s = String::new();
+    for t in tables(sw) {
         s.push_str(&format!(
-            "{title}: rows {rows}, columns {cols}; {}\n",
+            "{}: rows {rows}, columns {cols}; {}\n",
+            t.title,
             what.join(", ")
         ));
         s.push_str(&format!("{rows:>10}"));
-        for k in 0..len(ci) {
-            let head = if cols == "flows" {
-                format!("{} flows", value(ci, k))
-            } else {
-                format!("{cols} {}", value(ci, k))
-            };
-            s.push_str(&format!(" {head:>w$}"));
+        for k in 0..t.col_values.len() {
+            s.push_str(&format!(" {:>w$}", t.col_heading(k)));
             for _ in 1..figs.len() {
                 s.push_str(&format!(" {:>w$}", ""));
             }
@@ -223,7 +329,7 @@ pub fn table(sw: &Sweep) -> String {
         s.push('\n');
         if figs.len() > 1 {
             s.push_str(&format!("{:>10}", ""));
-            for _ in 0..len(ci) {
+            for _ in 0..t.col_values.len() {
                 for h in &what {
                     s.push_str(&format!(" {h:>w$}"));
                 }
@@ -231,31 +337,10 @@ pub fn table(sw: &Sweep) -> String {
             s.push('\n');
         }
         let mut notes = Vec::new();
-        for r in 0..len(ri) {
-            s.push_str(&format!("{:>10}", value(ri, r)));
-            for k in 0..len(ci) {
-                if let Some(i) = ri {
-                    at[i] = r;
-                }
-                if let Some(i) = ci {
-                    at[i] = k;
-                }
-                let c = cell_at(&at);
-                let here = format!("{rows} {}, {cols} {}", value(ri, r), value(ci, k));
-                for (i, fig) in figs.iter().enumerate() {
-                    let mut shown = figure(c, fig);
-                    if i == 0 {
-                        if let Some(note) = note(c) {
-                            notes.push(format!("{here}: {note}"));
-                            shown = match c {
-                                Some(c) if c.interrupted => format!("cut [{}]", notes.len()),
-                                Some(c) if c.why_na().is_some() => {
-                                    format!("{shown} [{}]", notes.len())
-                                }
-                                _ => format!("{shown}* [{}]", notes.len()),
-                            };
-                        }
-                    }
+        for (r, row) in t.cells.iter().enumerate() {
+            s.push_str(&format!("{:>10}", t.row_values[r]));
+            for (k, c) in row.iter().enumerate() {
+                for shown in cell_texts(*c, &figs, &t.place(r, k), &mut notes) {
                     s.push_str(&format!(" {shown:>w$}"));
                 }
             }
@@ -268,12 +353,13 @@ pub fn table(sw: &Sweep) -> String {
     s.lines().map(|l| format!("{}\n", l.trim_end())).collect()
 }
 
-/// What a note under the table says of a cell: why it is n/a, that
-/// Ctrl-C cut it, or that it fell short of its confidence.
+/// What a note under the table says of a cell: why its rate is not a
+/// packet rate, that Ctrl-C cut it, or that it fell short of its
+/// confidence.
 fn note(c: Option<&Cell>) -> Option<String> {
     let c = c?;
     if let Some(why) = c.why_na() {
-        return Some(format!("n/a: {why}"));
+        return Some(format!("{NOT_A_PACKET_RATE}: {why}"));
     }
     if c.interrupted {
         return Some(
@@ -296,7 +382,7 @@ fn note(c: Option<&Cell>) -> Option<String> {
 
 /// The grid as long CSV: one row per cell, one column per dimension,
 /// then the figures. `valid` is `true`, `false` (packets and
-/// transactions parted: n/a in the table), `error` (the run failed; no
+/// transactions parted: a note in the table), `error` (the run failed; no
 /// rate) or `cut` (Ctrl-C stopped it).
 pub fn csv(sw: &Sweep) -> String {
     let dims = sw.dims();
@@ -452,12 +538,12 @@ mod tests {
         let table = table(&s);
         assert!(
             table
-                .contains("         4   5000 n/a [1]          50/48        10.00/-           9000"),
+                .contains("         4       5000 [1]          50/48        10.00/-           9000"),
             "{table}"
         );
         assert!(
             table.contains(
-                "[1] burst 4, flows 1: n/a: 0.25 packets per transaction sent, 0.25 received"
+                "[1] burst 4, flows 1: transactions/s, not a packet rate: 0.25 packets per transaction sent, 0.25 received"
             ),
             "{table}"
         );

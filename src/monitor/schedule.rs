@@ -84,11 +84,13 @@ struct Entry {
     started: Option<Instant>,
 }
 
-/// Whether two probes are the same series (name, target and test: the
-/// labels of their metrics), so that a reload keeps its counters and
-/// its place in the schedule while taking the new settings.
+/// Whether two probes are the same series (name, target, test and the
+/// probe's own labels: the labels of their metrics), so that a reload
+/// keeps its counters and its place in the schedule while taking the new
+/// settings. Counters under labels that changed would be a new series
+/// that starts high, so a change of labels starts them again from 0.
 pub fn same_series(a: &Probe, b: &Probe) -> bool {
-    a.name == b.name && a.target == b.target && a.test == b.test
+    a.name == b.name && a.target == b.target && a.test == b.test && a.labels == b.labels
 }
 
 /// The probes in force, `live[i]` shown by `state[i]`, and the ones a

@@ -1,11 +1,13 @@
-//! The ethtool ioctl (SIOCETHTOOL): driver, offloads, interrupt coalescing.
+//! The ethtool ioctl (SIOCETHTOOL): driver, offloads, interrupt coalescing,
+//! rings and channels.
 //!
 //! The structs follow include/uapi/linux/ethtool.h; libc does not carry
 //! them. Every query goes through an AF_INET datagram socket, so it sees the
 //! interfaces of this process's network namespace. A driver that does not
 //! implement a query answers EOPNOTSUPP (or EINVAL, ENODEV): that is `None`,
 //! never an error, because most of these are optional for drivers (veth has
-//! no coalescing before Linux 6.x, `lo` has no driver info beyond its name).
+//! channels but no coalescing or rings, even on 6.18; `lo` has no driver
+//! info beyond its name).
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -31,6 +33,8 @@ const ETHTOOL_GFLAGS: u32 = 0x25;
 const ETHTOOL_GGRO: u32 = 0x2b;
 const ETHTOOL_GSSET_INFO: u32 = 0x37;
 const ETHTOOL_GFEATURES: u32 = 0x3a;
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+const ETHTOOL_SCHANNELS: u32 = 0x3d;
 const ETH_FLAG_LRO: u32 = 1 << 15;
 const ETH_SS_FEATURES: u32 = 4;
 const ETH_GSTRING_LEN: usize = 32;
@@ -167,6 +171,30 @@ pub struct Ring {
 struct RingRaw {
     cmd: u32,
     r: Ring,
+}
+
+/// Queue counts: struct ethtool_channels, field for field (without `cmd`):
+/// the most queues of each kind the device can have, and how many it has
+/// (`ethtool -l`). veth has rx and tx channels (up to its CPUs by default).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct Channels {
+    pub max_rx: u32,
+    pub max_tx: u32,
+    pub max_other: u32,
+    pub max_combined: u32,
+    pub rx_count: u32,
+    pub tx_count: u32,
+    pub other_count: u32,
+    pub combined_count: u32,
+}
+
+#[repr(C)]
+struct ChannelsRaw {
+    cmd: u32,
+    c: Channels,
 }
 
 /// Driver identity as `ethtool -i` shows it.
@@ -359,6 +387,28 @@ impl Ethtool {
             r: *r,
         };
         // SAFETY: raw is a struct ethtool_ringparam, as SRINGPARAM expects.
+        self.checked(unsafe { self.ioctl(&mut raw) })
+    }
+
+    /// ETHTOOL_GCHANNELS (`ethtool -l`), or the error the driver gave.
+    pub fn get_channels(&self) -> std::io::Result<Channels> {
+        let mut c = ChannelsRaw {
+            cmd: ETHTOOL_GCHANNELS,
+            c: Channels::default(),
+        };
+        // SAFETY: c is a struct ethtool_channels, as GCHANNELS expects.
+        self.checked(unsafe { self.ioctl(&mut c) })?;
+        Ok(c.c)
+    }
+
+    /// ETHTOOL_SCHANNELS: set the queue counts (needs CAP_NET_ADMIN; the
+    /// kernel checks them against the maximums).
+    pub fn set_channels(&self, c: &Channels) -> std::io::Result<()> {
+        let mut raw = ChannelsRaw {
+            cmd: ETHTOOL_SCHANNELS,
+            c: *c,
+        };
+        // SAFETY: raw is a struct ethtool_channels, as SCHANNELS expects.
         self.checked(unsafe { self.ioctl(&mut raw) })
     }
 

@@ -75,6 +75,22 @@ impl LatencyHistogram {
         self.h.count_between(ns.max(1), top)
     }
 
+    /// How many latencies are at most `ns` (to the histogram's 3
+    /// significant digits: a value in the bucket that holds `ns` counts):
+    /// a cumulative bucket of a Prometheus histogram.
+    pub fn count_at_most(&self, ns: u64) -> u64 {
+        if self.h.is_empty() || ns == 0 {
+            return 0;
+        }
+        self.h.count_between(1, ns.min(self.h.max()))
+    }
+
+    /// The sum of every latency recorded, ns (the mean times the count, to
+    /// the histogram's precision): a Prometheus histogram's `_sum`.
+    pub fn sum_ns(&self) -> f64 {
+        self.h.mean() * self.h.len() as f64
+    }
+
     /// The value at quantile `q` (0..=1); 0 when empty.
     pub fn quantile(&self, q: f64) -> u64 {
         self.h.value_at_quantile(q)

@@ -1,43 +1,70 @@
-//! `thrum compare`'s method: for every headline figure both results have,
-//! the change from A to B in percent, a 95 % interval around it that holds
-//! run-to-run noise, and a verdict. docs/history.md writes it down with a
-//! worked example.
+//! `thrum compare`'s method: two sets of runs of one kind and test (an id
+//! is a set of one, `label:KEY=VALUE` every run so labelled), every figure
+//! both have ([`super::figures`]), the change between the sets' centres
+//! with an interval that holds run-to-run noise, and a verdict whose
+//! false alarms are bounded over the whole family of figures shown.
+//! docs/history.md writes it down with worked examples and the A/A rates
+//! measured.
 //!
-//! Two runs of one setup differ by more than either run's own spread says
-//! (shared/DESIGN.md §8: tcp_rr on loopback, between-run CV 4.9 % against a
-//! within-run standard error of 1.7 %), so the interval is built from the
-//! between-run coefficient of variation σ of one run's figure, worked on
-//! the log scale (ln B − ln A, whose standard deviation is σ·√2):
+//! **The log scale.** Every figure is compared as a ratio: a queue or a
+//! slower CPU scales latency, and a run-to-run spread is a factor. A set's
+//! centre is the mean of its runs' logs (the geometric mean), the change
+//! is ln B̄ − ln Ā, and percentages are converted back (e^x − 1).
 //!
-//! 1. **learned**: the newest runs of A's setup and of B's (same command,
-//!    test, target and labels) in the store, each setup's log deviations
-//!    pooled; the Student-t quantile of their degrees of freedom (one
-//!    setup with two runs is enough, and gives a wide interval);
-//! 2. else **iterations**: the `--iterations` of each result, pooled the
-//!    same way (throughput and transactions/s, the figure they repeat);
-//! 3. else **prior**: σ = [`PRIOR_CV`] (5 %, DESIGN.md §8), drawn
-//!    [`PRIOR_FACTOR`] times as wide (z = 1.96 × 3): with nothing learned,
-//!    only a change far beyond any noise seen is called.
+//! **The spread.** Two runs of one setup differ by more than either run's
+//! own spread says (shared/DESIGN.md §8: tcp_rr on loopback, between-run
+//! CV 4.9 % against a within-run standard error of 1.7 %), so each set's
+//! variance is a between-run variance of one run's log, from, per set:
 //!
-//! Latency is multiplicative (a queue or a slower CPU scales it), so every
-//! figure, latency included, is compared as the ratio B/A on the log scale
-//! and the percentages are converted back (e^x − 1): a 10× spread of idle
-//! p50 between stored runs is σ ≈ 1 of ln, not a spread in nanoseconds.
-//! Latency percentiles also carry each run's own uncertainty from its
-//! histogram: the distribution-free interval of a quantile from the ranks
-//! n·p ± 1.96·√(n·p·(1−p)) (a rank test's interval). With learned noise,
-//! whose between-run spread already holds that sampling error, it is a
-//! floor under the run-to-run part; with a prior or iterations it adds in
-//! quadrature. A verdict: an interval clear of zero is `improved` or
-//! `regressed` (as the figure is better higher or lower) unless the change
-//! is under the threshold (`no change`); an interval across zero is `no
-//! change` when it lies within ± the threshold, else `inconclusive`.
+//! 1. **its own runs**, when it has three or more (n − 1 degrees of
+//!    freedom);
+//! 2. with one or two runs, the largest of: its own two runs' spread,
+//!    the **stored runs of its settings** ([`super::settings`]: the same
+//!    command, test and target, grouped by their labels, each group's
+//!    squared log deviations pooled), and a single run's
+//!    **`--iterations`** (for the figure they repeat). Two runs that happen
+//!    to agree cannot make the interval narrower than the stored runs
+//!    allow: the learned noise is a floor;
+//! 3. with nothing of its own, **the other set's** estimate (the
+//!    equal-variance assumption of the pooled t test, the best there is);
+//! 4. else the **prior**: σ = [`PRIOR_CV`] (5 %, DESIGN.md §8), drawn
+//!    [`PRIOR_FACTOR`] times as wide with infinite degrees of freedom: with
+//!    nothing learned, only a change far beyond any noise seen is called.
+//!
+//! The change's variance is Σ v_k / n_k, its degrees of freedom Welch's
+//! (Satterthwaite's), each estimate counted once where both sets lean on
+//! the same one. Latency quantiles also carry each run's own sampling
+//! error, from its histogram (the distribution-free ranks n·p ±
+//! z·√(n·p·(1−p))): a floor under the interval when the spread was
+//! learned (which already holds it), added in quadrature to a prior or
+//! iterations (which say nothing of it).
+//!
+//! **The family of figures.** One 95 % interval per figure calls a change
+//! between identical setups once in twenty figures, and a comparison
+//! shows five to ten: measured 2026-11-27, twenty A/A pairs called some
+//! figure changed in 4. So the 5 % is spent over the family (Bonferroni,
+//! so that the interval shown is the one the verdict reads): the gated
+//! figures ([`Role::Headline`] ones unless `--gate` names others) share
+//! [`GATED_ALPHA`] = 4 %, the other judged figures [`OTHER_ALPHA`] = 1 %
+//! (all 5 % when one group is empty), each figure's interval at
+//! 1 − its share. CPU % is shown with its change and interval but never
+//! judged (`not judged`): it moves with the load, and service demand is
+//! the CPU story. Between identical setups, then, at most 5 % of
+//! comparisons call any figure changed, and the figures a CI job gates
+//! on keep most of the power.
+//!
+//! A verdict: an interval clear of zero is `improved` or `regressed` (as
+//! the figure is better higher or lower) unless the change is under the
+//! threshold (`no change`); an interval across zero is `no change` when
+//! it lies within ± the threshold, else `inconclusive`.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
-use super::Headline;
-use crate::stats::confidence::t_quantile;
+use super::figures::{self, Role};
 use crate::stats::latency::LatencyHistogram;
 
 /// The between-run CV assumed when nothing is learned (DESIGN.md §8's
@@ -49,13 +76,21 @@ pub const PRIOR_CV: f64 = 0.05;
 pub const PRIOR_FACTOR: f64 = 3.0;
 /// `--threshold`'s default, percent.
 pub const DEFAULT_THRESHOLD: f64 = 2.0;
-/// Stored runs of a setup read to learn its noise.
-pub const LEARN_FROM: u32 = 30;
+/// Stored runs of one settings key read to learn its noise.
+pub const LEARN_FROM: u32 = 200;
+/// The false-alarm budget of one comparison, over all its judged figures.
+pub const FAMILY_ALPHA: f64 = 0.05;
+/// The gated figures' share of it when other figures are judged too.
+pub const GATED_ALPHA: f64 = 0.04;
+/// The other judged figures' share.
+pub const OTHER_ALPHA: f64 = FAMILY_ALPHA - GATED_ALPHA;
+/// A set with fewer runs than this leans on learned noise as a floor.
+pub const OWN_SPREAD_FROM: usize = 3;
 
 /// What makes a comparison fail its command (`--fail-on`, exit 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FailOn {
-    /// Any figure regressed.
+    /// A gated figure regressed.
     Regression,
 }
 
@@ -68,16 +103,20 @@ impl FailOn {
     }
 }
 
-/// `run --baseline`: the stored run a new run is compared with when done,
-/// and how.
+/// `run --baseline`: the stored runs a new run is compared with when
+/// done, and how.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Baseline {
-    /// The stored run: an id, or `label:KEY=VALUE` for the newest so labelled.
+    /// An id, or `label:KEY=VALUE` for every run so labelled.
     pub run: String,
+    /// With a label: only the newest this many (`--baseline-last`).
+    pub last: Option<u32>,
     /// A change under this many percent is "no change" (`--threshold`).
     pub threshold: f64,
     /// `--fail-on`: what fails the run; None: nothing.
     pub fail_on: Option<FailOn>,
+    /// `--gate`: the figures `--fail-on` looks at; None: the headline ones.
+    pub gate: Option<Vec<String>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -90,6 +129,9 @@ pub enum Verdict {
     NoChange,
     #[serde(rename = "inconclusive")]
     Inconclusive,
+    /// CPU %: shown, never judged on its own.
+    #[serde(rename = "not judged")]
+    NotJudged,
 }
 
 impl Verdict {
@@ -99,35 +141,102 @@ impl Verdict {
             Verdict::Regressed => "regressed",
             Verdict::NoChange => "no change",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::NotJudged => "not judged",
         }
     }
 }
 
-/// One result compared: its figures, document and the stored runs of its setup.
-pub struct Side {
-    pub headline: Headline,
+/// One run of a set: its id (None for a result file), document and figures.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// The stored id, or the file's path.
+    pub id: String,
     pub doc: Value,
-    /// The headline figures of the stored runs of its setup, itself included when stored.
-    pub setup_runs: Vec<Headline>,
+    pub figures: Vec<figures::Figure>,
+}
+
+impl Run {
+    pub fn new(id: String, doc: Value) -> Run {
+        let figures = figures::of(&doc);
+        Run { id, doc, figures }
+    }
+
+    fn get(&self, name: &str) -> Option<&figures::Figure> {
+        self.figures.iter().find(|f| f.name == name)
+    }
+}
+
+/// One side of a comparison: one run, or every run of a label.
+#[derive(Clone, Debug)]
+pub struct Set {
+    /// As the user named it, with what it resolved to.
+    pub name: String,
+    pub runs: Vec<Run>,
+    /// The runs' settings key ([`super::settings::key`]).
+    pub settings: String,
+}
+
+/// The stored runs of one settings key, grouped by their labels (a group
+/// is one setup; a label that changes is a change of setup): what a set's
+/// noise is learned from. Each run is its figures by name.
+#[derive(Clone, Debug, Default)]
+pub struct Pool {
+    pub settings: String,
+    pub groups: Vec<Vec<BTreeMap<String, f64>>>,
+}
+
+impl Pool {
+    /// The pooled variance of one run's log of `name` and its degrees of
+    /// freedom, and how many runs it came from; None without one degree.
+    fn learned(&self, name: &str) -> Option<Estimate> {
+        let (mut ss, mut dof, mut runs) = (0.0, 0usize, 0usize);
+        for g in &self.groups {
+            let logs: Vec<f64> = g
+                .iter()
+                .filter_map(|r| r.get(name).copied())
+                .filter(|x| *x > 0.0)
+                .map(f64::ln)
+                .collect();
+            if logs.len() >= 2 {
+                ss += mean_ss(&logs).1;
+                dof += logs.len() - 1;
+                runs += logs.len();
+            }
+        }
+        (dof >= 1).then(|| Estimate {
+            var: ss / dof as f64,
+            dof: dof as f64,
+            runs,
+            source: Source::Pool(self.settings.clone()),
+        })
+    }
 }
 
 /// One figure's comparison.
 #[derive(Clone, Debug, Serialize)]
 pub struct Figure {
-    pub name: &'static str,
+    pub name: String,
     pub unit: String,
+    /// A's centre: the geometric mean of its runs (the value, for one run).
     pub a: f64,
     pub b: f64,
-    /// (B − A) / A, percent; null when A is 0 and B is not.
+    /// (B − A) / A, percent; null when a side has no ratio (zero).
     pub change_percent: Option<f64>,
-    /// The 95 % interval of the change, percent.
+    /// The interval of the change at `level_percent`, percent.
     pub interval_percent: Option<[f64; 2]>,
     pub verdict: Verdict,
-    /// Where the run-to-run noise came from: `learned from N stored runs`,
-    /// `iterations`, or `prior`.
+    /// Where the run-to-run noise came from.
     pub noise: String,
     /// Higher is better (throughput) or lower (latency, loss, CPU).
     pub higher_is_better: bool,
+    /// Runs of A, and of B, that have this figure.
+    pub a_n: usize,
+    pub b_n: usize,
+    /// The confidence of the interval: 1 − this figure's share of the
+    /// family's 5 %, percent (a CPU %, never judged: 95).
+    pub level_percent: f64,
+    /// `--fail-on regression` looks at this figure (`--gate`).
+    pub gated: bool,
 }
 
 /// The document `compare --json` prints.
@@ -137,121 +246,66 @@ pub struct Comparison {
     pub b: String,
     pub threshold_percent: f64,
     pub figures: Vec<Figure>,
+    /// How many runs each set holds.
+    pub a_runs: usize,
+    pub b_runs: usize,
+    /// The runs: stored ids, or a result file's path.
+    pub a_ids: Vec<String>,
+    pub b_ids: Vec<String>,
+    /// The figures `--fail-on regression` looks at.
+    pub gate: Vec<String>,
+    /// The false-alarm budget over every judged figure.
+    pub family_alpha: f64,
 }
 
 impl Comparison {
+    /// Whether a gated figure regressed.
     pub fn regressed(&self) -> bool {
-        self.figures.iter().any(|f| f.verdict == Verdict::Regressed)
+        self.figures
+            .iter()
+            .any(|f| f.gated && f.verdict == Verdict::Regressed)
     }
 }
 
-struct Def {
-    name: &'static str,
-    unit: &'static str,
-    get: fn(&Headline) -> Option<f64>,
-    higher_is_better: bool,
-    /// A latency quantile, whose histogram adds within-run uncertainty.
-    quantile: Option<f64>,
-    /// The figure `--iterations` repeats (their `figure`).
-    iterated: bool,
+/// Which set a variance estimate belongs to.
+#[derive(Clone, Debug, PartialEq)]
+enum Source {
+    /// The set's own runs (0: A, 1: B).
+    Own(usize),
+    /// The stored runs of a settings key.
+    Pool(String),
+    /// A single run's `--iterations` (0: A, 1: B).
+    Iterations(usize),
+    Prior,
 }
 
-const DEFS: &[Def] = &[
-    Def {
-        name: "throughput",
-        unit: "bit/s",
-        get: |h| h.throughput_bps,
-        higher_is_better: true,
-        quantile: None,
-        iterated: true,
-    },
-    Def {
-        name: "transactions_per_s",
-        unit: "trans/s",
-        get: |h| h.transactions_per_s,
-        higher_is_better: true,
-        quantile: None,
-        iterated: true,
-    },
-    Def {
-        name: "latency_p50",
-        unit: "ns",
-        get: |h| h.latency_p50_ns,
-        higher_is_better: false,
-        quantile: Some(0.5),
-        iterated: false,
-    },
-    Def {
-        name: "latency_p99",
-        unit: "ns",
-        get: |h| h.latency_p99_ns,
-        higher_is_better: false,
-        quantile: Some(0.99),
-        iterated: false,
-    },
-    Def {
-        name: "loss",
-        unit: "%",
-        get: |h| h.loss_percent,
-        higher_is_better: false,
-        quantile: None,
-        iterated: false,
-    },
-    Def {
-        name: "local_cpu",
-        unit: "%",
-        get: |h| h.local_cpu_percent,
-        higher_is_better: false,
-        quantile: None,
-        iterated: false,
-    },
-    Def {
-        name: "remote_cpu",
-        unit: "%",
-        get: |h| h.remote_cpu_percent,
-        higher_is_better: false,
-        quantile: None,
-        iterated: false,
-    },
-    Def {
-        name: "local_service_demand",
-        unit: "",
-        get: |h| h.local_service_demand,
-        higher_is_better: false,
-        quantile: None,
-        iterated: false,
-    },
-    Def {
-        name: "remote_service_demand",
-        unit: "",
-        get: |h| h.remote_service_demand,
-        higher_is_better: false,
-        quantile: None,
-        iterated: false,
-    },
-];
-
-/// Sum of squared deviations of the logs of `v` (positive values) and its
-/// degrees of freedom.
-fn log_ss(v: &[f64]) -> (f64, u32) {
-    let logs: Vec<f64> = v.iter().filter(|x| **x > 0.0).map(|x| x.ln()).collect();
-    if logs.len() < 2 {
-        return (0.0, 0);
-    }
-    let m = logs.iter().sum::<f64>() / logs.len() as f64;
-    (
-        logs.iter().map(|x| (x - m).powi(2)).sum(),
-        logs.len() as u32 - 1,
-    )
+/// A variance of one run's log, its degrees of freedom (infinite for the
+/// prior) and the runs (or iterations) it came from.
+#[derive(Clone, Debug)]
+struct Estimate {
+    var: f64,
+    dof: f64,
+    runs: usize,
+    source: Source,
 }
 
-/// Pooled σ (of ln) and its degrees of freedom over groups of runs.
-fn pooled(groups: &[Vec<f64>]) -> Option<(f64, u32)> {
-    let (ss, dof) = groups
-        .iter()
-        .map(|g| log_ss(g))
-        .fold((0.0, 0), |(s, d), (s2, d2)| (s + s2, d + d2));
-    (dof >= 1).then(|| ((ss / f64::from(dof)).sqrt(), dof))
+/// The mean of `x` and its sum of squared deviations.
+fn mean_ss(x: &[f64]) -> (f64, f64) {
+    let m = x.iter().sum::<f64>() / x.len() as f64;
+    (m, x.iter().map(|v| (v - m).powi(2)).sum())
+}
+
+/// The sample variance of `x` as an estimate from `source`; None under two.
+fn spread(x: &[f64], source: Source) -> Option<Estimate> {
+    (x.len() >= 2).then(|| {
+        let (_, ss) = mean_ss(x);
+        Estimate {
+            var: ss / (x.len() - 1) as f64,
+            dof: (x.len() - 1) as f64,
+            runs: x.len(),
+            source,
+        }
+    })
 }
 
 /// The `--iterations` figures of a result document.
@@ -267,10 +321,23 @@ fn iteration_figures(doc: &Value) -> Vec<f64> {
         .unwrap_or_default()
 }
 
-/// The half-width on the log scale of a run's own quantile `q`, from its
-/// histogram: the ranks n·q ± 1.96·√(n·q·(1−q)).
-fn quantile_half_width(doc: &Value, q: f64) -> Option<f64> {
-    let h = LatencyHistogram::from_base64(doc["summary"]["histogram"].as_str()?).ok()?;
+/// The two-sided quantile at `level` of Student's t with `dof` degrees of
+/// freedom (any real number; infinite: the normal's).
+fn quantile(level: f64, dof: f64) -> f64 {
+    let p = 1.0 - (1.0 - level) / 2.0;
+    if dof.is_finite() && dof < 1e7 {
+        StudentsT::new(0.0, 1.0, dof.max(1.0))
+            .expect("dof >= 1 is a valid Student-t")
+            .inverse_cdf(p)
+    } else {
+        Normal::standard().inverse_cdf(p)
+    }
+}
+
+/// The half-width on the log scale of a run's own quantile `q` at 95 %,
+/// from the histogram at JSON pointer `at`: the ranks n·q ± 1.96·√(n·q·(1−q)).
+fn quantile_half_width(doc: &Value, at: &str, q: f64) -> Option<f64> {
+    let h = LatencyHistogram::from_base64(doc.pointer(at)?.as_str()?).ok()?;
     let n = h.count() as f64;
     if n < 2.0 {
         return None;
@@ -282,12 +349,12 @@ fn quantile_half_width(doc: &Value, q: f64) -> Option<f64> {
 }
 
 /// A latency quantile's log-scale half-width from the run-to-run part
-/// `between` and the two runs' own histogram part `within`. Learned from
-/// stored runs, the between-run spread of the quantile already holds each
-/// run's sampling error, so the histograms only set a floor (a lucky,
-/// narrow few runs cannot make the interval narrower than the samples
-/// allow); a prior or iterations say nothing of the quantile's sampling,
-/// so the two add in quadrature.
+/// `between` and the runs' own histogram part `within`. Learned from runs,
+/// the between-run spread of the quantile already holds each run's
+/// sampling error, so the histograms only set a floor (a lucky, narrow few
+/// runs cannot make the interval narrower than the samples allow); a prior
+/// or iterations say nothing of the quantile's sampling, so the two add
+/// in quadrature.
 fn combine(between: f64, within: f64, learned: bool) -> f64 {
     if learned {
         between.max(within)
@@ -296,95 +363,297 @@ fn combine(between: f64, within: f64, learned: bool) -> f64 {
     }
 }
 
-/// Whether A and B are the same setup (one group of stored runs, not two).
-pub fn compare(
-    a_name: &str,
-    a: &Side,
-    b_name: &str,
-    b: &Side,
-    same_setup: bool,
-    threshold_percent: f64,
-) -> Comparison {
-    let mut figures = Vec::new();
-    for d in DEFS {
-        let (Some(va), Some(vb)) = ((d.get)(&a.headline), (d.get)(&b.headline)) else {
-            continue;
-        };
-        let unit = if d.unit.is_empty() {
-            a.headline.service_demand_unit.clone().unwrap_or_default()
-        } else {
-            d.unit.to_string()
-        };
-        let values = |s: &Side| -> Vec<f64> { s.setup_runs.iter().filter_map(d.get).collect() };
-        let mut groups = vec![values(a)];
-        if !same_setup {
-            groups.push(values(b));
-        }
-        let iterations = [iteration_figures(&a.doc), iteration_figures(&b.doc)];
-        let (sigma, q, noise, learned) = if let Some((s, dof)) = pooled(&groups) {
-            let n: usize = groups.iter().map(Vec::len).sum();
-            (
-                s,
-                t_quantile(0.95, dof),
-                format!("learned from {n} stored runs"),
-                true,
-            )
-        } else if let Some((s, dof)) = pooled(&iterations).filter(|_| d.iterated) {
-            (s, t_quantile(0.95, dof), "iterations".to_string(), false)
-        } else {
-            (
-                PRIOR_CV,
-                1.96 * PRIOR_FACTOR,
-                format!("prior (CV {:.0} %)", PRIOR_CV * 100.0),
-                false,
-            )
-        };
-        let between = q * sigma * std::f64::consts::SQRT_2;
-        let hw = match d.quantile {
-            Some(p) => {
-                let within = [a, b]
-                    .iter()
-                    .map(|s| quantile_half_width(&s.doc, p).unwrap_or(0.0).powi(2))
-                    .sum::<f64>()
-                    .sqrt();
-                combine(between, within, learned)
+/// The figures `--fail-on` looks at, checked against those compared:
+/// `gate`'s names, or every headline figure. A name compared in neither
+/// set, or a CPU figure, is an error naming `--gate`.
+fn gated(gate: Option<&[String]>, shared: &[(String, Role)]) -> Result<Vec<String>, String> {
+    let Some(names) = gate else {
+        return Ok(shared
+            .iter()
+            .filter(|(_, r)| *r == Role::Headline)
+            .map(|(n, _)| n.clone())
+            .collect());
+    };
+    for n in names {
+        match shared.iter().find(|(s, _)| s == n) {
+            Some((_, Role::Cpu)) => {
+                return Err(format!(
+                    "--gate {}: CPU % is shown but never judged on its own (it moves with the load); gate on the service demand instead",
+                    crate::text::echo(n)
+                ));
             }
-            None => between,
-        };
-        figures.push(judge(d, unit, va, vb, hw, noise, threshold_percent));
+            Some(_) => {}
+            None => {
+                let list: Vec<&str> = shared
+                    .iter()
+                    .filter(|(_, r)| *r != Role::Cpu)
+                    .map(|(s, _)| s.as_str())
+                    .collect();
+                return Err(format!(
+                    "--gate {}: no such figure in both sets (accepted: {})",
+                    crate::text::echo(n),
+                    list.join(", ")
+                ));
+            }
+        }
     }
-    Comparison {
-        a: a_name.to_string(),
-        b: b_name.to_string(),
-        threshold_percent,
-        figures,
-    }
+    Ok(names.to_vec())
 }
 
-/// The change, its interval from the log-scale half-width `hw`, and the verdict.
-fn judge(d: &Def, unit: String, a: f64, b: f64, hw: f64, noise: String, threshold: f64) -> Figure {
-    let mut f = Figure {
-        name: d.name,
-        unit,
-        a,
-        b,
-        change_percent: None,
-        interval_percent: None,
-        verdict: Verdict::Inconclusive,
-        noise,
-        higher_is_better: d.higher_is_better,
+/// The figures both sets have, in A's order, with their role.
+fn shared(a: &Set, b: &Set) -> Vec<(String, Role)> {
+    let mut out: Vec<(String, Role)> = Vec::new();
+    for f in a.runs.iter().flat_map(|r| &r.figures) {
+        if out.iter().any(|(n, _)| *n == f.name) {
+            continue;
+        }
+        if b.runs.iter().any(|r| r.get(&f.name).is_some()) {
+            out.push((f.name.clone(), f.role));
+        }
+    }
+    out
+}
+
+/// Check `gate` against the figures `a` and `b` share: the names
+/// `--fail-on` will look at.
+pub fn check_gate(a: &Set, b: &Set, gate: Option<&[String]>) -> Result<Vec<String>, String> {
+    gated(gate, &shared(a, b))
+}
+
+/// Compare set `a` with set `b`, learning noise from `pools` (one per
+/// settings key of the sets; may be empty). `gate`: the figures
+/// `--fail-on` looks at (None: the headline ones).
+pub fn compare(
+    a: &Set,
+    b: &Set,
+    pools: &[Pool],
+    threshold_percent: f64,
+    gate: Option<&[String]>,
+) -> Result<Comparison, String> {
+    let shared = shared(a, b);
+    let gate = gated(gate, &shared)?;
+    let judged = |gated: bool| {
+        shared
+            .iter()
+            .filter(|(n, r)| *r != Role::Cpu && gate.contains(n) == gated)
+            .count()
     };
-    if a == 0.0 && b == 0.0 {
-        f.change_percent = Some(0.0);
-        f.interval_percent = Some([0.0, 0.0]);
-        f.verdict = Verdict::NoChange;
-        return f;
+    let (m_gated, m_other) = (judged(true), judged(false));
+    let share = |gated: bool| -> f64 {
+        match (m_gated, m_other) {
+            (0, m) | (m, 0) => FAMILY_ALPHA / m.max(1) as f64,
+            _ if gated => GATED_ALPHA / m_gated as f64,
+            _ => OTHER_ALPHA / m_other as f64,
+        }
+    };
+    let mut figures = Vec::new();
+    for (name, role) in &shared {
+        let is_gated = gate.contains(name);
+        // CPU %, shown only, at the usual 95 %.
+        let alpha = if *role == Role::Cpu {
+            FAMILY_ALPHA
+        } else {
+            share(is_gated)
+        };
+        let sets = [a, b];
+        let values: [Vec<(f64, &Run, &figures::Figure)>; 2] = sets.map(|s| {
+            s.runs
+                .iter()
+                .filter_map(|r| r.get(name).map(|f| (f.value, r, f)))
+                .collect()
+        });
+        let meta = values[0][0].2;
+        let mut f = Figure {
+            name: name.clone(),
+            unit: meta.unit.clone(),
+            a: 0.0,
+            b: 0.0,
+            change_percent: None,
+            interval_percent: None,
+            verdict: Verdict::Inconclusive,
+            noise: String::new(),
+            higher_is_better: meta.higher_is_better,
+            a_n: values[0].len(),
+            b_n: values[1].len(),
+            level_percent: (1.0 - alpha) * 100.0,
+            gated: is_gated,
+        };
+        let positive = values.iter().flatten().all(|(v, _, _)| *v > 0.0);
+        if !positive {
+            // A zero (loss) has no logarithm: the arithmetic means, and
+            // no interval unless both are nothing at all.
+            let mean = |v: &[(f64, &Run, &figures::Figure)]| {
+                v.iter().map(|x| x.0).sum::<f64>() / v.len() as f64
+            };
+            (f.a, f.b) = (mean(&values[0]), mean(&values[1]));
+            if f.a == 0.0 && f.b == 0.0 {
+                f.change_percent = Some(0.0);
+                f.interval_percent = Some([0.0, 0.0]);
+                f.verdict = Verdict::NoChange;
+            }
+            f.noise = "none: a zero has no ratio".into();
+            if *role == Role::Cpu {
+                f.verdict = Verdict::NotJudged;
+            }
+            figures.push(f);
+            continue;
+        }
+        let logs: [Vec<f64>; 2] = [0, 1].map(|k| values[k].iter().map(|x| x.0.ln()).collect());
+        let centre = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+        (f.a, f.b) = (centre(&logs[0]).exp(), centre(&logs[1]).exp());
+        // Each set's estimate, before borrowing.
+        let own: [Option<Estimate>; 2] = [0, 1].map(|k| {
+            let set = sets[k];
+            let n = logs[k].len();
+            if n >= OWN_SPREAD_FROM {
+                return spread(&logs[k], Source::Own(k));
+            }
+            let mut c: Vec<Estimate> = Vec::new();
+            c.extend(spread(&logs[k], Source::Own(k)));
+            c.extend(
+                pools
+                    .iter()
+                    .find(|p| p.settings == set.settings)
+                    .and_then(|p| p.learned(name)),
+            );
+            if n == 1 && meta.iterated {
+                let its: Vec<f64> = iteration_figures(&values[k][0].1.doc)
+                    .into_iter()
+                    .filter(|x| *x > 0.0)
+                    .map(f64::ln)
+                    .collect();
+                c.extend(spread(&its, Source::Iterations(k)));
+            }
+            c.into_iter().max_by(|x, y| x.var.total_cmp(&y.var))
+        });
+        let learned = |e: &Option<Estimate>| {
+            e.as_ref()
+                .filter(|e| matches!(e.source, Source::Own(_) | Source::Pool(_)))
+                .cloned()
+        };
+        let prior = || Estimate {
+            var: (PRIOR_FACTOR * PRIOR_CV).powi(2),
+            dof: f64::INFINITY,
+            runs: 0,
+            source: Source::Prior,
+        };
+        let est: [Estimate; 2] = [0, 1].map(|k| {
+            own[k]
+                .clone()
+                .or_else(|| learned(&own[1 - k]))
+                .unwrap_or_else(prior)
+        });
+        // Σ v/n per distinct estimate, then Satterthwaite's degrees.
+        let mut terms: Vec<(Source, f64, f64, usize)> = Vec::new();
+        for k in 0..2 {
+            let e = &est[k];
+            let v = e.var / logs[k].len() as f64;
+            match terms.iter_mut().find(|t| t.0 == e.source) {
+                Some(t) => t.1 += v,
+                None => terms.push((e.source.clone(), v, e.dof, e.runs)),
+            }
+        }
+        let var: f64 = terms.iter().map(|t| t.1).sum();
+        let denom: f64 = terms
+            .iter()
+            .filter(|t| t.2.is_finite())
+            .map(|t| t.1 * t.1 / t.2)
+            .sum();
+        let dof = if denom > 0.0 {
+            var * var / denom
+        } else {
+            f64::INFINITY
+        };
+        let level = 1.0 - alpha;
+        let mut hw = quantile(level, dof) * var.sqrt();
+        if let Some((at, q)) = &meta.quantile {
+            // Each run's own sampling error of its quantile, at this level.
+            let z = quantile(level, f64::INFINITY) / 1.96;
+            let within = [0, 1]
+                .map(|k| {
+                    let n = values[k].len() as f64;
+                    values[k]
+                        .iter()
+                        .map(|(_, r, _)| quantile_half_width(&r.doc, at, *q).unwrap_or(0.0).powi(2))
+                        .sum::<f64>()
+                        / (n * n)
+                })
+                .iter()
+                .sum::<f64>()
+                .sqrt()
+                * z;
+            let by_runs = est.iter().all(|e| learned(&Some(e.clone())).is_some());
+            hw = combine(hw, within, by_runs);
+        }
+        f.noise = noise(&est, &terms, dof);
+        judge(&mut f, logs_change(&logs), hw, threshold_percent);
+        if *role == Role::Cpu {
+            f.verdict = Verdict::NotJudged;
+        }
+        figures.push(f);
     }
-    if a <= 0.0 || b <= 0.0 {
-        // From or to zero (loss): no ratio to put an interval on.
-        return f;
+    let ids = |s: &Set| s.runs.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
+    Ok(Comparison {
+        a: a.name.clone(),
+        b: b.name.clone(),
+        threshold_percent,
+        figures,
+        a_runs: a.runs.len(),
+        b_runs: b.runs.len(),
+        a_ids: ids(a),
+        b_ids: ids(b),
+        gate,
+        family_alpha: FAMILY_ALPHA,
+    })
+}
+
+/// ln B̄ − ln Ā: the difference of the sets' mean logs.
+fn logs_change(logs: &[Vec<f64>; 2]) -> f64 {
+    let m = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    m(&logs[1]) - m(&logs[0])
+}
+
+/// Where the noise came from, in words: `learned from N runs (A: its 3
+/// runs; B: its 3 runs; 3.9 dof)`, `iterations (…)`, `prior (CV 5 %)`.
+fn noise(est: &[Estimate; 2], terms: &[(Source, f64, f64, usize)], dof: f64) -> String {
+    let side = ["A", "B"];
+    let what = |e: &Estimate| match &e.source {
+        Source::Own(k) => format!("{}'s {} runs", side[*k], e.runs),
+        Source::Pool(_) => format!("{} stored runs of its settings", e.runs),
+        Source::Iterations(k) => format!("{}'s {} iterations", side[*k], e.runs),
+        Source::Prior => format!("prior, CV {:.0} %", PRIOR_CV * 100.0),
+    };
+    if terms.iter().all(|t| t.0 == Source::Prior) {
+        return format!("prior (CV {:.0} %)", PRIOR_CV * 100.0);
     }
-    let l = (b / a).ln();
+    let parts: Vec<String> = if est[0].source == est[1].source {
+        vec![format!("A and B: {}", what(&est[0]))]
+    } else {
+        (0..2)
+            .map(|k| format!("{}: {}", side[k], what(&est[k])))
+            .collect()
+    };
+    let runs: usize = terms
+        .iter()
+        .filter(|t| matches!(t.0, Source::Own(_) | Source::Pool(_)))
+        .map(|t| t.3)
+        .sum();
+    let dof = if dof.is_finite() {
+        format!("{dof:.1} dof")
+    } else {
+        "z".into()
+    };
+    let head = if runs > 0 {
+        format!("learned from {runs} runs")
+    } else {
+        "iterations".into()
+    };
+    format!("{head} ({}; {dof})", parts.join("; "))
+}
+
+/// The change `l` (log scale), its interval from the half-width `hw`, and
+/// the verdict.
+fn judge(f: &mut Figure, l: f64, hw: f64, threshold: f64) {
     let change = (l.exp() - 1.0) * 100.0;
     let lo = ((l - hw).exp() - 1.0) * 100.0;
     let hi = ((l + hw).exp() - 1.0) * 100.0;
@@ -393,7 +662,7 @@ fn judge(d: &Def, unit: String, a: f64, b: f64, hw: f64, noise: String, threshol
     f.verdict = if lo > 0.0 || hi < 0.0 {
         if change.abs() < threshold {
             Verdict::NoChange
-        } else if (change > 0.0) == d.higher_is_better {
+        } else if (change > 0.0) == f.higher_is_better {
             Verdict::Improved
         } else {
             Verdict::Regressed
@@ -403,102 +672,207 @@ fn judge(d: &Def, unit: String, a: f64, b: f64, hw: f64, noise: String, threshol
     } else {
         Verdict::Inconclusive
     };
-    f
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn side(bps: f64, history: &[f64]) -> Side {
-        Side {
-            headline: Headline {
-                throughput_bps: Some(bps),
-                ..Headline::default()
-            },
-            doc: Value::Null,
-            setup_runs: history
+    fn bulk(bps: f64, cpu: f64, sd: f64) -> Value {
+        json!({"schema": "thrum.result.v1", "test": "tcp_stream", "summary": {
+            "throughput_bps": bps,
+            "local": {"cpu_util_percent": cpu, "service_demand_us_per_kb": sd},
+            "remote": {}}})
+    }
+
+    fn set(name: &str, bps: &[f64]) -> Set {
+        Set {
+            name: name.into(),
+            runs: bps
                 .iter()
-                .map(|&x| Headline {
-                    throughput_bps: Some(x),
-                    ..Headline::default()
+                .enumerate()
+                .map(|(i, &x)| Run::new(format!("{name}{i}"), bulk(x, 10.0, 0.1)))
+                .collect(),
+            settings: "s".into(),
+        }
+    }
+
+    fn pool(groups: &[&[f64]]) -> Pool {
+        Pool {
+            settings: "s".into(),
+            groups: groups
+                .iter()
+                .map(|g| {
+                    g.iter()
+                        .map(|&x| BTreeMap::from([("throughput".to_string(), x)]))
+                        .collect()
                 })
                 .collect(),
         }
     }
 
-    fn verdict(a: &Side, b: &Side, same: bool) -> (Verdict, f64) {
-        let c = compare("a", a, "b", b, same, DEFAULT_THRESHOLD);
-        (c.figures[0].verdict, c.figures[0].change_percent.unwrap())
+    fn throughput(c: &Comparison) -> &Figure {
+        c.figures.iter().find(|f| f.name == "throughput").unwrap()
+    }
+
+    fn cmp(a: &Set, b: &Set, pools: &[Pool]) -> Comparison {
+        compare(a, b, pools, DEFAULT_THRESHOLD, None).unwrap()
     }
 
     #[test]
     fn one_run_a_side_and_nothing_stored_needs_a_change_far_beyond_noise() {
-        assert_eq!(
-            verdict(&side(100.0, &[]), &side(80.0, &[]), false).0,
-            Verdict::Inconclusive
+        let v = |b: f64| throughput(&cmp(&set("a", &[100.0]), &set("b", &[b]), &[])).verdict;
+        assert_eq!(v(80.0), Verdict::Inconclusive);
+        assert_eq!(v(50.0), Verdict::Regressed);
+        assert_eq!(v(200.0), Verdict::Improved);
+        let c = cmp(&set("a", &[100.0]), &set("b", &[80.0]), &[]);
+        assert_eq!(throughput(&c).noise, "prior (CV 5 %)");
+    }
+
+    #[test]
+    fn sets_compare_their_geometric_means_with_welch_on_the_logs() {
+        let a = set("a", &[100.0, 98.0, 102.0]);
+        let b = set("b", &[90.0, 89.0, 91.5]);
+        let c = cmp(&a, &b, &[]);
+        let f = throughput(&c);
+        let g = |x: &[f64]| (x.iter().map(|v: &f64| v.ln()).sum::<f64>() / 3.0).exp();
+        assert!((f.a - g(&[100.0, 98.0, 102.0])).abs() < 1e-9);
+        let ch = f.change_percent.unwrap();
+        assert!((ch - (f.b / f.a - 1.0) * 100.0).abs() < 1e-9);
+        assert_eq!(f.verdict, Verdict::Regressed, "{f:?}");
+        assert_eq!((f.a_n, f.b_n, c.a_runs, c.b_runs), (3, 3, 3, 3));
+        assert!(
+            f.noise
+                .starts_with("learned from 6 runs (A: A's 3 runs; B: B's 3 runs; ")
         );
-        assert_eq!(
-            verdict(&side(100.0, &[]), &side(50.0, &[]), false).0,
-            Verdict::Regressed
+        // By hand: Welch's interval on the logs, at the gated share (4 %).
+        let la: Vec<f64> = [100.0f64, 98.0, 102.0].iter().map(|x| x.ln()).collect();
+        let lb: Vec<f64> = [90.0f64, 89.0, 91.5].iter().map(|x| x.ln()).collect();
+        let var = |x: &[f64]| mean_ss(x).1 / 2.0;
+        let (va, vb) = (var(&la) / 3.0, var(&lb) / 3.0);
+        let dof = (va + vb).powi(2) / (va * va / 2.0 + vb * vb / 2.0);
+        let hw = quantile(0.96, dof) * (va + vb).sqrt();
+        let l = (f.b / f.a).ln();
+        let [lo, hi] = f.interval_percent.unwrap();
+        assert!((lo - ((l - hw).exp() - 1.0) * 100.0).abs() < 1e-9);
+        assert!((hi - ((l + hw).exp() - 1.0) * 100.0).abs() < 1e-9);
+        assert!((f.level_percent - 96.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_set_of_one_leans_on_the_stored_runs_of_its_settings() {
+        // The stored runs of one setup 0.4 % apart, B 20 % lower.
+        let p = pool(&[&[100.0, 99.6], &[80.0]]);
+        let f = cmp(&set("a", &[100.0]), &set("b", &[80.0]), &[p]);
+        let f = throughput(&f);
+        assert_eq!(f.verdict, Verdict::Regressed);
+        assert!(
+            f.noise
+                .starts_with("learned from 2 runs (A and B: 2 stored runs"),
+            "{}",
+            f.noise
         );
-        assert_eq!(
-            verdict(&side(100.0, &[]), &side(200.0, &[]), false).0,
-            Verdict::Improved
+        // One estimate for both: 1 degree of freedom, not Welch's 2.
+        assert!(f.noise.ends_with("1.0 dof)"), "{}", f.noise);
+        // Two runs that agree closely do not beat the stored spread: a floor.
+        let wide = pool(&[&[100.0, 90.0, 110.0, 95.0, 105.0]]);
+        let c = cmp(&set("a", &[100.0, 100.1]), &set("b", &[95.0]), &[wide]);
+        assert!(throughput(&c).noise.contains("stored runs"));
+        assert_eq!(throughput(&c).verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn a_set_with_nothing_of_its_own_borrows_the_others_spread() {
+        let c = cmp(
+            &set("a", &[100.0, 98.0, 102.0, 99.0]),
+            &set("b", &[80.0]),
+            &[],
+        );
+        let f = throughput(&c);
+        assert_eq!(f.verdict, Verdict::Regressed);
+        assert!(
+            f.noise
+                .starts_with("learned from 4 runs (A and B: A's 4 runs"),
+            "{}",
+            f.noise
         );
     }
 
     #[test]
-    fn learned_noise_calls_a_change_beyond_it() {
-        // Two stored runs of A's setup 0.4 % apart, B 20 % lower.
-        let a = side(100.0, &[100.0, 99.6]);
-        let b = side(80.0, &[80.0]);
-        let (v, ch) = verdict(&a, &b, false);
-        assert_eq!(v, Verdict::Regressed);
-        assert!((ch + 20.0).abs() < 1e-9);
-        // A against A: never a verdict of a change.
-        let (v, _) = verdict(&side(99.6, &[100.0, 99.6]), &a, true);
+    fn the_family_shares_five_percent_and_cpu_is_never_judged() {
+        let a = Set {
+            name: "a".into(),
+            runs: [(100.0, 10.0, 0.10), (99.0, 11.0, 0.11), (101.0, 9.0, 0.09)]
+                .iter()
+                .enumerate()
+                .map(|(i, &(t, c, s))| Run::new(format!("a{i}"), bulk(t, c, s)))
+                .collect(),
+            settings: "s".into(),
+        };
+        let b = Set {
+            runs: [(100.5, 5.0, 0.2), (99.5, 5.1, 0.21), (100.0, 4.9, 0.19)]
+                .iter()
+                .enumerate()
+                .map(|(i, &(t, c, s))| Run::new(format!("b{i}"), bulk(t, c, s)))
+                .collect(),
+            ..a.clone()
+        };
+        let c = cmp(&a, &b, &[]);
+        let by = |n: &str| c.figures.iter().find(|f| f.name == n).unwrap();
+        assert_eq!(c.gate, ["throughput"]);
+        assert_eq!(by("throughput").level_percent, 96.0);
+        assert_eq!(by("local_service_demand").level_percent, 99.0);
+        assert_eq!(by("local_cpu").verdict, Verdict::NotJudged);
+        assert_eq!(by("local_cpu").level_percent, 95.0);
+        // Service demand doubled: regressed, but not gated, so no failure.
+        assert_eq!(by("local_service_demand").verdict, Verdict::Regressed);
+        assert!(!c.regressed());
+        assert!(!FailOn::Regression.fails(&c));
+        // Gated on it: it fails, and the whole 5 % is its.
+        let gate = ["local_service_demand".to_string()];
+        let c = compare(&a, &b, &[], DEFAULT_THRESHOLD, Some(&gate)).unwrap();
+        assert!(c.regressed());
+        let by = |n: &str| c.figures.iter().find(|f| f.name == n).unwrap().clone();
+        assert_eq!(by("local_service_demand").level_percent, 96.0);
+        assert_eq!(by("throughput").level_percent, 99.0);
+        let e = compare(&a, &b, &[], 2.0, Some(&["local_cpu".to_string()])).unwrap_err();
         assert!(
-            matches!(v, Verdict::NoChange | Verdict::Inconclusive),
-            "{v:?}"
+            e.contains("--gate local_cpu") && e.contains("service demand"),
+            "{e}"
         );
+        let e = compare(&a, &b, &[], 2.0, Some(&["nope".to_string()])).unwrap_err();
+        assert!(e.contains("--gate nope") && e.contains("throughput"), "{e}");
     }
 
     #[test]
     fn a_significant_change_under_the_threshold_is_no_change() {
         let many: Vec<f64> = (0..20).map(|i| 100.0 + (i % 2) as f64 * 0.01).collect();
-        let (v, _) = verdict(&side(100.0, &many), &side(101.0, &many), true);
-        assert_eq!(v, Verdict::NoChange);
+        let up: Vec<f64> = many.iter().map(|x| x * 1.01).collect();
+        let c = cmp(&set("a", &many), &set("b", &up), &[]);
+        assert_eq!(throughput(&c).verdict, Verdict::NoChange);
     }
 
-    #[test]
-    fn lower_is_better_for_latency() {
-        let h = |p50: f64| Side {
-            headline: Headline {
-                latency_p50_ns: Some(p50),
-                ..Headline::default()
-            },
-            doc: Value::Null,
-            setup_runs: vec![],
-        };
-        let c = compare("a", &h(100.0), "b", &h(300.0), false, DEFAULT_THRESHOLD);
-        assert_eq!(c.figures[0].verdict, Verdict::Regressed);
-        assert!(c.regressed());
-    }
-
-    fn latency(p50: f64, history: &[f64], hist: Option<&LatencyHistogram>) -> Side {
-        let h = |x: f64| Headline {
-            latency_p50_ns: Some(x),
-            ..Headline::default()
-        };
-        Side {
-            headline: h(p50),
-            doc: hist.map_or(
-                Value::Null,
-                |hist| serde_json::json!({"summary": {"histogram": hist.to_base64()}}),
-            ),
-            setup_runs: history.iter().map(|&x| h(x)).collect(),
+    fn latency(p50: f64, hist: Option<&LatencyHistogram>) -> Run {
+        let mut doc = json!({"schema": "thrum.result.v1", "test": "udp_rr", "summary": {
+            "transactions_per_s": 200.0, "offered_per_s": 200.0,
+            "latency_ns": {"p50": p50, "p99": p50 * 2.0}, "local": {}, "remote": {}}});
+        if let Some(h) = hist {
+            doc["summary"]["histogram"] = h.to_base64().into();
         }
+        Run::new("r".into(), doc)
+    }
+
+    fn lat_set(p50s: &[f64], hist: Option<&LatencyHistogram>) -> Set {
+        Set {
+            name: "l".into(),
+            runs: p50s.iter().map(|&x| latency(x, hist)).collect(),
+            settings: "l".into(),
+        }
+    }
+
+    fn p50(c: &Comparison) -> &Figure {
+        c.figures.iter().find(|f| f.name == "latency_p50").unwrap()
     }
 
     #[test]
@@ -506,34 +880,18 @@ mod tests {
         // The busy VM's idle p50: 0.1 to 1 ms from run to run (σ of ln ≈ 0.9).
         let idle = [100e3, 300e3, 1e6, 150e3, 500e3, 120e3];
         let queued = 100e6;
-        let c = compare(
-            "a",
-            &latency(idle[5], &idle, None),
-            "b",
-            &latency(queued, &[queued], None),
-            false,
-            DEFAULT_THRESHOLD,
-        );
-        let f = &c.figures[0];
+        let c = cmp(&lat_set(&idle, None), &lat_set(&[queued], None), &[]);
+        let f = p50(&c);
         assert_eq!(f.verdict, Verdict::Regressed, "{f:?}");
-        let ch = f.change_percent.unwrap();
-        assert!((ch - (queued / idle[5] - 1.0) * 100.0).abs() < 1e-6 * ch);
+        assert!(f.gated, "open loop: latency is the headline");
         let [lo, hi] = f.interval_percent.unwrap();
         // Multiplicative: the interval is ratio × e^(±hw), asymmetric in percent.
+        let r = f.change_percent.unwrap() / 100.0 + 1.0;
         let (rl, rh) = (lo / 100.0 + 1.0, hi / 100.0 + 1.0);
-        let r = ch / 100.0 + 1.0;
         assert!(((r / rl).ln() - (rh / r).ln()).abs() < 1e-9);
-        // Three of those runs (2 degrees of freedom) are honestly too few to
-        // call even a several-hundred-fold rise.
-        let c = compare(
-            "a",
-            &latency(idle[1], &idle[..3], None),
-            "b",
-            &latency(queued, &[queued], None),
-            false,
-            DEFAULT_THRESHOLD,
-        );
-        assert_eq!(c.figures[0].verdict, Verdict::Inconclusive);
+        // Three of those runs are honestly too few to call a 100-fold rise.
+        let c = cmp(&lat_set(&idle[..3], None), &lat_set(&[30e6], None), &[]);
+        assert_eq!(p50(&c).verdict, Verdict::Inconclusive);
     }
 
     #[test]
@@ -543,24 +901,25 @@ mod tests {
         for i in 0..40 {
             h.record(1_000_000 + i * 25_000);
         }
-        let within = quantile_half_width(
-            &serde_json::json!({"summary": {"histogram": h.to_base64()}}),
-            0.5,
-        )
-        .unwrap();
+        let doc = json!({"summary": {"histogram": h.to_base64()}});
+        let within = quantile_half_width(&doc, "/summary/histogram", 0.5).unwrap();
         assert!(within > 0.05, "{within}");
-        // Stored runs 0.1 % apart, B 10 % up: the histograms keep it from a call.
-        let runs = [1.5e6, 1.5015e6, 1.499e6];
-        let c = compare(
-            "a",
-            &latency(1.5e6, &runs, Some(&h)),
-            "b",
-            &latency(1.65e6, &[1.65e6], Some(&h)),
-            false,
-            DEFAULT_THRESHOLD,
+        // Runs 0.1 % apart, B 8 % up: the histograms keep it from a call.
+        let c = cmp(
+            &lat_set(&[1.5e6, 1.5015e6, 1.499e6], Some(&h)),
+            &lat_set(&[1.62e6, 1.621e6, 1.619e6], Some(&h)),
+            &[],
         );
-        assert_eq!(c.figures[0].verdict, Verdict::Inconclusive);
+        assert_eq!(p50(&c).verdict, Verdict::Inconclusive, "{:?}", p50(&c));
         assert_eq!(combine(0.3, 0.1, true), 0.3);
         assert!((combine(0.3, 0.4, false) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn t_quantiles_of_any_degrees_and_the_normals() {
+        assert!((quantile(0.95, 2.0) - 4.303).abs() < 1e-3);
+        assert!((quantile(0.95, f64::INFINITY) - 1.96).abs() < 1e-3);
+        let mid = quantile(0.95, 2.5);
+        assert!(mid < 4.303 && mid > quantile(0.95, 3.0));
     }
 }

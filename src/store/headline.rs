@@ -26,8 +26,9 @@ pub struct Headline {
     pub service_demand_unit: Option<String>,
 }
 
-/// A headline figure `history --chart` draws over time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A figure `history --chart` draws over time: a headline column, or any
+/// figure of a run's kind by its name ([`super::figures`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChartField {
     Throughput,
     TransactionsPerS,
@@ -35,6 +36,7 @@ pub enum ChartField {
     Loss,
     LocalCpu,
     RemoteCpu,
+    Figure(String),
 }
 
 impl ChartField {
@@ -49,8 +51,9 @@ impl ChartField {
     ];
 
     /// Its name as `--chart` takes it.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
+            ChartField::Figure(n) => n,
             ChartField::Throughput => "throughput",
             ChartField::TransactionsPerS => "transactions_per_s",
             ChartField::Latency => "latency",
@@ -97,8 +100,16 @@ impl Headline {
         };
         let (lc, lsd, lu) = side("local");
         let (rc, rsd, ru) = side("remote");
+        // capacity's figure is the estimate: its summary's throughput is
+        // the probe's own load on the path (963 kbit/s where the estimate
+        // read 89.21 Mbit/s).
+        let throughput = if doc["test"] == "capacity" {
+            num(&s["capacity_bps"])
+        } else {
+            num(&s["throughput_bps"])
+        };
         Headline {
-            throughput_bps: num(&s["throughput_bps"]).or_else(|| num(&s["capacity_bps"])),
+            throughput_bps: throughput,
             transactions_per_s: num(&s["transactions_per_s"]),
             latency_p50_ns: num(&lat["p50"]),
             latency_p99_ns: num(&lat["p99"]),
@@ -135,11 +146,19 @@ pub fn ok(doc: &Value) -> bool {
             .is_none_or(|c| c.iter().all(|c| none(&c["error"])))
 }
 
-/// The test, the target and the labels a result document names by
-/// itself (a result file given to `compare`).
+/// The command, test and target a result document names by itself (a
+/// result file given to `compare`), as the store files a run of it: a
+/// preset mix by the preset's name as its command line gave it (`mix`
+/// for `--mix`), agg's tests and hosts joined by `,`. Empty for a
+/// document of no known schema.
 pub fn identity(doc: &Value) -> (String, String, String) {
     let schema = doc["schema"].as_str().unwrap_or_default();
     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let joined = |v: &Value| {
+        v.as_array()
+            .map(|a| a.iter().map(s).collect::<Vec<_>>().join(","))
+            .unwrap_or_default()
+    };
     match schema {
         crate::result::SCHEMA => {
             let target = if doc["spec"]["embedded_server"] == Value::Bool(true) {
@@ -147,9 +166,31 @@ pub fn identity(doc: &Value) -> (String, String, String) {
             } else {
                 s(&doc["spec"]["server"])
             };
-            ("run".into(), s(&doc["test"]), target)
+            let mix = doc["summary"]["parts"]
+                .as_array()
+                .is_some_and(|p| !p.is_empty());
+            let test = if mix {
+                doc["environment"]["command_line"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .find(|a| crate::plan::mix::preset(a).is_some())
+                    .unwrap_or("mix")
+                    .to_string()
+            } else {
+                s(&doc["test"])
+            };
+            ("run".into(), test, target)
         }
         "thrum.ping.v1" => ("ping".into(), "ping".into(), s(&doc["host"])),
+        "thrum.curve.v1" => ("curve".into(), s(&doc["test"]), s(&doc["server"])),
+        "thrum.sweep.v1" => ("sweep".into(), s(&doc["test"]), s(&doc["server"])),
+        "thrum.agg.v1" => (
+            "agg".into(),
+            joined(&doc["spec"]["tests"]),
+            joined(&doc["spec"]["hosts"]),
+        ),
         _ => (String::new(), String::new(), String::new()),
     }
 }
@@ -178,5 +219,8 @@ mod tests {
         assert_eq!(h.latency_p50_ns, Some(30.0));
         assert_eq!(h.loss_percent, Some(0.0));
         assert!(ok(&ping));
+        let cap = serde_json::json!({"schema": "thrum.result.v1", "test": "capacity",
+            "summary": {"throughput_bps": 963_000.0, "capacity_bps": 89.21e6}});
+        assert_eq!(Headline::of(&cap).throughput_bps, Some(89.21e6));
     }
 }

@@ -4,7 +4,8 @@
 //! `compare`.
 //!
 //! One row a run in `runs` (a short id, the time, the command, test,
-//! target, labels, name, the headline figures in columns and the whole
+//! target, labels, name, the headline figures in columns, its settings key
+//! ([`settings`]), every figure of its kind ([`figures`]) and the whole
 //! result JSON), and its labels once more in `labels` for filtering. The
 //! schema is versioned by SQLite's `user_version` and brought up to date by
 //! [`MIGRATIONS`] on open; docs/history.md writes it down. WAL mode and a
@@ -15,7 +16,9 @@
 //! path and the problem).
 
 pub mod compare;
+pub mod figures;
 pub mod headline;
+pub mod settings;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,11 +31,34 @@ pub use headline::Headline;
 /// How long a save waits for another process's write to end.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// One step of the schema: SQL, then (for what SQL cannot compute, such
+/// as a hash of each stored document's settings) code over the rows.
+struct Migration {
+    sql: &'static str,
+    then: Option<fn(&Connection) -> rusqlite::Result<()>>,
+}
+
 /// Each migration takes the schema from its index to the next version
 /// (`user_version` 0 is an empty file). Only ever append.
-const MIGRATIONS: &[&str] = &[
+const MIGRATIONS: &[Migration] = &[
     // 0 → 1
-    "CREATE TABLE runs (
+    Migration {
+        sql: V1,
+        then: None,
+    },
+    // 1 → 2: each run's settings key (noise is learned only from runs of
+    // the same settings) and every figure of its kind; a capacity run's
+    // throughput column holds the estimate, not the probe's own load.
+    Migration {
+        sql: "ALTER TABLE runs ADD COLUMN settings TEXT NOT NULL DEFAULT '';
+              ALTER TABLE runs ADD COLUMN figures TEXT NOT NULL DEFAULT '{}';
+              CREATE INDEX runs_by_settings ON runs (settings);",
+        then: Some(fill_v2),
+    },
+];
+
+/// Version 1's tables.
+const V1: &str = "CREATE TABLE runs (
         id TEXT PRIMARY KEY,
         time_unix_s REAL NOT NULL,
         command TEXT NOT NULL,
@@ -61,8 +87,36 @@ const MIGRATIONS: &[&str] = &[
         value TEXT NOT NULL,
         PRIMARY KEY (run_id, key)
     );
-    CREATE INDEX labels_by_pair ON labels (key, value);",
-];
+    CREATE INDEX labels_by_pair ON labels (key, value);";
+
+/// Version 2's rows: the settings key and figures of every stored run,
+/// from its document, and a capacity run's estimate in `throughput_bps`
+/// (until version 2 it held the probe's own load: 963 kbit/s stored where
+/// the estimate read 89.21 Mbit/s). A document that does not parse keeps
+/// the defaults (no settings, no figures).
+fn fill_v2(conn: &Connection) -> rusqlite::Result<()> {
+    let rows: Vec<(String, String, String)> = conn
+        .prepare("SELECT id, test, result FROM runs")?
+        .query_map([], |r| Ok((text(r, 0)?, text(r, 1)?, text(r, 2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut update = conn.prepare("UPDATE runs SET settings = ?2, figures = ?3 WHERE id = ?1")?;
+    let mut capacity = conn.prepare("UPDATE runs SET throughput_bps = ?2 WHERE id = ?1")?;
+    for (id, test, result) in rows {
+        let Ok(doc) = serde_json::from_str::<serde_json::Value>(&result) else {
+            continue;
+        };
+        update.execute(params![id, settings::key(&doc), figures_json(&doc)])?;
+        if test == "capacity" {
+            capacity.execute(params![id, Headline::of(&doc).throughput_bps])?;
+        }
+    }
+    Ok(())
+}
+
+/// The `figures` column of a document.
+fn figures_json(doc: &serde_json::Value) -> String {
+    serde_json::to_string(&figures::stored(doc)).expect("figures serialize")
+}
 
 /// The schema version this thrum writes.
 pub const VERSION: i64 = MIGRATIONS.len() as i64;
@@ -123,6 +177,11 @@ pub struct Row {
     pub ok: bool,
     #[serde(flatten)]
     pub headline: Headline,
+    /// Its settings key: runs with the same one ran with the same options
+    /// (labels, name, target and store flags aside).
+    pub settings: String,
+    /// Every figure of its kind, by name ([`figures`]).
+    pub figures: figures::StoredFigures,
 }
 
 /// Which runs `history` lists.
@@ -135,6 +194,8 @@ pub struct Filter {
     pub until_unix_s: Option<f64>,
     /// Newest first, at most this many.
     pub last: Option<u32>,
+    /// Only runs that ended without an error.
+    pub ok_only: bool,
 }
 
 /// An open store.
@@ -288,7 +349,11 @@ impl Store {
                     .conn
                     .query_row("PRAGMA user_version", [], |r| r.get(0))?;
                 if v < VERSION {
-                    self.conn.execute_batch(MIGRATIONS[v as usize])?;
+                    let m = &MIGRATIONS[v as usize];
+                    self.conn.execute_batch(m.sql)?;
+                    if let Some(then) = m.then {
+                        then(&self.conn)?;
+                    }
                     self.conn.pragma_update(None, "user_version", v + 1)?;
                 }
                 Ok(())
@@ -315,6 +380,8 @@ impl Store {
         let ok = headline::ok(rec.doc);
         let labels = serde_json::to_string(&rec.labels).expect("labels serialize");
         let result = serde_json::to_string(rec.doc).expect("a JSON value serializes");
+        let settings = settings::key(rec.doc);
+        let figures = figures_json(rec.doc);
         let time = crate::clock::unix_now();
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         let body = || -> rusqlite::Result<String> {
@@ -333,9 +400,9 @@ impl Store {
                 "INSERT INTO runs (id, time_unix_s, command, test, target, name, labels, schema, ok,
                     throughput_bps, transactions_per_s, latency_p50_ns, latency_p99_ns, loss_percent,
                     local_cpu_percent, remote_cpu_percent, local_service_demand,
-                    remote_service_demand, service_demand_unit, result)
+                    remote_service_demand, service_demand_unit, result, settings, figures)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20)",
+                    ?17, ?18, ?19, ?20, ?21, ?22)",
                 params![
                     id,
                     time,
@@ -357,6 +424,8 @@ impl Store {
                     h.remote_service_demand,
                     h.service_demand_unit,
                     result,
+                    settings,
+                    figures,
                 ],
             )?;
             for (k, v) in &rec.labels {
@@ -412,6 +481,9 @@ impl Store {
         if let Some(u) = f.until_unix_s {
             arg(&mut sql, " AND time_unix_s <= ?", u.into());
         }
+        if f.ok_only {
+            sql.push_str(" AND ok = 1");
+        }
         for (k, v) in &f.labels {
             arg(
                 &mut sql,
@@ -437,7 +509,7 @@ impl Store {
             let mut st = self.conn.prepare(&format!(
                 "SELECT {COLUMNS}, result FROM runs WHERE id = ?1 OR (length(?1) >= 4 AND id LIKE ?1 || '%') LIMIT 2"
             ))?;
-            st.query_map([id], |r| Ok((row(r)?, r.get(COLUMN_COUNT)?)))?
+            st.query_map([id], |r| Ok((row(r)?, text(r, COLUMN_COUNT)?)))?
                 .collect()
         })()
         .map_err(|e| at(&self.path, "cannot read", e))?;
@@ -457,36 +529,65 @@ impl Store {
         }
     }
 
-    /// The id of the newest run labelled `key=value`.
-    pub fn latest_with_label(&self, key: &str, value: &str) -> Result<Option<String>, String> {
-        self.conn
-            .query_row(
-                "SELECT runs.id FROM runs JOIN labels ON labels.run_id = runs.id
-                 WHERE labels.key = ?1 AND labels.value = ?2
-                 ORDER BY runs.time_unix_s DESC, runs.rowid DESC LIMIT 1",
-                [key, value],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| at(&self.path, "cannot read", e))
+    /// The error-free runs labelled `key=value` (among others), newest
+    /// first: of `test` and against `target` where given, at most `last`.
+    pub fn labelled(
+        &self,
+        key: &str,
+        value: &str,
+        test: Option<&str>,
+        target: Option<&str>,
+        last: Option<u32>,
+    ) -> Result<Vec<Row>, String> {
+        let mut labels = Labels::new();
+        labels.insert(key.to_string(), value.to_string());
+        let f = Filter {
+            test: test.map(str::to_string),
+            target: target.map(str::to_string),
+            labels,
+            ok_only: true,
+            last,
+            ..Filter::default()
+        };
+        self.list(&f)
     }
 
-    /// The headline figures of the newest (at most `limit`) runs without
-    /// an error of one setup: the same command, test, target and labels.
-    pub fn setup_runs(&self, setup: &Setup, limit: u32) -> Result<Vec<Headline>, String> {
-        let labels = serde_json::to_string(&setup.labels).expect("labels serialize");
-        (|| -> rusqlite::Result<Vec<Headline>> {
+    /// The newest (at most `limit`) error-free runs of one command, test
+    /// and target with the settings key `settings`, grouped by their
+    /// labels: what run-to-run noise is learned from.
+    pub fn pool(
+        &self,
+        command: &str,
+        test: &str,
+        target: &str,
+        settings: &str,
+        limit: u32,
+    ) -> Result<compare::Pool, String> {
+        let runs = (|| -> rusqlite::Result<Vec<(String, String)>> {
             let mut st = self.conn.prepare(&format!(
-                "SELECT {COLUMNS} FROM runs WHERE command = ?1 AND test = ?2 AND target = ?3
-                 AND labels = ?4 AND ok = 1 ORDER BY time_unix_s DESC LIMIT {limit}"
+                "SELECT labels, figures FROM runs WHERE settings = ?1 AND command = ?2
+                 AND test = ?3 AND target = ?4 AND ok = 1
+                 ORDER BY time_unix_s DESC, rowid DESC LIMIT {limit}"
             ))?;
-            st.query_map(
-                params![setup.command, setup.test, setup.target, labels],
-                |r| Ok(row(r)?.headline),
-            )?
+            st.query_map(params![settings, command, test, target], |r| {
+                Ok((text(r, 0)?, text(r, 1)?))
+            })?
             .collect()
         })()
-        .map_err(|e| at(&self.path, "cannot read", e))
+        .map_err(|e| at(&self.path, "cannot read", e))?;
+        let mut groups: BTreeMap<String, Vec<BTreeMap<String, f64>>> = BTreeMap::new();
+        for (labels, figures) in runs {
+            let figures: figures::StoredFigures =
+                serde_json::from_str(&figures).unwrap_or_default();
+            groups
+                .entry(labels)
+                .or_default()
+                .push(figures.into_iter().map(|(k, v)| (k, v.value)).collect());
+        }
+        Ok(compare::Pool {
+            settings: settings.to_string(),
+            groups: groups.into_values().collect(),
+        })
     }
 }
 
@@ -597,20 +698,11 @@ fn file_uri(path: &Path) -> String {
     s
 }
 
-/// What makes two runs "the same setup" for learning run-to-run noise.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Setup {
-    pub command: String,
-    pub test: String,
-    pub target: String,
-    pub labels: Labels,
-}
-
 const COLUMNS: &str = "id, time_unix_s, command, test, target, name, labels, schema, ok,
     throughput_bps, transactions_per_s, latency_p50_ns, latency_p99_ns, loss_percent,
     local_cpu_percent, remote_cpu_percent, local_service_demand, remote_service_demand,
-    service_demand_unit";
-const COLUMN_COUNT: usize = 19;
+    service_demand_unit, settings, figures";
+const COLUMN_COUNT: usize = 21;
 
 /// Column `i` as text, whatever it holds: a store written by hand or by
 /// another program may hold a number, a blob or bytes that are not UTF-8
@@ -664,6 +756,8 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
             remote_service_demand: real(r, 17)?,
             service_demand_unit: r.get_ref(18)?.as_str().ok().map(str::to_string),
         },
+        settings: text(r, 19)?,
+        figures: serde_json::from_str(&text(r, 20)?).unwrap_or_default(),
     })
 }
 
@@ -822,7 +916,21 @@ mod tests {
             ..Filter::default()
         };
         assert_eq!(s.list(&f).unwrap().len(), 1);
-        assert_eq!(s.latest_with_label("cfg", "a").unwrap(), Some(a.clone()));
+        let set = s
+            .labelled("cfg", "a", Some("tcp_stream"), None, None)
+            .unwrap();
+        assert_eq!(set.iter().map(|r| &r.id).collect::<Vec<_>>(), [&a]);
+        assert!(
+            s.labelled("cfg", "a", Some("tcp_rr"), None, None)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(all[1].figures["throughput"].value, 1e8);
+        assert_eq!(all[0].settings, all[1].settings);
+        let pool = s
+            .pool("run", "tcp_stream", "embedded", &all[0].settings, 10)
+            .unwrap();
+        assert_eq!(pool.groups.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1]);
         let (row, back) = s.get(&a[..5]).unwrap().unwrap();
         assert_eq!(row.name.as_deref(), Some("first"));
         assert_eq!(back, d);

@@ -6,8 +6,9 @@
 //! while each request and each response is its own segment. When the
 //! interface's packet counts over the window disagree with the transaction
 //! count (TCP coalesced several requests into one segment), the cell is
-//! "n/a", as those studies mark it, and a note under the table gives the
-//! packets per transaction measured. Each cell carries both ends' CPU
+//! not valid as a packet rate (those studies write it "n/a"; thrum's table
+//! prints the rate and a note under the table gives the packets per
+//! transaction measured). Each cell carries both ends' CPU
 //! utilisation and service demand beside its rate, as those tables do.
 //!
 //! The grid is the product of its dimensions (`--vary NAME=LIST`; burst
@@ -16,11 +17,13 @@
 //! latency, both ends' CPU and, with `--iterations`, its confidence.
 //!
 //! Here is the record (`thrum.sweep.v1`) and the n/a rule; `spread` runs
-//! one cell over several load generators and `nic` sets NIC settings as
-//! dimensions. The terminal tables and the long CSV are the text
+//! one cell over several load generators, `nic` sets NIC settings as
+//! dimensions and `journal` keeps the originals on disk until they are
+//! back. The terminal tables and the long CSV are the text
 //! exporters' (`export::sweep`, beside the curve's); the gathering is in
 //! `cmd::sweep`.
 
+pub mod journal;
 pub mod nic;
 pub mod spread;
 

@@ -4,37 +4,23 @@
 //! and `sweep`, and their errors.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_schema_named, f, one_at_a_time, run_client, run_cmd, u,
+    Ran, ServerProc, Thrum, assert_rejected, assert_schema_named, f, read_json, run_cmd, u,
 };
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/netperf");
 
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("results.json is JSON")
-}
-
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// `thrum report` on the results.json in `out_dir`, writing into `re_dir`.
-fn report_again(out_dir: &Path, re_dir: &Path) -> std::process::Output {
-    run_client(
-        &[
-            "report",
-            out_dir.join("results.json").to_str().unwrap(),
-            "--out",
-            re_dir.to_str().unwrap(),
-        ],
-        Duration::from_secs(20),
-    )
+fn report_again(out_dir: &Path, re_dir: &Path) -> Ran {
+    Thrum::report(out_dir.join("results.json"))
+        .arg("--out")
+        .arg(re_dir)
+        .output()
 }
 
 /// The aggregate of a window computed straight from TEST_streams.csv: each
@@ -86,8 +72,6 @@ fn assert_chart(svg: &str, steps: usize, averages: usize) {
 
 #[test]
 fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
-    // Many streams at once: a flood for the loopback accuracy tests.
-    let _g = one_at_a_time();
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("agg");
@@ -101,39 +85,31 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
         ),
     )
     .unwrap();
-    let out = run_client(
-        &[
-            "agg",
-            "--hosts-file",
-            hosts.to_str().unwrap(),
+    let out = Thrum::cmd(&["agg", "--hosts-file"])
+        .arg(&hosts)
+        .args([
             "--tests",
             "tps,outbound",
             "--step",
             "3s",
             "--max-streams",
             "4",
-            "--burst-probe",
-            "200ms",
-            "--individual",
-            "--intervals",
+        ])
+        .args(["--burst-probe", "200ms", "--individual", "--intervals"])
+        .args([
             "--title",
             "Lab <A&B>",
             "--annotation",
             "two servers on one host",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-        Duration::from_secs(90),
-    );
-    let text = stdout(&out);
-    assert!(
-        out.status.success(),
-        "agg failed: {text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        ])
+        .arg("--out")
+        .arg(&out_dir)
+        .timeout(Duration::from_secs(90))
+        .ok();
+    let text = out.stdout();
     assert!(text.contains("Average of peak interval is "), "{text}");
     // The progress bar stays off when stderr is not a terminal.
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = out.stderr();
     assert!(!err.contains("step 1/3") && !err.contains('\r'), "{err}");
     assert!(
         text.contains("Average of interval 2 (4 streams) is "),
@@ -262,10 +238,9 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
     // `thrum report` re-analyses the saved results to the same figures,
     // CPU utilisation and service demand of every step included.
     let re_dir = tempfile::tempdir().unwrap();
-    let again = report_again(&out_dir, re_dir.path());
-    assert!(again.status.success());
+    let again = report_again(&out_dir, re_dir.path()).ok().stdout();
     for line in text.lines().filter(|l| l.starts_with("Average of peak")) {
-        assert!(stdout(&again).contains(line), "report lost {line:?}");
+        assert!(again.contains(line), "report lost {line:?}");
     }
     let re = read_json(&re_dir.path().join("results.json"));
     for (t, rt) in tests.iter().zip(re["tests"].as_array().unwrap()) {
@@ -290,8 +265,8 @@ fn agg_ramps_two_servers_and_its_steps_sum_the_streams() {
     }
 }
 
-/// A step's latency (transaction tests) and the load generators' CPU
-/// (issue 31 item 6), held to what the run itself gives: the latency's
+/// A step's latency (transaction tests) and the load generators' CPU,
+/// held to what the run itself gives: the latency's
 /// count is the transactions of the running streams' intervals whose
 /// middle lies in the window (their samples are rates over known
 /// intervals), and both servers run on this host, so each one's CPU is
@@ -387,27 +362,13 @@ fn ramp_logs_read_back(out_dir: &Path, tests: &[Value]) {
             std::fs::copy(out_dir.join(&f), lonely.path().join(&f)).unwrap();
         }
     }
-    let out = run_client(
-        &["report", out_dir.to_str().unwrap()],
-        Duration::from_secs(20),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let err = Thrum::report(out_dir).ok().stderr();
     assert_eq!(
         err.matches("step(s), as results.json has them").count(),
         2,
         "{err}"
     );
-    let again = run_client(
-        &["report", lonely.path().to_str().unwrap(), "--json"],
-        Duration::from_secs(20),
-    );
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&again.stdout).unwrap();
+    let doc = Thrum::report(lonely.path()).json();
     for t in tests {
         // The logs are read in name order: outbound before tps.
         let rt = doc["tests"]
@@ -444,19 +405,11 @@ fn ramp_logs_read_back(out_dir: &Path, tests: &[Value]) {
 fn report_reads_netperf_demo_files() {
     let dir = tempfile::tempdir().unwrap();
     // The windows print as local time: UTC here, so the figures are fixed.
-    let out = run_cmd(
-        Command::new(crate::common::bin()).env("TZ", "UTC").args([
-            "report",
-            FIXTURES,
-            "--intervals",
-            "--individual",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]),
-        Duration::from_secs(20),
-    );
-    let text = stdout(&out);
-    assert!(out.status.success(), "{text}");
+    let text = Thrum::report(FIXTURES)
+        .args(["--intervals", "--individual", "--out"])
+        .arg(dir.path())
+        .env("TZ", "UTC")
+        .stdout();
     for want in [
         "Average of peak interval is 263.333 Trans/s from 1970-01-01 00:16:48.000 UTC to 00:16:51.000 (unix 1008.000 to 1011.000)",
         "Minimum of peak interval is 230.000 Trans/s from 1970-01-01 00:16:48.000 UTC to 00:16:51.000 (unix 1008.000 to 1011.000)",
@@ -499,11 +452,11 @@ fn report_reads_netperf_demo_files() {
     assert!(dir.path().join("tps_stream_1.svg").is_file());
     assert!(dir.path().join("outbound_streams.csv").is_file());
     // A single log file works too, and gives the same figures.
-    let one = run_client(
-        &["report", &format!("{FIXTURES}/netperf_tps.log")],
-        Duration::from_secs(20),
+    let one = Thrum::report(format!("{FIXTURES}/netperf_tps.log")).output();
+    assert!(
+        one.stdout()
+            .contains("Average of peak interval is 263.333 Trans/s")
     );
-    assert!(stdout(&one).contains("Average of peak interval is 263.333 Trans/s"));
 }
 
 fn chromium() -> Option<&'static str> {
@@ -526,11 +479,7 @@ fn report_html_renders_in_headless_chromium() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let out = run_client(
-        &["report", FIXTURES, "--out", dir.path().to_str().unwrap()],
-        Duration::from_secs(20),
-    );
-    assert!(out.status.success());
+    Thrum::report(FIXTURES).arg("--out").arg(dir.path()).ok();
     let shot = dir.path().join("shot.png");
     let profile = dir.path().join("profile");
     let url = format!("file://{}", dir.path().join("report.html").display());
@@ -551,11 +500,7 @@ fn report_html_renders_in_headless_chromium() {
         ]),
         Duration::from_secs(90),
     );
-    assert!(
-        shot.is_file(),
-        "no screenshot: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert!(shot.is_file(), "no screenshot:\n{}", run.report());
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];
@@ -581,19 +526,10 @@ fn report_html_renders_in_headless_chromium() {
 
 #[test]
 fn find_burst_and_sweep_on_loopback() {
-    // Many streams at once: a flood for the loopback accuracy tests.
-    let _g = one_at_a_time();
     let s = ServerProc::start(&[]);
-    let out = run_client(
-        &["find-burst", "-H", &s.addr, "--probe", "200ms", "--json"],
-        Duration::from_secs(60),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = Thrum::cmd(&["find-burst", "-H", &s.addr, "--probe", "200ms", "--json"])
+        .timeout(Duration::from_secs(60))
+        .json();
     let tried = doc["tried"].as_array().unwrap();
     assert!(tried.len() >= 2);
     assert_eq!(u(&tried[0][0]), 1);
@@ -603,36 +539,25 @@ fn find_burst_and_sweep_on_loopback() {
 
     let dir = tempfile::tempdir().unwrap();
     let (csv, json) = (dir.path().join("m.csv"), dir.path().join("m.json"));
-    let out = run_client(
-        &[
-            "sweep",
-            "tcp_rr",
-            "-H",
-            &s.addr,
-            "--burst",
-            "0,8",
-            "--flows",
-            "1,2",
-            "-l",
-            "300ms",
-            "--csv",
-            csv.to_str().unwrap(),
-            "--export-json",
-            json.to_str().unwrap(),
-        ],
-        Duration::from_secs(60),
-    );
-    let text = stdout(&out);
-    assert!(out.status.success(), "{text}");
+    let text = Thrum::sweep("tcp_rr")
+        .host(&s.addr)
+        .args(["--burst", "0,8", "--flows", "1,2"])
+        .len("300ms")
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--export-json")
+        .arg(&json)
+        .default_warmup()
+        .timeout(Duration::from_secs(60))
+        .stdout();
     assert!(text.contains("rows burst, columns flows"), "{text}");
-    // Every n/a cell says why, in the packets per transaction measured.
-    let nas = text.matches("n/a [").count();
-    assert!(nas >= 2, "the burst-8 cells are n/a with a note: {text}");
-    assert_eq!(
-        text.matches(": n/a: ").count(),
-        nas,
-        "one note per n/a cell: {text}"
-    );
+    // Every cell whose rate is not a packet rate says why, in the packets
+    // per transaction measured, its rate printed plainly.
+    let nas = text
+        .matches(": transactions/s, not a packet rate: ")
+        .count();
+    assert!(nas >= 2, "the burst-8 cells have a note: {text}");
+    assert!(!text.contains("n/a"), "a rate reads as a rate: {text}");
     assert!(text.contains("packets per transaction sent"), "{text}");
     // Long CSV: a column per dimension, a row per cell.
     let csv = std::fs::read_to_string(csv).unwrap();
@@ -754,12 +679,11 @@ fn agg_commands_reject_bad_input() {
         ),
     ]);
     // A bad cell of the matrix is named before anything runs.
-    let out = run_client(
-        &["sweep", "tcp_stream", "--burst", "2"],
-        Duration::from_secs(10),
-    );
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("burst 2"));
+    let err = Thrum::cmd(&["sweep", "tcp_stream", "--burst", "2"])
+        .timeout(Duration::from_secs(10))
+        .fails()
+        .stderr();
+    assert!(err.contains("burst 2"));
 }
 
 /// `thrum agg --hosts HOSTS EXTRA.. --step 3s` into a new directory, which
@@ -767,15 +691,12 @@ fn agg_commands_reject_bad_input() {
 /// against the schema.
 fn agg_3s_steps(hosts: &str, extra: &[&str]) -> (tempfile::TempDir, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let out_dir = dir.path().to_str().unwrap();
-    let args = [
-        &["agg", "--hosts", hosts][..],
-        extra,
-        &["--step", "3s", "--out", out_dir],
-    ]
-    .concat();
-    let out = run_client(&args, Duration::from_secs(60));
-    assert!(out.status.success(), "{}", stdout(&out));
+    Thrum::cmd(&["agg", "--hosts", hosts])
+        .args(extra)
+        .args(["--step", "3s", "--out"])
+        .arg(dir.path())
+        .timeout(Duration::from_secs(60))
+        .ok();
     let doc = read_json(&dir.path().join("results.json"));
     assert_schema_named(&doc, "thrum.agg.v1.json");
     (dir, doc)
@@ -783,8 +704,6 @@ fn agg_3s_steps(hosts: &str, extra: &[&str]) -> (tempfile::TempDir, Value) {
 
 #[test]
 fn agg_sync_runs_one_stream_to_each_server_in_turn() {
-    // Many streams at once: a flood for the loopback accuracy tests.
-    let _g = one_at_a_time();
     let (s1, s2) = (ServerProc::start(&[]), ServerProc::start(&[]));
     let hosts = format!("{},{}", s1.addr, s2.addr);
     let (dir, doc) = agg_3s_steps(&hosts, &["--tests", "sync"]);
@@ -820,8 +739,6 @@ fn agg_sync_runs_one_stream_to_each_server_in_turn() {
 /// transaction, each step's average the streams' samples over its window.
 #[test]
 fn agg_rr_ramps_one_byte_tcp_rr_streams() {
-    // Many streams at once: a flood for the loopback accuracy tests.
-    let _g = one_at_a_time();
     let server = ServerProc::start(&[]);
     let (dir, doc) = agg_3s_steps(&server.addr, &["--tests", "rr", "--max-streams", "2"]);
     let t = &doc["tests"][0];
@@ -870,7 +787,6 @@ fn agg_hosts_dns_takes_every_address_of_a_name() {
         eprintln!("SKIPPED: {msg}");
         return;
     }
-    let _g = one_at_a_time();
     let s1 = ServerProc::start_on("127.0.0.1", 0);
     let port: u16 = s1.addr.rsplit_once(':').unwrap().1.parse().unwrap();
     let mut servers = vec![s1, ServerProc::start_on("127.0.0.2", port)];
@@ -887,26 +803,15 @@ fn agg_hosts_dns_takes_every_address_of_a_name() {
     )
     .unwrap();
     let out_dir = dir.path().join("agg");
-    let out = run_cmd(
-        Command::new("unshare").args([
-            "--mount",
-            "sh",
-            "-c",
-            "mount --bind \"$1\" /etc/hosts && exec \"$2\" agg --hosts-dns \"$3\" --tests sync --step 3s --out \"$4\"",
-            "sh",
-            hosts.to_str().unwrap(),
-            crate::common::bin(),
-            &format!("lg.thrum.test:{port}"),
-            out_dir.to_str().unwrap(),
-        ]),
-        Duration::from_secs(60),
-    );
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        stdout(&out),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The private mount namespace's shell binds the file and execs thrum.
+    let script = "mount --bind \"$1\" /etc/hosts && shift && exec \"$@\"";
+    let unshare = ["unshare", "--mount", "sh", "-c", script, "sh"];
+    Thrum::cmd(&["agg", "--hosts-dns", &format!("lg.thrum.test:{port}")])
+        .args(["--tests", "sync", "--step", "3s", "--out"])
+        .arg(&out_dir)
+        .under(&[&unshare[..], &[hosts.to_str().unwrap()]].concat())
+        .timeout(Duration::from_secs(60))
+        .ok();
     let doc = read_json(&out_dir.join("results.json"));
     let used: Vec<&str> = doc["tests"][0]["streams"]
         .as_array()
@@ -931,53 +836,20 @@ fn aggregate_commands_take_the_pre_shared_key() {
     std::fs::write(&key, "a key of at least sixteen bytes\n").unwrap();
     let key = key.to_str().unwrap();
     let server = ServerProc::start(&["--psk-file", key]);
-    let sweep = |extra: &[&str]| {
-        let mut args = vec![
-            "sweep",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "--burst",
-            "0",
-            "--flows",
-            "1",
-            "-l",
-            "300ms",
-        ];
-        args.extend_from_slice(extra);
-        run_client(&args, Duration::from_secs(30))
-    };
-    let out = sweep(&["--psk-file", key]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = sweep(&[]);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!out.status.success(), "a keyless sweep must fail: {text}");
+    let sweep = Thrum::sweep("tcp_rr")
+        .host(&server.addr)
+        .args(["--burst", "0", "--flows", "1"])
+        .len("300ms")
+        .default_warmup();
+    sweep.clone().args(["--psk-file", key]).ok();
+    // A keyless sweep must fail.
+    let out = sweep.fails();
+    let text = out.stdout() + &out.stderr();
     assert!(text.contains("pre-shared key"), "{text}");
-    let out = run_client(
-        &[
-            "find-burst",
-            "-H",
-            &server.addr,
-            "--probe",
-            "200ms",
-            "--psk-file",
-            key,
-        ],
-        Duration::from_secs(60),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    Thrum::cmd(&["find-burst", "-H", &server.addr, "--probe", "200ms"])
+        .args(["--psk-file", key])
+        .timeout(Duration::from_secs(60))
+        .ok();
 }
 
 /// A run in which a load generator dies after agg has checked it: `agg`
@@ -991,15 +863,10 @@ fn report_keeps_why_streams_failed_and_fails_as_agg_did() {
     let mut s2 = ServerProc::start_logged(&[], &log);
     let out_dir = dir.path().join("out");
     let hosts = format!("{},{}", s1.addr, s2.addr);
-    let agg = std::process::Command::new(crate::common::bin())
-        .args([
-            "agg", "--hosts", &hosts, "--tests", "sync", "--step", "3s", "--out",
-        ])
+    let agg = Thrum::cmd(&["agg", "--hosts", &hosts, "--tests", "sync", "--step", "3s"])
+        .arg("--out")
         .arg(&out_dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // agg checks every load generator before the first step (a session
     // that s2 logs); s2 dies after that, before its step begins 3 s in.
     let t0 = std::time::Instant::now();
@@ -1009,15 +876,12 @@ fn report_keeps_why_streams_failed_and_fails_as_agg_did() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let _ = s2.child.kill();
-    let out = agg.wait_with_output().unwrap();
-    let text = stdout(&out);
-    assert!(
-        !out.status.success(),
-        "agg with a dead host succeeded: {text}"
-    );
+    // agg with a dead host fails.
+    let out = agg.wait().fails();
+    let text = out.stdout();
     // Why, as a warning: on stderr, with the results alone on stdout.
     let why = format!("stream 1 to {}", s2.addr);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let err = out.stderr();
     let line = err
         .lines()
         .find(|l| l.contains(&why))
@@ -1025,8 +889,8 @@ fn report_keeps_why_streams_failed_and_fails_as_agg_did() {
     assert!(!text.contains(&why), "a warning on stdout: {text}");
     let re_dir = tempfile::tempdir().unwrap();
     let again = report_again(&out_dir, re_dir.path());
-    let re_text = String::from_utf8_lossy(&again.stderr).into_owned();
-    assert_eq!(again.status.code(), out.status.code(), "{re_text}");
+    let re_text = again.stderr();
+    assert_eq!(again.code(), out.code(), "{}", again.report());
     assert!(re_text.contains(line), "report lost {line:?}: {re_text}");
     let html = std::fs::read_to_string(re_dir.path().join("report.html")).unwrap();
     assert!(
@@ -1035,7 +899,7 @@ fn report_keeps_why_streams_failed_and_fails_as_agg_did() {
     );
 }
 
-/// Issue 29 item 6: a stream whose sampling stalls (an overloaded host; here
+/// A stream whose sampling stalls (an overloaded host; here
 /// the whole agg process stopped with SIGSTOP for 1.5 s once its stream's
 /// workers run) is told with the stable code `sampler_stalled`, and the
 /// back-to-back ticks that catch up after the stall, microseconds apart,
@@ -1044,27 +908,16 @@ fn report_keeps_why_streams_failed_and_fails_as_agg_did() {
 /// cover the stream's whole run without a gap.
 #[test]
 fn agg_tells_of_a_stalled_sampler_and_keeps_no_zero_length_samples() {
-    let _g = one_at_a_time();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(crate::common::bin())
-        .args([
-            "agg",
-            "--hosts",
-            &server.addr,
-            "--tests",
-            "rr",
-            "--max-streams",
-            "1",
-            "--step",
-            "3s",
-            "--interval",
-            "250ms",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+    let agg = Thrum::cmd(&["agg", "--hosts", &server.addr, "--tests", "rr"])
+        .args(["--max-streams", "1", "--step", "3s", "--interval", "250ms"])
+        .arg("--out")
+        .arg(dir.path());
+    let child = agg
+        .command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // The ramp's stream runs once its thread and its engine's worker
@@ -1091,12 +944,7 @@ fn agg_tells_of_a_stalled_sampler_and_keeps_no_zero_length_samples() {
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGSTOP) }, 0);
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGCONT) }, 0);
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    Ran::of(&agg, child.wait_with_output().unwrap()).ok();
     let doc = read_json(&dir.path().join("results.json"));
     let t = &doc["tests"][0];
     let warnings: Vec<&str> = t["warnings"]

@@ -1,9 +1,7 @@
 //! Socket buffers are reported as the kernel set them (getsockopt after
-//! setsockopt), beside what was asked, as netperf does (issue 20, item 5).
+//! setsockopt), beside what was asked, as netperf does.
 
-use std::time::Duration;
-
-use crate::common::{assert_schema, json, run_client, u};
+use crate::common::{Thrum, assert_schema, u};
 
 fn sysctl(name: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
@@ -25,28 +23,10 @@ fn socket_buffers_are_reported_as_the_kernel_set_them() {
     // A receive buffer above rmem_max is capped: asked and set part.
     let big = 2 * rmax + 4096;
     let local = format!("64K,{big}");
-    let out = run_client(
-        &[
-            "run",
-            "tcp_stream",
-            "-l",
-            "0.3s",
-            "--warmup",
-            "0s",
-            "-s",
-            &local,
-            "-S",
-            "32K",
-            "--json",
-        ],
-        Duration::from_secs(30),
-    );
-    let doc = json(&out);
-    assert!(
-        out.status.success(),
-        "run failed: {}",
-        doc["summary"]["error"]
-    );
+    let doc = Thrum::run("tcp_stream")
+        .len("0.3s")
+        .args(["-s", &local, "-S", "32K"])
+        .json();
     assert_schema(&doc);
     let l = &doc["summary"]["local"]["socket_buffers"];
     assert_eq!(u(&l["send_requested_bytes"]), 65536, "{l}");
@@ -60,20 +40,11 @@ fn socket_buffers_are_reported_as_the_kernel_set_them() {
     assert_eq!(u(&r["recv_bytes"]), expected(32768, rmax), "{r}");
 
     // Human output and key=value say both figures.
-    let out = run_client(
-        &["run", "udp_rr", "-l", "0.3s", "--warmup", "0s", "-s", "64K"],
-        Duration::from_secs(30),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let udp_rr = Thrum::run("udp_rr").len("0.3s").args(["-s", "64K"]);
+    let text = udp_rr.stdout();
     let want = format!("send {} B (asked 65536 B)", expected(65536, wmax));
     assert!(text.contains(&want), "no {want:?} in:\n{text}");
-    let out = run_client(
-        &[
-            "run", "udp_rr", "-l", "0.3s", "--warmup", "0s", "-s", "64K", "--keyval",
-        ],
-        Duration::from_secs(30),
-    );
-    let kv = String::from_utf8_lossy(&out.stdout);
+    let kv = udp_rr.arg("--keyval").stdout();
     for line in [
         format!("LSS_SIZE={}", expected(65536, wmax)),
         "LSS_SIZE_REQ=65536".to_string(),
@@ -87,23 +58,11 @@ fn socket_buffers_are_reported_as_the_kernel_set_them() {
 fn a_separate_servers_buffers_come_in_its_final_report() {
     let server = crate::common::ServerProc::start(&[]);
     let wmax = sysctl("wmem_max");
-    let out = run_client(
-        &[
-            "run",
-            "tcp_stream",
-            "-H",
-            &server.addr,
-            "-l",
-            "0.3s",
-            "--warmup",
-            "0s",
-            "-S",
-            "32K",
-            "--json",
-        ],
-        Duration::from_secs(30),
-    );
-    let doc = json(&out);
+    let doc = Thrum::run("tcp_stream")
+        .host(&server.addr)
+        .len("0.3s")
+        .args(["-S", "32K"])
+        .json();
     assert_schema(&doc);
     let r = &doc["summary"]["remote"]["socket_buffers"];
     assert_eq!(u(&r["send_requested_bytes"]), 32768, "{r}");

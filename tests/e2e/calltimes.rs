@@ -1,11 +1,9 @@
-//! Send and receive call-time histograms of the bulk tests (issue 20,
-//! item 12), as netperf's `-v 2` shows them.
-
-use std::time::Duration;
+//! Send and receive call-time histograms of the bulk tests, as netperf's
+//! `-v 2` shows them.
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, assert_schema, json, run_client, u};
+use crate::common::{ServerProc, Thrum, assert_schema, u};
 
 /// Calls counted in a histogram's buckets.
 fn bucketed(h: &Value) -> u64 {
@@ -24,23 +22,8 @@ fn bucketed(h: &Value) -> u64 {
 #[test]
 fn stream_tests_report_send_and_receive_call_times() {
     let server = ServerProc::start(&[]);
-    let out = run_client(
-        &[
-            "run",
-            "tcp_stream",
-            "-H",
-            &server.addr,
-            "-l",
-            "0.5s",
-            "--warmup",
-            "0s",
-            "--call-times",
-            "--json",
-        ],
-        Duration::from_secs(30),
-    );
-    let doc = json(&out);
-    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    let stream = Thrum::run("tcp_stream").host(&server.addr);
+    let doc = stream.clone().len("0.5s").arg("--call-times").json();
     assert_schema(&doc);
     let (local, remote) = (
         &doc["summary"]["local"]["call_times"],
@@ -51,42 +34,17 @@ fn stream_tests_report_send_and_receive_call_times() {
         assert!(u(&h["calls"]) > 0, "{h}");
         assert_eq!(bucketed(h), u(&h["calls"]), "{h}");
     }
-    let text = run_client(
-        &[
-            "run",
-            "tcp_stream",
-            "-H",
-            &server.addr,
-            "-l",
-            "0.5s",
-            "--warmup",
-            "0s",
-            "--call-times",
-            "-v",
-        ],
-        Duration::from_secs(30),
-    );
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = stream
+        .clone()
+        .len("0.5s")
+        .args(["--call-times", "-v"])
+        .stdout();
     assert!(
         text.contains("local send call times") && text.contains("UNIT_USEC"),
         "{text}"
     );
     // Not asked: no histograms, and the flag is refused where it means nothing.
-    let plain = run_client(
-        &[
-            "run",
-            "tcp_stream",
-            "-H",
-            &server.addr,
-            "-l",
-            "0.3s",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-        Duration::from_secs(30),
-    );
-    let plain = json(&plain);
+    let plain = stream.len("0.3s").json();
     assert!(plain["summary"]["local"]["call_times"].is_null());
     assert!(plain["summary"]["remote"]["call_times"].is_null());
     crate::common::assert_rejected(&[(

@@ -14,18 +14,20 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    Pair, ServerProc, assert_schema, diagnostics, f, ns_client_cmd, ns_server, one_at_a_time,
-    run_cmd, run_json, svg_text, u,
+    Pair, Path3, ServerProc, TOWARD_A, TOWARD_B, Thrum, assert_schema, diagnostics, f, ns_server,
+    read_json, run_cmd, svg_text, u,
 };
-use crate::common::{Path3, TOWARD_A, TOWARD_B};
 
-/// `thrum run capacity` from A for `secs`, which must succeed.
-fn capacity(path: &Path3, server: &ServerProc, args: &[&str]) -> Value {
-    let doc = run_json(
-        &mut ns_client_cmd(&path.a, server, "capacity", args),
-        Duration::from_secs(60),
-        "capacity",
-    );
+/// `thrum run capacity -H SERVER` from A, with thrum's own warm-up (1 s).
+fn capacity(path: &Path3, server: &ServerProc) -> Thrum {
+    path.client(server, "capacity")
+        .default_warmup()
+        .timeout(Duration::from_secs(60))
+}
+
+/// The result of `run`, which must succeed and match the schema.
+fn measured(run: Thrum) -> Value {
+    let doc = run.json();
     assert_schema(&doc);
     doc
 }
@@ -48,14 +50,13 @@ fn report(what: &str, s: &Value, shaped: f64) -> f64 {
 
 #[test]
 fn capacity_reads_the_htb_rate() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(192) else {
         return;
     };
     let server = path.server();
     for (rate, bps) in [("10mbit", 10e6), ("50mbit", 50e6), ("200mbit", 200e6)] {
         path.htb(rate);
-        let doc = capacity(&path, &server, &["-l", "4s"]);
+        let doc = measured(capacity(&path, &server).len("4s"));
         let s = &doc["summary"];
         let ratio = report(rate, s, bps);
         let limited = diagnostics(&doc, "capacity_sender_limited");
@@ -87,13 +88,12 @@ fn capacity_reads_the_htb_rate() {
 /// or a bucket's, never pass it off as the path's capacity.
 #[test]
 fn capacity_says_when_a_bucket_is_deeper_than_the_trains() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(200) else {
         return;
     };
     path.tbf(&["rate", "50mbit", "burst", "256kb", "latency", "50ms"]);
     let server = path.server();
-    let doc = capacity(&path, &server, &["-l", "4s"]);
+    let doc = measured(capacity(&path, &server).len("4s"));
     let s = &doc["summary"];
     report("tbf 50mbit burst 256kb", s, 50e6);
     let limited = diagnostics(&doc, "capacity_sender_limited");
@@ -116,14 +116,13 @@ fn capacity_says_when_a_bucket_is_deeper_than_the_trains() {
 /// the receiver's loss count must match the router's own drop counter.
 #[test]
 fn capacity_counts_the_routers_drops() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(202) else {
         return;
     };
     path.tbf(&["rate", "50mbit", "burst", "3000", "limit", "30000"]);
     let server = path.server();
     let before = path.drops(TOWARD_B);
-    let doc = capacity(&path, &server, &["-l", "4s", "--warmup", "0s"]);
+    let doc = measured(capacity(&path, &server).len("4s").warmup("0s"));
     let dropped = path.drops(TOWARD_B) - before;
     let c2s = &doc["summary"]["capacity_by_direction"]["c2s"];
     let (lost, got) = (u(&c2s["datagrams_lost"]), u(&c2s["datagrams_received"]));
@@ -155,7 +154,6 @@ fn capacity_counts_the_routers_drops() {
 /// read the sustained 50 Mbit/s behind it.
 #[test]
 fn capacity_names_a_deep_bucket() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(194) else {
         return;
     };
@@ -163,10 +161,11 @@ fn capacity_names_a_deep_bucket() {
     let server = path.server();
     let dir = tempfile::tempdir().unwrap();
     let chart = dir.path().join("dispersion.svg");
-    let doc = capacity(
-        &path,
-        &server,
-        &["-l", "4s", "--chart", chart.to_str().unwrap()],
+    let doc = measured(
+        capacity(&path, &server)
+            .len("4s")
+            .arg("--chart")
+            .arg(&chart),
     );
     let s = &doc["summary"];
     let ratio = report("tbf 50mbit burst 32kb", s, 50e6);
@@ -197,24 +196,23 @@ fn capacity_names_a_deep_bucket() {
 /// router while the trains run.
 #[test]
 fn capacity_holds_under_cross_traffic() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(196) else {
         return;
     };
     path.htb("50mbit");
     let server = path.server();
-    let mut cross = ns_client_cmd(
-        &path.a,
-        &server,
-        "udp_stream",
-        &["--rate", "20M", "-l", "8s", "--warmup", "0s"],
-    );
+    let mut cross = path
+        .client(&server, "udp_stream")
+        .args(["--rate", "20M"])
+        .len("8s")
+        .arg("--json")
+        .command();
     let mut cross = cross
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("cross traffic");
     std::thread::sleep(Duration::from_millis(500));
-    let doc = capacity(&path, &server, &["-l", "4s"]);
+    let doc = measured(capacity(&path, &server).len("4s"));
     let _ = cross.wait();
     let s = &doc["summary"];
     let ratio = report("htb 50mbit + 20 Mbit/s udp_stream", s, 50e6);
@@ -228,7 +226,6 @@ fn capacity_holds_under_cross_traffic() {
 /// forward figure still in `summary.capacity_bps`.
 #[test]
 fn capacity_reverse_and_both_read_each_direction() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(198) else {
         return;
     };
@@ -241,7 +238,7 @@ fn capacity_reverse_and_both_read_each_direction() {
         assert!(f(&c["probe_load_fraction"]) <= 0.10, "{what}: probe load");
     };
 
-    let doc = capacity(&path, &server, &["-l", "4s", "--reverse"]);
+    let doc = measured(capacity(&path, &server).len("4s").arg("--reverse"));
     let s = &doc["summary"];
     near("--reverse (10 Mbit/s toward A)", s, 10e6);
     let d = &s["capacity_by_direction"];
@@ -251,7 +248,7 @@ fn capacity_reverse_and_both_read_each_direction() {
     assert!(f(&s["throughput_bps"]) > 0.0);
     assert_eq!(u(&s["local"]["bytes_sent"]), 0, "the client sent trains");
 
-    let doc = capacity(&path, &server, &["-l", "4s", "--both"]);
+    let doc = measured(capacity(&path, &server).len("4s").arg("--both"));
     let s = &doc["summary"];
     let d = &s["capacity_by_direction"];
     near("--both, up (50 Mbit/s toward B)", &d["c2s"], 50e6);
@@ -271,7 +268,6 @@ fn capacity_reverse_and_both_read_each_direction() {
 /// holds its share of the probe give or take a longest train.
 #[test]
 fn capacity_runs_on_loopback_with_conservation() {
-    let _quiet = crate::common::not_beside_floods();
     let server = ServerProc::start(&[]);
     let doc =
         crate::loopback::run_and_check_with(&server, "capacity", 1, 1, &["--packet-size", "1472"]);
@@ -306,7 +302,6 @@ const JUMBO_BUCKET: &str = "13563b";
 /// out faster than that. `--packet-size` overrides the default.
 #[test]
 fn capacity_packets_fill_a_jumbo_path() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(206) else {
         return;
     };
@@ -316,7 +311,7 @@ fn capacity_packets_fill_a_jumbo_path() {
         path.htb_burst(rate, JUMBO_BUCKET);
         // 10 Mbit/s of probe (5 % of 200 Mbit/s): at 1 Mbit/s a cycle of
         // the six train lengths in jumbo frames takes 9 s.
-        let doc = capacity(&path, &server, &["-l", "4s", "--rate", "10M"]);
+        let doc = measured(capacity(&path, &server).len("4s").args(["--rate", "10M"]));
         assert_eq!(u(&doc["spec"]["send_bytes"]), 8972, "{rate}");
         let s = &doc["summary"];
         let ratio = report(&format!("{rate}, MTU 9000"), s, bps);
@@ -330,7 +325,11 @@ fn capacity_packets_fill_a_jumbo_path() {
         assert!(limited.is_empty(), "{rate}: {limited:?}");
         assert!((0.9..=1.1).contains(&ratio), "{rate}: {ratio}");
     }
-    let doc = capacity(&path, &server, &["-l", "1s", "--packet-size", "1000"]);
+    let doc = measured(
+        capacity(&path, &server)
+            .len("1s")
+            .args(["--packet-size", "1000"]),
+    );
     assert_eq!(u(&doc["spec"]["send_bytes"]), 1000);
 }
 
@@ -341,7 +340,6 @@ fn capacity_packets_fill_a_jumbo_path() {
 /// buffers.
 #[test]
 fn capacity_packet_size_follows_the_family_and_caps_on_loopback() {
-    let _serial = one_at_a_time();
     // A and B on fd00:213:208::/64, MTU 1280.
     let Some(pair) = Pair::build_v6(213, 208) else {
         return;
@@ -349,12 +347,12 @@ fn capacity_packet_size_follows_the_family_and_caps_on_loopback() {
     pair.mtu("1280");
     let (a, b) = (&pair.a, &pair.b);
     let size = |ns: &str, server: &ServerProc| {
-        let doc = run_json(
-            &mut ns_client_cmd(ns, server, "capacity", &["-l", "1s", "--warmup", "0s"]),
-            Duration::from_secs(30),
-            "capacity",
+        let doc = measured(
+            Thrum::run("capacity")
+                .netns(ns)
+                .host(&server.addr)
+                .len("1s"),
         );
-        assert_schema(&doc);
         u(&doc["spec"]["send_bytes"])
     };
     let over_veth = ns_server(b, &pair.addr_b());
@@ -395,43 +393,29 @@ fn bench_capacity_script_checks_its_options() {
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = out.stderr();
         assert!(err.contains(says), "{err}");
     }
 }
 
-/// Issue 29: on loopback, capacity's rows say they are the probe's load,
+/// On loopback, capacity's rows say they are the probe's load,
 /// its bursty trains raise no stability warning, and the estimate is said
 /// to be the host's own limit (`capacity_loopback`).
 #[test]
 fn capacity_on_loopback_says_what_its_figures_are() {
-    let _quiet = crate::common::not_beside_floods();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("r.json");
-    let out = crate::common::run_client(
-        &[
-            "run",
-            "capacity",
-            "-H",
-            &server.addr,
-            "-l",
-            "3s",
-            "--warmup",
-            "0",
-            "-i",
-            "500ms",
-            "--export-json",
-            saved.to_str().unwrap(),
-        ],
-        Duration::from_secs(60),
-    );
-    let (text, err) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{text}\n{err}");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let out = Thrum::run("capacity")
+        .host(&server.addr)
+        .len("3s")
+        .interval("500ms")
+        .arg("--export-json")
+        .arg(&saved)
+        .timeout(Duration::from_secs(60))
+        .ok();
+    let (text, err) = (out.stdout(), out.stderr());
+    let doc = read_json(&saved);
     assert_schema(&doc);
     assert!(
         text.lines()
@@ -443,12 +427,16 @@ fn capacity_on_loopback_says_what_its_figures_are() {
     assert!(text.contains("  probe load (received)"), "{text}");
     assert!(!text.contains("stability"), "{text}");
     for code in ["trend", "flow_stalled"] {
-        assert!(diagnostics(&doc, code).is_empty(), "{code}: {err}");
+        assert!(
+            diagnostics(&doc, code).is_empty(),
+            "{code}: {}",
+            out.report()
+        );
     }
     assert!(!err.contains("steady state"), "{err}");
     if doc["summary"]["capacity_bps"].is_number() {
         let told = diagnostics(&doc, "capacity_loopback");
-        assert_eq!(told.len(), 1, "{err}");
+        assert_eq!(told.len(), 1, "{}", out.report());
         assert!(told[0].contains("this host's own limit"), "{}", told[0]);
     }
 }

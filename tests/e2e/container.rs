@@ -21,7 +21,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::{bin, run_cmd, run_json};
+use crate::common::{Thrum, run_cmd};
 
 /// Skip with a printed reason, or fail where CI requires the test.
 fn skip(why: &str) {
@@ -69,14 +69,8 @@ impl Podman<'_> {
     fn ok(&self, args: &[&str], limit: Duration) -> (String, String) {
         let mut c = self.cmd();
         c.args(args);
-        let shown = format!("{c:?}");
-        let out = run_cmd(&mut c, limit);
-        let (o, e) = (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
-        assert!(out.status.success(), "{shown} failed:\n{o}\n{e}");
-        (o, e)
+        let out = run_cmd(&mut c, limit).ok();
+        (out.stdout(), out.stderr())
     }
 
     /// The container's log (the server writes it on stderr).
@@ -132,15 +126,15 @@ fn image_builds_and_serves_tcp_rr_and_udp_rr_to_the_host() {
     for f in ["Dockerfile", ".dockerignore"] {
         std::fs::copy(format!("{root}/{f}"), context.join(f)).unwrap();
     }
-    let untar = run_cmd(
+    run_cmd(
         Command::new("tar")
             .arg("-xzf")
             .arg(&tarball)
             .arg("-C")
             .arg(&dist),
         Duration::from_secs(30),
-    );
-    assert!(untar.status.success(), "tar -xzf {tarball}: {untar:?}");
+    )
+    .ok();
     let tree = Path::new(&tarball)
         .file_name()
         .and_then(|n| n.to_str())
@@ -219,23 +213,12 @@ fn image_builds_and_serves_tcp_rr_and_udp_rr_to_the_host() {
     let server = format!("127.0.0.1:{port}");
 
     for test in ["tcp_rr", "udp_rr"] {
-        let doc = run_json(
-            Command::new(bin()).args([
-                "run",
-                test,
-                "-H",
-                &server,
-                "--psk-file",
-                psk.to_str().unwrap(),
-                "-l",
-                "1s",
-                "--warmup",
-                "0s",
-                "--json",
-            ]),
-            Duration::from_secs(30),
-            test,
-        );
+        let doc = Thrum::run(test)
+            .host(&server)
+            .arg("--psk-file")
+            .arg(&psk)
+            .len("1s")
+            .json();
         let tps = doc["summary"]["transactions_per_s"].as_f64().unwrap_or(0.0);
         assert!(tps > 100.0, "{test}: {tps} transactions/s:\n{doc}");
     }

@@ -1,5 +1,4 @@
-//! Crafted input against the client and the report tools (issue 28,
-//! items 5 to 10): a server whose final report carries figures no
+//! Crafted input against the client and the report tools: a server whose final report carries figures no
 //! receiver can produce, results files and netperf logs with spans and
 //! strings no run writes, and report inputs that are symlinks. Each must
 //! end in bounded time and memory, with the crafted field named, and
@@ -11,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, diagnostics, run_client};
+use crate::common::{ServerProc, Thrum, diagnostics, read_json};
 
 /// A proxy in front of the real server's control port that passes every
 /// frame through and hands the server's `final` to `rewrite` on its way
@@ -61,9 +60,6 @@ pub(crate) fn rewriting_proxy(server: &str, rewrite: fn(&mut Value)) -> String {
     addr
 }
 
-/// Issue 28 item 5: `[[1, b, 1]]` for every u16 `b` made the estimate walk
-/// its bins for ever (a u16 wrapped), and counts of 2^64 − 1 were printed
-/// as measurements ("18446744073709551615 lost", "probe load NaN %").
 /// Any number of `v` that no measurement gives: 2^64 − 1 or NaN.
 fn has_crafted_number(v: &Value) -> bool {
     match v {
@@ -74,7 +70,7 @@ fn has_crafted_number(v: &Value) -> bool {
     }
 }
 
-/// Issue 28 item 5: `[[1, b, 1]]` for every u16 `b` made the estimate walk
+/// `[[1, b, 1]]` for every u16 `b` once made the estimate walk
 /// its bins for ever (a u16 wrapped), and counts of 2^64 − 1 were printed
 /// as measurements ("18446744073709551615 lost", "probe load NaN %").
 #[test]
@@ -88,22 +84,15 @@ fn a_hostile_servers_final_report_is_bounded_and_named() {
         f["refused"] = serde_json::json!(u64::MAX);
     });
     let t = Instant::now();
-    let out = run_client(
-        &[
-            "run", "capacity", "-H", &proxy, "-l", "1s", "--warmup", "0s", "--json",
-        ],
-        Duration::from_secs(30),
-    );
+    let out = Thrum::run("capacity")
+        .host(&proxy)
+        .len("1s")
+        .arg("--json")
+        .output();
     let took = t.elapsed();
     eprintln!("hostile final: client ended in {took:?}");
     assert!(took < Duration::from_secs(20), "{took:?}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let doc = out.json();
     let named = diagnostics(&doc, "server_figure_implausible");
     eprintln!("{named:?}");
     assert!(
@@ -129,14 +118,8 @@ fn a_hostile_servers_final_report_is_bounded_and_named() {
         f["train_gaps"]["lost"] = serde_json::json!(u64::MAX);
         f["train_gaps"]["frame_bytes"] = serde_json::json!(0);
     });
-    let out = run_client(
-        &[
-            "run", "capacity", "-H", &proxy, "-l", "1s", "--warmup", "0s",
-        ],
-        Duration::from_secs(30),
-    );
-    let human =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let out = Thrum::run("capacity").host(&proxy).len("1s").output();
+    let human = out.stdout() + &out.stderr();
     eprintln!("{human}");
     assert!(human.contains("train_gaps.frame_bytes 0"), "{human}");
     for bad in ["18446744073709551615", "NaN", "0.00 bit/s"] {
@@ -191,7 +174,7 @@ fn bytes_under(dir: &std::path::Path) -> u64 {
     })
 }
 
-/// Issue 28 item 6: a step that ends 10^12 s after it starts aborted the
+/// A step that ends 10^12 s after it starts once aborted the
 /// process ("memory allocation of 8000000000000 bytes failed"); 2·10^7 s
 /// made a 2 KB input write 580 MB. Both are refused, the field named.
 #[test]
@@ -204,13 +187,10 @@ fn report_refuses_spans_no_run_has() {
         )
     });
     let t = Instant::now();
-    let out = run_client(
-        &["report", dir.join("netperf_tps.log").to_str().unwrap()],
-        Duration::from_secs(20),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    eprintln!("log: {:?} in {:?}: {err}", out.status.code(), t.elapsed());
-    assert!(!out.status.success(), "{err}");
+    let out = Thrum::report(dir.join("netperf_tps.log")).output();
+    let err = out.stderr();
+    eprintln!("log: {:?} in {:?}: {err}", out.code(), t.elapsed());
+    out.fails();
     assert!(
         err.contains("step 1: end") && err.contains("refused"),
         "{err}"
@@ -219,22 +199,11 @@ fn report_refuses_spans_no_run_has() {
     // A results.json (from the same fixture), its test's end moved on.
     let good = netperf_copy("span-json", |t| t.to_string());
     let saved = good.join("saved");
-    let out = run_client(
-        &[
-            "report",
-            good.join("netperf_tps.log").to_str().unwrap(),
-            "--out",
-            saved.to_str().unwrap(),
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json = saved.join("results.json");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    Thrum::report(good.join("netperf_tps.log"))
+        .arg("--out")
+        .arg(&saved)
+        .ok();
+    let doc = read_json(&saved.join("results.json"));
     for (later, field) in [(1e12, "end"), (2e7, "end")] {
         let mut d = doc.clone();
         let start = d["tests"][0]["start"].as_f64().unwrap();
@@ -243,23 +212,15 @@ fn report_refuses_spans_no_run_has() {
         std::fs::write(&crafted, d.to_string()).unwrap();
         let outdir = good.join("out");
         let t = Instant::now();
-        let out = run_client(
-            &[
-                "report",
-                crafted.to_str().unwrap(),
-                "--out",
-                outdir.to_str().unwrap(),
-            ],
-            Duration::from_secs(20),
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
+        let out = Thrum::report(&crafted).arg("--out").arg(&outdir).output();
+        let err = out.stderr();
         let written = bytes_under(&outdir);
         eprintln!(
             "json +{later} s: {:?} in {:?}, {written} bytes written: {err}",
-            out.status.code(),
+            out.code(),
             t.elapsed()
         );
-        assert!(!out.status.success(), "{err}");
+        out.fails();
         assert!(err.contains(field) && err.contains("refused"), "{err}");
         assert!(written < 20 << 20, "{written}");
     }
@@ -269,11 +230,7 @@ fn report_refuses_spans_no_run_has() {
     d["tests"][0]["steps"][0]["end"] = serde_json::json!(start + 86_401.0);
     let crafted = good.join("crafted.json");
     std::fs::write(&crafted, d.to_string()).unwrap();
-    let out = run_client(
-        &["report", crafted.to_str().unwrap()],
-        Duration::from_secs(20),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = Thrum::report(&crafted).output().stderr();
     assert!(err.contains("step 0: end"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&good);
@@ -284,7 +241,7 @@ fn raw_escapes(b: &[u8]) -> bool {
     b.contains(&0x1b) || b.contains(&0x07) || String::from_utf8_lossy(b).contains('\u{9b}')
 }
 
-/// Issue 28 item 7: `report` printed names, units, sources, servers and
+/// `report` once printed names, units, sources, servers and
 /// step errors from results.json, and a netperf `.out`'s NETPERF_UNITS,
 /// as they were (`ESC ]0;…BEL ESC [2J` cleared the terminal), and
 /// `_streams.csv` wrote server and unit strings unescaped.
@@ -306,31 +263,13 @@ fn report_escapes_every_string_from_a_file() {
     )
     .unwrap();
     let saved = dir.join("saved");
-    let out = run_client(
-        &[
-            "report",
-            dir.join("netperf_tps.log").to_str().unwrap(),
-            "--out",
-            saved.to_str().unwrap(),
-            "--intervals",
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !raw_escapes(&out.stdout),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert!(
-        !raw_escapes(&out.stderr),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Thrum::report(dir.join("netperf_tps.log"))
+        .arg("--out")
+        .arg(&saved)
+        .arg("--intervals")
+        .ok();
+    assert!(!raw_escapes(&out.stdout), "{}", out.stdout());
+    assert!(!raw_escapes(&out.stderr), "{}", out.stderr());
     let csv = std::fs::read(saved.join("tps_streams.csv")).unwrap();
     assert!(!raw_escapes(&csv));
     let csv = String::from_utf8(csv).unwrap();
@@ -344,8 +283,7 @@ fn report_escapes_every_string_from_a_file() {
     );
 
     // A results.json whose strings are escape sequences everywhere.
-    let json = saved.join("results.json");
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut doc = read_json(&saved.join("results.json"));
     doc["source"] = serde_json::json!(format!("thrum agg{EVIL}"));
     doc["tests"][0]["name"] = serde_json::json!(format!("tps{EVIL}"));
     doc["tests"][0]["unit"] = serde_json::json!(EVIL);
@@ -355,9 +293,7 @@ fn report_escapes_every_string_from_a_file() {
     let crafted = dir.join("crafted.json");
     std::fs::write(&crafted, doc.to_string()).unwrap();
     for extra in [&[][..], &["--intervals"][..], &["--json"][..]] {
-        let mut args = vec!["report", crafted.to_str().unwrap()];
-        args.extend(extra);
-        let out = run_client(&args, Duration::from_secs(20));
+        let out = Thrum::report(&crafted).args(extra).output();
         let all = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
         eprintln!(
             "{extra:?}: {}",
@@ -378,15 +314,7 @@ fn report_escapes_every_string_from_a_file() {
         );
     }
     let outdir = dir.join("again");
-    let out = run_client(
-        &[
-            "report",
-            crafted.to_str().unwrap(),
-            "--out",
-            outdir.to_str().unwrap(),
-        ],
-        Duration::from_secs(20),
-    );
+    let out = Thrum::report(&crafted).arg("--out").arg(&outdir).output();
     for e in std::fs::read_dir(&outdir).unwrap() {
         let p = e.unwrap().path();
         assert!(!raw_escapes(&std::fs::read(&p).unwrap()), "{}", p.display());
@@ -395,7 +323,7 @@ fn report_escapes_every_string_from_a_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 28 item 10: a `.out` that links to /etc/os-release had its
+/// A `.out` that links to /etc/os-release once had its
 /// KEY=value lines copied into results.json. Report inputs are opened
 /// with O_NOFOLLOW, a linked directory is not entered, and the error
 /// names the link and says why.
@@ -406,18 +334,11 @@ fn report_follows_no_symbolic_link() {
     std::fs::remove_file(&out_file).unwrap();
     std::os::unix::fs::symlink("/etc/os-release", &out_file).unwrap();
     let log = dir.join("netperf_tps.log");
-    let out = run_client(
-        &["report", log.to_str().unwrap(), "--json"],
-        Duration::from_secs(20),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    eprintln!("linked .out: {:?}: {err}", out.status.code());
-    assert!(
-        !out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("PRETTY_NAME"));
+    let out = Thrum::report(&log).arg("--json").output();
+    let err = out.stderr();
+    eprintln!("linked .out: {:?}: {err}", out.code());
+    let out = out.fails();
+    assert!(!out.stdout().contains("PRETTY_NAME"));
     assert!(
         err.contains("netperf_tps_00001_to_lg2.out is a symbolic link")
             && err.contains("O_NOFOLLOW"),
@@ -427,20 +348,10 @@ fn report_follows_no_symbolic_link() {
     // A results.json, and a directory, reached through links.
     let good = netperf_copy("links-json", |t| t.to_string());
     let saved = good.join("saved");
-    let out = run_client(
-        &[
-            "report",
-            good.join("netperf_tps.log").to_str().unwrap(),
-            "--out",
-            saved.to_str().unwrap(),
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    Thrum::report(good.join("netperf_tps.log"))
+        .arg("--out")
+        .arg(&saved)
+        .ok();
     let linked = good.join("linked.json");
     std::os::unix::fs::symlink(saved.join("results.json"), &linked).unwrap();
     let linked_dir = good.join("linked-dir");
@@ -449,20 +360,12 @@ fn report_follows_no_symbolic_link() {
         (&linked, "linked.json is a symbolic link"),
         (&linked_dir, "linked-dir is a symbolic link to a directory"),
     ] {
-        let out = run_client(&["report", p.to_str().unwrap()], Duration::from_secs(20));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && err.contains(says), "{err}");
+        let out = Thrum::report(p).output();
+        let err = out.stderr();
+        assert!(!out.success() && err.contains(says), "{err}");
     }
     // The real file still reads.
-    let out = run_client(
-        &["report", saved.to_str().unwrap()],
-        Duration::from_secs(20),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    Thrum::report(&saved).ok();
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&good);
 }

@@ -10,20 +10,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    assert_rejected, assert_schema_named, bin, f, not_beside_floods, ns_exec, one_at_a_time,
-    run_client, run_cmd, u,
-};
+use crate::common::{Thrum, assert_rejected, assert_schema_named, f, read_json, u};
 use crate::netns::Link;
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("results.json is JSON")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// What every curve must satisfy, whatever the machine: the schema, the
 /// steps in order of offered rate, and the two points where the rules put
@@ -65,38 +53,23 @@ fn check_curve(doc: &Value, slo_ns: Option<u64>) {
 /// report re-rendered from the saved directory.
 #[test]
 fn curve_loopback_writes_every_output_and_report_rerenders() {
-    let _g = not_beside_floods();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("curve");
-    let out = run_client(
-        &[
-            "curve",
-            "tcp_rr",
-            "--rates",
-            "200,500,1k",
-            "-l",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--slo",
-            "p99=100ms",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-        Duration::from_secs(60),
-    );
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "curve failed: {stdout}\n{}",
-        text(&out.stderr)
-    );
+    let out = Thrum::curve("tcp_rr")
+        .args(["--rates", "200,500,1k"])
+        .len("1s")
+        .warmup("200ms")
+        .args(["--slo", "p99=100ms", "--out"])
+        .arg(&out_dir)
+        .timeout(Duration::from_secs(60))
+        .ok();
+    let stdout = out.stdout();
     assert!(
         stdout.contains("knee:") && stdout.contains("saturation:"),
         "{stdout}"
     );
     // No progress line where stderr is not a terminal.
-    assert!(!text(&out.stderr).contains('\r'));
+    assert!(!out.stderr().contains('\r'));
 
     let doc = read_json(&out_dir.join("results.json"));
     check_curve(&doc, Some(100_000_000));
@@ -151,16 +124,11 @@ fn curve_loopback_writes_every_output_and_report_rerenders() {
 
     // The report re-renders the same record, and the same table.
     let re_dir = dir.path().join("again");
-    let re = run_client(
-        &[
-            "report",
-            out_dir.to_str().unwrap(),
-            "--out",
-            re_dir.to_str().unwrap(),
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(re.status.success(), "{}", text(&re.stderr));
+    let re = Thrum::cmd(&["report"])
+        .arg(&out_dir)
+        .arg("--out")
+        .arg(&re_dir)
+        .ok();
     assert_eq!(read_json(&re_dir.join("results.json")), doc);
     for name in ["curve.csv", "curve.svg", "report.html"] {
         assert_eq!(
@@ -175,22 +143,18 @@ fn curve_loopback_writes_every_output_and_report_rerenders() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    assert_eq!(table(&text(&re.stdout)), table(&stdout));
+    assert_eq!(table(&re.stdout()), table(&stdout));
 }
 
 /// `--rates auto`: a closed-loop probe, then steps from 5 % of its rate
 /// upward, every one recorded and the record valid.
 #[test]
 fn curve_auto_steps_up_from_the_closed_loop_probe() {
-    let _g = not_beside_floods();
-    let out = run_client(
-        &[
-            "curve", "tcp_rr", "-l", "300ms", "--warmup", "0s", "--probe", "300ms", "--json",
-        ],
-        Duration::from_secs(120),
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("--json prints the record");
+    let doc = Thrum::curve("tcp_rr")
+        .len("300ms")
+        .args(["--probe", "300ms"])
+        .timeout(Duration::from_secs(120))
+        .json();
     check_curve(&doc, None);
     let probe = f(&doc["spec"]["closed_loop_per_s"]);
     let steps = doc["steps"].as_array().unwrap();
@@ -280,20 +244,18 @@ const TBF: [&str; 8] = [
 /// holds. At 1.0× the mean backlog does not grow (critical load: only the
 /// random walk of the generator's jitter), so that step is not asserted.
 fn knee_at_shaped_capacity(test: &str, subnet: u8) {
-    let _serial = one_at_a_time();
     let Some(link) = Link::client_shaped(subnet, &TBF) else {
         return;
     };
     let server = link.server();
     let capacity = SHAPED_BPS / 8.0 / request_wire_bytes(test);
     // The unloaded p50: the same requests and path at 100/s.
-    let probe = link.client(
-        &server,
-        test,
-        &[
-            "-r", "1400,64", "--rate", "100", "-l", "2s", "--warmup", "200ms",
-        ],
-    );
+    let probe = link
+        .client(&server, test)
+        .args(["-r", "1400,64", "--rate", "100"])
+        .len("2s")
+        .warmup("200ms")
+        .json();
     let unloaded = u(&probe["summary"]["latency_ns"]["p50"]) as f64;
     let shares = [0.25, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5];
     let rates: Vec<String> = shares
@@ -302,19 +264,17 @@ fn knee_at_shaped_capacity(test: &str, subnet: u8) {
         .collect();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("curve");
-    let mut cmd = ns_exec(&link.a, bin());
-    cmd.args(["curve", test, "-H", &server.addr, "-r", "1400,64"])
-        .args(["--rates", &rates.join(",")])
-        .args(["-l", "2s", "--warmup", "500ms"])
-        .args(["--out", out_dir.to_str().unwrap()]);
-    let out = run_cmd(&mut cmd, Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "{test} curve: {}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    eprintln!("{test}: capacity {capacity:.0}/s\n{}", text(&out.stdout));
+    let table = Thrum::curve(test)
+        .netns(&link.a)
+        .host(&server.addr)
+        .args(["-r", "1400,64", "--rates", &rates.join(",")])
+        .len("2s")
+        .warmup("500ms")
+        .arg("--out")
+        .arg(&out_dir)
+        .timeout(Duration::from_secs(120))
+        .stdout();
+    eprintln!("{test}: capacity {capacity:.0}/s\n{table}");
     let doc = read_json(&out_dir.join("results.json"));
     check_curve(&doc, None);
     let steps = doc["steps"].as_array().unwrap();

@@ -4,11 +4,12 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    ServerProc, assert_rejected, assert_serves, bin, json, run_client, short_rr, u, wait_for_lines,
+    ServerProc, Thrum, assert_rejected, assert_serves, read_json, stream_into_files, u,
+    wait_for_lines,
 };
 
 /// The client ends on a dead server: at once when the kernel resets its
@@ -39,18 +40,16 @@ fn unreachable_server_fails_fast() {
     // error says which: "refused" is the reset, a timeout would say it
     // timed out. (A bound on the clock, 5 s before, also passed a client
     // that sat out its 3 s connect timeout.)
-    let out = run_client(
-        &["run", "tcp_rr", "-H", "127.0.0.1:1", "--json"],
-        Duration::from_secs(10),
-    );
-    assert!(!out.status.success());
-    let doc = json(&out);
+    let out = Thrum::cmd(&["run", "tcp_rr", "-H", "127.0.0.1:1", "--json"])
+        .timeout(Duration::from_secs(10))
+        .fails();
+    let doc = out.json();
     let e = doc["summary"]["error"].as_str().unwrap();
     assert!(
         e.contains("cannot reach") && e.contains("127.0.0.1:1") && e.contains("refused"),
         "{e}"
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach"));
+    assert!(out.stderr().contains("cannot reach"));
 }
 
 #[test]
@@ -84,12 +83,10 @@ fn client_refuses_another_protocol_version() {
         let mut rest = Vec::new();
         let _ = s.read_to_end(&mut rest);
     });
-    let out = run_client(
-        &["run", "tcp_rr", "-H", &addr, "--json"],
-        Duration::from_secs(10),
-    );
-    assert!(!out.status.success());
-    let doc = json(&out);
+    let doc = Thrum::cmd(&["run", "tcp_rr", "-H", &addr, "--json"])
+        .timeout(Duration::from_secs(10))
+        .fails()
+        .json();
     let e = doc["summary"]["error"].as_str().unwrap();
     assert!(
         e.contains("protocol version mismatch") && e.contains("v2") && e.contains("v7"),
@@ -98,7 +95,7 @@ fn client_refuses_another_protocol_version() {
     h.join().unwrap();
 }
 
-/// Issue 29: pointed at a server of another protocol (here an HTTP
+/// Pointed at a server of another protocol (here an HTTP
 /// server's 400), the client says that the peer is not a thrum server and
 /// what it looked like, not "a control frame of 1213486160 bytes".
 #[test]
@@ -113,9 +110,10 @@ fn a_peer_that_is_not_thrum_is_named_as_such() {
         let mut rest = Vec::new();
         let _ = s.read_to_end(&mut rest);
     });
-    let out = run_client(&["run", "tcp_rr", "-H", &addr], Duration::from_secs(10));
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = Thrum::cmd(&["run", "tcp_rr", "-H", &addr])
+        .timeout(Duration::from_secs(10))
+        .fails()
+        .stderr();
     assert!(
         err.contains(&format!("{addr} is not a thrum server")),
         "{err}"
@@ -134,30 +132,7 @@ fn server_killed_mid_test_keeps_samples() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("s.csv");
     let res = dir.path().join("r.json");
-    let mut client = Command::new(bin())
-        .args([
-            "run",
-            "tcp_stream",
-            "-H",
-            &server.addr,
-            "-l",
-            "20s",
-            "--warmup",
-            "0s",
-            "-i",
-            "200ms",
-            "--json",
-        ])
-        .args([
-            "-o",
-            res.to_str().unwrap(),
-            "--samples",
-            csv.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut client = stream_into_files(Thrum::run("tcp_stream").host(&server.addr), &res, &csv);
     // Five intervals' rows (and the header) in the samples: then the kill.
     wait_for_lines(&csv, 6);
     server.child.kill().unwrap();
@@ -173,8 +148,7 @@ fn server_killed_mid_test_keeps_samples() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(!status.success());
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    let doc = read_json(&res);
     let e = doc["summary"]["error"].as_str().unwrap();
     // The cause, whichever end noticed first: the control connection (naming
     // the server) or a data connection.
@@ -193,10 +167,14 @@ fn client_killed_mid_test_frees_the_session() {
     let baseline = server.open_fds();
     let stream = dir.path().join("stream.jsonl");
     let csv = dir.path().join("s.csv");
-    let mut client = Command::new(bin())
-        .args(["run", "tcp_rr", "-H", &server.addr, "-F", "4", "-l", "20s"])
-        .args(["--warmup", "0s", "-i", "200ms", "--json-stream"])
-        .args(["--samples", csv.to_str().unwrap()])
+    let mut client = Thrum::run("tcp_rr")
+        .host(&server.addr)
+        .flows(4)
+        .len("20s")
+        .interval("200ms")
+        .args(["--json-stream", "--samples"])
+        .arg(&csv)
+        .command()
         .stdout(std::fs::File::create(&stream).unwrap())
         .stderr(Stdio::null())
         .spawn()
@@ -367,12 +345,11 @@ fn max_sessions_refuses_with_the_limit_then_serves_again() {
     // One accepted session that never starts holds the only slot until its
     // start deadline (a connection that has proved nothing holds none).
     let idle = crate::server_hardening::accepted_session(&server.addr);
-    let out = run_client(
-        &["run", "tcp_rr", "-H", &server.addr, "--json"],
-        Duration::from_secs(10),
-    );
-    assert!(!out.status.success());
-    let e = json(&out)["summary"]["error"].as_str().unwrap().to_string();
+    let doc = Thrum::cmd(&["run", "tcp_rr", "-H", &server.addr, "--json"])
+        .timeout(Duration::from_secs(10))
+        .fails()
+        .json();
+    let e = doc["summary"]["error"].as_str().unwrap().to_string();
     assert!(
         e.contains("server busy") && e.contains("--max-sessions 1"),
         "{e}"
@@ -381,7 +358,8 @@ fn max_sessions_refuses_with_the_limit_then_serves_again() {
     // The slot is free again once that session has ended.
     let t = Instant::now();
     loop {
-        if short_rr(&server.addr, &[]).status.success() {
+        let short = Thrum::run("tcp_rr").host(&server.addr).len("300ms");
+        if short.arg("--json").output().success() {
             break;
         }
         assert!(
@@ -430,22 +408,13 @@ fn a_timeout_with_a_full_time_wait_table_names_the_table() {
         crate::common::ns_exec(n, "sysctl").args(["-qw", "net.ipv4.tcp_max_tw_buckets=10"]),
     );
     let server = crate::common::ns_server(n, "127.0.0.1");
-    crate::common::run_json(
-        server
-            .thrum()
-            .args(["run", "tcp_crr", "-H", &server.addr, "-n", "50", "--json"]),
-        Duration::from_secs(30),
-        "tcp_crr filling the table",
-    );
+    // tcp_crr filling the table.
+    Thrum::run("tcp_crr").on(&server).args(["-n", "50"]).json();
     let t = Instant::now();
-    let out = crate::common::run_cmd(
-        server
-            .thrum()
-            .args(["run", "tcp_rr", "-H", "10.9.9.9:5999", "-l", "1s", "--json"]),
-        Duration::from_secs(30),
-    );
-    assert!(!out.status.success());
-    let doc = crate::common::json(&out);
+    let doc = Thrum::cmd(&["run", "tcp_rr", "-H", "10.9.9.9:5999", "-l", "1s", "--json"])
+        .netns(n)
+        .fails()
+        .json();
     let err = doc["summary"]["error"].as_str().expect("an error");
     assert!(
         err.contains("cannot reach the thrum server at 10.9.9.9:5999: the kernel's TIME_WAIT table is full (10 of 10)"),

@@ -1,4 +1,4 @@
-//! A server that cannot be knocked over (issue 28): clients without a key,
+//! A server that cannot be knocked over: clients without a key,
 //! within the server's stated flags, against a real server process.
 //!
 //! - a spec whose open-loop window sizes gigabytes of buffers is refused
@@ -11,11 +11,11 @@
 //!   slots to others.
 //!
 //! `THRUM_E2E_SERVER_BIN=PATH` runs the server from another build (the
-//! figures each test prints are the issue's before and after).
+//! figures each test prints compare the two builds).
 
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use serde_json::Value;
 use thrum::control::proto::{self, ClientMsg, encode};
 use thrum::plan::{DriverChoice, TestKind, TestPlan};
 
-use crate::common::{Netns, ServerProc, bin, json, ns_client_cmd, ns_exec, run_cmd, run_ok};
+use crate::common::{Netns, Running, ServerProc, Thrum, bin, ns_exec, run_ok};
 use crate::hostile::{connect_from, error_then_close, hello, next_frame};
 
 /// The server under test: this build's, or `THRUM_E2E_SERVER_BIN`.
@@ -58,26 +58,25 @@ fn plan(test: TestKind, flows: u32) -> TestPlan {
 }
 
 /// A client of `test` from `from`, running for `secs` against `addr`.
-fn client_from(addr: &str, from: &str, test: &str, secs: &str) -> std::process::Child {
-    Command::new(bin())
-        .args(["run", test, "-H", addr, "--bind", from, "-l", secs])
-        .args(["--warmup", "0s", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+fn client_from(addr: &str, from: &str, test: &str, secs: &str) -> Running {
+    Thrum::run(test)
+        .host(addr)
+        .args(["--bind", from])
+        .len(secs)
+        .arg("--json")
         .spawn()
-        .expect("spawn the client")
 }
 
-fn outcome(child: std::process::Child) -> (bool, String) {
-    let out = child.wait_with_output().unwrap();
-    let doc = json(&out);
+fn outcome(child: Running) -> (bool, String) {
+    let out = child.wait();
+    let doc = out.json();
     (
-        out.status.success(),
+        out.success(),
         doc["summary"]["error"].as_str().unwrap_or("").to_string(),
     )
 }
 
-/// Issue 28 item 1: a udp_rr open-loop spec with a window of 65,536
+/// A udp_rr open-loop spec with a window of 65,536
 /// responses of 65,507 bytes under io_uring. The old server accepted it and
 /// allocated 8.6 GB at `start`: under a 6 GiB address-space cap the whole
 /// process aborted and a bystander session got EOF. It must be refused
@@ -115,7 +114,7 @@ fn a_window_of_gigabytes_is_refused_and_the_server_stays_up() {
     let died = server.child.try_wait().unwrap();
     let (served, why) = outcome(bystander);
     eprintln!(
-        "hardening: item 1: spec answered {:?} ({refusal}); server exit {died:?}; bystander served: {served} {why}",
+        "hardening: a window of gigabytes: spec answered {:?} ({refusal}); server exit {died:?}; bystander served: {served} {why}",
         answer["type"]
     );
     assert_eq!(answer["type"], "error", "{answer}");
@@ -129,7 +128,7 @@ fn a_window_of_gigabytes_is_refused_and_the_server_stays_up() {
     assert!(served, "the bystander session failed: {why}");
 }
 
-/// Issue 28 item 2, on loopback: a udp_stream session of 64 flows that
+/// On loopback: a udp_stream session of 64 flows that
 /// never sends `start` holds 64 ports until the start deadline (5 s +
 /// 1 ms per flow; it was 30 s), then is told why and its ports are free.
 #[test]
@@ -143,7 +142,7 @@ fn an_idle_accepted_session_ends_at_the_start_deadline() {
     s.set_read_timeout(Some(Duration::from_secs(45))).unwrap();
     let e = error_then_close(&mut s).unwrap_or_default();
     let held = t0.elapsed();
-    eprintln!("hardening: item 2: an idle accepted session held 64 ports for {held:.1?}: {e}");
+    eprintln!("hardening: an idle accepted session held 64 ports for {held:.1?}: {e}");
     assert!(e.contains("timed out waiting for 'start'"), "{e}");
     assert!(
         held >= Duration::from_secs(4) && held < Duration::from_secs(12),
@@ -187,7 +186,7 @@ fn host_udp_sockets(n: usize) -> usize {
     socks.len()
 }
 
-/// Issue 28 item 2, in a namespace of 1,001 ephemeral ports: sessions that
+/// In a namespace of 1,001 ephemeral ports: sessions that
 /// never send `start` may hold `--max-ports` (a quarter: 250) and no more,
 /// so the host can still open UDP sockets and connections; once the start
 /// deadline has passed, all are free again. The old server gave one
@@ -232,14 +231,16 @@ fn idle_sessions_leave_the_host_its_ports() {
         })
         .collect();
     eprintln!(
-        "hardening: item 2: in a 1,001-port namespace: {kinds:?}; the host then bound {host_udp} of 500 UDP sockets, connected: {host_tcp}"
+        "hardening: in a 1,001-port namespace: {kinds:?}; the host then bound {host_udp} of 500 UDP sockets, connected: {host_tcp}"
     );
     // While they are held, a client in the namespace runs.
-    let out = run_cmd(
-        &mut ns_client_cmd(&ns.0, &server, "tcp_rr", &["-l", "500ms", "--warmup", "0s"]),
-        Duration::from_secs(20),
-    );
-    let served = out.status.success();
+    let out = Thrum::run("tcp_rr")
+        .netns(&ns.0)
+        .host(&server.addr)
+        .len("500ms")
+        .arg("--json")
+        .output();
+    let served = out.success();
     let ports = |a: &Value| a["udp_ports"].as_array().map_or(0, |p| p.len());
     assert_eq!(answers[0]["type"], "error", "{}", answers[0]);
     let e = answers[0]["message"].as_str().unwrap();
@@ -263,11 +264,7 @@ fn idle_sessions_leave_the_host_its_ports() {
         "the host could bind {host_udp} of 500 UDP sockets"
     );
     assert!(host_tcp, "the host could not connect");
-    assert!(
-        served,
-        "a client beside them: {}",
-        json(&out)["summary"]["error"]
-    );
+    assert!(served, "a client beside them:\n{}", out.report());
     // After the deadline every port is free again.
     let mut controls = controls;
     for s in &mut controls {
@@ -275,11 +272,13 @@ fn idle_sessions_leave_the_host_its_ports() {
         error_then_close(s);
     }
     let after = in_netns(&ns.0, || host_udp_sockets(900));
-    eprintln!("hardening: item 2: after the deadline the host bound {after} of 900");
+    eprintln!(
+        "hardening: in the 1,001-port namespace, after the deadline the host bound {after} of 900"
+    );
     assert_eq!(after, 900);
 }
 
-/// Issue 28 item 3: 16 accepted, idle sessions from 127.0.0.1 (its
+/// 16 accepted, idle sessions from 127.0.0.1 (its
 /// `--max-sessions-per-client`, a quarter of 64) leave the other 48 slots:
 /// a client from 127.0.0.9 is served, and the 17th from 127.0.0.1 is
 /// refused naming the flag. The old server let one address take all 64.
@@ -300,7 +299,7 @@ fn one_client_cannot_take_every_slot() {
     let other = client_from(&addr, "127.0.0.9", "tcp_rr", "1s");
     let (served, why) = outcome(other);
     eprintln!(
-        "hardening: item 3: 127.0.0.1 held {} idle sessions, then: {refusal}; 127.0.0.9 served: {served} {why}",
+        "hardening: sessions per address: 127.0.0.1 held {} idle sessions, then: {refusal}; 127.0.0.9 served: {served} {why}",
         held.len()
     );
     assert_eq!(held.len(), 16);

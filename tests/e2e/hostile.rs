@@ -8,7 +8,7 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,9 +17,7 @@ use thrum::control::auth::{self, Psk};
 use thrum::control::proto::{self, ClientMsg, PROTOCOL_VERSION, encode};
 use thrum::plan::{DriverChoice, TestKind, TestPlan};
 
-use crate::common::{
-    SESSION_CODES, ServerProc, bin, diagnostics_of, json, one_at_a_time, run_client, short_rr, u,
-};
+use crate::common::{SESSION_CODES, ServerProc, Thrum, diagnostics_of, u};
 
 /// The server's limits in this suite.
 const MAX_FLOWS: &str = "16";
@@ -226,23 +224,21 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
     let a = addr.to_string();
     let wrong = wrong_key_path.to_string();
     checks.push(thread::spawn(move || {
-        let out = run_client(
-            &["run", "tcp_rr", "-H", &a, "--psk-file", &wrong, "--json"],
-            Duration::from_secs(20),
-        );
-        assert!(!out.status.success());
-        let e = json(&out)["summary"]["error"].as_str().unwrap().to_string();
+        let doc = Thrum::cmd(&["run", "tcp_rr", "-H", &a, "--psk-file", &wrong, "--json"])
+            .timeout(Duration::from_secs(20))
+            .fails()
+            .json();
+        let e = doc["summary"]["error"].as_str().unwrap().to_string();
         assert!(e.contains("wrong pre-shared key"), "{e}");
         "wrong key"
     }));
     let a = addr.to_string();
     checks.push(thread::spawn(move || {
-        let out = run_client(
-            &["run", "tcp_rr", "-H", &a, "--json"],
-            Duration::from_secs(20),
-        );
-        assert!(!out.status.success());
-        let e = json(&out)["summary"]["error"].as_str().unwrap().to_string();
+        let doc = Thrum::cmd(&["run", "tcp_rr", "-H", &a, "--json"])
+            .timeout(Duration::from_secs(20))
+            .fails()
+            .json();
+        let e = doc["summary"]["error"].as_str().unwrap().to_string();
         assert!(e.contains("requires a pre-shared key (--psk-file)"), "{e}");
         // And a raw client that skips the challenge and sends a spec.
         let mut s = connect(&a);
@@ -301,16 +297,12 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
     ] {
         let (a, kp) = (addr.to_string(), key_path.to_string());
         checks.push(thread::spawn(move || {
-            let out = run_client(
-                &[
-                    &["run", "tcp_stream", "-H", &a, "--psk-file", &kp, "--json"],
-                    args,
-                ]
-                .concat(),
-                Duration::from_secs(20),
-            );
-            assert!(!out.status.success());
-            let e = json(&out)["summary"]["error"].as_str().unwrap().to_string();
+            let doc = Thrum::cmd(&["run", "tcp_stream", "-H", &a, "--psk-file", &kp, "--json"])
+                .args(args)
+                .timeout(Duration::from_secs(20))
+                .fails()
+                .json();
+            let e = doc["summary"]["error"].as_str().unwrap().to_string();
             assert!(e.contains("spec refused") && e.contains(needle), "{e}");
             "a spec over a limit"
         }));
@@ -318,9 +310,12 @@ fn hostile_clients(addr: &str, key: &Psk, key_path: &str, wrong_key_path: &str) 
     let (a, kp) = (addr.to_string(), key_path.to_string());
     checks.push(thread::spawn(move || {
         // A real client that vanishes mid-test.
-        let mut c = Command::new(bin())
-            .args(["run", "tcp_rr", "-H", &a, "--psk-file", &kp, "-F", "4"])
-            .args(["-l", "20s", "--warmup", "0s"])
+        let mut c = Thrum::run("tcp_rr")
+            .host(&a)
+            .args(["--psk-file", &kp])
+            .flows(4)
+            .len("20s")
+            .command()
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -365,12 +360,12 @@ fn idle_connections(addr: &str, key_path: &str) {
     let mut conns: Vec<TcpStream> = (0..500)
         .map(|_| connect_from(addr, "127.0.0.2:0"))
         .collect();
-    let out = short_rr(addr, &["--psk-file", key_path]);
-    assert!(
-        out.status.success(),
-        "a client was locked out by another address's idle connections: {}",
-        json(&out)["summary"]["error"]
-    );
+    // Not locked out by another address's idle connections.
+    Thrum::run("tcp_rr")
+        .host(addr)
+        .len("300ms")
+        .args(["--psk-file", key_path])
+        .json();
     let mut busy = 0;
     for s in &mut conns {
         match error_then_close(s) {
@@ -388,9 +383,6 @@ fn idle_connections(addr: &str, key_path: &str) {
 
 #[test]
 fn hostile_clients_do_not_disturb_a_running_test() {
-    // A 1-byte tcp_rr and 500 connections keep both CPUs busy: run alone,
-    // as the floods do, so that lossless-UDP loopback tests never run beside it.
-    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let secret = "correct horse battery staple, the lab's key";
     let key_path = key_file(dir.path(), "key", &format!("{secret}\n"));
@@ -416,39 +408,23 @@ fn hostile_clients_do_not_disturb_a_running_test() {
 
     // One test first, so that the baseline includes what any session leaves
     // behind for good (allocator arenas, thread-stack caches).
-    let warm = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &addr,
-            "--psk-file",
-            &key_path,
-            "-F",
-            "4",
-            "-l",
-            "500ms",
-            "--warmup",
-            "0s",
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(
-        warm.status.success(),
-        "{}",
-        String::from_utf8_lossy(&warm.stderr)
-    );
+    Thrum::run("tcp_rr")
+        .host(&addr)
+        .args(["--psk-file", &key_path])
+        .flows(4)
+        .len("500ms")
+        .ok();
     thread::sleep(Duration::from_millis(300));
     let (fds0, rss0) = (server.open_fds(), server.rss_kb());
 
     // The legitimate test, long enough to outlast the storm.
-    let legit = Command::new(bin())
-        .args(["run", "tcp_rr", "-H", &addr, "--psk-file", &key_path])
-        .args(["-F", "2", "-l", "20s", "--warmup", "0s", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let legit = Thrum::run("tcp_rr")
+        .host(&addr)
+        .args(["--psk-file", &key_path])
+        .flows(2)
+        .len("20s")
+        .arg("--json")
+        .spawn();
     thread::sleep(Duration::from_millis(500));
 
     let started = Instant::now();
@@ -456,13 +432,8 @@ fn hostile_clients_do_not_disturb_a_running_test() {
     idle_connections(&addr, &key_path);
     eprintln!("hostile: the storm took {:.1?}", started.elapsed());
 
-    let out = legit.wait_with_output().unwrap();
-    let doc = json(&out);
-    assert!(
-        out.status.success(),
-        "the legitimate test failed: {}",
-        doc["summary"]["error"]
-    );
+    // The legitimate test succeeded.
+    let doc = legit.wait().json_ok();
     // Correct figures: every transaction counted on both ends, the window
     // the length asked for, and no warning from the session itself (the
     // server's errors, refused connections, missing samples, an undrained

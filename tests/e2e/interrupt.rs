@@ -1,4 +1,4 @@
-//! Ctrl-C and SIGTERM (issue 20, item 3): the run stops, and what was
+//! Ctrl-C and SIGTERM: the run stops, and what was
 //! measured is printed and written, marked `interrupted`, with exit status
 //! 130; a second Ctrl-C exits at once; `agg` keeps the steps it completed,
 //! `sweep` the cells it measured, `curve` its whole steps.
@@ -8,13 +8,13 @@
 //! busy machine may take seconds to start a run.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Pty, ServerProc, assert_schema, assert_schema_named, bin, f, one_at_a_time};
+use crate::common::{ServerProc, Thrum, assert_schema, assert_schema_named, f, read_json};
 
 fn kill(pid: u32, sig: i32) {
     // SAFETY: kill on a process this test started.
@@ -25,15 +25,9 @@ fn signal(child: &Child, sig: i32) {
     kill(child.id(), sig);
 }
 
-/// `thrum run ... --json-stream`, its stdout lines on a channel.
-fn streaming(args: &[&str]) -> (Child, mpsc::Receiver<String>) {
-    let mut child = Command::new(bin())
-        .args(args)
-        .arg("--json-stream")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+/// `run` with `--json-stream`, its stdout lines on a channel.
+fn streaming(run: Thrum) -> (Child, mpsc::Receiver<String>) {
+    let mut child = run.arg("--json-stream").spawn().child;
     let out = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -80,10 +74,10 @@ fn result_line(lines: &[String]) -> Option<Value> {
         .map(|v| v["result"].clone())
 }
 
-/// `thrum ARGS..` on a terminal, Ctrl-C typed once it shows `under_way`:
-/// it must exit 130 saying `error: interrupted`. Returns all it showed.
-fn ctrl_c_once(args: &[&str], under_way: &str) -> String {
-    let mut pty = Pty::spawn(args);
+/// `run` on a terminal, Ctrl-C typed once it shows `under_way`: it must
+/// exit 130 saying `error: interrupted`. Returns all it showed.
+fn ctrl_c_once(run: Thrum, under_way: &str) -> String {
+    let mut pty = run.pty();
     pty.wait_for(under_way, Duration::from_secs(60));
     pty.ctrl_c();
     let (status, text) = pty.finish(Duration::from_secs(60));
@@ -101,8 +95,7 @@ const PLANNED_S: f64 = 30.0;
 #[test]
 fn a_signal_keeps_what_was_measured_and_exits_130() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
-        let (mut child, rx) =
-            streaming(&["run", "tcp_rr", "-l", "30s", "--warmup", "0s", "-i", "0.5s"]);
+        let (mut child, rx) = streaming(Thrum::run("tcp_rr").len("30s").interval("0.5s"));
         // One interval in: the run is under way.
         let first = rx
             .recv_timeout(Duration::from_secs(30))
@@ -152,18 +145,12 @@ fn a_signal_keeps_what_was_measured_and_exits_130() {
 fn a_second_signal_exits_at_once() {
     for second in [false, true] {
         let server = ServerProc::start(&[]);
-        let (mut child, rx) = streaming(&[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "60s",
-            "--warmup",
-            "0s",
-            "-i",
-            "0.2s",
-        ]);
+        let (mut child, rx) = streaming(
+            Thrum::run("tcp_rr")
+                .host(&server.addr)
+                .len("60s")
+                .interval("0.2s"),
+        );
         rx.recv_timeout(Duration::from_secs(30))
             .expect("a first interval");
         kill(server.pid(), libc::SIGSTOP);
@@ -207,7 +194,7 @@ fn a_second_signal_exits_at_once() {
 fn ctrl_c_on_a_terminal_prints_what_was_measured() {
     // A row of the window: the run is under way.
     let text = ctrl_c_once(
-        &["run", "tcp_rr", "-l", "30s", "--warmup", "0s", "-i", "0.5s"],
+        Thrum::run("tcp_rr").len("30s").interval("0.5s"),
         " measure ",
     );
     assert!(text.contains("-- summary over"), "{text}");
@@ -221,19 +208,11 @@ fn ctrl_c_writes_the_interrupted_result_to_the_output_file() {
     let file = dir.path().join("out.json");
     // The progress line names the phase of the interval last reported.
     ctrl_c_once(
-        &[
-            "run",
-            "tcp_rr",
-            "-l",
-            "30s",
-            "--warmup",
-            "0s",
-            "-i",
-            "0.5s",
-            "--json",
-            "-o",
-            file.to_str().unwrap(),
-        ],
+        Thrum::run("tcp_rr")
+            .len("30s")
+            .interval("0.5s")
+            .args(["--json", "-o"])
+            .arg(&file),
         "measure",
     );
     let r: Value = serde_json::from_slice(&std::fs::read(&file).expect("-o FILE written")).unwrap();
@@ -246,11 +225,9 @@ fn ctrl_c_writes_the_interrupted_result_to_the_output_file() {
 }
 
 /// agg stopped during its second step keeps the first, says so, and exits
-/// 130. On the terminal its progress line shows elapsed and total time
-/// (issue 20, item 6).
+/// 130. On the terminal its progress line shows elapsed and total time.
 #[test]
 fn agg_keeps_the_steps_it_completed() {
-    let _g = one_at_a_time();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("agg");
@@ -258,28 +235,15 @@ fn agg_keeps_the_steps_it_completed() {
     // planned 9 s. Step 2 is drawn when it begins, that is once the first
     // step's 3 s have passed: from then on the first is complete.
     let text = ctrl_c_once(
-        &[
-            "agg",
-            "--hosts",
-            &server.addr,
-            "--tests",
-            "tps",
-            "--burst",
-            "1",
-            "--step",
-            "3s",
-            "--max-streams",
-            "4",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
+        Thrum::cmd(&["agg", "--hosts", &server.addr, "--tests", "tps"])
+            .args(["--burst", "1", "--step", "3s", "--max-streams", "4"])
+            .arg("--out")
+            .arg(&out_dir),
         "step 2/3",
     );
     assert!(text.contains("tps      ["), "no progress line: {text:?}");
     assert!(text.contains("s / 9s"), "no elapsed/total: {text:?}");
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
-            .unwrap();
+    let doc = read_json(&out_dir.join("results.json"));
     assert_schema_named(&doc, "thrum.agg.v1.json");
     let t = &doc["tests"][0];
     let steps = t["steps"].as_array().unwrap();
@@ -298,18 +262,15 @@ fn agg_keeps_the_steps_it_completed() {
 fn sweep_prints_and_writes_the_cells_it_measured() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sweep.json");
-    // Cell 2 begins once cell 1 is measured; four cells of 2 s remain.
+    // Cell 2 begins once cell 1 is measured; four cells of 2 s (the
+    // default warm-up and the window) remain.
     let text = ctrl_c_once(
-        &[
-            "sweep",
-            "tcp_rr",
-            "--flows",
-            "1,1,1,1,1,1",
-            "-l",
-            "1s",
-            "--export-json",
-            file.to_str().unwrap(),
-        ],
+        Thrum::sweep("tcp_rr")
+            .args(["--flows", "1,1,1,1,1,1"])
+            .len("1s")
+            .arg("--export-json")
+            .arg(&file)
+            .default_warmup(),
         "cell 2/6",
     );
     assert!(text.contains("rows burst, columns flows"), "{text}");
@@ -344,24 +305,15 @@ fn curve_keeps_the_steps_it_completed() {
     let out_dir = dir.path().join("curve");
     // Step 2 begins once step 1 is written: its line is on the terminal.
     let text = ctrl_c_once(
-        &[
-            "curve",
-            "tcp_rr",
-            "--rates",
-            "100,200,300,400",
-            "-l",
-            "2s",
-            "--warmup",
-            "0s",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
+        Thrum::curve("tcp_rr")
+            .args(["--rates", "100,200,300,400"])
+            .len("2s")
+            .arg("--out")
+            .arg(&out_dir),
         "step 2/4",
     );
     assert!(text.contains("interrupted after"), "{text}");
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
-            .unwrap();
+    let doc = read_json(&out_dir.join("results.json"));
     assert_schema_named(&doc, "thrum.curve.v1.json");
     assert_eq!(doc["interrupted"], true, "{doc}");
     let steps = doc["steps"].as_array().unwrap();

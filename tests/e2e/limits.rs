@@ -1,5 +1,5 @@
 //! Limits that hold against a client that follows the protocol just well
-//! enough (issue 22): sessions end at their stated bound, control frames
+//! enough: sessions end at their stated bound, control frames
 //! after the spec are sized to the session, UDP flow sockets drop what was
 //! queued before `start`, silent data connections cost the real flows no
 //! time, and every dropped connection is counted as refused.
@@ -15,7 +15,7 @@ use thrum::plan::Phase;
 use thrum::plan::{TestKind, TestPlan};
 use thrum::workload::crr::TOKEN_LEN;
 
-use crate::common::{ServerProc, u};
+use crate::common::{ServerProc, Thrum, u};
 use crate::hostile::{connect, connect_from, error_then_close, hello, next_frame};
 
 /// Hello and spec on a server without a key; returns the control
@@ -550,14 +550,11 @@ fn hostile_server_naming(
 fn a_hostile_servers_strings_and_numbers_are_not_printed_raw() {
     for json in [false, true] {
         let (addr, h) = hostile_server();
-        let mut cmd = std::process::Command::new(crate::common::bin());
-        cmd.args([
-            "run", "udp_rr", "-H", &addr, "-l", "1s", "--warmup", "0s", "-v",
-        ]);
+        let mut run = Thrum::run("udp_rr").host(&addr).len("1s").arg("-v");
         if json {
-            cmd.arg("--json");
+            run = run.arg("--json");
         }
-        let o = cmd.output().unwrap();
+        let o = run.output();
         h.join().unwrap();
         let all = [o.stdout.as_slice(), o.stderr.as_slice()].concat();
         let text = String::from_utf8_lossy(&all);
@@ -633,15 +630,13 @@ fn a_server_naming_a_third_host_for_its_udp_sockets_is_refused() {
         flows: 1,
     };
     let (addr, h) = hostile_server_naming(vec![third]);
-    let o = std::process::Command::new(crate::common::bin())
-        .args([
-            "run", "udp_rr", "-H", &addr, "-l", "1s", "--warmup", "0s", "--json",
-        ])
-        .output()
-        .unwrap();
+    let o = Thrum::run("udp_rr")
+        .host(&addr)
+        .len("1s")
+        .arg("--json")
+        .output();
     h.join().unwrap();
-    assert!(!o.status.success());
-    let doc: Value = serde_json::from_slice(&o.stdout).expect("a JSON result");
+    let doc = o.fails().json();
     let e = doc["summary"]["error"].as_str().unwrap_or_default();
     assert!(e.contains("192.0.2.1") && e.contains("UDP address"), "{e}");
 }

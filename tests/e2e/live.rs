@@ -1,11 +1,11 @@
-//! While a test runs (issue 20, item 6): each interval's row in the human
-//! output as it completes, the summary after; on a terminal a progress
-//! line with elapsed and total time, kept off the rows.
+//! While a test runs: each interval's row in the human output as it
+//! completes (with `--timestamps`, starting with the wall-clock time it
+//! ended), the summary after; on a terminal a progress line with elapsed
+//! and total time, kept off the rows.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::{Pty, bin, run_cmd};
+use crate::common::{ServerProc, Thrum, read_json};
 
 /// The terminal's lines as a reader sees them: each line's text after the
 /// last erase code (the progress line drawn and cleared before it).
@@ -29,7 +29,7 @@ fn is_row(l: &str) -> bool {
 /// apart and leaves a busy machine 1.75 s of lateness for the first row.
 #[test]
 fn interval_rows_come_as_each_interval_completes() {
-    let mut pty = Pty::spawn(&["run", "tcp_rr", "-l", "4s", "--warmup", "0s", "-i", "0.5s"]);
+    let mut pty = Thrum::run("tcp_rr").len("4s").interval("0.5s").pty();
     // A row, not the progress line (which names the phase too).
     pty.wait_until(
         "interval row",
@@ -67,7 +67,11 @@ fn interval_rows_come_as_each_interval_completes() {
 /// shows elapsed of total time, and is cleared before each row.
 #[test]
 fn the_progress_line_shows_elapsed_and_total_time() {
-    let pty = Pty::spawn(&["run", "tcp_rr", "-l", "2s", "--warmup", "1s", "-i", "0.5s"]);
+    let pty = Thrum::run("tcp_rr")
+        .len("2s")
+        .warmup("1s")
+        .interval("0.5s")
+        .pty();
     let (status, text) = pty.finish(Duration::from_secs(60));
     assert!(status.success(), "{text:?}");
     assert!(text.contains(" / 3.0s"), "no elapsed/total: {text:?}");
@@ -80,11 +84,8 @@ fn the_progress_line_shows_elapsed_and_total_time() {
         .count();
     assert!(rows >= 4, "rows mixed with the progress line: {text:?}");
     // Not on a terminal: no progress line at all.
-    let plain = run_cmd(
-        Command::new(bin()).args(["run", "tcp_rr", "-l", "0.5s", "--warmup", "0s"]),
-        Duration::from_secs(30),
-    );
-    assert!(!String::from_utf8_lossy(&plain.stderr).contains('\r'));
+    let plain = Thrum::run("tcp_rr").len("0.5s").output();
+    assert!(!plain.stderr().contains('\r'));
 }
 
 /// The progress line of sweep and curve, on a terminal: the label, a bar,
@@ -93,7 +94,11 @@ fn the_progress_line_shows_elapsed_and_total_time() {
 #[test]
 fn sweep_and_curve_show_elapsed_and_total_time() {
     // Two cells, each the run's default 1 s warm-up and a 0.3 s window.
-    let pty = Pty::spawn(&["sweep", "tcp_rr", "--flows", "1,2", "-l", "0.3s"]);
+    let pty = Thrum::sweep("tcp_rr")
+        .args(["--flows", "1,2"])
+        .len("0.3s")
+        .default_warmup()
+        .pty();
     let (status, text) = pty.finish(Duration::from_secs(60));
     assert!(status.success(), "{text:?}");
     assert!(text.contains("sweep ["), "no progress line: {text:?}");
@@ -103,9 +108,10 @@ fn sweep_and_curve_show_elapsed_and_total_time() {
     );
     // Two steps, each a 1 s window without warm-up: the clock starts again
     // at every step.
-    let pty = Pty::spawn(&[
-        "curve", "tcp_rr", "--rates", "100,200", "-l", "1s", "--warmup", "0s",
-    ]);
+    let pty = Thrum::curve("tcp_rr")
+        .args(["--rates", "100,200"])
+        .len("1s")
+        .pty();
     let (status, text) = pty.finish(Duration::from_secs(60));
     assert!(status.success(), "{text:?}");
     for step in ["step 1/2 [", "step 2/2 ["] {
@@ -114,5 +120,48 @@ fn sweep_and_curve_show_elapsed_and_total_time() {
     assert!(
         text.contains("s / 1.0s  offered "),
         "no elapsed/total: {text:?}"
+    );
+}
+
+/// `thrum run -H HOST -l 1s` runs tcp_stream (netperf
+/// without -t), and `--timestamps=FORMAT` starts each row with the
+/// wall-clock time its interval ended (the JSON's unix_end_s), `-f m` the
+/// rates in Mbit/s.
+#[test]
+fn no_test_is_tcp_stream_with_timestamped_rows() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let text = Thrum::run_without_test()
+        .env("TZ", "UTC")
+        .on(&server)
+        .len("1s")
+        .interval("250ms")
+        .args(["--timestamps=%H:%M:%S", "-f", "m", "--export-json"])
+        .arg(&json)
+        .stdout();
+    assert!(text.starts_with("tcp_stream to "), "{text}");
+    let r = read_json(&json);
+    assert_eq!(r["test"], "tcp_stream");
+    let hms = |t: f64| {
+        let s = t.floor() as u64 % 86_400;
+        format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    };
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains(" measure ")).collect();
+    let ivs = r["intervals"].as_array().unwrap();
+    assert_eq!(rows.len(), ivs.len(), "{text}");
+    for (row, iv) in rows.iter().zip(ivs) {
+        let want = hms(iv["unix_end_s"].as_f64().unwrap());
+        assert!(row.starts_with(&want), "{row:?} does not start with {want}");
+        // The rate in --format's unit, then TCP_INFO's Retr and Cwnd.
+        assert!(row.contains(" Mbit/s "), "{row:?}");
+    }
+    assert!(
+        text.lines().any(|l| l.starts_with("time ")),
+        "no time column header: {text}"
+    );
+    assert!(
+        text.contains("throughput (received)") && text.contains(" Mbit/s"),
+        "{text}"
     );
 }

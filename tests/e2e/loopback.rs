@@ -7,10 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    Netns, ServerProc, assert_schema, f, json, json_lines, not_beside_floods, run_client, run_cmd,
-    run_json, thrum_in, u,
-};
+use crate::common::{Netns, ServerProc, Thrum, assert_schema, f, u};
 
 const TESTS: [&str; 6] = [
     "tcp_stream",
@@ -46,26 +43,15 @@ pub(crate) fn run_and_check_with(
     threads: u32,
     extra: &[&str],
 ) -> Value {
-    let (fl, th) = (flows.to_string(), threads.to_string());
-    let mut args = vec![
-        "run",
-        test,
-        "-H",
-        &server.addr,
-        "-F",
-        &fl,
-        "-T",
-        &th,
-        "-l",
-        "1s",
-        "--warmup",
-        "300ms",
-        "-i",
-        "250ms",
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    let doc = run_json(server.thrum().args(&args), Duration::from_secs(30), test);
+    let doc = Thrum::run(test)
+        .on(server)
+        .flows(flows)
+        .threads(threads)
+        .len("1s")
+        .warmup("300ms")
+        .interval("250ms")
+        .args(extra)
+        .json();
     assert_schema(&doc);
     let s = &doc["summary"];
     assert!(s["error"].is_null());
@@ -177,8 +163,6 @@ pub(crate) fn run_and_check_with(
 
 #[test]
 fn every_test_one_flow_one_thread() {
-    // Window lengths and rates within 5 %: not beside a flood.
-    let _quiet = not_beside_floods();
     // tcp_crr and tcp_cc leave thousands of TIME_WAIT: in a namespace of
     // their own (`ServerProc::isolated`).
     let server = ServerProc::isolated("lo-1x1", &[]);
@@ -199,8 +183,6 @@ fn every_test_one_flow_one_thread() {
 
 #[test]
 fn every_test_eight_flows_two_threads() {
-    // Window lengths and rates within 5 %: not beside a flood.
-    let _quiet = not_beside_floods();
     let server = ServerProc::isolated("lo-8x2", &[]);
     for t in TESTS {
         let doc = run_and_check(&server, t, 8, 2);
@@ -241,25 +223,13 @@ fn transaction_count_limit_is_exact() {
         } else {
             &[]
         };
-        let args = [
-            "run",
-            t,
-            "-H",
-            &server.addr,
-            "-n",
-            "3001",
-            "-F",
-            flows,
-            "-T",
-            if flows == "1" { "1" } else { "2" },
-            "--json",
-        ];
+        let doc = Thrum::run(t)
+            .on(&server)
+            .args(["-n", "3001", "-F", flows])
+            .args(["-T", if flows == "1" { "1" } else { "2" }])
+            .args(close_flag)
+            .json();
         let t = &format!("{t} -F {flows} --close {close}");
-        let doc = run_json(
-            server.thrum().args([&args[..], close_flag].concat()),
-            Duration::from_secs(30),
-            t,
-        );
         let s = &doc["summary"];
         assert_eq!(u(&s["transactions"]), 3001, "{t}");
         assert_eq!(u(&s["latency_ns"]["count"]), 3001, "{t}");
@@ -274,27 +244,12 @@ fn transaction_count_limit_is_exact() {
 #[test]
 fn burst_keeps_several_transactions_in_flight() {
     let server = ServerProc::start(&[]);
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-b",
-            "15",
-            "-r",
-            "64,1K",
-            "--nodelay",
-            "-l",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--json",
-        ],
-        Duration::from_secs(30),
-    );
-    let doc = json(&out);
-    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    let doc = Thrum::run("tcp_rr")
+        .host(&server.addr)
+        .args(["-b", "15", "-r", "64,1K", "--nodelay"])
+        .len("1s")
+        .warmup("200ms")
+        .json();
     let s = &doc["summary"];
     let (lt, rt) = (counts(&s["local"]["total"]), counts(&s["remote"]["total"]));
     assert_eq!(lt[2], rt[2]);
@@ -305,12 +260,7 @@ fn burst_keeps_several_transactions_in_flight() {
 
 #[test]
 fn embedded_server_needs_no_setup() {
-    let out = run_client(
-        &["run", "tcp_rr", "-l", "500ms", "--warmup", "0s", "--json"],
-        Duration::from_secs(20),
-    );
-    let doc = json(&out);
-    assert!(out.status.success());
+    let doc = Thrum::run("tcp_rr").len("500ms").json();
     assert_eq!(doc["spec"]["embedded_server"], true);
     assert!(f(&doc["summary"]["transactions_per_s"]) > 100.0);
 }
@@ -321,23 +271,11 @@ fn ipv6_loopback() {
         ServerProc::start_with(std::process::Command::new(crate::common::bin()), "::1", &[]);
     let port = server.addr.rsplit(':').next().unwrap().to_string();
     let host = format!("[::1]:{port}");
-    let out = run_client(
-        &[
-            "run",
-            "tcp_stream",
-            "-6",
-            "-H",
-            &host,
-            "-l",
-            "500ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-        Duration::from_secs(20),
-    );
-    let doc = json(&out);
-    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    let doc = Thrum::run("tcp_stream")
+        .arg("-6")
+        .host(&host)
+        .len("500ms")
+        .json();
     assert!(
         doc["spec"]["server_address"]
             .as_str()
@@ -352,33 +290,16 @@ fn samples_csv_keyval_and_human_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("s.csv");
     let kv = dir.path().join("r.kv");
-    let out = run_client(
-        &[
-            "run",
-            "TCP_RR",
-            "-H",
-            &server.addr,
-            "-F",
-            "3",
-            "-l",
-            "1s",
-            "--warmup",
-            "0s",
-            "-i",
-            "500ms",
-            "--keyval",
-            "-o",
-            kv.to_str().unwrap(),
-            "--samples",
-            csv.to_str().unwrap(),
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Thrum::run("TCP_RR")
+        .host(&server.addr)
+        .flows(3)
+        .len("1s")
+        .interval("500ms")
+        .args(["--keyval", "-o"])
+        .arg(&kv)
+        .arg("--samples")
+        .arg(&csv)
+        .ok();
     assert!(out.stdout.is_empty(), "-o sends the result to the file");
     let kv = std::fs::read_to_string(kv).unwrap();
     assert!(
@@ -405,21 +326,10 @@ fn samples_csv_keyval_and_human_outputs() {
         .unwrap();
     assert_eq!(total, tr, "CSV measure rows add up to the result");
 
-    let out = run_client(
-        &[
-            "run",
-            "tcp_stream",
-            "-H",
-            &server.addr,
-            "-l",
-            "500ms",
-            "--warmup",
-            "0s",
-        ],
-        Duration::from_secs(20),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success());
+    let text = Thrum::run("tcp_stream")
+        .host(&server.addr)
+        .len("500ms")
+        .stdout();
     assert!(
         text.contains("throughput (received)") && text.contains("bit/s"),
         "{text}"
@@ -431,16 +341,12 @@ fn suite_runs_every_test() {
     // Its tcp_crr and tcp_cc (embedded server) leave their TIME_WAIT in a
     // namespace of their own, where there can be one.
     let ns = Netns::loopback_only_or_host("lo-suite");
-    let out = run_cmd(
-        thrum_in(ns.as_ref()).args(["suite", "-l", "300ms"]),
-        Duration::from_secs(60),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = Thrum::suite()
+        .len("300ms")
+        .default_warmup()
+        .netns_or_host(ns.as_ref())
+        .timeout(Duration::from_secs(60))
+        .stdout();
     for t in TESTS {
         assert!(
             text.lines().any(|l| l.starts_with(t)),
@@ -450,31 +356,39 @@ fn suite_runs_every_test() {
     assert!(!text.contains("error"), "{text}");
 }
 
+/// `thrum suite -H` runs every test against the given server
+/// (not an embedded one). In a namespace of its own: tcp_crr and tcp_cc
+/// fill the loopback's TIME_WAIT table.
+#[test]
+fn suite_runs_against_a_given_server() {
+    let server = ServerProc::isolated("suite", &[]);
+    let results = Thrum::suite()
+        .on(&server)
+        .len("100ms")
+        .timeout(Duration::from_secs(60))
+        .json();
+    let results = results.as_array().expect("an array of results");
+    assert_eq!(results.len(), 8, "every test but capacity");
+    for r in results {
+        assert_eq!(r["spec"]["server"], server.addr.as_str(), "{}", r["test"]);
+        assert_eq!(r["spec"]["embedded_server"], false);
+        assert!(r["summary"]["error"].is_null(), "{}", r["summary"]["error"]);
+    }
+}
+
 /// `--json-stream`: a line per interval as it completed, then the whole
 /// result; the streamed intervals are exactly the result's, and the result
 /// matches the schema.
 #[test]
 fn json_stream_lines_match_the_result() {
     let server = ServerProc::start(&[]);
-    let out = run_client(
-        &[
-            "run",
-            "tcp_stream",
-            "-H",
-            &server.addr,
-            "-F",
-            "2",
-            "-l",
-            "1s",
-            "--warmup",
-            "200ms",
-            "-i",
-            "250ms",
-            "--json-stream",
-        ],
-        Duration::from_secs(20),
-    );
-    let lines = json_lines(&out);
+    let lines = Thrum::run("tcp_stream")
+        .host(&server.addr)
+        .flows(2)
+        .len("1s")
+        .warmup("200ms")
+        .interval("250ms")
+        .json_lines();
     let (last, intervals) = lines.split_last().expect("at least the result line");
     assert_eq!(last["type"], "result");
     let result = &last["result"];
@@ -500,22 +414,11 @@ fn json_stream_lines_match_the_result() {
 fn one_flow_crr_moves_messages_larger_than_socket_buffers() {
     let server = ServerProc::start(&[]);
     for r in ["100,8M", "1M,1"] {
-        let out = run_client(
-            &[
-                "run",
-                "tcp_crr",
-                "-H",
-                &server.addr,
-                "-n",
-                "20",
-                "-r",
-                r,
-                "--json",
-            ],
-            Duration::from_secs(60),
-        );
-        let doc = json(&out);
-        assert!(out.status.success(), "-r {r}: {}", doc["summary"]["error"]);
+        let doc = Thrum::run("tcp_crr")
+            .host(&server.addr)
+            .args(["-n", "20", "-r", r])
+            .timeout(Duration::from_secs(60))
+            .json();
         assert_eq!(
             doc["environment"]["remote_drivers"],
             serde_json::json!(["blocking"])

@@ -17,28 +17,15 @@ const T99: [f64; 9] = [
 
 #[test]
 fn iterations_stop_on_the_confidence_rule_and_report_it() {
-    let _g = not_beside_floods();
     let server = ServerProc::start(&[]);
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "300ms",
-            "--warmup",
-            "100ms",
-            "--iterations",
-            "3,10",
-            "--confidence",
-            "99,5",
-            "--json",
-        ],
-        Duration::from_secs(60),
-    );
-    let doc = json(&out);
-    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    let out = Thrum::run("tcp_rr")
+        .host(&server.addr)
+        .len("300ms")
+        .warmup("100ms")
+        .args(["--iterations", "3,10", "--confidence", "99,5", "--json"])
+        .timeout(Duration::from_secs(60))
+        .output();
+    let doc = out.json_ok();
     assert_schema(&doc);
     let its = doc["iterations"].as_array().unwrap();
     let c = &doc["confidence"];
@@ -74,7 +61,7 @@ fn iterations_stop_on_the_confidence_rule_and_report_it() {
             doc["summary"]["diagnostics"][0]["code"],
             "confidence_not_reached"
         );
-        assert!(String::from_utf8_lossy(&out.stderr).contains("CONFIDENCE NOT ACHIEVED"));
+        assert!(out.stderr().contains("CONFIDENCE NOT ACHIEVED"));
     }
     // Latency is merged over every iteration.
     let total: u64 = doc["summary"]["latency_ns"]["count"].as_u64().unwrap();
@@ -84,16 +71,19 @@ fn iterations_stop_on_the_confidence_rule_and_report_it() {
     );
 }
 
-/// Issue 20, item 4: with `--iterations` each end's service demand in the
+/// With `--iterations` each end's service demand in the
 /// summary is the mean over the iterations (netperf's -i), not the last
 /// run's. Every iteration carries its own, so the mean is checked against
 /// the runs it was made of, per transaction (tcp_rr) and per KB (tcp_stream).
 #[test]
 fn service_demand_with_iterations_is_the_mean_of_the_iterations() {
-    let _g = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (test, unit) in [("tcp_rr", "us_per_tran"), ("tcp_stream", "us_per_kb")] {
-        let doc = run_short(&server, test, &["--iterations", "3,3"]);
+        let doc = Thrum::run(test)
+            .on(&server)
+            .len("300ms")
+            .args(["--iterations", "3,3"])
+            .json();
         // The schema names the new fields.
         assert_schema(&doc);
         let its = doc["iterations"].as_array().unwrap();
@@ -133,25 +123,11 @@ fn service_demand_with_iterations_is_the_mean_of_the_iterations() {
 #[test]
 fn iterations_print_in_human_output() {
     let server = ServerProc::start(&[]);
-    let out = run_client(
-        &[
-            "run",
-            "udp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "200ms",
-            "--warmup",
-            "0s",
-            "--rr-timeout",
-            "2s",
-            "--iterations",
-            "2,2",
-        ],
-        Duration::from_secs(30),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    let text = Thrum::run("udp_rr")
+        .host(&server.addr)
+        .len("200ms")
+        .args(["--rr-timeout", "2s", "--iterations", "2,2"])
+        .stdout();
     assert!(text.contains("iterations\n"), "{text}");
     assert!(
         text.contains("over 2 iteration(s); 99 % interval"),
@@ -166,36 +142,14 @@ fn percentiles_histograms_and_interval_latency() {
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("s.csv");
-    let args = |extra: &[&str]| -> Vec<String> {
-        let mut v: Vec<String> = [
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-F",
-            "2",
-            "-l",
-            "1s",
-            "--warmup",
-            "200ms",
-            "-i",
-            "250ms",
-            "--percentiles",
-            "99.99,50",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        v.extend(extra.iter().map(|s| s.to_string()));
-        v
-    };
-    let a = args(&["--json", "--samples", csv.to_str().unwrap()]);
-    let out = run_client(
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
-        Duration::from_secs(30),
-    );
-    let doc = json(&out);
-    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    let run = Thrum::run("tcp_rr")
+        .host(&server.addr)
+        .flows(2)
+        .len("1s")
+        .warmup("200ms")
+        .interval("250ms")
+        .args(["--percentiles", "99.99,50"]);
+    let doc = run.clone().arg("--samples").arg(&csv).json();
     assert_schema(&doc);
     let lat = &doc["summary"]["latency_ns"];
     let ps = lat["percentiles"].as_array().unwrap();
@@ -256,13 +210,7 @@ fn percentiles_histograms_and_interval_latency() {
     assert!(rows >= 8, "2 flows x 4 measure intervals: {text}");
 
     // --histogram: the text rows hold every latency of the window once.
-    let a = args(&["--histogram"]);
-    let out = run_client(
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
-        Duration::from_secs(30),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    let text = run.arg("--histogram").stdout();
     let rows: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.contains("latency histogram"))
@@ -307,7 +255,7 @@ fn measurement_flags_are_checked() {
             &["--iterations", "1 <= MIN <= MAX <= 30"],
         ),
         (
-            // The larger first is netperf's MAX,MIN (issue 32): read as
+            // The larger first is netperf's MAX,MIN: read as
             // MIN,MAX, and still bounded.
             &["run", "tcp_rr", "--iterations", "31,3"],
             &["--iterations", "1 <= MIN <= MAX <= 30"],
@@ -378,32 +326,21 @@ pub fn assert_cpu_side(side: &Value, what: &str) {
 #[test]
 fn cpu_and_service_demand_on_both_ends() {
     // A keyed server: only a client that proved the key gets the server's
-    // full provenance (issue 28 item 8).
+    // full provenance.
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key");
     std::fs::write(&key, "a key of at least sixteen bytes\n").unwrap();
     let key = key.to_str().unwrap();
     let server = ServerProc::start(&["--psk-file", key]);
-    let base = [
-        "-H",
-        &server.addr,
-        "-l",
-        "1s",
-        "--warmup",
-        "200ms",
-        "--psk-file",
-        key,
-    ];
-    let run = |test: &str, extra: &[&str]| {
-        let mut a = vec!["run", test];
-        a.extend(base);
-        a.extend(extra);
-        run_client(&a, Duration::from_secs(30))
+    let run = |test: &str| {
+        Thrum::run(test)
+            .host(&server.addr)
+            .len("1s")
+            .warmup("200ms")
+            .args(["--psk-file", key])
     };
     for test in ["tcp_rr", "tcp_stream"] {
-        let out = run(test, &["--json"]);
-        let doc = json(&out);
-        assert!(out.status.success(), "{}", doc["summary"]["error"]);
+        let doc = run(test).json();
         assert_schema(&doc);
         let s = &doc["summary"];
         assert_cpu_side(&s["local"], "local");
@@ -423,9 +360,7 @@ fn cpu_and_service_demand_on_both_ends() {
             assert!(!p["thrum_version"].as_str().unwrap().is_empty());
         }
     }
-    let out = run("tcp_rr", &["-c", "-C", "-v"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    let text = run("tcp_rr").args(["-c", "-C", "-v"]).stdout();
     for needle in [
         "CPU local",
         "CPU remote",
@@ -440,8 +375,7 @@ fn cpu_and_service_demand_on_both_ends() {
             "human output lacks {needle:?}:\n{text}"
         );
     }
-    let out = run("tcp_rr", &["--keyval"]);
-    let kv = String::from_utf8_lossy(&out.stdout);
+    let kv = run("tcp_rr").arg("--keyval").output().stdout();
     for needle in [
         "LOCAL_CPU_UTIL=",
         "REMOTE_CPU_UTIL=",
@@ -453,7 +387,7 @@ fn cpu_and_service_demand_on_both_ends() {
     }
 }
 
-/// Issue 29: a window that ran far longer than asked says so. The client
+/// A window that ran far longer than asked says so. The client
 /// is stopped (SIGSTOP) for 2 s inside a `-l 1s` window, once its first
 /// interval is out: its timeline cannot end the window on time, the
 /// window runs about 2.2 s, and the result carries `window_overran` with
@@ -461,22 +395,14 @@ fn cpu_and_service_demand_on_both_ends() {
 #[test]
 fn a_window_that_overran_is_told() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let server = ServerProc::start(&[]);
-    let mut child = Command::new(bin())
-        .args([
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "--warmup",
-            "0",
-            "-l",
-            "1s",
-            "-i",
-            "200ms",
-            "--json-stream",
-        ])
+    let mut child = Thrum::run("tcp_rr")
+        .host(&server.addr)
+        .len("1s")
+        .interval("200ms")
+        .arg("--json-stream")
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

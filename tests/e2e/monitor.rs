@@ -1,4 +1,4 @@
-//! `thrum monitor` (issue 30, item 4), with real parts: a real `thrum
+//! `thrum monitor` with real parts: a real `thrum
 //! server`, the monitor running tcp_rr and ping probes against it every
 //! 2 s, Debian's `prometheus` scraping its `/metrics` every second and
 //! answering queries on its HTTP API, and `promtool check metrics` linting
@@ -20,17 +20,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, bin, run_cmd};
+use crate::common::{ServerProc, Thrum};
 
 /// Skip with a printed reason, or fail where CI requires the test.
-fn skip(why: &str) {
+pub fn skip(why: &str) {
     if std::env::var("THRUM_E2E_PROMETHEUS").as_deref() == Ok("required") {
         panic!("{why}");
     }
     eprintln!("SKIPPED: {why}");
 }
 
-fn has(tool: &str) -> bool {
+pub fn has(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .output()
@@ -38,7 +38,7 @@ fn has(tool: &str) -> bool {
 }
 
 /// A child process killed when dropped.
-struct Killed(Child);
+pub struct Killed(pub Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -49,7 +49,7 @@ impl Drop for Killed {
 
 /// `GET path` on `addr`: the status code and the body (HTTP/1.0, so the
 /// answer ends with the connection).
-fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
     let mut c = TcpStream::connect(addr).ok()?;
     c.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     write!(c, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
@@ -110,7 +110,7 @@ fn free_port() -> u16 {
 
 /// Prometheus scraping `target` every second, its storage under `dir`;
 /// None (after `skip`) where it is missing or does not come up.
-fn prometheus(dir: &Path, target: &str) -> Option<(Killed, String)> {
+pub fn prometheus(dir: &Path, target: &str) -> Option<(Killed, String)> {
     if !has("prometheus") {
         skip("prometheus not found (apt-get install prometheus)");
         return None;
@@ -192,12 +192,12 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
     )
     .unwrap();
     let log = tmp.path().join("monitor.log");
-    let mut child = Command::new(bin())
-        .args(["monitor", "--config"])
+    let mut child = Thrum::cmd(&["monitor", "--config"])
         .arg(&config)
         .args(["--metrics-listen", "127.0.0.1:0"])
         .arg("--db")
         .arg(tmp.path().join("store.db"))
+        .command()
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -212,7 +212,7 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
     };
     let prom = prometheus(tmp.path(), &metrics);
 
-    // Both probes succeed: the issue's check, tcp_rr's success 1.
+    // Both probes succeed: tcp_rr's success 1.
     let text = wait_for(Duration::from_secs(30), || {
         let t = scrape();
         (sample(&t, "thrum_probe_success", "tcp_rr") == Some(1.0)
@@ -222,7 +222,7 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
     .unwrap_or_else(|| panic!("both probes never succeeded:\n{}\n{}", scrape(), log_text()));
     let tps = sample(&text, "thrum_probe_transactions_per_second", "tcp_rr").unwrap();
     assert!(tps > 0.0, "{text}");
-    let loss = sample(&text, "thrum_probe_ping_loss_ratio", "ping").unwrap();
+    let loss = sample(&text, "thrum_probe_loss_ratio", "ping").unwrap();
     assert_eq!(loss, 0.0, "ping over loopback lost echoes:\n{text}");
     assert!(
         text.contains("test=\"tcp_rr\",quantile=\"0.99\"}"),
@@ -230,29 +230,7 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
     );
     assert_eq!(get(&metrics, "/").map(|(s, _)| s), Some(404));
 
-    if has("promtool") {
-        let mut lint = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        lint.stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = lint.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "promtool check metrics: {}{}\n{text}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    } else {
-        skip("promtool not found (apt-get install prometheus)");
-    }
+    crate::monitor_metrics::promtool_accepts(&text);
 
     // Prometheus has scraped both probes' success.
     if let Some((_, api)) = &prom {
@@ -361,20 +339,11 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
 
     // Every probe's runs are in the monitor's store, labelled with its name.
     for (probe, test) in [("rr", "tcp_rr"), ("echo", "ping")] {
-        let out = run_cmd(
-            Command::new(bin())
-                .args(["history", "--json", "--label"])
-                .arg(format!("probe={probe}"))
-                .arg("--db")
-                .arg(tmp.path().join("store.db")),
-            Duration::from_secs(30),
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let runs = Thrum::cmd(&["history", "--json", "--label"])
+            .arg(format!("probe={probe}"))
+            .arg("--db")
+            .arg(tmp.path().join("store.db"))
+            .json();
         let runs = runs.as_array().expect("history --json is an array");
         assert!(!runs.is_empty(), "no stored run of probe {probe}");
         assert!(runs.iter().all(|r| r["test"] == test), "{runs:?}");
@@ -426,19 +395,12 @@ fn a_bad_config_names_the_probe_and_field() {
     ] {
         let config = tmp.path().join("bad.toml");
         std::fs::write(&config, text).unwrap();
-        let out = run_cmd(
-            Command::new(bin())
-                .args(["monitor", "--metrics-listen", "127.0.0.1:0", "--config"])
-                .arg(&config),
-            Duration::from_secs(30),
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        let out = Thrum::cmd(&["monitor", "--metrics-listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .output();
+        let stderr = out.stderr();
+        assert_eq!(out.code(), Some(2), "{text}:\n{}", out.report());
         assert!(stderr.contains(says), "{text}: {stderr}");
-        assert!(
-            out.stdout.is_empty(),
-            "it started: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        assert!(out.stdout.is_empty(), "it started: {}", out.stdout());
     }
 }

@@ -14,10 +14,10 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::bin;
+use crate::common::Thrum;
 use crate::monitor::{metrics_address, sample, wait_for};
 
 /// How long the monitor's server gives a connection to send its request
@@ -51,11 +51,11 @@ impl Monitor {
         let path = dir.join("monitor.toml");
         std::fs::write(&path, config).unwrap();
         let log = dir.join("monitor.log");
-        let mut child = Command::new(bin())
-            .args(["monitor", "--config"])
+        let mut child = Thrum::cmd(&["monitor", "--config"])
             .arg(&path)
             .args(["--metrics-listen", "127.0.0.1:0", "--db"])
             .arg(dir.join("store.db"))
+            .command()
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    Pair, ServerProc, VETH_A, VETH_B, diagnostics, f, ip, json, ns_client_cmd, ns_exec,
-    one_at_a_time, run_json, run_ok, u, wait_for_lines,
+    Pair, Thrum, VETH_A, VETH_B, diagnostics, f, ip, ns_exec, run_ok, stream_into_files, u,
+    wait_for_lines,
 };
 
 /// The tbf rate, bits/s; `TBF` spells the same rate for tc (shared/TESTING.md).
@@ -75,16 +75,6 @@ impl Link {
             link.tc(ns, &[&["qdisc", "add", "dev", dev][..], tbf].concat());
         }
         Some(link)
-    }
-
-    /// Run `thrum run TEST -H SERVER ARGS.. --json` in A and return the
-    /// parsed result, failing on a non-zero exit.
-    pub(crate) fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        run_json(
-            &mut self.client_cmd(server, test, args),
-            Duration::from_secs(30),
-            test,
-        )
     }
 
     /// One of A's veth counters (`tx_packets`, `rx_packets`, ...). /sys is
@@ -149,23 +139,29 @@ fn check_bulk(doc: &Value, test: &str) -> f64 {
 
 #[test]
 fn tcp_stream_matches_tbf_rate() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(1, Shaper::A) else {
         return;
     };
     let server = link.server();
-    let doc = link.client(&server, "tcp_stream", &["-l", "4s"]);
+    let doc = link
+        .client(&server, "tcp_stream")
+        .len("4s")
+        .default_warmup()
+        .json();
     check_bulk(&doc, "tcp_stream");
 }
 
 #[test]
 fn tcp_maerts_matches_tbf_rate() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(2, Shaper::B) else {
         return;
     };
     let server = link.server();
-    let doc = link.client(&server, "tcp_maerts", &["-l", "4s"]);
+    let doc = link
+        .client(&server, "tcp_maerts")
+        .len("4s")
+        .default_warmup()
+        .json();
     check_bulk(&doc, "tcp_maerts");
 }
 
@@ -175,7 +171,6 @@ fn tcp_maerts_matches_tbf_rate() {
 /// local socket, so the kernel usually copies; the count is printed.
 #[test]
 fn zerocopy_stream_and_maerts_match_tbf_rate() {
-    let _serial = one_at_a_time();
     for (subnet, test, shaper, end) in [
         (60, "tcp_stream", Shaper::A, "local"),
         (61, "tcp_maerts", Shaper::B, "remote"),
@@ -184,7 +179,12 @@ fn zerocopy_stream_and_maerts_match_tbf_rate() {
             return;
         };
         let server = link.server();
-        let doc = link.client(&server, test, &["-l", "3s", "--zerocopy"]);
+        let doc = link
+            .client(&server, test)
+            .len("3s")
+            .arg("--zerocopy")
+            .default_warmup()
+            .json();
         check_bulk(&doc, &format!("{test} --zerocopy"));
         crate::zerocopy::assert_all_reaped(
             &doc["summary"][end],
@@ -199,18 +199,17 @@ fn zerocopy_stream_and_maerts_match_tbf_rate() {
 /// interface counters saw. Not shaped: the point is counting, not rate.
 #[test]
 fn tcp_rr_counts_match_interface_packets() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(3, Shaper::None) else {
         return;
     };
     let server = link.server();
     let (tx0, rx0) = (link.counter_a("tx_packets"), link.counter_a("rx_packets"));
     let started = Instant::now();
-    let doc = link.client(
-        &server,
-        "tcp_rr",
-        &["--nodelay", "-l", "2s", "--warmup", "0s"],
-    );
+    let doc = link
+        .client(&server, "tcp_rr")
+        .arg("--nodelay")
+        .len("2s")
+        .json();
     let elapsed = started.elapsed();
     let (tx, rx) = (
         link.counter_a("tx_packets") - tx0,
@@ -259,7 +258,7 @@ fn tcp_rr_counts_match_interface_packets() {
 }
 
 /// One end's packet rates from thrum's own interface counters, checked
-/// against its transaction rate: within 2 %, as issue 4 asks.
+/// against its transaction rate: within 2 %.
 fn assert_packets_match(side: &Value, iface: &str, tps: f64, what: &str) {
     assert_eq!(side["interface"], iface, "{what}: {side}");
     for k in ["tx_packets_per_s", "rx_packets_per_s"] {
@@ -284,16 +283,16 @@ fn assert_packets_match(side: &Value, iface: &str, tps: f64, what: &str) {
 /// the provenance of both ends.
 #[test]
 fn udp_rr_packet_rates_match_transactions_on_both_ends() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(4, Shaper::None) else {
         return;
     };
     let server = link.server();
-    let doc = link.client(
-        &server,
-        "udp_rr",
-        &["-l", "2s", "--warmup", "500ms", "--rr-timeout", "2s"],
-    );
+    let doc = link
+        .client(&server, "udp_rr")
+        .len("2s")
+        .warmup("500ms")
+        .args(["--rr-timeout", "2s"])
+        .json();
     let s = &doc["summary"];
     let tps = f(&s["transactions_per_s"]);
     assert!(tps > 1000.0, "{tps}");
@@ -313,8 +312,8 @@ fn udp_rr_packet_rates_match_transactions_on_both_ends() {
     assert_eq!(p["interface"]["name"], VETH_A, "{p}");
     assert_eq!(p["interface"]["driver"], "veth", "{p}");
     assert_eq!(u(&p["interface"]["mtu"]), 1500, "{p}");
-    // A server without a key tells an unkeyed client its version only
-    // (issue 28 item 8); its interface is in the summary's packet rates.
+    // A server without a key tells an unkeyed client its version only;
+    // its interface is in the summary's packet rates.
     let p = &doc["provenance"]["remote"];
     assert!(p["interface"].is_null() && p["hostname"].is_null(), "{p}");
     assert!(!p["thrum_version"].as_str().unwrap().is_empty(), "{p}");
@@ -326,31 +325,19 @@ fn udp_rr_packet_rates_match_transactions_on_both_ends() {
 /// was lost or counted twice and no send went out twice.
 #[test]
 fn uring_udp_rr_packet_rates_match_transactions_on_both_ends() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(50, Shaper::None) else {
         return;
     };
     let server = link.server();
-    let doc = link.client(
-        &server,
-        "udp_rr",
-        &[
-            "-F",
-            "16",
-            "-T",
-            "2",
-            "-b",
-            "16",
-            "--driver",
-            "uring",
-            "-l",
-            "2s",
-            "--warmup",
-            "500ms",
-            "--rr-timeout",
-            "2s",
-        ],
-    );
+    let doc = link
+        .client(&server, "udp_rr")
+        .flows(16)
+        .threads(2)
+        .args(["-b", "16", "--driver", "uring"])
+        .len("2s")
+        .warmup("500ms")
+        .args(["--rr-timeout", "2s"])
+        .json();
     let s = &doc["summary"];
     if !crate::common::ran_on_uring(&doc, 2) {
         return;
@@ -389,7 +376,6 @@ fn time_wait(ns: &str) -> u64 {
 /// namespaces' TCP MIB and `ss`, so only this test's connections count.
 #[test]
 fn tcp_crr_close_modes_match_kernel_counters() {
-    let _serial = one_at_a_time();
     let n: u64 = 2000;
     for (mode, subnet) in [("fin", 62u8), ("rst", 63u8)] {
         let Some(link) = Link::new(subnet, Shaper::None) else {
@@ -397,11 +383,10 @@ fn tcp_crr_close_modes_match_kernel_counters() {
         };
         let server = link.server();
         let (opens0, rsts0) = (tcp_mib(&link.a, "ActiveOpens"), tcp_mib(&link.a, "OutRsts"));
-        let doc = link.client(
-            &server,
-            "tcp_crr",
-            &["-n", &n.to_string(), "-F", "4", "-T", "2", "--close", mode],
-        );
+        let doc = link
+            .client(&server, "tcp_crr")
+            .args(["-n", &n.to_string(), "-F", "4", "-T", "2", "--close", mode])
+            .json();
         assert_eq!(doc["spec"]["close"], mode, "{}", doc["spec"]);
         let trans = u(&doc["summary"]["local"]["total"]["transactions"]);
         let opens = tcp_mib(&link.a, "ActiveOpens") - opens0;
@@ -449,16 +434,16 @@ fn tcp_crr_close_modes_match_kernel_counters() {
 /// say so rather than let the figures pass as per-packet ones.
 #[test]
 fn burst_tcp_rr_warns_of_coalescing() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(5, Shaper::None) else {
         return;
     };
     let server = link.server();
-    let doc = link.client(
-        &server,
-        "tcp_rr",
-        &["-b", "32", "-l", "1s", "--warmup", "300ms"],
-    );
+    let doc = link
+        .client(&server, "tcp_rr")
+        .args(["-b", "32"])
+        .len("1s")
+        .warmup("300ms")
+        .json();
     let s = &doc["summary"];
     let tps = f(&s["transactions_per_s"]);
     let tx = f(&s["tx_packets_per_s"]);
@@ -484,25 +469,13 @@ fn burst_tcp_rr_warns_of_coalescing() {
 /// and a non-zero exit, and have written every interval so far.
 #[test]
 fn data_path_cut_mid_test_ends_cleanly() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(9, Shaper::A) else {
         return;
     };
     let server = link.server();
     let dir = tempfile::tempdir().unwrap();
     let (res, csv) = (dir.path().join("r.json"), dir.path().join("s.csv"));
-    let mut client = ns_client_cmd(
-        &link.a,
-        &server,
-        "tcp_stream",
-        &["-l", "20s", "--warmup", "0s", "-i", "200ms"],
-    )
-    .args(["-o", res.to_str().unwrap()])
-    .args(["--samples", csv.to_str().unwrap()])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut client = stream_into_files(link.client(&server, "tcp_stream"), &res, &csv);
     // Five intervals' rows (and the header) in the samples: then the cut.
     wait_for_lines(&csv, 6);
     ip(&["-n", &link.a, "link", "del", VETH_A]);
@@ -530,7 +503,7 @@ fn data_path_cut_mid_test_ends_cleanly() {
     assert_eq!(rows, n, "one CSV row per interval for one flow");
 }
 
-/// The client's own queue full (issue 29 item 2): udp_stream at 150 Mbit/s
+/// The client's own queue full: udp_stream at 150 Mbit/s
 /// into A's tbf of 100 Mbit/s. The control connection shares that queue,
 /// so the ticks' segments are dropped with the datagrams and TCP resends
 /// them seconds late. The server must count each interval up to when its
@@ -540,7 +513,6 @@ fn data_path_cut_mid_test_ends_cleanly() {
 /// no run ends with "has not answered" (before: 2 runs of 7).
 #[test]
 fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
-    let _serial = one_at_a_time();
     let tbf = [
         "root", "tbf", "rate", "100mbit", "burst", "32kbit", "latency", "5ms",
     ];
@@ -571,11 +543,12 @@ fn udp_stream_through_a_full_sender_queue_keeps_its_intervals() {
     let mut judged = 0;
     for run in 1..=3 {
         let dropped_before = rcvbuf_errors();
-        let doc = link.client(
-            &server,
-            "udp_stream",
-            &["-l", "5s", "--rate", "150M", "-m", "1470"],
-        );
+        let doc = link
+            .client(&server, "udp_stream")
+            .len("5s")
+            .args(["--rate", "150M", "-m", "1470"])
+            .default_warmup()
+            .json();
         let dropped = rcvbuf_errors() - dropped_before;
         let s = &doc["summary"];
         let window = u(&s["remote"]["datagrams_received"]);
@@ -714,7 +687,6 @@ fn intervals_util_agree(doc: &Value, speed: f64, counted: f64, window_tx: f64) {
 /// the 2 % allowed. On `lo`, which has no speed, both figures are null.
 #[test]
 fn link_utilisation_matches_interface_counters_and_speed() {
-    let _serial = one_at_a_time();
     let Some(link) = Link::new(180, Shaper::None) else {
         return;
     };
@@ -726,11 +698,11 @@ fn link_utilisation_matches_interface_counters_and_speed() {
         * 1e6;
     let server = link.server();
     let before = link.counter_a("tx_bytes");
-    let doc = link.client(
-        &server,
-        "udp_stream",
-        &["-m", "1400", "--rate", "25M", "-l", "3s", "--warmup", "0s"],
-    );
+    let doc = link
+        .client(&server, "udp_stream")
+        .args(["-m", "1400", "--rate", "25M"])
+        .len("3s")
+        .json();
     let after = link.counter_a("tx_bytes");
     crate::common::assert_schema(&doc);
     let s = &doc["summary"];
@@ -755,11 +727,11 @@ fn link_utilisation_matches_interface_counters_and_speed() {
     intervals_util_agree(&doc, speed, (after - before) as f64, got);
 
     // Loopback: no speed, so no utilisation, said as null.
-    let out = crate::common::run_client(
-        &["run", "tcp_rr", "-l", "300ms", "--warmup", "0s", "--json"],
-        Duration::from_secs(20),
-    );
-    let doc = json(&out);
+    let doc = Thrum::run("tcp_rr")
+        .len("300ms")
+        .arg("--json")
+        .output()
+        .json();
     let s = &doc["summary"];
     assert_eq!(s["interface"], "lo");
     assert!(s["link_speed_bps"].is_null(), "{}", s["link_speed_bps"]);

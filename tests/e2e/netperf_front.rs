@@ -29,23 +29,22 @@
 //! carry `congctl cubic`, as a path with a deep enough buffer would not
 //! need.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{Path3, TOWARD_A, TOWARD_B, bin, ns_exec, one_at_a_time, run_cmd, run_ok};
+use crate::common::{Path3, ServerProc, TOWARD_A, TOWARD_B, Thrum, bin, ns_exec, run_cmd, run_ok};
 
 /// netperf's control port, where the thrum server listens in B.
 const PORT: &str = "12865";
 
 /// The shaped path with a thrum server on port 12865 in B and a directory
-/// holding a `netperf` symlink to thrum; the server is killed and the
-/// namespaces deleted on drop.
+/// holding a `netperf` symlink to thrum; the server is killed, the
+/// directory removed and the namespaces deleted on drop.
 struct NetperfPath {
-    server: Child,
+    _server: ServerProc,
     links: PathBuf,
     path: Path3,
 }
@@ -65,35 +64,26 @@ impl NetperfPath {
                 "route", "replace", "default", "via", &via, "congctl", "cubic",
             ]));
         }
-        let mut server = ns_exec(&path.b, bin())
-            .args(["server", "-p", PORT, "--listen", &path.addr_b()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn thrum server");
-        let mut line = String::new();
-        BufReader::new(server.stdout.take().expect("server stdout"))
-            .read_line(&mut line)
-            .expect("server ready line");
-        assert!(line.contains(PORT), "{line}");
+        let server = path.server_on(PORT.parse().unwrap());
         let links = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("netperf-front-{}-{subnet}", std::process::id()));
         let _ = std::fs::remove_dir_all(&links);
         std::fs::create_dir_all(&links).expect("links directory");
         std::os::unix::fs::symlink(bin(), links.join("netperf")).expect("netperf symlink");
         Some(NetperfPath {
-            server,
+            _server: server,
             links,
             path,
         })
     }
 
-    /// `netperf ARGS..` in A: thrum through its symlink, under `limit`.
-    fn netperf(&self, args: &[&str], limit: Duration) -> Output {
-        run_cmd(
-            ns_exec(&self.path.a, self.links.join("netperf").to_str().unwrap()).args(args),
-            limit,
-        )
+    /// `netperf ARGS..` in A: thrum through its symlink, exactly the words
+    /// given.
+    fn netperf(&self, args: &[&str]) -> Thrum {
+        Thrum::cmd(args)
+            .via(self.links.join("netperf"))
+            .netns(&self.path.a)
+            .timeout(Duration::from_secs(60))
     }
 
     fn host(&self) -> String {
@@ -103,14 +93,8 @@ impl NetperfPath {
 
 impl Drop for NetperfPath {
     fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
         let _ = std::fs::remove_dir_all(&self.links);
     }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The numbers of a line, in order.
@@ -128,17 +112,15 @@ LOCAL_BYTES_SENT,LOCAL_BYTES_RECVD,REMOTE_BYTES_SENT,REMOTE_BYTES_RECVD";
 
 #[test]
 fn netperf_command_lines_on_a_shaped_path() {
-    let _serial = one_at_a_time();
     let Some(np) = NetperfPath::new(10) else {
         return;
     };
     let host = np.host();
-    let limit = Duration::from_secs(60);
 
     // netperf's default test and its table.
-    let out = np.netperf(&["-H", &host, "-l", "2", "--", "-m", "2048"], limit);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let stdout = np
+        .netperf(&["-H", &host, "-l", "2", "--", "-m", "2048"])
+        .stdout();
     assert!(stdout.starts_with("TCP STREAM TEST from "), "{stdout}");
     assert!(
         stdout.contains("bytes  bytes   bytes    secs.    10^6bits/sec"),
@@ -151,15 +133,12 @@ fn netperf_command_lines_on_a_shaped_path() {
     assert!((30.0..=50.0).contains(&row[4]), "throughput: {stdout}");
 
     // The seeds' TCP_RR: -P 0's two lines, with CPU and confidence.
-    let out = np.netperf(
-        &[
+    let stdout = np
+        .netperf(&[
             "-P", "0", "-T", "0,0", "-t", "TCP_RR", "-H", &host, "-c", "-C", "-i", "3,2", "-l",
             "1", "--", "-b", "4", "-r", "1,1",
-        ],
-        limit,
-    );
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        ])
+        .stdout();
     assert!(
         !stdout.contains("TEST from"),
         "-P 0 prints no header: {stdout}"
@@ -176,8 +155,8 @@ fn netperf_command_lines_on_a_shaped_path() {
     assert_eq!(numbers(lines[1]).len(), 2, "{stdout}");
 
     // UDP_STREAM: the sender's line over the receiver's.
-    let out = np.netperf(
-        &[
+    let stdout = np
+        .netperf(&[
             "-t",
             "UDP_STREAM",
             "-H",
@@ -187,11 +166,8 @@ fn netperf_command_lines_on_a_shaped_path() {
             "--",
             "-m",
             "1024",
-        ],
-        limit,
-    );
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        ])
+        .stdout();
     assert!(
         stdout.starts_with("UDP UNIDIRECTIONAL SEND TEST from "),
         "{stdout}"
@@ -207,8 +183,8 @@ fn netperf_command_lines_on_a_shaped_path() {
     assert!(received > 0.0 && received <= 50.0, "received: {stdout}");
 
     // flent's command line: interim results every 0.2 s in -k form.
-    let out = np.netperf(
-        &[
+    let stdout = np
+        .netperf(&[
             "-P",
             "0",
             "-v",
@@ -235,11 +211,8 @@ fn netperf_command_lines_on_a_shaped_path() {
             &host,
             "-k",
             FLENT_VARS,
-        ],
-        limit,
-    );
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        ])
+        .stdout();
     let interim: Vec<f64> = stdout
         .lines()
         .filter(|l| l.starts_with("NETPERF_INTERIM_RESULT["))
@@ -278,13 +251,8 @@ fn netperf_command_lines_on_a_shaped_path() {
     }
 
     // An option thrum cannot honour: refused, named, non-zero.
-    let out = np.netperf(&["-H", &host, "--", "-P", "5000"], limit);
-    let stderr = text(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        stderr.contains("netperf's -P LPORT,RPORT") && stderr.contains("--data-ports"),
-        "{stderr}"
-    );
+    np.netperf(&["-H", &host, "--", "-P", "5000"])
+        .refused(&["netperf's -P LPORT,RPORT", "--data-ports"]);
 }
 
 /// flent's data file (gzipped JSON): its series by name.
@@ -341,7 +309,6 @@ fn flent_rrul_runs_over_thrum_as_netperf() {
             return;
         }
     }
-    let _serial = one_at_a_time();
     let Some(np) = NetperfPath::new(12) else {
         return;
     };
@@ -352,16 +319,16 @@ fn flent_rrul_runs_over_thrum_as_netperf() {
         np.links.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = run_cmd(
+    let ran = run_cmd(
         ns_exec(&np.path.a, "env")
             .arg(format!("PATH={path}"))
             .args(flent)
             .args(["rrul", "-H", &np.host(), "-l", "15", "-D"])
             .arg(&dir),
         Duration::from_secs(120),
-    );
-    let log = format!("{}{}", text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{log}");
+    )
+    .ok();
+    let log = ran.report();
     let data = flent_results(&dir);
     for way in ["TCP upload sum", "TCP download sum"] {
         let v = series(&data, way);
@@ -383,53 +350,27 @@ fn flent_rrul_runs_over_thrum_as_netperf() {
 /// wait, naming the flag.
 #[test]
 fn a_client_started_before_its_server_waits_for_it() {
-    use crate::common::ServerProc;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let host = format!("127.0.0.1:{port}");
-    let run = move |wait: &str| {
-        run_cmd(
-            Command::new(bin()).args([
-                "run",
-                "tcp_rr",
-                "-H",
-                &host,
-                "-l",
-                "1",
-                "--warmup",
-                "0s",
-                "--wait-server",
-                wait,
-                "--json",
-            ]),
-            Duration::from_secs(120),
-        )
+    let client = |wait: &str| {
+        Thrum::run("tcp_rr")
+            .host(&format!("127.0.0.1:{port}"))
+            .len("1")
+            .args(["--wait-server", wait])
+            .timeout(Duration::from_secs(120))
     };
-    let client = std::thread::spawn({
-        let run = run.clone();
-        move || run("60s")
-    });
+    let waiting = client("60s").arg("--json").spawn();
     // The client is refused until the server comes up a second later.
     std::thread::sleep(Duration::from_secs(1));
     let server = ServerProc::start_on("127.0.0.1", port);
-    let out = client.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(r["summary"]["transactions"].as_u64().unwrap() > 0);
+    let doc = waiting.wait().json_ok();
+    assert!(doc["summary"]["transactions"].as_u64().unwrap() > 0);
     drop(server);
 
     let started = std::time::Instant::now();
-    let out = run("1s");
-    let stderr = text(&out.stderr);
-    assert!(!out.status.success());
-    assert!(stderr.contains("within --wait-server 1s"), "{stderr}");
+    client("1s").refused(&["within --wait-server 1s"]);
     assert!(started.elapsed() >= Duration::from_secs(1));
 }

@@ -8,23 +8,20 @@ use std::time::Duration;
 use serde_json::Value;
 use thrum::stats::latency::LatencyHistogram;
 
-use crate::common::{
-    ServerProc, assert_rejected, assert_schema, f, not_beside_floods, run_client, run_json, u,
-};
+use crate::common::{ServerProc, Thrum, assert_rejected, assert_schema, f, u};
 
 /// The open-loop tests the stall test runs (tcp_cc is tcp_crr's machine
 /// without the request).
 const OPEN_LOOP_TESTS: &[&str] = &["tcp_rr", "udp_rr", "tcp_crr"];
 
-/// `thrum run TEST -H server ... --json` that must succeed.
-fn run(server: &ServerProc, test: &str, extra: &[&str]) -> Value {
-    let mut args = vec!["run", test, "-H", &server.addr, "--json"];
-    args.extend_from_slice(extra);
-    let doc = run_json(
-        server.thrum().args(&args),
-        Duration::from_secs(60),
-        &format!("{test} {extra:?}"),
-    );
+/// `thrum run TEST -H server`, for [`run`].
+fn client(server: &ServerProc, test: &str) -> Thrum {
+    Thrum::run(test).on(server).timeout(Duration::from_secs(60))
+}
+
+/// The result of `client`, which must succeed and match the schema.
+fn run(client: Thrum) -> Value {
+    let doc = client.json();
     assert_schema(&doc);
     doc
 }
@@ -74,9 +71,9 @@ fn stalled_run(test: &str, open: bool, stall: bool) -> (Value, Duration) {
         t.elapsed()
     });
     let length = if stall { "5s" } else { "2s" };
-    let mut extra = vec!["-l", length, "--warmup", "0", "--nodelay"];
+    let mut run_of = client(&server, test).len(length).arg("--nodelay");
     if open {
-        extra.extend_from_slice(&["--rate", "1000"]);
+        run_of = run_of.args(["--rate", "1000"]);
     } else if test == "tcp_crr" {
         // Closed loop, a stop that falls between the server's answer and
         // its close holds the flow on the FIN, which is in no transaction's
@@ -84,15 +81,15 @@ fn stalled_run(test: &str, open: bool, stall: bool) -> (Value, Duration) {
         // time. Aborting after the answer instead puts every wait for the
         // server inside a transaction (the kernel completes the next connect
         // from the stopped server's backlog, and its request waits).
-        extra.extend_from_slice(&["--close", "rst"]);
+        run_of = run_of.args(["--close", "rst"]);
     }
     if test == "udp_rr" {
         // A response held 300 ms is late, not lost; and the ~300 requests
         // sent into the stall fit in the stopped server's receive buffer
         // (the default holds about 270 such datagrams).
-        extra.extend_from_slice(&["--rr-timeout", "2s", "-s", "1M,1M", "-S", "1M,1M"]);
+        run_of = run_of.args(["--rr-timeout", "2s", "-s", "1M,1M", "-S", "1M,1M"]);
     }
-    let doc = run(&server, test, &extra);
+    let doc = run(run_of);
     (doc, stopper.join().unwrap())
 }
 
@@ -148,7 +145,6 @@ const SLOW_NS: u64 = 10_000_000;
 /// p99 stays near the value of an unstalled closed-loop run.
 #[test]
 fn a_stall_is_charged_to_every_transaction_due_in_it() {
-    let _quiet = not_beside_floods();
     let rate = 1000.0;
     for &test in OPEN_LOOP_TESTS {
         // The unstalled closed-loop baseline: its p99 and its rate.
@@ -265,29 +261,15 @@ fn a_stall_is_charged_to_every_transaction_due_in_it() {
 /// edges (`--max-inflight`, 1024, per flow).
 #[test]
 fn the_offered_rate_is_held() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (rate, flows) in [("1000", "1"), ("10000", "4")] {
         for arrivals in ["fixed", "poisson"] {
-            let doc = run(
-                &server,
-                "tcp_rr",
-                &[
-                    "--rate",
-                    rate,
-                    "--arrivals",
-                    arrivals,
-                    "-F",
-                    flows,
-                    "-T",
-                    "2".min(flows),
-                    "-l",
-                    "3s",
-                    "--warmup",
-                    "500ms",
-                    "--nodelay",
-                ],
-            );
+            let doc = run(client(&server, "tcp_rr")
+                .args(["--rate", rate, "--arrivals", arrivals])
+                .args(["-F", flows, "-T", "2".min(flows)])
+                .len("3s")
+                .warmup("500ms")
+                .arg("--nodelay"));
             let s = &doc["summary"];
             let offered: f64 = rate.parse().unwrap();
             let achieved = f(&s["achieved_per_s"]);
@@ -407,29 +389,16 @@ fn assert_littles_law(what: &str, s: &Value) {
 /// those steps must lose none.
 #[test]
 fn udp_rr_holds_its_rate_to_100k_and_littles_law() {
-    // 100k datagrams/s each way takes both CPUs: alone, as the floods are.
-    let _solo = crate::common::one_at_a_time();
     // Its tcp_crr at 1,000/s: in a namespace of its own.
     let server = ServerProc::isolated("ol-rates", &[]);
     for rate in ["100", "1000", "10000", "100000"] {
-        let doc = run(
-            &server,
-            "udp_rr",
-            &[
-                "--rate",
-                rate,
-                "-F",
-                "16",
-                "-T",
-                "2",
-                "-l",
-                "3s",
-                "--warmup",
-                "500ms",
-                "--rr-timeout",
-                "2s",
-            ],
-        );
+        let doc = run(client(&server, "udp_rr")
+            .args(["--rate", rate])
+            .flows(16)
+            .threads(2)
+            .len("3s")
+            .warmup("500ms")
+            .args(["--rr-timeout", "2s"]));
         let s = &doc["summary"];
         let offered: f64 = rate.parse().unwrap();
         let lost = u(&s["lost"]);
@@ -458,11 +427,11 @@ fn udp_rr_holds_its_rate_to_100k_and_littles_law() {
     }
     // And for a test of one connection per transaction, and tcp_rr.
     for (test, rate) in [("tcp_crr", "1000"), ("tcp_rr", "5000")] {
-        let doc = run(
-            &server,
-            test,
-            &["--rate", rate, "-l", "2s", "--warmup", "200ms", "--nodelay"],
-        );
+        let doc = run(client(&server, test)
+            .args(["--rate", rate])
+            .len("2s")
+            .warmup("200ms")
+            .arg("--nodelay"));
         assert_littles_law(&format!("{test} {rate}/s"), &doc["summary"]);
     }
 }
@@ -475,14 +444,12 @@ fn udp_rr_holds_its_rate_to_100k_and_littles_law() {
 /// window, as for the other tests, and Little's law holds.
 #[test]
 fn tcp_cc_open_loop_holds_its_rate() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::isolated("ol-cc", &[]);
     let rate = 500.0;
-    let doc = run(
-        &server,
-        "tcp_cc",
-        &["--rate", "500", "-l", "2s", "--warmup", "200ms"],
-    );
+    let doc = run(client(&server, "tcp_cc")
+        .args(["--rate", "500"])
+        .len("2s")
+        .warmup("200ms"));
     let s = &doc["summary"];
     assert_eq!(f(&s["offered_per_s"]), rate);
     let achieved = f(&s["achieved_per_s"]);
@@ -508,15 +475,11 @@ fn tcp_cc_open_loop_holds_its_rate() {
 /// the generator's worst lag over the window.
 #[test]
 fn a_count_limited_open_loop_runs_exactly_n_on_schedule() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::isolated("ol-count", &[]);
     let (n, rate) = (1500u64, 1000.0);
     for test in ["tcp_rr", "udp_rr", "tcp_crr"] {
-        let doc = run(
-            &server,
-            test,
-            &["--rate", "1000", "-n", "1500", "-F", "3", "-T", "2"],
-        );
+        let doc =
+            run(client(&server, test).args(["--rate", "1000", "-n", "1500", "-F", "3", "-T", "2"]));
         let s = &doc["summary"];
         assert_eq!(u(&s["transactions"]), n, "{test}");
         assert_eq!(u(&s["latency_ns"]["count"]), n, "{test}");
@@ -575,32 +538,19 @@ fn open_loop_flags_are_checked() {
 #[test]
 fn open_loop_figures_are_printed() {
     let server = ServerProc::start(&[]);
-    let args = [
-        "run",
-        "udp_rr",
-        "-H",
-        &server.addr,
-        "--rate",
-        "1000",
-        "-l",
-        "500ms",
-        "--warmup",
-        "0",
-    ];
-    let out = run_client(&args, Duration::from_secs(60));
-    let human = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{human}");
+    let base = Thrum::run("udp_rr")
+        .host(&server.addr)
+        .args(["--rate", "1000"])
+        .len("500ms")
+        .timeout(Duration::from_secs(60));
+    let human = base.stdout();
     assert!(
         human.contains("open loop  offered 1000/s  achieved ")
             && human.contains("service p50 ")
             && human.contains("generator lag p99 "),
         "{human}"
     );
-    let mut kv_args = args.to_vec();
-    kv_args.push("--keyval");
-    let out = run_client(&kv_args, Duration::from_secs(60));
-    let kv = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{kv}");
+    let kv = base.arg("--keyval").stdout();
     for key in [
         "OFFERED_RATE=1000.00\n",
         "ACHIEVED_RATE=",
@@ -623,20 +573,9 @@ fn open_loop_figures_are_printed() {
 #[test]
 fn open_loop_tcp_rr_is_not_held_by_nagle() {
     let server = ServerProc::start(&[]);
-    let doc = run(
-        &server,
-        "tcp_rr",
-        &[
-            "--rate",
-            "200",
-            "--arrivals",
-            "poisson",
-            "-l",
-            "3s",
-            "--warmup",
-            "0",
-        ],
-    );
+    let doc = run(client(&server, "tcp_rr")
+        .args(["--rate", "200", "--arrivals", "poisson"])
+        .len("3s"));
     let s = &doc["summary"];
     let p50 = f(&s["service_latency_ns"]["p50"]);
     assert!(p50 < 1e6, "service p50 {p50} ns: {s}");
@@ -649,30 +588,16 @@ fn open_loop_tcp_rr_is_not_held_by_nagle() {
 /// JSON's, and the service-time count is the JSON's.
 #[test]
 fn open_loop_samples_carry_late_counts_and_service_time() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("s.csv");
-    let doc = run(
-        &server,
-        "tcp_rr",
-        &[
-            "--rate",
-            "2000",
-            "-F",
-            "2",
-            "-l",
-            "2s",
-            "--warmup",
-            "0s",
-            "-i",
-            "500ms",
-            "--percentiles",
-            "99.99",
-            "--samples",
-            csv.to_str().unwrap(),
-        ],
-    );
+    let doc = run(client(&server, "tcp_rr")
+        .args(["--rate", "2000"])
+        .flows(2)
+        .len("2s")
+        .interval("500ms")
+        .args(["--percentiles", "99.99", "--samples"])
+        .arg(&csv));
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();

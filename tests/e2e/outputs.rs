@@ -4,37 +4,27 @@
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, symlink};
 use std::path::Path;
-use std::process::Command;
 
-use crate::common::bin;
+use crate::common::{Ran, Thrum};
 
 /// A short tcp_rr run against the embedded server, its JSON result to `out`.
-fn run_to(out: &str) -> std::process::Output {
-    run_with(&["-o", out])
+fn run_to(out: &str) -> Ran {
+    short().args(["-o", out]).output()
 }
 
-/// The same run with other output flags.
-fn run_with(extra: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .args(["run", "tcp_rr", "-l", "0.3s", "--warmup", "0s", "--json"])
-        .args(extra)
-        .output()
-        .expect("run thrum")
+/// The same run, for other output flags.
+fn short() -> Thrum {
+    Thrum::run("tcp_rr").len("0.3s").arg("--json")
 }
 
 /// Run with `-o out --samples samples`; the run must succeed.
 fn run_ok_to(out: &Path, samples: &Path) {
-    let o = run_with(&[
-        "-o",
-        out.to_str().unwrap(),
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
-    assert!(
-        o.status.success(),
-        "run failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    short()
+        .arg("-o")
+        .arg(out)
+        .arg("--samples")
+        .arg(samples)
+        .ok();
 }
 
 fn assert_result_json(bytes: &[u8], what: &str) {
@@ -127,11 +117,7 @@ fn output_dash_and_dev_stdout_print_the_result() {
             !o.stdout.contains(&0),
             "-o {target}: stdout holds NUL bytes"
         );
-        assert!(
-            o.status.success(),
-            "-o {target}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let o = o.ok();
         assert_result_json(&o.stdout, &format!("stdout of -o {target}"));
     }
     assert!(!Path::new("-").exists(), "-o - wrote a file named -");
@@ -164,11 +150,7 @@ fn output_fifo_receives_the_result() {
         .write(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(format!("/proc/self/fd/{}", keep.as_raw_fd()));
-    assert!(
-        o.status.success(),
-        "run failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    o.ok();
     assert_result_json(&reader.join().unwrap(), "what the FIFO received");
     assert!(
         std::fs::metadata(&fifo).unwrap().file_type().is_fifo(),

@@ -1,17 +1,16 @@
-//! iperf3's per-interval figures: the TCP stream tests' `tcp_info` in
-//! every interval (retransmissions, congestion window, RTT), checked
+//! The figures of every interval: the TCP stream tests' `tcp_info`, as
+//! iperf3 shows it (retransmissions, congestion window, RTT), checked
 //! against the kernel's own counts over a shaped path that drops, and on
-//! loopback.
+//! loopback; udp_stream's jitter against a queue that grows; and in
+//! `--samples`, each flow's own latency and both ends' process usage.
 //!
 //! The shaped tests need root and `ip netns`; they skip without them
 //! unless `THRUM_E2E_NETNS=required`.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
 use crate::common::{
-    Path3, ServerProc, TOWARD_A, TOWARD_B, bin, ns_exec, run_cmd, run_json, run_ok, u,
+    Path3, ServerProc, TOWARD_A, TOWARD_B, Thrum, assert_schema, ns_exec, run_ok, u,
 };
 
 /// Namespace counter `Tcp: RetransSegs` of `ns`: the kernel's count of
@@ -73,19 +72,17 @@ fn tcp_info_retransmits_add_up_over_a_lossy_path() {
         path.htb_bfifo(dev, "20mbit", "16000");
     }
     let server = path.server();
-    let args = [
-        "-l", "2s", "-i", "0.5s", "--warmup", "0s", "-s", "32K", "-S", "32K",
-    ];
     for (test, sender_ns, end) in [
         ("tcp_stream", path.a.clone(), "local"),
         ("tcp_maerts", path.b.clone(), "remote"),
     ] {
         let before = retrans_segs(&sender_ns);
-        let doc = run_json(
-            &mut path.client_cmd(&server, test, &args),
-            Duration::from_secs(30),
-            test,
-        );
+        let doc = path
+            .client(&server, test)
+            .len("2s")
+            .interval("0.5s")
+            .args(["-s", "32K", "-S", "32K"])
+            .json();
         let kernel = retrans_segs(&sender_ns) - before;
         let intervals = interval_retransmits(&doc);
         let total = u(&doc["summary"][end]["tcp_retransmits"]);
@@ -127,25 +124,12 @@ fn tcp_info_retransmits_add_up_over_a_lossy_path() {
 #[test]
 fn tcp_info_in_every_interval_on_loopback() {
     let server = ServerProc::start(&[]);
-    let doc = run_json(
-        server
-            .thrum()
-            .args([
-                "run",
-                "tcp_bidir",
-                "-H",
-                &server.addr,
-                "-F",
-                "2",
-                "-l",
-                "1s",
-                "-i",
-                "0.25s",
-            ])
-            .args(["--warmup", "0s", "--json"]),
-        Duration::from_secs(30),
-        "tcp_bidir",
-    );
+    let doc = Thrum::run("tcp_bidir")
+        .on(&server)
+        .flows(2)
+        .len("1s")
+        .interval("0.25s")
+        .json();
     let intervals = interval_retransmits(&doc);
     let total = u(&doc["summary"]["local"]["tcp_retransmits"])
         + u(&doc["summary"]["remote"]["tcp_retransmits"]);
@@ -159,23 +143,11 @@ fn tcp_info_in_every_interval_on_loopback() {
             .collect();
         assert!(ends.contains(&"client") && ends.contains(&"server"), "{iv}");
     }
-    let out = run_cmd(
-        std::process::Command::new(bin()).args([
-            "run",
-            "tcp_stream",
-            "-H",
-            &server.addr,
-            "-l",
-            "0.5s",
-            "-i",
-            "0.25s",
-            "--warmup",
-            "0s",
-        ]),
-        Duration::from_secs(30),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    let text = Thrum::run("tcp_stream")
+        .host(&server.addr)
+        .len("0.5s")
+        .interval("0.25s")
+        .stdout();
     let head = text.lines().nth(1).unwrap_or_default();
     assert!(head.contains("Retr") && head.contains("Cwnd"), "{text}");
     assert!(text.contains("Bytes"), "a cwnd in bytes: {text}");
@@ -207,14 +179,12 @@ fn udp_jitter_is_the_growth_of_a_queue() {
     };
     path.htb_bfifo(TOWARD_B, "2500kbit", "1250000");
     let server = path.server();
-    let args = [
-        "-l", "1s", "-i", "0.25s", "--warmup", "0s", "--rate", "3M", "-m", "1472",
-    ];
-    let doc = run_json(
-        &mut path.client_cmd(&server, "udp_stream", &args),
-        Duration::from_secs(30),
-        "udp_stream",
-    );
+    let doc = path
+        .client(&server, "udp_stream")
+        .len("1s")
+        .interval("0.25s")
+        .args(["--rate", "3M", "-m", "1472"])
+        .json();
     let s = &doc["summary"];
     assert_eq!(u(&s["lost"]), 0, "the queue overflowed: {s}");
     let want_ns = (1514.0 * 8.0 / 2.5e6 - 1472.0 * 8.0 / 3e6) * 1e9;
@@ -236,30 +206,12 @@ fn udp_jitter_is_the_growth_of_a_queue() {
     assert!(u(&s["jitter_ns"]) > 0, "{s}");
     // The same through keyval's field list, on loopback.
     let local = ServerProc::start(&[]);
-    let out = run_cmd(
-        std::process::Command::new(bin()).args([
-            "run",
-            "udp_stream",
-            "-H",
-            &local.addr,
-            "-l",
-            "0.5s",
-            "--warmup",
-            "0s",
-            "--rate",
-            "10M",
-            "--output-fields",
-            "THROUGHPUT,JITTER",
-            "--keyval",
-        ]),
-        Duration::from_secs(30),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = Thrum::run("udp_stream")
+        .host(&local.addr)
+        .len("0.5s")
+        .args(["--rate", "10M", "--output-fields", "THROUGHPUT,JITTER"])
+        .arg("--keyval")
+        .stdout();
     let jitter: f64 = text
         .lines()
         .find_map(|l| l.strip_prefix("JITTER="))
@@ -267,4 +219,111 @@ fn udp_jitter_is_the_growth_of_a_queue() {
         .parse()
         .expect("JITTER in µs");
     assert!(jitter >= 0.0, "{text}");
+}
+
+/// The CSV as (header, rows), every row as long as the header.
+fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let rows: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "{r:?}");
+    }
+    (header, rows)
+}
+
+/// `--samples` of tcp_rr with 2 flows on 2 workers: each flow's row carries
+/// that flow's own latency (its count is its own transactions, which the
+/// JSON's per-flow counts confirm, and the two flows' means differ), and
+/// every row both ends' process usage over the interval: the server's CPU
+/// time is that of a separate process, so it is a real reading of it.
+#[test]
+fn samples_carry_each_flows_latency_and_both_ends_usage() {
+    let server = ServerProc::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("samples.csv");
+    let doc = Thrum::run("tcp_rr")
+        .on(&server)
+        .flows(2)
+        .threads(2)
+        .len("1s")
+        .interval("250ms")
+        .arg("--samples")
+        .arg(&csv)
+        .json();
+    assert_schema(&doc);
+    let (header, rows) = read_csv(&csv);
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
+    };
+    let (iv, flow, trans) = (col("interval"), col("flow"), col("local_transactions"));
+    let (count, mean) = (col("latency_count"), col("latency_mean_ns"));
+    let (min, max, sd) = (
+        col("latency_min_ns"),
+        col("latency_max_ns"),
+        col("latency_stddev_ns"),
+    );
+    let n = |r: &Vec<String>, c: usize| -> f64 {
+        r[c].parse()
+            .unwrap_or_else(|_| panic!("column {} empty: {r:?}", header[c]))
+    };
+    let mut differing = 0;
+    let intervals = doc["intervals"].as_array().unwrap();
+    for pair in rows.chunks(2) {
+        let [a, b] = pair else {
+            panic!("2 rows per interval")
+        };
+        assert_eq!((a[flow].as_str(), b[flow].as_str()), ("0", "1"));
+        for r in pair {
+            // The flow's own count: its own transactions (a response that
+            // lands past a tick counts in the next interval, as the
+            // counters do, so to within its burst of 1).
+            assert!(
+                (n(r, count) - n(r, trans)).abs() <= 1.0,
+                "flow's latency count vs its transactions: {r:?}"
+            );
+            assert!(n(r, min) <= n(r, mean) && n(r, mean) <= n(r, max) && n(r, sd) >= 0.0);
+            // Both ends' usage: CPU seconds of the interval, on each end.
+            for end in ["local", "remote"] {
+                let cpu =
+                    n(r, col(&format!("{end}_utime_s"))) + n(r, col(&format!("{end}_stime_s")));
+                assert!(
+                    cpu > 0.0 && cpu < 4.0,
+                    "{end} CPU in a 250 ms interval: {r:?}"
+                );
+                assert!(n(r, col(&format!("{end}_maxrss_kb"))) > 1000.0, "{r:?}");
+                for c in ["minflt", "majflt", "nvcsw", "nivcsw"] {
+                    n(r, col(&format!("{end}_{c}")));
+                }
+            }
+        }
+        // Usage is the process's: the same on both rows of an interval.
+        assert_eq!(a[col("remote_utime_s")], b[col("remote_utime_s")]);
+        if a[mean] != b[mean] {
+            differing += 1;
+        }
+        // The JSON's per-flow latency is what the rows carry.
+        let i: usize = a[iv].parse().unwrap();
+        let fl = &intervals[i]["flow_latency_ns"];
+        assert_eq!(u(&fl[0]["count"]), n(a, count) as u64);
+        assert_eq!(u(&fl[1]["count"]), n(b, count) as u64);
+        assert!(intervals[i]["rusage"]["remote"]["user_s"].is_number());
+    }
+    assert!(rows.len() >= 8, "2 flows x 4 intervals: {rows:?}");
+    assert!(
+        differing >= rows.len() / 2 - 1,
+        "two flows' own latencies differ in (nearly) every interval: {differing} of {}",
+        rows.len() / 2
+    );
 }

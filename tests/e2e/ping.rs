@@ -13,15 +13,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Path3, TOWARD_A, TOWARD_B};
-use crate::common::{assert_schema_named, bin, f, json, one_at_a_time, run_cmd, u};
+use crate::common::{Path3, Ran, TOWARD_A, TOWARD_B, Thrum, assert_schema_named, f, run_cmd, u};
 
 /// Both tools run pinned to CPU 0: unpinned, a round trip that crosses
 /// CPUs swings by ±20 % from run to run on this VM (shared/TESTING.md),
 /// more than the 10 % the two must agree within.
 ///
 /// iputils `ping` inside A, or None (and a reason on stderr) without it.
-fn iputils(path: &Path3, args: &[&str]) -> Option<Output> {
+fn iputils(path: &Path3, args: &[&str]) -> Option<Ran> {
     let present = std::process::Command::new("ping")
         .arg("-V")
         .output()
@@ -77,16 +76,17 @@ fn median(v: &mut [u64]) -> u64 {
     v[v.len().div_ceil(2) - 1]
 }
 
-/// `thrum ping ARGS --json` inside A; its document and exit status.
-fn thrum_ping(path: &Path3, args: &[&str]) -> (Value, Output) {
-    let out = run_cmd(
-        path.in_a("taskset")
-            .args(["-c", "0", bin(), "ping"])
-            .args(args)
-            .arg("--json"),
-        Duration::from_secs(60),
-    );
-    let doc = json(&out);
+/// `thrum ping ARGS --json` inside A, pinned to CPU 0; its document and
+/// what it did.
+fn thrum_ping(path: &Path3, args: &[&str]) -> (Value, Ran) {
+    let out = Thrum::cmd(&["ping"])
+        .args(args)
+        .arg("--json")
+        .netns(&path.a)
+        .under(&["taskset", "-c", "0"])
+        .timeout(Duration::from_secs(60))
+        .output();
+    let doc = out.json();
     assert_schema_named(&doc, "thrum.ping.v1.json");
     (doc, out)
 }
@@ -117,7 +117,6 @@ const SHAPED_FLOOR_NS: f64 = 2.0 * (5.0 * 1514.0 - 2.0 * 1514.0) * 8.0 / 10e6 * 
 /// group 0.
 #[test]
 fn ping_rtt_agrees_with_iputils() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(184) else {
         return;
     };
@@ -195,7 +194,6 @@ fn ping_rtt_agrees_with_iputils() {
 /// one, and the way around (--tcp), and exit non-zero.
 #[test]
 fn ping_without_privilege_names_the_ways_out() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(204) else {
         return;
     };
@@ -203,24 +201,21 @@ fn ping_without_privilege_names_the_ways_out() {
         path.in_a("sysctl")
             .args(["-qw", "net.ipv4.ping_group_range=1 0"]),
     );
-    let out = run_cmd(
-        path.in_a("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                bin(),
-                "ping",
-            ])
-            .args([path.addr_b().as_str(), "-c", "1"]),
-        Duration::from_secs(20),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = Thrum::cmd(&["ping", path.addr_b().as_str(), "-c", "1"])
+        .netns(&path.a)
+        .under(&[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ])
+        .output();
+    let err = out.stderr();
     // 2: thrum could not run the command at all (1 is a host that did
     // not answer).
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.code(), Some(2), "{}", out.report());
     for name in ["ping_group_range", "\"1 0\"", "CAP_NET_RAW", "--tcp"] {
         assert!(err.contains(name), "{name} not in {err}");
     }
@@ -232,7 +227,6 @@ fn ping_without_privilege_names_the_ways_out() {
 /// both must see the same loss, give or take the bucket's phase.
 #[test]
 fn ping_loss_agrees_with_iputils_when_the_router_drops() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(186) else {
         return;
     };
@@ -265,7 +259,6 @@ fn ping_loss_agrees_with_iputils_when_the_router_drops() {
 /// the last request's timeout is over.
 #[test]
 fn ping_of_nobody_ends_with_an_error_within_the_timeout() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(188) else {
         return;
     };
@@ -273,8 +266,8 @@ fn ping_of_nobody_ends_with_an_error_within_the_timeout() {
     let t = Instant::now();
     let (doc, out) = thrum_ping(&path, &[&nobody, "-c", "3", "-i", "100ms", "-W", "1s"]);
     let took = t.elapsed();
-    assert_eq!(out.status.code(), Some(1), "{doc}");
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.code(), Some(1), "{doc}");
+    let err = out.stderr();
     assert!(
         err.contains(&nobody) && err.contains("did not answer"),
         "{err}"
@@ -305,7 +298,6 @@ fn ping_of_nobody_ends_with_an_error_within_the_timeout() {
 /// `--tcp PORT` times connects; a refusal is an answer (the host is up).
 #[test]
 fn ping_tcp_times_connects_to_a_server() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::new(190) else {
         return;
     };
@@ -378,16 +370,7 @@ fn ping_ipv6_loopback_answers_as_iputils_does() {
     if !have_ipv6_loopback() {
         return;
     }
-    let out = run_cmd(
-        std::process::Command::new(bin()).args(["ping", "::1", "-c", "3", "-i", "50ms", "-v"]),
-        Duration::from_secs(30),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = Thrum::cmd(&["ping", "::1", "-c", "3", "-i", "50ms", "-v"]).stdout();
     let ours = reply_lines(&text);
     assert!(text.contains("by icmp_"), "{text}");
     let theirs = std::process::Command::new("ping")
@@ -408,11 +391,9 @@ fn ping_ipv6_loopback_answers_as_iputils_does() {
         }
     }
     // JSON: all three answered, over ICMPv6.
-    let out = run_cmd(
-        std::process::Command::new(bin()).args(["ping", "::1", "-c", "3", "-i", "20ms", "--json"]),
-        Duration::from_secs(30),
-    );
-    let doc = json(&out);
+    let doc = Thrum::cmd(&["ping", "::1", "-c", "3", "-i", "20ms", "--json"])
+        .output()
+        .json();
     assert_schema_named(&doc, "thrum.ping.v1.json");
     assert_eq!(doc["address"], "::1");
     let s = &doc["summary"]["sizes"][0];
@@ -421,14 +402,7 @@ fn ping_ipv6_loopback_answers_as_iputils_does() {
     let l = std::net::TcpListener::bind("[::1]:0").unwrap();
     let open = l.local_addr().unwrap().port().to_string();
     for port in [open.as_str(), "9"] {
-        let out = run_cmd(
-            std::process::Command::new(bin()).args([
-                "ping", "::1", "--tcp", port, "-c", "3", "-i", "20ms", "--json",
-            ]),
-            Duration::from_secs(30),
-        );
-        let doc = json(&out);
-        assert!(out.status.success(), "{doc}");
+        let doc = Thrum::cmd(&["ping", "::1", "--tcp", port, "-c", "3", "-i", "20ms"]).json();
         assert_eq!(doc["method"], "tcp");
         assert_eq!(
             u(&doc["summary"]["sizes"][0]["received"]),
@@ -447,7 +421,7 @@ fn ping_count_zero_runs_until_ctrl_c() {
     if !have_ipv6_loopback() {
         return;
     }
-    let mut pty = crate::common::Pty::spawn(&["ping", "::1", "-c", "0", "-i", "50ms", "-v"]);
+    let mut pty = Thrum::cmd(&["ping", "::1", "-c", "0", "-i", "50ms", "-v"]).pty();
     pty.wait_for("icmp_seq=3 ", Duration::from_secs(30));
     pty.ctrl_c();
     let (status, text) = pty.finish(Duration::from_secs(10));

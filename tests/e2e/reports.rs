@@ -1,32 +1,22 @@
-//! Charts and reports that explain themselves (issue 20, item 11): SI
+//! Charts and reports that explain themselves: SI
 //! units on the axes, titles with the test, hosts and date, a light grid,
 //! and report.html with the provenance results.json holds.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{bin, run_cmd, svg_text};
+use crate::common::{Thrum, read_json, svg_text};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/netperf");
 
 #[test]
 fn charts_carry_si_units_titles_and_a_light_grid() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run_cmd(
-        Command::new(bin()).env("TZ", "UTC").args([
-            "report",
-            FIXTURES,
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]),
-        Duration::from_secs(20),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    Thrum::report(FIXTURES)
+        .arg("--out")
+        .arg(dir.path())
+        .env("TZ", "UTC")
+        .ok();
     // The fixture's outbound test peaks at 3000 10^6bits/s: bit/s with SI prefixes.
     let outbound = svg_text(&dir.path().join("outbound_overall.svg"));
     assert!(
@@ -76,66 +66,44 @@ fn charts_carry_si_units_titles_and_a_light_grid() {
 fn json_is_a_switch_and_export_json_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r.json");
-    let out = run_cmd(
-        Command::new(bin()).args(["report", FIXTURES, "--json"]),
-        Duration::from_secs(20),
-    );
-    assert!(out.status.success());
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let doc = Thrum::report(FIXTURES).json();
     crate::common::assert_schema_named(&doc, "thrum.agg.v1.json");
-    let out = run_cmd(
-        Command::new(bin()).args(["report", FIXTURES, "--export-json", file.to_str().unwrap()]),
-        Duration::from_secs(20),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = Thrum::report(FIXTURES)
+        .arg("--export-json")
+        .arg(&file)
+        .output()
+        .stdout();
     assert!(
         text.contains("Average of peak interval"),
         "the summary stays: {text}"
     );
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let saved = read_json(&file);
     assert_eq!(saved["tests"], doc["tests"]);
     // sweep: --json prints the cells instead of the table.
-    let out = run_cmd(
-        Command::new(bin()).args(["sweep", "tcp_rr", "-l", "0.2s", "--json"]),
-        Duration::from_secs(30),
-    );
-    let sw: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
+    let sw = Thrum::cmd(&["sweep", "tcp_rr", "-l", "0.2s", "--json"])
+        .output()
+        .json();
     assert_eq!(sw["schema"], "thrum.sweep.v1");
     assert_eq!(sw["cells"].as_array().unwrap().len(), 1);
 }
 
-/// Run `thrum ARGS` with its stdout into `file` (the saved `--json`).
+/// Run `thrum ARGS` (thrum's own warm-up) with its stdout into `file`
+/// (the saved `--json`).
 fn save(args: &[&str], file: &Path) {
-    let out = run_cmd(Command::new(bin()).args(args), Duration::from_secs(60));
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Thrum::cmd(args).timeout(Duration::from_secs(60)).ok();
     std::fs::write(file, &out.stdout).unwrap();
 }
 
 /// `thrum report FILE EXTRA…`, which must succeed; its stdout.
 fn report(file: &Path, extra: &[&str]) -> Vec<u8> {
-    let out = run_cmd(
-        Command::new(bin()).arg("report").arg(file).args(extra),
-        Duration::from_secs(20),
-    );
-    assert!(
-        out.status.success(),
-        "report {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    Thrum::report(file).args(extra).ok().stdout.clone()
 }
 
 fn read(p: &Path) -> Vec<u8> {
     std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// flent's `-i FILE -p PLOT` (issue 29 item 9): a saved `run --json` of a
+/// flent's `-i FILE -p PLOT`: a saved `run --json` of a
 /// mix, read back, draws the page and the chart `run --html`/`--chart`
 /// drew, byte for byte, and prints the same document with `--json`.
 #[test]
@@ -259,15 +227,9 @@ fn report_of_a_saved_sweep_writes_its_csv() {
 fn report_of_a_saved_ping_prints_its_table() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("p.json");
-    let out = run_cmd(
-        Command::new(bin()).args(["ping", "127.0.0.1", "-c", "1", "--json"]),
-        Duration::from_secs(20),
-    );
-    if !out.status.success() {
-        eprintln!(
-            "skipped: ping 127.0.0.1 fails here: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    let out = Thrum::cmd(&["ping", "127.0.0.1", "-c", "1", "--json"]).output();
+    if !out.success() {
+        eprintln!("skipped: ping 127.0.0.1 fails here:\n{}", out.report());
         return;
     }
     std::fs::write(&file, &out.stdout).unwrap();
@@ -290,12 +252,7 @@ fn report_names_the_schemas_it_reads() {
     ] {
         let file = dir.path().join(name);
         std::fs::write(&file, doc).unwrap();
-        let out = run_cmd(
-            Command::new(bin()).arg("report").arg(&file),
-            Duration::from_secs(20),
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success());
+        let err = Thrum::report(&file).fails().stderr();
         assert!(
             err.contains(says)
                 && err.contains(

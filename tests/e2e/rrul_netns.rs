@@ -1,4 +1,4 @@
-//! Latency under load against ground truth (issue 17): three namespaces in
+//! Latency under load against ground truth: three namespaces in
 //! a line, A (client) — R (router) — B (server), each of R's egresses
 //! shaped to 50 Mbit/s by htb with a byte FIFO under it (shared/TESTING.md).
 //! This kernel has no fq_codel, cake or netem, so the lever is buffer
@@ -21,17 +21,14 @@
 //!   `--tos`: an htb class on R that only EF packets enter (a u32 filter on
 //!   the TOS byte) counts at least the marked bytes.
 //!
-//! Needs root and `ip netns`; skips like the `netns` module, and takes the
-//! lock that keeps shaped-link tests apart.
+//! Needs root and `ip netns`; skips like the `netns` module, and runs alone
+//! as the other shaped-link tests do (common/serial.rs).
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    Path3, ServerProc, TOWARD_A, TOWARD_B, bin, ns_exec, one_at_a_time, run_json, run_ok, u,
-};
+use crate::common::{Path3, ServerProc, TOWARD_A, TOWARD_B, bin, ns_exec, run_ok, u};
 use crate::mix::{
     assert_conserved, assert_interval_fairness, assert_interval_retransmits, flow_goodputs, jain,
 };
@@ -122,38 +119,34 @@ impl Bottleneck {
         (doc, after.0 - before.0, after.1 - before.1)
     }
 
-    /// `thrum run ARGS -H server --json` in A, which must succeed.
+    /// `thrum run TEST -H server ARGS` in A (no warm-up); its JSON result,
+    /// which must be a success.
     fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        succeed(self.0.client_cmd(server, test, args), test, args)
+        self.0
+            .client(server, test)
+            .args(args)
+            .timeout(Duration::from_secs(90))
+            .json()
     }
 
     /// The same on CPU 0 alone, beside a `pinned_server`.
     fn pinned_client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        let mut cmd = ns_exec(&self.0.a, "taskset");
-        cmd.args(["-c", "0", bin(), "run", test, "-H", &server.addr])
+        self.0
+            .client(server, test)
+            .under(&["taskset", "-c", "0"])
             .args(args)
-            .arg("--json");
-        succeed(cmd, test, args)
+            .timeout(Duration::from_secs(90))
+            .json()
     }
 }
 
-/// Run a client command; its JSON result, which must be a success.
-fn succeed(mut cmd: Command, test: &str, args: &[&str]) -> Value {
-    run_json(
-        &mut cmd,
-        Duration::from_secs(90),
-        &format!("{test} {args:?}"),
-    )
-}
-
-/// The phases of a run through the bottleneck: no warm-up, 3 s idle,
-/// `loaded` with the bulk flows (cubic), 2 s recovery.
-fn phases(loaded: &'static str) -> [&'static str; 10] {
+/// The phases of a run through the bottleneck (after no warm-up: the
+/// client's default): 3 s idle, `loaded` with the bulk flows (cubic), 2 s
+/// recovery.
+fn phases(loaded: &'static str) -> [&'static str; 8] {
     [
         "--cc",
         "cubic",
-        "--warmup",
-        "0",
         "--idle",
         "3s",
         "-l",
@@ -279,7 +272,6 @@ fn probe_ns(doc: &Value, phase: &str, q: &str) -> f64 {
 
 #[test]
 fn a_deep_buffer_adds_its_delay_under_load() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(10, DEEP) else {
         return;
     };
@@ -310,13 +302,12 @@ fn a_deep_buffer_adds_its_delay_under_load() {
         lul,
         probe_ns(&doc, "loaded", "p50") - probe_ns(&doc, "idle", "p50")
     );
-    // The issue's bounds: the link loaded both ways.
+    // The bounds of a loaded link: both ways.
     check_loaded(&doc, "deep", 0.7, 0.8);
 }
 
 #[test]
 fn a_shallow_buffer_keeps_the_probes_fast() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(12, SHALLOW) else {
         return;
     };
@@ -402,7 +393,7 @@ fn probe_thread_slices() -> Vec<Option<u64>> {
     out
 }
 
-/// Issue 29 item 4: a probe that shares its CPU with bulk workers (both
+/// A probe that shares its CPU with bulk workers (both
 /// ends, the router and the rest of the host on two CPUs) must not go out
 /// late behind them, or the loaded p99 from its intended start carries
 /// the tool's lateness instead of the path's queue. Each part of a mix
@@ -414,7 +405,6 @@ fn probe_thread_slices() -> Vec<Option<u64>> {
 /// over before the send is due.
 #[test]
 fn the_probes_do_not_wait_behind_the_bulk_flows() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(18, SHALLOW) else {
         return;
     };
@@ -427,7 +417,7 @@ fn the_probes_do_not_wait_behind_the_bulk_flows() {
     })
     .join()
     .unwrap_or(false);
-    // The lag bound is the issue's: p99 under 200 µs, against a queue the
+    // The lag bound: p99 under 200 µs, against a queue the
     // load built of 3.3 to 3.6 ms here (the loaded median over the idle
     // one, up to 2.6 ms of buffer each way). Measured with this test's
     // debug build on a quiet host: p99 88 µs (it was 222 to 265 µs with
@@ -496,7 +486,6 @@ fn the_probes_do_not_wait_behind_the_bulk_flows() {
 
 #[test]
 fn the_idle_phase_agrees_with_a_lone_probe() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(16, SHALLOW) else {
         return;
     };
@@ -523,11 +512,7 @@ fn the_idle_phase_agrees_with_a_lone_probe() {
     // noise, and still a quarter of what one queued bulk flow would add.
     let server = path.pinned_server();
     let lone = || {
-        let alone = path.pinned_client(
-            &server,
-            "udp_rr",
-            &["--rate", "50", "-l", "3s", "--warmup", "0"],
-        );
+        let alone = path.pinned_client(&server, "udp_rr", &["--rate", "50", "-l", "3s"]);
         alone["summary"]["latency_ns"]["p50"].as_f64().unwrap()
     };
     let mut lones = vec![lone()];
@@ -570,14 +555,13 @@ fn assert_marked(what: &str, marked: u64, unmarked: u64, ef: u64, plain: u64) {
 
 #[test]
 fn dscp_marks_reach_the_wire() {
-    let _serial = one_at_a_time();
     let Some(path) = Bottleneck::new(14, SHALLOW) else {
         return;
     };
     path.count_ef(VETH_RB);
     path.count_ef(VETH_RA);
     let server = path.server();
-    let short = ["-l", "2s", "--warmup", "0"];
+    let short = ["-l", "2s"];
     let total = |p: &Value, side: &str| u(&p[side]["total"]["bytes_received"]);
     // Up, toward B: the client marks the EF part's sockets.
     let (doc, marked, unmarked) = path.classes_over(VETH_RB, || {

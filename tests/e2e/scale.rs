@@ -13,8 +13,8 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::{
-    Netns, SESSION_CODES, ServerProc, assert_schema, diagnostics_of, json, ns_client_cmd, ns_exec,
-    one_at_a_time, run_client, run_cmd, run_ok, u,
+    Netns, Ran, SESSION_CODES, ServerProc, Thrum, assert_schema, diagnostics_of, ns_exec, run_cmd,
+    run_ok, u,
 };
 
 const FLOWS: usize = 10_000;
@@ -22,39 +22,18 @@ const PER_FLOW: u64 = 3;
 
 #[test]
 fn ten_thousand_tcp_rr_flows_each_complete_their_share() {
-    // Both CPUs flat out while it runs: not beside the tests that assume
-    // the CPUs keep up.
-    let _solo = one_at_a_time();
     // A server takes 1024 flows per session unless told otherwise.
     // Its 10,000 connections' TIME_WAIT in a namespace of their own
     // (`ServerProc::isolated`).
     let server = ServerProc::isolated("scale-10k", &["--max-flows", "10000"]);
     let n = (FLOWS as u64 * PER_FLOW).to_string();
     let flows = FLOWS.to_string();
-    let out = server.run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-F",
-            &flows,
-            "-T",
-            "2",
-            "-n",
-            &n,
-            "--json",
-        ],
-        Duration::from_secs(60),
-    );
-    let doc = json(&out);
+    let doc = Thrum::run("tcp_rr")
+        .on(&server)
+        .args(["-F", &flows, "-T", "2", "-n", &n])
+        .timeout(Duration::from_secs(60))
+        .json();
     let s = &doc["summary"];
-    assert!(
-        out.status.success(),
-        "exit {:?}, error {}",
-        out.status,
-        s["error"]
-    );
     assert_schema(&doc);
     // No warning from the session itself (file limits, the server, missing
     // samples, undrained workers); warnings about the machine (busy CPUs,
@@ -117,7 +96,6 @@ fn every_flow_completes(doc: &Value, flows: usize, share: u64, ends: &[&str]) {
 fn flows_spread_past_a_narrow_ephemeral_range() {
     const FLOWS: usize = 1_500;
     const PER_FLOW: u64 = 2;
-    let _solo = one_at_a_time();
     let Some(ns) = Netns::loopback_only("ports") else {
         return;
     };
@@ -143,19 +121,14 @@ fn flows_spread_past_a_narrow_ephemeral_range() {
     // --rr-timeout, which would count them lost and send again.
     let wait = ["--rr-timeout", "5s"];
     for (test, extra) in [("tcp_rr", &[][..]), ("udp_rr", &wait[..])] {
-        let args = [&["-F", &flows, "-T", "2", "-n", &n][..], extra].concat();
-        let out = run_cmd(
-            &mut ns_client_cmd(&ns.0, &server, test, &args),
-            Duration::from_secs(60),
-        );
-        let doc = json(&out);
+        let doc = Thrum::run(test)
+            .netns(&ns.0)
+            .host(&server.addr)
+            .args(["-F", &flows, "-T", "2", "-n", &n])
+            .args(extra)
+            .timeout(Duration::from_secs(60))
+            .json();
         let s = &doc["summary"];
-        assert!(
-            out.status.success(),
-            "{test}: exit {:?}, error {}",
-            out.status,
-            s["error"]
-        );
         let session = diagnostics_of(&doc, &SESSION_CODES);
         assert!(session.is_empty(), "{test}: {session:?}");
         assert_eq!(u(&s["transactions"]), FLOWS as u64 * PER_FLOW, "{test}");
@@ -220,11 +193,10 @@ fn limited(copy: &OpenCopy, args: &[&str]) -> Command {
 /// refused still serves.
 #[test]
 fn flows_past_the_descriptor_limit_are_refused_up_front_by_either_end() {
-    let _shared = crate::common::not_beside_floods();
     let copy = OpenCopy::new();
-    let refused = |out: &std::process::Output, flag: &str| {
-        assert!(!out.status.success());
-        let e = json(out)["summary"]["error"]
+    let refused = |out: &Ran, flag: &str| {
+        assert!(!out.success());
+        let e = out.json()["summary"]["error"]
             .as_str()
             .unwrap_or_default()
             .to_string();
@@ -241,13 +213,16 @@ fn flows_past_the_descriptor_limit_are_refused_up_front_by_either_end() {
         Duration::from_secs(30),
     );
     refused(&out, "-F 2000");
-    // The server's: UDP sockets are the server's to open first.
-    let server = ServerProc::start_with(limited(&copy, &[]), "127.0.0.1", &["--max-flows", "2000"]);
-    let args = ["-H", &server.addr, "-F", "2000", "-l", "1", "--json"];
-    let out = run_client(
-        &[&["run", "udp_rr"][..], &args].concat(),
-        Duration::from_secs(30),
+    // The server's: UDP sockets are the server's to open first. One client
+    // may hold them all here, or its share of the ports (a quarter by
+    // default) would refuse the test before the descriptor limit does.
+    let server = ServerProc::start_with(
+        limited(&copy, &[]),
+        "127.0.0.1",
+        &["--max-flows", "2000", "--max-ports-per-client", "2000"],
     );
+    let args = ["-H", &server.addr, "-F", "2000", "-l", "1", "--json"];
+    let out = Thrum::cmd(&["run", "udp_rr"]).args(args).output();
     refused(&out, "--flows 2000");
     crate::common::assert_serves(&server);
 }

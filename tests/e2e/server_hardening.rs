@@ -28,13 +28,15 @@ use thrum::control::auth;
 use thrum::control::proto::{self, ClientMsg, encode};
 use thrum::plan::{Phase, TestKind, TestPlan};
 
-use crate::common::{ServerProc, bin, json, one_at_a_time, run_client, run_cmd};
+use crate::common::{ServerProc, Thrum, bin};
 use crate::crafted::rewriting_proxy;
 use crate::hostile::{error_then_close, hello, next_frame};
 
 /// The server under test: this build's, or `THRUM_E2E_SERVER_BIN`.
 fn server_bin() -> String {
-    std::env::var("THRUM_E2E_SERVER_BIN").unwrap_or_else(|_| bin().to_string())
+    // bin() first either way: it takes the test's serial group.
+    let ours = bin();
+    std::env::var("THRUM_E2E_SERVER_BIN").unwrap_or_else(|_| ours.to_string())
 }
 
 fn start_server(extra: &[&str]) -> ServerProc {
@@ -57,13 +59,11 @@ fn a_servers_provenance_cannot_forge_a_keyval_line() {
             "machine": "x86_64",
         });
     });
-    let out = run_cmd(
-        Command::new(bin()).args([
-            "run", "tcp_rr", "-H", &proxy, "-l", "300ms", "--warmup", "0s", "--keyval",
-        ]),
-        Duration::from_secs(20),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = Thrum::run("tcp_rr")
+        .host(&proxy)
+        .len("300ms")
+        .arg("--keyval")
+        .stdout();
     let lines: Vec<&str> = text.lines().collect();
     let throughput = lines
         .iter()
@@ -79,9 +79,8 @@ fn a_servers_provenance_cannot_forge_a_keyval_line() {
         .copied()
         .unwrap_or("");
     eprintln!(
-        "server_hardening: item 13: {throughput} THROUGHPUT line(s), {forged} forged; {sysname}"
+        "server_hardening: forged provenance: {throughput} THROUGHPUT line(s), {forged} forged; {sysname}"
     );
-    assert!(out.status.success(), "{text}");
     assert_eq!(throughput, 1, "{text}");
     assert_eq!(forged, 0, "{text}");
     assert_eq!(sysname, "REMOTE_SYSNAME=Linux\\nTHROUGHPUT=999");
@@ -194,7 +193,7 @@ fn ticks_faster_than_the_interval_end_the_session() {
     let _ = s.shutdown(std::net::Shutdown::Both);
     let sent = writer.join().unwrap();
     eprintln!(
-        "server_hardening: item 11: {sent} ticks sent back to back; {samples} samples in {secs:.1} s ({:.0}/s); then: {error}",
+        "server_hardening: back-to-back ticks: {sent} ticks sent back to back; {samples} samples in {secs:.1} s ({:.0}/s); then: {error}",
         samples as f64 / secs
     );
     // The burst (16, and 16 s' worth at 1 s) and one a second after it.
@@ -208,28 +207,19 @@ fn ticks_faster_than_the_interval_end_the_session() {
 #[test]
 fn honest_ticks_are_answered() {
     let server = start_server(&[]);
-    for extra in [
-        &[
-            "tcp_stream",
-            "-i",
-            "10ms",
-            "-l",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--cooldown",
-            "200ms",
-        ][..],
-        &["tcp_rr", "-i", "10ms", "-n", "2000"][..],
-    ] {
-        let args = [&["run"][..], extra, &["-H", &server.addr, "--json"]].concat();
-        let doc = json(&run_client(&args, Duration::from_secs(30)));
-        assert!(
-            doc["summary"]["error"].is_null(),
-            "{extra:?}: {}",
-            doc["summary"]["error"]
-        );
-    }
+    Thrum::run("tcp_stream")
+        .on(&server)
+        .interval("10ms")
+        .len("1s")
+        .warmup("200ms")
+        .args(["--cooldown", "200ms"])
+        .json();
+    Thrum::run("tcp_rr")
+        .on(&server)
+        .interval("10ms")
+        .args(["-n", "2000"])
+        .default_warmup()
+        .json();
 }
 
 /// The server's sockets (`ss -tuanep`, its pid) that carry `mark`.
@@ -264,7 +254,7 @@ fn marked_stream(mark: Option<u32>, delay_us: Option<u32>) -> TestPlan {
 #[test]
 fn marks_and_delays_need_the_operators_opt_in() {
     if !is_root() {
-        eprintln!("server_hardening: item 4 skipped: SO_MARK needs CAP_NET_ADMIN");
+        eprintln!("server_hardening: marks and delays skipped: SO_MARK needs CAP_NET_ADMIN");
         return;
     }
     let server = start_server(&[]);
@@ -282,7 +272,7 @@ fn marks_and_delays_need_the_operators_opt_in() {
     )
     .unwrap();
     eprintln!(
-        "server_hardening: item 4: mark 0x4000: {} {}; server sockets marked: {marked}; tx delay 1 s: {} {}",
+        "server_hardening: keyless marks and delays: mark 0x4000: {} {}; server sockets marked: {marked}; tx delay 1 s: {} {}",
         a["type"], a["message"], d["type"], d["message"]
     );
     assert_eq!(a["type"], "error", "{a}");
@@ -300,38 +290,27 @@ fn marks_and_delays_need_the_operators_opt_in() {
     // The operator's opt-in: that mark, delays up to 5 ms.
     let allowing = start_server(&["--allow-mark", "0x4000,7", "--allow-tx-delay", "5ms"]);
     let run = |extra: &[&str]| {
-        let args = [
-            &[
-                "run",
-                "tcp_stream",
-                "-H",
-                &allowing.addr,
-                "-l",
-                "300ms",
-                "--warmup",
-                "0s",
-                "--json",
-            ][..],
-            extra,
-        ]
-        .concat();
-        json(&run_client(&args, Duration::from_secs(20)))
+        Thrum::run("tcp_stream")
+            .on(&allowing)
+            .len("300ms")
+            .args(extra)
+            .arg("--json")
     };
-    let ok = run(&["--mark", "16384", "--tcp-tx-delay", "1ms"]);
-    assert!(
-        ok["summary"]["error"].is_null(),
-        "{}",
-        ok["summary"]["error"]
-    );
+    let ok = run(&["--mark", "16384", "--tcp-tx-delay", "1ms"]).json();
     let remote = &ok["summary"]["remote"]["socket_options"];
     assert_eq!(remote["mark"], 16384, "{remote}");
     assert_eq!(remote["tcp_tx_delay_us"], 1000, "{remote}");
-    let other = run(&["--mark", "8"]);
-    let e = other["summary"]["error"].as_str().unwrap_or("");
-    assert!(e.contains("--allow-mark"), "{e}");
-    let long = run(&["--tcp-tx-delay", "6ms"]);
-    let e = long["summary"]["error"].as_str().unwrap_or("");
-    assert!(e.contains("--allow-tx-delay 5ms"), "{e}");
+    // Refused by the server: the result's error names its flag.
+    let refused = |extra: &[&str], flag: &str| {
+        let ran = run(extra).fails();
+        let e = ran.json()["summary"]["error"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        assert!(e.contains(flag), "{}", ran.report());
+    };
+    refused(&["--mark", "8"], "--allow-mark");
+    refused(&["--tcp-tx-delay", "6ms"], "--allow-tx-delay 5ms");
 }
 
 /// Whether the server has closed `s`; what it sent meanwhile is read and
@@ -419,29 +398,27 @@ fn key_file(dir: &std::path::Path) -> String {
     p.to_str().unwrap().to_string()
 }
 
-/// A short tcp_rr from 127.0.0.6 against `addr`, with `extra` flags.
-fn rr_from_six(addr: &str, extra: &[&str]) -> Vec<String> {
-    let args = ["run", "tcp_rr", "-H", addr, "--bind", "127.0.0.6"];
-    let short = ["-l", "200ms", "--warmup", "0s", "--json"];
-    [&args[..], extra, &short]
-        .concat()
-        .into_iter()
-        .map(String::from)
-        .collect()
+/// A short tcp_rr from 127.0.0.6 against `server`, with `extra` flags.
+fn rr_from_six(server: &ServerProc, extra: &[&str]) -> Thrum {
+    Thrum::run("tcp_rr")
+        .on(server)
+        .args(["--bind", "127.0.0.6"])
+        .len("200ms")
+        .args(extra)
 }
 
-/// Run `args` (a client) `tries` times; how many ran, and the distinct
-/// errors of the others.
-fn served_of<S: AsRef<str>>(tries: usize, args: &[S]) -> (usize, Vec<String>) {
-    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+/// Run `client` with `--json` `tries` times; how many ran, and the
+/// distinct errors of the others.
+fn served_of(tries: usize, client: &Thrum) -> (usize, Vec<String>) {
+    let client = client.clone().arg("--json");
     let mut served = 0;
     let mut errors: Vec<String> = Vec::new();
     for _ in 0..tries {
-        let out = run_client(&args, Duration::from_secs(30));
-        if out.status.success() {
+        let out = client.output();
+        if out.success() {
             served += 1;
         } else {
-            let e = json(&out)["summary"]["error"]
+            let e = out.json()["summary"]["error"]
                 .as_str()
                 .unwrap_or("no error in the result")
                 .to_string();
@@ -471,17 +448,16 @@ pub(crate) fn accepted_session(addr: &str) -> TcpStream {
 /// running"). Keyed clients must be served every time.
 #[test]
 fn keyed_clients_are_served_beside_unproved_connections() {
-    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(dir.path());
     let server = start_server(&["--psk-file", &key]);
     let siege = Siege::of_four(&server.addr, [false, false, false, true]);
     let t0 = Instant::now();
-    let (served, errors) = served_of(20, &rr_from_six(&server.addr, &["--psk-file", &key]));
+    let (served, errors) = served_of(20, &rr_from_six(&server, &["--psk-file", &key]));
     let secs = t0.elapsed().as_secs_f64();
     let opened = siege.stop();
     eprintln!(
-        "server_hardening: item 1: keyed client served {served}/20 in {secs:.1} s beside 64 unproved connections ({opened} opened in all); errors: {errors:?}"
+        "server_hardening: unproved connections, keyed server: keyed client served {served}/20 in {secs:.1} s beside 64 unproved connections ({opened} opened in all); errors: {errors:?}"
     );
     assert_eq!(served, 20, "keyed clients refused: {errors:?}");
 }
@@ -491,18 +467,17 @@ fn keyed_clients_are_served_beside_unproved_connections() {
 /// they may, and the unproved are dropped within the hello deadline.
 #[test]
 fn a_keyless_server_serves_beside_unproved_connections() {
-    let _alone = one_at_a_time();
     let server = start_server(&[]);
     let siege = Siege::of_four(&server.addr, [false, false, true, true]);
     // One silent connection of our own: how long the server holds it.
     let mut ours = dial_from(&server.addr, "127.0.0.7").unwrap();
     let t0 = Instant::now();
-    let (served, errors) = served_of(5, &rr_from_six(&server.addr, &[]));
+    let (served, errors) = served_of(5, &rr_from_six(&server, &[]));
     let said = error_then_close(&mut ours).unwrap_or_default();
     let held = t0.elapsed();
     let opened = siege.stop();
     eprintln!(
-        "server_hardening: item 1 (keyless): served {served}/5 ({opened} unproved opened); a silent connection was held {held:.1?}: {said}"
+        "server_hardening: unproved connections, keyless server: served {served}/5 ({opened} unproved opened); a silent connection was held {held:.1?}: {said}"
     );
     assert_eq!(served, 5, "refused: {errors:?}");
     assert!(
@@ -527,7 +502,6 @@ fn udp_stream(flows: u32) -> TestPlan {
 /// slots: 512) and the other client is served.
 #[test]
 fn one_address_cannot_hold_every_port() {
-    let _alone = one_at_a_time();
     let server = start_server(&["--max-ports", "2048"]);
     let stop = Arc::new(AtomicBool::new(false));
     let holder = {
@@ -555,26 +529,16 @@ fn one_address_cannot_hold_every_port() {
         })
     };
     thread::sleep(Duration::from_secs(1));
-    let args = [
-        "run",
-        "udp_stream",
-        "-H",
-        &server.addr,
-        "--bind",
-        "127.0.0.3",
-        "-F",
-        "8",
-        "-l",
-        "200ms",
-        "--warmup",
-        "0s",
-        "--json",
-    ];
-    let (served, errors) = served_of(12, &args);
+    let client = Thrum::run("udp_stream")
+        .on(&server)
+        .args(["--bind", "127.0.0.3"])
+        .flows(8)
+        .len("200ms");
+    let (served, errors) = served_of(12, &client);
     stop.store(true, Relaxed);
     let (most, refusal) = holder.join().unwrap();
     eprintln!(
-        "server_hardening: item 3: 127.0.0.2 held up to {most} sessions of 256 ports ({refusal}); 127.0.0.3 served {served}/12: {errors:?}"
+        "server_hardening: one address's ports: 127.0.0.2 held up to {most} sessions of 256 ports ({refusal}); 127.0.0.3 served {served}/12: {errors:?}"
     );
     assert_eq!(served, 12, "refused: {errors:?}");
     assert_eq!(most, 2, "sessions of 256 ports one address held");

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use thrum::plan::TestKind;
 
-use crate::common::{SETUP_LIMIT, bin, run_cmd};
+use crate::common::{SETUP_LIMIT, Thrum, bin, run_cmd};
 
 /// Skip with a printed reason, or fail where CI requires these checks.
 fn skip(why: &str) {
@@ -45,14 +45,8 @@ fn has(tool: &str) -> bool {
 
 /// Run a command that must succeed; returns stdout and stderr.
 fn ok(cmd: &mut Command, limit: Duration) -> (String, String) {
-    let shown = format!("{cmd:?}");
-    let out = run_cmd(cmd, limit);
-    let (o, e) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(out.status.success(), "{shown} failed:\n{o}\n{e}");
-    (o, e)
+    let out = run_cmd(cmd, limit).ok();
+    (out.stdout(), out.stderr())
 }
 
 /// The tarball named by environment variable `var`, unpacked into `dir`;
@@ -577,7 +571,7 @@ fn deb_has_no_lintian_errors() {
         errors.is_empty(),
         "lintian errors:\n{}\n{}",
         errors.join("\n"),
-        String::from_utf8_lossy(&out.stderr)
+        out.report()
     );
 }
 
@@ -806,7 +800,7 @@ fn k8s_agg_job_is_kustomized_with_the_image_and_the_network() {
 /// the commit, the build date and the target.
 #[test]
 fn version_names_commit_date_and_target() {
-    let (out, _) = ok(Command::new(bin()).arg("--version"), SETUP_LIMIT);
+    let out = Thrum::cmd(&["--version"]).timeout(SETUP_LIMIT).stdout();
     let rest = out
         .trim()
         .strip_prefix(&format!("thrum {} (commit ", env!("CARGO_PKG_VERSION")))

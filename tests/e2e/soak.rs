@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use thrum::control::client::{Quiet, Target, run};
 use thrum::plan::{TestKind, TestPlan};
 
-use crate::common::{ServerProc, one_at_a_time};
+use crate::common::ServerProc;
 
 const TESTS: usize = 500;
 const FIRST: usize = 10;
@@ -21,10 +21,6 @@ const RSS_SLACK_KB: u64 = 2 << 10;
 
 #[test]
 fn five_hundred_short_tests_leak_nothing() {
-    // A minute of back-to-back streams keeps both CPUs busy: like the
-    // shaped-link floods, run alone, so that the loopback tests that assume
-    // the CPUs keep up (lossless UDP) never run beside it.
-    let _alone = one_at_a_time();
     let server = ServerProc::start(&[]);
     let target = Target {
         addr: server.addr.parse().unwrap(),

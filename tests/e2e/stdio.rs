@@ -1,4 +1,4 @@
-//! Where output goes (issue 20, items 2, 7 and 9): results on stdout,
+//! Where output goes: results on stdout,
 //! everything else on stderr; no table for a run that measured nothing;
 //! quiet by default, the CPU-source and packet notes with -c/-C/-v, all of
 //! them in JSON and key=value; files beside the terminal output with
@@ -8,13 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::common::{ServerProc, one_at_a_time, run_client};
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use crate::common::{ServerProc, Thrum, read_json};
 
 /// The codes of the warnings the default human output leaves to -c, -C,
 /// --cpu and -v (`cmd::run::shown`).
@@ -63,34 +57,17 @@ fn results_on_stdout_everything_else_on_stderr() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = closed.local_addr().unwrap().to_string();
     drop(closed);
-    let out = run_client(
-        &["run", "tcp_rr", "-H", &addr, "-l", "0.3s"],
-        Duration::from_secs(20),
-    );
-    assert!(!out.status.success());
-    assert!(out.stdout.is_empty(), "stdout: {}", text(&out.stdout));
-    assert!(
-        text(&out.stderr).starts_with("error: cannot reach"),
-        "{}",
-        text(&out.stderr)
-    );
+    let out = Thrum::cmd(&["run", "tcp_rr", "-H", &addr, "-l", "0.3s"]).fails();
+    assert!(out.stdout.is_empty(), "stdout: {}", out.stdout());
+    let err = out.stderr();
+    assert!(err.starts_with("error: cannot reach"), "{err}");
 
     // A --rate no sender reaches gives a warning that is always said: on stderr.
-    let out = run_client(
-        &[
-            "run",
-            "udp_stream",
-            "-l",
-            "0.3s",
-            "--warmup",
-            "0s",
-            "--rate",
-            "1T",
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let (so, se) = (text(&out.stdout), text(&out.stderr));
+    let out = Thrum::run("udp_stream")
+        .len("0.3s")
+        .args(["--rate", "1T"])
+        .ok();
+    let (so, se) = (out.stdout(), out.stderr());
     assert!(so.contains("-- summary over"), "{so}");
     assert!(
         !so.contains("warning") && !so.contains("error"),
@@ -111,8 +88,6 @@ fn results_on_stdout_everything_else_on_stderr() {
 /// More load on a busy machine only adds to it.
 #[test]
 fn quiet_by_default_and_everything_in_the_files() {
-    // Spinning CPUs would starve the loopback tests that need them to keep up.
-    let _g = one_at_a_time();
     let server = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let (j1, j2, kv, csv) = (
@@ -123,33 +98,25 @@ fn quiet_by_default_and_everything_in_the_files() {
     );
     let _spin = Spin::start(2);
     for flag in [None, Some("-c"), Some("-C"), Some("--cpu"), Some("-v")] {
-        let mut args = vec![
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "1s",
-            "--warmup",
-            "0s",
-            "--export-json",
-            j1.to_str().unwrap(),
-            "--export-json",
-            j2.to_str().unwrap(),
-            "--export-keyval",
-            kv.to_str().unwrap(),
-            "--export-csv",
-            csv.to_str().unwrap(),
-        ];
-        args.extend(flag);
-        let out = run_client(&args, Duration::from_secs(30));
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let (so, se) = (text(&out.stdout), text(&out.stderr));
+        let out = Thrum::run("tcp_rr")
+            .host(&server.addr)
+            .len("1s")
+            .arg("--export-json")
+            .arg(&j1)
+            .arg("--export-json")
+            .arg(&j2)
+            .arg("--export-keyval")
+            .arg(&kv)
+            .arg("--export-csv")
+            .arg(&csv)
+            .args(flag)
+            .ok();
+        let (so, se) = (out.stdout(), out.stderr());
         assert!(
             so.contains("transactions/s"),
             "the terminal output is human: {so}"
         );
-        let doc: Value = serde_json::from_slice(&std::fs::read(&j1).unwrap()).unwrap();
+        let doc = read_json(&j1);
         assert_eq!(std::fs::read(&j1).unwrap(), std::fs::read(&j2).unwrap());
         crate::common::assert_schema(&doc);
         let busy = crate::common::diagnostics(&doc, "cpu_busy_elsewhere");
@@ -166,7 +133,8 @@ fn quiet_by_default_and_everything_in_the_files() {
             assert_eq!(
                 said,
                 flag.is_some() || !quiet,
-                "{flag:?}: {code}: {message:?}\nstderr: {se}"
+                "{code}: {message:?}\n{}",
+                out.report()
             );
         }
         // key=value carries them all, on one line, in the JSON's order.
@@ -185,14 +153,9 @@ fn quiet_by_default_and_everything_in_the_files() {
         assert!(csv.lines().count() >= 2, "{csv}");
     }
     // `--json FILE` is answered with the way to write a file.
-    let out = run_client(
-        &["run", "tcp_rr", "--json", "out.json"],
-        Duration::from_secs(10),
-    );
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("--export-json out.json"),
-        "{}",
-        text(&out.stderr)
-    );
+    let err = Thrum::cmd(&["run", "tcp_rr", "--json", "out.json"])
+        .timeout(Duration::from_secs(10))
+        .fails()
+        .stderr();
+    assert!(err.contains("--export-json out.json"), "{err}");
 }

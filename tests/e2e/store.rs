@@ -1,4 +1,4 @@
-//! The results store (issue 30): runs saved by real `thrum run` processes
+//! The results store: runs saved by real `thrum run` processes
 //! into SQLite files of the test's own; a process SIGKILLed inside its
 //! save transaction; two saving at once; a store that is not a database;
 //! and `thrum compare` against ground truth: like runs over one shaped path
@@ -8,28 +8,24 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Path3, ServerProc, bin, json, one_at_a_time, run_cmd, run_json};
+use crate::common::{Path3, Ran, ServerProc, Thrum};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// `thrum ARGS.. --db DB`, to completion: its output.
-fn thrum_db(db: &Path, args: &[&str]) -> std::process::Output {
-    run_cmd(Command::new(bin()).args(args).arg("--db").arg(db), LIMIT)
+/// `thrum ARGS.. --db DB`, to completion: what it did.
+pub(crate) fn thrum_db(db: &Path, args: &[&str]) -> Ran {
+    Thrum::cmd(args).arg("--db").arg(db).timeout(LIMIT).output()
 }
 
-fn history(db: &Path) -> Vec<Value> {
-    let out = thrum_db(db, &["history", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out).as_array().expect("an array").clone()
+/// The stored runs, newest first (`history --json`).
+pub(crate) fn history(db: &Path) -> Vec<Value> {
+    let out = thrum_db(db, &["history", "--json"]).ok();
+    out.json().as_array().expect("an array").clone()
 }
 
 fn integrity(db: &Path) -> (String, i64) {
@@ -54,25 +50,23 @@ fn store_survives_sigkill_while_saving_and_keeps_concurrent_saves() {
     let db = dir.path().join("results.db");
     let server = ServerProc::start(&[]);
     let run = |extra: &[&str]| {
-        let mut c = Command::new(bin());
-        c.args(["run", "tcp_rr", "-H", &server.addr, "-l", "200ms"])
-            .args(["--warmup", "0s", "--json", "--db"])
+        Thrum::run("tcp_rr")
+            .host(&server.addr)
+            .len("200ms")
+            .args(["--json", "--db"])
             .arg(&db)
-            .args(extra);
-        c
+            .args(extra)
+            .timeout(LIMIT)
     };
     for i in 0..3 {
-        run_json(
-            &mut run(&["--label", &format!("i={i}")]),
-            LIMIT,
-            "a saved run",
-        );
+        run(&["--label", &format!("i={i}")]).json();
     }
     assert_eq!(integrity(&db), ("ok".into(), 3));
 
     // Killed inside the save's transaction: the hook says when it holds it.
     let mut child = run(&["--name", "killed"])
         .env("THRUM_STORE_TEST_PAUSE_MS", "60000")
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -101,17 +95,12 @@ fn store_survives_sigkill_while_saving_and_keeps_concurrent_saves() {
         .map(|_| {
             run(&["--label", "pair=yes"])
                 .env("THRUM_STORE_TEST_PAUSE_MS", "300")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
                 .spawn()
-                .expect("spawn thrum")
         })
         .collect();
     let started = Instant::now();
     for c in both {
-        let out = c.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{err}");
+        let err = c.wait().ok().stderr();
         assert!(!err.contains("warning"), "{err}");
         assert!(started.elapsed() < LIMIT);
     }
@@ -131,21 +120,14 @@ fn store_survives_sigkill_while_saving_and_keeps_concurrent_saves() {
     }
     // Each run shows again as it printed.
     let id = rows[0]["id"].as_str().unwrap();
-    let out = thrum_db(&db, &["show", id, "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(json(&out)["schema"], "thrum.result.v1");
+    let shown = thrum_db(&db, &["show", id, "--json"]).ok().json();
+    assert_eq!(shown["schema"], "thrum.result.v1");
 
     // --baseline: the comparison on stderr after the result, on stdout.
-    let mut c = run(&["--baseline", "label:i=0", "--no-save"]);
-    let out = run_cmd(&mut c, LIMIT);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let out = run(&["--baseline", "label:i=0", "--no-save"]).ok();
+    let err = out.stderr();
     assert!(
-        json(&out)["summary"]["transactions_per_s"]
+        out.json()["summary"]["transactions_per_s"]
             .as_f64()
             .unwrap()
             > 0.0
@@ -154,18 +136,14 @@ fn store_survives_sigkill_while_saving_and_keeps_concurrent_saves() {
         err.contains("transactions_per_s") && err.contains("noise from"),
         "{err}"
     );
-    let bad = run_cmd(&mut run(&["--baseline", "label:i=nope"]), LIMIT);
-    assert_eq!(
-        bad.status.code(),
-        Some(2),
-        "a baseline not found fails first"
-    );
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("no stored run is labelled i=nope"));
+    let bad = run(&["--baseline", "label:i=nope"]).output();
+    assert_eq!(bad.code(), Some(2), "a baseline not found fails first");
+    assert!(bad.stderr().contains("no stored run is labelled i=nope"));
 
     // Latency over time, SmokePing's way: the median line and its bands
     // (each tcp_rr run carries its histogram).
     let svg = dir.path().join("lat.svg");
-    let out = thrum_db(
+    thrum_db(
         &db,
         &[
             "history",
@@ -174,12 +152,8 @@ fn store_survives_sigkill_while_saving_and_keeps_concurrent_saves() {
             "--out",
             svg.to_str().unwrap(),
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    )
+    .ok();
     let text = std::fs::read_to_string(&svg).unwrap();
     let doc = roxmltree::Document::parse(&text).expect("the chart is SVG");
     let count = |tag: &str| doc.descendants().filter(|n| n.has_tag_name(tag)).count();
@@ -192,24 +166,16 @@ fn store_survives_sigkill_while_saving_and_keeps_concurrent_saves() {
     // Not a database: the result still prints; a warning names the file.
     let bad = dir.path().join("not-a-db");
     std::fs::write(&bad, vec![b'x'; 8192]).unwrap();
-    let mut c = Command::new(bin());
-    c.args([
-        "run",
-        "tcp_rr",
-        "-H",
-        &server.addr,
-        "-l",
-        "200ms",
-        "--warmup",
-        "0s",
-    ])
-    .args(["--json", "--db"])
-    .arg(&bad);
-    let out = run_cmd(&mut c, LIMIT);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let out = Thrum::run("tcp_rr")
+        .host(&server.addr)
+        .len("200ms")
+        .args(["--json", "--db"])
+        .arg(&bad)
+        .timeout(LIMIT)
+        .ok();
+    let err = out.stderr();
     assert!(
-        json(&out)["summary"]["transactions_per_s"]
+        out.json()["summary"]["transactions_per_s"]
             .as_f64()
             .unwrap()
             > 0.0
@@ -221,14 +187,13 @@ fn store_survives_sigkill_while_saving_and_keeps_concurrent_saves() {
     );
 }
 
-/// The check of issue 30: tcp_stream runs through R's htb, three at
+/// tcp_stream runs through R's htb, three at
 /// 100 Mbit/s labelled cfg=a, then one at 80 labelled cfg=b. Two cfg=a runs
 /// compare as "no change" or "inconclusive" (never a change); the
 /// last two as "regressed" by 15 to 25 % (the shaper's 20 %), and
 /// `--fail-on regression` exits 3.
 #[test]
 fn compare_calls_like_runs_alike_and_a_narrower_path_a_regression() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::build(223, 40) else {
         return;
     };
@@ -237,11 +202,15 @@ fn compare_calls_like_runs_alike_and_a_narrower_path_a_regression() {
     path.htb("100mbit");
     let server = path.server();
     let run = |label: &str| {
-        let mut c = path.client_cmd(&server, "tcp_stream", &["-l", "2s", "--label", label]);
-        c.env("THRUM_DB", &db);
-        run_json(&mut c, LIMIT, label)
+        path.client(&server, "tcp_stream")
+            .len("2s")
+            .args(["--label", label])
+            .env("THRUM_DB", &db)
+            .default_warmup()
+            .timeout(LIMIT)
+            .json()
     };
-    // Three cfg=a runs, not the issue's two: one pair gives the noise one
+    // Three cfg=a runs, not two: one pair gives the noise one
     // degree of freedom (t = 12.7), and a pair 2 % apart (as about one in
     // three are on a busy machine) then leaves a 20 % fall "inconclusive".
     for _ in 0..3 {
@@ -259,7 +228,7 @@ fn compare_calls_like_runs_alike_and_a_narrower_path_a_regression() {
     let id = |i: usize| rows[i]["id"].as_str().unwrap().to_string();
     let throughput = |args: &[&str]| -> (Value, Option<i32>) {
         let out = thrum_db(&db, args);
-        let doc = json(&out);
+        let doc = out.json();
         let f = doc["figures"]
             .as_array()
             .unwrap()
@@ -267,7 +236,7 @@ fn compare_calls_like_runs_alike_and_a_narrower_path_a_regression() {
             .find(|f| f["name"] == "throughput")
             .cloned()
             .expect("a throughput figure");
-        (f, out.status.code())
+        (f, out.code())
     };
     let (aa, code) = throughput(&["compare", &id(3), &id(2), "--json"]);
     eprintln!("A/A: {aa}");
@@ -301,7 +270,6 @@ fn compare_calls_like_runs_alike_and_a_narrower_path_a_regression() {
 #[test]
 #[ignore]
 fn aa_twenty_pairs() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::build(223, 42) else {
         return;
     };
@@ -310,9 +278,13 @@ fn aa_twenty_pairs() {
     path.htb("100mbit");
     let server = path.server();
     for _ in 0..40 {
-        let mut c = path.client_cmd(&server, "tcp_stream", &["-l", "1s", "--label", "cfg=a"]);
-        c.env("THRUM_DB", &db);
-        run_json(&mut c, LIMIT, "A/A run");
+        path.client(&server, "tcp_stream")
+            .len("1s")
+            .args(["--label", "cfg=a"])
+            .env("THRUM_DB", &db)
+            .default_warmup()
+            .timeout(LIMIT)
+            .json();
     }
     let mut rows = history(&db);
     rows.reverse();
@@ -322,8 +294,7 @@ fn aa_twenty_pairs() {
             pair[0]["id"].as_str().unwrap(),
             pair[1]["id"].as_str().unwrap(),
         );
-        let out = thrum_db(&db, &["compare", a, b, "--json"]);
-        let doc = json(&out);
+        let doc = thrum_db(&db, &["compare", a, b, "--json"]).json();
         let f = doc["figures"]
             .as_array()
             .unwrap()
@@ -364,7 +335,6 @@ fn aa_twenty_pairs() {
 /// about 40× at σ = 1, well under the ≥ 100× a full FIFO makes.
 #[test]
 fn compare_finds_a_standing_queue_in_p50() {
-    let _serial = one_at_a_time();
     let Some(path) = Path3::build(223, 44) else {
         return;
     };
@@ -376,26 +346,14 @@ fn compare_finds_a_standing_queue_in_p50() {
     path.htb_bfifo(crate::common::TOWARD_B, "50mbit", "625000");
     let server = path.server();
     let probe = |label: &str, len: &str| {
-        let mut c = path.client_cmd(
-            &server,
-            "udp_rr",
-            &[
-                "-r",
-                "64",
-                "--rate",
-                "200",
-                "-l",
-                len,
-                "--warmup",
-                "200ms",
-                "--rr-timeout",
-                "2s",
-                "--label",
-                label,
-            ],
-        );
-        c.env("THRUM_DB", &db);
-        run_json(&mut c, LIMIT, label)
+        path.client(&server, "udp_rr")
+            .args(["-r", "64", "--rate", "200"])
+            .len(len)
+            .warmup("200ms")
+            .args(["--rr-timeout", "2s", "--label", label])
+            .env("THRUM_DB", &db)
+            .timeout(LIMIT)
+            .json()
     };
     let idle: Vec<f64> = (0..6)
         .map(|_| {
@@ -406,11 +364,14 @@ fn compare_finds_a_standing_queue_in_p50() {
         .collect();
     eprintln!("idle p50s (ns): {idle:?}");
     // The load's length only bounds it: it is ended once the probe is done.
-    let mut load = path.client_cmd(
-        &server,
-        "tcp_stream",
-        &["-F", "4", "--cc", "cubic", "-l", "8s", "--no-save"],
-    );
+    let mut load = path
+        .client(&server, "tcp_stream")
+        .flows(4)
+        .args(["--cc", "cubic"])
+        .len("8s")
+        .args(["--no-save", "--json"])
+        .default_warmup()
+        .command();
     let mut load = load
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -426,11 +387,11 @@ fn compare_finds_a_standing_queue_in_p50() {
         "loaded: p50 {} ns, {} transactions, {} lost",
         s["latency_ns"]["p50"], s["transactions"], s["lost"]
     );
-    let out = thrum_db(
+    let doc = thrum_db(
         &db,
         &["compare", "label:cfg=idle", "label:cfg=loaded", "--json"],
-    );
-    let doc = json(&out);
+    )
+    .json();
     let p50 = doc["figures"]
         .as_array()
         .unwrap()

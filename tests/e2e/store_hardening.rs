@@ -5,43 +5,26 @@
 //! server on loopback and a store file of its own (`--db`).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
-use serde_json::Value;
+use crate::common::{Ran, Thrum, run_cmd};
+use crate::store::{history as rows, thrum_db as thrum};
 
-use crate::common::{bin, json, run_cmd};
-
+/// Bounds a wedged command that is not thrum's (unshare, sh).
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// `thrum ARGS.. --db DB`, to completion.
-fn thrum(db: &Path, args: &[&str]) -> Output {
-    run_cmd(Command::new(bin()).args(args).arg("--db").arg(db), LIMIT)
+/// A 200 ms tcp_rr against the embedded server, with the short-run
+/// defaults.
+fn short_rr() -> Thrum {
+    Thrum::run("tcp_rr").len("200ms")
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A 200 ms tcp_rr against the embedded server, saved in `db` with
-/// `extra` flags; it must succeed.
+/// A short tcp_rr, saved in `db` with `extra` flags; it must succeed,
+/// without a warning.
 fn save_run(db: &Path, extra: &[&str]) {
-    let mut args = vec!["run", "tcp_rr", "-l", "200ms", "--warmup", "0s", "--json"];
-    args.extend_from_slice(extra);
-    let out = thrum(db, &args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
-}
-
-/// The stored runs, newest first (`history --json`).
-fn rows(db: &Path) -> Vec<Value> {
-    let out = thrum(db, &["history", "--json"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    json(&out).as_array().expect("an array").clone()
+    let ran = short_rr().args(["--json", "--db"]).arg(db).args(extra).ok();
+    assert!(!ran.stderr().contains("warning"), "{}", ran.report());
 }
 
 /// Give the newest run of `db`, by hand as another program could, the
@@ -63,9 +46,21 @@ fn forge(db: &Path, value: &str, name: &str) -> String {
     id
 }
 
-/// No control character but the line ends.
-fn printable(s: &str) -> bool {
-    !s.chars().any(|c| c.is_control() && c != '\n')
+/// The first control character of `s` but the line ends, if any.
+fn control(s: &str) -> Option<char> {
+    s.chars().find(|&c| c.is_control() && c != '\n')
+}
+
+/// `ran` ended with `code` and its stderr says every one of `words`: its
+/// stderr.
+#[track_caller]
+fn said(ran: &Ran, code: Option<i32>, words: &[&str]) -> String {
+    assert_eq!(ran.code(), code, "{}", ran.report());
+    let err = ran.stderr();
+    for w in words {
+        assert!(err.contains(w), "stderr lacks {w:?}\n{}", ran.report());
+    }
+    err
 }
 
 /// A label of 120,000 characters, a key of 65 and a name holding a newline
@@ -87,11 +82,10 @@ fn long_labels_are_refused_and_a_stored_one_lists() {
         ("--name", "a\u{1b}[2Jname", "control character"),
         ("--name", &"n".repeat(257), "0 to 256"),
     ] {
-        let out = thrum(&db, &["run", "tcp_rr", "-l", "200ms", flag, value]);
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
-        assert!(err.contains(flag) && err.contains(want), "{flag}: {err}");
-        assert!(err.len() < 1000 && printable(&err), "{flag}: {err:?}");
+        let ran = short_rr().args([flag, value]).arg("--db").arg(&db).output();
+        let err = said(&ran, Some(2), &[flag, want]);
+        assert!(err.len() < 1000, "{}", ran.report());
+        assert_eq!(control(&err), None, "{}", ran.report());
     }
     assert!(!db.exists(), "nothing ran, nothing was saved");
 
@@ -101,9 +95,7 @@ fn long_labels_are_refused_and_a_stored_one_lists() {
 
     save_run(&db, &[]);
     forge(&db, &"x".repeat(120_000), "second\nid  time  forged");
-    let out = thrum(&db, &["history"]);
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = thrum(&db, &["history"]).ok().stdout();
     assert_eq!(text.lines().count(), 3, "{text}");
     assert!(text.contains("…(+119936 chars)"), "{text}");
     assert!(text.contains("second\\nid  time  forged"), "{text}");
@@ -113,9 +105,8 @@ fn long_labels_are_refused_and_a_stored_one_lists() {
         120_000,
         "--json carries the value whole"
     );
-    let csv = thrum(&db, &["history", "--csv"]);
-    assert!(csv.status.success(), "{}", stderr(&csv));
-    assert_eq!(stdout(&csv).lines().count(), 3);
+    let csv = thrum(&db, &["history", "--csv"]).ok().stdout();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
 }
 
 /// A label and a name holding escape sequences, stored by hand: `history`,
@@ -129,23 +120,21 @@ fn stored_escapes_print_escaped() {
     let red = "v\u{1b}[31mRED";
     let id = forge(&db, red, "n\u{1b}]0;title\u{7}");
 
-    let list = thrum(&db, &["history"]);
-    assert!(list.status.success(), "{}", stderr(&list));
-    let text = stdout(&list);
-    assert!(printable(&text), "{text:?}");
+    let text = thrum(&db, &["history"]).ok().stdout();
+    assert_eq!(control(&text), None, "{text:?}");
     assert!(text.contains("k=v\\u{1b}[31mRED"), "{text}");
     assert!(text.contains("n\\u{1b}]0;title\\u{7}"), "{text}");
 
-    let show = thrum(&db, &["show", &id]);
-    assert!(show.status.success(), "{}", stderr(&show));
-    let (out, err) = (stdout(&show), stderr(&show));
-    assert!(printable(&out) && printable(&err), "{out:?}\n{err:?}");
-    assert!(err.contains("(k=v\\u{1b}[31mRED)"), "{err}");
+    let show = thrum(&db, &["show", &id]).ok();
+    let (out, err) = (show.stdout(), show.stderr());
+    assert_eq!(control(&out), None, "{out:?}");
+    assert_eq!(control(&err), None, "{}", show.report());
+    assert!(err.contains("(k=v\\u{1b}[31mRED)"), "{}", show.report());
 
-    let cmp = thrum(&db, &["compare", &id, &format!("label:k={red}")]);
-    assert!(cmp.status.success(), "{}", stderr(&cmp));
-    let out = stdout(&cmp);
-    assert!(printable(&out), "{out:?}");
+    let out = thrum(&db, &["compare", &id, &format!("label:k={red}")])
+        .ok()
+        .stdout();
+    assert_eq!(control(&out), None, "{out:?}");
     assert!(out.contains("(k=v\\u{1b}[31mRED)"), "{out}");
 }
 
@@ -167,25 +156,22 @@ fn a_copy_of_the_main_file_holds_every_run() {
     assert_eq!(rows(&copy).len(), 3);
 
     let backup = dir.path().join("backup.db");
-    let out = thrum(&db, &["history", "--backup", backup.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let backup_to = ["history", "--backup", backup.to_str().unwrap()];
+    thrum(&db, &backup_to).ok();
     assert_eq!(rows(&backup).len(), 3);
-    let again = thrum(&db, &["history", "--backup", backup.to_str().unwrap()]);
-    assert_eq!(again.status.code(), Some(2));
-    assert!(stderr(&again).contains("exists"), "{}", stderr(&again));
+    said(&thrum(&db, &backup_to), Some(2), &["exists"]);
 }
 
-/// `sh -c SCRIPT` in a mount namespace of its own where `dir` is a
-/// read-only bind mount; None (with the reason) where that cannot be
-/// made: not root, or no unshare/mount. chmod would not do: it does not
-/// stop root.
-fn in_read_only(dir: &Path, script: &str) -> Option<Output> {
+/// What runs thrum in a mount namespace of its own where `dir` is a
+/// read-only bind mount (for [`Thrum::under`]); None (with the reason)
+/// where that cannot be made: not root, or no unshare/mount. chmod would
+/// not do: it does not stop root.
+fn read_only(dir: &Path) -> Option<Vec<String>> {
     let d = dir.to_str().unwrap();
+    let mount = format!("mount --bind -o ro '{d}' '{d}'");
     let probe = Command::new("unshare")
         .args(["-m", "sh", "-c"])
-        .arg(format!(
-            "mount --bind -o ro '{d}' '{d}' && ! touch '{d}/probe' 2>/dev/null"
-        ))
+        .arg(format!("{mount} && ! touch '{d}/probe' 2>/dev/null"))
         .output();
     match probe {
         Ok(o) if o.status.success() => {}
@@ -194,11 +180,13 @@ fn in_read_only(dir: &Path, script: &str) -> Option<Output> {
             return None;
         }
     }
-    let full = format!("mount --bind -o ro '{d}' '{d}' && {script}");
-    Some(run_cmd(
-        Command::new("unshare").args(["-m", "sh", "-c", &full]),
-        LIMIT,
-    ))
+    // sh execs thrum, its $0, with the arguments that follow.
+    let then_thrum = format!("{mount} && exec \"$0\" \"$@\"");
+    Some(
+        ["unshare", "-m", "sh", "-c", &then_thrum]
+            .map(String::from)
+            .to_vec(),
+    )
 }
 
 /// A store on a read-only mount, as the last save left it (no -wal, no
@@ -214,33 +202,22 @@ fn a_store_on_a_read_only_mount_is_read() {
     for ext in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(dir.path().join(format!("results.db{ext}")));
     }
-    let t = bin();
-    let d = db.to_str().unwrap();
-    let script = format!(
-        "'{t}' history --db '{d}' --json && '{t}' show {id} --db '{d}' --json >/dev/null \
-         && '{t}' compare label:cfg=a {id} --db '{d}' >/dev/null && echo read-ok \
-         && '{t}' run tcp_rr -l 200ms --warmup 0s --db '{d}' >/dev/null"
-    );
-    let Some(out) = in_read_only(dir.path(), &script) else {
+    let Some(ro) = read_only(dir.path()) else {
         return;
     };
-    let (text, err) = (stdout(&out), stderr(&out));
-    assert!(out.status.success(), "{err}");
-    assert!(text.contains("read-ok"), "{text}\n{err}");
-    let listed: Vec<Value> = serde_json::from_str(text.split("read-ok").next().unwrap().trim())
-        .unwrap_or_else(|e| {
-            panic!("history --json: {e}\n{text}");
-        });
-    assert_eq!(listed.len(), 2);
-    assert!(err.contains("the run is not saved"), "{err}");
+    let under: Vec<&str> = ro.iter().map(String::as_str).collect();
+    let on_ro = |cmd: Thrum| cmd.arg("--db").arg(&db).under(&under).timeout(LIMIT);
+    let listed = on_ro(Thrum::cmd(&["history"])).json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(2), "{listed}");
+    on_ro(Thrum::cmd(&["show", &id, "--json"])).ok();
+    on_ro(Thrum::cmd(&["compare", "label:cfg=a", &id])).ok();
+    let saving = on_ro(short_rr()).ok();
+    assert!(
+        saving.stderr().contains("the run is not saved"),
+        "{}",
+        saving.report()
+    );
     assert_eq!(rows(&db).len(), 2);
-}
-
-/// `out` ended with `code` and its stderr says every one of `words`.
-fn said(out: &Output, code: Option<i32>, words: &[&str]) {
-    let err = stderr(out);
-    assert_eq!(out.status.code(), code, "{err}");
-    assert!(words.iter().all(|w| err.contains(w)), "{words:?}: {err}");
 }
 
 /// `--db` through a symbolic link to an empty file is refused naming
@@ -255,29 +232,30 @@ fn links_and_missing_directories_are_refused() {
     std::fs::write(&target, b"").unwrap();
     let link = dir.path().join("link.db");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let run = ["run", "tcp_rr", "-l", "200ms", "--warmup", "0s"];
+    let on = |db: &Path| short_rr().arg("--db").arg(db).output();
 
-    said(&thrum(&link, &run), Some(2), &["--db", "symbolic link"]);
-    let by_env = run_cmd(Command::new(bin()).args(run).env("THRUM_DB", &link), LIMIT);
+    said(&on(&link), Some(2), &["--db", "symbolic link"]);
+    let by_env = short_rr().env("THRUM_DB", &link).output();
     said(&by_env, Some(0), &["symbolic link", "not saved"]);
     said(&thrum(&link, &["history"]), Some(2), &["symbolic link"]);
     assert_eq!(std::fs::metadata(&target).unwrap().len(), 0);
 
     let deep = dir.path().join("no/such/dir/x.db");
-    said(&thrum(&deep, &run), Some(2), &["--db", "does not exist"]);
+    said(&on(&deep), Some(2), &["--db", "does not exist"]);
     assert!(!dir.path().join("no").exists());
 
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
+    // Not the harness's store ($THRUM_DB): the default one.
     let out = run_cmd(
-        Command::new(bin())
-            .args(run)
+        short_rr()
+            .command()
             .env_remove("THRUM_DB")
             .env_remove("XDG_DATA_HOME")
             .env("HOME", &home),
         LIMIT,
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    )
+    .ok();
+    assert!(!out.stderr().contains("warning"), "{}", out.report());
     assert!(home.join(".local/share/thrum/results.db").exists());
 }

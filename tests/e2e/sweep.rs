@@ -1,4 +1,4 @@
-//! `thrum sweep` over any dimension (issue 31): the grid is the product of
+//! `thrum sweep` over any dimension: the grid is the product of
 //! the `--vary` dimensions, every cell names its value of each, carries
 //! latency, both ends' CPU and, with `--iterations`, its confidence; the
 //! CSV is long, one column per dimension. Loopback, short windows.
@@ -7,50 +7,30 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    Netns, ServerProc, assert_rejected, assert_schema_named, bin, f, ip, ns_exec, run_client,
-    run_cmd,
-};
+use crate::common::{Netns, ServerProc, Thrum, assert_rejected, assert_schema_named, f, ip};
 
-fn sweep_json(args: &[&str]) -> Value {
-    let out = run_client(args, Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
+/// `sweep`'s JSON record, which must be valid.
+fn sweep_json(sweep: Thrum) -> Value {
+    let doc = sweep.timeout(Duration::from_secs(120)).json();
     assert_schema_named(&doc, "thrum.sweep.v1.json");
     doc
 }
 
-/// The issue's check: burst × flows with --nodelay, each cell run to a
+/// Burst × flows with --nodelay, each cell run to a
 /// confidence interval: 4 cells, each naming burst and flows, with p50 and
 /// p99, both ends' CPU and a confidence object; cpu-pin pairs are a
 /// dimension of their own.
 #[test]
 fn burst_by_flows_with_confidence_per_cell() {
     let s = ServerProc::start(&[]);
-    let doc = sweep_json(&[
-        "sweep",
-        "tcp_rr",
-        "-H",
-        &s.addr,
-        "--vary",
-        "burst=0,4",
-        "--vary",
-        "flows=1,2",
-        "--nodelay",
-        "-l",
-        "300ms",
-        "--warmup",
-        "100ms",
-        "--iterations",
-        "2,3",
-        "--confidence",
-        "99,5",
-        "--json",
-    ]);
+    let doc = sweep_json(
+        Thrum::sweep("tcp_rr")
+            .host(&s.addr)
+            .args(["--vary", "burst=0,4", "--vary", "flows=1,2", "--nodelay"])
+            .len("300ms")
+            .warmup("100ms")
+            .args(["--iterations", "2,3", "--confidence", "99,5"]),
+    );
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 4, "{doc}");
     let mut seen = Vec::new();
@@ -79,19 +59,12 @@ fn burst_by_flows_with_confidence_per_cell() {
     }
     seen.sort_unstable();
     assert_eq!(seen, [(0, 1), (0, 2), (4, 1), (4, 2)]);
-    let pin = sweep_json(&[
-        "sweep",
-        "tcp_rr",
-        "-H",
-        &s.addr,
-        "--vary",
-        "cpu-pin=0:0,0:1",
-        "-l",
-        "200ms",
-        "--warmup",
-        "0s",
-        "--json",
-    ]);
+    let pin = sweep_json(
+        Thrum::sweep("tcp_rr")
+            .host(&s.addr)
+            .args(["--vary", "cpu-pin=0:0,0:1"])
+            .len("200ms"),
+    );
     let cells = pin["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2, "{pin}");
     assert_eq!(cells[0]["params"]["cpu-pin"], "0:0");
@@ -106,35 +79,23 @@ fn a_three_dimensional_grid_in_long_csv() {
     let s = ServerProc::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("grid.csv");
-    let out = run_client(
-        &[
-            "sweep",
-            "tcp_rr",
-            "-H",
-            &s.addr,
-            "--burst",
-            "0,1",
-            "--vary",
-            "nodelay=off,on",
-            "--vary",
-            "cpu-pin=0:0,0:1",
+    let text = Thrum::sweep("tcp_rr")
+        .host(&s.addr)
+        .args(["--burst", "0,1", "--vary", "nodelay=off,on"])
+        .args(["--vary", "cpu-pin=0:0,0:1"])
+        .args([
             "--rows",
             "burst",
             "--cols",
             "nodelay",
             "--cell",
             "tps,p50,cpu",
-            "-l",
-            "200ms",
-            "--warmup",
-            "0s",
-            "--export-csv",
-            csv.to_str().unwrap(),
-        ],
-        Duration::from_secs(120),
-    );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{text}");
+        ])
+        .len("200ms")
+        .arg("--export-csv")
+        .arg(&csv)
+        .timeout(Duration::from_secs(120))
+        .stdout();
     assert!(
         text.contains("cpu-pin 0:0: rows burst, columns nodelay"),
         "{text}"
@@ -218,19 +179,13 @@ fn flows_spread_over_several_servers() {
         ),
     )
     .unwrap();
-    let doc = sweep_json(&[
-        "sweep",
-        "tcp_rr",
-        "--hosts-file",
-        hosts.to_str().unwrap(),
-        "--flows",
-        "2",
-        "-l",
-        "300ms",
-        "--warmup",
-        "0s",
-        "--json",
-    ]);
+    let doc = sweep_json(
+        Thrum::sweep("tcp_rr")
+            .arg("--hosts-file")
+            .arg(&hosts)
+            .args(["--flows", "2"])
+            .len("300ms"),
+    );
     assert_eq!(doc["hosts"].as_array().unwrap().len(), 2, "{doc}");
     let c = &doc["cells"][0];
     assert!(c["error"].is_null(), "{c}");
@@ -249,27 +204,13 @@ fn a_nic_dimension_on_a_veth_is_refused_before_any_cell() {
     ip(&[
         "-n", &ns.0, "link", "add", "swv0", "type", "veth", "peer", "name", "swv1",
     ]);
-    let out = run_cmd(
-        ns_exec(&ns.0, bin()).args([
-            "sweep",
-            "tcp_rr",
-            "--nic",
-            "swv0",
-            "--vary",
-            "coalesce-rx-usecs=0,8",
-            "-l",
-            "200ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ]),
-        Duration::from_secs(30),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(err.contains("--nic swv0"), "{err}");
-    assert!(err.contains("ETHTOOL_GCOALESCE"), "{err}");
-    assert!(err.contains("not supported"), "{err}");
-    assert!(out.stdout.is_empty(), "no cell ran");
+    // Nothing on stdout: no cell ran.
+    let err = Thrum::sweep("tcp_rr")
+        .netns(&ns.0)
+        .args(["--nic", "swv0", "--vary", "coalesce-rx-usecs=0,8"])
+        .len("200ms")
+        .arg("--json")
+        .timeout(Duration::from_secs(30))
+        .refused(&["--nic swv0", "ETHTOOL_GCOALESCE", "not supported"]);
     assert!(!err.contains("cell 1"), "{err}");
 }

@@ -7,31 +7,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{
-    ServerProc, assert_rejected, assert_schema, diagnostics, f, json, not_beside_floods,
-    run_client, run_json, u,
-};
+use crate::common::{ServerProc, Thrum, assert_rejected, assert_schema, diagnostics, f, u};
 
 /// `thrum run ARGS -H server -l 1s --json`, failing on a non-zero exit.
 pub fn run(server: &ServerProc, args: &[&str]) -> Value {
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&[
-        "-H",
-        &server.addr,
-        "-l",
-        "1s",
-        "--warmup",
-        "200ms",
-        "-i",
-        "250ms",
-        "--json",
-    ]);
-    let doc = run_json(
-        server.thrum().args(&all),
-        Duration::from_secs(30),
-        &format!("{args:?}"),
-    );
+    let doc = Thrum::run_without_test()
+        .args(args)
+        .on(server)
+        .len("1s")
+        .warmup("200ms")
+        .interval("250ms")
+        .json();
     assert_schema(&doc);
     doc
 }
@@ -58,7 +44,6 @@ fn intervals_add_up(doc: &Value) {
 
 #[test]
 fn udp_stream_accounts_for_every_datagram() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (size, flows, threads) in [
         ("1", "1", "1"),
@@ -185,7 +170,6 @@ fn udp_stream_gso_counts_every_datagram() {
 
 #[test]
 fn udp_rr_one_and_many_flows() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for (size, flows, threads, burst) in [
         ("1,1", "1", "1", "0"),
@@ -245,28 +229,11 @@ fn udp_rr_one_and_many_flows() {
 
 #[test]
 fn udp_rr_count_limit_is_exact() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
-    let out = run_client(
-        &[
-            "run",
-            "udp_rr",
-            "-H",
-            &server.addr,
-            "-n",
-            "5003",
-            "-F",
-            "3",
-            "-b",
-            "2",
-            "--rr-timeout",
-            "2s",
-            "--json",
-        ],
-        Duration::from_secs(30),
-    );
-    let doc = json(&out);
-    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    let doc = Thrum::run("udp_rr")
+        .host(&server.addr)
+        .args(["-n", "5003", "-F", "3", "-b", "2", "--rr-timeout", "2s"])
+        .json();
     assert_eq!(u(&doc["summary"]["transactions"]), 5003);
     assert_eq!(total(&doc, "local", "transactions"), 5003);
 }
@@ -317,44 +284,16 @@ fn udp_sockets_take_their_ports_from_data_ports() {
     let base = 20_000 + (std::process::id() % 20_000) as u16;
     let range = format!("{base}-{}", base + 2);
     let server = ServerProc::start(&["--data-ports", &range]);
-    let ok = run_client(
-        &[
-            "run",
-            "udp_rr",
-            "-H",
-            &server.addr,
-            "-F",
-            "3",
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(ok.status.success(), "{}", json(&ok)["summary"]["error"]);
-    let full = run_client(
-        &[
-            "run",
-            "udp_rr",
-            "-H",
-            &server.addr,
-            "-F",
-            "4",
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-        Duration::from_secs(20),
-    );
-    assert!(!full.status.success());
-    let e = json(&full)["summary"]["error"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let flows = |n| {
+        Thrum::run("udp_rr")
+            .host(&server.addr)
+            .flows(n)
+            .len("300ms")
+            .arg("--json")
+    };
+    flows(3).json();
+    let full = flows(4).fails().json();
+    let e = full["summary"]["error"].as_str().unwrap().to_string();
     assert!(
         e.contains("no free port left for UDP socket 3") && e.contains(&range),
         "{e}"
@@ -372,14 +311,12 @@ fn an_ipv4_client_of_a_dual_stack_server_gets_ipv4_udp_sockets() {
         ServerProc::start_with(std::process::Command::new(crate::common::bin()), "::", &[]);
     let port = server.addr.rsplit(':').next().unwrap().to_string();
     let v4 = format!("127.0.0.1:{port}");
-    let mut client = std::process::Command::new(crate::common::bin())
-        .args([
-            "run", "udp_rr", "-H", &v4, "-F", "2", "-l", "2s", "--warmup", "0s", "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn thrum run");
+    let mut client = Thrum::run("udp_rr")
+        .host(&v4)
+        .flows(2)
+        .len("2s")
+        .arg("--json")
+        .spawn();
     // Look while the run holds its data sockets: from its set-up, whenever
     // a busy machine gets to it, to the end of its 2 s window.
     let pid = format!("pid={},", server.pid());
@@ -391,16 +328,14 @@ fn an_ipv4_client_of_a_dual_stack_server_gets_ipv4_udp_sockets() {
             .expect("ss");
         let text = String::from_utf8_lossy(&ss.stdout).into_owned();
         if text.lines().filter(|l| l.contains(&pid)).count() >= 2
-            || client.try_wait().unwrap().is_some()
+            || client.child.try_wait().unwrap().is_some()
             || t.elapsed() > Duration::from_secs(30)
         {
             break text;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let out = client.wait_with_output().expect("thrum run");
-    let doc = json(&out);
-    assert!(out.status.success(), "{}", doc["summary"]["error"]);
+    client.wait().json_ok();
     let mine: Vec<&str> = text.lines().filter(|l| l.contains(&pid)).collect();
     assert_eq!(
         mine.len(),

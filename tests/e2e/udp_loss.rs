@@ -21,19 +21,15 @@
 //! against itself.
 //!
 //! Needs root and `ip netns`; skips like the `netns` module (fails instead
-//! with `THRUM_E2E_NETNS=required`), and shares its lock, so that no two
-//! shaped-link tests run at once.
+//! with `THRUM_E2E_NETNS=required`), and runs alone as it does (the groups
+//! of common/serial.rs), so that no two shaped-link tests run at once.
 
 use std::fs::File;
 use std::io::{Read, Seek};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use crate::common::{
-    Path3, ServerProc, TOWARD_B, f, ns_exec, one_at_a_time, run_json, run_ok, succeeded, u,
-};
+use crate::common::{Path3, Ran, ServerProc, TOWARD_B, Thrum, f, ns_exec, run_ok, u};
 
 /// R's tbf toward B, bits/s; `TBF` spells the same for tc (shared/TESTING.md).
 const TBF_BPS: f64 = 50e6;
@@ -73,19 +69,9 @@ impl Routed {
         self.0.server()
     }
 
-    /// `thrum run TEST -H SERVER ARGS.. --json`, to be run in A.
-    fn client_cmd(&self, server: &ServerProc, test: &str, args: &[&str]) -> Command {
-        self.0.client_cmd(server, test, args)
-    }
-
-    /// Run a client in A to completion and return the parsed result,
-    /// failing on a non-zero exit.
-    fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
-        run_json(
-            &mut self.client_cmd(server, test, args),
-            Duration::from_secs(30),
-            test,
-        )
+    /// `thrum run TEST -H SERVER` in A, with thrum's own warm-up (1 s).
+    fn client(&self, server: &ServerProc, test: &str) -> Thrum {
+        self.0.client(server, test).default_warmup()
     }
 
     /// Packets R's tbf has dropped so far. R's qdisc sees only the UDP it
@@ -127,21 +113,26 @@ impl Routed {
 /// temporary files (a pipe nobody reads could fill and stall it). Killed if
 /// dropped before `finish`, so a failing test leaves no process behind.
 struct Background {
+    run: Thrum,
     child: Child,
     stdout: File,
     stderr: File,
 }
 
 impl Background {
-    fn spawn(mut cmd: Command) -> Background {
+    /// Start `run` with `--json`.
+    fn spawn(run: Thrum) -> Background {
+        let run = run.arg("--json");
         let stdout = tempfile::tempfile().expect("temp file");
         let stderr = tempfile::tempfile().expect("temp file");
-        let child = cmd
+        let child = run
+            .command()
             .stdout(stdout.try_clone().expect("dup"))
             .stderr(stderr.try_clone().expect("dup"))
             .spawn()
             .expect("spawn background client");
         Background {
+            run,
             child,
             stdout,
             stderr,
@@ -153,8 +144,8 @@ impl Background {
         self.child.try_wait().expect("wait").is_none()
     }
 
-    /// Wait for the exit, at most `limit`, and return what it printed.
-    fn finish(mut self, limit: Duration) -> Output {
+    /// Wait for the exit, at most `limit`, and return what it did.
+    fn finish(mut self, limit: Duration) -> Ran {
         let start = Instant::now();
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
@@ -172,11 +163,12 @@ impl Background {
             file.read_to_end(&mut bytes).expect("read output");
             bytes
         };
-        Output {
+        let out = Output {
             status,
             stdout: read(&mut self.stdout),
             stderr: read(&mut self.stderr),
-        }
+        };
+        Ran::of(&self.run, out)
     }
 }
 
@@ -194,17 +186,16 @@ impl Drop for Background {
 /// the kernel's own UDP counters in A and B.
 #[test]
 fn udp_stream_loss_is_counted_exactly() {
-    let _serial = one_at_a_time();
     let Some(path) = Routed::new(21) else {
         return;
     };
     let server = path.server();
     let size = PAYLOAD.to_string();
-    let doc = path.client(
-        &server,
-        "udp_stream",
-        &["-m", &size, "--rate", "100M", "-l", "3s"],
-    );
+    let doc = path
+        .client(&server, "udp_stream")
+        .args(["-m", &size, "--rate", "100M"])
+        .len("3s")
+        .json();
     let s = &doc["summary"];
     let (lt, rt) = (&s["local"]["total"], &s["remote"]["total"]);
 
@@ -335,7 +326,6 @@ fn udp_rr_survives_loss_without_stalling_on_uring() {
 /// The body of the two tests above: on the routed path `subnet`, with
 /// `extra` arguments for the udp_rr client.
 fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
-    let _serial = one_at_a_time();
     let Some(path) = Routed::new(subnet) else {
         return;
     };
@@ -343,17 +333,17 @@ fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
     let size = PAYLOAD.to_string();
     // Warm-up 1 s + 6 s: it outlasts the RR run (1 s + 3 s) by three
     // seconds, room for a slow start-up of the RR.
-    let mut flood = Background::spawn(path.client_cmd(
-        &server,
-        "udp_stream",
-        &["-m", &size, "--rate", "100M", "-l", "6s"],
-    ));
+    let mut flood = Background::spawn(
+        path.client(&server, "udp_stream")
+            .args(["-m", &size, "--rate", "100M"])
+            .len("6s"),
+    );
 
     // Start measuring only once the bottleneck is full: R's tbf drops.
     let start = Instant::now();
     while path.tbf_drops() == 0 {
         if !flood.running() {
-            succeeded(&flood.finish(Duration::ZERO), "udp_stream flood");
+            flood.finish(Duration::ZERO).json_ok();
             panic!("the flood ended before R's tbf dropped anything");
         }
         assert!(
@@ -365,9 +355,13 @@ fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
 
     let started = Instant::now();
     let sizes = format!("{PAYLOAD},{PAYLOAD}");
-    let mut args = vec!["-r", &sizes, "-b", "16", "-l", "3s", "-i", "500ms"];
-    args.extend_from_slice(extra);
-    let doc = path.client(&server, "udp_rr", &args);
+    let doc = path
+        .client(&server, "udp_rr")
+        .args(["-r", &sizes, "-b", "16"])
+        .len("3s")
+        .interval("500ms")
+        .args(extra)
+        .json();
     let elapsed = started.elapsed();
     let s = &doc["summary"];
     if extra.contains(&"uring") && !crate::common::ran_on_uring(&doc, 1) {
@@ -395,8 +389,7 @@ fn udp_rr_survives_loss_on(subnet: u8, extra: &[&str]) {
         // Only the RR's last intervals ran uncongested; the checks still hold.
         eprintln!("udp_rr: the flood ended before the RR did");
     }
-    let flood_out = flood.finish(Duration::from_secs(30));
-    let flood_doc = succeeded(&flood_out, "udp_stream flood");
+    let flood_doc = flood.finish(Duration::from_secs(30)).json_ok();
     let fs = &flood_doc["summary"];
     eprintln!(
         "flood: lost {} of {} sent; sent {:.1} Mbit/s, received {:.1} Mbit/s",

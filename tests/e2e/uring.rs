@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    ServerProc, diagnostics, not_beside_floods, run_client, run_json, run_short, u,
-};
+use crate::common::{ServerProc, Thrum, diagnostics, read_json, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -32,7 +30,11 @@ fn assert_uring_on_both_ends(doc: &Value, what: &str) {
 
 /// False (with a printed reason) where the kernel does not allow io_uring.
 fn uring_available(server: &ServerProc) -> bool {
-    let doc = run_short(server, "tcp_rr", &URING);
+    let doc = Thrum::run("tcp_rr")
+        .on(server)
+        .len("300ms")
+        .args(URING)
+        .json();
     let unavailable = diagnostics(&doc, "uring_fallback")
         .into_iter()
         .find(|w| w.contains("io_uring is unavailable"));
@@ -72,7 +74,6 @@ fn every_tcp_test_runs_and_adds_up_on_uring() {
 
 #[test]
 fn udp_tests_run_and_add_up_on_uring() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     if !uring_available(&server) {
         return;
@@ -130,10 +131,13 @@ fn udp_tests_run_and_add_up_on_uring() {
 /// kernel takes any value; loopback has no NAPI, so it changes no figure).
 #[test]
 fn busy_poll_is_applied_on_both_ends() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     for test in ["tcp_rr", "udp_rr"] {
-        let doc = run_short(&server, test, &["--busy-poll", "50", "--rr-timeout", "2s"]);
+        let doc = Thrum::run(test)
+            .on(&server)
+            .len("300ms")
+            .args(["--busy-poll", "50", "--rr-timeout", "2s"])
+            .json();
         assert_eq!(doc["spec"]["busy_poll_us"], 50, "{test}");
         assert!(u(&doc["summary"]["transactions"]) > 0, "{test}");
     }
@@ -152,7 +156,6 @@ fn run_uring(server: &ServerProc, args: &[&str]) -> Value {
 /// for udp_rr each transaction is one datagram each way and none is lost.
 #[test]
 fn aggregate_rr_runs_on_the_completion_path_and_adds_up() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     if !uring_available(&server) {
         return;
@@ -195,7 +198,6 @@ fn aggregate_rr_runs_on_the_completion_path_and_adds_up() {
 /// the transaction count times the message size, on both ends.
 #[test]
 fn completion_path_moves_exactly_the_bytes_of_its_transactions() {
-    let _quiet = not_beside_floods();
     let server = ServerProc::start(&[]);
     if !uring_available(&server) {
         return;
@@ -279,18 +281,16 @@ fn auto_runs_uring_from_four_rr_flows_per_worker_and_says_so() {
     ] {
         let what = format!("-F {flows} -T {threads}");
         // Human on stdout, the same result as JSON and key=value in files.
-        let files = [
-            "--export-json",
-            js.to_str().unwrap(),
-            "--export-keyval",
-            kv.to_str().unwrap(),
-        ];
-        let shape = ["-F", flows, "-T", threads, "-l", "300ms", "--warmup", "0s"];
-        let args = [&["run", "tcp_rr", "-H", &server.addr][..], &shape, &files].concat();
-        let out = run_client(&args, Duration::from_secs(20));
-        let human = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{what}: {human}");
-        let doc: Value = serde_json::from_slice(&std::fs::read(&js).unwrap()).unwrap();
+        let human = Thrum::run("tcp_rr")
+            .host(&server.addr)
+            .args(["-F", flows, "-T", threads])
+            .len("300ms")
+            .arg("--export-json")
+            .arg(&js)
+            .arg("--export-keyval")
+            .arg(&kv)
+            .stdout();
+        let doc = read_json(&js);
         assert_eq!(doc["spec"]["driver"], "auto", "{what}");
         let workers: usize = threads.parse().unwrap();
         for key in ["local_drivers", "remote_drivers"] {
@@ -329,9 +329,6 @@ fn assert_all_uring(doc: &Value, what: &str) {
 /// exactly its count.
 #[test]
 fn connection_tests_run_on_uring_and_add_up() {
-    // Connections as fast as both CPUs go: not beside the shaped-link and
-    // pinned-latency tests, whose CPUs it would take.
-    let _quiet = not_beside_floods();
     let server = ServerProc::isolated("uring-crr", &[]);
     if !uring_available(&server) {
         return;
@@ -339,16 +336,19 @@ fn connection_tests_run_on_uring_and_add_up() {
     for test in ["tcp_crr", "tcp_cc"] {
         for flows in [&["-F", "1", "-T", "1"][..], &["-F", "16", "-T", "2"][..]] {
             for host in [Some(server.addr.as_str()), None] {
-                for limit in [&["-l", "1s", "--warmup", "200ms"][..], &["-n", "2001"][..]] {
-                    let mut args = vec!["run", test, "--json"];
-                    args.extend_from_slice(flows);
-                    args.extend_from_slice(limit);
-                    args.extend_from_slice(&URING);
+                for counted in [false, true] {
+                    let mut run = Thrum::run(test).beside(&server).args(flows);
+                    run = if counted {
+                        run.args(["-n", "2001"])
+                    } else {
+                        run.len("1s").warmup("200ms")
+                    };
+                    run = run.args(URING);
                     if let Some(h) = host {
-                        args.extend_from_slice(&["-H", h]);
+                        run = run.host(h);
                     }
-                    let what = &format!("{args:?}");
-                    let doc = run_json(server.thrum().args(&args), Duration::from_secs(60), what);
+                    let what = &run.to_string();
+                    let doc = run.timeout(Duration::from_secs(60)).json();
                     assert_all_uring(&doc, what);
                     assert_eq!(
                         diagnostics(&doc, "uring_fallback"),
@@ -358,7 +358,7 @@ fn connection_tests_run_on_uring_and_add_up() {
                     let total = |end: &str| u(&doc["summary"][end]["total"]["transactions"]);
                     assert!(total("local") > 0, "{what}");
                     assert_eq!(total("local"), total("remote"), "{what}");
-                    if limit[0] == "-n" {
+                    if counted {
                         let s = &doc["summary"];
                         assert_eq!(u(&s["transactions"]), 2001, "{what}");
                         assert_eq!(u(&s["latency_ns"]["count"]), 2001, "{what}");
@@ -396,7 +396,6 @@ fn time_wait_on(ns: &str, ip: &str) -> usize {
 /// neither case could fail.
 #[test]
 fn close_rst_on_uring_leaves_no_time_wait() {
-    let _quiet = not_beside_floods();
     let Some(ns) = crate::common::Netns::loopback_only("tw") else {
         return;
     };
@@ -412,16 +411,14 @@ fn close_rst_on_uring_leaves_no_time_wait() {
     );
     for (test, close) in [("tcp_crr", "rst"), ("tcp_cc", "rst"), ("tcp_crr", "fin")] {
         let (srv_before, cli_before) = (time_wait_on(&ns.0, srv), time_wait_on(&ns.0, cli));
-        let args = [
-            "--bind", cli, "-n", "1000", "-F", "4", "-T", "2", "--close", close, "--driver",
-            "uring",
-        ];
         let what = &format!("{test} --close {close}");
-        let doc = run_json(
-            &mut crate::common::ns_client_cmd(&ns.0, &server, test, &args),
-            Duration::from_secs(60),
-            what,
-        );
+        let doc = Thrum::run(test)
+            .netns(&ns.0)
+            .host(&server.addr)
+            .args(["--bind", cli, "-n", "1000", "-F", "4", "-T", "2"])
+            .args(["--close", close, "--driver", "uring"])
+            .timeout(Duration::from_secs(60))
+            .json();
         assert_all_uring(&doc, what);
         let trans = u(&doc["summary"]["local"]["total"]["transactions"]) as usize;
         assert_eq!(trans, 1000, "{what}");

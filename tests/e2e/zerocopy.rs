@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, u};
+use crate::common::{ServerProc, Thrum, u};
 use crate::loopback::run_and_check_with;
 
 /// One end's zero-copy counts: every send completed; returns (sends, copied).
@@ -120,21 +120,10 @@ fn udp_stream_zerocopy_sends_every_datagram_from_the_ring() {
         );
     }
     // GSO and zero-copy do not combine: a clear refusal naming both.
-    let out = server
-        .thrum()
-        .args([
-            "run",
-            "udp_stream",
-            "--gso",
-            "--zerocopy",
-            "-H",
-            &server.addr,
-            "-l",
-            "1s",
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = Thrum::cmd(&["run", "udp_stream", "--gso", "--zerocopy"])
+        .on(&server)
+        .len("1s")
+        .fails()
+        .stderr();
     assert!(err.contains("--gso and --zerocopy do not combine"), "{err}");
 }

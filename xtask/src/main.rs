@@ -558,11 +558,11 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         &[
             (
                 "thrum compare label:cfg=old label:cfg=new",
-                "The newest runs labelled cfg=old and cfg=new, figure by figure, with verdicts.",
+                "Every run labelled cfg=old against every run labelled cfg=new, as sets, figure by figure, with verdicts.",
             ),
             (
                 "thrum compare a.json b.json --json --fail-on regression",
-                "Two result files; exit 3 when a figure regressed.",
+                "Two result files; exit 3 when a gated (headline) figure regressed.",
             ),
         ],
     ),
@@ -601,7 +601,7 @@ The measurement ran and failed: the test reported an error (\fBrun\fR, \fBping\f
 A usage error (an unknown flag or a value out of range, said with what is accepted), or an error that stopped the command before or outside the measurement: a server that cannot be reached or refuses the test, a file that cannot be read or written.
 .TP
 3
-A figure regressed under \fB\-\-fail\-on regression\fR (\fBcompare\fR, and \fBrun \-\-baseline\fR).
+A gated figure regressed under \fB\-\-fail\-on regression\fR (\fBcompare\fR, and \fBrun \-\-baseline\fR).
 .TP
 130
 Interrupted by SIGINT or SIGTERM (\fBrun\fR, \fBagg\fR, \fBsweep\fR, \fBcurve\fR): what was measured until then is written first.

@@ -184,24 +184,8 @@ mod tests {
 
     #[test]
     fn the_chart_names_the_estimate_and_the_bucket() {
-        let plan = crate::plan::TestPlan::new(crate::plan::TestKind::Capacity);
-        let mut r = TestResult {
-            schema: crate::result::SCHEMA,
-            test: plan.test,
-            spec: crate::result::Spec {
-                plan,
-                server: "10.213.199.1".into(),
-                server_address: None,
-                embedded_server: false,
-                bind: None,
-            },
-            environment: crate::result::Environment::default(),
-            provenance: crate::result::Provenances::default(),
-            intervals: Vec::new(),
-            summary: crate::result::Summary::default(),
-            iterations: Vec::new(),
-            confidence: None,
-        };
+        let mut r = crate::result::fixtures::result(crate::plan::TestKind::Capacity);
+        r.spec.server = "10.213.199.1".into();
         let est = CapacityEstimate {
             capacity_bps: 50.17e6,
             capacity_interval_bps: [47.5e6, 51.1e6],

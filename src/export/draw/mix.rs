@@ -1,11 +1,15 @@
 //! Latency under load (a mix, the `rrul` presets) as SVG: the time series
-//! with throughput up and down on the left axis and the probes' latency on
-//! the right, the phases shaded (flent's "all scaled" picture), and the
-//! probes' latency CDF, idle and loaded.
+//! as flent's "all scaled" picture (download, upload and the probes'
+//! latency in stacked panels on one time axis, the phases shaded, each
+//! panel's legend beside it), and the probes' latency CDF, idle and
+//! loaded.
 
 use plotters::prelude::*;
 
-use super::plot::{DrawResult, GRID_BOLD, GRID_LIGHT, Mark, draw_legend, render};
+use super::plot::{
+    AxisUnit, DrawResult, GRID_BOLD, GRID_LIGHT, Mark, draw_legend, draw_legend_at, nice_ceil,
+    render, tick,
+};
 use crate::result::{PartSummary, PhaseFigures, TestResult};
 use crate::stats::latency::LatencySummary;
 
@@ -13,8 +17,6 @@ use crate::stats::latency::LatencySummary;
 pub const UP: RGBColor = RGBColor(31, 119, 180);
 pub const DOWN: RGBColor = RGBColor(44, 160, 44);
 pub const PROBE: RGBColor = RGBColor(214, 39, 40);
-/// The probes' p99: the p50's red, darker and thinner.
-pub const PROBE_P99: RGBColor = RGBColor(140, 20, 20);
 /// The idle and recovery phases' shading; the loaded phase is left white.
 pub const QUIET: RGBColor = RGBColor(235, 235, 235);
 
@@ -96,13 +98,17 @@ fn title(r: &TestResult) -> String {
     )
 }
 
-/// The time series of a mix as SVG: goodput up (blue) and down (green),
-/// bit/s on the left, each part a thin line of its own colour under its
-/// sum; each probe's median latency per interval (solid) and p99
-/// (dashed) in a colour of its own, ms on the right; the idle and
-/// recovery phases shaded grey; a legend beside the plot with one entry
-/// per series (the shading, each sum, each part, each probe's p50 and
-/// p99); titled with the preset or parts, the server and the date.
+/// The time series of a mix as SVG, flent's "all scaled": stacked panels
+/// that share the time axis, each with an axis of its own in a unit
+/// picked from its data: the download (the parts whose payload the server
+/// sends) and the upload, each direction's sum and every part a thin line
+/// of its own colour under it where it has several; then each probe's
+/// latency per interval, its median solid and its p99 dashed in the
+/// probe's colour. The idle and recovery phases are shaded grey in every
+/// panel. A panel without parts (a mix that only uploads) is left out.
+/// Beside each panel, outside the data, its legend: one entry per part
+/// (a direction's sum is one more), and the shading and the probes' line
+/// styles once. Titled with the preset or parts, the server and the date.
 pub fn svg(r: &TestResult) -> String {
     render(|out| try_svg(r, out))
 }
@@ -128,132 +134,231 @@ const PROBES: [RGBColor; 4] = [
     RGBColor(148, 103, 189),
     RGBColor(227, 119, 194),
 ];
+/// The probes' line styles in the legend: a key, not a series.
+const KEY: RGBColor = RGBColor(110, 110, 110);
 
-/// Width of the plot; the legend has the rest, beside it.
+/// Width of the plots; the legends have the rest, beside them.
 const PLOT_W: u32 = 820;
+/// The chart's size: three panels of about 220 px under the title.
+const MIX_SIZE: (u32, u32) = (1100, 760);
 
-/// One legend entry per series: the shading, each sum, each part, each
-/// probe's p50 and p99. A part's entry is its name (unique in a mix).
-fn legend_of(r: &TestResult) -> Vec<(String, RGBColor, Mark)> {
-    let parts = &r.summary.parts;
+/// One stacked panel of the time series.
+enum Panel<'a> {
+    /// Goodput of the parts going one way ("down" or "up").
+    Goodput {
+        dir: &'static str,
+        parts: Vec<&'a PartSummary>,
+    },
+    /// The probes' latency.
+    Latency { probes: Vec<&'a PartSummary> },
+}
+
+/// The panels a mix has, in flent's order: download, upload, latency.
+fn panels(parts: &[PartSummary]) -> Vec<Panel<'_>> {
+    let of = |d: &str| -> Vec<&PartSummary> { parts.iter().filter(|p| p.direction == d).collect() };
     let mut v = Vec::new();
-    if r.summary.phases.is_some() {
-        v.push(("idle, recovery (shaded)".to_string(), QUIET, Mark::Band));
-    }
-    for (dir, sum, palette) in [("up", UP, UP_PARTS), ("down", DOWN, DOWN_PARTS)] {
-        let ps: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == dir).collect();
-        match ps.len() {
-            0 => {}
-            1 => v.push((format!("{} ({dir})", ps[0].name), sum, Mark::Line)),
-            _ => {
-                v.push((format!("{dir} (sum)"), sum, Mark::Line));
-                for (j, p) in ps.iter().enumerate() {
-                    v.push((p.name.clone(), palette[j % palette.len()], Mark::Thin));
-                }
-            }
+    for dir in ["down", "up"] {
+        let ps = of(dir);
+        if !ps.is_empty() {
+            v.push(Panel::Goodput { dir, parts: ps });
         }
     }
-    for (j, p) in parts.iter().filter(|p| p.direction == "rr").enumerate() {
-        let c = PROBES[j % PROBES.len()];
-        v.push((format!("{} p50", p.name), c, Mark::Line));
-        v.push((format!("{} p99", p.name), c, Mark::Dashed));
+    let probes = of("rr");
+    if !probes.is_empty() {
+        v.push(Panel::Latency { probes });
     }
     v
 }
 
+/// A probe's latency per interval (ns): its median or its p99.
+fn probe_line(p: &PartSummary, pick: fn(&LatencySummary) -> u64) -> Vec<(f64, f64)> {
+    p.intervals
+        .iter()
+        .filter_map(|iv| {
+            let l = iv.latency_ns.as_ref()?;
+            Some((mid(iv.start_s, iv.end_s), pick(l) as f64))
+        })
+        .collect()
+}
+
+/// One part's goodput per interval (bit/s).
+fn part_line(p: &PartSummary) -> Vec<(f64, f64)> {
+    p.intervals
+        .iter()
+        .map(|iv| {
+            (
+                mid(iv.start_s, iv.end_s),
+                iv.sum.throughput_bps.unwrap_or(0.0),
+            )
+        })
+        .collect()
+}
+
+/// A direction's colours: its sum's, and its parts' under it.
+fn colours_of(dir: &str) -> (RGBColor, [RGBColor; 4]) {
+    if dir == "up" {
+        (UP, UP_PARTS)
+    } else {
+        (DOWN, DOWN_PARTS)
+    }
+}
+
+/// A panel's legend: one entry per part (and a direction's sum), the
+/// probes' line styles once.
+fn legend_of(panel: &Panel) -> Vec<(String, RGBColor, Mark)> {
+    let mut v = Vec::new();
+    match panel {
+        Panel::Goodput { dir, parts } => {
+            let (sum, palette) = colours_of(dir);
+            if let [one] = parts[..] {
+                v.push((format!("{} ({dir})", one.name), sum, Mark::Line));
+            } else {
+                v.push((format!("{dir} (sum)"), sum, Mark::Line));
+                for (j, p) in parts.iter().enumerate() {
+                    v.push((p.name.clone(), palette[j % palette.len()], Mark::Thin));
+                }
+            }
+        }
+        Panel::Latency { probes } => {
+            for (j, p) in probes.iter().enumerate() {
+                v.push((p.name.clone(), PROBES[j % PROBES.len()], Mark::Line));
+            }
+            v.push(("solid: median".to_string(), KEY, Mark::Line));
+            v.push(("dashed: p99".to_string(), KEY, Mark::Dashed));
+        }
+    }
+    v
+}
+
+/// What one panel draws: its solid lines (data units: bit/s, ns), its
+/// dashed ones, the solid lines' colours and widths (a dashed line takes
+/// its solid one's colour), its axis's word and unit.
+struct Drawn {
+    lines: Vec<Vec<(f64, f64)>>,
+    dashed: Vec<Vec<(f64, f64)>>,
+    colours: Vec<(RGBColor, u32)>,
+    what: &'static str,
+    unit: AxisUnit,
+}
+
+/// The lines of `panel`, from the mix's parts `all`.
+fn drawn(panel: &Panel, all: &[PartSummary]) -> Drawn {
+    match panel {
+        Panel::Goodput { dir, parts } => {
+            let (sum, palette) = colours_of(dir);
+            let total = series(all, dir);
+            let top = total.iter().map(|p| p.1).fold(0.0, f64::max);
+            let unit = AxisUnit::bits_per_s(top);
+            // Each part thin under the sum, as flent draws each flow.
+            let mut lines: Vec<Vec<(f64, f64)>> = Vec::new();
+            let mut colours = Vec::new();
+            if parts.len() > 1 {
+                for (j, p) in parts.iter().enumerate() {
+                    lines.push(part_line(p));
+                    colours.push((palette[j % palette.len()], 1));
+                }
+            }
+            lines.push(total);
+            colours.push((sum, 2));
+            let word = if *dir == "up" { "upload" } else { "download" };
+            Drawn {
+                lines,
+                dashed: Vec::new(),
+                colours,
+                what: word,
+                unit,
+            }
+        }
+        Panel::Latency { probes } => {
+            let top = probes
+                .iter()
+                .flat_map(|p| probe_line(p, |l| l.p99))
+                .map(|p| p.1)
+                .fold(0.0, f64::max);
+            let unit = AxisUnit::time_ns(top);
+            let colours = (0..probes.len())
+                .map(|j| (PROBES[j % PROBES.len()], 2))
+                .collect();
+            Drawn {
+                lines: probes.iter().map(|p| probe_line(p, |l| l.p50)).collect(),
+                dashed: probes.iter().map(|p| probe_line(p, |l| l.p99)).collect(),
+                colours,
+                what: "probe latency",
+                unit,
+            }
+        }
+    }
+}
+
 fn try_svg(r: &TestResult, out: &mut String) -> DrawResult {
-    let parts = &r.summary.parts;
-    let (up, down) = (series(parts, "up"), series(parts, "down"));
-    let probes: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == "rr").collect();
-    let probe_line = |p: &PartSummary, pick: fn(&LatencySummary) -> u64| -> Vec<(f64, f64)> {
-        p.intervals
-            .iter()
-            .filter_map(|iv| {
-                let l = iv.latency_ns.as_ref()?;
-                Some((mid(iv.start_s, iv.end_s), pick(l) as f64 / 1e6))
-            })
-            .collect()
-    };
+    let panels = panels(&r.summary.parts);
     let x_max = r.intervals.last().map_or(1.0, |iv| iv.end_s).max(1.0);
-    let y_max = up
-        .iter()
-        .chain(&down)
-        .map(|p| p.1)
-        .fold(0.0, f64::max)
-        .max(1.0)
-        * 1.1;
-    let l_max = probes
-        .iter()
-        .flat_map(|p| probe_line(p, |l| l.p99))
-        .map(|p| p.1)
-        .fold(0.0, f64::max)
-        .max(0.1)
-        * 1.1;
-    let root = SVGBackend::with_string(out, (1100, 520)).into_drawing_area();
+    let root = SVGBackend::with_string(out, MIX_SIZE).into_drawing_area();
     root.fill(&WHITE)?;
-    let (plot, side) = root.split_horizontally(PLOT_W);
-    let mut chart = ChartBuilder::on(&plot)
-        .caption(title(r), ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(90)
-        .right_y_label_area_size(70)
-        .build_cartesian_2d(0f64..x_max, 0f64..y_max)?
-        .set_secondary_coord(0f64..x_max, 0f64..l_max);
-    let bps = |v: &f64| {
-        let si = crate::units::fmt_si(*v);
-        format!("{si}bit/s")
-    };
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc("goodput")
-        .y_label_formatter(&bps)
-        .bold_line_style(GRID_BOLD)
-        .light_line_style(GRID_LIGHT)
-        .draw()?;
-    chart
-        .configure_secondary_axes()
-        .y_desc("probe latency (ms)")
-        .draw()?;
-    if let Some(ph) = &r.summary.phases {
-        chart.draw_series(
-            [&ph.idle, &ph.recovery]
-                .map(|f| Rectangle::new([(f.start_s, 0.0), (f.end_s, y_max)], QUIET.filled())),
-        )?;
-    }
-    // Each part as a thin line of its own colour under the sums, as flent
-    // draws each flow, where a sum has more than one part.
-    for (dir, palette) in [("up", UP_PARTS), ("down", DOWN_PARTS)] {
-        let ps: Vec<&PartSummary> = parts.iter().filter(|p| p.direction == dir).collect();
-        if ps.len() < 2 {
-            continue;
+    let root = root.titled(&title(r), ("sans-serif", 18))?;
+    let (plots, side) = root.split_horizontally(PLOT_W);
+    let n = panels.len().max(1);
+    let areas = plots.split_evenly((n, 1));
+    let sides = side.split_evenly((n, 1));
+    for (k, ((panel, area), side)) in panels.iter().zip(&areas).zip(&sides).enumerate() {
+        let bottom = k + 1 == n;
+        let Drawn {
+            lines,
+            dashed,
+            colours,
+            what,
+            unit,
+        } = drawn(panel, &r.summary.parts);
+        let top = lines
+            .iter()
+            .chain(&dashed)
+            .flatten()
+            .map(|p| unit.of(p.1))
+            .fold(0.0, f64::max);
+        let y_max = nice_ceil(top * 1.05);
+        let mut chart = ChartBuilder::on(area)
+            .margin_top(6)
+            .margin_right(12)
+            .margin_left(6)
+            .x_label_area_size(if bottom { 42 } else { 22 })
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+        let x_tick = |v: &f64| tick(*v);
+        let y_tick = |v: &f64| tick(*v);
+        let mut mesh = chart.configure_mesh();
+        mesh.y_desc(format!("{what} ({})", unit.name))
+            .x_label_formatter(&x_tick)
+            .y_label_formatter(&y_tick)
+            .y_labels(5)
+            .bold_line_style(GRID_BOLD)
+            .light_line_style(GRID_LIGHT);
+        if bottom {
+            mesh.x_desc("time (s)");
         }
-        for (j, p) in ps.iter().enumerate() {
-            let line = p.intervals.iter().map(|iv| {
-                (
-                    mid(iv.start_s, iv.end_s),
-                    iv.sum.throughput_bps.unwrap_or(0.0),
-                )
-            });
-            let c = palette[j % palette.len()];
-            chart.draw_series(LineSeries::new(line, c.stroke_width(1)))?;
+        mesh.draw()?;
+        if let Some(ph) = &r.summary.phases {
+            chart
+                .draw_series([&ph.idle, &ph.recovery].map(|f| {
+                    Rectangle::new([(f.start_s, 0.0), (f.end_s, y_max)], QUIET.filled())
+                }))?;
         }
+        for (line, (c, w)) in lines.iter().zip(&colours) {
+            let pts = line.iter().map(|&(t, v)| (t, unit.of(v)));
+            chart.draw_series(LineSeries::new(pts, c.stroke_width(*w)))?;
+        }
+        for (line, (c, _)) in dashed.iter().zip(&colours) {
+            let pts = line.iter().map(|&(t, v)| (t, unit.of(v)));
+            chart.draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(1)))?;
+        }
+        let mut legend = legend_of(panel);
+        if k == 0 && r.summary.phases.is_some() {
+            legend.insert(
+                0,
+                ("idle, recovery (shaded)".to_string(), QUIET, Mark::Band),
+            );
+        }
+        draw_legend_at(side, &legend, 14)?;
     }
-    chart.draw_series(LineSeries::new(up, UP.stroke_width(2)))?;
-    chart.draw_series(LineSeries::new(down, DOWN.stroke_width(2)))?;
-    for (j, p) in probes.iter().enumerate() {
-        let c = PROBES[j % PROBES.len()];
-        chart
-            .draw_secondary_series(LineSeries::new(probe_line(p, |l| l.p50), c.stroke_width(2)))?;
-        chart.draw_secondary_series(DashedLineSeries::new(
-            probe_line(p, |l| l.p99),
-            6,
-            4,
-            c.stroke_width(1),
-        ))?;
-    }
-    draw_legend(&side, &legend_of(r))?;
     root.present()?;
     Ok(())
 }

@@ -3,7 +3,9 @@
 //! plot, a nice axis end); then one file per chart: the aggregate's ramp
 //! (`agg`), the latency-vs-throughput curve (`curve`), a mix's time series
 //! and its probes' latency CDF (`mix`), capacity's dispersion histogram
-//! (`capacity`) and a stored figure over time (`history`).
+//! (`capacity`), a stored figure over time (`history`) and a sweep's
+//! table as a heat map (`sweep`). Every one scales to its container
+//! (`plot::render`).
 //!
 //! The charts sit above the text exporters (a chart may format its numbers
 //! as the text does) and below the pages (`super::page`), which embed them.
@@ -14,3 +16,4 @@ pub mod curve;
 pub mod history;
 pub mod mix;
 pub mod plot;
+pub mod sweep;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{head, inline, warnings};
+use super::{head, inline, phase_of, warnings};
 use crate::export::draw::mix::{cdf_svg, series, svg};
 use crate::export::mix::{jain_text, ms, part_figure, phase_rows, signed_ms};
 use crate::result::TestResult;
@@ -116,7 +116,7 @@ pub fn report(r: &TestResult) -> String {
             o,
             "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{probe}</td><td>{fu}</td><td>{fd}</td><td>{}</td></tr>",
             iv.index,
-            iv.phase.name(),
+            phase_of(iv),
             iv.start_s,
             iv.end_s,
             at(&up),

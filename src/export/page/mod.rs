@@ -1,8 +1,9 @@
 //! The HTML pages: each one self-contained (no scripts, no external
 //! files), its charts inlined as SVG. One file per page: the aggregate's
-//! report.html (`agg`), the curve's (`curve`), a mix's (`mix`) and a saved
-//! single test's (`result`); here, what they share: the head with its
-//! style, an SVG made ready to inline, and a figure as a cell.
+//! report.html (`agg`), the curve's (`curve`), a mix's (`mix`), a saved
+//! single test's (`result`) and a sweep's tables with their heat maps
+//! (`sweep`); here, what they share: the head with its style, an SVG made
+//! ready to inline, an interval's phase and a figure as a cell.
 //!
 //! Pages sit above the charts (`super::draw`) and the text exporters: a page
 //! embeds both, and neither names a page.
@@ -11,6 +12,7 @@ pub mod agg;
 pub mod curve;
 pub mod mix;
 pub mod result;
+pub mod sweep;
 
 use std::fmt::Write;
 
@@ -46,6 +48,14 @@ pub fn warnings(o: &mut String, w: &Warnings) {
         let _ = writeln!(o, "<li>{}</li>", escape_markup(&w.message));
     }
     o.push_str("</ul>\n");
+}
+
+/// The phase an interval's row names: a mix's own (idle, loaded, drain,
+/// recovery) where it has them, else the run's (warmup, measure,
+/// cooldown); "measure" for every row of a mix would hide the phase each
+/// figure comes from.
+pub fn phase_of(iv: &crate::result::Interval) -> &'static str {
+    iv.load_phase.map_or(iv.phase.name(), |p| p.name())
 }
 
 /// A figure to one decimal, or `n/a`.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{head, inline, opt, warnings};
+use super::{head, inline, opt, phase_of, warnings};
 use crate::export::human::Human;
 use crate::result::TestResult;
 use crate::text::escape_markup as escape;
@@ -38,7 +38,7 @@ pub fn report(r: &TestResult, chart: Option<&str>) -> String {
             o,
             "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             iv.index,
-            iv.phase.name(),
+            phase_of(iv),
             iv.start_s,
             iv.end_s,
             opt(iv.headline()),

@@ -1,5 +1,8 @@
 //! Reading a result document: numbers, the committed JSON Schema, the
-//! diagnostics by code, whether io_uring ran, an SVG's text.
+//! diagnostics by code, whether io_uring ran, an SVG's text, a JSON file,
+//! key=value lines.
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -9,6 +12,22 @@ pub fn u(v: &Value) -> u64 {
 
 pub fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The JSON document in file `path`.
+pub fn read_json(path: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON ({e}): {text}", path.display()))
+}
+
+/// The `KEY=value` lines of `text` (`--keyval`), by key.
+pub fn keyval(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// Validate a result document against the committed JSON Schema.

@@ -2,9 +2,10 @@
 //! loopback-only namespace of a test's own, commands run inside one, and
 //! the setup commands' time bound.
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
+use super::command::Ran;
 use super::processes::{ServerProc, bin, run_cmd};
 
 /// A `thrum server` inside network namespace `ns`, listening on `addr`.
@@ -12,15 +13,6 @@ pub fn ns_server(ns: &str, addr: &str) -> ServerProc {
     let mut server = ServerProc::start_with(ns_exec(ns, bin()), addr, &[]);
     server.ns = Some(ns.to_string());
     server
-}
-
-/// `thrum run TEST -H SERVER ARGS.. --json`, to be run inside namespace `ns`.
-pub fn ns_client_cmd(ns: &str, server: &ServerProc, test: &str, args: &[&str]) -> Command {
-    let mut cmd = ns_exec(ns, bin());
-    cmd.args(["run", test, "-H", &server.addr])
-        .args(args)
-        .arg("--json");
-    cmd
 }
 
 /// Setup commands (ip, tc, sysctl, cat) finish in milliseconds; this only
@@ -43,8 +35,10 @@ pub fn netns_add_or_skip(name: &str) -> bool {
 }
 
 /// `ip netns add NAME`, or why not (and a panic under
-/// `THRUM_E2E_NETNS=required`).
+/// `THRUM_E2E_NETNS=required`). The running test joins its group first
+/// ([`enter`](super::serial::enter)): a namespace is where its floods go.
 fn netns_add(name: &str) -> Result<(), String> {
+    super::serial::enter();
     match Command::new("ip").args(["netns", "add", name]).output() {
         Ok(out) if out.status.success() => Ok(()),
         other => {
@@ -96,15 +90,6 @@ impl Drop for Netns {
     }
 }
 
-/// `thrum` inside `ns` (from [`Netns::loopback_only_or_host`]), or on the
-/// host where that gave none.
-pub fn thrum_in(ns: Option<&Netns>) -> Command {
-    match ns {
-        Some(ns) => ns_exec(&ns.0, bin()),
-        None => Command::new(bin()),
-    }
-}
-
 /// `program` run inside namespace `ns`; `ip netns exec` execs it, so the
 /// child's pid is the program's own and killing the child kills it.
 pub fn ns_exec(ns: &str, program: &str) -> Command {
@@ -113,18 +98,12 @@ pub fn ns_exec(ns: &str, program: &str) -> Command {
     cmd
 }
 
-pub fn ip(args: &[&str]) -> Output {
+pub fn ip(args: &[&str]) -> Ran {
     run_ok(Command::new("ip").args(args))
 }
 
 /// Run a setup command under the time bound and fail loudly if it fails.
-pub fn run_ok(cmd: &mut Command) -> Output {
-    let shown = format!("{cmd:?}");
-    let out = run_cmd(cmd, SETUP_LIMIT);
-    assert!(
-        out.status.success(),
-        "{shown} failed: {}",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    out
+pub fn run_ok(cmd: &mut Command) -> Ran {
+    super::serial::enter();
+    run_cmd(cmd, SETUP_LIMIT).ok()
 }

@@ -8,14 +8,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::command::Ran;
 use super::netns::{Netns, ns_exec};
 
-/// The `thrum` binary. On the first call, the results store every run
+/// The `thrum` binary; the running test joins its group first
+/// ([`enter`](super::serial::enter)). On the first call, the results store every run
 /// saves to is pointed (`$THRUM_DB`, inherited by every child) at a fresh
 /// file under cargo's temporary directory for tests, not at the home of
 /// the machine: hundreds of runs save there and then nowhere else. A test
 /// of the store gives its runs a store of their own (`--db`).
 pub fn bin() -> &'static str {
+    super::serial::enter();
     static STORE: std::sync::Once = std::sync::Once::new();
     STORE.call_once(|| {
         let db = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-results.db");
@@ -35,7 +38,7 @@ pub struct ServerProc {
     pub child: Child,
     pub addr: String,
     /// The network namespace it runs in, where its clients run too
-    /// ([`ServerProc::thrum`]); None on the host.
+    /// ([`Thrum::on`](super::Thrum::on)); None on the host.
     pub ns: Option<String>,
     /// A namespace of its own ([`ServerProc::isolated`]), deleted when the
     /// server has been killed (fields drop after `Drop::drop`).
@@ -61,7 +64,12 @@ impl ServerProc {
 
     /// Start on `listen`:`port` (several servers on one port, each on its own address).
     pub fn start_on(listen: &str, port: u16) -> ServerProc {
-        let mut cmd = Command::new(bin());
+        Self::start_with_port(Command::new(bin()), listen, port)
+    }
+
+    /// Start with a prepared command (e.g. `ip netns exec NS thrum`) on
+    /// `listen`:`port`, a port a client expects (netperf's 12865).
+    pub fn start_with_port(mut cmd: Command, listen: &str, port: u16) -> ServerProc {
         cmd.args(["server", "--port", &port.to_string()]);
         Self::start_args(cmd, listen, &[], Stdio::null())
     }
@@ -105,8 +113,8 @@ impl ServerProc {
     /// loopback both ends share one TIME_WAIT table, and the host's, filled
     /// to `tcp_max_tw_buckets` by one run of the suite, refused the SYNs of
     /// the next run within a minute. Its clients run there too
-    /// ([`ServerProc::thrum`]). Where namespaces are unavailable it runs on
-    /// the host, as before, unless `THRUM_E2E_NETNS=required`.
+    /// ([`Thrum::on`](super::Thrum::on)). Where namespaces are unavailable
+    /// it runs on the host, as before, unless `THRUM_E2E_NETNS=required`.
     pub fn isolated(tag: &str, extra: &[&str]) -> ServerProc {
         match Netns::loopback_only_or_host(tag) {
             Some(ns) => {
@@ -117,19 +125,6 @@ impl ServerProc {
             }
             None => Self::start(extra),
         }
-    }
-
-    /// `thrum` where the server runs: inside its namespace, or on the host.
-    pub fn thrum(&self) -> Command {
-        match &self.ns {
-            Some(ns) => ns_exec(ns, bin()),
-            None => Command::new(bin()),
-        }
-    }
-
-    /// `thrum ARGS..` where the server runs, under `limit` ([`run_cmd`]).
-    pub fn run_client(&self, args: &[&str], limit: Duration) -> Output {
-        run_cmd(self.thrum().args(args), limit)
     }
 
     pub fn pid(&self) -> u32 {
@@ -182,12 +177,19 @@ impl Drop for ServerProc {
     }
 }
 
-/// Run the client with a hard time limit; returns its output.
-pub fn run_client(args: &[&str], limit: Duration) -> Output {
-    run_cmd(Command::new(bin()).args(args), limit)
+/// Run `cmd` with both pipes drained, killed (and the test failed) past
+/// `limit`: what it did, with its command line for the failure messages
+/// ([`Ran::report`]).
+#[track_caller]
+pub fn run_cmd(cmd: &mut Command, limit: Duration) -> Ran {
+    let line = format!("{cmd:?}");
+    Ran::of(line, output_of(cmd, limit))
 }
 
-pub fn run_cmd(cmd: &mut Command, limit: Duration) -> Output {
+/// Run `cmd` with both pipes drained, killed (and the test failed) past
+/// `limit`; its output.
+#[track_caller]
+pub(super) fn output_of(cmd: &mut Command, limit: Duration) -> Output {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -225,7 +227,7 @@ pub fn run_cmd(cmd: &mut Command, limit: Duration) -> Output {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "command did not finish within {limit:?}\nstdout: {}\nstderr: {}",
+                "{cmd:?} did not finish within {limit:?}\nstdout: {}\nstderr: {}",
                 String::from_utf8_lossy(&stdout.join().expect("stdout reader")),
                 String::from_utf8_lossy(&stderr.join().expect("stderr reader"))
             );

@@ -1,11 +1,31 @@
-//! Watching a run as a user does: a file that grows as thrum streams
-//! into it, and thrum on a pseudo-terminal.
+//! Watching a run as a user does: files that grow as thrum streams into
+//! them, and thrum on a pseudo-terminal.
 
 use std::io::Read;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::command::Thrum;
 use super::processes::bin;
+
+/// `run` (a tcp_stream against a server) for 20 s of 200 ms intervals,
+/// its JSON result to `res` and its samples to `csv` as it goes, stdout
+/// discarded, stderr piped: a run a test cuts short and reads back from
+/// its files ([`wait_for_lines`]).
+pub fn stream_into_files(run: Thrum, res: &Path, csv: &Path) -> Child {
+    run.len("20s")
+        .interval("200ms")
+        .args(["--json", "-o"])
+        .arg(res)
+        .arg("--samples")
+        .arg(csv)
+        .command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn thrum run")
+}
 
 /// Wait until `path` has at least `n` lines: what a run streams as it goes
 /// (a busy machine may take seconds to start it, so no fixed sleep).

@@ -26,8 +26,9 @@
 
 use std::process::Command;
 
-use super::netns::{ip, netns_add_or_skip, ns_client_cmd, ns_exec, ns_server, run_ok};
-use super::processes::ServerProc;
+use super::command::Thrum;
+use super::netns::{ip, netns_add_or_skip, ns_exec, ns_server, run_ok};
+use super::processes::{ServerProc, bin};
 
 /// A's interface, toward R. (Not "a" or "br": `ip link add` reads those
 /// as abbreviations of `address` and `broadcast`.)
@@ -279,14 +280,21 @@ impl Path3 {
         ns_server(&self.b, &self.addr_b())
     }
 
+    /// A `thrum server` in B on `port`, a port its clients expect.
+    pub fn server_on(&self, port: u16) -> ServerProc {
+        let mut server = ServerProc::start_with_port(ns_exec(&self.b, bin()), &self.addr_b(), port);
+        server.ns = Some(self.b.clone());
+        server
+    }
+
     /// `program` in A.
     pub fn in_a(&self, program: &str) -> Command {
         ns_exec(&self.a, program)
     }
 
-    /// `thrum run TEST -H SERVER ARGS.. --json`, to be run in A.
-    pub fn client_cmd(&self, server: &ServerProc, test: &str, args: &[&str]) -> Command {
-        ns_client_cmd(&self.a, server, test, args)
+    /// `thrum run TEST -H SERVER` in A, with the short-run defaults.
+    pub fn client(&self, server: &ServerProc, test: &str) -> Thrum {
+        Thrum::run(test).netns(&self.a).host(&server.addr)
     }
 }
 
@@ -384,9 +392,9 @@ impl Pair {
         ns_server(&self.b, &self.addr_b())
     }
 
-    /// `thrum run TEST -H SERVER ARGS.. --json`, to be run in A.
-    pub fn client_cmd(&self, server: &ServerProc, test: &str, args: &[&str]) -> Command {
-        ns_client_cmd(&self.a, server, test, args)
+    /// `thrum run TEST -H SERVER` in A, with the short-run defaults.
+    pub fn client(&self, server: &ServerProc, test: &str) -> Thrum {
+        Thrum::run(test).netns(&self.a).host(&server.addr)
     }
 }
 

@@ -1,11 +1,8 @@
-//! Errors that teach (issue 20, item 10): every test named, limits in the
-//! units they are typed in, compound durations, the `[v6]:port` form, and
-//! netperf's and iperf3's habits answered with a tip rather than taken as
-//! aliases.
+//! Error messages that teach: every test named, limits in the units they
+//! are typed in, compound durations, the `[v6]:port` form, and netperf's
+//! and iperf3's habits answered with a tip rather than taken as aliases.
 
-use std::time::Duration;
-
-use crate::common::{assert_rejected, run_client};
+use crate::common::{Thrum, assert_rejected};
 
 #[test]
 fn errors_name_every_choice_in_the_units_typed() {
@@ -58,15 +55,10 @@ fn errors_name_every_choice_in_the_units_typed() {
         (&["run", "tcp_stream", "-J"], &["tip:", "--json"]),
     ]);
     // A compound duration runs: 0m0.3s is 300 ms.
-    let out = run_client(
-        &["run", "tcp_rr", "-l", "0m300ms", "--warmup", "0s", "--json"],
-        Duration::from_secs(20),
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON result");
+    let doc = Thrum::run("tcp_rr").len("0m300ms").json();
     assert_eq!(doc["spec"]["duration_ns"], 300_000_000);
     // One style: thrum's errors read as clap's do.
-    let out = run_client(&["run", "tcp_rr", "-F", "0"], Duration::from_secs(10));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = Thrum::cmd(&["run", "tcp_rr", "-F", "0"]).output().stderr();
     assert!(err.starts_with("error: "), "{err}");
 }
 
@@ -74,18 +66,15 @@ fn errors_name_every_choice_in_the_units_typed() {
 /// the user is told how to write a port.
 #[test]
 fn a_bare_ipv6_address_with_a_port_gets_a_tip_when_it_fails() {
-    let out = run_client(
-        &[
-            "run", "tcp_rr", "-H", "::1:9", "-l", "0.3s", "--warmup", "0s",
-        ],
-        Duration::from_secs(30),
-    );
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = Thrum::run("tcp_rr")
+        .host("::1:9")
+        .len("0.3s")
+        .fails()
+        .stderr();
     assert!(err.contains("tip: ") && err.contains("-H [::1]:9"), "{err}");
 }
 
-/// iperf3's habits (issue 29, item 12), each answered with thrum's way:
+/// iperf3's habits, each answered with thrum's way:
 /// `-t 10` is the duration (-l 10s), `-c HOST` the server (-H HOST), and
 /// `-b 100M` a bit rate (--rate or --pacing-rate; -b is netperf's burst).
 #[test]

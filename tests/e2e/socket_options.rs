@@ -1,131 +1,15 @@
-//! neper's habits (issue 32 items 1–4): per-flow samples with both ends'
-//! process usage, the socket and spreading options, `--dry-run` and the
-//! client's hard limit `--timeout`.
+//! The options that place and shape sockets, checked from the kernel's
+//! and the server's side: `--mark` (policy routing sends marked packets
+//! another way), `--tcp-tx-delay` (read back on both ends), `--num-ports`,
+//! `--server-threads`, `--listen-backlog` and `--max-events` (ss in the
+//! server's namespace), `--epoll-trigger` (the kernel's list of epoll
+//! registrations) and `--local-hosts` (the sources the server sees).
 
 use std::time::Duration;
 
-use crate::common::*;
-
-/// The CSV as (header, rows), every row as long as the header.
-fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines
-        .next()
-        .unwrap()
-        .split(',')
-        .map(str::to_string)
-        .collect();
-    let rows: Vec<Vec<String>> = lines
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .collect();
-    for r in &rows {
-        assert_eq!(r.len(), header.len(), "{r:?}");
-    }
-    (header, rows)
-}
-
-/// `--samples` of tcp_rr with 2 flows on 2 workers: each flow's row carries
-/// that flow's own latency (its count is its own transactions, which the
-/// JSON's per-flow counts confirm, and the two flows' means differ), and
-/// every row both ends' process usage over the interval: the server's CPU
-/// time is that of a separate process, so it is a real reading of it.
-#[test]
-fn samples_carry_each_flows_latency_and_both_ends_usage() {
-    let server = ServerProc::start(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("samples.csv");
-    let out = server.run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-F",
-            "2",
-            "-T",
-            "2",
-            "-l",
-            "1s",
-            "--warmup",
-            "0s",
-            "-i",
-            "250ms",
-            "--json",
-            "--samples",
-            csv.to_str().unwrap(),
-        ],
-        Duration::from_secs(30),
-    );
-    let doc = succeeded(&out, "tcp_rr --samples");
-    assert_schema(&doc);
-    let (header, rows) = read_csv(&csv);
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| h == name)
-            .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
-    };
-    let (iv, flow, trans) = (col("interval"), col("flow"), col("local_transactions"));
-    let (count, mean) = (col("latency_count"), col("latency_mean_ns"));
-    let (min, max, sd) = (
-        col("latency_min_ns"),
-        col("latency_max_ns"),
-        col("latency_stddev_ns"),
-    );
-    let n = |r: &Vec<String>, c: usize| -> f64 {
-        r[c].parse()
-            .unwrap_or_else(|_| panic!("column {} empty: {r:?}", header[c]))
-    };
-    let mut differing = 0;
-    let intervals = doc["intervals"].as_array().unwrap();
-    for pair in rows.chunks(2) {
-        let [a, b] = pair else {
-            panic!("2 rows per interval")
-        };
-        assert_eq!((a[flow].as_str(), b[flow].as_str()), ("0", "1"));
-        for r in pair {
-            // The flow's own count: its own transactions (a response that
-            // lands past a tick counts in the next interval, as the
-            // counters do, so to within its burst of 1).
-            assert!(
-                (n(r, count) - n(r, trans)).abs() <= 1.0,
-                "flow's latency count vs its transactions: {r:?}"
-            );
-            assert!(n(r, min) <= n(r, mean) && n(r, mean) <= n(r, max) && n(r, sd) >= 0.0);
-            // Both ends' usage: CPU seconds of the interval, on each end.
-            for end in ["local", "remote"] {
-                let cpu =
-                    n(r, col(&format!("{end}_utime_s"))) + n(r, col(&format!("{end}_stime_s")));
-                assert!(
-                    cpu > 0.0 && cpu < 4.0,
-                    "{end} CPU in a 250 ms interval: {r:?}"
-                );
-                assert!(n(r, col(&format!("{end}_maxrss_kb"))) > 1000.0, "{r:?}");
-                for c in ["minflt", "majflt", "nvcsw", "nivcsw"] {
-                    n(r, col(&format!("{end}_{c}")));
-                }
-            }
-        }
-        // Usage is the process's: the same on both rows of an interval.
-        assert_eq!(a[col("remote_utime_s")], b[col("remote_utime_s")]);
-        if a[mean] != b[mean] {
-            differing += 1;
-        }
-        // The JSON's per-flow latency is what the rows carry.
-        let i: usize = a[iv].parse().unwrap();
-        let fl = &intervals[i]["flow_latency_ns"];
-        assert_eq!(u(&fl[0]["count"]), n(a, count) as u64);
-        assert_eq!(u(&fl[1]["count"]), n(b, count) as u64);
-        assert!(intervals[i]["rusage"]["remote"]["user_s"].is_number());
-    }
-    assert!(rows.len() >= 8, "2 flows x 4 intervals: {rows:?}");
-    assert!(
-        differing >= rows.len() / 2 - 1,
-        "two flows' own latencies differ in (nearly) every interval: {differing} of {}",
-        rows.len() / 2
-    );
-}
+use crate::common::{
+    Pair, ServerProc, Thrum, assert_rejected, bin, f, ip, ns_exec, run_cmd, run_ok, u,
+};
 
 /// The tbf rate of the marked path, bits/s, and its spelling for tc.
 const MARKED_RATE_BPS: f64 = 20e6;
@@ -189,12 +73,11 @@ fn mark_is_routed_by_an_fwmark_rule() {
     let mut server = ServerProc::start_with(ns_exec(&b, bin()), &server_ip, &["--allow-mark", "7"]);
     server.ns = Some(b.clone());
     let run = |extra: &[&str]| {
-        let args = [&["-l", "2s", "--warmup", "500ms"][..], extra].concat();
-        run_json(
-            &mut pair.client_cmd(&server, "tcp_stream", &args),
-            Duration::from_secs(30),
-            &format!("tcp_stream {extra:?}"),
-        )
+        pair.client(&server, "tcp_stream")
+            .len("2s")
+            .warmup("500ms")
+            .args(extra)
+            .json()
     };
     let marked = run(&["--mark", "7"]);
     let s = &marked["summary"];
@@ -229,22 +112,12 @@ fn mark_is_routed_by_an_fwmark_rule() {
 fn tcp_tx_delay_is_set_on_both_ends() {
     let server = ServerProc::isolated("txdelay", &["--allow-tx-delay", "10ms"]);
     let p50 = |extra: &[&str]| -> (f64, serde_json::Value) {
-        let args = [
-            &[
-                "run",
-                "tcp_rr",
-                "-H",
-                &server.addr,
-                "-l",
-                "1s",
-                "--warmup",
-                "200ms",
-                "--json",
-            ][..],
-            extra,
-        ]
-        .concat();
-        let doc = succeeded(&server.run_client(&args, Duration::from_secs(30)), "tcp_rr");
+        let doc = Thrum::run("tcp_rr")
+            .on(&server)
+            .len("1s")
+            .warmup("200ms")
+            .args(extra)
+            .json();
         (f(&doc["summary"]["latency_ns"]["p50"]), doc)
     };
     let (plain, _) = p50(&[]);
@@ -290,132 +163,6 @@ fn tcp_tx_delay_is_set_on_both_ends() {
     ]);
 }
 
-/// `--dry-run` prints the checked plan (every field as key=value) and its
-/// total run time, warm-up + measurement + cool-down times the runs, and
-/// exits 0 without dialling the server: a listener given as `-H` is never
-/// connected to.
-#[test]
-fn dry_run_prints_the_plan_and_its_run_time_without_connecting() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let out = run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &addr,
-            "-F",
-            "2",
-            "-l",
-            "3s",
-            "--warmup",
-            "500ms",
-            "--cooldown",
-            "500ms",
-            "--iterations",
-            "2,2",
-            "--mark",
-            "7",
-            "--dry-run",
-        ],
-        Duration::from_secs(10),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for line in [
-        "flows=2",
-        "duration_ns=3000000000",
-        "warmup_ns=500000000",
-        "mark=7",
-    ] {
-        assert!(text.lines().any(|l| l == line), "no {line} in {text}");
-    }
-    assert!(
-        text.contains(
-            "total_run_time=8s (warm-up 500ms + measurement 3s + cool-down 500ms, 2 run(s)"
-        ),
-        "{text}"
-    );
-    assert_eq!(
-        listener.accept().map(|_| ()).unwrap_err().kind(),
-        std::io::ErrorKind::WouldBlock,
-        "a dry run connects to nothing"
-    );
-    // The plan is checked: a bad one fails as a real run would.
-    assert_rejected(&[(
-        &["run", "udp_rr", "--tcp-tx-delay", "1ms", "--dry-run"],
-        &["--tcp-tx-delay"],
-    )]);
-}
-
-/// `--timeout`: a 10 s run under a 1 s limit stops at the limit (well
-/// before its plan's end), writes what it measured and exits 1 with an
-/// error naming the flag; a run inside its limit is untouched.
-#[test]
-fn timeout_ends_the_run_with_what_was_measured() {
-    let server = ServerProc::start(&[]);
-    let t0 = std::time::Instant::now();
-    let out = server.run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "10s",
-            "--warmup",
-            "0s",
-            "-i",
-            "250ms",
-            "--timeout",
-            "1s",
-            "--json",
-        ],
-        Duration::from_secs(30),
-    );
-    let took = t0.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("error: --timeout 1s"), "{stderr}");
-    let doc = json(&out);
-    let error = doc["summary"]["error"].as_str().unwrap();
-    assert!(
-        error.contains("--timeout 1s") && error.contains("measured until then"),
-        "{error}"
-    );
-    let intervals = doc["intervals"].as_array().unwrap();
-    assert!(!intervals.is_empty(), "what was measured is kept");
-    assert!(u(&doc["summary"]["transactions"]) > 0);
-    // Stopped at the limit plus the drain, not at the plan's 10 s.
-    assert!(took < Duration::from_secs(8), "took {took:?}");
-    let ok = server.run_client(
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-l",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--timeout",
-            "20s",
-            "--json",
-        ],
-        Duration::from_secs(30),
-    );
-    succeeded(&ok, "a run inside its --timeout");
-    assert_rejected(&[(
-        &["run", "tcp_rr", "--timeout", "0s"],
-        &["--timeout", "accepted"],
-    )]);
-}
-
 /// `ss ARGS..` where the server runs (its own namespace, so only this
 /// test's sockets), as lines.
 fn ss(server: &ServerProc, args: &[&str]) -> Vec<String> {
@@ -430,20 +177,13 @@ fn ss(server: &ServerProc, args: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Run `thrum ARGS..` where the server runs, look at the sockets with
-/// `look` half a second in, and return the run's JSON.
-fn while_running(server: &ServerProc, args: &[&str], look: impl FnOnce()) -> serde_json::Value {
-    let child = server
-        .thrum()
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+/// Run `run` with `--json`, look at the sockets with `look` half a second
+/// in, and return the run's JSON.
+fn while_running(run: Thrum, look: impl FnOnce()) -> serde_json::Value {
+    let child = run.arg("--json").spawn();
     std::thread::sleep(Duration::from_millis(500));
     look();
-    let out = child.wait_with_output().unwrap();
-    succeeded(&out, &format!("{args:?}"))
+    child.wait().json_ok()
 }
 
 /// `--num-ports 2`: the server's sockets of 4 tcp_rr flows sit on two data
@@ -455,28 +195,12 @@ fn while_running(server: &ServerProc, args: &[&str], look: impl FnOnce()) -> ser
 fn num_ports_server_threads_and_backlog_reach_the_server() {
     let server = ServerProc::isolated("spread", &[]);
     let doc = while_running(
-        &server,
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-F",
-            "4",
-            "--num-ports",
-            "2",
-            "--server-threads",
-            "2",
-            "--max-events",
-            "8",
-            "--driver",
-            "epoll",
-            "-l",
-            "1500ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
+        Thrum::run("tcp_rr")
+            .on(&server)
+            .flows(4)
+            .args(["--num-ports", "2", "--server-threads", "2"])
+            .args(["--max-events", "8", "--driver", "epoll"])
+            .len("1500ms"),
         || {
             // Local address:port of every established socket: the server's
             // data ports appear once per flow on them, every client port once.
@@ -495,20 +219,10 @@ fn num_ports_server_threads_and_backlog_reach_the_server() {
     assert_eq!(env["local_drivers"].as_array().unwrap().len(), 1, "{env}");
     assert_eq!(u(&doc["spec"]["num_ports"]), 2);
     while_running(
-        &server,
-        &[
-            "run",
-            "tcp_crr",
-            "-H",
-            &server.addr,
-            "--listen-backlog",
-            "77",
-            "-l",
-            "1s",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
+        Thrum::run("tcp_crr")
+            .on(&server)
+            .args(["--listen-backlog", "77"])
+            .len("1s"),
         || {
             // Send-Q of a listener is its backlog.
             let backlogs: Vec<String> = ss(&server, &["-Hltn"])
@@ -576,24 +290,11 @@ fn epoll_trigger_reaches_the_kernels_registrations() {
     let et = libc::EPOLLET as u32;
     for (trigger, edge) in [("level", false), ("edge", true)] {
         let doc = while_running(
-            &server,
-            &[
-                "run",
-                "tcp_rr",
-                "-H",
-                &server.addr,
-                "-F",
-                "2",
-                "--driver",
-                "epoll",
-                "--epoll-trigger",
-                trigger,
-                "-l",
-                "1s",
-                "--warmup",
-                "0s",
-                "--json",
-            ],
+            Thrum::run("tcp_rr")
+                .on(&server)
+                .flows(2)
+                .args(["--driver", "epoll", "--epoll-trigger", trigger])
+                .len("1s"),
             || {
                 let masks = server_epoll_masks(&server);
                 assert!(masks.len() >= 2, "the server's 2 data sockets: {masks:x?}");
@@ -614,22 +315,11 @@ fn epoll_trigger_reaches_the_kernels_registrations() {
 fn local_hosts_are_the_sources_the_server_sees() {
     let server = ServerProc::isolated("lhosts", &[]);
     let doc = while_running(
-        &server,
-        &[
-            "run",
-            "tcp_rr",
-            "-H",
-            &server.addr,
-            "-F",
-            "2",
-            "--local-hosts",
-            "127.0.0.2,127.0.0.3",
-            "-l",
-            "1s",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
+        Thrum::run("tcp_rr")
+            .on(&server)
+            .flows(2)
+            .args(["--local-hosts", "127.0.0.2,127.0.0.3"])
+            .len("1s"),
         || {
             // The server's sockets: its own address local, the client's as peer.
             let mut peers: Vec<String> = ss(&server, &["-Htn", "state", "established"])
@@ -674,22 +364,11 @@ fn local_hosts_apply_to_udp_and_connection_tests() {
         ("tcp_cc", "-Htan"),
     ] {
         let doc = while_running(
-            &server,
-            &[
-                "run",
-                test,
-                "-H",
-                &server.addr,
-                "-F",
-                "2",
-                "--local-hosts",
-                "127.0.0.2,127.0.0.3",
-                "-l",
-                "1s",
-                "--warmup",
-                "0s",
-                "--json",
-            ],
+            Thrum::run(test)
+                .on(&server)
+                .flows(2)
+                .args(["--local-hosts", "127.0.0.2,127.0.0.3"])
+                .len("1s"),
             || {
                 // Every socket between the server's address and another:
                 // the other address (connection tests' TIME-WAITs included).

@@ -1,0 +1,23 @@
+//! The hard limits of a plan, whoever sends it: the most flows, threads,
+//! bytes and time thrum will run at all. `TestPlan::validate` holds a plan
+//! to them on both ends; a server states its own, tighter bounds in its
+//! hello (`control::limits`).
+
+pub const MAX_FLOWS: u32 = 100_000;
+pub const MAX_THREADS: u32 = 1024;
+/// The highest `--rate` for request/response tests, transactions/s in all.
+pub const MAX_OFFERED_PER_S: u64 = 100_000_000;
+/// The largest `--max-inflight`.
+pub const MAX_INFLIGHT: u32 = 1 << 16;
+pub const MAX_BURST: u32 = 4096;
+/// --busy-poll: a second of spinning per receive is already absurd.
+pub const MAX_BUSY_POLL_US: u32 = 1_000_000;
+pub const MAX_RR_BYTES: u64 = 64 << 20;
+pub const MAX_IO_BYTES: u64 = 64 << 20;
+pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+/// The largest UDP payload over IPv4 (65535 - 20 - 8).
+pub const MAX_DATAGRAM_BYTES: u64 = 65_507;
+pub const MIN_INTERVAL_NS: u64 = 10_000_000;
+pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
+pub const MIN_DURATION_NS: u64 = 1_000_000;
+pub const MAX_PERCENTILES: usize = 32;
