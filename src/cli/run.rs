@@ -283,9 +283,13 @@ fn brand_arg(s: &str) -> Result<String, String> {
 
 /// `-o THROUGHPUT,MEAN_LATENCY`: an output file named like a list of
 /// netperf's selectors (upper case, no directory or extension, every name
-/// a field), which a netperf habit meant as `--output-fields`.
-fn selector_list(path: &std::path::Path) -> Option<String> {
+/// a field), which a netperf habit meant as `--output-fields`; with `--csv`
+/// or `--keyval` also netperf's `-o all`, in either case.
+fn selector_list(path: &std::path::Path, fields_out: bool) -> Option<String> {
     let s = path.to_str()?;
+    if fields_out && s.eq_ignore_ascii_case(crate::export::fields::ALL) {
+        return Some("all".to_string());
+    }
     let looks = !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == ',');
@@ -491,7 +495,13 @@ impl RunArgs {
                 "--output-fields {f}: that percentile is not reported; ask for it with --percentiles (fixed: P50_LATENCY, P90_LATENCY, P99_LATENCY, P999_LATENCY)"
             );
         }
-        if let Some(list) = self.out.output.as_deref().and_then(selector_list) {
+        let fields_out = self.out.csv || self.out.keyval;
+        if let Some(list) = self
+            .out
+            .output
+            .as_deref()
+            .and_then(|p| selector_list(p, fields_out))
+        {
             return Err(super::Tipped {
                 error: anyhow::anyhow!(
                     "-o {list} names netperf's output selectors, but -o is the file the result is written to here"
@@ -502,7 +512,10 @@ impl RunArgs {
             }
             .into());
         }
-        let outputs = self.out.to_outputs();
+        let mut outputs = self.out.to_outputs();
+        outputs.fields = outputs
+            .fields
+            .map(|f| crate::export::fields::chosen(f, &plan.percentiles));
         // The samples' latency columns are per flow: the client keeps them.
         plan.flow_latency = outputs.samples.is_some() || !outputs.export_csv.is_empty();
         let drawings = Drawings {
@@ -906,6 +919,34 @@ mod tests {
         assert!(args_of(&["-o", "RESULT.json"]).to_request().is_ok());
         assert!(args_of(&["-o", "THROUGHPUT"]).to_request().is_err());
         assert!(args_of(&["-o", "OUT"]).to_request().is_ok());
+        // netperf's -o all beside --csv: every field, not a file "all".
+        let e = args_of(&["--csv", "-o", "all"]).to_request().unwrap_err();
+        let t = e.downcast_ref::<crate::cli::Tipped>().expect("a tip");
+        assert!(t.tip.contains("--output-fields all --csv"), "{}", t.tip);
+        assert!(args_of(&["-o", "all"]).to_request().is_ok());
+    }
+
+    /// `--output-fields all` is every field, then each --percentiles
+    /// entry's own, each once.
+    #[test]
+    fn output_fields_all_is_every_field() {
+        let r = args_of(&[
+            "--csv",
+            "--output-fields",
+            "all",
+            "--percentiles",
+            "99.99,50",
+        ])
+        .to_request()
+        .unwrap();
+        let f = r.outputs.fields.expect("the fields");
+        let mut every = crate::export::fields::names();
+        every.push("P9999_LATENCY".into());
+        assert_eq!(f, every);
+        let r = args_of(&["--output-fields", "THROUGHPUT"])
+            .to_request()
+            .unwrap();
+        assert_eq!(r.outputs.fields, Some(vec!["THROUGHPUT".to_string()]));
     }
 
     /// `--iterations 10,3` is netperf's `-i 10,3` (MAX,MIN): read as 3..10

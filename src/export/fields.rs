@@ -664,9 +664,34 @@ fn lookup<'a>(all: &'a [(String, String)], name: &str, r: &TestResult) -> &'a st
         .map_or("", |(_, v)| v.as_str())
 }
 
+/// netperf's keyword for every output selector (`-o all`), kept as the
+/// list's one name until the run's percentiles are known ([`chosen`]).
+pub const ALL: &str = "ALL";
+
+/// The fields a parsed `--output-fields` list shows: the list itself, or
+/// for [`ALL`] every field in the table's order and then each
+/// `--percentiles` entry's own `P{N}_LATENCY`, so that a CSV's columns are
+/// the same for every test (one a test does not carry is empty).
+pub fn chosen(list: Vec<String>, percentiles: &[f64]) -> Vec<String> {
+    if list != [ALL] {
+        return list;
+    }
+    let mut out = names();
+    for p in percentiles {
+        let name = percentile_field(*p);
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 /// `--output-fields`: names separated by commas (netperf's form), checked
-/// against [`FIELDS`] case-insensitively.
+/// against [`FIELDS`] case-insensitively, or `all` ([`ALL`]).
 pub fn parse_list(s: &str) -> Result<Vec<String>, String> {
+    if s.trim().eq_ignore_ascii_case(ALL) {
+        return Ok(vec![ALL.to_string()]);
+    }
     let known = names();
     let names: Vec<String> = s
         .split(',')
@@ -681,7 +706,7 @@ pub fn parse_list(s: &str) -> Result<Vec<String>, String> {
         .find(|n| !known.contains(n) && !is_percentile_field(n))
     {
         return Err(format!(
-            "'{}' is not a field (accepted: {}, and P{{N}}_LATENCY for each N of --percentiles)",
+            "'{}' is not a field (accepted: {}, P{{N}}_LATENCY for each N of --percentiles, or all alone)",
             crate::text::echo(bad),
             known.join(",")
         ));

@@ -327,6 +327,10 @@ fn titles(name: &str) -> Vec<&str> {
 /// differently, or a numeric one printed as unknown; upper-cased.
 pub fn parse_selectors(flag: &str, list: &str) -> Result<Vec<String>> {
     let known = fields::names();
+    // netperf's keyword: every selector it knows; here every field.
+    if list.trim().eq_ignore_ascii_case(fields::ALL) {
+        return Ok(known);
+    }
     let names: Vec<String> = list
         .split(',')
         .map(|n| n.trim().to_ascii_uppercase())

@@ -494,6 +494,10 @@ fn selection(letter: char, value: Option<&str>) -> Result<Selection> {
     let flag = format!("-{letter}");
     let names = match value {
         None => Vec::new(),
+        // netperf reads its keyword before looking for a file of that name.
+        Some(v) if v.eq_ignore_ascii_case(crate::export::fields::ALL) => {
+            crate::export::netperf::parse_selectors(&flag, v)?
+        }
         Some(v) if Path::new(v).is_file() => {
             let text = std::fs::read_to_string(v)
                 .with_context(|| format!("{flag} {v}: reading the selector file"))?;
@@ -884,6 +888,15 @@ mod tests {
         assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
         let r = run("-l 1 -D -0.2 -- -e 1");
         assert_eq!(r.target.label, "localhost");
+    }
+
+    /// netperf's `-o all`: every field, as its keyword is every selector.
+    #[test]
+    fn the_keyword_all_selects_every_field() {
+        let s = run("-H 127.0.0.1 -- -o all").print.selection.unwrap();
+        assert_eq!(s.names, crate::export::fields::names());
+        assert_eq!(s.style, crate::export::fields::Style::Csv);
+        assert!(err("-H 127.0.0.1 -- -k all,THROUGHPUT").contains("-k: 'ALL'"));
     }
 
     #[test]
