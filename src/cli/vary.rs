@@ -43,7 +43,8 @@ pub enum Setting {
     Nic(NicKnob, u32),
 }
 
-/// The NIC settings a sweep can vary (ethtool coalescing and rings).
+/// The NIC settings a sweep can vary (ethtool coalescing, rings, channels
+/// and offloads).
 pub use crate::sweep::nic::Knob as NicKnob;
 
 /// Every dimension's name and the values it accepts, in `--help`'s order.
@@ -94,6 +95,9 @@ pub const NAMES: &[(&str, &str)] = &[
     ("channels-rx", "whole numbers 1.. (ethtool -L rx)"),
     ("channels-tx", "whole numbers 1.. (ethtool -L tx)"),
     ("channels-combined", "whole numbers (ethtool -L combined)"),
+    ("tso", "on or off (ethtool -K tso)"),
+    ("gso", "on or off (ethtool -K gso)"),
+    ("gro", "on or off (ethtool -K gro)"),
 ];
 
 /// The accepted names, for an error.
@@ -152,6 +156,14 @@ fn sized(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
     Ok(n)
 }
 
+fn on_off(v: &str) -> Result<bool, String> {
+    match v {
+        "on" | "true" | "1" | "yes" => Ok(true),
+        "off" | "false" | "0" | "no" => Ok(false),
+        _ => Err("is not on or off".into()),
+    }
+}
+
 fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
     use crate::plan::limits as L;
     use Setting::*;
@@ -159,6 +171,8 @@ fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
     const IO: u64 = L::MAX_IO_BYTES;
     const BUF: u64 = L::MAX_BUFFER_BYTES;
     let nic = |k: NicKnob, lo: u64| whole(v, lo, u32::MAX as u64).map(|n| Nic(k, n as u32));
+    let offload =
+        |o: crate::sensors::Offload| on_off(v).map(|on| Nic(NicKnob::Offload(o), u32::from(on)));
     Ok(match name {
         "burst" => Burst(whole(v, 0, L::MAX_BURST as u64)? as u32),
         "flows" => Flows(whole(v, 1, L::MAX_FLOWS as u64)? as u32),
@@ -174,11 +188,7 @@ fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
         "local-buffer" => LocalBuffer(sized(v, 1, BUF)?),
         "remote-buffer" => RemoteBuffer(sized(v, 1, BUF)?),
         "buffer" => Buffer(sized(v, 1, BUF)?),
-        "nodelay" => Nodelay(match v {
-            "on" | "true" | "1" | "yes" => true,
-            "off" | "false" | "0" | "no" => false,
-            _ => return Err("is not on or off".into()),
-        }),
+        "nodelay" => Nodelay(on_off(v)?),
         "driver" => Driver(v.parse().map_err(|_| "is not a driver".to_string())?),
         "cc" => {
             if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -218,6 +228,9 @@ fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
         "channels-rx" => nic(NicKnob::ChannelsRx, 1)?,
         "channels-tx" => nic(NicKnob::ChannelsTx, 1)?,
         "channels-combined" => nic(NicKnob::ChannelsCombined, 0)?,
+        "tso" => offload(crate::sensors::Offload::Tso)?,
+        "gso" => offload(crate::sensors::Offload::Gso)?,
+        "gro" => offload(crate::sensors::Offload::Gro)?,
         _ => unreachable!("every name in NAMES has a parser"),
     })
 }
@@ -280,7 +293,7 @@ impl Setting {
             Burst(n) | Flows(n) | Threads(n) | LocalCpu(n) | RemoteCpu(n) => json!(n),
             RequestSize(n) | ResponseSize(n) | SendSize(n) | RecvSize(n) | LocalBuffer(n)
             | RemoteBuffer(n) | Buffer(n) | Rate(n) => json!(n),
-            Nic(_, n) => json!(n),
+            Nic(k, n) if !k.is_switch() => json!(n),
             _ => json!(self.label()),
         }
     }
@@ -289,6 +302,7 @@ impl Setting {
     pub fn label(&self) -> String {
         use Setting::*;
         match self {
+            Nic(k, n) if k.is_switch() => (if *n != 0 { "on" } else { "off" }).into(),
             Burst(n) | Flows(n) | Threads(n) | Nic(_, n) | LocalCpu(n) | RemoteCpu(n) => {
                 n.to_string()
             }
