@@ -27,7 +27,7 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
     &["monitor"],
     &["export", "store"],
-    &["agg", "sweep", "curve"],
+    &["agg", "sweep", "curve", "fleet"],
     &["control"],
     &["analysis"],
     &["result"],

@@ -6,7 +6,8 @@
 //! `netperf` (netperf's command line read into a request) → `cli` (clap's types, checked into a plan) → `monitor` (probes on a
 //! schedule, their metrics) → `export` (text, charts, pages), `store` →
 //! `agg` (the aggregate method), `sweep` (the grid of cells), `curve` (the
-//! latency-vs-throughput curve) → `control` (protocol, client and server
+//! latency-vs-throughput curve), `fleet` (one test from many agents) →
+//! `control` (protocol, client and server
 //! sessions) → `analysis` (the record turned into a result) → `result` →
 //! `engine` (worker threads) → `workload` (flow state machines) → `io`
 //! (drivers, sockets) → `sensors`, `stats` (counters, histograms) → `plan`,
@@ -22,6 +23,7 @@ pub mod control;
 pub mod curve;
 pub mod engine;
 pub mod export;
+pub mod fleet;
 pub mod httpd;
 pub mod io;
 #[cfg(test)]

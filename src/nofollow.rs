@@ -91,6 +91,13 @@ pub const HOSTS_FILE: Input = Input {
     follow_links: true,
 };
 
+/// `run --from-file`'s agents, in a hosts file's forms: as long as one.
+pub const AGENTS_FILE: Input = Input {
+    what: "a list of agents",
+    flag: "--from-file",
+    ..HOSTS_FILE
+};
+
 /// `sweep --nic`'s journal of a device's settings: a few hundred bytes.
 pub const NIC_JOURNAL: Input = Input {
     what: "a NIC settings journal",

@@ -160,6 +160,11 @@ pub struct TestPlan {
     /// histogram per flow; the server ignores it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flow_latency: bool,
+    /// udp_rr's client matches responses to requests oldest first: the
+    /// session sets it against a server that echoes no short sequence
+    /// number (`workload::udp::matching_note`). Never sent.
+    #[serde(skip)]
+    pub rr_in_order: bool,
     /// SO_MARK and TCP_TX_DELAY on both ends' data sockets (`--mark`,
     /// `--tcp-tx-delay`); absent from an older peer's plan: neither.
     #[serde(default, flatten)]
@@ -278,6 +283,7 @@ impl TestPlan {
             recovery_ns: 0,
             direction: Direction::Forward,
             flow_latency: false,
+            rr_in_order: false,
             sockets: sockets::SocketMarks::default(),
             spreading: sockets::Spreading::default(),
         }

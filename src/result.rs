@@ -18,6 +18,9 @@ use crate::stats::counters::Counts;
 use crate::stats::latency::LatencySummary;
 use crate::warning::{Warning, Warnings};
 
+pub mod fleet;
+pub use fleet::{ClientInterval, ClientSummary, ClockOffset, FleetTiming};
+
 pub const SCHEMA: &str = "thrum.result.v1";
 
 /// A name the result holds as `&'static str`: spelled through this alias
@@ -65,6 +68,10 @@ pub struct TestResult {
     pub iterations: Vec<Iteration>,
     /// The confidence interval of the mean over the iterations, when asked for.
     pub confidence: Option<Confidence>,
+    /// A run from many agents (`--from`): each agent's clock, and the
+    /// target's, against the controller's (docs/fleet.md, "Clocks").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock: Vec<ClockOffset>,
 }
 
 /// Both ends' provenance; the server's is null when its final report did not arrive.
@@ -277,6 +284,10 @@ pub struct Interval {
     /// getrusage at the interval's two ticks (the samples' usage columns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rusage: Option<IntervalRusage>,
+    /// A run from many agents (`--from`): each agent's figures in this
+    /// interval, on the controller's clock; `sum` is theirs added.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientInterval>,
 }
 
 /// Which end's socket a TCP_INFO reading is from.
@@ -665,6 +676,18 @@ pub struct Summary {
     /// Jain's fairness index over the bulk flows of each direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<Fairness>,
+    /// A run from many agents (`--from`): each agent's own summary; the
+    /// figures above are theirs added (latency: their histograms merged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientSummary>,
+    /// A run from many agents: Jain's index over the agents' figures of
+    /// merit, (Σx)² / (n·Σx²): 1 when all are equal, 1/n when one has all;
+    /// absent when an agent did not complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness_jain: Option<f64>,
+    /// A run from many agents: its set-up, barrier and start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetTiming>,
 }
 
 /// Open loop (`--rate`): what the schedule offered against what was done,
@@ -833,6 +856,7 @@ pub(crate) mod fixtures {
             summary: Summary::default(),
             iterations: Vec::new(),
             confidence: None,
+            clock: Vec::new(),
         }
     }
 
@@ -860,6 +884,7 @@ pub(crate) mod fixtures {
             remote_cpu_util_percent: None,
             flow_latency_ns: Vec::new(),
             rusage: None,
+            clients: Vec::new(),
         }
     }
 }

@@ -70,11 +70,22 @@ pub enum Code {
     /// udp_stream lost datagrams with the client's send buffer larger
     /// than the server's receive buffer.
     UdpSendBufferExceedsReceiver,
+    /// udp_rr matched, or may have matched, responses to requests oldest
+    /// first (a server that echoes no short sequence number, a burst wider
+    /// than the number tells apart, or open loop with more in flight):
+    /// after a loss, latencies may be another transaction's.
+    RrMatchedInOrder,
+    /// A run from many agents: an agent died, stalled or failed; its
+    /// figures are left out of the sum.
+    AgentFailed,
+    /// A run from many agents: they started further apart than 1 % of the
+    /// measurement window.
+    StartSkew,
 }
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 25] = [
+    pub const ALL: [Code; 28] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -100,6 +111,9 @@ impl Code {
         Code::CapacityLoopback,
         Code::ServerFigureImplausible,
         Code::UdpSendBufferExceedsReceiver,
+        Code::RrMatchedInOrder,
+        Code::AgentFailed,
+        Code::StartSkew,
     ];
 
     /// The stable code, as JSON carries it.
@@ -130,6 +144,9 @@ impl Code {
             Code::CapacityLoopback => "capacity_loopback",
             Code::ServerFigureImplausible => "server_figure_implausible",
             Code::UdpSendBufferExceedsReceiver => "udp_send_buffer_exceeds_receiver",
+            Code::RrMatchedInOrder => "rr_matched_in_order",
+            Code::AgentFailed => "agent_failed",
+            Code::StartSkew => "start_skew",
         }
     }
 }

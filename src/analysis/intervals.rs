@@ -65,6 +65,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         remote_cpu_util_percent: remote_cpu(g, k),
         flow_latency_ns: flow_latency(g, (k - 1) as u32, local_len),
         rusage: interval_rusage(g, k, local_s),
+        clients: Vec::new(),
     }
 }
 

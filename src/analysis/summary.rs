@@ -190,6 +190,7 @@ pub(crate) fn assemble_over(
         summary,
         iterations: Vec::new(),
         confidence: None,
+        clock: Vec::new(),
     }
 }
 

@@ -132,6 +132,11 @@ pub struct HardeningArgs {
     /// Longest TCP_TX_DELAY clients may put on the server's data sockets (--tcp-tx-delay; up to 268s); by default none.
     #[arg(long, value_parser = tx_delay, value_name = "DURATION")]
     pub allow_tx_delay: Option<Duration>,
+    /// Also run tests as a client toward other thrum servers, for a controller that proves the key (`thrum run --from`); needs --psk-file.
+    ///
+    /// An agent sends traffic on another's behalf: it takes a run only from a controller that answered --psk-file's challenge, only toward a thrum server that answers the handshake (with the same key when it asks for one), and within this server's limits (--max-flows, --max-duration, --max-session-memory, --max-memory, --max-threads, --max-sessions, --allow-mark, --allow-tx-delay, --allow-tos-any); see docs/fleet.md.
+    #[arg(long)]
+    pub agent: bool,
     /// Session log lines per second, in bursts of ten seconds' worth; the lines dropped are counted in the next line written (0: no limit).
     #[arg(long, default_value_t = crate::control::log::DEFAULT_LOG_RATE, value_name = "LINES")]
     pub log_rate: u32,
@@ -178,6 +183,12 @@ impl HardeningArgs {
             Some(p) => Some(Psk::from_file(p)?),
             None => None,
         };
+        if self.agent && cfg.psk.is_none() {
+            anyhow::bail!(
+                "--agent needs --psk-file: an agent sends traffic for whoever holds its key, so it must have one (make one with `head -c 32 /dev/urandom | base64 > FILE`, and give the controller the same file)"
+            );
+        }
+        cfg.agent = self.agent;
         Ok(self
             .psk_file
             .as_deref()

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use super::{LoadArgs, OutputArgs, Outputs, StoreRequest, TestName, duration, ns, resolve};
@@ -77,8 +77,15 @@ pub struct RunArgs {
     /// once): while the server refuses the control connection, try again
     /// every 200 ms for up to DURATION instead of failing at once (neper's
     /// habit). A refused connection never reaches the server, so a server
-    /// started with --once is not used up by the waiting. Needs -H.
-    #[arg(long, value_parser = duration, value_name = "DURATION", requires = "host")]
+    /// started with --once is not used up by the waiting. Needs -H; not
+    /// with --from, whose agents start at one instant.
+    #[arg(
+        long,
+        value_parser = duration,
+        value_name = "DURATION",
+        requires = "host",
+        conflicts_with_all = ["from", "from_file", "from_dns"]
+    )]
     #[arg(help_heading = super::heading::TARGET)]
     pub wait_server: Option<Duration>,
     /// Use IPv4 only.
@@ -93,6 +100,24 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR")]
     #[arg(help_heading = super::heading::TARGET)]
     pub bind: Option<IpAddr>,
+    /// Run the test from these agents toward -H, all started at once.
+    ///
+    /// Run the test from each of these agents toward the server -H, all started at one instant: HOST[:PORT],... (port 12880 by default), each a `thrum server --agent --psk-file FILE`. Every agent runs the whole plan (-F and -T are per agent); the result adds them up (summary.clients, summary.fairness_jain, each agent's clock offset in clock[]), and the human output prints a row per agent and their sum every interval. Needs --psk-file: the agents' key, also proved to the target when it asks for one. See docs/fleet.md.
+    #[arg(long, value_name = "HOST[:PORT],...", conflicts_with_all = ["from_file", "from_dns"])]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub from: Option<String>,
+    /// File of agents for --from: one HOST[:PORT] per line.
+    ///
+    /// File of agents for --from: one HOST[:PORT] per line, or netperf's remote_hosts form (REMOTE_HOSTS[0]=lg1, NUM_REMOTE_HOSTS=2), read as data, as agg's --hosts-file.
+    #[arg(long, value_name = "FILE", conflicts_with = "from_dns")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub from_file: Option<PathBuf>,
+    /// Every address of NAME[:PORT] as an agent, for --from.
+    ///
+    /// Every address NAME[:PORT] resolves to as an agent (A and AAAA; a Kubernetes headless Service names every ready pod), as agg's --hosts-dns.
+    #[arg(long, value_name = "NAME[:PORT]")]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub from_dns: Option<String>,
     /// Prove this pre-shared key (FILE) to the server.
     ///
     /// Prove this pre-shared key to the server (HMAC-SHA256 challenge-response); the file holds 16..=4096 bytes.
@@ -473,6 +498,9 @@ pub struct RunRequest {
     /// The test as the results store files the run: the test's name, the
     /// preset's (rrul, ...), or `mix` for `--mix`.
     pub stored_test: String,
+    /// `--from`: each agent as given and where it resolved; the run goes
+    /// from them toward `target` (`fleet`). None: from this host.
+    pub agents: Option<Vec<(String, std::net::SocketAddr)>>,
     /// Where the result is saved, and its labels.
     pub store: StoreRequest,
     /// `--baseline`: the stored run to compare the result with; None: none.
@@ -524,6 +552,7 @@ impl RunArgs {
         };
         check_drawings(&drawings, &plan)?;
         let target = if self.dry_run { None } else { self.target()? };
+        let agents = self.agents(&plan)?;
         let stored_test = match (&self.test, plan.parts.is_empty()) {
             (_, true) => plan.test.name().to_string(),
             (Some(preset), false) => preset.clone(),
@@ -546,14 +575,100 @@ impl RunArgs {
             outputs,
             drawings,
             repeat: self.repeat(),
-            human: self.human_options(),
+            human: Human {
+                agents: agents.as_ref().map_or(0, Vec::len),
+                ..self.human_options()
+            },
             error_tip: self.host.as_deref().and_then(super::ipv6_port_hint),
             tips: self.tips(),
             uuid: self.uuid.clone().unwrap_or_else(random_uuid),
             brand: self.brand.clone(),
             store: self.store.to_request()?,
             baseline: self.baseline.to_baseline()?,
+            agents,
         })
+    }
+
+    /// `--from`, `--from-file`, `--from-dns`: the agents, checked against
+    /// what a run from many hosts takes, and resolved (not for a dry run).
+    fn agents(&self, plan: &TestPlan) -> Result<Option<Vec<(String, std::net::SocketAddr)>>> {
+        use crate::agg::hosts;
+        // agg's parser names agg's flags; these are --from's.
+        let ours = |e: hosts::HostsError| {
+            anyhow::anyhow!(
+                "{}",
+                e.to_string()
+                    .replace("--hosts-file", "--from-file")
+                    .replace("--hosts-dns", "--from-dns")
+                    .replace("--hosts", "--from")
+            )
+        };
+        let hosts = match (&self.from, &self.from_file, &self.from_dns) {
+            (Some(h), _, _) => hosts::parse_list(h).map_err(ours)?,
+            (None, Some(f), _) => {
+                let text = crate::nofollow::read_to_string(f, &crate::nofollow::AGENTS_FILE)
+                    .map_err(|e| anyhow::anyhow!("--from-file: reading {}: {e}", f.display()))?;
+                hosts::parse_file(&text).map_err(ours)?
+            }
+            (None, None, Some(name)) => {
+                hosts::from_dns(name, crate::control::server::DEFAULT_PORT).map_err(ours)?
+            }
+            (None, None, None) => return Ok(None),
+        };
+        let refuse = |what: &str| -> Result<()> {
+            bail!("--from runs one test from every agent; {what} (docs/fleet.md)")
+        };
+        if self.host.is_none() {
+            refuse("it needs -H TARGET, the thrum server the agents send to")?;
+        }
+        if self.psk_file.is_none() {
+            refuse("it needs --psk-file: agents act only for a controller that proves their key")?;
+        }
+        if !plan.parts.is_empty() {
+            refuse(
+                "a mix (--mix, rrul and the other presets) is not run from agents yet: run its parts as single tests",
+            )?;
+        }
+        if self.iterations.is_some() || self.confidence.is_some() {
+            refuse("--iterations and --confidence do not apply to it yet")?;
+        }
+        if plan.count_limited() {
+            refuse(
+                "--transactions and --bytes do not apply: each agent would end at its own time, and no window would be one where every agent ran",
+            )?;
+        }
+        if plan.test.traits().rate == crate::plan::Rate::ProbeBits {
+            refuse("capacity measures the path from one sender: run it from one host")?;
+        }
+        if self.chart.is_some() || self.html.is_some() {
+            refuse("--chart and --html do not apply to it")?;
+        }
+        if hosts.len() > crate::fleet::MAX_AGENTS {
+            bail!(
+                "--from names {} agents (accepted: 1..={})",
+                hosts.len(),
+                crate::fleet::MAX_AGENTS
+            );
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(h) = hosts.iter().find(|h| !seen.insert(h.as_str())) {
+            bail!(
+                "--from names {} twice (each agent runs the whole plan: ask for more flows with -F)",
+                crate::text::echo(h)
+            );
+        }
+        if self.dry_run {
+            return Ok(Some(Vec::new()));
+        }
+        hosts
+            .into_iter()
+            .map(|h| {
+                let addr = resolve(&h, self.ipv4, self.ipv6)
+                    .with_context(|| format!("--from: agent '{}'", crate::text::echo(&h)))?;
+                Ok((h, addr))
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
     }
 
     /// What stderr says before the run about how a flag was read.
@@ -688,6 +803,7 @@ impl RunArgs {
             rows_shown: false,
             units: self.out.format,
             timestamps: self.timestamps.clone(),
+            agents: 0,
         }
     }
 
@@ -876,6 +992,50 @@ mod tests {
         assert_eq!(r.outputs.format, crate::cli::Format::Json);
         assert!(r.human.local_cpu && !r.human.remote_cpu);
         assert_eq!(r.repeat.map(|x| (x.min, x.max)), Some((3, 5)));
+    }
+
+    /// `--from` is refused, naming what is missing or what it does not
+    /// take, before anything is resolved or dialled.
+    #[test]
+    fn from_refuses_what_a_run_from_many_hosts_cannot_take() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = dir.path().join("k");
+        std::fs::write(&k, "0123456789abcdef0123").unwrap();
+        let k: &'static str = k.to_str().unwrap().to_string().leak();
+        let refused = |args: &[&str]| args_of(args).to_request().unwrap_err().to_string();
+        let base = ["--from", "a1,a2", "--dry-run"];
+        let with = |more: &[&'static str]| -> Vec<&str> { [&base[..], more].concat() };
+        for (args, needle) in [
+            (with(&["--psk-file", k]), "-H TARGET"),
+            (with(&["-H", "t"]), "--psk-file"),
+            (
+                with(&["-H", "t", "--psk-file", k, "--mix", "tcp_stream"]),
+                "a mix",
+            ),
+            (
+                with(&["-H", "t", "--psk-file", k, "-n", "10", "tcp_rr"]),
+                "--transactions",
+            ),
+            (
+                with(&["-H", "t", "--psk-file", k, "--iterations", "3,5"]),
+                "--iterations",
+            ),
+            (
+                with(&["-H", "t", "--psk-file", k, "capacity"]),
+                "one sender",
+            ),
+        ] {
+            let e = refused(&args);
+            assert!(e.contains("--from") && e.contains(needle), "{args:?}: {e}");
+        }
+        let e = refused(&["--from", "a1,a1", "-H", "t", "--psk-file", k, "--dry-run"]);
+        assert!(e.contains("a1 twice"), "{e}");
+        let e = refused(&["--from", "a1,,a2", "-H", "t", "--psk-file", k, "--dry-run"]);
+        assert!(e.starts_with("--from: empty host"), "{e}");
+        let r = args_of(&["--from", "a1,a2", "-H", "t", "--psk-file", k, "--dry-run"])
+            .to_request()
+            .unwrap();
+        assert!(r.agents.is_some());
     }
 
     /// netperf without -t runs TCP_STREAM, and so does `thrum

@@ -337,8 +337,16 @@ fn measure(req: &RunRequest, target: &Target) -> Result<(TestResult, bool, expor
     .with_context(|| "opening --samples for writing")?;
     let result = {
         let mut observer = export::live::Both(&mut watch, &mut live);
-        match repeat {
-            Some(rep) => {
+        match (repeat, &req.agents) {
+            (_, Some(agents)) => crate::fleet::run(
+                &crate::fleet::Fleet {
+                    agents: agents.clone(),
+                    target: target.clone(),
+                    plan: plan.clone(),
+                },
+                &mut observer,
+            ),
+            (Some(rep), None) => {
                 control::client::run_repeated(target, plan, rep, &mut observer, &mut |it| {
                     ticker.above(|| {
                         eprintln!(
@@ -349,7 +357,7 @@ fn measure(req: &RunRequest, target: &Target) -> Result<(TestResult, bool, expor
                     });
                 })
             }
-            None => control::client::run(target, plan, &mut observer),
+            (None, None) => control::client::run(target, plan, &mut observer),
         }
     };
     let (printed, rows_shown) = (watch.printed, rows && watch.head.is_none());

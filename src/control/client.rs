@@ -11,6 +11,7 @@
 //! and every sample gathered so far.
 
 use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -195,11 +196,17 @@ fn connect_control(target: &Target) -> Result<TcpStream> {
 }
 
 /// Answer the server's challenge, or refuse a server that does not ask for
-/// the key we hold (it could be anyone's server).
-fn authenticate(ctrl: &mut TcpStream, target: &Target, nonce: Option<&str>) -> Result<()> {
+/// the key we hold (it could be anyone's server) unless `key_if_asked`.
+fn authenticate(
+    ctrl: &mut TcpStream,
+    target: &Target,
+    nonce: Option<&str>,
+    key_if_asked: bool,
+) -> Result<()> {
     let label = target.label.as_str();
     match (&target.psk, nonce) {
         (None, None) => Ok(()),
+        (Some(_), None) if key_if_asked => Ok(()),
         (None, Some(_)) => bail!(
             "authentication failed: the server at {label} requires a pre-shared key (--psk-file)"
         ),
@@ -215,6 +222,29 @@ fn authenticate(ctrl: &mut TcpStream, target: &Target, nonce: Option<&str>) -> R
             expect::<AuthOk>(ctrl, label).map(|_| ())
         }
     }
+}
+
+/// Connect to `target`, say hello, check its version and (`check`, given
+/// its hello and how to name it) what else the caller needs of it, and
+/// prove the key: a control connection ready for a request (a spec, a
+/// clock exchange, an agent's run), with the server's hello. With
+/// `key_if_asked`, a server that asks for no key is served without it
+/// (its hello has no nonce); else it is refused.
+pub fn handshake(
+    target: &Target,
+    key_if_asked: bool,
+    check: impl FnOnce(&Hello, &str) -> Result<()>,
+) -> Result<(TcpStream, Hello)> {
+    let mut ctrl = connect_control(target)?;
+    write_msg(&mut ctrl, &ClientMsg::from(Hello::ours()))?;
+    let hello = expect::<Hello>(&mut ctrl, &target.label)?;
+    let peer = format!("the server at {}", target.label);
+    if let Some(m) = hello.mismatch("client", &peer) {
+        bail!(m);
+    }
+    check(&hello, &peer)?;
+    authenticate(&mut ctrl, target, hello.nonce.as_deref(), key_if_asked)?;
+    Ok((ctrl, hello))
 }
 
 /// One test against one server, from the first hello to the final report.
@@ -269,43 +299,67 @@ impl<'a> Session<'a> {
         self.target.label.as_str()
     }
 
-    /// Hello both ways, the version check, the key: the control connection
-    /// ready for the spec.
-    fn open(&mut self) -> Result<TcpStream> {
-        let mut ctrl = connect_control(self.target)?;
+    /// Hello both ways, the version check, the features the plan needs,
+    /// the key: the control connection ready for the spec, and the
+    /// server's hello.
+    fn open(&mut self) -> Result<(TcpStream, Hello)> {
+        let (ctrl, hello) = handshake(self.target, false, |hello, peer| {
+            match hello.lacks(self.plan) {
+                Some(need) => {
+                    let flag = need.flag;
+                    bail!(
+                        "{flag}: {peer} ({}) does not apply it (an older thrum, whose hello does not name the feature {}); upgrade the server or run without {flag}",
+                        text::echo(&hello.software),
+                        need.feature
+                    )
+                }
+                None => Ok(()),
+            }
+        })?;
         let server_ip = ctrl.peer_addr()?.ip();
         self.g.server_address = Some(ctrl.peer_addr()?.to_string());
         self.g.server_on_this_host = !self.target.embedded
             && crate::io::socket::same_host(ctrl.local_addr()?.ip(), server_ip);
-        write_msg(&mut ctrl, &ClientMsg::from(Hello::ours()))?;
-        let hello = expect::<Hello>(&mut ctrl, self.label())?;
-        let peer = format!("the server at {}", self.label());
-        if let Some(m) = hello.mismatch("client", &peer) {
-            bail!(m);
-        }
-        if let Some(need) = hello.lacks(self.plan) {
-            let flag = need.flag;
-            bail!(
-                "{flag}: {peer} ({}) does not apply it (an older thrum, whose hello does not name the feature {}); upgrade the server or run without {flag}",
-                text::echo(&hello.software),
-                need.feature
-            );
-        }
-        authenticate(&mut ctrl, self.target, hello.nonce.as_deref())?;
         self.g.env.server_software = Some(text::echo(&hello.software));
-        Ok(ctrl)
+        Ok((ctrl, hello))
+    }
+
+    /// Fit each part's plan to what the server does on the data path
+    /// (`features::BEHAVIOURS`), saying where a figure may suffer: a
+    /// udp_rr client matches responses oldest first against a server that
+    /// echoes no short sequence number. Not refused, even for a probe: an
+    /// older server still measures throughput, and latency without loss,
+    /// right, and the warning names the way out.
+    fn fit_parts(&mut self, parts: &mut [TestPlan], hello: &Hello) {
+        let echoes = hello.names(super::features::RR_SHORT_SEQ);
+        for (i, p) in parts.iter_mut().enumerate() {
+            // Full 8-byte numbers every server echoes: the flag leaves them be.
+            p.rr_in_order = !echoes;
+            let Some(note) = crate::workload::udp::matching_note(p, echoes) else {
+                continue;
+            };
+            let part = match self.plan.parts.get(i) {
+                Some(q) => format!("--mix part '{}': ", q.name),
+                None => String::new(),
+            };
+            self.g.warnings.push(Warning::new(
+                Code::RrMatchedInOrder,
+                format!("{part}{note}"),
+            ));
+        }
     }
 
     fn drive(&mut self) -> Result<()> {
         let plan = self.plan;
         plan.validate()?;
         let label = self.label();
-        let mut ctrl = self.open()?;
+        let (mut ctrl, hello) = self.open()?;
         let server_ip = ctrl.peer_addr()?.ip();
         let meter = Meter::new(server_ip);
         self.g.link_speed_bps = meter.link_speed_bps();
         self.g.local_provenance = Some(Provenance::gather(meter.interface()));
-        let parts = plan.part_plans();
+        let mut parts = plan.part_plans();
+        self.fit_parts(&mut parts, &hello);
         self.g.env.udp_io = parts.iter().find_map(|p| (p.test.desc().udp_io)(p));
 
         let (setup_t0, opened) = self.set_up(&mut ctrl, server_ip, &parts)?;
@@ -328,6 +382,7 @@ impl<'a> Session<'a> {
         // counts at t0: nothing they do before the session's first tick escapes
         // the window (it matters when the test starts in the measure phase).
         let t0 = Instant::now();
+        self.observer.on_started(t0);
         let engine = Engines::start(
             blocks,
             &plan.held_parts(),
@@ -485,8 +540,15 @@ impl<'a> Session<'a> {
                 },
             }
         };
+        // An agent holds here for its controller's start instant; the
+        // round trip is what `start` and `started` take after it.
+        let rtt = crate::sensors::tcp_info::TcpInfo::read(ctrl.as_raw_fd())
+            .map(|i| Duration::from_micros(u64::from(i.min_rtt_us.unwrap_or(i.rtt_us))));
+        let held = Instant::now();
+        self.observer.hold_start(rtt)?;
         write_msg(ctrl, &ClientMsg::from(start))?;
-        Ok((setup_t0, opened))
+        // The set-up is the session's own: the hold is not in it.
+        Ok((setup_t0 + held.elapsed(), opened))
     }
 
     /// Keep what the server reported at the end: its totals, usage, window

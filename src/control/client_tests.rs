@@ -29,12 +29,17 @@ fn short(test: TestKind) -> TestPlan {
 
 /// A server that says hello, then answers the spec with `answer`.
 fn fake_server(answer: ServerMsg) -> SocketAddr {
+    fake_server_saying(Hello::ours(), answer)
+}
+
+/// [`fake_server`] with a hello of its own.
+fn fake_server_saying(hello: Hello, answer: ServerMsg) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     std::thread::spawn(move || {
         let (mut c, _) = l.accept().unwrap();
         let _hello: ClientMsg = read_msg(&mut c).unwrap();
-        write_msg(&mut c, &ServerMsg::from(Hello::ours())).unwrap();
+        write_msg(&mut c, &ServerMsg::from(hello)).unwrap();
         let _spec: ClientMsg = read_msg(&mut c).unwrap();
         write_msg(&mut c, &answer).unwrap();
         // Hold the connection until the client has read the answer.
@@ -72,6 +77,40 @@ fn a_reply_of_the_wrong_kind_is_named() {
         "{e}"
     );
     assert!(r.intervals.is_empty());
+}
+
+/// A server whose hello lacks `rr_short_seq` (an older thrum) is still
+/// run against, for a udp_rr of short requests too, and the result says
+/// its responses are matched oldest first; with the feature, or with
+/// 8-byte requests and responses, nothing is said.
+#[test]
+fn an_older_servers_short_udp_rr_is_matched_in_order_and_said() {
+    let refuse = || {
+        ServerMsg::from(ErrorMsg {
+            message: "enough".into(),
+        })
+    };
+    let mut old = Hello::ours();
+    old.features
+        .retain(|f| f != crate::control::features::RR_SHORT_SEQ);
+    let mut eight = short(TestKind::UdpRr);
+    eight.request_bytes = 8;
+    eight.response_bytes = 8;
+    for (hello, plan, said) in [
+        (old.clone(), short(TestKind::UdpRr), true),
+        (Hello::ours(), short(TestKind::UdpRr), false),
+        (old, eight, false),
+    ] {
+        let addr = fake_server_saying(hello, refuse());
+        let r = run(&target(addr), &plan, &mut Quiet);
+        assert!(r.summary.error.is_some());
+        assert_eq!(
+            r.summary.warnings.has(Code::RrMatchedInOrder),
+            said,
+            "{:?}",
+            r.summary.warnings
+        );
+    }
 }
 
 #[test]

@@ -27,6 +27,9 @@ pub struct ServerConfig {
     /// server, whose only client is the process that started it. A
     /// standalone server gives it only to a client that proved `psk`.
     pub provenance_to_all: bool,
+    /// `--agent`: also run tests as a client toward other thrum servers,
+    /// for a controller that proved `psk` (`super::agent`).
+    pub agent: bool,
 }
 
 impl ServerConfig {
@@ -41,6 +44,7 @@ impl ServerConfig {
             log_format: LogFormat::Text,
             log_limit: LogLimit::default(),
             provenance_to_all: false,
+            agent: false,
         }
     }
 

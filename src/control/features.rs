@@ -14,6 +14,14 @@
 //! ([`PROTOCOL`]), and a unit test walks the spec's schema (in `proto`,
 //! which owns the spec): a field that is in no list fails it, and the list
 //! of the protocol's fields is closed.
+//!
+//! A server also names what it does differently on the data path
+//! ([`BEHAVIOURS`]): no spec field asks for it, so nothing is refused; a
+//! client whose plan would rely on one adapts to a server that lacks it,
+//! where the plan is used, and says so in the result. Beyond the spec, it
+//! names the requests every server of this build answers ([`REQUESTS`]:
+//! the clock exchange), and a server started with `--agent` names
+//! [`AGENT`].
 
 use crate::plan::{TestPlan, Transport};
 
@@ -126,8 +134,30 @@ pub const PROTOCOL: &[&str] = &[
 /// `flows_per_listener`, which every server takes).
 pub const CLIENT_ONLY: &[&str] = &["plan.flow_latency", "plan.num_ports", "plan.delay_ns"];
 
+/// udp_rr: the server echoes a request's first bytes at the front of its
+/// response, as many as request and response both have up to 8 (an older
+/// server echoed 8 bytes where both had them, else nothing), so a client
+/// matches each response by its short sequence number
+/// (`workload::udp::matching_note`; without it, oldest first).
+pub const RR_SHORT_SEQ: &str = "rr_short_seq";
+
+/// The data-path behaviours this build's server has beyond the protocol's
+/// version (module doc).
+pub const BEHAVIOURS: &[&str] = &[RR_SHORT_SEQ];
+
+/// The clock exchange (`control::clocks`): every server of this build
+/// answers it.
+pub const CLOCK: &str = "clock";
+
+/// Requests beyond the spec that every server of this build answers.
+pub const REQUESTS: &[&str] = &[CLOCK];
+
+/// What a server started with `--agent` adds to its hello: it takes an
+/// agent's run (`control::agent`).
+pub const AGENT: &str = "agent";
+
 /// The features this build's hello names: every gate's, in [`GATES`]'
-/// order, each once.
+/// order, each once, then the [`BEHAVIOURS`] and the [`REQUESTS`].
 pub fn features() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for g in GATES {
@@ -137,6 +167,8 @@ pub fn features() -> Vec<&'static str> {
             }
         }
     }
+    out.extend_from_slice(BEHAVIOURS);
+    out.extend_from_slice(REQUESTS);
     out
 }
 
@@ -278,7 +310,14 @@ mod tests {
         );
         assert_eq!(
             features(),
-            ["socket_marks", "spreading", "local_hosts_all", "bytes"]
+            [
+                "socket_marks",
+                "spreading",
+                "local_hosts_all",
+                "bytes",
+                "rr_short_seq",
+                "clock"
+            ]
         );
     }
 }

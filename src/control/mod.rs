@@ -17,11 +17,16 @@
 //!   the drain and gathers the record (`analysis` below turns it into the
 //!   result, a pure function), and `repeat` is the `--iterations` loop;
 //!   `foreign` names a peer that answered in another protocol.
+//! - Many hosts: `clocks` is the clock exchange, both ends (any server
+//!   answers pings), and `agent` a server's run of a test as a client on
+//!   a controller's behalf (`--agent`; the controller is `fleet`).
 //! - `stop` is the request to end early (Ctrl-C) that both ends read.
 
 pub mod admission;
+pub(crate) mod agent;
 pub mod auth;
 pub mod client;
+pub mod clocks;
 mod config;
 mod data;
 pub mod deadline;

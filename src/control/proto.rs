@@ -11,6 +11,18 @@
 //! → ticks (client) answered by samples (server) → finish → final. A tick
 //! says when it was due, and the server's sample counts up to that moment
 //! on its own clock (see `ticks`), however late the tick arrived.
+//!
+//! Two other requests may come where the spec does. A clock exchange
+//! (`clock_ping`, answered by `clock_pong` with the server's two
+//! CLOCK_MONOTONIC readings), any number of times up to a bound, lets the
+//! peer estimate the server's clock offset (`stats::offset`). An agent
+//! request (`agent_run`, only to a server started with `--agent`, and
+//! only after the key) asks the server to run a test as a client toward
+//! another server: it answers `agent_ready` once its flows are up, takes
+//! clock pings while it waits, starts at the instant `agent_start` names
+//! on its own clock, sends each interval as an `agent_sample` and its
+//! whole result as `agent_final`, then answers clock pings again until the
+//! controller closes.
 
 use std::io::{self, Read, Write};
 
@@ -20,6 +32,7 @@ use thiserror::Error;
 use crate::io::spread::AddrRun;
 use crate::plan::Phase;
 use crate::plan::TestPlan;
+use crate::result::{Interval, TestResult};
 use crate::stats::counters::Counts;
 
 /// The protocol version this build speaks.
@@ -139,6 +152,9 @@ direction! {
         Start = "start",
         Tick = "tick",
         Finish = "finish",
+        ClockPing = "clock_ping",
+        AgentRun = "agent_run",
+        AgentStart = "agent_start",
     }
 }
 
@@ -153,6 +169,10 @@ direction! {
         Sample = "sample",
         Final = "final",
         Error = "error",
+        ClockPong = "clock_pong",
+        AgentReady = "agent_ready",
+        AgentSample = "agent_sample",
+        AgentFinal = "agent_final",
     }
 }
 
@@ -191,12 +211,17 @@ impl Hello {
         }
     }
 
+    /// Does the peer's hello name `feature`?
+    pub fn names(&self, feature: &str) -> bool {
+        self.features.iter().any(|f| f == feature)
+    }
+
     /// The first feature a spec with `plan` needs (`features::needed`)
     /// that the peer's hello does not name, with the flag that asked for it.
     pub fn lacks(&self, plan: &TestPlan) -> Option<super::features::Need> {
         super::features::needed(plan)
             .into_iter()
-            .find(|n| !self.features.iter().any(|f| f == n.feature))
+            .find(|n| !self.names(n.feature))
     }
 
     /// The one version check, for both ends: `None` when the peer speaks
@@ -395,6 +420,85 @@ pub struct Final {
     pub part_retransmits: Vec<Option<u64>>,
 }
 
+/// One clock exchange's ping: the server answers with its clock's readings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClockPing {
+    pub seq: u32,
+}
+
+/// The answer to a [`ClockPing`]: the server's CLOCK_MONOTONIC when the
+/// ping arrived and when this pong left, ns (`stats::offset`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClockPong {
+    pub seq: u32,
+    pub rx_ns: u64,
+    pub tx_ns: u64,
+    /// CLOCK_REALTIME at `tx_ns`, ns since the epoch: labels only (it may
+    /// step), and the wall clocks' offset beside the monotonic one.
+    pub unix_ns: u64,
+    /// The server's kernel on its own clock's synchronisation (adjtimex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<crate::clock::SyncState>,
+}
+
+/// To an agent (`thrum server --agent`): run `plan` as a client toward
+/// the thrum server at `target`, and hold before its start.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentRun {
+    pub plan: Box<TestPlan>,
+    /// The target as the controller resolved it.
+    pub target: std::net::SocketAddr,
+    /// The target as the user wrote it, for messages and the result.
+    pub target_label: String,
+    /// The target asks for a key (its hello carried a challenge): the
+    /// agent proves its own, the fleet's one key. The key never crosses
+    /// the wire.
+    pub target_keyed: bool,
+}
+
+/// The agent's flows toward the target are connected: it waits for
+/// [`AgentStart`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentReady {}
+
+/// Start at this instant of the agent's own CLOCK_MONOTONIC, ns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentStart {
+    pub at_ns: u64,
+}
+
+/// One interval of the agent's run, on the agent's clock: its workers
+/// started at `t0_ns` (CLOCK_MONOTONIC, ns), and the interval's bounds
+/// are seconds after that. Per-flow counts are left out (the final result
+/// has them).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AgentSample {
+    pub t0_ns: u64,
+    pub interval: Box<Interval>,
+}
+
+/// The agent's run is over: its whole result (an error in it when the run
+/// failed, before or after its start), and when its workers started.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AgentFinal {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t0_ns: Option<u64>,
+    pub result: Box<TestResult>,
+}
+
+/// The agent's messages compared as their JSON: the result types carry
+/// floats and have no equality of their own.
+macro_rules! eq_as_json {
+    ($($t:ty),*) => {
+        $(impl PartialEq for $t {
+            fn eq(&self, other: &$t) -> bool {
+                serde_json::to_value(self).ok() == serde_json::to_value(other).ok()
+            }
+        })*
+    };
+}
+eq_as_json!(AgentSample, AgentFinal);
+
 /// The server ends the session, and says why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Error {
@@ -528,6 +632,15 @@ mod tests {
                 datagrams_sent: vec![3],
             }
             .into(),
+            ClockPing { seq: 9 }.into(),
+            AgentRun {
+                plan: Box::new(TestPlan::new(TestKind::TcpStream)),
+                target: "10.0.0.1:12880".parse().unwrap(),
+                target_label: "lg1".into(),
+                target_keyed: true,
+            }
+            .into(),
+            AgentStart { at_ns: 7 }.into(),
         ]
     }
 
@@ -552,6 +665,25 @@ mod tests {
             .into(),
             Error {
                 message: "no".into(),
+            }
+            .into(),
+            ClockPong {
+                seq: 9,
+                rx_ns: 10,
+                tx_ns: 11,
+                unix_ns: 12,
+                sync: crate::clock::sync_state(),
+            }
+            .into(),
+            AgentReady {}.into(),
+            AgentSample {
+                t0_ns: 13,
+                interval: Box::new(crate::result::fixtures::interval(1, 1.0, 1.0)),
+            }
+            .into(),
+            AgentFinal {
+                t0_ns: Some(13),
+                result: Box::new(crate::result::fixtures::result(TestKind::UdpRr)),
             }
             .into(),
         ]
@@ -792,8 +924,26 @@ mod tests {
     /// Message types and field names the decoder knows, so that generated
     /// frames reach deep into it instead of failing at the first byte.
     const KINDS: &[&str] = &[
-        "hello", "auth", "auth_ok", "spec", "accepted", "start", "started", "tick", "sample",
-        "finish", "final", "error", "launch",
+        "hello",
+        "auth",
+        "auth_ok",
+        "spec",
+        "accepted",
+        "start",
+        "started",
+        "tick",
+        "sample",
+        "finish",
+        "final",
+        "error",
+        "launch",
+        "clock_ping",
+        "clock_pong",
+        "agent_run",
+        "agent_ready",
+        "agent_start",
+        "agent_sample",
+        "agent_final",
     ];
     const FIELDS: &[&str] = &[
         "protocol",
@@ -817,6 +967,14 @@ mod tests {
         "errors",
         "refused",
         "message",
+        "rx_ns",
+        "tx_ns",
+        "target",
+        "target_keyed",
+        "at_ns",
+        "t0_ns",
+        "interval",
+        "result",
     ];
 
     /// One mutation of a valid frame: flip, cut, insert, delete, repeat a

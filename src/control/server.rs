@@ -5,7 +5,8 @@
 //! server takes every parameter from the client's spec (validated again
 //! here), accepts data connections only from the control peer's address and
 //! only with the session token, and never touches files on a client's behalf.
-//! A session's own steps are `session`; its data setup is `data`.
+//! A session's own steps are `session`; its data setup is `data`; an
+//! agent's run (`--agent`), which a session hands back, is `agent`.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -156,7 +157,12 @@ impl Server {
                     let mut state = SessionState::default();
                     // A panic is this session's alone: log it as its failure.
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        session(stream, peer, &config, &mut state, &mut ticket)
+                        match session(stream, peer, &config, &mut state, &mut ticket)? {
+                            Some((ctrl, run)) => {
+                                super::agent::serve(ctrl, &config, &mut state, &mut ticket, run)
+                            }
+                            None => Ok(()),
+                        }
                     }))
                     .unwrap_or_else(|_| Err(anyhow!("internal error (panic) in this session")));
                     let (how, err) = match &outcome {

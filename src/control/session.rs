@@ -23,8 +23,8 @@ use super::deadline::read_msg_within;
 pub use super::limits::{DRAIN_ALLOWANCE, session_bound};
 use super::limits::{data_ports, memory_estimate, overran, session_threads};
 use super::proto::{
-    Accepted, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Finish, FrameError, Hello, Message,
-    PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
+    Accepted, AgentRun, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Finish, FrameError, Hello,
+    Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
 };
 use super::report::Report;
 use super::ticks::{TickClock, TickRate};
@@ -107,7 +107,7 @@ pub(super) fn closed_unheard(ctrl: &mut TcpStream, limit: Duration) -> Result<bo
     }
 }
 
-fn refuse(ctrl: &mut TcpStream, message: String) -> anyhow::Error {
+pub(super) fn refuse(ctrl: &mut TcpStream, message: String) -> anyhow::Error {
     let _ = write_msg(
         ctrl,
         &ServerMsg::from(ErrorMsg {
@@ -126,25 +126,78 @@ fn read_expect<T: Message<ClientMsg>>(
     limit: Duration,
 ) -> Result<T> {
     let want = T::KIND;
-    match read_msg_within::<ClientMsg>(ctrl, max, limit) {
-        Ok(ClientMsg::Spec(_)) if want == Auth::KIND => Err(refuse(
+    match read_any(ctrl, max, limit, want)? {
+        ClientMsg::Spec(_) if want == Auth::KIND => Err(refuse(
             ctrl,
             "authentication required: this server needs a pre-shared key (--psk-file)".into(),
         )),
-        Ok(m) => {
-            T::take(m).map_err(|m| refuse(ctrl, format!("expected '{want}', got '{}'", m.kind())))
-        }
-        Err(FrameError::Timeout) => Err(refuse(
-            ctrl,
-            format!("timed out waiting for '{want}' ({limit:?})"),
-        )),
-        Err(FrameError::Closed) if want == Auth::KIND => Err(anyhow!(
+        m => T::take(m).map_err(|m| refuse(ctrl, format!("expected '{want}', got '{}'", m.kind()))),
+    }
+}
+
+/// Read any message of the client's within `limit` (`want`: what is
+/// awaited, for the errors), with [`read_expect`]'s refusals.
+pub(super) fn read_any(
+    ctrl: &mut TcpStream,
+    max: usize,
+    limit: Duration,
+    want: &str,
+) -> Result<ClientMsg> {
+    read_msg_within::<ClientMsg>(ctrl, max, limit).map_err(|e| read_failed(ctrl, e, limit, want))
+}
+
+/// A failed read of `want` as the session ends on it: refused with the
+/// cause when the client may still read it.
+fn read_failed(ctrl: &mut TcpStream, e: FrameError, limit: Duration, want: &str) -> anyhow::Error {
+    match e {
+        FrameError::Timeout => refuse(ctrl, format!("timed out waiting for '{want}' ({limit:?})")),
+        FrameError::Closed if want == Auth::KIND => anyhow!(
             "authentication failed: the client closed the connection without answering the challenge (no --psk-file?)"
-        )),
-        Err(e @ FrameError::Malformed(_)) | Err(e @ FrameError::TooLarge(..)) => {
-            Err(refuse(ctrl, e.to_string()))
+        ),
+        e @ FrameError::Malformed(_) | e @ FrameError::TooLarge(..) => refuse(ctrl, e.to_string()),
+        e => anyhow!(e),
+    }
+}
+
+/// What a client asked for where its spec may come.
+pub(crate) enum Asked {
+    /// A test: the plan as the server's end sees it, and the flows per
+    /// data listener.
+    Test(Box<TestPlan>, u32),
+    /// An agent's run, for `super::agent` to serve (or refuse).
+    Agent(AgentRun),
+    /// Clock exchanges only, and then the connection closed.
+    Clock,
+}
+
+/// Answer clock pings until the spec or an agent request comes (or the
+/// client closes after at least one ping): at most
+/// [`clocks::MAX_PINGS`](super::clocks::MAX_PINGS), each within `limit`.
+fn read_request(ctrl: &mut TcpStream, limit: Duration) -> Result<Option<ClientMsg>> {
+    let mut pings = 0;
+    loop {
+        let m = match read_msg_within::<ClientMsg>(ctrl, SPEC_FRAME, limit) {
+            Err(FrameError::Closed) if pings > 0 => return Ok(None),
+            Err(e) => return Err(read_failed(ctrl, e, limit, Spec::KIND)),
+            Ok(m) => m,
+        };
+        let rx_ns = crate::clock::monotonic_ns();
+        match m {
+            ClientMsg::ClockPing(p) if pings < super::clocks::MAX_PINGS => {
+                pings += 1;
+                super::clocks::pong(ctrl, p.seq, rx_ns)?;
+            }
+            ClientMsg::ClockPing(_) => {
+                return Err(refuse(
+                    ctrl,
+                    format!(
+                        "more than {} clock pings on one connection",
+                        super::clocks::MAX_PINGS
+                    ),
+                ));
+            }
+            m => return Ok(Some(m)),
         }
-        Err(e) => Err(anyhow!(e)),
     }
 }
 
@@ -165,14 +218,16 @@ fn authenticate(ctrl: &mut TcpStream, psk: &Psk, nonce: &[u8; NONCE_LEN]) -> Res
 /// One session, start to end. Over 120 lines on purpose: it is the order
 /// of the steps (each a function: `handshake`, `open_data`, `accept_data`,
 /// `server_flows`, `answer_ticks`, `Report::final_of`) and the refusal or
-/// clean-up each early return owes, which read best in one place.
+/// clean-up each early return owes, which read best in one place. An
+/// agent's run is handed back with its connection, for the server to
+/// serve (`agent::serve`).
 pub(crate) fn session(
     mut ctrl: TcpStream,
     peer: SocketAddr,
     config: &ServerConfig,
     state: &mut SessionState,
     ticket: &mut Ticket,
-) -> Result<()> {
+) -> Result<Option<(TcpStream, AgentRun)>> {
     // An IPv4 client of a dual-stack server shows as ::ffff:a.b.c.d. Its data
     // sockets are opened as IPv4 ones: a UDP socket of the IPv6 family sends
     // to a mapped address through udpv6_sendmsg, which hands udp_sendmsg an
@@ -182,7 +237,11 @@ pub(crate) fn session(
     ctrl.set_nodelay(true)?;
     ctrl.set_write_timeout(Some(Duration::from_secs(10)))?;
 
-    let (plan, per_listener) = handshake(&mut ctrl, config, state, ticket)?;
+    let (plan, per_listener) = match handshake(&mut ctrl, config, state, ticket)? {
+        Asked::Test(plan, per_listener) => (*plan, per_listener),
+        Asked::Agent(run) => return Ok(Some((ctrl, run))),
+        Asked::Clock => return Ok(None),
+    };
     let mix = !plan.parts.is_empty();
     let parts = plan.part_plans();
     let frame = after_spec_frame(plan.flows);
@@ -351,7 +410,7 @@ pub(crate) fn session(
     )?;
     drop(outs);
     drop(listeners);
-    Ok(())
+    Ok(None)
 }
 
 /// Hello both ways, the version check, the key, the spec checked against
@@ -364,7 +423,7 @@ fn handshake(
     config: &ServerConfig,
     state: &mut SessionState,
     ticket: &mut Ticket,
-) -> Result<(TestPlan, u32)> {
+) -> Result<Asked> {
     if let Err(e) = greet(ctrl, config, state) {
         return Err(or_evicted(ctrl, ticket, state, e));
     }
@@ -373,12 +432,27 @@ fn handshake(
         prove(ctrl, ticket, state)?;
     }
     let limit = if keyed { SPEC_TIMEOUT } else { HELLO_TIMEOUT };
+    let asked = match read_request(ctrl, limit) {
+        Ok(Some(m)) => m,
+        Ok(None) => {
+            state.test = Some("clock");
+            return Ok(Asked::Clock);
+        }
+        Err(e) => return Err(or_evicted(ctrl, ticket, state, e)),
+    };
     let Spec {
         plan,
         flows_per_listener,
-    } = match read_expect(ctrl, SPEC_FRAME, limit) {
-        Ok(s) => s,
-        Err(e) => return Err(or_evicted(ctrl, ticket, state, e)),
+    } = match asked {
+        ClientMsg::Spec(s) => s,
+        // Only a client that proved the key may ask: without one, it is
+        // refused as any other message out of turn.
+        // `agent::serve` refuses it unless the key was proved and the
+        // server is an agent.
+        ClientMsg::AgentRun(run) => return Ok(Asked::Agent(run)),
+        m => {
+            return Err(refuse(ctrl, format!("expected 'spec', got '{}'", m.kind())));
+        }
     };
     state.test = Some(plan.test.name());
     if let Err(e) = plan.validate() {
@@ -411,7 +485,7 @@ fn handshake(
     if let Err(e) = ticket.reserve(want, max, config.limits.ports_per_client()) {
         return Err(refuse(ctrl, e));
     }
-    Ok((plan.for_server(), flows_per_listener))
+    Ok(Asked::Test(Box::new(plan.for_server()), flows_per_listener))
 }
 
 /// Hello both ways, the version check and, on a server with a key, the
@@ -429,14 +503,15 @@ fn greet(ctrl: &mut TcpStream, config: &ServerConfig, state: &mut SessionState) 
         Some(_) => Some(auth::nonce()?),
         None => None,
     };
-    write_msg(
-        ctrl,
-        &ServerMsg::from(Hello {
-            limits: Some(config.limits.stated()),
-            nonce: nonce.as_ref().map(|n| auth::to_hex(n)),
-            ..Hello::ours()
-        }),
-    )?;
+    let mut ours = Hello {
+        limits: Some(config.limits.stated()),
+        nonce: nonce.as_ref().map(|n| auth::to_hex(n)),
+        ..Hello::ours()
+    };
+    if config.agent {
+        ours.features.push(super::features::AGENT.into());
+    }
+    write_msg(ctrl, &ServerMsg::from(ours))?;
     if let (Some(psk), Some(nonce)) = (&config.psk, &nonce) {
         authenticate(ctrl, psk, nonce)?;
     }

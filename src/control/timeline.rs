@@ -82,6 +82,21 @@ pub trait Observer {
         _h: &std::collections::BTreeMap<u32, crate::stats::latency::SparseHistogram>,
     ) {
     }
+    /// Every flow is connected and `start` is about to go to the server:
+    /// an agent holds here until its controller's start instant
+    /// (`control::agent`). `target_rtt` is the control connection's
+    /// smallest round trip (TCP_INFO), what `start` and `started` take
+    /// before the workers start. An error ends the session before it sends.
+    fn hold_start(&mut self, _target_rtt: Option<Duration>) -> Result<()> {
+        Ok(())
+    }
+    /// The client's workers start at `t0`, the zero of the intervals.
+    fn on_started(&mut self, _t0: Instant) {}
+    /// Whether the session should end early, as on Ctrl-C (an agent whose
+    /// controller is gone): asked on every turn of the timeline.
+    fn stop_requested(&self) -> bool {
+        false
+    }
 }
 
 /// An observer that ignores everything.
@@ -448,7 +463,7 @@ impl Running {
                 let now = self.t0.elapsed();
                 // Ctrl-C or SIGTERM (`control::stop`): end the interval
                 // here and drain, so what was measured is kept.
-                if super::stop::requested() {
+                if super::stop::requested() || observer.stop_requested() {
                     self.tick(phase, Phase::Drain, None, g, plan, observer)?;
                     break 'phases;
                 }
@@ -514,7 +529,10 @@ impl Running {
         let start = self.t0.elapsed();
         let deadline = start + DRAIN_TIMEOUT;
         let mut next_tick = start + interval;
-        while self.engine().load_running() > 0 && !super::stop::requested() {
+        while self.engine().load_running() > 0
+            && !super::stop::requested()
+            && !observer.stop_requested()
+        {
             let now = self.t0.elapsed();
             if now >= deadline {
                 g.warnings.push(Warning::new(Code::DrainTimeout, format!(

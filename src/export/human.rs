@@ -28,6 +28,9 @@ pub struct Human {
     /// time its interval ended (strftime FORMAT; empty: date and time to
     /// the millisecond), as iperf3's `--timestamps`.
     pub timestamps: Option<String>,
+    /// `--from`: the run goes from this many agents (0: from this host),
+    /// each interval a row per agent and their sum.
+    pub agents: usize,
 }
 
 /// A figure of merit with its unit, for people.
@@ -176,6 +179,7 @@ pub fn head(
     test: crate::plan::TestKind,
     server: &str,
     p: &crate::plan::TestPlan,
+    agents: usize,
 ) -> io::Result<()> {
     if !p.parts.is_empty() {
         let bulk = p
@@ -203,11 +207,11 @@ pub fn head(
             "start_s", "end_s", "phase", "up", "down"
         );
     }
-    write!(
-        out,
-        "{} to {}: {} flow(s) on {} thread(s)",
-        test, server, p.flows, p.threads
-    )?;
+    write!(out, "{test} to {server}")?;
+    if agents > 0 {
+        write!(out, " from {agents} agents, each")?;
+    }
+    write!(out, ": {} flow(s) on {} thread(s)", p.flows, p.threads)?;
     // A stream of numbered datagrams whose loss the receiver counts
     // (udp_stream's row): its size and pacing are what the line says.
     if test.traits().rate == crate::plan::Rate::ProbeBits {
@@ -262,6 +266,10 @@ pub fn head(
         "{:>8} {:>8}  {:<9} {:>22}",
         "start_s", "end_s", "phase", "result"
     )?;
+    // A run from many agents: a row per agent and their sum.
+    if agents > 0 {
+        return writeln!(out, "  host");
+    }
     // A TCP stream's rows carry its senders' TCP_INFO, as iperf3's do.
     if p.parts.is_empty()
         && test.is_stream()
@@ -307,7 +315,7 @@ impl Human {
         p: &crate::plan::TestPlan,
     ) -> io::Result<()> {
         let mut text = Vec::new();
-        head(&mut text, test, server, p)?;
+        head(&mut text, test, server, p, self.agents)?;
         let text = String::from_utf8_lossy(&text);
         let Some(format) = &self.timestamps else {
             return out.write_all(text.as_bytes());
@@ -324,6 +332,12 @@ impl Human {
     /// One interval's row ([`row`]), in `--format`'s unit and after the
     /// wall-clock time under `--timestamps`.
     pub fn row(&self, out: &mut dyn Write, iv: &crate::result::Interval) -> io::Result<()> {
+        if !iv.clients.is_empty() {
+            let lead = self.timestamps.as_ref().map_or(String::new(), |f| {
+                format!("{} ", crate::units::fmt_strftime(iv.unix_end_s, f))
+            });
+            return super::fleet::rows(out, iv, self.units, &lead);
+        }
         if let Some(format) = &self.timestamps {
             write!(
                 out,
@@ -389,7 +403,12 @@ impl Exporter for Human {
             }
         }
         if !self.rows_shown {
-            self.head(out, r.test, &r.spec.server, p)?;
+            // A saved run from many agents shows as it ran.
+            let human = Human {
+                agents: self.agents.max(s.clients.len()),
+                ..self.clone()
+            };
+            human.head(out, r.test, &r.spec.server, p)?;
             for iv in &r.intervals {
                 self.row(out, iv)?;
             }
@@ -401,6 +420,9 @@ impl Exporter for Human {
         )?;
         if !s.parts.is_empty() {
             super::mix::lines(r, out)?;
+        }
+        if !s.clients.is_empty() {
+            super::fleet::lines(r, out, self.units)?;
         }
         // capacity's load is its probe's, not a figure of the path.
         let load = if r.test.traits().rate == crate::plan::Rate::ProbeBits {

@@ -16,6 +16,7 @@ pub mod csv;
 pub mod curve;
 pub mod draw;
 pub mod fields;
+pub mod fleet;
 pub mod human;
 pub mod json;
 pub mod keyval;

@@ -84,17 +84,6 @@ pub struct EchoSocket {
     v6: bool,
 }
 
-/// CLOCK_REALTIME in nanoseconds: the clock SO_TIMESTAMPNS stamps with.
-pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn socket(v6: bool, kind: libc::c_int) -> io::Result<OwnedFd> {
     let (family, proto) = if v6 {
         (libc::AF_INET6, libc::IPPROTO_ICMPV6)
@@ -235,7 +224,7 @@ impl EchoSocket {
     pub fn send(&self, seq: u16, payload: usize) -> io::Result<u64> {
         let kind = if self.v6 { ECHO6_REQUEST } else { ECHO_REQUEST };
         let p = echo_request_of(kind, self.ident, seq, payload);
-        let at = realtime_ns();
+        let at = crate::clock::realtime_ns();
         // SAFETY: p is valid for reads of its length.
         let n = unsafe { libc::send(self.fd.as_raw_fd(), p.as_ptr().cast(), p.len(), 0) };
         if n < 0 {
@@ -282,7 +271,7 @@ impl EchoSocket {
     fn recv(&self) -> io::Result<Option<Event>> {
         let mut buf = [0u8; 65536];
         let (n, at_ns, ttl) = super::tstamp::recv_meta(self.fd.as_raw_fd(), &mut buf)?;
-        let at_ns = at_ns.unwrap_or_else(realtime_ns);
+        let at_ns = at_ns.unwrap_or_else(crate::clock::realtime_ns);
         let data = &buf[..n];
         let (icmp, ident) = match (self.method, self.v6) {
             (Method::Dgram, _) => (data, None),

@@ -416,7 +416,7 @@ impl Flow for TrainReceiver {
             };
             self.counters.add_datagrams_received(1);
             self.counters.add_received(n as u64);
-            let at = at.unwrap_or_else(crate::io::icmp::realtime_ns);
+            let at = at.unwrap_or_else(crate::clock::realtime_ns);
             // A datagram whose length field does not match its number
             // is no train of ours (the numbering sets each length).
             if let Some(h) = header_of(&self.buf[..n]).filter(|h| h.len == length_of(h.train)) {

@@ -543,6 +543,7 @@ fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         Duration::from_nanos(p.rr_timeout_ns),
         p.flow_quota(a.flow),
     );
+    let f = if p.rr_in_order { f.in_order() } else { f };
     Ok(on_schedule(f, p, a.flow, UdpRrClient::open_loop))
 }
 

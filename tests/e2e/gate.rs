@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{Path3, ServerProc, TOWARD_A, TOWARD_B, Thrum, bin, ns_exec};
+use crate::common::{Path3, ServerProc, TOWARD_A, TOWARD_B, Thrum};
 use crate::store::thrum_db;
 
 /// The limit of a shaped-path run: it only bounds a wedged one (the runs
@@ -91,23 +91,11 @@ fn line(f: &Value) -> String {
     )
 }
 
-/// `thrum` at nice −10: the builds and tests beside it on this busy
-/// machine (a load of ten on two CPUs) then take its CPU less often, and a
-/// run measures the path more often than the host.
-const NICED: &[&str] = &["nice", "-n", "-10"];
-
-/// The server in B, niced.
-fn server(path: &Path3) -> ServerProc {
-    let mut c = ns_exec(&path.b, NICED[0]);
-    c.args(&NICED[1..]).arg(bin());
-    ServerProc::start_with(c, &path.addr_b(), &[])
-}
-
 /// `thrum run TEST -H SERVER` in A, niced, saving in `db`, with thrum's
 /// own warm-up (1 s) unless the test gives one.
 fn client(path: &Path3, server: &ServerProc, db: &Path, test: &str) -> Thrum {
     path.client(server, test)
-        .under(NICED)
+        .niced()
         .env("THRUM_DB", db)
         .default_warmup()
         .timeout(LIMIT)
@@ -129,7 +117,7 @@ fn shaped(subnet: u8) -> Option<Shaped> {
     let path = Path3::build(229, subnet)?;
     let dir = tempfile::tempdir().unwrap();
     Some(Shaped {
-        server: server(&path),
+        server: path.niced_server(),
         db: dir.path().join("results.db"),
         path,
         _dir: dir,

@@ -60,9 +60,33 @@ pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
     Some((status, body.to_string()))
 }
 
+/// `thrum monitor --config CONFIG --metrics-listen 127.0.0.1:0 --db DB`
+/// with `more` applied (a namespace, say), its stderr into `log`: the
+/// running child and its `/metrics` host:port.
+pub fn start_monitor(
+    config: &Path,
+    db: &Path,
+    log: &Path,
+    more: impl FnOnce(Thrum) -> Thrum,
+) -> (Child, String) {
+    let mut child = more(
+        Thrum::cmd(&["monitor", "--config"])
+            .arg(config)
+            .args(["--metrics-listen", "127.0.0.1:0", "--db"])
+            .arg(db),
+    )
+    .command()
+    .stdout(Stdio::piped())
+    .stderr(std::fs::File::create(log).unwrap())
+    .spawn()
+    .unwrap();
+    let addr = metrics_address(&mut child);
+    (child, addr)
+}
+
 /// host:port of a starting monitor's `/metrics`, read from its ready line
 /// on its piped stdout.
-pub fn metrics_address(monitor: &mut Child) -> String {
+fn metrics_address(monitor: &mut Child) -> String {
     let mut ready = String::new();
     BufReader::new(monitor.stdout.take().unwrap())
         .read_line(&mut ready)
@@ -192,17 +216,7 @@ fn prometheus_scrapes_the_monitor_and_sees_a_dead_server() {
     )
     .unwrap();
     let log = tmp.path().join("monitor.log");
-    let mut child = Thrum::cmd(&["monitor", "--config"])
-        .arg(&config)
-        .args(["--metrics-listen", "127.0.0.1:0"])
-        .arg("--db")
-        .arg(tmp.path().join("store.db"))
-        .command()
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let metrics = metrics_address(&mut child);
+    let (child, metrics) = start_monitor(&config, &tmp.path().join("store.db"), &log, |t| t);
     let monitor = Killed(child);
     let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
     let scrape = || {

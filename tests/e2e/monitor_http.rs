@@ -14,11 +14,10 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::common::Thrum;
-use crate::monitor::{metrics_address, sample, wait_for};
+use crate::monitor::{sample, start_monitor, wait_for};
 
 /// How long the monitor's server gives a connection to send its request
 /// head (`monitor::http::LIMITS`). A scrape answered in less cannot have
@@ -51,16 +50,7 @@ impl Monitor {
         let path = dir.join("monitor.toml");
         std::fs::write(&path, config).unwrap();
         let log = dir.join("monitor.log");
-        let mut child = Thrum::cmd(&["monitor", "--config"])
-            .arg(&path)
-            .args(["--metrics-listen", "127.0.0.1:0", "--db"])
-            .arg(dir.join("store.db"))
-            .command()
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let addr = metrics_address(&mut child);
+        let (child, addr) = start_monitor(&path, &dir.join("store.db"), &log, |t| t);
         Monitor {
             child,
             addr,

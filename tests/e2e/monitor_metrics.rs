@@ -26,7 +26,7 @@ use serde_json::Value;
 use thrum::stats::latency::LatencyHistogram;
 
 use crate::common::{Netns, Ran, ServerProc, Thrum};
-use crate::monitor::{Killed, get, has, metrics_address, prometheus, skip, wait_for};
+use crate::monitor::{Killed, get, has, prometheus, skip, start_monitor, wait_for};
 
 /// One sample of an exposition: its series name, labels and value.
 #[derive(Debug, Clone)]
@@ -283,16 +283,7 @@ fn prometheus_adds_up_two_probes_buckets_and_the_dashboard_names_only_served_met
     };
     std::fs::write(&config, text("b")).unwrap();
     let log = tmp.path().join("monitor.log");
-    let mut child = Thrum::cmd(&["monitor", "--config"])
-        .arg(&config)
-        .args(["--metrics-listen", "127.0.0.1:0", "--db"])
-        .arg(&db)
-        .command()
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let metrics = metrics_address(&mut child);
+    let (child, metrics) = start_monitor(&config, &db, &log, |t| t);
     let monitor = Killed(child);
     let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
     let scrape = || {
@@ -668,17 +659,9 @@ fn failures_are_counted_by_their_reason() {
     )
     .unwrap();
     let log = tmp.path().join("monitor.log");
-    let mut child = Thrum::cmd(&["monitor", "--config"])
-        .arg(&config)
-        .args(["--metrics-listen", "127.0.0.1:0", "--db"])
-        .arg(tmp.path().join("store.db"))
-        .netns(&ns.0)
-        .command()
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let metrics = metrics_address(&mut child);
+    let (child, metrics) = start_monitor(&config, &tmp.path().join("store.db"), &log, |t| {
+        t.netns(&ns.0)
+    });
     let _monitor = Killed(child);
     let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
     let s = wait_for(Duration::from_secs(60), || {

@@ -98,8 +98,12 @@ impl Bottleneck {
             .unwrap_or_else(|| panic!("no byte count for class {id}:\n{text}"))
     }
 
+    /// Niced (`common::NICED`), as the client: these tests read the
+    /// path's queues in milliseconds, and on a busy host a probe's
+    /// response otherwise waits tens of them for a CPU (service p99 20 to
+    /// 350 ms in 7 of 10 runs beside three builds, 5.4 ms alone).
     fn server(&self) -> ServerProc {
-        self.0.server()
+        self.0.niced_server()
     }
 
     /// The server in B pinned to CPU 0 (`taskset` execs thrum, so the
@@ -124,6 +128,7 @@ impl Bottleneck {
     fn client(&self, server: &ServerProc, test: &str, args: &[&str]) -> Value {
         self.0
             .client(server, test)
+            .niced()
             .args(args)
             .timeout(Duration::from_secs(90))
             .json()
@@ -316,11 +321,36 @@ fn a_shallow_buffer_keeps_the_probes_fast() {
     // timeout (200 ms at least), which a shallow buffer's drops make common
     // (measured: loaded p99 15 to 120 ms with tcp_rr); a lost datagram is a
     // lost transaction, not a late one.
-    let doc = path.client(
-        &server,
-        UDP_MIX,
-        &[&phases("8s")[..], &["--percentiles", "99.5"]].concat(),
-    );
+    //
+    // A run whose probe the host itself held up is set aside and run again
+    // (up to four runs): its generator lag p99, how late the probe's own
+    // requests left against their schedule, over the 5 ms the bound below
+    // leaves above the path's 5.3 ms says the probe's thread waited for a
+    // CPU, and then its responses waited too (beside three builds at a
+    // load of 6 to 11: lag p99 6 to 1,440 ms, service p99 18 to 245 ms in
+    // 7 runs of 10, niced). The fault this test guards against, a response
+    // read half a loss timeout late, showed with a lag p99 of 0.13 ms: it
+    // is judged in any undisturbed run, and the last run is judged whatever
+    // its lag, so a host busy every time fails the test and says so.
+    let mut tries = 0;
+    let doc = loop {
+        tries += 1;
+        let doc = path.client(
+            &server,
+            UDP_MIX,
+            &[&phases("8s")[..], &["--percentiles", "99.5"]].concat(),
+        );
+        let lag = doc["summary"]["parts"][2]["generator_lag_ns"]["p99"]
+            .as_f64()
+            .unwrap_or(f64::INFINITY);
+        if lag < 5e6 || tries == 4 {
+            break doc;
+        }
+        eprintln!(
+            "shallow: run {tries} set aside, its probe's generator lag p99 {} ms",
+            lag / 1e6
+        );
+    };
     let p99 = probe_ns(&doc, "loaded", "p99");
     let probe = &doc["summary"]["parts"][2];
     let service = &probe["service_latency_ns"];
@@ -359,7 +389,7 @@ fn a_shallow_buffer_keeps_the_probes_fast() {
     let p99_5 = service["percentiles"][0]["ns"].as_f64().unwrap();
     assert!(
         p99_5 < 10e6,
-        "service p99.5 {} ms (p99 {} ms)",
+        "service p99.5 {} ms (p99 {} ms) in run {tries} of 4 (the earlier ones disturbed by the host)",
         p99_5 / 1e6,
         service_p99 / 1e6
     );

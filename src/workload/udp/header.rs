@@ -7,9 +7,10 @@
 //! bytes or more carries next the sender's send time (u64 ns, its
 //! CLOCK_MONOTONIC), for the receiver's jitter (`jitter`): both ends speak
 //! the same protocol version (the hello checks it), so a receiver knows
-//! that a datagram that long carries it. udp_rr: requests and
-//! responses of [`RR_SEQ`] bytes or more start with the transaction's
-//! sequence number (u64), which the server echoes.
+//! that a datagram that long carries it. udp_rr: a request starts with
+//! the low [`rr_seq_bytes`] bytes of its transaction's sequence number
+//! (all 8 where request and response both have them, fewer where either
+//! is shorter), which the server echoes at the front of its response.
 
 /// Bytes of the udp_stream header: flow id (u32) and sequence number (u64), big-endian.
 pub const STREAM_HEADER: usize = 12;
@@ -47,15 +48,43 @@ pub(super) fn stream_of(d: &[u8]) -> Option<(u32, u64)> {
     Some((flow, seq))
 }
 
-/// Write udp_rr's sequence number at the front of `d` (at least [`RR_SEQ`] bytes).
-pub(super) fn put_seq(d: &mut [u8], seq: u64) {
-    d[..RR_SEQ].copy_from_slice(&seq.to_be_bytes());
+/// Bytes of sequence number a udp_rr transaction of `request` and
+/// `response` bytes carries: as many as both have, at most [`RR_SEQ`].
+pub fn rr_seq_bytes(request: u64, response: u64) -> usize {
+    request.min(response).min(RR_SEQ as u64) as usize
 }
 
-/// The sequence number a udp_rr datagram carries, if it is long enough.
-pub(super) fn seq_of(d: &[u8]) -> Option<u64> {
-    d.get(..RR_SEQ)
-        .map(|s| u64::from_be_bytes(s.try_into().expect("8 bytes")))
+/// Write the low `k` bytes (1..=[`RR_SEQ`]) of udp_rr's sequence number
+/// `seq` at the front of `d` (at least `k` bytes), big-endian.
+// The default 1 byte and the full 8 on their own, the rest byte by byte
+// from the number: a copy of a length known only at run time is a call to
+// memcpy (a byte loop copying memory is made into one), and a loop costs
+// tens of instructions a transaction where one byte travels.
+#[inline]
+pub(super) fn put_seq(d: &mut [u8], seq: u64, k: usize) {
+    if k == 1 {
+        d[0] = seq as u8;
+    } else if k == RR_SEQ {
+        d[..RR_SEQ].copy_from_slice(&seq.to_be_bytes());
+    } else {
+        for (i, b) in d[..k].iter_mut().enumerate() {
+            *b = (seq >> (8 * (k - 1 - i))) as u8;
+        }
+    }
+}
+
+/// The `k`-byte sequence number a udp_rr datagram carries, if it is long enough.
+#[inline]
+pub(super) fn seq_of(d: &[u8], k: usize) -> Option<u64> {
+    if k == 1 {
+        return d.first().map(|&b| u64::from(b));
+    }
+    if k == RR_SEQ {
+        return d
+            .get(..RR_SEQ)
+            .map(|s| u64::from_be_bytes(s.try_into().expect("8 bytes")));
+    }
+    Some(d.get(..k)?.iter().fold(0, |v, &b| v << 8 | u64::from(b)))
 }
 
 #[cfg(test)]
@@ -81,9 +110,20 @@ mod tests {
         assert_eq!(stamp_of(&s[..STAMPED_HEADER - 1]), None);
 
         let mut r = [0u8; 9];
-        put_seq(&mut r, 258);
+        put_seq(&mut r, 258, RR_SEQ);
         assert_eq!(r, [0, 0, 0, 0, 0, 0, 1, 2, 0]);
-        assert_eq!(seq_of(&r), Some(258));
-        assert_eq!(seq_of(&r[..RR_SEQ - 1]), None);
+        assert_eq!(seq_of(&r, RR_SEQ), Some(258));
+        assert_eq!(seq_of(&r[..RR_SEQ - 1], RR_SEQ), None);
+        // Shorter: the low bytes, still big-endian.
+        let mut r = [0xAAu8; 3];
+        put_seq(&mut r, 0x0102_0304, 2);
+        assert_eq!(r, [3, 4, 0xAA]);
+        assert_eq!(seq_of(&r, 2), Some(0x0304));
+        put_seq(&mut r, 0x1FF, 1);
+        assert_eq!(seq_of(&r, 1), Some(0xFF));
+        assert_eq!(seq_of(&r[..0], 1), None);
+        assert_eq!(rr_seq_bytes(1, 64), 1);
+        assert_eq!(rr_seq_bytes(64, 5), 5);
+        assert_eq!(rr_seq_bytes(64, 64), RR_SEQ);
     }
 }

@@ -22,26 +22,14 @@
 /// CLOCK_MONOTONIC in ns: the clock of the send stamps.
 #[inline]
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::clock::monotonic_ns()
 }
 
 /// CLOCK_REALTIME in ns: the clock of the kernel's receive timestamps, for
 /// the arrivals the kernel did not stamp.
 #[inline]
 pub fn real_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::clock::realtime_ns()
 }
 
 /// One flow's running jitter estimate.

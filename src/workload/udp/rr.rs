@@ -1,9 +1,10 @@
-//! udp_rr: a client keeping `burst + 1` transactions in flight and a server
-//! that answers each request.
+//! udp_rr: a client keeping `burst + 1` transactions in flight (and, in
+//! `rr_server`, a server that answers each request).
 //!
-//! Requests and
-//! responses of 8 bytes or more carry a sequence number, so each response
-//! completes its own transaction; smaller ones complete the oldest (FIFO).
+//! Each response completes its own transaction: a request carries the low
+//! bytes of its sequence number, and the server echoes them (how, and
+//! where it falls back to oldest first: [`super::matching`]).
+//!
 //! A transaction whose response has not come within `--rr-timeout` is lost
 //! and its slot reused at once: one lost datagram never stalls a flow
 //! (netperf's UDP_RR waits for its test timer, neper's udp_rr for good).
@@ -30,16 +31,16 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
-use super::header::{self, RR_SEQ, seq_of};
+use super::header::{self, seq_of};
+use super::matching::{distinct, seq_bytes_for, seq_mask};
 use super::refused;
+use super::slab::SendSlab;
 use crate::io::mmsg::{BATCH, MsgBatch};
 use crate::io::socket::{recv, send, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
 use crate::plan::Phase;
 use crate::workload::open_loop::OpenLoop;
-use crate::workload::{
-    CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, failed, queue_send, start_on,
-};
+use crate::workload::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, failed, start_on};
 
 struct Slot {
     seq: u64,
@@ -48,48 +49,17 @@ struct Slot {
     meant: Instant,
 }
 
-/// Send buffers for a completion driver: one per datagram that may be in
-/// flight, each lent to the driver from its send until its completion.
-struct SendSlab {
-    size: usize,
-    bufs: Box<[u8]>,
-    /// Indices (the sends' tags) of the buffers not lent out.
-    free: Vec<u32>,
-}
-
-impl SendSlab {
-    /// Fails (ENOMEM) rather than abort where the memory cannot be had:
-    /// the count and size come from the peer's spec.
-    fn new(count: usize, size: usize) -> io::Result<SendSlab> {
-        Ok(SendSlab {
-            size,
-            bufs: crate::io::uring::zeroed(count.saturating_mul(size.max(1)))?,
-            free: (0..count as u32).rev().collect(),
-        })
-    }
-
-    fn buf_mut(&mut self, tag: u32) -> &mut [u8] {
-        &mut self.bufs[tag as usize * self.size.max(1)..][..self.size]
-    }
-
-    /// Queue a send of buffer `tag`, whose contents are ready.
-    fn send(&self, ctx: &mut FlowCtx<'_>, fd: i32, tag: u32) -> io::Result<()> {
-        let buf = &self.bufs[tag as usize * self.size.max(1)..][..self.size];
-        queue_send(ctx, fd, tag, buf, self.size)
-    }
-}
-
 /// A multishot receive ends on a zero-length datagram (it reads as EOF);
 /// thrum never sends one, so a peer that did is not a thrum peer.
-fn empty_datagram() -> io::Error {
+pub(super) fn empty_datagram() -> io::Error {
     io::Error::other("a zero-length datagram ended the receive")
 }
 
-/// The first bytes of a received datagram (its sequence number, if any).
-fn head_of(ctx: &mut FlowCtx<'_>, buf: u16, len: u32) -> Option<u64> {
+/// The first `k` bytes of a received datagram (its sequence number, if any).
+pub(super) fn head_of(ctx: &mut FlowCtx<'_>, buf: u16, len: u32, k: usize) -> Option<u64> {
     ctx.driver
         .completions()
-        .and_then(|c| seq_of(c.received(buf, len)))
+        .and_then(|c| seq_of(c.received(buf, len), k))
 }
 
 pub struct UdpRrClient {
@@ -97,10 +67,23 @@ pub struct UdpRrClient {
     counters: CounterRef,
     request: usize,
     response: usize,
-    /// Requests and responses carry a sequence number.
+    /// Requests and responses carry a sequence number (`seq_bytes` of it).
     seq_mode: bool,
-    /// In flight, seq mode (unordered: completed by sequence number).
-    slots: Vec<Slot>,
+    seq_bytes: usize,
+    /// The sequence number's bits that travel.
+    seq_mask: u64,
+    /// Matched oldest first whatever the sizes (the plan's `rr_in_order`).
+    in_order: bool,
+    /// The sequence numbers written into the send batch's buffers.
+    batch_seqs: [u64; BATCH],
+    /// No number below this can share its travelling bytes with one in
+    /// flight: the oldest in flight at the last look, plus what the bytes
+    /// tell apart (the oldest only grows).
+    seq_fresh_below: u64,
+    /// In flight, seq mode, oldest first (completed by sequence number,
+    /// found from the front: in order the first one looked at, after a
+    /// loss the second, and of several sharing a short number the oldest).
+    slots: VecDeque<Slot>,
     /// In flight, FIFO mode (send times, oldest first).
     fifo: VecDeque<Instant>,
     next_seq: u64,
@@ -137,14 +120,19 @@ impl UdpRrClient {
     ) -> UdpRrClient {
         let in_flight = burst as usize + 1;
         let first = quota.map_or(in_flight, |q| (q as usize).min(in_flight));
-        let seq_mode = request as usize >= RR_SEQ && response as usize >= RR_SEQ;
+        let seq_bytes = seq_bytes_for(request, response, Some(in_flight as u64), false);
         UdpRrClient {
             sock,
             counters,
             request: request as usize,
             response: response as usize,
-            seq_mode,
-            slots: Vec::with_capacity(in_flight),
+            seq_mode: seq_bytes > 0,
+            seq_bytes,
+            seq_mask: seq_mask(seq_bytes),
+            in_order: false,
+            batch_seqs: [0; BATCH],
+            seq_fresh_below: distinct(seq_bytes),
+            slots: VecDeque::with_capacity(in_flight),
             fifo: VecDeque::with_capacity(in_flight),
             next_seq: 0,
             to_send: first,
@@ -165,15 +153,37 @@ impl UdpRrClient {
         }
     }
 
+    /// Match responses to requests oldest first, whatever the sizes: the
+    /// server does not echo short sequence numbers. Before [`Self::open_loop`].
+    pub fn in_order(mut self) -> UdpRrClient {
+        self.in_order = true;
+        self.set_seq_bytes(seq_bytes_for(
+            self.request as u64,
+            self.response as u64,
+            Some(self.in_flight as u64),
+            true,
+        ));
+        self
+    }
+
+    fn set_seq_bytes(&mut self, k: usize) {
+        self.seq_bytes = k;
+        self.seq_mode = k > 0;
+        self.seq_mask = seq_mask(k);
+        self.seq_fresh_below = distinct(k);
+    }
+
     /// Run open-loop on `open_loop`: nothing is in flight until its first
     /// transaction is due, and at most its `max_inflight` at a time.
     pub fn open_loop(mut self, open_loop: OpenLoop) -> UdpRrClient {
+        let (request, response) = (self.request as u64, self.response as u64);
+        self.set_seq_bytes(seq_bytes_for(request, response, None, self.in_order));
         let bound = open_loop.max_inflight() as usize;
         self.to_send = 0;
         self.in_flight = bound;
         // The queues start small and grow only if a stall fills them.
         let cap = bound.min(64);
-        self.slots = Vec::with_capacity(cap);
+        self.slots = VecDeque::with_capacity(cap);
         self.fifo = VecDeque::with_capacity(cap);
         self.owed = VecDeque::with_capacity(cap);
         self.fifo_meant = VecDeque::with_capacity(cap);
@@ -196,8 +206,7 @@ impl UdpRrClient {
             if let Some(next) = g.wait(now) {
                 return Some(next);
             }
-            let bound = g.max_inflight() as usize;
-            if self.outstanding() + self.to_send >= bound || !self.may_issue(phase) {
+            if self.outstanding() + self.to_send >= self.in_flight || !self.may_issue(phase) {
                 return None;
             }
             let g = self.open_loop.as_mut()?;
@@ -225,7 +234,7 @@ impl UdpRrClient {
 
     fn oldest(&self) -> Option<Instant> {
         if self.seq_mode {
-            self.slots.iter().map(|s| s.sent).min()
+            self.slots.front().map(|s| s.sent)
         } else {
             self.fifo.front().copied()
         }
@@ -239,14 +248,22 @@ impl UdpRrClient {
             let t = fresh.take().unwrap_or_else(Instant::now);
             let res = if self.single {
                 if self.seq_mode {
-                    header::put_seq(self.tx.buf_mut(0), self.next_seq);
+                    // Closed loop, one in flight: nothing else holds a number.
+                    self.batch_seqs[0] = self.next_seq;
+                    header::put_seq(self.tx.buf_mut(0), self.next_seq, self.seq_bytes);
                 }
                 send(fd, &self.tx.buf_mut(0)[..self.request]).map(|_| 1)
             } else {
                 if self.seq_mode {
+                    let mut s = self.next_seq;
+                    let share = self.must_share(n);
                     for i in 0..n {
-                        let s = self.next_seq + i as u64;
-                        header::put_seq(self.tx.buf_mut(i), s);
+                        if !share {
+                            s = self.free_seq(s);
+                        }
+                        self.batch_seqs[i] = s;
+                        header::put_seq(self.tx.buf_mut(i), s, self.seq_bytes);
+                        s += 1;
                     }
                 }
                 self.tx.send(fd, n, self.request)
@@ -256,8 +273,8 @@ impl UdpRrClient {
                 Err(e) if would_block(&e) => return Ok(()),
                 Err(e) => return Err(refused(&e)),
             };
-            for _ in 0..k {
-                self.issued::<OPEN>(t);
+            for i in 0..k {
+                self.issued::<OPEN>(t, self.batch_seqs[i]);
             }
             self.to_send -= k;
             self.counters.add_datagrams_sent(k as u64);
@@ -332,8 +349,9 @@ impl UdpRrClient {
         let (started, meant) = match seq {
             // A response to a transaction already declared lost matches nothing.
             Some(seq) => {
-                let p = self.slots.iter().position(|s| s.seq == seq)?;
-                let s = self.slots.swap_remove(p);
+                let mask = self.seq_mask;
+                let p = self.slots.iter().position(|s| s.seq & mask == seq)?;
+                let s = self.slots.remove(p)?;
                 (s.sent, s.meant)
             }
             None => {
@@ -429,7 +447,7 @@ impl UdpRrClient {
         match ev.done {
             Completion::Received { buf, len } => {
                 let seq = if self.seq_mode {
-                    head_of(ctx, buf, len)
+                    head_of(ctx, buf, len, self.seq_bytes)
                 } else {
                     None
                 };
@@ -488,21 +506,28 @@ impl UdpRrClient {
     ) -> io::Result<()> {
         let t = Instant::now();
         while self.to_send > 0 {
-            let seq = self.next_seq;
+            let seq = if !self.seq_mode {
+                0
+            } else if self.must_share(1) {
+                self.next_seq
+            } else {
+                self.free_seq(self.next_seq)
+            };
+            let k = self.seq_bytes;
             let Some(slab) = self.slab.as_mut() else {
                 return Ok(());
             };
             let Some(tag) = slab.free.pop() else {
                 break;
             };
-            if self.seq_mode {
-                header::put_seq(slab.buf_mut(tag), seq);
+            if k > 0 {
+                header::put_seq(slab.buf_mut(tag), seq, k);
             }
             if let Err(e) = slab.send(ctx, fd, tag) {
                 slab.free.push(tag);
                 return Err(e);
             }
-            self.issued::<OPEN>(t);
+            self.issued::<OPEN>(t, seq);
             self.to_send -= 1;
         }
         Ok(())
@@ -544,7 +569,7 @@ impl UdpRrClient {
             let k = if self.single {
                 match recv(fd, self.rx.buf_mut(0)) {
                     Ok(n) => {
-                        if n < RR_SEQ && self.seq_mode {
+                        if n < self.seq_bytes {
                             continue;
                         }
                         1
@@ -567,12 +592,13 @@ impl UdpRrClient {
             let mut bytes = 0u64;
             for i in 0..k {
                 let seq = if self.seq_mode {
+                    let k = self.seq_bytes;
                     let d: &[u8] = if self.single {
-                        &self.rx.buf_mut(0)[..RR_SEQ]
+                        &self.rx.buf_mut(0)[..k]
                     } else {
                         self.rx.received(i)
                     };
-                    match seq_of(d) {
+                    match seq_of(d, k) {
                         Some(s) => Some(s),
                         None => continue,
                     }
@@ -594,24 +620,61 @@ impl UdpRrClient {
         Ok(Progress::More)
     }
 
-    /// The next request went to the kernel at `t`: it is in flight.
+    /// The next request, numbered `seq` (in order: unused), went to the
+    /// kernel at `t`: it is in flight.
     #[inline]
-    fn issued<const OPEN: bool>(&mut self, t: Instant) {
+    fn issued<const OPEN: bool>(&mut self, t: Instant, seq: u64) {
         // Open loop: the oldest owed request went (closed loop: none owed).
         let meant = if OPEN { self.owed.pop_front() } else { None };
         if self.seq_mode {
-            self.slots.push(Slot {
-                seq: self.next_seq,
+            self.slots.push_back(Slot {
+                seq,
                 sent: t,
                 meant: meant.unwrap_or(t),
             });
+            self.next_seq = seq + 1;
         } else {
             self.fifo.push_back(t);
             if let Some(m) = meant {
                 self.fifo_meant.push_back(m);
             }
         }
-        self.next_seq += 1;
+    }
+
+    /// The first sequence number from `s` on whose travelling bytes no
+    /// transaction in flight holds: a lost one keeps its number until it
+    /// expires, while a short number comes round every 256^k requests.
+    /// Fewer are in flight than the number tells apart (the bounds see to
+    /// it), so one of the next `slots.len() + 1` is free. The slots are
+    /// looked at once every 256^k numbers or so, not at every send.
+    #[inline]
+    fn free_seq(&mut self, mut s: u64) -> u64 {
+        if s < self.seq_fresh_below {
+            return s;
+        }
+        let oldest = self.slots.front().map_or(s, |x| x.seq);
+        self.seq_fresh_below = oldest.saturating_add(distinct(self.seq_bytes));
+        let mask = self.seq_mask;
+        while self.slots.iter().any(|x| (x.seq ^ s) & mask == 0) {
+            s += 1;
+        }
+        s
+    }
+
+    /// Will `n` more requests make more in flight than the number tells
+    /// apart? Open loop only (a closed loop's burst that wide is matched
+    /// oldest first): a queue that long comes of a stall, and holding the
+    /// schedule back for it would stretch the stall. Then the `n` go out
+    /// numbered in turn, sharing numbers with some in flight, and a
+    /// response takes the oldest of its number (the first from the front).
+    #[inline]
+    fn must_share(&mut self, n: usize) -> bool {
+        let share = (self.slots.len() + n) as u64 > distinct(self.seq_bytes);
+        if share {
+            // The next request that may pick looks at the slots again.
+            self.seq_fresh_below = 0;
+        }
+        share
     }
 
     /// When to wake: the expiry check while anything is in flight, and the
@@ -665,268 +728,7 @@ impl Flow for UdpRrClient {
     }
 }
 
-pub struct UdpRrServer {
-    sock: Socket,
-    counters: CounterRef,
-    response: usize,
-    seq_mode: bool,
-    single: bool,
-    rx: MsgBatch,
-    tx: MsgBatch,
-    in_flight: usize,
-    /// Bytes a request buffer holds (one more than a request).
-    rx_size: usize,
-    /// Under a completion driver: its send buffers (the driver does the I/O).
-    slab: Option<SendSlab>,
-}
-
-impl UdpRrServer {
-    pub fn new(
-        sock: Socket,
-        counters: CounterRef,
-        request: u64,
-        response: u64,
-        burst: u32,
-    ) -> UdpRrServer {
-        let batch = BATCH.min(burst as usize + 1);
-        UdpRrServer {
-            sock,
-            counters,
-            response: response as usize,
-            seq_mode: request as usize >= RR_SEQ && response as usize >= RR_SEQ,
-            single: burst == 0,
-            rx: MsgBatch::new(batch, request as usize + 1),
-            tx: MsgBatch::new(batch, response as usize),
-            in_flight: burst as usize + 1,
-            rx_size: request as usize + 1,
-            slab: None,
-        }
-    }
-
-    /// The completion driver's report: answer a request, count a response.
-    fn on_completion(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
-        let fd = self.sock.as_raw_fd();
-        let Some(slab) = self.slab.as_mut() else {
-            return Ok(Progress::Idle);
-        };
-        match ev.done {
-            Completion::Received { buf, len } => {
-                self.counters.add_datagrams_received(1);
-                self.counters.add_received(len as u64);
-                let seq = if self.seq_mode {
-                    head_of(ctx, buf, len)
-                } else {
-                    None
-                };
-                // No free buffer: every one is with a send the socket had no
-                // room for yet. The response is a datagram lost here.
-                if let Some(tag) = slab.free.pop() {
-                    if let Some(s) = seq {
-                        header::put_seq(slab.buf_mut(tag), s);
-                    }
-                    if let Err(e) = slab.send(ctx, fd, tag) {
-                        slab.free.push(tag);
-                        return Err(e);
-                    }
-                }
-            }
-            Completion::Sent { tag, res } => {
-                slab.free.push(tag);
-                if res == -libc::ECONNREFUSED {
-                    return Err(refused(&failed(res)));
-                }
-                if res >= 0 {
-                    self.counters.add_transactions(1);
-                    self.counters.add_datagrams_sent(1);
-                    self.counters.add_sent(res as u64);
-                }
-            }
-            Completion::RecvFailed(e) => return Err(refused(&failed(e))),
-            Completion::Eof => return Err(empty_datagram()),
-            // This flow queues no connection operations.
-            Completion::None
-            | Completion::Connected(_)
-            | Completion::Accepted(_)
-            | Completion::Closed(_) => {}
-        }
-        Ok(Progress::Idle)
-    }
-}
-
-impl Flow for UdpRrServer {
-    fn start(&mut self, driver: &mut dyn Driver, slot: usize) -> io::Result<()> {
-        if start_on(driver, self.sock.as_raw_fd(), slot)? {
-            // Responses go out as soon as requests come: a buffer stays lent
-            // only while the socket has no room, so twice the window will do.
-            self.slab = Some(SendSlab::new(2 * self.in_flight + 2, self.response)?);
-        }
-        Ok(())
-    }
-
-    fn recv_buffers(&self) -> Option<RecvBuffers> {
-        Some(RecvBuffers {
-            size: self.rx_size,
-            count: self.in_flight + 1,
-        })
-    }
-
-    fn on_event(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
-        if self.slab.is_some() {
-            return self.on_completion(ev, ctx);
-        }
-        let fd = self.sock.as_raw_fd();
-        for _ in 0..OPS_PER_CALL {
-            let (k, got) = if self.single {
-                match recv(fd, self.rx.buf_mut(0)) {
-                    Ok(n) => {
-                        if self.seq_mode && n >= RR_SEQ {
-                            let mut s = [0u8; RR_SEQ];
-                            s.copy_from_slice(&self.rx.buf_mut(0)[..RR_SEQ]);
-                            self.tx.buf_mut(0)[..RR_SEQ].copy_from_slice(&s);
-                        }
-                        (1, n as u64)
-                    }
-                    Err(e) if would_block(&e) => return Ok(Progress::Idle),
-                    Err(e) => return Err(refused(&e)),
-                }
-            } else {
-                let k = match self.rx.recv(fd) {
-                    Ok(k) => k,
-                    Err(e) if would_block(&e) => return Ok(Progress::Idle),
-                    Err(e) => return Err(refused(&e)),
-                };
-                let mut got = 0u64;
-                for i in 0..k {
-                    let mut s = [0u8; RR_SEQ];
-                    let d = self.rx.received(i);
-                    got += d.len() as u64;
-                    if self.seq_mode && d.len() >= RR_SEQ {
-                        s.copy_from_slice(&d[..RR_SEQ]);
-                        self.tx.buf_mut(i)[..RR_SEQ].copy_from_slice(&s);
-                    }
-                }
-                (k, got)
-            };
-            self.counters.add_datagrams_received(k as u64);
-            self.counters.add_received(got);
-            let sent = if self.single {
-                match send(fd, &self.tx.buf_mut(0)[..self.response]) {
-                    Ok(_) => 1,
-                    Err(e) if would_block(&e) => 0,
-                    Err(e) => return Err(refused(&e)),
-                }
-            } else {
-                match self.tx.send(fd, k, self.response) {
-                    Ok(n) => n,
-                    Err(e) if would_block(&e) => 0,
-                    Err(e) => return Err(refused(&e)),
-                }
-            };
-            // A response the socket buffer had no room for is a datagram lost here.
-            self.counters.add_transactions(sent as u64);
-            self.counters.add_datagrams_sent(sent as u64);
-            self.counters.add_sent((sent * self.response) as u64);
-            if k < self.rx.capacity() && !ev.may_have_more {
-                return Ok(Progress::Idle);
-            }
-        }
-        Ok(Progress::More)
-    }
-
-    fn blocking_ok(&self) -> bool {
-        true
-    }
-}
-
+/// The flows over loopback (kept in their own file).
 #[cfg(test)]
-mod tests {
-    use std::net::UdpSocket;
-
-    use super::*;
-    use crate::plan::{TestKind, TestPlan};
-    use crate::workload::harness::Harness;
-
-    /// Two connected loopback UDP sockets, non-blocking.
-    fn udp_pair() -> (Socket, Socket) {
-        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
-        a.connect(b.local_addr().unwrap()).unwrap();
-        b.connect(a.local_addr().unwrap()).unwrap();
-        a.set_nonblocking(true).unwrap();
-        b.set_nonblocking(true).unwrap();
-        (Socket::from(a), Socket::from(b))
-    }
-
-    fn schedule(rate: u64, max_inflight: u32) -> OpenLoop {
-        let mut p = TestPlan::new(TestKind::UdpRr);
-        p.offered_per_s = Some(rate);
-        p.max_inflight = max_inflight;
-        OpenLoop::of(&p, 0).unwrap()
-    }
-
-    /// Open loop against a server flow: the schedule, not the responses,
-    /// issues; every measured transaction has a response time and a service
-    /// time, and the generator's lag is recorded once per request.
-    #[test]
-    fn open_loop_answers_are_timed_twice() {
-        for size in [1, 64] {
-            let (a, b) = udp_pair();
-            let mut h = Harness::new(2);
-            let (cc, sc) = (h.counter(0), h.counter(1));
-            let timeout = Duration::from_secs(5);
-            let c = UdpRrClient::new(a, cc, size, size, 0, timeout, None);
-            h.add(c.open_loop(schedule(5_000, 64)));
-            h.add(UdpRrServer::new(b, sc, size, size, 63));
-            h.run_until("transactions", |h| h.counts(0).transactions >= 300);
-            let c = h.counts(0);
-            assert_eq!(c.lost, 0, "{c:?}");
-            let lag = h.open.lag.count();
-            let open = std::mem::replace(&mut h.open, Harness::new(0).open);
-            let service = open.service.finish().count();
-            assert!(
-                lag >= c.transactions && lag <= c.datagrams_sent,
-                "{lag} lags for {c:?}"
-            );
-            assert_eq!(h.latencies(), c.transactions);
-            assert_eq!(service, c.transactions);
-        }
-    }
-
-    /// A peer that never answers: each transaction is lost after
-    /// --rr-timeout and frees its slot, so the schedule goes on (bounded by
-    /// --max-inflight, the held-back requests owed and late) instead of
-    /// stalling on the first lost datagram.
-    #[test]
-    fn open_loop_losses_free_their_slots() {
-        for size in [1, 64] {
-            let (a, _silent) = udp_pair();
-            let mut h = Harness::new(1);
-            let cc = h.counter(0);
-            let c = UdpRrClient::new(a, cc, size, size, 0, Duration::from_millis(10), None);
-            h.add(c.open_loop(schedule(2_000, 4)));
-            h.run_until("many lost", |h| h.counts(0).lost >= 20);
-            let c = h.counts(0);
-            // Never more than the bound in flight: all but those are lost.
-            assert!(c.datagrams_sent - c.lost <= 4, "{c:?}");
-            assert_eq!(c.transactions, 0);
-            // 4 slots per ~10 ms against 20 requests due per 10 ms: held back.
-            assert!(c.late > 0, "{c:?}");
-        }
-    }
-
-    /// Open loop against a silent peer with room in flight: every request
-    /// that goes out was taken from the schedule (one lag reading each), so
-    /// losses do not add requests of their own beyond the offered rate.
-    #[test]
-    fn open_loop_losses_issue_nothing_off_schedule() {
-        let (a, _silent) = udp_pair();
-        let mut h = Harness::new(1);
-        let cc = h.counter(0);
-        let c = UdpRrClient::new(a, cc, 64, 64, 0, Duration::from_millis(5), None);
-        h.add(c.open_loop(schedule(2_000, 1_000)));
-        h.run_until("many lost", |h| h.counts(0).lost >= 50);
-        let c = h.counts(0);
-        let taken = h.open.lag.count();
-        assert_eq!(c.datagrams_sent, taken, "{c:?}");
-    }
-}
+#[path = "rr_tests.rs"]
+mod tests;

@@ -29,6 +29,11 @@ use super::netns::{Netns, ns_exec};
 use super::processes::{ServerProc, bin, output_of};
 use super::pty::Pty;
 
+/// A latency or rate test's processes at nice −10: the builds and tests
+/// beside them on a busy machine (a load of ten on two CPUs) then take
+/// their CPU less often, and a run measures the path more often than the
+/// host. Tests run as root, which may raise a priority.
+pub const NICED: &[&str] = &["nice", "-n", "-10"];
 /// The limit of a command that is not given one: it only bounds a wedged
 /// run (the tests' runs last a few seconds at most).
 const LIMIT: Duration = Duration::from_secs(30);
@@ -206,6 +211,11 @@ impl Thrum {
     pub fn via(mut self, link: impl AsRef<OsStr>) -> Thrum {
         self.via = Some(link.as_ref().to_owned());
         self
+    }
+
+    /// Run at nice −10 ([`NICED`]).
+    pub fn niced(self) -> Thrum {
+        self.under(NICED)
     }
 
     /// An environment variable of the client.

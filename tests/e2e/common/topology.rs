@@ -26,7 +26,7 @@
 
 use std::process::Command;
 
-use super::command::Thrum;
+use super::command::{NICED, Thrum};
 use super::netns::{ip, netns_add_or_skip, ns_exec, ns_server, run_ok};
 use super::processes::{ServerProc, bin};
 
@@ -280,6 +280,13 @@ impl Path3 {
         ns_server(&self.b, &self.addr_b())
     }
 
+    /// The same at nice −10 ([`NICED`]).
+    pub fn niced_server(&self) -> ServerProc {
+        let mut c = ns_exec(&self.b, NICED[0]);
+        c.args(&NICED[1..]).arg(bin());
+        ServerProc::start_with(c, &self.addr_b(), &[])
+    }
+
     /// A `thrum server` in B on `port`, a port its clients expect.
     pub fn server_on(&self, port: u16) -> ServerProc {
         let mut server = ServerProc::start_with_port(ns_exec(&self.b, bin()), &self.addr_b(), port);
@@ -410,7 +417,7 @@ fn ns_name(net: u8, subnet: u8, end: &str) -> String {
 }
 
 /// IPv6 off in each namespace (module doc).
-fn no_ipv6(namespaces: &[&str]) {
+pub fn no_ipv6(namespaces: &[&str]) {
     for ns in namespaces {
         run_ok(ns_exec(ns, "sysctl").args([
             "-qw",
@@ -423,7 +430,7 @@ fn no_ipv6(namespaces: &[&str]) {
 /// A veth with one end in each namespace, created there directly, so the
 /// names never exist in the root namespace and cannot collide between
 /// tests or test processes.
-fn veth((ns1, dev1): (&str, &str), (ns2, dev2): (&str, &str)) {
+pub fn veth((ns1, dev1): (&str, &str), (ns2, dev2): (&str, &str)) {
     ip(&[
         "link", "add", dev1, "netns", ns1, "type", "veth", "peer", "name", dev2, "netns", ns2,
     ]);
@@ -431,7 +438,7 @@ fn veth((ns1, dev1): (&str, &str), (ns2, dev2): (&str, &str)) {
 
 /// Give `dev` in `ns` the address `cidr`, and bring it and the
 /// namespace's loopback up.
-fn addr_up(ns: &str, dev: &str, cidr: &str) {
+pub fn addr_up(ns: &str, dev: &str, cidr: &str) {
     ip(&["-n", ns, "addr", "add", cidr, "dev", dev]);
     ip(&["-n", ns, "link", "set", dev, "up"]);
     ip(&["-n", ns, "link", "set", "lo", "up"]);
@@ -439,7 +446,7 @@ fn addr_up(ns: &str, dev: &str, cidr: &str) {
 
 /// Delete the namespaces, best effort and never a panic: this also runs
 /// while unwinding.
-fn delete(namespaces: &[&str]) {
+pub fn delete(namespaces: &[&str]) {
     for ns in namespaces {
         let _ = Command::new("ip").args(["netns", "del", ns]).output();
     }
