@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["cmd"],
     &["netperf"],
     &["cli"],
-    &["monitor"],
+    &["monitor", "web"],
     &["export", "store"],
     &["agg", "sweep", "curve", "fleet"],
     &["control"],

@@ -219,6 +219,10 @@ pub struct Traits {
     pub call_times: bool,
     /// Does `--gso` (UDP_SEGMENT and UDP_GRO) apply?
     pub gso: bool,
+    /// Does `--spin` (workers poll their one kind of long-lived socket
+    /// instead of sleeping) apply? The request/response tests: their flows
+    /// keep one socket each and treat an empty receive as "not yet".
+    pub spin: bool,
     /// Do `--reverse` and `--both` apply? (The TCP bulk tests are each
     /// other's reverse: tcp_maerts, tcp_bidir.)
     pub reverse: bool,
@@ -342,6 +346,7 @@ const TCP_BULK: Traits = Traits {
     zerocopy: true,
     call_times: true,
     gso: false,
+    spin: false,
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
@@ -367,6 +372,7 @@ const RR: Traits = Traits {
     zerocopy: false,
     call_times: false,
     gso: false,
+    spin: true,
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
@@ -384,6 +390,7 @@ const CONNECT: Traits = Traits {
     delay: false,
     max_inflight: false,
     close: true,
+    spin: false,
     ..RR
 };
 

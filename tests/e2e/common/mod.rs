@@ -30,6 +30,7 @@
 //! - [`command`]: the builder, and [`Ran`], what a command did;
 //! - [`run`]: checks built on it (a server still serves, a table of
 //!   refusals);
+//! - [`browser`]: headless Chromium, for the tests of pages;
 //! - [`processes`]: the binary, the server process, commands under a time
 //!   limit;
 //! - [`doc`]: reading a result (numbers, schema, diagnostics, files);
@@ -40,6 +41,7 @@
 //!   and the lock the harness takes for them;
 //! - [`pty`]: thrum on a terminal, and files it streams into.
 
+pub mod browser;
 pub mod command;
 pub mod doc;
 pub mod netns;
@@ -49,6 +51,7 @@ pub mod run;
 pub mod serial;
 pub mod topology;
 
+pub use browser::*;
 pub use command::*;
 pub use doc::*;
 pub use netns::*;

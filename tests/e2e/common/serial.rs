@@ -4,9 +4,9 @@
 //! [`ALONE`]: each shaped-link test (modules `netns`, `rrul_netns`, `fleet`,
 //! `rr_matching`, `udp_loss`, the shaped `capacity`, `curve`, `ping`,
 //! `store`, `gate` and `netperf_front` tests), the CPU-heavy `hostile`,
-//! `scale` and `soak` tests and the `agg` ramps (whose streams flood every
-//! CPU) run one at a time, and never beside a test of the other group. On
-//! two vCPUs the 1-byte tcp_rr test keeps both
+//! `scale`, `soak` and `spin` tests and the `agg` ramps (whose streams
+//! flood every CPU) run one at a time, and never beside a test of the
+//! other group. On two vCPUs the 1-byte tcp_rr test keeps both
 //! CPUs busy, and that delays tbf's dequeue timer: once the bucket is full
 //! (64 KB is 2.6 ms at 200 Mbit/s), late tokens are lost, and a concurrent
 //! bulk test read 0.92 of the rate instead of the 0.955 it reads alone
@@ -84,6 +84,8 @@ pub const ALONE: &[&str] = &[
     "scale::ten_thousand_tcp_rr_flows_each_complete_their_share",
     "scale::flows_spread_past_a_narrow_ephemeral_range",
     "soak::",
+    // Spinning workers: a whole CPU each, on both ends.
+    "spin::",
     "stdio::quiet_by_default_and_everything_in_the_files",
     // Sieges: four addresses reopening every handshake or port they may,
     // as fast as the server drops them, and a client beside them that must
