@@ -22,6 +22,7 @@ pub mod json;
 pub mod keyval;
 pub mod live;
 pub mod mix;
+pub mod netperf;
 pub mod page;
 pub mod schema;
 pub mod sweep;

@@ -203,6 +203,9 @@ pub struct Traits {
     pub loss: Loss,
     /// Does `--burst` (transactions in flight per flow) apply?
     pub burst: bool,
+    /// Does `--delay` (a pause between a response and the next request)
+    /// apply? tcp_rr's closed loop, whose flow waits on one stream.
+    pub delay: bool,
     /// What `--rate` means for the test.
     pub rate: Rate,
     /// Open loop, does `--max-inflight` bound a flow's transactions in
@@ -338,6 +341,7 @@ const TCP_BULK: Traits = Traits {
     merit: Merit::Throughput,
     loss: Loss::None,
     burst: false,
+    delay: false,
     rate: Rate::None,
     max_inflight: false,
     close: false,
@@ -364,6 +368,7 @@ const RR: Traits = Traits {
     merit: Merit::Transactions,
     loss: Loss::None,
     burst: true,
+    delay: true,
     rate: Rate::Transactions,
     max_inflight: true,
     close: false,
@@ -386,6 +391,7 @@ const CONNECT: Traits = Traits {
     kind: TestKind::TcpCrr,
     transport: Transport::TcpPerTransaction,
     burst: false,
+    delay: false,
     max_inflight: false,
     close: true,
     spin: false,
@@ -426,6 +432,7 @@ pub static TRAITS: [Traits; 9] = [
         kind: TestKind::UdpRr,
         transport: Transport::Udp,
         loss: Loss::Transactions,
+        delay: false,
         one_way: true,
         ..RR
     },

@@ -30,6 +30,7 @@ mod monitor;
 mod monitor_http;
 mod monitor_metrics;
 mod netns;
+mod netperf_front;
 mod nic_journal;
 mod one_way;
 mod open_loop;
