@@ -118,6 +118,44 @@ pub fn sync_state() -> Option<SyncState> {
     })
 }
 
+/// Which CLOCK_MONOTONIC a process reads: its kernel's boot, and its time
+/// namespace's offset from that kernel's clock. Two ends with the same
+/// boot read one clock, offset by the difference of their namespaces'
+/// offsets, exactly: no exchange over a path can tell the way up from the
+/// way down, so a standing queue one way would bias an estimate by half
+/// of it (within its bound), where this has no error at all.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MonotonicId {
+    /// /proc/sys/kernel/random/boot_id: one per kernel boot.
+    pub boot_id: String,
+    /// The time namespace's CLOCK_MONOTONIC offset, ns (0 outside one).
+    pub offset_ns: i64,
+}
+
+/// This process's [`MonotonicId`]; None where the kernel does not say its boot.
+pub fn monotonic_id() -> Option<MonotonicId> {
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    // "monotonic  SECS  NANOS": the offsets of the namespace this process's
+    // children get, which after the exec that started thrum in it is its own.
+    let offset_ns = std::fs::read_to_string("/proc/self/timens_offsets")
+        .ok()
+        .and_then(|s| timens_monotonic_ns(&s))
+        .unwrap_or(0);
+    Some(MonotonicId {
+        boot_id: boot_id.trim().to_string(),
+        offset_ns,
+    })
+}
+
+/// The monotonic line of /proc/PID/timens_offsets, ns.
+fn timens_monotonic_ns(s: &str) -> Option<i64> {
+    let line = s.lines().find(|l| l.starts_with("monotonic"))?;
+    let mut w = line.split_whitespace().skip(1);
+    let secs: i64 = w.next()?.parse().ok()?;
+    let nanos: i64 = w.next()?.parse().ok()?;
+    Some(secs * 1_000_000_000 + nanos)
+}
+
 /// The UTC calendar date and time of a unix time in seconds: (year,
 /// month, day, hour, minute, second), by Howard Hinnant's civil-from-days
 /// algorithm (any time, before 1970 too).
@@ -150,6 +188,20 @@ pub fn rfc3339(unix_s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// /proc/PID/timens_offsets as the kernel prints it: the monotonic
+    /// line's seconds and nanoseconds; this process's boot is named.
+    #[test]
+    fn time_namespace_offsets() {
+        let s = "monotonic           5         7\nboottime            0         0\n";
+        assert_eq!(timens_monotonic_ns(s), Some(5_000_000_007));
+        assert_eq!(
+            timens_monotonic_ns("monotonic -1 0\n"),
+            Some(-1_000_000_000)
+        );
+        assert_eq!(timens_monotonic_ns("boottime 0 0\n"), None);
+        assert!(monotonic_id().is_some_and(|id| id.boot_id.len() == 36));
+    }
 
     #[test]
     fn date_stamps() {

@@ -175,6 +175,15 @@ pub struct TestPlan {
     /// number (`workload::udp::matching_note`). Never sent.
     #[serde(skip)]
     pub rr_in_order: bool,
+    /// udp_rr: requests carry their send time and responses the server's
+    /// arrival and departure times (`--one-way`); absent from an older
+    /// peer's plan: no stamps.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_way: bool,
+    /// `--one-way`: the server's clock less ours, ns, measured before the
+    /// flows start, which the client's flows correct its stamps by. Never sent.
+    #[serde(skip)]
+    pub one_way_offset_ns: i64,
     /// SO_MARK and TCP_TX_DELAY on both ends' data sockets (`--mark`,
     /// `--tcp-tx-delay`); absent from an older peer's plan: neither.
     #[serde(default, flatten)]
@@ -296,6 +305,8 @@ impl TestPlan {
             direction: Direction::Forward,
             flow_latency: false,
             rr_in_order: false,
+            one_way: false,
+            one_way_offset_ns: 0,
             sockets: sockets::SocketMarks::default(),
             spreading: sockets::Spreading::default(),
         }

@@ -19,6 +19,7 @@ use crate::stats::latency::LatencySummary;
 use crate::warning::{Warning, Warnings};
 
 pub mod fleet;
+pub mod one_way;
 pub use fleet::{ClientInterval, ClientSummary, ClockOffset, FleetTiming};
 
 pub const SCHEMA: &str = "thrum.result.v1";
@@ -596,6 +597,10 @@ pub struct Summary {
     /// of the JSON; absent in a closed-loop run.
     #[serde(flatten)]
     pub open_loop: Option<OpenLoop>,
+    /// udp_rr `--one-way`: the way up and the way down apart, with the
+    /// clock offset's error bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owd_ns: Option<one_way::OneWaySummary>,
     /// The window's latency histogram, HdrHistogram V2 compressed, base64 (see docs/json.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,

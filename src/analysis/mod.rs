@@ -21,6 +21,7 @@ pub mod capacity;
 pub mod goodput;
 pub mod intervals;
 pub mod mix;
+pub mod one_way;
 pub mod record;
 pub mod sides;
 pub mod stability;

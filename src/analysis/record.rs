@@ -147,6 +147,8 @@ pub(crate) struct Gathered {
     pub(crate) bind: Option<String>,
     /// This host is a virtual machine: CPU readings are judged by rusage.
     pub(crate) hypervisor: bool,
+    /// udp_rr `--one-way`: the flows' histograms and the server's clock.
+    pub(crate) one_way: Option<super::one_way::OneWayRecord>,
 }
 
 impl Gathered {
@@ -203,6 +205,7 @@ impl Gathered {
             embedded,
             bind,
             hypervisor,
+            one_way: None,
         }
     }
 }

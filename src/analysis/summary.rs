@@ -165,6 +165,10 @@ pub(crate) fn assemble_over(
             g.remote_rusage,
         ),
         setup_s: g.setup_s,
+        owd_ns: g
+            .one_way
+            .as_ref()
+            .and_then(|r| super::one_way::summary(r, plan)),
         warnings: Warnings(warnings),
         error,
         ..Summary::default()

@@ -80,8 +80,8 @@ pub struct FlowOpts {
     /// udp_rr: a transaction unanswered this long is lost.
     ///
     /// udp_rr: a transaction without a response after this is lost and its
-    /// slot reused. Default: 50ms; 2s in a mix, whose probes must wait out a
-    /// bloated queue to measure it.
+    /// slot reused. Default: 50ms; 2s in a mix and with --one-way, whose
+    /// probes must wait out a bloated queue to measure it.
     #[arg(long, value_parser = duration, value_name = "DURATION")]
     #[arg(help_heading = super::heading::OPEN_LOOP)]
     pub rr_timeout: Option<Duration>,

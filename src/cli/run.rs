@@ -177,6 +177,12 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = super::heading::LOAD)]
     pub both: bool,
+    /// udp_rr: the way up and the way down apart (summary.owd_ns).
+    ///
+    /// udp_rr: each request carries its send time, the server stamps its arrival and the response's departure (CLOCK_MONOTONIC, read in user space), and the client measures the server's clock offset before and after the run (clock exchanges over the control connection, the fastest third; exact where both ends share one kernel) and reports the way up and the way down as percentiles with the offset's error bound beside them. Requests and responses are raised to 16 and 32 bytes at least (-r), to carry the stamps, and --rr-timeout defaults to 2s, to wait out a queue. The server must be this version or later.
+    #[arg(long)]
+    #[arg(help_heading = super::heading::LOAD)]
+    pub one_way: bool,
     /// Write a chart as SVG to FILE (a mix, or capacity).
     ///
     /// Write a chart as SVG to FILE. A mix: the time series as flent's all_scaled (download, upload and probe latency in stacked panels on one time axis, phases shaded). capacity: the histogram of the trains' gaps as rates, with the estimate, its interval and any token bucket marked.
@@ -434,7 +440,7 @@ pub(super) fn confidence_arg(s: &str) -> Result<(u32, f64), String> {
     Ok((level, width))
 }
 
-/// A mix's `--rr-timeout` unless one is given: 2 s.
+/// A mix's and `--one-way`'s `--rr-timeout` unless one is given: 2 s.
 const MIX_RR_TIMEOUT_NS: u64 = 2_000_000_000;
 
 /// `--tos`: a DSCP name or a TOS byte 0..=255.
@@ -738,6 +744,20 @@ impl RunArgs {
                 .max(crate::plan::limits::MIN_DURATION_NS);
         }
         p.interval_ns = ns(self.interval);
+        if self.one_way {
+            // The stamps need the room; a larger size is kept (the raise
+            // is said in summary.owd_ns's sizes and in --help).
+            use crate::plan::limits::{ONE_WAY_REQUEST_BYTES, ONE_WAY_RESPONSE_BYTES};
+            p.one_way = true;
+            p.request_bytes = p.request_bytes.max(ONE_WAY_REQUEST_BYTES);
+            p.response_bytes = p.response_bytes.max(ONE_WAY_RESPONSE_BYTES);
+            // It is asked to find a queue: as a mix's probes, it waits one
+            // out (at 50 ms, every transaction behind a 100 ms queue would
+            // be lost and neither way read at all).
+            if self.load.flow.opts.rr_timeout.is_none() {
+                p.rr_timeout_ns = MIX_RR_TIMEOUT_NS;
+            }
+        }
         let (flows, threads) = (self.load.flow.flows, self.load.flow.threads);
         if self.both {
             // Each direction gets the flows and threads asked for.
@@ -768,6 +788,9 @@ impl RunArgs {
                 bail!(
                     "--flows, --threads, --rate, --transactions, --bytes and --send-size do not apply to a mix: give each part its flows as TEST*N and its rate as @rate=N (each part sends its test's default sizes)"
                 );
+            }
+            if self.one_way {
+                bail!("--one-way applies to udp_rr run alone; a mix's probes do not take it yet");
             }
             p.flows = parts.iter().map(|x| x.flows).sum();
             p.threads = 1;

@@ -17,11 +17,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::auth::{self, NONCE_LEN, Psk};
-use super::deadline::read_msg_within;
 use super::dial::{Dial, Flows};
 use super::proto::{
-    Accepted, Auth, AuthOk, ClientMsg, Final, Finish, FrameError, Hello, MAX_FRAME, Message,
-    PartPorts, Rusage, ServerMsg, Spec, Start, Started, write_msg,
+    Accepted, Auth, AuthOk, ClientMsg, Final, Finish, Hello, PartPorts, Rusage, Spec, Start,
+    Started, write_msg,
 };
 use super::repeat::Repeat;
 use super::timeline::{REPLY_TIMEOUT, Running, schedule, spawn_reader, take_engines};
@@ -40,6 +39,7 @@ use crate::warning::{Code, Warning};
 use crate::workload::crr::TOKEN_LEN;
 
 pub use super::dial::CONNECT_TIMEOUT;
+pub use super::reply::expect;
 pub use super::timeline::{DRAIN_TIMEOUT, Observer, Quiet, SAMPLE_TIMEOUT};
 
 /// How long UDP datagrams in flight get to land before the server stops counting.
@@ -93,39 +93,6 @@ pub fn run_repeated(
         &mut || Session::new(target, plan, &mut *observer).run(),
         on_iteration,
     )
-}
-
-/// Read the server's reply of type `T` within [`REPLY_TIMEOUT`]; its error
-/// message, another message, silence or a broken frame is an error that
-/// names the server and what was awaited.
-pub fn expect<T: Message<ServerMsg>>(ctrl: &mut TcpStream, server: &str) -> Result<T> {
-    let want = T::KIND;
-    // The whole reply within the timeout: a server trickling bytes cannot hold us.
-    match read_msg_within::<ServerMsg>(ctrl, MAX_FRAME, REPLY_TIMEOUT) {
-        Ok(ServerMsg::Error(e)) => {
-            bail!("server {server} refused: {}", text::message(&e.message))
-        }
-        Ok(m) => T::take(m).map_err(|m| {
-            anyhow!(
-                "server {server} sent '{}' where '{want}' was expected",
-                m.kind()
-            )
-        }),
-        Err(FrameError::Timeout) => {
-            bail!("server {server} did not answer within {REPLY_TIMEOUT:?} (waiting for '{want}')")
-        }
-        // No thrum server sends a frame over the limit: its first bytes
-        // were another protocol's answer.
-        Err(FrameError::TooLarge(len, _)) => {
-            let head = u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes();
-            let rest = super::foreign::rest_of_line(ctrl);
-            bail!(
-                "{server} is not a thrum server ({})",
-                super::foreign::describe(head, &rest)
-            )
-        }
-        Err(e) => Err(anyhow!(e)).with_context(|| format!("waiting for '{want}' from {server}")),
-    }
 }
 
 fn parse_token(hex: &str) -> Result<[u8; TOKEN_LEN]> {
@@ -360,6 +327,16 @@ impl<'a> Session<'a> {
         self.g.local_provenance = Some(Provenance::gather(meter.interface()));
         let mut parts = plan.part_plans();
         self.fit_parts(&mut parts, &hello);
+        // --one-way: the flows correct their stamps by the offset before the run.
+        let clock_before = if plan.one_way {
+            let c = super::one_way::before(&mut ctrl, label, &hello)?;
+            for p in &mut parts {
+                p.one_way_offset_ns = c.0.offset_ns;
+            }
+            Some(c)
+        } else {
+            None
+        };
         self.g.env.udp_io = parts.iter().find_map(|p| (p.test.desc().udp_io)(p));
 
         let (setup_t0, opened) = self.set_up(&mut ctrl, server_ip, &parts)?;
@@ -449,6 +426,11 @@ impl<'a> Session<'a> {
         write_msg(&mut run.ctrl, &ClientMsg::from(Finish { datagrams_sent }))?;
         let fin = run.wait_final(&mut self.g, plan, &mut *self.observer)?;
         self.take_final(fin);
+        if let Some(before) = clock_before {
+            let conn = handshake(self.target, false, |_, _| Ok(()));
+            let after = super::one_way::after(conn, self.label());
+            self.g.one_way = Some(super::one_way::record(&outs, before, after));
+        }
         drop(outs);
         Ok(())
     }

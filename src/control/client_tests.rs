@@ -3,7 +3,7 @@
 use std::net::TcpListener;
 
 use super::*;
-use crate::control::proto::{Error as ErrorMsg, read_msg};
+use crate::control::proto::{Error as ErrorMsg, ServerMsg, read_msg};
 use crate::control::server::EmbeddedServer;
 use crate::plan::TestKind;
 use crate::warning::Code;
@@ -111,6 +111,32 @@ fn an_older_servers_short_udp_rr_is_matched_in_order_and_said() {
             r.summary.warnings
         );
     }
+}
+
+/// `--one-way` against a server whose hello lacks `one_way` (an older
+/// thrum, which would send no stamps): refused before the spec, naming
+/// the flag.
+#[test]
+fn an_older_server_is_refused_for_one_way() {
+    let mut old = Hello::ours();
+    old.features.retain(|f| f != "one_way");
+    let addr = fake_server_saying(
+        old,
+        Started {
+            threads: 1,
+            drivers: vec![],
+        }
+        .into(),
+    );
+    let mut plan = short(TestKind::UdpRr);
+    plan.one_way = true;
+    (plan.request_bytes, plan.response_bytes) = (16, 32);
+    let r = run(&target(addr), &plan, &mut Quiet);
+    let e = r.summary.error.unwrap();
+    assert!(
+        e.contains("--one-way") && e.contains("does not name the feature one_way"),
+        "{e}"
+    );
 }
 
 #[test]

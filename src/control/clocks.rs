@@ -14,8 +14,8 @@ use std::net::TcpStream;
 
 use anyhow::{Result, bail};
 
-use super::client::expect;
 use super::proto::{ClientMsg, ClockPing, ClockPong, ServerMsg, write_msg};
+use super::reply::expect;
 use crate::clock::{SyncState, monotonic_ns, sync_state, unix_now_ns};
 use crate::stats::offset::Exchange;
 

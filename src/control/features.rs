@@ -58,7 +58,9 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
 /// flows and connection tests' connections too; `bytes`: a byte-limited
 /// run, whose server sends (tcp_maerts, tcp_bidir) or counts to the end;
 /// `spin`: the server's workers poll instead of sleeping; `busy_poll`:
-/// SO_PREFER_BUSY_POLL on its data sockets, and SO_BUSY_POLL read back.
+/// SO_PREFER_BUSY_POLL on its data sockets, and SO_BUSY_POLL read back;
+/// `one_way`: udp_rr's server stamps each response with its request's
+/// arrival and its own departure (`workload::udp::one_way`).
 pub const GATES: &[Gate] = &[
     gate("plan.mark", "--mark", "socket_marks"),
     gate("plan.tcp_tx_delay_us", "--tcp-tx-delay", "socket_marks"),
@@ -73,6 +75,7 @@ pub const GATES: &[Gate] = &[
     gate("plan.bytes", "--bytes", "bytes"),
     gate("plan.spin", "--spin", "spin"),
     gate("plan.prefer_busy_poll", "--prefer-busy-poll", "busy_poll"),
+    gate("plan.one_way", "--one-way", "one_way"),
 ];
 
 /// The spec's fields that every server of this protocol version applies:
@@ -233,7 +236,7 @@ mod tests {
     #[test]
     fn each_gated_field_set_alone_names_its_feature() {
         type Set = fn(&mut TestPlan);
-        let setters: [(&str, TestKind, Set); 10] = [
+        let setters: [(&str, TestKind, Set); 11] = [
             ("plan.mark", TestKind::TcpRr, |p| p.sockets.mark = Some(7)),
             ("plan.tcp_tx_delay_us", TestKind::TcpRr, |p| {
                 p.sockets.tcp_tx_delay_us = Some(10)
@@ -260,6 +263,7 @@ mod tests {
             ("plan.prefer_busy_poll", TestKind::UdpRr, |p| {
                 p.prefer_busy_poll = true
             }),
+            ("plan.one_way", TestKind::UdpRr, |p| p.one_way = true),
         ];
         let gated: BTreeSet<&str> = GATES.iter().map(|g| g.field).collect();
         let set: BTreeSet<&str> = setters.iter().map(|s| s.0).collect();
@@ -325,6 +329,7 @@ mod tests {
                 "bytes",
                 "spin",
                 "busy_poll",
+                "one_way",
                 "rr_short_seq",
                 "clock"
             ]

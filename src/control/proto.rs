@@ -194,6 +194,11 @@ pub struct Hello {
     /// Absent from an older peer: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub features: Vec<String>,
+    /// Which CLOCK_MONOTONIC this end reads (its boot and time namespace):
+    /// a client on the same kernel as its server knows their offset
+    /// exactly (`--one-way`). Absent from an older peer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_id: Option<crate::clock::MonotonicId>,
 }
 
 impl Hello {
@@ -208,6 +213,7 @@ impl Hello {
                 .into_iter()
                 .map(str::to_string)
                 .collect(),
+            clock_id: crate::clock::monotonic_id(),
         }
     }
 
@@ -614,6 +620,7 @@ mod tests {
                 limits: None,
                 nonce: Some("00ff".into()),
                 features: vec!["socket_marks".into()],
+                clock_id: None,
             }
             .into(),
             Auth {

@@ -143,6 +143,42 @@ fn open_loop_lines(out: &mut dyn Write, s: &crate::result::Summary) -> io::Resul
     writeln!(out)
 }
 
+/// `--one-way`: each way's percentiles, every one with the offset's bound
+/// beside it, and where the offset came from. A way below zero after the
+/// correction was recorded as 0 and is counted here, never printed.
+fn one_way_lines(out: &mut dyn Write, s: &crate::result::Summary) -> io::Result<()> {
+    let Some(o) = &s.owd_ns else {
+        return Ok(());
+    };
+    let e = fmt_ns(o.error_ns as f64);
+    for (way, l) in [("up", &o.up), ("down", &o.down)] {
+        writeln!(
+            out,
+            "  one-way {way:<4} p50 {} ± {e}  p90 {} ± {e}  p99 {} ± {e}",
+            fmt_ns(l.p50 as f64),
+            fmt_ns(l.p90 as f64),
+            fmt_ns(l.p99 as f64),
+        )?;
+    }
+    let drift = o
+        .drift_ppm
+        .map(|d| format!(", drift {d:.2} ppm"))
+        .unwrap_or_default();
+    let clamped = if o.clamped > 0 {
+        format!(
+            "; {} transaction(s) below zero one way, counted as 0",
+            o.clamped
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "           server clock offset {} ns ± {e} ({}{drift}), stamps {}{clamped}",
+        o.offset_ns, o.method, o.stamps
+    )
+}
+
 /// The I/O driver each end's workers ran (`--driver auto` chooses per
 /// worker), or None if no worker started: "client uring (2 threads),
 /// server uring (2 threads)".
@@ -531,6 +567,7 @@ impl Exporter for Human {
             }
         }
         open_loop_lines(out, s)?;
+        one_way_lines(out, s)?;
         if self.histogram
             && let Some(h) = s
                 .histogram

@@ -223,6 +223,8 @@ pub struct Traits {
     /// instead of sleeping) apply? The request/response tests: their flows
     /// keep one socket each and treat an empty receive as "not yet".
     pub spin: bool,
+    /// Does `--one-way` (send and arrival stamps in each transaction) apply?
+    pub one_way: bool,
     /// Do `--reverse` and `--both` apply? (The TCP bulk tests are each
     /// other's reverse: tcp_maerts, tcp_bidir.)
     pub reverse: bool,
@@ -347,6 +349,7 @@ const TCP_BULK: Traits = Traits {
     call_times: true,
     gso: false,
     spin: false,
+    one_way: false,
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
@@ -373,6 +376,7 @@ const RR: Traits = Traits {
     call_times: false,
     gso: false,
     spin: true,
+    one_way: false,
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
@@ -429,6 +433,7 @@ pub static TRAITS: [Traits; 9] = [
         transport: Transport::Udp,
         loss: Loss::Transactions,
         delay: false,
+        one_way: true,
         ..RR
     },
     Traits {

@@ -301,6 +301,23 @@ impl TestPlan {
                 test: t,
             });
         }
+        if self.one_way {
+            if !f.one_way {
+                return Err(PlanError::NotApplicable {
+                    flag: "--one-way",
+                    applies: TestKind::named(|x| x.one_way),
+                    test: t,
+                });
+            }
+            use limits::{
+                ONE_WAY_REQUEST_BYTES as OWD_REQUEST, ONE_WAY_RESPONSE_BYTES as OWD_RESPONSE,
+            };
+            if self.request_bytes < OWD_REQUEST || self.response_bytes < OWD_RESPONSE {
+                return Err(PlanError::Invalid(format!(
+                    "--one-way needs requests of {OWD_REQUEST} bytes or more and responses of {OWD_RESPONSE} or more, to carry the stamps (accepted: -r {OWD_REQUEST},{OWD_RESPONSE} or larger)"
+                )));
+            }
+        }
         sockets::validate(self)?;
         Ok(())
     }
@@ -685,6 +702,21 @@ mod tests {
         p.gso = true;
         let e = p.validate().unwrap_err().to_string();
         assert!(e.contains("--gso") && e.contains("udp_stream"), "{e}");
+    }
+
+    /// `--one-way`: udp_rr only, and sizes that carry the stamps.
+    #[test]
+    fn one_way_is_for_udp_rr_with_room_for_the_stamps() {
+        let mut p = TestPlan::new(TestKind::UdpRr);
+        p.one_way = true;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--one-way") && e.contains("-r 16,32"), "{e}");
+        (p.request_bytes, p.response_bytes) = (16, 32);
+        assert_eq!(p.validate(), Ok(()));
+        let mut p = TestPlan::new(TestKind::TcpRr);
+        p.one_way = true;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("--one-way") && e.contains("udp_rr"), "{e}");
     }
 
     /// `--bytes`: TCP bulk tests only, split over the flows to

@@ -544,6 +544,11 @@ fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.flow_quota(a.flow),
     );
     let f = if p.rr_in_order { f.in_order() } else { f };
+    let f = if p.one_way {
+        f.one_way(p.one_way_offset_ns)
+    } else {
+        f
+    };
     Ok(on_schedule(f, p, a.flow, UdpRrClient::open_loop))
 }
 
@@ -555,13 +560,8 @@ fn udp_rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     // sized for that many, or a burst after a stall would find the ring
     // empty and queue in the socket behind later requests.
     let window = udp_rr_window(p);
-    Ok(Box::new(UdpRrServer::new(
-        sock,
-        a.counters,
-        p.request_bytes,
-        p.response_bytes,
-        window,
-    )))
+    let f = UdpRrServer::new(sock, a.counters, p.request_bytes, p.response_bytes, window);
+    Ok(Box::new(if p.one_way { f.one_way() } else { f }))
 }
 
 fn udp_stream_io(p: &TestPlan) -> Option<String> {

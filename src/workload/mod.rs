@@ -139,6 +139,10 @@ pub trait Flow: Send {
     fn tcp_socket(&self) -> Option<std::os::fd::RawFd> {
         None
     }
+    /// udp_rr clients with `--one-way`: the ways up and down it recorded.
+    fn one_way(&self) -> Option<&udp::one_way::OneWay> {
+        None
+    }
 }
 
 /// A flow's handle on its counters inside the engine's shared block.

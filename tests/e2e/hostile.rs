@@ -76,6 +76,7 @@ pub(crate) fn hello() -> Vec<u8> {
         limits: None,
         nonce: None,
         features: Vec::new(),
+        clock_id: None,
     }))
 }
 

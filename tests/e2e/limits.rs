@@ -487,6 +487,7 @@ fn hostile_server_naming(
                     limits: None,
                     nonce: None,
                     features: Vec::new(),
+                    clock_id: None,
                 }
                 .into(),
                 ClientMsg::Spec(_) => proto::Accepted {

@@ -32,6 +32,7 @@ mod monitor_metrics;
 mod netns;
 mod netperf_front;
 mod nic_journal;
+mod one_way;
 mod open_loop;
 mod outputs;
 mod per_interval;

@@ -33,6 +33,7 @@ use socket2::Socket;
 
 use super::header::{self, seq_of};
 use super::matching::{distinct, seq_bytes_for, seq_mask};
+use super::one_way::OneWay;
 use super::refused;
 use super::slab::SendSlab;
 use crate::io::mmsg::{BATCH, MsgBatch};
@@ -106,6 +107,10 @@ pub struct UdpRrClient {
     open_loop: Option<OpenLoop>,
     owed: VecDeque<Instant>,
     fifo_meant: VecDeque<Instant>,
+    /// `--one-way`: the stamps and their histograms (`super::one_way`).
+    one_way: Option<Box<OneWay>>,
+    /// The length of the last datagram a one-at-a-time receive took.
+    single_len: usize,
 }
 
 impl UdpRrClient {
@@ -150,7 +155,16 @@ impl UdpRrClient {
             open_loop: None,
             owed: VecDeque::new(),
             fifo_meant: VecDeque::new(),
+            one_way: None,
+            single_len: 0,
         }
+    }
+
+    /// Stamp each request and record each response's way up and way down,
+    /// correcting the server's stamps by `offset_ns` (server − ours).
+    pub fn one_way(mut self, offset_ns: i64) -> UdpRrClient {
+        self.one_way = Some(Box::new(OneWay::new(offset_ns)));
+        self
     }
 
     /// Match responses to requests oldest first, whatever the sizes: the
@@ -252,6 +266,9 @@ impl UdpRrClient {
                     self.batch_seqs[0] = self.next_seq;
                     header::put_seq(self.tx.buf_mut(0), self.next_seq, self.seq_bytes);
                 }
+                if let Some(o) = &self.one_way {
+                    o.stamp_request(self.tx.buf_mut(0), t);
+                }
                 send(fd, &self.tx.buf_mut(0)[..self.request]).map(|_| 1)
             } else {
                 if self.seq_mode {
@@ -264,6 +281,11 @@ impl UdpRrClient {
                         self.batch_seqs[i] = s;
                         header::put_seq(self.tx.buf_mut(i), s, self.seq_bytes);
                         s += 1;
+                    }
+                }
+                if let Some(o) = &self.one_way {
+                    for i in 0..n {
+                        o.stamp_request(self.tx.buf_mut(i), t);
                     }
                 }
                 self.tx.send(fd, n, self.request)
@@ -458,6 +480,13 @@ impl UdpRrClient {
                 } else {
                     self.take_response::<OPEN>(seq, now, measuring, ctx)
                 };
+                if measuring
+                    && outcome == Some(true)
+                    && let Some(o) = self.one_way.as_deref_mut()
+                    && let Some(c) = ctx.driver.completions()
+                {
+                    o.record(c.received(buf, len), now);
+                }
                 let (done, late) = match outcome {
                     Some(true) => (1, 0),
                     Some(false) => (0, 1),
@@ -523,6 +552,9 @@ impl UdpRrClient {
             if k > 0 {
                 header::put_seq(slab.buf_mut(tag), seq, k);
             }
+            if let Some(o) = &self.one_way {
+                o.stamp_request(slab.buf_mut(tag), t);
+            }
             if let Err(e) = slab.send(ctx, fd, tag) {
                 slab.free.push(tag);
                 return Err(e);
@@ -572,6 +604,7 @@ impl UdpRrClient {
                         if n < self.seq_bytes {
                             continue;
                         }
+                        self.single_len = n;
                         1
                     }
                     Err(e) if would_block(&e) => return Ok(self.wake_at(next)),
@@ -609,6 +642,14 @@ impl UdpRrClient {
                     Some(true) => {
                         completed += 1;
                         bytes += self.response as u64;
+                        if measuring && let Some(o) = self.one_way.as_deref_mut() {
+                            let d: &[u8] = if self.single {
+                                &self.rx.buf_mut(0)[..self.single_len]
+                            } else {
+                                self.rx.received(i)
+                            };
+                            o.record(d, now);
+                        }
                     }
                     Some(false) => late += 1,
                     None => {}
@@ -715,6 +756,10 @@ impl Flow for UdpRrClient {
             (false, false) => self.on_ready::<false>(ev, ctx),
             (false, true) => self.on_ready::<true>(ev, ctx),
         }
+    }
+
+    fn one_way(&self) -> Option<&OneWay> {
+        self.one_way.as_deref()
     }
 
     /// A blocking receive would hold an open-loop flow past its schedule.

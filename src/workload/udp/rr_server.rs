@@ -10,9 +10,11 @@ use std::os::fd::AsRawFd;
 use socket2::Socket;
 
 use super::header::{self, rr_seq_bytes, seq_of};
+use super::one_way::{stamp_arrival, stamp_departure};
 use super::refused;
 use super::rr::{empty_datagram, head_of};
 use super::slab::SendSlab;
+use crate::clock::monotonic_ns;
 use crate::io::mmsg::{BATCH, MsgBatch};
 use crate::io::socket::{recv, send, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
@@ -34,6 +36,9 @@ pub struct UdpRrServer {
     rx_size: usize,
     /// Under a completion driver: its send buffers (the driver does the I/O).
     slab: Option<SendSlab>,
+    /// `--one-way`: stamp each response with the request's arrival and
+    /// its own departure (`super::one_way`).
+    stamps: bool,
 }
 
 impl UdpRrServer {
@@ -56,7 +61,14 @@ impl UdpRrServer {
             in_flight: burst as usize + 1,
             rx_size: request as usize + 1,
             slab: None,
+            stamps: false,
         }
+    }
+
+    /// Stamp every response with the request's arrival and its departure.
+    pub fn one_way(mut self) -> UdpRrServer {
+        self.stamps = true;
+        self
     }
 
     /// The completion driver's report: answer a request, count a response.
@@ -70,11 +82,19 @@ impl UdpRrServer {
                 self.counters.add_datagrams_received(1);
                 self.counters.add_received(len as u64);
                 let seq = head_of(ctx, buf, len, self.echo);
+                let t2 = if self.stamps { monotonic_ns() } else { 0 };
                 // No free buffer: every one is with a send the socket had no
                 // room for yet. The response is a datagram lost here.
                 if let Some(tag) = slab.free.pop() {
                     if let Some(s) = seq {
                         header::put_seq(slab.buf_mut(tag), s, self.echo);
+                    }
+                    if self.stamps
+                        && let Some(c) = ctx.driver.completions()
+                    {
+                        let d = slab.buf_mut(tag);
+                        stamp_arrival(d, c.received(buf, len), t2);
+                        stamp_departure(d, monotonic_ns());
                     }
                     if let Err(e) = slab.send(ctx, fd, tag) {
                         slab.free.push(tag);
@@ -135,6 +155,10 @@ impl Flow for UdpRrServer {
                         if let Some(s) = seq_of(&self.rx.buf_mut(0)[..n], k) {
                             header::put_seq(self.tx.buf_mut(0), s, k);
                         }
+                        if self.stamps {
+                            let t2 = monotonic_ns();
+                            stamp_arrival(self.tx.buf_mut(0), &self.rx.buf_mut(0)[..n], t2);
+                        }
                         (1, n as u64)
                     }
                     Err(e) if would_block(&e) => return Ok(Progress::Idle),
@@ -147,17 +171,27 @@ impl Flow for UdpRrServer {
                     Err(e) => return Err(refused(&e)),
                 };
                 let mut got = 0u64;
+                let t2 = if self.stamps { monotonic_ns() } else { 0 };
                 for i in 0..k {
                     let d = self.rx.received(i);
                     got += d.len() as u64;
                     if let Some(s) = seq_of(d, self.echo) {
                         header::put_seq(self.tx.buf_mut(i), s, self.echo);
                     }
+                    if self.stamps {
+                        stamp_arrival(self.tx.buf_mut(i), self.rx.received(i), t2);
+                    }
                 }
                 (k, got)
             };
             self.counters.add_datagrams_received(k as u64);
             self.counters.add_received(got);
+            if self.stamps {
+                let t3 = monotonic_ns();
+                for i in 0..k {
+                    stamp_departure(self.tx.buf_mut(i), t3);
+                }
+            }
             let sent = if self.single {
                 match send(fd, &self.tx.buf_mut(0)[..self.response]) {
                     Ok(_) => 1,

@@ -1,9 +1,9 @@
 //! The tests that must not run beside others, declared as two groups in
 //! one table, and the lock that keeps them apart.
 //!
-//! [`ALONE`]: each shaped-link test (modules `netns`, `rrul_netns`, `fleet`,
-//! `rr_matching`, `udp_loss`, the shaped `capacity`, `curve`, `ping`,
-//! `store`, `gate` and `netperf_front` tests), the CPU-heavy `hostile`,
+//! [`ALONE`]: each shaped-link test (modules `netns`, `one_way`,
+//! `rrul_netns`, `fleet`, `rr_matching`, `udp_loss`, the shaped
+//! `capacity`, `curve`, `ping`, `store`, `gate` and `netperf_front` tests), the CPU-heavy `hostile`,
 //! `scale`, `soak` and `spin` tests and the `agg` ramps (whose streams
 //! flood every CPU) run one at a time, and never beside a test of the
 //! other group. On two vCPUs the 1-byte tcp_rr test keeps both
@@ -38,6 +38,7 @@ pub const ALONE: &[&str] = &[
     // Shaped links: a rate, a delay or a loss read against what the
     // shaper allows.
     "netns::",
+    "one_way::",
     "rrul_netns::",
     "fleet::",
     "rr_matching::",

@@ -1,0 +1,170 @@
+//! udp_rr's one-way stamps (`--one-way`): where a request and its
+//! response carry the clock readings that split the round trip into its
+//! way up and its way down, and the client's two histograms of them.
+//!
+//! A request carries, after its 8-byte sequence number, the client's
+//! CLOCK_MONOTONIC at its send (`t1`); the server's response echoes it and
+//! adds its own CLOCK_MONOTONIC at the request's receipt (`t2`) and at the
+//! response's send (`t3`); the client reads `t4` at the response's
+//! receipt. With the server's offset θ (server − client, measured by
+//! clock exchanges before the run: `stats::offset`) the way up is
+//! `t2 − θ − t1` and the way down `t4 − t3 + θ`. CLOCK_MONOTONIC because
+//! it is the clock the offset is measured on: kernel receive timestamps
+//! (SO_TIMESTAMPNS, SO_TIMESTAMPING) are CLOCK_REALTIME, which may step
+//! and is not the clock the exchanges compare, so both ends read the clock
+//! in user space, the server once per receive batch and once per send
+//! batch (a vDSO call, no syscall): the stamps include each end's time in
+//! its own stack. Everything is written into the flows' existing buffers;
+//! the histograms are the flow's, made before it starts.
+
+use std::time::Instant;
+
+use super::header::RR_SEQ;
+use crate::stats::latency::LatencyHistogram;
+
+/// A request's bytes with `--one-way`: its sequence number and `t1`.
+pub const OWD_REQUEST: u64 = (RR_SEQ + 8) as u64;
+/// A response's bytes with `--one-way`: its sequence number, `t1`
+/// echoed, `t2` and `t3`.
+pub const OWD_RESPONSE: u64 = (RR_SEQ + 24) as u64;
+// The plan holds `--one-way`'s sizes to these.
+const _: () = assert!(
+    OWD_REQUEST == crate::plan::limits::ONE_WAY_REQUEST_BYTES
+        && OWD_RESPONSE == crate::plan::limits::ONE_WAY_RESPONSE_BYTES
+);
+
+const T1: usize = RR_SEQ;
+const T2: usize = RR_SEQ + 8;
+const T3: usize = RR_SEQ + 16;
+
+#[inline]
+fn put(d: &mut [u8], at: usize, ns: u64) {
+    if let Some(s) = d.get_mut(at..at + 8) {
+        s.copy_from_slice(&ns.to_be_bytes());
+    }
+}
+
+#[inline]
+fn get(d: &[u8], at: usize) -> Option<u64> {
+    d.get(at..at + 8)
+        .map(|s| u64::from_be_bytes(s.try_into().expect("8 bytes")))
+}
+
+/// Server: stamp a response `tx` to request `rx`, which arrived at
+/// `t2` ns: `t1` echoed and `t2` (`t3` comes with [`stamp_departure`]).
+#[inline]
+pub(super) fn stamp_arrival(tx: &mut [u8], rx: &[u8], t2: u64) {
+    put(tx, T1, get(rx, T1).unwrap_or(0));
+    put(tx, T2, t2);
+}
+
+/// Server: stamp a response about to leave at `t3` ns.
+#[inline]
+pub(super) fn stamp_departure(tx: &mut [u8], t3: u64) {
+    put(tx, T3, t3);
+}
+
+/// The client's one-way state: the offset it corrects by, the map from
+/// its `Instant`s to CLOCK_MONOTONIC, and the histograms.
+pub struct OneWay {
+    /// The server's clock less ours, ns.
+    offset_ns: i64,
+    base: Instant,
+    base_ns: u64,
+    /// The way up and the way down, ns, measurement window only.
+    pub up: LatencyHistogram,
+    pub down: LatencyHistogram,
+    /// Transactions whose corrected way up or down came out below zero
+    /// (the offset's error is more than that way's delay): recorded as 0.
+    pub clamped: u64,
+}
+
+impl OneWay {
+    pub fn new(offset_ns: i64) -> OneWay {
+        // `Instant` reads CLOCK_MONOTONIC but hides its value: the base is
+        // the middle of two readings around one `Instant` (tens of ns).
+        let a = crate::clock::monotonic_ns();
+        let base = Instant::now();
+        let b = crate::clock::monotonic_ns();
+        OneWay {
+            offset_ns,
+            base,
+            base_ns: a + (b - a) / 2,
+            up: LatencyHistogram::new(),
+            down: LatencyHistogram::new(),
+            clamped: 0,
+        }
+    }
+
+    #[inline]
+    fn ns(&self, t: Instant) -> u64 {
+        self.base_ns + t.saturating_duration_since(self.base).as_nanos() as u64
+    }
+
+    /// Stamp a request `d` sent at `t` with `t1`.
+    #[inline]
+    pub(super) fn stamp_request(&self, d: &mut [u8], t: Instant) {
+        put(d, T1, self.ns(t));
+    }
+
+    /// Record a response `d` received at `now` (one that completed its
+    /// transaction in the measurement window); a response too short to
+    /// carry the stamps records nothing.
+    #[inline]
+    pub(super) fn record(&mut self, d: &[u8], now: Instant) {
+        let (Some(t1), Some(t2), Some(t3)) = (get(d, T1), get(d, T2), get(d, T3)) else {
+            return;
+        };
+        let t4 = self.ns(now);
+        let off = i128::from(self.offset_ns);
+        let up = i128::from(t2) - off - i128::from(t1);
+        let down = i128::from(t4) - i128::from(t3) + off;
+        if up < 0 || down < 0 {
+            self.clamped += 1;
+        }
+        self.up.record(up.max(0) as u64);
+        self.down.record(down.max(0) as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server 5 s ahead, 30 ms up and 2 ms down, 1 ms in the server:
+    /// the stamps travel in the buffers and come out as the two ways.
+    #[test]
+    fn the_stamps_split_the_round_trip() {
+        let ahead: u64 = 5_000_000_000;
+        let mut o = OneWay::new(ahead as i64);
+        let sent = o.base;
+        let mut req = [0u8; OWD_REQUEST as usize];
+        o.stamp_request(&mut req, sent);
+        let t1 = o.base_ns;
+        let mut resp = [0u8; OWD_RESPONSE as usize];
+        stamp_arrival(&mut resp, &req, t1 + ahead + 30_000_000);
+        stamp_departure(&mut resp, t1 + ahead + 31_000_000);
+        let back = sent + std::time::Duration::from_millis(33);
+        o.record(&resp, back);
+        assert!(
+            (o.up.summary().unwrap().p50 as i64 - 30_000_000).abs() < 50_000,
+            "{:?}",
+            o.up.summary()
+        );
+        assert!(
+            (o.down.summary().unwrap().p50 as i64 - 2_000_000).abs() < 5_000,
+            "{:?}",
+            o.down.summary()
+        );
+        assert_eq!(o.clamped, 0);
+        // An offset overestimated by 40 ms: the way up is clamped and counted.
+        let mut wrong = OneWay::new(ahead as i64 + 40_000_000);
+        wrong.base = o.base;
+        wrong.base_ns = o.base_ns;
+        wrong.record(&resp, back);
+        assert_eq!(wrong.clamped, 1);
+        // Too short to carry the stamps: nothing.
+        o.record(&resp[..OWD_RESPONSE as usize - 1], back);
+        assert_eq!(o.up.count(), 1);
+    }
+}

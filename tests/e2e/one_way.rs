@@ -1,0 +1,126 @@
+//! udp_rr `--one-way` against a standing queue one way: three namespaces
+//! in a line, A (client) — R (router) — B (server), R's egress toward B
+//! shaped by htb to 50 Mbit/s over a byte FIFO of 625,000 bytes, which
+//! drains in 8 × 625,000 / 50e6 = 100 ms when full. A tcp_stream of four
+//! cubic flows (named: the host's default may be BBR, which keeps the
+//! queue short) from A to B keeps it full: cubic fills the FIFO until it drops,
+//! the flow that lost backs off to 0.7 of its window and fills it again,
+//! and with no other delay on the path the windows are the queue, so the
+//! queue stands between 70 ms (all four backing off at once) and 100 ms. A request to B waits in it; a response to A crosses R's other
+//! egress, unshaped, where only the bulk flow's ACKs go. So the way up
+//! reads the queue, 70 to 100 ms (the 70–130 ms bound leaves 30 ms for the
+//! scheduler of a busy machine, both ends niced), and the way down only
+//! the stacks, under 10 ms; without the bulk flow both are under 10 ms.
+//!
+//! The namespaces share one kernel, so both ends read one CLOCK_MONOTONIC:
+//! the offset is exact (`same_kernel`), its bound 0, and no way reads
+//! below zero. Clock pings over the loaded path could not have told the
+//! way up from the way down (they would have put half the queue on each,
+//! within a bound of half of it).
+//!
+//! Needs root and `ip netns`; skips like the `netns` module, and runs
+//! alone as every shaped-link test does (`common::serial`).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{Path3, ServerProc, TOWARD_B, Thrum, f, u};
+
+const MS: u64 = 1_000_000;
+
+/// `thrum run udp_rr --rate 50 --one-way -l 6s` from A, niced: its JSON.
+fn probe(path: &Path3, server: &ServerProc) -> Value {
+    path.client(server, "udp_rr")
+        .niced()
+        .args(["--rate", "50", "--one-way"])
+        .len("6s")
+        .timeout(Duration::from_secs(60))
+        .json()
+}
+
+/// The way up's and the way down's p50, ns, after checking the clock's
+/// account: exact, nothing clamped, the sizes raised to carry the stamps.
+fn p50s(doc: &Value) -> (u64, u64) {
+    let o = &doc["summary"]["owd_ns"];
+    assert_eq!(o["method"], "same_kernel", "{o}");
+    assert_eq!(o["stamps"], "user_space", "{o}");
+    assert_eq!(u(&o["error_ns"]), 0, "{o}");
+    assert_eq!(u(&o["clamped"]), 0, "{o}");
+    assert_eq!(
+        (u(&o["request_bytes"]), u(&o["response_bytes"])),
+        (16, 32),
+        "{o}"
+    );
+    // 50/s for 6 s: about 300 transactions each way.
+    assert!(u(&o["up"]["count"]) >= 200, "{o}");
+    (u(&o["up"]["p50"]), u(&o["down"]["p50"]))
+}
+
+#[test]
+fn a_standing_queue_reads_on_the_way_up_only() {
+    let Some(path) = Path3::build(231, 40) else {
+        return;
+    };
+    path.htb_bfifo(TOWARD_B, "50mbit", "625000");
+    let server = path.niced_server();
+
+    let quiet = probe(&path, &server);
+    let (up, down) = p50s(&quiet);
+    eprintln!("quiet: up p50 {up} ns, down p50 {down} ns");
+    assert!(
+        up < 10 * MS && down < 10 * MS,
+        "quiet: up {up}, down {down}"
+    );
+
+    // Longer than the probe with its set-up and clock exchanges. Four
+    // flows: one cubic flow leaves slow start early (HyStart sees the
+    // delay grow) and takes seconds to grow its window to the FIFO's 431
+    // packets; four fill it within a second or two, and one flow backing
+    // off after a drop empties the FIFO by a few percent, not 30.
+    let bulk = path
+        .client(&server, "tcp_stream")
+        .args(["--cc", "cubic"])
+        .flows(4)
+        .len("16s")
+        .spawn();
+    std::thread::sleep(Duration::from_secs(3));
+    let loaded = probe(&path, &server);
+    let (up, down) = p50s(&loaded);
+    eprintln!("loaded: up p50 {up} ns, down p50 {down} ns");
+    let ran = bulk.wait();
+    assert!(ran.success(), "{}", ran.report());
+    assert!(
+        (70 * MS..=130 * MS).contains(&up),
+        "the way up reads the standing queue (70–100 ms): {up} ns"
+    );
+    assert!(down < 10 * MS, "the way down crosses no queue: {down} ns");
+}
+
+/// Over loopback, closed loop with four in flight, against the embedded
+/// server: each transaction's way up and way down add up to its round
+/// trip less the server's turnaround, so over the same transactions the
+/// two means add up to no more than the round trip's (1 % for the
+/// histograms' rounding). `-r` is raised to carry the stamps, and a test
+/// without them is refused, naming the flag.
+#[test]
+fn the_two_ways_fit_in_the_round_trip() {
+    let doc = Thrum::run("udp_rr")
+        .args(["--one-way", "--burst", "3"])
+        .len("1s")
+        .json();
+    let s = &doc["summary"];
+    let o = &s["owd_ns"];
+    p50s(&doc);
+    assert_eq!(u(&o["up"]["count"]), u(&s["latency_ns"]["count"]), "{o}");
+    let ways = f(&o["up"]["mean"]) + f(&o["down"]["mean"]);
+    let rtt = f(&s["latency_ns"]["mean"]);
+    assert!(
+        ways <= rtt * 1.01,
+        "up + down {ways} ns, round trip {rtt} ns"
+    );
+    Thrum::run("tcp_rr")
+        .arg("--one-way")
+        .len("1s")
+        .refused(&["--one-way", "udp_rr"]);
+}
