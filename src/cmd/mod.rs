@@ -1,5 +1,5 @@
 //! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
-//! `ping`, `monitor`, the aggregate commands `agg`, `find-burst`, `sweep` and `report`,
+//! `ping`, `monitor`, `mesh`, the aggregate commands `agg`, `find-burst`, `sweep` and `report`,
 //! and the results store's `history` (with `show`) and `compare`; `save`
 //! saves a measuring command's result in the store. This
 //! is the top of the library: a command parses nothing. Its first line
@@ -16,6 +16,7 @@ pub mod curve;
 pub mod find_burst;
 pub mod history;
 pub mod limit;
+pub mod mesh;
 pub mod monitor;
 pub mod out;
 pub mod ping;

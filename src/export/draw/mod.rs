@@ -3,8 +3,8 @@
 //! plot, a nice axis end); then one file per chart: the aggregate's ramp
 //! (`agg`), the latency-vs-throughput curve (`curve`), a mix's time series
 //! and its probes' latency CDF (`mix`), capacity's dispersion histogram
-//! (`capacity`), a stored figure over time (`history`) and a sweep's
-//! table as a heat map (`sweep`). Every one scales to its container
+//! (`capacity`), a stored figure over time (`history`), and a heat map
+//! (`heat`) of a sweep's table (`sweep`) or a mesh's matrix (`mesh`). Every one scales to its container
 //! (`plot::render`).
 //!
 //! The charts sit above the text exporters (a chart may format its numbers
@@ -13,7 +13,9 @@
 pub mod agg;
 pub mod capacity;
 pub mod curve;
+pub mod heat;
 pub mod history;
+pub mod mesh;
 pub mod mix;
 pub mod plot;
 pub mod sweep;

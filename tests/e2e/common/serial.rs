@@ -1,7 +1,7 @@
 //! The tests that must not run beside others, declared as two groups in
 //! one table, and the lock that keeps them apart.
 //!
-//! [`ALONE`]: each shaped-link test (modules `netns`, `rrul_netns`, `fleet`,
+//! [`ALONE`]: each shaped-link test (modules `netns`, `rrul_netns`, `fleet`, `mesh`,
 //! `rr_matching`, `udp_loss`, the shaped `capacity`, `curve`, `ping`, `store` and `gate`
 //! tests), the CPU-heavy `hostile`, `scale` and `soak` tests and the `agg`
 //! ramps (whose streams flood every CPU) run one at a time, and never
@@ -39,6 +39,7 @@ pub const ALONE: &[&str] = &[
     "netns::",
     "rrul_netns::",
     "fleet::",
+    "mesh::",
     "rr_matching::",
     "udp_loss::",
     "capacity::capacity_reads_the_htb_rate",
