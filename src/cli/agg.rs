@@ -111,7 +111,7 @@ pub struct AggArgs {
 /// Where `agg` and `report` write, and how much they print.
 #[derive(Debug, Args)]
 pub struct AggOutputArgs {
-    /// Directory for results.json, TEST_streams.csv, TEST_overall.svg and report.html (agg: default ./thrum-agg-DATE/; report: none, summary only; report of a sweep: sweep.csv, sweep.html and heatmap.svg).
+    /// Directory for results.json, TEST_streams.csv, TEST_overall.svg and report.html (agg: default ./thrum-agg-DATE/; report: none, summary only; report of a sweep: sweep.csv, sweep.html and heatmap.svg; of a mesh: heatmap.svg).
     #[arg(long, value_name = "DIR")]
     #[arg(help_heading = super::heading::OUTPUT)]
     pub out: Option<PathBuf>,

@@ -125,6 +125,17 @@ fn the_one_shaped_pair_reads_its_rate_and_the_others_far_above() {
         1,
         "{commands:?}"
     );
+    // `thrum show` prints the stored mesh's matrix again.
+    let id = stored
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["command"] == "mesh")
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .unwrap();
+    let shown = Thrum::cmd(&["show", &id, "--db"]).arg(&db).stdout();
+    assert!(shown.contains("rows send, columns receive"), "{shown}");
+    assert!(shown.contains(&hosts[2].addr), "{shown}");
 }
 
 /// Host 1 serves without `--agent`, host 2 holds another key: host 1's
