@@ -50,6 +50,8 @@ pub use sweep::{PlannedCell, SweepArgs, SweepRequest, U32List};
 pub use vary::NicKnob;
 pub mod store;
 pub use store::{BaselineArgs, CompareArgs, HistoryArgs, ShowArgs, StoreArgs, StoreRequest};
+mod web;
+pub use web::{WebArgs, WebRequest};
 
 /// The headings `--help` groups options under, in the order they first
 /// appear (clap lists headings in the order of their first option): where
@@ -110,6 +112,8 @@ pub enum Command {
     Show(ShowArgs),
     /// Compare two results figure by figure: the change, its interval with run-to-run noise, and a verdict.
     Compare(CompareArgs),
+    /// Serve the results store read-only as web pages: a grid of every target and test, histories, runs, comparisons.
+    Web(WebArgs),
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which

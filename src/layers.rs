@@ -24,7 +24,7 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &["cmd"],
     &["cli"],
-    &["monitor"],
+    &["monitor", "web"],
     &["export", "store"],
     &["agg", "sweep", "curve", "fleet"],
     &["control"],

@@ -4,15 +4,15 @@
 //! errors to an exit code. Layers, top to bottom; every import points down
 //! this list, and `layers.rs` checks it: `cmd` (one file per command) →
 //! `cli` (clap's types, checked into a plan) → `monitor` (probes on a
-//! schedule, their metrics) → `export` (text, charts, pages), `store` →
-//! `agg` (the aggregate method), `sweep` (the grid of cells), `curve` (the
-//! latency-vs-throughput curve), `fleet` (one test from many agents) →
-//! `control` (protocol, client and server
+//! schedule, their metrics), `web` (the store as pages) → `export` (text,
+//! charts, pages), `store` → `agg` (the aggregate method), `sweep` (the
+//! grid of cells), `curve` (the latency-vs-throughput curve), `fleet` (one
+//! test from many agents) → `control` (protocol, client and server
 //! sessions) → `analysis` (the record turned into a result) → `result` →
 //! `engine` (worker threads) → `workload` (flow state machines) → `io`
 //! (drivers, sockets) → `sensors`, `stats` (counters, histograms) → `plan`,
 //! `text`, `clock`, `term`, `warning`, `nofollow` → `units`, `httpd` (the
-//! HTTP server under the monitor's `/metrics`).
+//! HTTP server under the monitor's `/metrics` and `thrum web`).
 
 pub mod agg;
 pub mod analysis;
@@ -40,6 +40,7 @@ pub mod term;
 pub mod text;
 pub mod units;
 pub mod warning;
+pub mod web;
 pub mod workload;
 
 use std::process::ExitCode;
@@ -67,5 +68,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::History(args) => cmd::history::history(&args),
         Command::Show(args) => cmd::history::show(&args),
         Command::Compare(args) => cmd::compare::compare(&args),
+        Command::Web(args) => cmd::web::web(&args),
     }
 }

@@ -74,6 +74,16 @@ pub const KEY_FILE: Input = Input {
     follow_links: true,
 };
 
+/// `thrum web`'s bearer token: at most 1,024 characters, with room for
+/// trailing whitespace; not through a link, as a secret someone else may
+/// have pointed elsewhere.
+pub const TOKEN_FILE: Input = Input {
+    what: "a token file",
+    flag: "--token-file",
+    max_bytes: 1024 + 64,
+    follow_links: false,
+};
+
 /// `thrum monitor`'s TOML: a probe is a few hundred bytes.
 pub const MONITOR_CONFIG: Input = Input {
     what: "a monitor configuration",

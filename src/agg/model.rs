@@ -349,10 +349,9 @@ pub fn analyse(
     }
 }
 
-/// Re-analyse a saved test from its own streams and windows.
-pub fn reanalyse(t: &TestAgg, coverage: Coverage) -> TestAgg {
-    let spans: Vec<StepSpan> = t
-        .steps
+/// The spans of a saved test's steps, as [`analyse`] takes them.
+pub fn spans(t: &TestAgg) -> Vec<StepSpan> {
+    t.steps
         .iter()
         .map(|s| StepSpan {
             streams: s.streams,
@@ -360,7 +359,31 @@ pub fn reanalyse(t: &TestAgg, coverage: Coverage) -> TestAgg {
             started: s.started,
             window: (s.start, s.end),
         })
-        .collect();
+        .collect()
+}
+
+/// A saved aggregate run analysed again, as `thrum report` and `thrum
+/// web` read one: each test's span checked first (a crafted or corrupt
+/// document is refused, not analysed), then every test re-analysed from
+/// its streams, its coverage required when thrum itself measured it.
+pub fn reanalyse_saved(saved: AggResult) -> Result<AggResult, String> {
+    for t in &saved.tests {
+        let samples = t.streams.iter().map(|s| s.samples.len()).sum();
+        check_span((t.start, t.end), &spans(t), samples)
+            .map_err(|e| format!("test {}: {e}", crate::text::echo(&t.name)))?;
+    }
+    let coverage = if saved.source == "thrum agg" {
+        Coverage::Required { slack_s: 0.05 }
+    } else {
+        Coverage::Assumed
+    };
+    let tests = saved.tests.iter().map(|t| reanalyse(t, coverage)).collect();
+    Ok(AggResult { tests, ..saved })
+}
+
+/// Re-analyse a saved test from its own streams and windows.
+pub fn reanalyse(t: &TestAgg, coverage: Coverage) -> TestAgg {
+    let spans = spans(t);
     let mut out = analyse(
         &t.name,
         &t.unit,

@@ -4,10 +4,12 @@
 //!
 //! A and B are stored runs (an id: one run; `label:KEY=VALUE`: every run
 //! so labelled, of one test and target and of its newest run's settings)
-//! or result files. Like is compared with like: results of another kind
-//! or test are refused (exit 2), never compared figure by figure. The
-//! store also gives the runs of each set's settings, from which a set of
-//! one or two runs learns its run-to-run noise.
+//! or result files, found by [`crate::store::sets`] (as `thrum web`'s
+//! compare page finds them; a file is read here, the page takes none).
+//! Like is compared with like: results of another kind or test are
+//! refused (exit 2), never compared figure by figure. The store also
+//! gives the runs of each set's settings, from which a set of one or two
+//! runs learns its run-to-run noise.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -19,68 +21,11 @@ use serde_json::Value;
 use crate::cli::store::CompareRequest;
 use crate::cli::{CompareArgs, StoreRequest};
 use crate::store::compare::{self, Baseline, Comparison, Pool, Run, Set, Verdict};
+use crate::store::sets::{self, Among, Found, Kind, Spec, like_with_like};
 use crate::store::{Store, headline, settings};
 
 /// The exit code of a regression under `--fail-on regression`.
 pub const EXIT_REGRESSED: u8 = 3;
-
-/// What a set's runs are: the command that made them, the test and the
-/// target (as the store files them).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Kind {
-    pub command: String,
-    pub test: String,
-    pub target: String,
-}
-
-impl Kind {
-    /// `a run of tcp_stream against 10.0.0.2`.
-    fn said(&self) -> String {
-        format!(
-            "a {} of {} against {}",
-            if self.command == "run" {
-                "run"
-            } else {
-                &self.command
-            },
-            crate::text::echo(&self.test),
-            crate::text::echo(&self.target)
-        )
-    }
-}
-
-/// A side, found: its runs and what they are.
-pub struct Found {
-    pub set: Set,
-    pub kind: Kind,
-}
-
-/// How a side is named.
-enum Spec {
-    Id(String),
-    Label(String, String),
-    File(String),
-}
-
-fn parse(spec: &str) -> Result<Spec> {
-    if let Some(l) = spec.strip_prefix("label:") {
-        let (k, v) = crate::store::parse_label(l)
-            .map_err(|e| anyhow!("{}: {e}", crate::text::echo(spec)))?;
-        return Ok(Spec::Label(k, v));
-    }
-    if Path::new(spec).exists() {
-        return Ok(Spec::File(spec.to_string()));
-    }
-    Ok(Spec::Id(spec.to_string()))
-}
-
-/// What `label:` looks for: the test and target (None: any), the newest N.
-#[derive(Clone, Debug, Default)]
-struct Among {
-    test: Option<String>,
-    target: Option<String>,
-    last: Option<u32>,
-}
 
 fn need<'a>(store: Option<&'a Result<Store, String>>, spec: &str) -> Result<&'a Store> {
     match store {
@@ -91,29 +36,6 @@ fn need<'a>(store: Option<&'a Result<Store, String>>, spec: &str) -> Result<&'a 
             crate::text::echo(spec)
         )),
     }
-}
-
-/// One stored run by id (or a unique start of one).
-fn by_id(store: &Store, id: &str) -> Result<Found> {
-    let (row, doc) = store.get(id).map_err(anyhow::Error::msg)?.ok_or_else(|| {
-        anyhow!(
-            "no run '{}' in {}",
-            crate::text::echo(id),
-            store.path().display()
-        )
-    })?;
-    Ok(Found {
-        set: Set {
-            name: row.id.clone(),
-            settings: row.settings.clone(),
-            runs: vec![Run::new(row.id.clone(), doc)],
-        },
-        kind: Kind {
-            command: row.command,
-            test: row.test,
-            target: row.target,
-        },
-    })
 }
 
 /// A result file.
@@ -137,97 +59,25 @@ fn file(path: &str) -> Result<Found> {
             test,
             target,
         },
+        notes: Vec::new(),
     })
 }
 
-/// Every error-free run labelled `k=v` of `among`'s test and target
-/// (where given; else those of the newest run so labelled), of the newest
-/// one's settings (a set of unlike settings would measure their
-/// difference as noise; the others are left out, and said to be).
-fn by_label(store: &Store, k: &str, v: &str, among: &Among) -> Result<Found> {
-    let pair = format!("{}={}", crate::text::echo(k), crate::text::echo(v));
-    let any = store
-        .labelled(k, v, None, None, None)
-        .map_err(anyhow::Error::msg)?;
-    let Some(newest) = any.first() else {
-        bail!(
-            "no stored run is labelled {pair} (in {}; runs that failed are left out)",
-            store.path().display()
-        );
-    };
-    let test = among.test.clone().unwrap_or_else(|| newest.test.clone());
-    let target = among
-        .target
-        .clone()
-        .unwrap_or_else(|| newest.target.clone());
-    let rows: Vec<_> = any
-        .iter()
-        .filter(|r| r.test == test && r.target == target)
-        .collect();
-    let Some(first) = rows.first() else {
-        let mut kinds: Vec<String> = Vec::new();
-        for r in &any {
-            let k = format!(
-                "{} against {}",
-                crate::text::echo(&r.test),
-                crate::text::echo(&r.target)
-            );
-            if !kinds.contains(&k) {
-                kinds.push(k);
-            }
-        }
-        bail!(
-            "label:{pair}: no run so labelled is of {} against {} (so labelled: {}); compare compares results of one kind and test (--test and --target choose among them)",
-            crate::text::echo(&test),
-            crate::text::echo(&target),
-            kinds.join(", ")
-        );
-    };
-    let settings = first.settings.clone();
-    let mut same: Vec<_> = rows.iter().filter(|r| r.settings == settings).collect();
-    let others = rows.len() - same.len();
-    if let Some(n) = among.last {
-        same.truncate(n as usize);
-    }
-    if others > 0 {
-        eprintln!(
-            "note: label:{pair}: {others} run(s) with other settings than the newest's left out (compare one by its id)"
-        );
-    }
-    let mut runs = Vec::with_capacity(same.len());
-    for r in &same {
-        let (_, doc) = store
-            .get(&r.id)
-            .map_err(anyhow::Error::msg)?
-            .ok_or_else(|| anyhow!("run {} vanished from the store", r.id))?;
-        runs.push(Run::new(r.id.clone(), doc));
-    }
-    let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
-    Ok(Found {
-        set: Set {
-            // Raw: the table escapes what it prints, the JSON carries it whole.
-            name: format!("{} ({k}={v})", ids.join(" ")),
-            settings,
-            runs,
-        },
-        kind: Kind {
-            command: first.command.clone(),
-            test,
-            target,
-        },
-    })
-}
-
-/// Find a side named `spec` (`label:` among `among`).
+/// Find a side named `spec` (`label:` among `among`), its notes said on
+/// stderr.
 fn resolve(
     store: Option<&Result<Store, String>>,
     spec: &Spec,
     raw: &str,
     among: &Among,
 ) -> Result<Found> {
-    match spec {
-        Spec::Label(k, v) => by_label(need(store, raw)?, k, v, among),
-        Spec::File(p) => file(p),
+    let place = |s: &Store| s.path().display().to_string();
+    let found = match spec {
+        Spec::Label(k, v) => {
+            let s = need(store, raw)?;
+            sets::by_label(s, k, v, among, &place(s))?
+        }
+        Spec::File(p) => file(p)?,
         Spec::Id(id) => {
             let s = need(store, raw).with_context(|| {
                 format!(
@@ -235,23 +85,13 @@ fn resolve(
                     crate::text::echo(raw)
                 )
             })?;
-            by_id(s, id)
+            sets::by_id(s, id, &place(s))?
         }
+    };
+    for n in &found.notes {
+        eprintln!("note: {n}");
     }
-}
-
-/// Results of one kind and test, or the refusal.
-fn like_with_like(a: &Kind, b: &Kind, what: [&str; 2]) -> Result<()> {
-    if a.command != b.command || a.test != b.test {
-        bail!(
-            "{} is {} and {} {}: compare compares results of one kind and test only (their figures measure different things)",
-            what[0],
-            a.said(),
-            what[1],
-            b.said()
-        );
-    }
-    Ok(())
+    Ok(found)
 }
 
 /// thrum's own diagnostics that say the host, not the path, moved a run.
@@ -284,24 +124,11 @@ fn pools(store: Option<&Result<Store, String>>, sides: &[&Found]) -> Vec<Pool> {
     let Some(Ok(st)) = store else {
         return Vec::new();
     };
-    let mut out: Vec<Pool> = Vec::new();
-    for f in sides {
-        if out.iter().any(|p| p.settings == f.set.settings) {
-            continue;
-        }
-        let k = &f.kind;
-        match st.pool(
-            &k.command,
-            &k.test,
-            &k.target,
-            &f.set.settings,
-            compare::LEARN_FROM,
-        ) {
-            Ok(p) => out.push(p),
-            Err(e) => eprintln!("warning: {e}: noise not learned from stored runs"),
-        }
+    let (pools, warnings) = sets::pools(st, sides);
+    for w in warnings {
+        eprintln!("warning: {w}");
     }
-    out
+    pools
 }
 
 /// `thrum compare`.
@@ -315,36 +142,18 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         ))),
         Err(e) => Some(Err(e.clone())),
     };
-    let (sa, sb) = (parse(&req.a)?, parse(&req.b)?);
+    let spec = |raw: &str| Spec::parse(raw, true).map_err(anyhow::Error::msg);
+    let (sa, sb) = (spec(&req.a)?, spec(&req.b)?);
     let given = Among {
         test: req.test.clone(),
         target: req.target.clone(),
         last: req.last,
     };
-    // A label resolves among the other side's test and target (an id's,
-    // a file's, or the other label's newest run's), unless told.
-    let (a, b) = if matches!(sa, Spec::Label(..)) {
-        let b = resolve(store.as_ref(), &sb, &req.b, &given).context("B")?;
-        let among = Among {
-            test: given.test.clone().or_else(|| Some(b.kind.test.clone())),
-            target: given.target.clone().or_else(|| Some(b.kind.target.clone())),
-            last: given.last,
-        };
-        (
-            resolve(store.as_ref(), &sa, &req.a, &among).context("A")?,
-            b,
-        )
-    } else {
-        let a = resolve(store.as_ref(), &sa, &req.a, &given).context("A")?;
-        let among = Among {
-            test: given.test.clone().or_else(|| Some(a.kind.test.clone())),
-            target: given.target.clone().or_else(|| Some(a.kind.target.clone())),
-            last: given.last,
-        };
-        let b = resolve(store.as_ref(), &sb, &req.b, &among).context("B")?;
-        (a, b)
-    };
-    like_with_like(&a.kind, &b.kind, ["A", "B"])?;
+    let raw = [&req.a, &req.b];
+    let (a, b) = sets::both(&sa, &sb, &given, |side, spec, among| {
+        resolve(store.as_ref(), spec, raw[side], among).context(["A", "B"][side])
+    })?;
+    like_with_like(&a.kind, &b.kind, ["A", "B"]).map_err(anyhow::Error::msg)?;
     note_disturbed(&a.set, "A");
     note_disturbed(&b.set, "B");
     let pools = pools(store.as_ref(), &[&a, &b]);
@@ -382,7 +191,7 @@ pub fn find_baseline(
     target: &str,
 ) -> Result<Pending> {
     let st = store.path.clone().and_then(|p| Store::open_existing(&p));
-    let spec = parse(&baseline.run)?;
+    let spec = Spec::parse(&baseline.run, true).map_err(anyhow::Error::msg)?;
     let among = Among {
         test: Some(test.to_string()),
         target: Some(target.to_string()),
@@ -394,7 +203,7 @@ pub fn find_baseline(
         test: test.to_string(),
         target: target.to_string(),
     };
-    like_with_like(&found.kind, &this, ["--baseline", "this run"])?;
+    like_with_like(&found.kind, &this, ["--baseline", "this run"]).map_err(anyhow::Error::msg)?;
     compare::check_gate(&found.set, &found.set, baseline.gate.as_deref())
         .map_err(anyhow::Error::msg)?;
     Ok(Pending { found, this })
@@ -418,6 +227,7 @@ pub fn after_run(
             runs: vec![Run::new(name, doc)],
         },
         kind: this,
+        notes: Vec::new(),
     };
     let st = store.path.as_ref().ok().map(|p| Store::open_existing(p));
     note_disturbed(&found.set, "--baseline");
@@ -527,38 +337,4 @@ pub fn table(c: &Comparison, colour: bool) -> String {
         c.threshold_percent
     ));
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kind(command: &str, test: &str) -> Kind {
-        Kind {
-            command: command.into(),
-            test: test.into(),
-            target: "embedded".into(),
-        }
-    }
-
-    #[test]
-    fn another_kind_or_test_is_refused_naming_both() {
-        assert!(like_with_like(&kind("run", "tcp_rr"), &kind("run", "tcp_rr"), ["A", "B"]).is_ok());
-        let e = like_with_like(
-            &kind("run", "tcp_rr"),
-            &kind("run", "tcp_stream"),
-            ["A", "B"],
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("A is a run of tcp_rr against embedded")
-                && e.contains("B a run of tcp_stream")
-                && e.contains("one kind and test"),
-            "{e}"
-        );
-        assert!(
-            like_with_like(&kind("curve", "udp_rr"), &kind("run", "udp_rr"), ["A", "B"]).is_err()
-        );
-    }
 }

@@ -1,6 +1,7 @@
 //! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
 //! `ping`, `monitor`, `mesh`, the aggregate commands `agg`, `find-burst`, `sweep` and `report`,
-//! and the results store's `history` (with `show`) and `compare`; `save`
+//! the results store's `history` (with `show`) and `compare`, and `web`,
+//! the store served as pages; `save`
 //! saves a measuring command's result in the store. This
 //! is the top of the library: a command parses nothing. Its first line
 //! turns clap's arguments into one plain request ([`crate::cli`]'s
@@ -28,3 +29,4 @@ pub mod schema;
 pub mod serve;
 pub mod suite;
 pub mod sweep;
+pub mod web;

@@ -161,6 +161,30 @@ impl Run {
         Run { id, doc, figures }
     }
 
+    /// A stored run by the figures the store keeps of it, its document
+    /// not read (what a look over every setup's runs affords): without the
+    /// document, a quantile's own sampling error and `--iterations` add
+    /// nothing to the interval.
+    pub fn stored(id: String, stored: &figures::StoredFigures) -> Run {
+        let figures = stored
+            .iter()
+            .map(|(name, f)| figures::Figure {
+                name: name.clone(),
+                value: f.value,
+                unit: f.unit.clone(),
+                higher_is_better: f.higher_is_better,
+                role: f.role,
+                quantile: None,
+                iterated: false,
+            })
+            .collect();
+        Run {
+            id,
+            doc: Value::Null,
+            figures,
+        }
+    }
+
     fn get(&self, name: &str) -> Option<&figures::Figure> {
         self.figures.iter().find(|f| f.name == name)
     }

@@ -15,9 +15,11 @@
 //! error here into a warning ([`Store::open`] and [`Store::save`] say the
 //! path and the problem).
 
+pub mod changes;
 pub mod compare;
 pub mod figures;
 pub mod headline;
+pub mod sets;
 pub mod settings;
 
 use std::collections::BTreeMap;

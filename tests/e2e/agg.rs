@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{
-    Ran, ServerProc, Thrum, assert_rejected, assert_schema_named, f, read_json, run_cmd, u,
+    Ran, ServerProc, Thrum, assert_rejected, assert_schema_named, chromium_or_skip, f, ink, pixels,
+    read_json, screenshot, u,
 };
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/netperf");
@@ -459,64 +460,21 @@ fn report_reads_netperf_demo_files() {
     );
 }
 
-fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser"].into_iter().find(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
 #[test]
 fn report_html_renders_in_headless_chromium() {
-    let Some(browser) = chromium() else {
-        let msg = "chromium not found; report.html rendering is not checked";
-        if std::env::var("THRUM_E2E_CHROMIUM").as_deref() == Ok("required") {
-            panic!("{msg}");
-        }
-        eprintln!("SKIPPED: {msg}");
+    let Some(browser) = chromium_or_skip("report.html rendering") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     Thrum::report(FIXTURES).arg("--out").arg(dir.path()).ok();
     let shot = dir.path().join("shot.png");
-    let profile = dir.path().join("profile");
     let url = format!("file://{}", dir.path().join("report.html").display());
-    let run = run_cmd(
-        Command::new(browser).args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            &format!("--user-data-dir={}", profile.display()),
-            &format!("--screenshot={}", shot.display()),
-            "--window-size=1200,900",
-            &url,
-        ]),
-        Duration::from_secs(90),
-    );
-    assert!(shot.is_file(), "no screenshot:\n{}", run.report());
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let px = info.color_type.samples();
-    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
-    let distinct: std::collections::HashSet<&[u8]> = pixels.iter().copied().collect();
-    let white = pixels.iter().filter(|p| p[..3] == [255, 255, 255]).count();
-    let inked = 1.0 - white as f64 / pixels.len() as f64;
-    assert!(
-        distinct.len() > 20,
-        "only {} colours: a blank page",
-        distinct.len()
-    );
+    screenshot(browser, dir.path(), &url, &shot, "1200,900");
+    let pixels = pixels(&shot);
+    let (distinct, inked) = ink(&pixels);
+    assert!(distinct > 20, "only {distinct} colours: a blank page");
     // Text, chart line, marks and table borders: a few percent of the page at least.
-    assert!(inked > 0.01, "{:.4} of the page is not white", inked);
+    assert!(inked > 0.01, "{inked:.4} of the page is not white");
     // The chart's green line is on screen.
     assert!(
         pixels.iter().any(|p| p[1] > 120 && p[0] < 80 && p[2] < 80),

@@ -54,4 +54,5 @@ mod udp;
 mod udp_loss;
 mod untrusted_clients;
 mod uring;
+mod web;
 mod zerocopy;

@@ -566,6 +566,19 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
             ),
         ],
     ),
+    (
+        "web",
+        &[
+            (
+                "thrum web",
+                "The default results store as pages at http://127.0.0.1:12882/ (loopback, no token).",
+            ),
+            (
+                "thrum web --db /var/lib/thrum/results.db --listen 0.0.0.0:12882 --token-file /etc/thrum/web.token",
+                "A monitor's store for the network, every request carrying the token (docs/web.md).",
+            ),
+        ],
+    ),
 ];
 
 /// A page's EXAMPLES section, each example checked against the CLI.
@@ -592,7 +605,7 @@ fn examples_section(sub: &str) -> Result<String> {
 const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
 .TP
 0
-Success; also \fB\-\-help\fR and \fB\-\-version\fR, and \fBmonitor\fR stopped by SIGTERM or SIGINT.
+Success; also \fB\-\-help\fR and \fB\-\-version\fR, and \fBmonitor\fR and \fBweb\fR stopped by SIGTERM or SIGINT.
 .TP
 1
 The measurement ran and failed: the test reported an error (\fBrun\fR, \fBping\fR), or a test, step or cell failed (\fBsuite\fR, \fBagg\fR, \fBsweep\fR, \fBcurve\fR, and \fBreport\fR of a failed run). What was measured is still written.

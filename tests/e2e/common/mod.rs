@@ -30,6 +30,7 @@
 //! - [`command`]: the builder, and [`Ran`], what a command did;
 //! - [`run`]: checks built on it (a server still serves, a table of
 //!   refusals);
+//! - [`browser`]: headless Chromium, for the tests of pages;
 //! - [`processes`]: the binary, the server process, commands under a time
 //!   limit;
 //! - [`doc`]: reading a result (numbers, schema, diagnostics, files);
@@ -42,6 +43,7 @@
 //!   and the lock the harness takes for them;
 //! - [`pty`]: thrum on a terminal, and files it streams into.
 
+pub mod browser;
 pub mod command;
 pub mod doc;
 pub mod netns;
@@ -52,6 +54,7 @@ pub mod serial;
 pub mod star;
 pub mod topology;
 
+pub use browser::*;
 pub use command::*;
 pub use doc::*;
 pub use netns::*;
