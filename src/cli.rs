@@ -25,7 +25,7 @@ use crate::units::{parse_duration, parse_rate, parse_size};
 mod agg;
 pub use agg::{
     AggArgs, AggOutput, AggOutputArgs, AggRequest, BurstChoice, FindBurstArgs, FindBurstRequest,
-    ReportArgs, ReportRequest, target_for,
+    ReportArgs, ReportRequest, host_list, target_for,
 };
 mod curve;
 pub use curve::{CurveArgs, CurveRequest};

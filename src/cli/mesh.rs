@@ -104,7 +104,7 @@ impl MeshArgs {
                 self.parallel
             );
         }
-        let names = self.host_list()?;
+        let names = super::host_list(&self.hosts, &self.hosts_file, &self.hosts_dns)?;
         if !(2..=MAX_HOSTS).contains(&names.len()) {
             bail!(
                 "--hosts names {} host(s) (accepted: 2..={MAX_HOSTS}: a mesh is every ordered pair)",
@@ -140,21 +140,6 @@ impl MeshArgs {
             export_json: self.export_json.clone(),
             chart: self.chart.clone(),
             store: self.store.to_request()?,
-        })
-    }
-
-    /// `--hosts`, `--hosts-file` or `--hosts-dns`, as `thrum agg` reads them.
-    fn host_list(&self) -> Result<Vec<String>> {
-        use crate::agg::hosts;
-        Ok(match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
-            (Some(h), _, _) => hosts::parse_list(h)?,
-            (None, Some(f), _) => hosts::read_file(f)?,
-            (None, None, Some(name)) => {
-                hosts::from_dns(name, crate::control::server::DEFAULT_PORT)?
-            }
-            (None, None, None) => {
-                bail!("a mesh needs its hosts: --hosts, --hosts-file or --hosts-dns")
-            }
         })
     }
 
