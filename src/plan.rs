@@ -91,6 +91,16 @@ pub struct TestPlan {
     /// SO_BUSY_POLL on data sockets, both ends, µs.
     #[serde(default)]
     pub busy_poll_us: Option<u32>,
+    /// SO_PREFER_BUSY_POLL on data sockets, both ends (`--prefer-busy-poll`):
+    /// the device's interrupts stay off while the application busy-polls;
+    /// absent from an older peer's plan: off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prefer_busy_poll: bool,
+    /// Both ends' workers poll their sockets with non-blocking receives in
+    /// a loop instead of sleeping until data arrives (`--spin`): each
+    /// worker takes a whole CPU. Absent from an older peer's plan: off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spin: bool,
     /// MSG_ZEROCOPY sends on the sending end(s) of tcp_stream, tcp_maerts
     /// and tcp_bidir; absent from an older peer's plan: off.
     #[serde(default)]
@@ -266,6 +276,8 @@ impl TestPlan {
             driver: DriverChoice::Auto,
             close: CloseMode::Fin,
             busy_poll_us: None,
+            prefer_busy_poll: false,
+            spin: false,
             zerocopy: false,
             gso: false,
             local: SocketOpts::default(),

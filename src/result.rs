@@ -543,6 +543,12 @@ pub struct Side {
     /// with getsockopt); absent where the end did not report them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
+    /// `--busy-poll`, `--prefer-busy-poll`: SO_BUSY_POLL and
+    /// SO_PREFER_BUSY_POLL as this end's kernel read them back from a data
+    /// socket given them; absent when neither was asked for, or from a
+    /// server that does not report them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll: Option<crate::io::busypoll::BusyPollSet>,
     /// `--mark`, `--tcp-tx-delay`: SO_MARK and TCP_TX_DELAY as this end's
     /// kernel read them back from one of its data sockets (a fresh socket
     /// given the same options where the end keeps none open: UDP and the

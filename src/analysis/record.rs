@@ -125,6 +125,9 @@ pub(crate) struct Gathered {
     /// its final message.
     pub(crate) local_socket_buffers: Option<SocketBuffers>,
     pub(crate) remote_socket_buffers: Option<SocketBuffers>,
+    /// `--busy-poll`, `--prefer-busy-poll` as each end's kernel read them back.
+    pub(crate) local_busy_poll: Option<crate::io::busypoll::BusyPollSet>,
+    pub(crate) remote_busy_poll: Option<crate::io::busypoll::BusyPollSet>,
     /// `--mark`, `--tcp-tx-delay` as each end's kernel read them back.
     pub(crate) local_socket_options: Option<crate::plan::sockets::SocketMarks>,
     pub(crate) remote_socket_options: Option<crate::plan::sockets::SocketMarks>,
@@ -188,6 +191,8 @@ impl Gathered {
             remote_call_times: None,
             local_socket_buffers: None,
             remote_socket_buffers: None,
+            local_busy_poll: None,
+            remote_busy_poll: None,
             local_socket_options: None,
             remote_socket_options: None,
             train_gaps: None,

@@ -79,6 +79,8 @@ pub(crate) fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mu
     s.remote.call_times = g.remote_call_times.clone();
     s.local.socket_buffers = g.local_socket_buffers;
     s.remote.socket_buffers = g.remote_socket_buffers;
+    s.local.busy_poll = g.local_busy_poll;
+    s.remote.busy_poll = g.remote_busy_poll;
     s.local.socket_options = g.local_socket_options;
     s.remote.socket_options = g.remote_socket_options;
     if plan.zerocopy {

@@ -132,6 +132,9 @@ pub struct HardeningArgs {
     /// Longest TCP_TX_DELAY clients may put on the server's data sockets (--tcp-tx-delay; up to 268s); by default none.
     #[arg(long, value_parser = tx_delay, value_name = "DURATION")]
     pub allow_tx_delay: Option<Duration>,
+    /// Worker threads one session may make the server spin with --spin, each taking a whole CPU for the test (1..=4096; default the CPUs this server may run on).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), value_name = "N")]
+    pub max_spin_threads: Option<u32>,
     /// Also run tests as a client toward other thrum servers, for a controller that proves the key (`thrum run --from`); needs --psk-file.
     ///
     /// An agent sends traffic on another's behalf: it takes a run only from a controller that answered --psk-file's challenge, only toward a thrum server that answers the handshake (with the same key when it asks for one), and within this server's limits (--max-flows, --max-duration, --max-session-memory, --max-memory, --max-threads, --max-sessions, --allow-mark, --allow-tx-delay, --allow-tos-any); see docs/fleet.md.
@@ -174,6 +177,9 @@ impl HardeningArgs {
             .allow_tx_delay
             // Rounded: the parser's seconds are a float (5ms is 4.999… ms).
             .map_or(0, |d| ((d.as_nanos() + 500) / 1000) as u32);
+        if let Some(n) = self.max_spin_threads {
+            cfg.limits.max_spin_threads = n;
+        }
         cfg.log_limit = crate::control::log::LogLimit::new(self.log_rate);
         cfg.log_format = match self.log_format {
             LogFormatArg::Text => LogFormat::Text,

@@ -188,10 +188,33 @@ pub struct SocketArgs {
     /// SO_BUSY_POLL on data sockets, both ends, in µs.
     ///
     /// SO_BUSY_POLL on data sockets, both ends: a receive spins this many µs on
-    /// the device queue before sleeping (NICs with NAPI only; not loopback or veth).
+    /// the device queue before sleeping (NICs with NAPI only; not loopback or
+    /// veth). Read back on each end and reported; kernels that check it refuse
+    /// a value above net.core.busy_read without CAP_NET_ADMIN, said as such.
     #[arg(long, value_name = "USEC")]
     #[arg(help_heading = super::heading::SOCKETS)]
     pub busy_poll: Option<u32>,
+    /// SO_PREFER_BUSY_POLL on data sockets, both ends.
+    ///
+    /// SO_PREFER_BUSY_POLL on data sockets, both ends (Linux 5.11): while the
+    /// application busy-polls, the device's interrupts stay deferred, so its
+    /// queue is served by the polling receive (with --busy-poll, and the
+    /// device's napi_defer_hard_irqs and gro_flush_timeout set). Read back on
+    /// each end and reported.
+    #[arg(long)]
+    #[arg(help_heading = super::heading::SOCKETS)]
+    pub prefer_busy_poll: bool,
+    /// tcp_rr, udp_rr: both ends' workers poll instead of sleeping.
+    ///
+    /// tcp_rr, udp_rr (closed loop, --driver auto or epoll): the workers of
+    /// both ends never sleep in the kernel; each polls its sockets with
+    /// non-blocking receives in a loop, so a transaction pays no scheduler
+    /// wake-up. Each worker then takes a whole CPU on each end, which the
+    /// CPU figures and service demand show. The server spins only as many
+    /// workers as its --max-spin-threads allows.
+    #[arg(long)]
+    #[arg(help_heading = super::heading::LOAD)]
+    pub spin: bool,
     /// Stream tests: send with MSG_ZEROCOPY.
     ///
     /// tcp_stream, tcp_maerts, tcp_bidir: send with MSG_ZEROCOPY (SO_ZEROCOPY)
@@ -279,6 +302,8 @@ impl SocketArgs {
         }
         p.call_times = self.call_times;
         p.busy_poll_us = self.busy_poll;
+        p.prefer_busy_poll = self.prefer_busy_poll;
+        p.spin = self.spin;
         p.zerocopy = self.zerocopy;
         p.gso = self.gso;
         p.driver = self.driver;

@@ -27,6 +27,10 @@ pub enum Setting {
     RemoteBuffer(u64),
     Buffer(u64),
     Nodelay(bool),
+    /// `--spin` on or off.
+    Spin(bool),
+    /// `--busy-poll` in µs; 0: not set.
+    BusyPoll(u32),
     Driver(DriverChoice),
     Cc(String),
     /// Open-loop rate in the test's unit (transactions/s, or bits/s).
@@ -69,6 +73,11 @@ pub const NAMES: &[(&str, &str)] = &[
         "sizes up to 1G (SO_SNDBUF and SO_RCVBUF, both ends)",
     ),
     ("nodelay", "on or off"),
+    ("spin", "on or off (tcp_rr, udp_rr)"),
+    (
+        "busy-poll",
+        "whole numbers of µs 0..=1000000 (SO_BUSY_POLL; 0: not set)",
+    ),
     ("driver", "auto, epoll or uring"),
     ("cc", "congestion control names (cubic, bbr, reno, ...)"),
     (
@@ -152,6 +161,14 @@ fn sized(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
     Ok(n)
 }
 
+fn on_off(v: &str) -> Result<bool, String> {
+    match v {
+        "on" | "true" | "1" | "yes" => Ok(true),
+        "off" | "false" | "0" | "no" => Ok(false),
+        _ => Err("is not on or off".into()),
+    }
+}
+
 fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
     use crate::plan::limits as L;
     use Setting::*;
@@ -174,11 +191,9 @@ fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
         "local-buffer" => LocalBuffer(sized(v, 1, BUF)?),
         "remote-buffer" => RemoteBuffer(sized(v, 1, BUF)?),
         "buffer" => Buffer(sized(v, 1, BUF)?),
-        "nodelay" => Nodelay(match v {
-            "on" | "true" | "1" | "yes" => true,
-            "off" | "false" | "0" | "no" => false,
-            _ => return Err("is not on or off".into()),
-        }),
+        "nodelay" => Nodelay(on_off(v)?),
+        "spin" => Spin(on_off(v)?),
+        "busy-poll" => BusyPoll(whole(v, 0, L::MAX_BUSY_POLL_US as u64)? as u32),
         "driver" => Driver(v.parse().map_err(|_| "is not a driver".to_string())?),
         "cc" => {
             if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -251,6 +266,8 @@ impl Setting {
                 }
             }
             Nodelay(on) => p.nodelay = *on,
+            Spin(on) => p.spin = *on,
+            BusyPoll(us) => p.busy_poll_us = (*us > 0).then_some(*us),
             Driver(d) => p.driver = *d,
             Cc(c) => p.congestion = Some(c.clone()),
             Rate(r) => {
@@ -280,7 +297,7 @@ impl Setting {
             Burst(n) | Flows(n) | Threads(n) | LocalCpu(n) | RemoteCpu(n) => json!(n),
             RequestSize(n) | ResponseSize(n) | SendSize(n) | RecvSize(n) | LocalBuffer(n)
             | RemoteBuffer(n) | Buffer(n) | Rate(n) => json!(n),
-            Nic(_, n) => json!(n),
+            Nic(_, n) | BusyPoll(n) => json!(n),
             _ => json!(self.label()),
         }
     }
@@ -289,13 +306,17 @@ impl Setting {
     pub fn label(&self) -> String {
         use Setting::*;
         match self {
-            Burst(n) | Flows(n) | Threads(n) | Nic(_, n) | LocalCpu(n) | RemoteCpu(n) => {
-                n.to_string()
-            }
+            Burst(n)
+            | Flows(n)
+            | Threads(n)
+            | Nic(_, n)
+            | LocalCpu(n)
+            | RemoteCpu(n)
+            | BusyPoll(n) => n.to_string(),
             RequestSize(n) | ResponseSize(n) | SendSize(n) | RecvSize(n) | LocalBuffer(n)
             | RemoteBuffer(n) | Buffer(n) | Rate(n) => n.to_string(),
             RrSize(a, b) => format!("{a}:{b}"),
-            Nodelay(on) => (if *on { "on" } else { "off" }).into(),
+            Nodelay(on) | Spin(on) => (if *on { "on" } else { "off" }).into(),
             Driver(d) => match d {
                 DriverChoice::Auto => "auto",
                 DriverChoice::Epoll => "epoll",
@@ -352,5 +373,20 @@ mod tests {
         );
         Setting::Rate(500).apply(&mut p);
         assert_eq!(p.offered_per_s, Some(500));
+        // The busy-poll study: spin off and on, busy polling unset and 50 µs.
+        let d = vary_arg("spin=off,on").unwrap();
+        assert_eq!(d.values, vec![Setting::Spin(false), Setting::Spin(true)]);
+        assert_eq!(d.values[1].json(), serde_json::json!("on"));
+        d.values[1].apply(&mut p);
+        assert!(p.spin);
+        let d = vary_arg("busy-poll=0,50").unwrap();
+        assert_eq!(d.values[1].json(), serde_json::json!(50));
+        d.values[1].apply(&mut p);
+        assert_eq!(p.busy_poll_us, Some(50));
+        d.values[0].apply(&mut p);
+        assert_eq!(p.busy_poll_us, None);
+        let e = vary_arg("busy-poll=2000000").unwrap_err();
+        assert!(e.contains("busy-poll: '2000000' is out of range"), "{e}");
+        assert!(vary_arg("spin=maybe").unwrap_err().contains("on or off"));
     }
 }

@@ -477,6 +477,14 @@ impl<'a> Session<'a> {
                 // process when the server is embedded.
                 fds_needed: self.plan.flows as u64 * if self.target.embedded { 2 } else { 1 },
             };
+            // Busy polling as this end's kernel takes it, refused by name
+            // before any data socket is opened.
+            self.g.local_busy_poll = crate::io::busypoll::as_set(
+                part.busy_poll_us,
+                part.prefer_busy_poll,
+                part.test.is_udp(),
+                server_ip.is_ipv6(),
+            )?;
             let (flows, buffers) = dial.open_flows(part, at, &mut self.g.warnings)?;
             // What the kernel gives our data sockets of the buffers asked
             // for (the server's come in its final report).
@@ -548,6 +556,7 @@ impl<'a> Session<'a> {
         g.remote_retransmits = fin.tcp_retransmits;
         g.remote_zerocopy = fin.zerocopy;
         g.remote_socket_buffers = fin.socket_buffers;
+        g.remote_busy_poll = fin.busy_poll;
         g.remote_socket_options = fin.socket_options;
         g.remote_call_times = fin.call_times.map(|t| *t);
         g.train_gaps = fin.train_gaps.filter(|t| match t.implausible() {

@@ -56,7 +56,9 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
 /// backlog, epoll events and trigger, and `local_hosts` as sources of
 /// long-lived TCP flows; `local_hosts_all`: `local_hosts` as sources of UDP
 /// flows and connection tests' connections too; `bytes`: a byte-limited
-/// run, whose server sends (tcp_maerts, tcp_bidir) or counts to the end.
+/// run, whose server sends (tcp_maerts, tcp_bidir) or counts to the end;
+/// `spin`: the server's workers poll instead of sleeping; `busy_poll`:
+/// SO_PREFER_BUSY_POLL on its data sockets, and SO_BUSY_POLL read back.
 pub const GATES: &[Gate] = &[
     gate("plan.mark", "--mark", "socket_marks"),
     gate("plan.tcp_tx_delay_us", "--tcp-tx-delay", "socket_marks"),
@@ -69,6 +71,8 @@ pub const GATES: &[Gate] = &[
     gate("plan.max_events", "--max-events", "spreading"),
     gate("plan.epoll_trigger", "--epoll-trigger", "spreading"),
     gate("plan.bytes", "--bytes", "bytes"),
+    gate("plan.spin", "--spin", "spin"),
+    gate("plan.prefer_busy_poll", "--prefer-busy-poll", "busy_poll"),
 ];
 
 /// The spec's fields that every server of this protocol version applies:
@@ -229,7 +233,7 @@ mod tests {
     #[test]
     fn each_gated_field_set_alone_names_its_feature() {
         type Set = fn(&mut TestPlan);
-        let setters: [(&str, TestKind, Set); 8] = [
+        let setters: [(&str, TestKind, Set); 10] = [
             ("plan.mark", TestKind::TcpRr, |p| p.sockets.mark = Some(7)),
             ("plan.tcp_tx_delay_us", TestKind::TcpRr, |p| {
                 p.sockets.tcp_tx_delay_us = Some(10)
@@ -251,6 +255,10 @@ mod tests {
             }),
             ("plan.bytes", TestKind::TcpMaerts, |p| {
                 p.bytes = Some(1 << 20)
+            }),
+            ("plan.spin", TestKind::TcpRr, |p| p.spin = true),
+            ("plan.prefer_busy_poll", TestKind::UdpRr, |p| {
+                p.prefer_busy_poll = true
             }),
         ];
         let gated: BTreeSet<&str> = GATES.iter().map(|g| g.field).collect();
@@ -315,6 +323,8 @@ mod tests {
                 "spreading",
                 "local_hosts_all",
                 "bytes",
+                "spin",
+                "busy_poll",
                 "rr_short_seq",
                 "clock"
             ]

@@ -151,6 +151,16 @@ pub struct SessionLimits {
     /// The longest TCP_TX_DELAY a client may put on the server's data
     /// sockets, µs (`--allow-tx-delay`); 0, none, by default.
     pub max_tx_delay_us: u32,
+    /// The most worker threads one session may make the server spin
+    /// (`--spin`; `--max-spin-threads`): each takes a whole CPU for the
+    /// test's length, so by default as many as the host has CPUs.
+    pub max_spin_threads: u32,
+}
+
+/// `--max-spin-threads` by default: the CPUs this process may run on, so
+/// that spinning workers never outnumber the CPUs they each take whole.
+pub fn default_max_spin_threads() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
 
 /// The SO_MARK values a server applies for its clients (`--allow-mark`).
@@ -241,6 +251,7 @@ impl Default for SessionLimits {
             allow_tos_any: false,
             allowed_marks: AllowedMarks::None,
             max_tx_delay_us: 0,
+            max_spin_threads: default_max_spin_threads(),
         }
     }
 }
@@ -317,6 +328,13 @@ impl SessionLimits {
             }
         }
         self.check_marks(plan)?;
+        let spinning = plan.for_server().threads;
+        if plan.spin && spinning > self.max_spin_threads {
+            return Err(format!(
+                "--spin with {spinning} server worker threads is over this server's limit of {} spinning workers per session (--max-spin-threads; each takes a whole CPU); use fewer --threads or --server-threads",
+                self.max_spin_threads
+            ));
+        }
         let mem = memory_estimate(plan);
         if mem > self.max_session_memory_bytes {
             return Err(format!(

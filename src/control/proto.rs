@@ -408,6 +408,10 @@ pub struct Final {
     /// The socket buffers the server's kernel gave its data sockets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_buffers: Option<crate::io::socket::SocketBuffers>,
+    /// `--busy-poll`, `--prefer-busy-poll`: what the server's kernel read
+    /// back from a data socket given them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll: Option<crate::io::busypoll::BusyPollSet>,
     /// `--call-times`: the server's send and receive call times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_times: Option<Box<crate::stats::calltime::SendRecvTimes>>,

@@ -81,6 +81,14 @@ impl Report<'_> {
             },
             socket_buffers: SocketBuffers::as_set(plan, &plan.local, plan.test.is_udp(), self.ipv6)
                 .ok(),
+            busy_poll: crate::io::busypoll::as_set(
+                plan.busy_poll_us,
+                plan.prefer_busy_poll,
+                plan.test.is_udp(),
+                self.ipv6,
+            )
+            .ok()
+            .flatten(),
             socket_options: crate::io::sockmark::read_back_or_probe(
                 outs.iter()
                     .flat_map(|o| o.flows.iter())

@@ -83,7 +83,7 @@ impl Engine {
         });
         if workers
             .iter()
-            .any(|w| choose_driver(&w.flows, choice) == DriverKind::Blocking)
+            .any(|w| choose_driver(&w.flows, choice, w.spin) == DriverKind::Blocking)
         {
             crate::io::blocking::install_wake_handler()?;
         }
@@ -96,7 +96,7 @@ impl Engine {
         // The shortest blocking timeout of any blocking worker: the watchdog's clock.
         let mut watch_timeout = None;
         for (i, w) in workers.into_iter().enumerate() {
-            let kind = choose_driver(&w.flows, choice);
+            let kind = choose_driver(&w.flows, choice, w.spin);
             drivers.push(kind.name());
             if kind == DriverKind::Blocking {
                 let t = blocking_timeout(&w.flows);

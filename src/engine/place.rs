@@ -45,6 +45,8 @@ pub struct WorkerOpts {
     pub offered_per_s: Option<u64>,
     /// The part's flows, the whole the share is of.
     pub part_flows: u32,
+    /// `--spin` ([`WorkerSpec::spin`]).
+    pub spin: bool,
 }
 
 impl WorkerOpts {
@@ -67,6 +69,7 @@ impl WorkerOpts {
             epoll_level: part.spreading.epoll_trigger == Some(EpollTrigger::Level),
             offered_per_s: part.offered_per_s.filter(|_| client),
             part_flows: part.flows,
+            spin: part.spin,
         }
     }
 }
@@ -93,6 +96,9 @@ pub struct WorkerSpec {
     /// `--epoll-trigger level`: an epoll worker registers its sockets
     /// level-triggered.
     pub epoll_level: bool,
+    /// `--spin`: the worker polls its sockets and never sleeps
+    /// ([`crate::io::spin`]), whatever the driver choice.
+    pub spin: bool,
 }
 
 /// Spread one part's flows over its workers as `opts` says: flow i runs on
@@ -114,6 +120,7 @@ pub fn place(flows: Vec<Box<dyn Flow>>, opts: &WorkerOpts) -> Vec<WorkerSpec> {
             flow_latency: opts.flow_latency,
             max_events: opts.max_events,
             epoll_level: opts.epoll_level,
+            spin: opts.spin,
         })
         .collect();
     for (i, f) in flows.into_iter().enumerate() {
@@ -147,8 +154,11 @@ pub const AUTO_URING_FLOWS: usize = 4;
 /// epoll otherwise. `uring`: io_uring for every test where the kernel
 /// allows it (connection tests with their connects, accepts and closes as
 /// ring operations, see [`crate::io::uring`]), and epoll otherwise.
-pub fn choose_driver(flows: &[Box<dyn Flow>], choice: DriverChoice) -> DriverKind {
+/// `spin` (`--spin`, which the plan allows with `auto` and `epoll` only):
+/// the spinning driver.
+pub fn choose_driver(flows: &[Box<dyn Flow>], choice: DriverChoice, spin: bool) -> DriverKind {
     match choice {
+        _ if spin => DriverKind::Spin,
         DriverChoice::Auto if flows.len() == 1 && flows[0].blocking_ok() => DriverKind::Blocking,
         DriverChoice::Auto
             if flows.len() >= AUTO_URING_FLOWS
@@ -223,13 +233,20 @@ mod tests {
                     )) as Box<dyn Flow>
                 })
                 .collect();
-            assert_eq!(choose_driver(&flows, DriverChoice::Auto), DriverKind::Epoll);
+            assert_eq!(
+                choose_driver(&flows, DriverChoice::Auto, false),
+                DriverKind::Epoll
+            );
+            assert_eq!(
+                choose_driver(&flows, DriverChoice::Uring, true),
+                DriverKind::Spin
+            );
             let uring = if crate::io::uring::probe().is_ok() {
                 DriverKind::Uring
             } else {
                 DriverKind::Epoll
             };
-            assert_eq!(choose_driver(&flows, DriverChoice::Uring), uring);
+            assert_eq!(choose_driver(&flows, DriverChoice::Uring, false), uring);
         }
     }
 

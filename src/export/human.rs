@@ -164,6 +164,32 @@ fn drivers_line(env: &Environment) -> Option<String> {
     (!ends.is_empty()).then(|| ends.join(", "))
 }
 
+/// SO_BUSY_POLL and SO_PREFER_BUSY_POLL as each end's kernel read them
+/// back, where either was asked for.
+fn busy_poll_line(s: &crate::result::Summary) -> Option<String> {
+    let end = |who: &str, b: Option<&crate::io::busypoll::BusyPollSet>| {
+        b.map(|b| {
+            format!(
+                "{who} {} µs{}",
+                b.busy_poll_us,
+                if b.prefer_busy_poll {
+                    " (preferred)"
+                } else {
+                    ""
+                }
+            )
+        })
+    };
+    let ends: Vec<String> = [
+        end("client", s.local.busy_poll.as_ref()),
+        end("server", s.remote.busy_poll.as_ref()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!ends.is_empty()).then(|| ends.join(", "))
+}
+
 fn headline(f: &Figures, units: Option<RateUnit>) -> String {
     if let Some(t) = f.throughput_bps {
         RateUnit::show(units, t)
@@ -258,6 +284,10 @@ pub fn head(
         }
         if p.close == crate::plan::CloseMode::Rst {
             write!(out, ", client resets (--close rst)")?;
+        }
+        if p.spin {
+            // Said up front: every figure below is of workers that never sleep.
+            write!(out, ", spinning (--spin: both ends poll, a CPU per worker)")?;
         }
         writeln!(out)?;
     }
@@ -539,6 +569,9 @@ impl Exporter for Human {
         }
         if let Some(d) = drivers_line(&r.environment) {
             writeln!(out, "  {:<23}{d}", "drivers")?;
+        }
+        if let Some(b) = busy_poll_line(s) {
+            writeln!(out, "  {:<23}{b}", "busy poll")?;
         }
         if let (Some(i), Some(tx), Some(rx)) =
             (&s.interface, s.tx_packets_per_s, s.rx_packets_per_s)

@@ -4,7 +4,7 @@
 //! the I/O itself on non-blocking (or, for the blocking driver, time-limited
 //! blocking) sockets. The engine owns one driver per worker thread.
 //!
-//! Three drivers exist, each earning its place:
+//! Four drivers exist, each earning its place:
 //! - [`epoll::Epoll`], edge-triggered, for any number of sockets per thread;
 //! - [`uring::Uring`] (`--driver uring`), io_uring. For flows that can take
 //!   their data from it (tcp_rr, udp_rr) it is a completion driver (see
@@ -18,9 +18,14 @@
 //!   after another). It skips `epoll_wait` entirely: a
 //!   request/response transaction then costs one `send` and one `recv`, as in
 //!   netperf, instead of three syscalls. The engine's watchdog interrupts a
-//!   blocked worker with a signal so it still sees phase changes and stop.
+//!   blocked worker with a signal so it still sees phase changes and stop;
+//! - [`spin::Spin`] (`--spin`), which never sleeps: every socket is reported
+//!   ready on every wait and the flow's non-blocking receive is the poll, so
+//!   a transaction pays no scheduler wake-up, at the price of a whole CPU
+//!   per worker.
 
 pub mod blocking;
+pub mod busypoll;
 pub mod connect;
 pub mod epoll;
 pub mod fdlimit;
@@ -28,6 +33,7 @@ pub mod icmp;
 pub mod mmsg;
 pub mod socket;
 pub mod sockmark;
+pub mod spin;
 pub mod spread;
 pub mod tstamp;
 pub mod uring;
@@ -235,6 +241,7 @@ pub enum DriverKind {
     Epoll,
     Blocking,
     Uring,
+    Spin,
 }
 
 impl DriverKind {
@@ -243,6 +250,7 @@ impl DriverKind {
             DriverKind::Epoll => "epoll",
             DriverKind::Blocking => "blocking",
             DriverKind::Uring => "uring",
+            DriverKind::Spin => "spin",
         }
     }
 
@@ -258,6 +266,7 @@ impl DriverKind {
             DriverKind::Epoll => Box::new(epoll::Epoll::new()?),
             DriverKind::Blocking => Box::new(blocking::Blocking::new(blocking_timeout)),
             DriverKind::Uring => Box::new(uring::Uring::new(recv_buffers)?),
+            DriverKind::Spin => Box::new(spin::Spin::new()),
         })
     }
 }

@@ -30,6 +30,8 @@ pub struct DataSocketOpts {
     /// long before it sleeps (only where the NIC driver has NAPI; loopback
     /// and veth have none, so it changes nothing there).
     pub busy_poll_us: Option<u32>,
+    /// SO_PREFER_BUSY_POLL (`--prefer-busy-poll`).
+    pub prefer_busy_poll: bool,
     /// IP_TOS / IPV6_TCLASS: the DSCP and ECN byte of every packet sent.
     pub tos: Option<u8>,
     /// SO_MARK and TCP_TX_DELAY (`--mark`, `--tcp-tx-delay`).
@@ -47,6 +49,7 @@ impl DataSocketOpts {
             congestion: plan.congestion.clone(),
             pacing_bytes_per_s: plan.pacing_rate_bps.map(|b| b / 8),
             busy_poll_us: plan.busy_poll_us,
+            prefer_busy_poll: plan.prefer_busy_poll,
             tos: plan.tos,
             marks: plan.sockets,
         }
@@ -118,30 +121,10 @@ impl DataSocketOpts {
         self.apply_busy_poll(s)
     }
 
-    /// SO_BUSY_POLL, on TCP and UDP data sockets alike.
+    /// SO_BUSY_POLL and SO_PREFER_BUSY_POLL, on TCP and UDP data sockets
+    /// alike ([`super::busypoll`]).
     pub fn apply_busy_poll(&self, s: &Socket) -> io::Result<()> {
-        let Some(us) = self.busy_poll_us else {
-            return Ok(());
-        };
-        let v = us as libc::c_int;
-        // SAFETY: the value outlives the call and its size is given.
-        let rc = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_BUSY_POLL,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            // Above net.core.busy_read it takes CAP_NET_ADMIN.
-            return Err(ctx(
-                io::Error::last_os_error(),
-                "SO_BUSY_POLL (--busy-poll)",
-            ));
-        }
-        Ok(())
+        super::busypoll::apply(s.as_raw_fd(), self.busy_poll_us, self.prefer_busy_poll)
     }
 }
 

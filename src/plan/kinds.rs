@@ -216,6 +216,10 @@ pub struct Traits {
     pub call_times: bool,
     /// Does `--gso` (UDP_SEGMENT and UDP_GRO) apply?
     pub gso: bool,
+    /// Does `--spin` (workers poll their one kind of long-lived socket
+    /// instead of sleeping) apply? The request/response tests: their flows
+    /// keep one socket each and treat an empty receive as "not yet".
+    pub spin: bool,
     /// Do `--reverse` and `--both` apply? (The TCP bulk tests are each
     /// other's reverse: tcp_maerts, tcp_bidir.)
     pub reverse: bool,
@@ -338,6 +342,7 @@ const TCP_BULK: Traits = Traits {
     zerocopy: true,
     call_times: true,
     gso: false,
+    spin: false,
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
@@ -362,6 +367,7 @@ const RR: Traits = Traits {
     zerocopy: false,
     call_times: false,
     gso: false,
+    spin: true,
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
@@ -378,6 +384,7 @@ const CONNECT: Traits = Traits {
     burst: false,
     max_inflight: false,
     close: true,
+    spin: false,
     ..RR
 };
 

@@ -59,6 +59,7 @@ impl TestPlan {
     /// tests is asked of the test's facts (`kinds::Traits`), and the
     /// message names the tests the same facts allow.
     pub fn validate(&self) -> Result<(), PlanError> {
+        self.validate_spin()?;
         if !self.parts.is_empty() {
             return self.validate_parts();
         }
@@ -291,6 +292,40 @@ impl TestPlan {
             });
         }
         sockets::validate(self)?;
+        Ok(())
+    }
+
+    /// `--spin`: the closed-loop request/response tests alone, on the
+    /// workers' own polling loop. An open-loop schedule sleeps to its next
+    /// send, io_uring waits in the kernel for completions, and a mix's bulk
+    /// parts would take the CPUs its probes measure.
+    fn validate_spin(&self) -> Result<(), PlanError> {
+        if !self.spin {
+            return Ok(());
+        }
+        if !self.parts.is_empty() {
+            return Err(PlanError::Invalid(format!(
+                "--spin applies to a single test, not a mix (accepted: {} alone)",
+                TestKind::named(|x| x.spin)
+            )));
+        }
+        if !self.test.traits().spin {
+            return Err(PlanError::NotApplicable {
+                flag: "--spin",
+                applies: TestKind::named(|x| x.spin),
+                test: self.test,
+            });
+        }
+        if self.offered_per_s.is_some() {
+            return Err(PlanError::Invalid(
+                "--spin applies to closed-loop runs (accepted: without --rate)".into(),
+            ));
+        }
+        if self.driver == crate::plan::DriverChoice::Uring {
+            return Err(PlanError::Invalid(
+                "--spin polls with non-blocking receives on the workers' own loop, not io_uring (accepted: --driver auto or epoll)".into(),
+            ));
+        }
         Ok(())
     }
 

@@ -527,6 +527,7 @@ fn hostile_server_naming(
                     tcp_retransmits: None,
                     zerocopy: None,
                     socket_buffers: None,
+                    busy_poll: None,
                     socket_options: None,
                     call_times: None,
                     train_gaps: None,

@@ -46,6 +46,7 @@ mod server_hardening;
 mod ship;
 mod soak;
 mod socket_options;
+mod spin;
 mod stdio;
 mod store;
 mod store_hardening;

@@ -7,19 +7,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, Thrum, diagnostics, read_json, u};
+use crate::common::{ServerProc, Thrum, diagnostics, drivers, read_json, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
-
-fn drivers(doc: &Value, key: &str) -> Vec<String> {
-    doc["environment"][key]
-        .as_array()
-        .expect("drivers")
-        .iter()
-        .map(|d| d.as_str().expect("name").to_string())
-        .collect()
-}
 
 /// Both ends' two workers ran io_uring.
 fn assert_uring_on_both_ends(doc: &Value, what: &str) {

@@ -1,6 +1,6 @@
 //! Reading a result document: numbers, the committed JSON Schema, the
-//! diagnostics by code, whether io_uring ran, an SVG's text, a JSON file,
-//! key=value lines.
+//! diagnostics by code, whether io_uring ran, the drivers the workers ran,
+//! an SVG's text, a JSON file, key=value lines.
 
 use std::collections::BTreeMap;
 
@@ -120,5 +120,16 @@ pub fn svg_text(path: &std::path::Path) -> Vec<String> {
         .filter_map(|n| n.text())
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// The driver each worker of one end ran (`environment.local_drivers` or
+/// `remote_drivers`).
+pub fn drivers(doc: &Value, key: &str) -> Vec<String> {
+    doc["environment"][key]
+        .as_array()
+        .expect("drivers")
+        .iter()
+        .map(|d| d.as_str().expect("name").to_string())
         .collect()
 }

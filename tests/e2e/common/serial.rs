@@ -3,7 +3,7 @@
 //!
 //! [`ALONE`]: each shaped-link test (modules `netns`, `rrul_netns`, `fleet`, `mesh`,
 //! `rr_matching`, `udp_loss`, the shaped `capacity`, `curve`, `ping`, `store` and `gate`
-//! tests), the CPU-heavy `hostile`, `scale` and `soak` tests and the `agg`
+//! tests), the CPU-heavy `hostile`, `scale`, `soak` and `spin` tests and the `agg`
 //! ramps (whose streams flood every CPU) run one at a time, and never
 //! beside a test of the other group. On two vCPUs the 1-byte tcp_rr test keeps both
 //! CPUs busy, and that delays tbf's dequeue timer: once the bucket is full
@@ -80,6 +80,8 @@ pub const ALONE: &[&str] = &[
     "scale::ten_thousand_tcp_rr_flows_each_complete_their_share",
     "scale::flows_spread_past_a_narrow_ephemeral_range",
     "soak::",
+    // Spinning workers: a whole CPU each, on both ends.
+    "spin::",
     "stdio::quiet_by_default_and_everything_in_the_files",
     // Sieges: four addresses reopening every handshake or port they may,
     // as fast as the server drops them, and a client beside them that must
