@@ -21,7 +21,7 @@ fn hosts(star: &Star, extra: [&[&str]; 3]) -> Vec<ServerProc> {
 }
 
 /// `thrum mesh TEST --hosts H.. --psk-file KEY`, from the first host's
-/// namespace, with thrum's own warm-up unless ARGS give one.
+/// namespace.
 fn mesh(star: &Star, test: &str, hosts: &[ServerProc], key: &str) -> Thrum {
     let list: Vec<&str> = hosts.iter().map(|h| h.addr.as_str()).collect();
     Thrum::cmd(&["mesh", test]).netns(&star.agents[0]).args([
@@ -70,7 +70,10 @@ fn the_one_shaped_pair_reads_its_rate_and_the_others_far_above() {
     let chart = dir.path().join("mesh.svg");
     let db = dir.path().join("store.db");
     let doc = mesh(&star, "tcp_stream", &hosts, &key)
-        .args(["--cc", "cubic", "-l", "2s", "--warmup", "1s", "-i", "500ms"])
+        .len("2s")
+        .warmup("1s")
+        .interval("500ms")
+        .args(["--cc", "cubic"])
         .arg("--chart")
         .arg(&chart)
         .arg("--db")
@@ -161,7 +164,9 @@ fn a_host_without_agent_or_with_another_key_fails_its_row_and_sends_nothing() {
     // udp_stream: its receiver sends nothing back, so what hosts 1 and 2
     // send is their control messages alone unless they sent a stream.
     let ran = mesh(&star, "udp_stream", &hosts, &key)
-        .args(["-l", "1s", "--warmup", "0s", "--json"])
+        .len("1s")
+        .warmup("0s")
+        .arg("--json")
         .timeout(Duration::from_secs(60))
         .output();
     assert_eq!(ran.code(), Some(1), "{}", ran.report());
