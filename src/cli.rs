@@ -41,7 +41,7 @@ pub use output::{FieldList, Format, OutputArgs, Outputs};
 mod ping;
 pub use ping::{MAX_PING_COUNT, MAX_PING_SIZE, PingArgs, PingPlan};
 mod run;
-pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest};
+pub use run::{Drawings, MAX_ITERATIONS, PercentileList, RunArgs, RunRequest, repeat_of};
 mod sockets;
 pub use sockets::SocketTuning;
 mod sweep;
@@ -114,6 +114,19 @@ pub enum Command {
     Compare(CompareArgs),
     /// Serve the results store read-only as web pages: a grid of every target and test, histories, runs, comparisons.
     Web(WebArgs),
+    /// Take netperf's command line and print what netperf prints (also as a link named netperf).
+    #[command(disable_help_flag = true)]
+    Netperf(NetperfArgs),
+}
+
+/// `thrum netperf ARGS`: netperf's own command line, handed whole to the
+/// netperf front end (`crate::netperf`), which reads it as netperf does;
+/// `thrum netperf --help` lists what it takes.
+#[derive(Debug, Args)]
+pub struct NetperfArgs {
+    /// netperf's global options, then `--` and the test's options.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., value_name = "ARGS")]
+    pub args: Vec<String>,
 }
 
 /// A test's name as written: checked later by [`TestKind`]'s parser, which
@@ -337,6 +350,17 @@ pub fn foreign_hint(args: &[String], kind: clap::error::ErrorKind) -> Option<Str
         let n = crate::text::echo(&n);
         return Some(format!(
             "parallel streams are flows here: -F {n} (iperf3's -P)"
+        ));
+    }
+    if let Some(list) = ["-O", "-k"]
+        .iter()
+        .find_map(|f| value_after(f).map(|v| (*f, v)))
+    {
+        let (flag, v) = list;
+        let v = crate::text::echo(&v);
+        let style = if flag == "-k" { " --keyval" } else { "" };
+        return Some(format!(
+            "netperf's {flag} selectors are --output-fields {v}{style} here, or run the netperf command line as thrum netperf"
         ));
     }
     if has("-R") {
@@ -590,6 +614,7 @@ impl SuiteArgs {
                 label: host.clone(),
                 bind: self.bind,
                 embedded: false,
+                wait: None,
                 psk: match &self.psk_file {
                     Some(p) => Some(crate::control::auth::Psk::from_file(p)?),
                     None => None,

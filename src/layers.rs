@@ -23,6 +23,7 @@ use std::path::Path;
 /// a later line; modules on one line do not name each other.
 const LAYERS: &[&[&str]] = &[
     &["cmd"],
+    &["netperf"],
     &["cli"],
     &["monitor", "web"],
     &["export", "store"],

@@ -3,7 +3,8 @@
 //! The library holds everything; `main.rs` only parses arguments and maps
 //! errors to an exit code. Layers, top to bottom; every import points down
 //! this list, and `layers.rs` checks it: `cmd` (one file per command) →
-//! `cli` (clap's types, checked into a plan) → `monitor` (probes on a
+//! `netperf` (netperf's command line read into a request) → `cli` (clap's
+//! types, checked into a plan) → `monitor` (probes on a
 //! schedule, their metrics), `web` (the store as pages) → `export` (text,
 //! charts, pages), `store` → `agg` (the aggregate method), `sweep` (the
 //! grid of cells), `curve` (the latency-vs-throughput curve), `fleet` (one
@@ -29,6 +30,7 @@ pub mod io;
 #[cfg(test)]
 mod layers;
 pub mod monitor;
+pub mod netperf;
 pub mod nofollow;
 pub mod plan;
 pub mod result;
@@ -68,6 +70,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::History(args) => cmd::history::history(&args),
         Command::Show(args) => cmd::history::show(&args),
         Command::Compare(args) => cmd::compare::compare(&args),
+        Command::Netperf(args) => cmd::netperf::netperf(&args.args),
         Command::Web(args) => cmd::web::web(&args),
     }
 }

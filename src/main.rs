@@ -1,4 +1,5 @@
 //! The `thrum` binary: parse arguments, run, map errors to an exit code.
+//! Run as a link named `netperf`, it is `thrum netperf`.
 //! Every error reads `error: …` on stderr, clap's and thrum's alike.
 
 use std::process::ExitCode;
@@ -18,15 +19,34 @@ const VERSION: &str = concat!(
     ")"
 );
 
+/// The command line, with `netperf` put before the arguments when thrum
+/// runs as a link named `netperf` (`netperf -H host` is `thrum netperf -H
+/// host`).
+fn args() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let called = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == "netperf");
+    if called {
+        args.insert(1, "netperf".into());
+    }
+    args
+}
+
 fn main() -> ExitCode {
+    let argv = args();
     let parsed = thrum::cli::Cli::command()
         .version(VERSION)
-        .try_get_matches()
+        .try_get_matches_from(&argv)
         .and_then(|m| thrum::cli::Cli::from_arg_matches(&m));
     let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
-            let args: Vec<String> = std::env::args().collect();
+            let args: Vec<String> = argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
             let hint = thrum::cli::foreign_hint(&args, e.kind());
             match hint {
                 // Our tip replaces clap's (`use '-- -t'`), in clap's style.

@@ -73,6 +73,11 @@ pub struct TestPlan {
     pub response_bytes: u64,
     /// Extra transactions in flight per flow (netperf's burst: burst+1 in flight).
     pub burst: u32,
+    /// A pause between a response and the request it frees (neper's
+    /// `--delay`), ns; 0: none. The client's alone: the server answers as
+    /// requests come.
+    #[serde(default, skip_serializing_if = "crate::plan::is_zero")]
+    pub delay_ns: u64,
     /// Bytes per send call (stream tests).
     pub send_bytes: u64,
     /// Bytes per receive call (stream tests).
@@ -255,6 +260,7 @@ impl TestPlan {
             request_bytes: 1,
             response_bytes: 1,
             burst: 0,
+            delay_ns: 0,
             // A datagram per send (udp_stream, capacity): the largest
             // payload of one 1500-byte IPv4 packet.
             send_bytes: if test.traits().send_is_datagram() {
@@ -334,6 +340,11 @@ impl TestPlan {
             n / f + u64::from((flow as u64) < n % f)
         })
     }
+}
+
+/// serde's test for a field absent when zero (`delay_ns`).
+pub(crate) fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[cfg(test)]

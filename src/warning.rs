@@ -67,6 +67,9 @@ pub enum Code {
     /// The server reported a figure no receiver can produce (a count near
     /// 2^64, a capacity histogram outside its bins); it is left out.
     ServerFigureImplausible,
+    /// udp_stream lost datagrams with the client's send buffer larger
+    /// than the server's receive buffer.
+    UdpSendBufferExceedsReceiver,
     /// udp_rr matched, or may have matched, responses to requests oldest
     /// first (a server that echoes no short sequence number, a burst wider
     /// than the number tells apart, or open loop with more in flight):
@@ -82,7 +85,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the schema check.
-    pub const ALL: [Code; 27] = [
+    pub const ALL: [Code; 28] = [
         Code::ServerSamplesMissing,
         Code::RateNotReached,
         Code::Trend,
@@ -107,6 +110,7 @@ impl Code {
         Code::WindowOverran,
         Code::CapacityLoopback,
         Code::ServerFigureImplausible,
+        Code::UdpSendBufferExceedsReceiver,
         Code::RrMatchedInOrder,
         Code::AgentFailed,
         Code::StartSkew,
@@ -139,6 +143,7 @@ impl Code {
             Code::WindowOverran => "window_overran",
             Code::CapacityLoopback => "capacity_loopback",
             Code::ServerFigureImplausible => "server_figure_implausible",
+            Code::UdpSendBufferExceedsReceiver => "udp_send_buffer_exceeds_receiver",
             Code::RrMatchedInOrder => "rr_matched_in_order",
             Code::AgentFailed => "agent_failed",
             Code::StartSkew => "start_skew",

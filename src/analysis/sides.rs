@@ -86,6 +86,7 @@ pub(crate) fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mu
     if plan.zerocopy {
         warnings.extend(zerocopy_warnings(plan, g));
     }
+    warnings.extend(udp_buffer_warning(plan, s));
     s.interface = s.local.interface.clone();
     s.tx_packets_per_s = s.local.tx_packets_per_s;
     s.rx_packets_per_s = s.local.rx_packets_per_s;
@@ -97,6 +98,32 @@ pub(crate) fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mu
         }
         s.warnings.extend(warnings);
     }
+}
+
+/// udp_stream: datagrams were lost while the client's SO_SNDBUF held
+/// more than the server's SO_RCVBUF. The sender's buffer lets a burst of
+/// that size onto the wire at once, and a receiving socket that cannot
+/// hold it drops the rest at its end, not the path: `-s 1M,1M -S 1M,16K`
+/// lost 29-53 % on a path that carried every datagram with equal buffers
+/// (a seed's measurement), and nothing said why.
+fn udp_buffer_warning(plan: &TestPlan, s: &Summary) -> Option<Warning> {
+    let t = plan.test.traits();
+    if !(plan.test.is_udp() && t.client_sends && !t.client_receives) || s.lost? == 0 {
+        return None;
+    }
+    let send = s.local.socket_buffers?.send_bytes;
+    let recv = s.remote.socket_buffers?.recv_bytes;
+    (send > recv).then(|| {
+        Warning::new(
+            Code::UdpSendBufferExceedsReceiver,
+            format!(
+                "{} datagrams lost with the client's send buffer ({} B) larger than the server's receive buffer ({} B): a burst the sender's buffer lets out at once can overflow the receiving socket, so part of the loss may be the receiver's rather than the path's (-s/-S: give the receiver at least the sender's buffer)",
+                s.lost.unwrap_or(0),
+                send,
+                recv
+            ),
+        )
+    })
 }
 
 /// Copied sends above this share of completions (percent) get a warning.
@@ -323,4 +350,45 @@ pub fn packets_off_percent(s: &Summary) -> Option<(f64, f64)> {
     };
     let off = |pps: f64| 100.0 * (pps / per - tps) / tps;
     Some((off(tx), off(rx)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::socket::SocketBuffers;
+    use crate::plan::TestKind;
+
+    /// Loss behind a send buffer larger than the receiver's is explained;
+    /// no loss, equal buffers or another test say nothing.
+    #[test]
+    fn udp_loss_behind_a_larger_send_buffer_is_explained() {
+        let plan = TestPlan::new(TestKind::UdpStream);
+        let mut s = Summary {
+            lost: Some(10),
+            ..Summary::default()
+        };
+        s.local.socket_buffers = Some(SocketBuffers {
+            send_bytes: 2 << 20,
+            ..SocketBuffers::default()
+        });
+        s.remote.socket_buffers = Some(SocketBuffers {
+            recv_bytes: 32768,
+            ..SocketBuffers::default()
+        });
+        let w = udp_buffer_warning(&plan, &s).expect("a warning");
+        assert_eq!(w.code, Code::UdpSendBufferExceedsReceiver);
+        assert!(
+            w.message.contains("2097152 B") && w.message.contains("32768 B"),
+            "{w}"
+        );
+        s.lost = Some(0);
+        assert!(udp_buffer_warning(&plan, &s).is_none());
+        s.lost = Some(10);
+        assert!(udp_buffer_warning(&TestPlan::new(TestKind::UdpRr), &s).is_none());
+        s.remote.socket_buffers = Some(SocketBuffers {
+            recv_bytes: 2 << 20,
+            ..SocketBuffers::default()
+        });
+        assert!(udp_buffer_warning(&plan, &s).is_none());
+    }
 }

@@ -47,6 +47,7 @@ pub fn target_for(host: &str, psk_file: Option<&std::path::Path>) -> Result<Targ
         bind: None,
         embedded: false,
         psk,
+        wait: None,
     })
 }
 

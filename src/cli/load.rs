@@ -123,6 +123,12 @@ pub struct LoadArgs {
     #[arg(short = 'b', long, default_value_t = 0, value_name = "N")]
     #[arg(help_heading = super::heading::LOAD)]
     pub burst: u32,
+    /// tcp_rr: pause this long between a response and the next request.
+    ///
+    /// tcp_rr: pause this long between a response and the request it frees (neper's --delay; 1us to 10s). Latency runs from the send, so it leaves the pause out; the rate falls to at most one transaction per delay per slot in flight.
+    #[arg(long, value_parser = duration, value_name = "DURATION")]
+    #[arg(help_heading = super::heading::LOAD)]
+    pub delay: Option<Duration>,
     #[command(flatten)]
     pub sock: SocketArgs,
 }
@@ -279,6 +285,7 @@ impl LoadArgs {
     pub fn apply(&self, p: &mut TestPlan) {
         self.flow.apply(p);
         p.burst = self.burst;
+        p.delay_ns = self.delay.map_or(0, ns);
         self.sock.apply(p);
     }
 }

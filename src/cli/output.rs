@@ -54,7 +54,7 @@ pub struct OutputArgs {
     pub csv: bool,
     /// netperf's output selectors (-o/-O/-k): the fields shown.
     ///
-    /// netperf's omni output selectors (-o/-O/-k): the fields, by netperf's names and thrum's own (THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P99_LATENCY,LOCAL_CPU_UTIL,REMOTE_SD, …), that --csv, --keyval or, alone, one human line shows.
+    /// netperf's omni output selectors (-o/-O/-k): the fields, by netperf's names and thrum's own (THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P99_LATENCY,LOCAL_CPU_UTIL,REMOTE_SD, …), that --csv, --keyval or, alone, one human line shows; all (netperf's -o all) is every field.
     #[arg(long, value_parser = field_list, value_name = "LIST", conflicts_with = "json")]
     #[arg(help_heading = super::heading::OUTPUT)]
     pub output_fields: Option<FieldList>,

@@ -31,9 +31,9 @@ pub struct RunArgs {
     #[arg(short = 'H', long, value_name = "HOST[:PORT]")]
     #[arg(help_heading = super::heading::TARGET)]
     pub host: Option<String>,
-    /// Length of the measurement window.
+    /// Length of the measurement window (0: until Ctrl-C).
     ///
-    /// Length of the measurement window (10s, 500ms, 2m, 1h30m).
+    /// Length of the measurement window (10s, 500ms, 2m, 1h30m). 0 (netperf's -l 0): until Ctrl-C stops it, or at most what a server allows a test by default (an hour, warm-up and cool-down included); the result covers the window until the stop.
     #[arg(short = 'l', long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
     #[arg(help_heading = super::heading::TARGET)]
     pub duration: Duration,
@@ -71,6 +71,23 @@ pub struct RunArgs {
     #[arg(long, value_parser = duration, value_name = "DURATION")]
     #[arg(help_heading = super::heading::TARGET)]
     pub timeout: Option<Duration>,
+    /// Wait up to DURATION for the server to accept, retrying.
+    ///
+    /// A client started before its server (a script starting both at
+    /// once): while the server refuses the control connection, try again
+    /// every 200 ms for up to DURATION instead of failing at once (neper's
+    /// habit). A refused connection never reaches the server, so a server
+    /// started with --once is not used up by the waiting. Needs -H; not
+    /// with --from, whose agents start at one instant.
+    #[arg(
+        long,
+        value_parser = duration,
+        value_name = "DURATION",
+        requires = "host",
+        conflicts_with_all = ["from", "from_file", "from_dns"]
+    )]
+    #[arg(help_heading = super::heading::TARGET)]
+    pub wait_server: Option<Duration>,
     /// Use IPv4 only.
     #[arg(short = '4', conflicts_with = "ipv6")]
     #[arg(help_heading = super::heading::TARGET)]
@@ -289,6 +306,21 @@ fn brand_arg(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// `-o THROUGHPUT,MEAN_LATENCY`: an output file named like a list of
+/// netperf's selectors (upper case, no directory or extension, every name
+/// a field), which a netperf habit meant as `--output-fields`; with `--csv`
+/// or `--keyval` also netperf's `-o all`, in either case.
+fn selector_list(path: &std::path::Path, fields_out: bool) -> Option<String> {
+    let s = path.to_str()?;
+    if fields_out && s.eq_ignore_ascii_case(crate::export::fields::ALL) {
+        return Some("all".to_string());
+    }
+    let looks = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == ',');
+    (looks && crate::export::fields::parse_list(s).is_ok()).then(|| s.to_string())
+}
+
 /// A random RFC 4122 version 4 UUID, as netperf gives each run.
 fn random_uuid() -> String {
     let mut b = [0u8; 16];
@@ -315,10 +347,7 @@ fn random_uuid() -> String {
 
 /// The repetition asked for with --iterations and/or --confidence
 /// (netperf's defaults fill the other: 3,10 and 99,5); `run` and `sweep`.
-pub(super) fn repeat_of(
-    iterations: Option<(u32, u32)>,
-    confidence: Option<(u32, f64)>,
-) -> Option<Repeat> {
+pub fn repeat_of(iterations: Option<(u32, u32)>, confidence: Option<(u32, f64)>) -> Option<Repeat> {
     if iterations.is_none() && confidence.is_none() {
         return None;
     }
@@ -494,7 +523,27 @@ impl RunArgs {
                 "--output-fields {f}: that percentile is not reported; ask for it with --percentiles (fixed: P50_LATENCY, P90_LATENCY, P99_LATENCY, P999_LATENCY)"
             );
         }
-        let outputs = self.out.to_outputs();
+        let fields_out = self.out.csv || self.out.keyval;
+        if let Some(list) = self
+            .out
+            .output
+            .as_deref()
+            .and_then(|p| selector_list(p, fields_out))
+        {
+            return Err(super::Tipped {
+                error: anyhow::anyhow!(
+                    "-o {list} names netperf's output selectors, but -o is the file the result is written to here"
+                ),
+                tip: format!(
+                    "--output-fields {list} --csv (netperf's -o; --keyval for -k, alone for -O), or the whole netperf command line as `thrum netperf ...`"
+                ),
+            }
+            .into());
+        }
+        let mut outputs = self.out.to_outputs();
+        outputs.fields = outputs
+            .fields
+            .map(|f| crate::export::fields::chosen(f, &plan.percentiles));
         // The samples' latency columns are per flow: the client keeps them.
         plan.flow_latency = outputs.samples.is_some() || !outputs.export_csv.is_empty();
         let drawings = Drawings {
@@ -681,6 +730,13 @@ impl RunArgs {
             (None, false) => 1_000_000_000,
         };
         p.cooldown_ns = ns(self.cooldown);
+        if self.duration.is_zero() {
+            // `-l 0` (netperf's): until Ctrl-C, or the whole test as long
+            // as a server allows by default.
+            p.duration_ns = crate::control::limits::DEFAULT_MAX_DURATION_NS
+                .saturating_sub(p.warmup_ns + p.cooldown_ns)
+                .max(crate::plan::limits::MIN_DURATION_NS);
+        }
         p.interval_ns = ns(self.interval);
         let (flows, threads) = (self.load.flow.flows, self.load.flow.threads);
         if self.both {
@@ -770,6 +826,7 @@ impl RunArgs {
             bind: self.bind,
             embedded: false,
             psk,
+            wait: self.wait_server,
         }))
     }
 }
@@ -994,6 +1051,62 @@ mod tests {
             .tip
             .clone();
         assert!(tip.contains("-H server1"), "{tip}");
+    }
+
+    /// `-l 0` runs until stopped: as long as a server allows by default.
+    #[test]
+    fn zero_length_runs_until_stopped() {
+        let p = plan_of(&["-l", "0"]);
+        assert_eq!(p.duration_ns + p.warmup_ns, 3600 * 1_000_000_000);
+        assert_eq!(plan_of(&["-l", "2s"]).duration_ns, 2_000_000_000);
+    }
+
+    /// netperf's `-o LIST` is refused with a tip naming --output-fields; a
+    /// file that only looks like a name is written as asked.
+    #[test]
+    fn netperfs_o_gets_a_tip() {
+        let e = args_of(&["-o", "THROUGHPUT,MEAN_LATENCY"])
+            .to_request()
+            .unwrap_err();
+        let t = e.downcast_ref::<crate::cli::Tipped>().expect("a tip");
+        assert!(
+            t.tip
+                .contains("--output-fields THROUGHPUT,MEAN_LATENCY --csv"),
+            "{}",
+            t.tip
+        );
+        assert!(format!("{e:#}").contains("-o is the file"), "{e:#}");
+        assert!(args_of(&["-o", "RESULT.json"]).to_request().is_ok());
+        assert!(args_of(&["-o", "THROUGHPUT"]).to_request().is_err());
+        assert!(args_of(&["-o", "OUT"]).to_request().is_ok());
+        // netperf's -o all beside --csv: every field, not a file "all".
+        let e = args_of(&["--csv", "-o", "all"]).to_request().unwrap_err();
+        let t = e.downcast_ref::<crate::cli::Tipped>().expect("a tip");
+        assert!(t.tip.contains("--output-fields all --csv"), "{}", t.tip);
+        assert!(args_of(&["-o", "all"]).to_request().is_ok());
+    }
+
+    /// `--output-fields all` is every field, then each --percentiles
+    /// entry's own, each once.
+    #[test]
+    fn output_fields_all_is_every_field() {
+        let r = args_of(&[
+            "--csv",
+            "--output-fields",
+            "all",
+            "--percentiles",
+            "99.99,50",
+        ])
+        .to_request()
+        .unwrap();
+        let f = r.outputs.fields.expect("the fields");
+        let mut every = crate::export::fields::names();
+        every.push("P9999_LATENCY".into());
+        assert_eq!(f, every);
+        let r = args_of(&["--output-fields", "THROUGHPUT"])
+            .to_request()
+            .unwrap();
+        assert_eq!(r.outputs.fields, Some(vec!["THROUGHPUT".to_string()]));
     }
 
     /// `--iterations 10,3` is netperf's `-i 10,3` (MAX,MIN): read as 3..10

@@ -83,14 +83,14 @@ pub struct SweepArgs {
     /// driver, cc, rate, cpu-pin (LOCAL:REMOTE pairs, as 0:0,0:1,1:1),
     /// local-cpu and remote-cpu (one end's pin each, for a matrix), close, and the NIC's coalesce-rx-usecs, coalesce-rx-frames,
     /// coalesce-tx-usecs, coalesce-tx-frames, ring-rx, ring-tx, channels-rx, channels-tx,
-    /// channels-combined (with --nic).
+    /// channels-combined, and its offloads tso, gso, gro (on,off) (with --nic).
     #[arg(long, value_parser = vary_arg, value_name = "NAME=LIST")]
     #[arg(help_heading = super::heading::LOAD)]
     pub vary: Vec<Dim>,
-    /// The device whose NIC settings the coalesce-…, ring-… and channels-… dimensions set (ethtool).
+    /// The device whose NIC settings the coalesce-…, ring-…, channels-…, tso, gso and gro dimensions set (ethtool).
     ///
-    /// The device whose NIC settings the coalesce-…, ring-… and channels-…
-    /// dimensions set (ethtool). Its settings as they were are kept in a
+    /// The device whose NIC settings the coalesce-…, ring-…, channels-…,
+    /// tso, gso and gro dimensions set (ethtool). Its settings as they were are kept in a
     /// journal ($XDG_STATE_HOME/thrum, /var/lib/thrum as root) until the
     /// sweep has put them back; while one is there (a sweep killed),
     /// another sweep on the device refuses to start: --restore first.

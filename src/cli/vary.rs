@@ -47,7 +47,8 @@ pub enum Setting {
     Nic(NicKnob, u32),
 }
 
-/// The NIC settings a sweep can vary (ethtool coalescing and rings).
+/// The NIC settings a sweep can vary (ethtool coalescing, rings, channels
+/// and offloads).
 pub use crate::sweep::nic::Knob as NicKnob;
 
 /// Every dimension's name and the values it accepts, in `--help`'s order.
@@ -103,6 +104,9 @@ pub const NAMES: &[(&str, &str)] = &[
     ("channels-rx", "whole numbers 1.. (ethtool -L rx)"),
     ("channels-tx", "whole numbers 1.. (ethtool -L tx)"),
     ("channels-combined", "whole numbers (ethtool -L combined)"),
+    ("tso", "on or off (ethtool -K tso)"),
+    ("gso", "on or off (ethtool -K gso)"),
+    ("gro", "on or off (ethtool -K gro)"),
 ];
 
 /// The accepted names, for an error.
@@ -176,6 +180,8 @@ fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
     const IO: u64 = L::MAX_IO_BYTES;
     const BUF: u64 = L::MAX_BUFFER_BYTES;
     let nic = |k: NicKnob, lo: u64| whole(v, lo, u32::MAX as u64).map(|n| Nic(k, n as u32));
+    let offload =
+        |o: crate::sensors::Offload| on_off(v).map(|on| Nic(NicKnob::Offload(o), u32::from(on)));
     Ok(match name {
         "burst" => Burst(whole(v, 0, L::MAX_BURST as u64)? as u32),
         "flows" => Flows(whole(v, 1, L::MAX_FLOWS as u64)? as u32),
@@ -233,6 +239,9 @@ fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
         "channels-rx" => nic(NicKnob::ChannelsRx, 1)?,
         "channels-tx" => nic(NicKnob::ChannelsTx, 1)?,
         "channels-combined" => nic(NicKnob::ChannelsCombined, 0)?,
+        "tso" => offload(crate::sensors::Offload::Tso)?,
+        "gso" => offload(crate::sensors::Offload::Gso)?,
+        "gro" => offload(crate::sensors::Offload::Gro)?,
         _ => unreachable!("every name in NAMES has a parser"),
     })
 }
@@ -297,7 +306,8 @@ impl Setting {
             Burst(n) | Flows(n) | Threads(n) | LocalCpu(n) | RemoteCpu(n) => json!(n),
             RequestSize(n) | ResponseSize(n) | SendSize(n) | RecvSize(n) | LocalBuffer(n)
             | RemoteBuffer(n) | Buffer(n) | Rate(n) => json!(n),
-            Nic(_, n) | BusyPoll(n) => json!(n),
+            Nic(k, n) if !k.is_switch() => json!(n),
+            BusyPoll(n) => json!(n),
             _ => json!(self.label()),
         }
     }
@@ -306,6 +316,7 @@ impl Setting {
     pub fn label(&self) -> String {
         use Setting::*;
         match self {
+            Nic(k, n) if k.is_switch() => (if *n != 0 { "on" } else { "off" }).into(),
             Burst(n)
             | Flows(n)
             | Threads(n)

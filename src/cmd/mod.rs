@@ -1,7 +1,8 @@
 //! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
-//! `ping`, `monitor`, `mesh`, the aggregate commands `agg`, `find-burst`, `sweep` and `report`,
-//! the results store's `history` (with `show`) and `compare`, and `web`,
-//! the store served as pages; `save`
+//! `ping`, `monitor`, `mesh`, `netperf` (netperf's command line), the
+//! aggregate commands `agg`, `find-burst`, `sweep` and `report`, the
+//! results store's `history` (with `show`) and `compare`, and `web`, the
+//! store served as pages; `save`
 //! saves a measuring command's result in the store. This
 //! is the top of the library: a command parses nothing. Its first line
 //! turns clap's arguments into one plain request ([`crate::cli`]'s
@@ -19,6 +20,7 @@ pub mod history;
 pub mod limit;
 pub mod mesh;
 pub mod monitor;
+pub mod netperf;
 pub mod out;
 pub mod ping;
 pub mod progress;

@@ -29,6 +29,7 @@ pub fn target_or_embedded(
         bind,
         embedded: true,
         psk: None,
+        wait: None,
     };
     Ok((t, Some(server)))
 }

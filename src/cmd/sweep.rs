@@ -44,6 +44,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
                 bind: None,
                 embedded: true,
                 psk: None,
+                wait: None,
             };
             (t, Some(s))
         }

@@ -110,6 +110,9 @@ pub(crate) fn serve(
         bind: None,
         embedded: false,
         psk: target_keyed.then(|| psk.clone()),
+        // The controller started every agent at one instant: a target
+        // that refuses is a failure to report, not one to wait out.
+        wait: None,
     };
     state.started = true;
     // Writes to a controller that stopped reading must not hold the run:

@@ -55,6 +55,9 @@ pub struct Target {
     pub embedded: bool,
     /// Prove this key to the server (`--psk-file`); the server must ask for it.
     pub psk: Option<Psk>,
+    /// `--wait-server`: how long to keep trying a server that refuses the
+    /// control connection (not started yet); None: fail at once.
+    pub wait: Option<std::time::Duration>,
 }
 
 /// The longest a test can take by its plan: warm-up, measurement (for a
@@ -137,9 +140,29 @@ fn parse_token(hex: &str) -> Result<[u8; TOKEN_LEN]> {
     Ok(t)
 }
 
+/// Connect, and with `--wait-server` connect again every 200 ms while the
+/// server refuses (a client started before its server), until the wait is
+/// over or a stop is asked for. A refused connection never reaches a
+/// server, so one started with `--once` is not used up by the waiting.
+fn connect_waiting(target: &Target, opts: &DataSocketOpts) -> std::io::Result<socket2::Socket> {
+    let deadline = target.wait.map(|w| std::time::Instant::now() + w);
+    loop {
+        match connect_retrying(&target.addr, target.bind, opts, CONNECT_TIMEOUT) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && deadline.is_some_and(|d| std::time::Instant::now() < d)
+                    && !super::stop::requested() =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            r => return r,
+        }
+    }
+}
+
 fn connect_control(target: &Target) -> Result<TcpStream> {
     let opts = DataSocketOpts::default();
-    let s = connect_retrying(&target.addr, target.bind, &opts, CONNECT_TIMEOUT).map_err(|e| {
+    let s = connect_waiting(target, &opts).map_err(|e| {
         // A handshake unanswered while the TIME_WAIT table is full is most
         // likely a port pair clashing with one of its entries, not a
         // missing server (io::connect's module doc).
@@ -151,10 +174,17 @@ fn connect_control(target: &Target) -> Result<TcpStream> {
         .flatten();
         let why = match note {
             Some(note) => format!("cannot reach the thrum server at {}: {note}", target.label),
-            None => format!(
-                "cannot reach the thrum server at {} (is `thrum server` running there?)",
-                target.label
-            ),
+            None => match target.wait {
+                Some(w) => format!(
+                    "cannot reach the thrum server at {} within --wait-server {} (is `thrum server` running there?)",
+                    target.label,
+                    crate::units::fmt_duration_ns(w.as_nanos() as u64)
+                ),
+                None => format!(
+                    "cannot reach the thrum server at {} (is `thrum server` running there?)",
+                    target.label
+                ),
+            },
         };
         anyhow!(e).context(why)
     })?;

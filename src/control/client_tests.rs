@@ -15,6 +15,7 @@ fn target(addr: SocketAddr) -> Target {
         bind: None,
         embedded: false,
         psk: None,
+        wait: None,
     }
 }
 

@@ -134,9 +134,9 @@ pub const PROTOCOL: &[&str] = &[
 ];
 
 /// The spec's fields the server never reads: the client's alone
-/// (`flow_latency`), or carried by another field (`num_ports` travels as
+/// (`flow_latency`, `delay_ns`), or carried by another field (`num_ports` travels as
 /// `flows_per_listener`, which every server takes).
-pub const CLIENT_ONLY: &[&str] = &["plan.flow_latency", "plan.num_ports"];
+pub const CLIENT_ONLY: &[&str] = &["plan.flow_latency", "plan.num_ports", "plan.delay_ns"];
 
 /// udp_rr: the server echoes a request's first bytes at the front of its
 /// response, as many as request and response both have up to 8 (an older

@@ -26,18 +26,40 @@ latency_count,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p99_9_ns,late
 /// (after the latency and open-loop ones, before a mix's `part`).
 const RUSAGE: &str = "utime_s,stime_s,maxrss_kb,minflt,majflt,nvcsw,nivcsw";
 
+/// The percentiles the fixed latency columns show (p50, p90, p99, p99.9).
+const FIXED: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+
+/// Whether entry `i` of a --percentiles list gets a column of its own: not
+/// when a fixed column shows it already (`--percentiles 50,99.99` asks for
+/// p50, which `latency_p50_ns` is), nor when an earlier entry has it; two
+/// columns of one name would leave a reader to guess which it read.
+fn own_column(percentiles: &[f64], i: usize) -> bool {
+    let p = percentiles[i];
+    !FIXED.contains(&p) && !percentiles[..i].contains(&p)
+}
+
+/// The percentiles of a --percentiles list that get a column of their
+/// own ([`own_column`]), in the order given: the header's extra columns.
+pub fn own_columns(percentiles: &[f64]) -> Vec<f64> {
+    (0..percentiles.len())
+        .filter(|&i| own_column(percentiles, i))
+        .map(|i| percentiles[i])
+        .collect()
+}
+
 /// The header, with one more column per percentile asked for with
-/// --percentiles; for an open-loop test (`--rate`, not a mix) the
+/// --percentiles that a column does not show already; for an open-loop test (`--rate`, not a mix) the
 /// client's late count and the service time (from the actual send) with
 /// the same percentiles; and for a mix a last `part` column.
 pub fn header(percentiles: &[f64], mix: bool, open: bool) -> String {
     let mut h = HEADER.to_string();
-    for p in percentiles {
+    let percentiles = own_columns(percentiles);
+    for p in &percentiles {
         h.push_str(&format!(",latency_p{p}_ns"));
     }
     if open && !mix {
         h.push_str(",local_late,service_count,service_p50_ns,service_p90_ns,service_p99_ns,service_p99_9_ns,service_max_ns,service_min_ns,service_mean_ns,service_stddev_ns");
-        for p in percentiles {
+        for p in &percentiles {
             h.push_str(&format!(",service_p{p}_ns"));
         }
     }
@@ -101,8 +123,13 @@ fn latency(
                 ",{},{},{},{},{},{},{},{:.0},{:.0}",
                 l.count, l.p50, l.p90, l.p99, l.p99_9, l.max, l.min, l.mean, l.stddev
             )?;
-            for p in &l.percentiles {
-                write!(out, ",{}", p.ns)?;
+            // The summary's percentiles follow the --percentiles list,
+            // so the header's columns are its entries with one of their own.
+            let asked: Vec<f64> = l.percentiles.iter().map(|p| p.percentile).collect();
+            for (i, p) in l.percentiles.iter().enumerate() {
+                if own_column(&asked, i) {
+                    write!(out, ",{}", p.ns)?;
+                }
             }
             Ok(())
         }
@@ -166,7 +193,7 @@ impl Exporter for Csv {
                 })
                 .collect();
             let cols = Cols {
-                percentiles: extra.len(),
+                percentiles: own_columns(extra).len(),
                 open,
             };
             write_interval(out, iv, r.test, cols, &parts, &latency)?;
@@ -178,7 +205,7 @@ impl Exporter for Csv {
 /// What columns a row has beyond the fixed ones (see [`header`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Cols {
-    /// `--percentiles` asked for.
+    /// `--percentiles` columns of their own ([`own_columns`]).
     pub percentiles: usize,
     /// Open loop: late count and service time.
     pub open: bool,
@@ -248,7 +275,51 @@ pub fn write_interval(
 
 #[cfg(test)]
 mod tests {
-    use super::header;
+    use super::{Csv, header};
+    use crate::export::Exporter;
+    use crate::plan::{TestKind, TestPlan};
+    use crate::result::fixtures;
+    use crate::stats::counters::Counts;
+    use crate::stats::latency::LatencyHistogram;
+
+    /// A --percentiles entry that a fixed column shows (50, 99.9), or one
+    /// listed twice, gets no second column of the same name, and every
+    /// row keeps the header's columns with each value under its own name.
+    #[test]
+    fn a_percentile_has_one_column_however_often_it_is_asked_for() {
+        let asked = [50.0, 99.99, 99.9, 99.99, 75.0];
+        let mut plan = TestPlan::new(TestKind::TcpRr);
+        plan.percentiles = asked.to_vec();
+        let mut r = fixtures::result_of(plan);
+        let mut h = LatencyHistogram::new();
+        for ns in 1..=100_000u64 {
+            h.record(ns * 10);
+        }
+        let mut iv = fixtures::interval(0, 0.0, 1.0);
+        iv.local = vec![Counts::default()];
+        iv.latency_ns = h.summary_with(&asked);
+        r.intervals.push(iv);
+        let mut out = Vec::new();
+        Csv.write(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut lines = text.lines();
+        let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(row.len(), head.len(), "{text}");
+        let mut names = head.clone();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), head.len(), "a column named twice: {text}");
+        let at = |name: &str| {
+            let i = head.iter().position(|h| *h == name).expect(name);
+            row[i].parse::<u64>().unwrap()
+        };
+        assert_eq!(at("latency_p50_ns"), h.quantile(0.5));
+        assert_eq!(at("latency_p99_9_ns"), h.quantile(0.999));
+        assert_eq!(at("latency_p99.99_ns"), h.quantile(0.9999));
+        assert_eq!(at("latency_p75_ns"), h.quantile(0.75));
+        assert!(!head.contains(&"latency_p50_ns_2") && !head.contains(&"latency_p99.9_ns"));
+    }
 
     /// docs/json.md shows the header as it is written and example rows
     /// with as many columns, so the page stays true to the file.

@@ -150,6 +150,23 @@ fn uname(r: &TestResult, local: bool) -> Option<&crate::sensors::provenance::Ker
     p.as_ref()?.kernel.as_ref()
 }
 
+/// The congestion control of a TCP test's end: `--cc`, or the end's
+/// kernel default from its provenance; None for UDP tests.
+fn congestion(r: &TestResult, local: bool) -> Option<String> {
+    if r.test.is_udp() {
+        return None;
+    }
+    if let Some(c) = &r.spec.plan.congestion {
+        return Some(c.clone());
+    }
+    let p = if local {
+        &r.provenance.local
+    } else {
+        &r.provenance.remote
+    };
+    p.as_ref()?.congestion_control.clone()
+}
+
 /// `P{N}_LATENCY` for a percentile asked with `--percentiles`: N is the
 /// percentile as written without its point (99.99: P9999_LATENCY), as
 /// netperf's P99_LATENCY and thrum's P999_LATENCY (99.9) are.
@@ -450,6 +467,48 @@ pub static FIELDS: &[Field] = &[
         let p = &r.spec.plan;
         r.test.is_stream().then(|| p.recv_bytes.to_string())
     }),
+    // The server's sizes of a bulk test: thrum's one send size and one
+    // receive size serve whichever end sends or receives (flent reads
+    // these for TCP_MAERTS).
+    whole("REMOTE_SEND_SIZE", "bytes", BULK, |r| {
+        let p = &r.spec.plan;
+        r.test.is_stream().then(|| p.send_bytes.to_string())
+    }),
+    whole("REMOTE_RECV_SIZE", "bytes", BULK, |r| {
+        let p = &r.spec.plan;
+        r.test.is_stream().then(|| p.recv_bytes.to_string())
+    }),
+    // netperf omni's names for what a test is: its transport and which
+    // way its data goes as seen from the client.
+    whole("PROTOCOL", "", ALWAYS, |r| {
+        Some(if r.test.is_udp() { "UDP" } else { "TCP" }.into())
+    }),
+    whole("DIRECTION", "", ALWAYS, |r| {
+        let t = r.test.traits();
+        Some(
+            match (t.client_sends, t.client_receives) {
+                (true, true) => "Send|Recv",
+                (false, true) => "Recv",
+                _ => "Send",
+            }
+            .into(),
+        )
+    }),
+    // `--tos` on both ends' data sockets, as netperf prints IP_TOS.
+    whole("LOCAL_SOCKET_TOS", "", ALWAYS, |r| {
+        Some(format!("0x{:02x}", r.spec.plan.tos.unwrap_or(0)))
+    }),
+    whole("REMOTE_SOCKET_TOS", "", ALWAYS, |r| {
+        Some(format!("0x{:02x}", r.spec.plan.tos.unwrap_or(0)))
+    }),
+    // `--cc` when given, else the kernel's default for new sockets as
+    // each end's provenance read it (a route's congctl is not seen).
+    whole("LOCAL_CONG_CONTROL", "", "TCP tests", |r| {
+        congestion(r, true)
+    }),
+    whole("REMOTE_CONG_CONTROL", "", "TCP tests", |r| {
+        congestion(r, false)
+    }),
     whole("LOCAL_DRIVER", "", ALWAYS, |r| {
         drivers(&r.environment.local_drivers)
     }),
@@ -605,9 +664,34 @@ fn lookup<'a>(all: &'a [(String, String)], name: &str, r: &TestResult) -> &'a st
         .map_or("", |(_, v)| v.as_str())
 }
 
+/// netperf's keyword for every output selector (`-o all`), kept as the
+/// list's one name until the run's percentiles are known ([`chosen`]).
+pub const ALL: &str = "ALL";
+
+/// The fields a parsed `--output-fields` list shows: the list itself, or
+/// for [`ALL`] every field in the table's order and then each
+/// `--percentiles` entry's own `P{N}_LATENCY`, so that a CSV's columns are
+/// the same for every test (one a test does not carry is empty).
+pub fn chosen(list: Vec<String>, percentiles: &[f64]) -> Vec<String> {
+    if list != [ALL] {
+        return list;
+    }
+    let mut out = names();
+    for p in percentiles {
+        let name = percentile_field(*p);
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 /// `--output-fields`: names separated by commas (netperf's form), checked
-/// against [`FIELDS`] case-insensitively.
+/// against [`FIELDS`] case-insensitively, or `all` ([`ALL`]).
 pub fn parse_list(s: &str) -> Result<Vec<String>, String> {
+    if s.trim().eq_ignore_ascii_case(ALL) {
+        return Ok(vec![ALL.to_string()]);
+    }
     let known = names();
     let names: Vec<String> = s
         .split(',')
@@ -622,7 +706,7 @@ pub fn parse_list(s: &str) -> Result<Vec<String>, String> {
         .find(|n| !known.contains(n) && !is_percentile_field(n))
     {
         return Err(format!(
-            "'{}' is not a field (accepted: {}, and P{{N}}_LATENCY for each N of --percentiles)",
+            "'{}' is not a field (accepted: {}, P{{N}}_LATENCY for each N of --percentiles, or all alone)",
             crate::text::echo(bad),
             known.join(",")
         ));

@@ -94,7 +94,7 @@ impl Live {
                 iv,
                 self.test,
                 csv::Cols {
-                    percentiles: self.percentiles.len(),
+                    percentiles: csv::own_columns(&self.percentiles).len(),
                     open: self.open,
                 },
                 &self.parts,

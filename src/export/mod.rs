@@ -23,6 +23,7 @@ pub mod keyval;
 pub mod live;
 pub mod mesh;
 pub mod mix;
+pub mod netperf;
 pub mod page;
 pub mod schema;
 pub mod sweep;

@@ -329,6 +329,7 @@ impl<'a> Controller<'a> {
                 bind: fleet.target.bind,
                 embedded: false,
                 psk: fleet.target.psk.clone(),
+                wait: None,
             };
             let run = AgentRun {
                 plan: Box::new(fleet.plan.clone()),
@@ -691,6 +692,7 @@ mod tests {
                 bind: None,
                 embedded: false,
                 psk: Some(psk),
+                wait: None,
             },
             plan,
         }

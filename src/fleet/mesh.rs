@@ -202,6 +202,7 @@ fn run_pair(m: &MeshPlan, s: usize, r: usize) -> Pair {
             bind: m.bind,
             embedded: false,
             psk: m.psk.clone(),
+            wait: None,
         },
         plan: m.plan.clone(),
     };

@@ -203,6 +203,9 @@ pub struct Traits {
     pub loss: Loss,
     /// Does `--burst` (transactions in flight per flow) apply?
     pub burst: bool,
+    /// Does `--delay` (a pause between a response and the next request)
+    /// apply? tcp_rr's closed loop, whose flow waits on one stream.
+    pub delay: bool,
     /// What `--rate` means for the test.
     pub rate: Rate,
     /// Open loop, does `--max-inflight` bound a flow's transactions in
@@ -336,6 +339,7 @@ const TCP_BULK: Traits = Traits {
     merit: Merit::Throughput,
     loss: Loss::None,
     burst: false,
+    delay: false,
     rate: Rate::None,
     max_inflight: false,
     close: false,
@@ -361,6 +365,7 @@ const RR: Traits = Traits {
     merit: Merit::Transactions,
     loss: Loss::None,
     burst: true,
+    delay: true,
     rate: Rate::Transactions,
     max_inflight: true,
     close: false,
@@ -382,6 +387,7 @@ const CONNECT: Traits = Traits {
     kind: TestKind::TcpCrr,
     transport: Transport::TcpPerTransaction,
     burst: false,
+    delay: false,
     max_inflight: false,
     close: true,
     spin: false,
@@ -422,6 +428,7 @@ pub static TRAITS: [Traits; 9] = [
         kind: TestKind::UdpRr,
         transport: Transport::Udp,
         loss: Loss::Transactions,
+        delay: false,
         ..RR
     },
     Traits {

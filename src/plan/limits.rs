@@ -10,6 +10,10 @@ pub const MAX_OFFERED_PER_S: u64 = 100_000_000;
 /// The largest `--max-inflight`.
 pub const MAX_INFLIGHT: u32 = 1 << 16;
 pub const MAX_BURST: u32 = 4096;
+/// `--delay`: 1 us, the engine's timers' grain, to 10 s, past which a
+/// transaction or two per window measures nothing.
+pub const MIN_DELAY_NS: u64 = 1_000;
+pub const MAX_DELAY_NS: u64 = 10_000_000_000;
 /// --busy-poll: a second of spinning per receive is already absurd.
 pub const MAX_BUSY_POLL_US: u32 = 1_000_000;
 pub const MAX_RR_BYTES: u64 = 64 << 20;

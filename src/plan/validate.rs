@@ -177,7 +177,7 @@ impl TestPlan {
         Ok(())
     }
 
-    /// Burst, message sizes, `--rate` in bit/s and the rr timeout.
+    /// Burst, delay, message sizes, `--rate` in bit/s and the rr timeout.
     fn validate_sizes(&self) -> Result<(), PlanError> {
         use limits::*;
         let t = self.test;
@@ -190,6 +190,16 @@ impl TestPlan {
             });
         }
         check("--burst", self.burst as u64, 0, MAX_BURST as u64)?;
+        if self.delay_ns > 0 {
+            if !f.delay {
+                return Err(PlanError::NotApplicable {
+                    flag: "--delay",
+                    applies: TestKind::named(|x| x.delay),
+                    test: t,
+                });
+            }
+            check_ns("--delay", self.delay_ns, MIN_DELAY_NS, MAX_DELAY_NS)?;
+        }
         let max_rr = if f.rr_is_datagram() {
             MAX_DATAGRAM_BYTES
         } else {
@@ -440,6 +450,11 @@ impl TestPlan {
             });
         }
         check("--rate (transactions/s)", r, 1, limits::MAX_OFFERED_PER_S)?;
+        if self.delay_ns > 0 {
+            return Err(PlanError::Invalid(
+                "--delay and --rate do not combine: --delay pauses a closed loop between a response and the next request; with --rate the schedule decides when each request goes".into(),
+            ));
+        }
         if self.burst > 0 {
             return Err(PlanError::Invalid(
                 "--burst and --rate do not combine: with --rate the schedule decides how many transactions are in flight (bound them with --max-inflight)".into(),

@@ -33,6 +33,7 @@ const ETHTOOL_GFLAGS: u32 = 0x25;
 const ETHTOOL_GGRO: u32 = 0x2b;
 const ETHTOOL_GSSET_INFO: u32 = 0x37;
 const ETHTOOL_GFEATURES: u32 = 0x3a;
+const ETHTOOL_SFEATURES: u32 = 0x3b;
 const ETHTOOL_GCHANNELS: u32 = 0x3c;
 const ETHTOOL_SCHANNELS: u32 = 0x3d;
 const ETH_FLAG_LRO: u32 = 1 << 15;
@@ -225,6 +226,73 @@ pub struct Offloads {
     pub tx_checksum: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scatter_gather: Option<bool>,
+}
+
+/// An offload a sweep turns on and off, as `ethtool -K DEV tso|gso|gro`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offload {
+    Tso,
+    Gso,
+    Gro,
+}
+
+impl Offload {
+    /// Whether netdev feature `name` is part of it, as ethtool reads its
+    /// `-K` words: tso is every `tx-tcp*-segmentation` (IPv4, IPv6, ECN,
+    /// mangled IDs, AccECN on newer kernels: the legacy ETHTOOL_STSO misses
+    /// the last, and a device then still segments some TCP), gso
+    /// `tx-generic-segmentation`, gro `rx-gro`.
+    pub fn covers(self, name: &str) -> bool {
+        match self {
+            Offload::Tso => name.starts_with("tx-tcp") && name.ends_with("-segmentation"),
+            Offload::Gso => name == "tx-generic-segmentation",
+            Offload::Gro => name == "rx-gro",
+        }
+    }
+}
+
+/// A device's features as ETHTOOL_GFEATURES gives them, by the names
+/// ETHTOOL_GSTRINGS gives them: the bits a set names.
+pub struct FeatureTable {
+    names: Vec<String>,
+    /// struct ethtool_gfeatures' blocks: available, requested, active,
+    /// never_changed, 32 features each.
+    blocks: Vec<[u32; 4]>,
+}
+
+impl FeatureTable {
+    fn bit(&self, i: usize, word: usize) -> bool {
+        self.blocks[i / 32][word] & (1 << (i % 32)) != 0
+    }
+
+    /// The features of `o` the device lets one change (in `available`,
+    /// its hw_features), by name, with whether each is requested on.
+    pub fn changeable(&self, o: Offload) -> BTreeMap<String, bool> {
+        self.names
+            .iter()
+            .enumerate()
+            .filter(|(i, n)| o.covers(n) && self.bit(*i, 0))
+            .map(|(i, n)| (n.clone(), self.bit(i, 1)))
+            .collect()
+    }
+
+    /// Whether any feature of `o` is active: off means the device does
+    /// none of it, as `ethtool -k` reads it.
+    pub fn active(&self, o: Offload) -> bool {
+        self.names
+            .iter()
+            .enumerate()
+            .any(|(i, n)| o.covers(n) && self.bit(i, 2))
+    }
+
+    /// Every feature by name and whether it is active.
+    fn all_active(&self) -> BTreeMap<String, bool> {
+        self.names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), self.bit(i, 2)))
+            .collect()
+    }
 }
 
 fn c_str(b: &[u8]) -> Option<String> {
@@ -424,6 +492,13 @@ impl Ethtool {
     /// Every netdev feature by its kernel name (as `ethtool -k` lists them)
     /// and whether it is active.
     pub fn features(&self) -> Option<BTreeMap<String, bool>> {
+        self.get_features().ok().map(|t| t.all_active())
+    }
+
+    /// The device's features (ETHTOOL_GSSET_INFO, GSTRINGS, GFEATURES), or
+    /// the error the kernel gave.
+    pub fn get_features(&self) -> std::io::Result<FeatureTable> {
+        let invalid = || std::io::Error::from_raw_os_error(libc::EINVAL);
         let mut info = SsetInfo {
             cmd: ETHTOOL_GSSET_INFO,
             reserved: 0,
@@ -432,12 +507,10 @@ impl Ethtool {
         };
         // SAFETY: info is a struct ethtool_sset_info with room for the one
         // count that the one bit in sset_mask asks for.
-        if !unsafe { self.ioctl(&mut info) } || info.sset_mask & (1 << ETH_SS_FEATURES) == 0 {
-            return None;
-        }
+        self.checked(unsafe { self.ioctl(&mut info) })?;
         let n = info.data[0];
-        if n == 0 || n > MAX_FEATURES {
-            return None;
+        if info.sset_mask & (1 << ETH_SS_FEATURES) == 0 || n == 0 || n > MAX_FEATURES {
+            return Err(invalid());
         }
         let n = n as usize;
         // struct ethtool_gstrings: cmd, string_set, len, then n × 32 bytes.
@@ -445,26 +518,65 @@ impl Ethtool {
         let mut strings = vec![0u32; 3 + n * ETH_GSTRING_LEN / 4];
         strings[..3].copy_from_slice(&[ETHTOOL_GSTRINGS, ETH_SS_FEATURES, n as u32]);
         // SAFETY: strings holds a gstrings header and room for n strings.
-        if !unsafe { self.ioctl(strings.as_mut_ptr()) } || strings[2] as usize != n {
-            return None;
+        self.checked(unsafe { self.ioctl(strings.as_mut_ptr()) })?;
+        if strings[2] as usize != n {
+            return Err(invalid());
         }
         // struct ethtool_gfeatures: cmd, size (blocks), then per block
         // available, requested, active, never_changed.
-        let blocks = n.div_ceil(32);
-        let mut feats = vec![0u32; 2 + 4 * blocks];
-        feats[..2].copy_from_slice(&[ETHTOOL_GFEATURES, blocks as u32]);
-        // SAFETY: feats holds a gfeatures header and `blocks` blocks.
-        if !unsafe { self.ioctl(feats.as_mut_ptr()) } {
-            return None;
-        }
+        let count = n.div_ceil(32);
+        let mut feats = vec![0u32; 2 + 4 * count];
+        feats[..2].copy_from_slice(&[ETHTOOL_GFEATURES, count as u32]);
+        // SAFETY: feats holds a gfeatures header and `count` blocks.
+        self.checked(unsafe { self.ioctl(feats.as_mut_ptr()) })?;
         let bytes: Vec<u8> = strings[3..].iter().flat_map(|w| w.to_ne_bytes()).collect();
-        let mut out = BTreeMap::new();
-        for (i, name) in bytes.chunks_exact(ETH_GSTRING_LEN).enumerate() {
-            let Some(name) = c_str(name) else { continue };
-            let active = feats[2 + 4 * (i / 32) + 2] & (1 << (i % 32)) != 0;
-            out.insert(name, active);
+        let names = bytes
+            .chunks_exact(ETH_GSTRING_LEN)
+            .map(|b| c_str(b).unwrap_or_default())
+            .collect();
+        let blocks = feats[2..]
+            .chunks_exact(4)
+            .map(|b| [b[0], b[1], b[2], b[3]])
+            .collect();
+        Ok(FeatureTable { names, blocks })
+    }
+
+    /// ETHTOOL_SFEATURES: request each named feature of `table` on or off,
+    /// as `ethtool -K` does (needs CAP_NET_ADMIN); the others are left as
+    /// they are. A name the device does not have is EINVAL.
+    pub fn set_features(
+        &self,
+        table: &FeatureTable,
+        want: &BTreeMap<String, bool>,
+    ) -> std::io::Result<()> {
+        // struct ethtool_sfeatures: cmd, size (blocks), then per block
+        // valid (the features to change) and requested.
+        let count = table.blocks.len();
+        let mut sets = vec![0u32; 2 + 2 * count];
+        sets[..2].copy_from_slice(&[ETHTOOL_SFEATURES, count as u32]);
+        for (name, on) in want {
+            let Some(i) = table.names.iter().position(|n| n == name) else {
+                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            };
+            let (block, bit) = (2 + 2 * (i / 32), 1u32 << (i % 32));
+            sets[block] |= bit;
+            if *on {
+                sets[block + 1] |= bit;
+            }
         }
-        Some(out)
+        // SAFETY: sets holds an sfeatures header and `count` blocks. The
+        // kernel answers a positive value when it changed other features
+        // than asked (dependencies): still a success, read back anyway.
+        let rc = unsafe {
+            let mut ifr = IfReq {
+                name: self.name,
+                data: IfReqData {
+                    ptr: sets.as_mut_ptr().cast::<libc::c_void>(),
+                },
+            };
+            libc::ioctl(self.sock.as_raw_fd(), SIOCETHTOOL as _, &mut ifr)
+        };
+        self.checked(rc >= 0)
     }
 }
 
@@ -528,5 +640,30 @@ mod tests {
         assert!(Ethtool::new("no-such-if0").unwrap().speed_bps().is_none());
         assert!(Ethtool::new("no-such-if0").unwrap().drvinfo().is_none());
         assert!(Ethtool::new("../x").is_none());
+    }
+
+    /// Each offload covers the features `ethtool -K` sets for its word,
+    /// and no other: tso all of TCP's segmentation, whatever a newer
+    /// kernel adds under that pattern; lo's table has every one of them.
+    #[test]
+    fn offloads_cover_ethtools_features() {
+        let tso = [
+            "tx-tcp-segmentation",
+            "tx-tcp6-segmentation",
+            "tx-tcp-ecn-segmentation",
+            "tx-tcp-mangleid-segmentation",
+            "tx-tcp-accecn-segmentation",
+        ];
+        assert!(tso.iter().all(|n| Offload::Tso.covers(n)));
+        for other in ["tx-udp-segmentation", "tx-generic-segmentation", "rx-gro"] {
+            assert!(!Offload::Tso.covers(other), "{other}");
+        }
+        assert!(Offload::Gso.covers("tx-generic-segmentation"));
+        assert!(!Offload::Gso.covers("tx-gso-partial"));
+        assert!(Offload::Gro.covers("rx-gro") && !Offload::Gro.covers("rx-gro-hw"));
+        let t = Ethtool::new("lo").unwrap().get_features().unwrap();
+        for o in [Offload::Tso, Offload::Gso, Offload::Gro] {
+            assert!(!t.changeable(o).is_empty(), "{o:?}");
+        }
     }
 }

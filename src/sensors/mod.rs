@@ -19,7 +19,7 @@ pub mod window;
 pub use cpu::{
     CpuSnapshot, CpuUsage, service_demand, service_demand_from_cpu_s, service_demand_us_per_kb,
 };
-pub use ethtool::{Channels, Coalesce, Ethtool, Ring, link_speed_bps};
+pub use ethtool::{Channels, Coalesce, Ethtool, Offload, Ring, link_speed_bps};
 pub use net::{IfCounters, link_util_percent, route_interface};
 pub use provenance::{Provenance, human_lines};
 pub use rusage::Rusage;

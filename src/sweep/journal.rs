@@ -28,6 +28,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use crate::sensors::{Channels, Coalesce, Ring};
 
 /// The journal's schema name.
@@ -52,6 +54,11 @@ pub struct Journal {
     pub coalesce: Option<Coalesce>,
     pub ring: Option<Ring>,
     pub channels: Option<Channels>,
+    /// The netdev features its offload dimensions (tso, gso, gro) turn on
+    /// and off, by kernel name, each requested on or off as it was; absent
+    /// from a journal of a sweep that touched none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<BTreeMap<String, bool>>,
 }
 
 impl Journal {
@@ -68,6 +75,7 @@ impl Journal {
             coalesce: None,
             ring: None,
             channels: None,
+            features: None,
         })
     }
 

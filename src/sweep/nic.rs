@@ -1,5 +1,6 @@
 //! NIC settings as sweep dimensions (`--vary coalesce-rx-usecs=0,8,64
-//! --nic IFACE`, `ring-rx=…`, `channels-rx=…`): set with the ethtool
+//! --nic IFACE`, `ring-rx=…`, `channels-rx=…`, and the offloads `tso=on,off`,
+//! `gso=…`, `gro=…`): set with the ethtool
 //! ioctls before each cell, read back into the cell, and put back as they
 //! were at the end — on success, on error and on Ctrl-C alike, since the
 //! restore is the guard's `Drop`; and, for what runs no destructor (a
@@ -11,8 +12,9 @@
 //! runs: [`NicGuard::open`] reads the settings the dimensions need and
 //! writes them back unchanged, which is the same request a cell makes.
 //! The refusal says what the error means: no such interface, no
-//! CAP_NET_ADMIN, or a driver without that setting (lo has none of them,
-//! veth has channels only).
+//! CAP_NET_ADMIN, or a driver without that setting (lo has no coalescing,
+//! rings or channels, veth has channels only; both have the three
+//! offloads).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,7 +22,7 @@ use std::path::PathBuf;
 use anyhow::{Result, anyhow, bail};
 
 use super::journal::{Journal, Journals};
-use crate::sensors::{Channels, Coalesce, Ethtool, Ring};
+use crate::sensors::{Channels, Coalesce, Ethtool, Offload, Ring};
 
 /// A NIC setting a sweep dimension names (`coalesce-rx-usecs`, `ring-rx`,
 /// `channels-rx`, ...).
@@ -35,14 +37,18 @@ pub enum Knob {
     ChannelsRx,
     ChannelsTx,
     ChannelsCombined,
+    /// An offload, on (1) or off (0).
+    Offload(Offload),
 }
 
-/// The ethtool request a knob belongs to: each is read and set whole.
+/// The ethtool request a knob belongs to: each is read and set whole (an
+/// offload on its own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Group {
     Coalesce,
     Ring,
     Channels,
+    Offload(Offload),
 }
 
 impl Knob {
@@ -57,13 +63,22 @@ impl Knob {
             Knob::ChannelsRx => "channels-rx",
             Knob::ChannelsTx => "channels-tx",
             Knob::ChannelsCombined => "channels-combined",
+            Knob::Offload(Offload::Tso) => "tso",
+            Knob::Offload(Offload::Gso) => "gso",
+            Knob::Offload(Offload::Gro) => "gro",
         }
+    }
+
+    /// A setting that is on or off (an offload), not a number.
+    pub fn is_switch(self) -> bool {
+        matches!(self, Knob::Offload(_))
     }
 
     fn group(self) -> Group {
         match self {
             Knob::RingRx | Knob::RingTx => Group::Ring,
             Knob::ChannelsRx | Knob::ChannelsTx | Knob::ChannelsCombined => Group::Channels,
+            Knob::Offload(o) => Group::Offload(o),
             _ => Group::Coalesce,
         }
     }
@@ -100,6 +115,7 @@ impl Group {
             Group::Coalesce => ("ETHTOOL_GCOALESCE", "ETHTOOL_SCOALESCE"),
             Group::Ring => ("ETHTOOL_GRINGPARAM", "ETHTOOL_SRINGPARAM"),
             Group::Channels => ("ETHTOOL_GCHANNELS", "ETHTOOL_SCHANNELS"),
+            Group::Offload(_) => ("ETHTOOL_GFEATURES", "ETHTOOL_SFEATURES"),
         }
     }
 
@@ -109,6 +125,7 @@ impl Group {
             Group::Coalesce => "coalesce-…",
             Group::Ring => "ring-…",
             Group::Channels => "channels-…",
+            Group::Offload(o) => Knob::Offload(o).name(),
         }
     }
 }
@@ -124,10 +141,16 @@ fn refused(dev: &str, group: Group, request: &str, e: &std::io::Error) -> anyhow
         Some(libc::EPERM | libc::EACCES) => anyhow!(
             "--nic {dev}: {request}: {e}: setting a NIC needs CAP_NET_ADMIN (run the sweep as root)"
         ),
-        Some(libc::EOPNOTSUPP) => anyhow!(
-            "--nic {dev}: the device refuses {request}: {e}; the sweep's {} dimensions cannot run on it (lo has no coalescing, rings or channels; veth has channels only)",
-            group.what()
-        ),
+        Some(libc::EOPNOTSUPP) => {
+            let which = match group {
+                Group::Offload(_) => "",
+                _ => " (lo has no coalescing, rings or channels; veth has channels only)",
+            };
+            anyhow!(
+                "--nic {dev}: the device refuses {request}: {e}; the sweep's {} dimensions cannot run on it{which}",
+                group.what()
+            )
+        }
         _ => anyhow!("--nic {dev}: the device refuses {request}: {e}"),
     }
 }
@@ -178,6 +201,19 @@ impl NicGuard {
             let c = eth.get_channels().map_err(fail(g, false))?;
             eth.set_channels(&c).map_err(fail(g, true))?;
             saved.channels = Some(c);
+        }
+        for o in [Offload::Tso, Offload::Gso, Offload::Gro] {
+            let g = Group::Offload(o);
+            if wants(g) {
+                let table = eth.get_features().map_err(fail(g, false))?;
+                let was = table.changeable(o);
+                if was.is_empty() {
+                    let fixed = std::io::Error::from_raw_os_error(libc::EOPNOTSUPP);
+                    return Err(refused(dev, g, "ETHTOOL_SFEATURES", &fixed));
+                }
+                eth.set_features(&table, &was).map_err(fail(g, true))?;
+                saved.features.get_or_insert_with(BTreeMap::new).extend(was);
+            }
         }
         // A journal left by an earlier sweep holds the true originals: what
         // was read above may be its last cell's.
@@ -241,6 +277,25 @@ impl NicGuard {
                 back.insert(k.name().to_string(), *k.field_ch(&mut now));
             }
         }
+        // Each offload's features all on or all off, as ethtool -K sets
+        // them; one the sweep does not vary stays as it was. Read back as
+        // ethtool -k reads it: on while any of its features is active.
+        for (k, v) in settings {
+            let Knob::Offload(o) = *k else { continue };
+            let table = self.eth.get_features()?;
+            let want = table
+                .changeable(o)
+                .into_keys()
+                .map(|n| (n, *v != 0))
+                .collect();
+            self.eth
+                .set_features(&table, &want)
+                .map_err(cell("ETHTOOL_SFEATURES"))?;
+            back.insert(
+                k.name().to_string(),
+                u32::from(self.eth.get_features()?.active(o)),
+            );
+        }
         Ok(back)
     }
 }
@@ -286,6 +341,13 @@ fn put_back(eth: &Ethtool, saved: &Journal) -> Result<(), Vec<String>> {
         && let Err(e) = eth.set_channels(c)
     {
         failed.push(format!("restoring the channels failed: {e}"));
+    }
+    if let Some(features) = &saved.features
+        && let Err(e) = eth
+            .get_features()
+            .and_then(|table| eth.set_features(&table, features))
+    {
+        failed.push(format!("restoring the offloads' features failed: {e}"));
     }
     if failed.is_empty() {
         Ok(())
@@ -367,6 +429,13 @@ fn described(j: &Journal) -> String {
             "channels (rx {}, tx {}, combined {})",
             c.rx_count, c.tx_count, c.combined_count
         ));
+    }
+    if let Some(features) = &j.features {
+        let each: Vec<String> = features
+            .iter()
+            .map(|(n, on)| format!("{n} {}", if *on { "on" } else { "off" }))
+            .collect();
+        parts.push(format!("offload features ({})", each.join(", ")));
     }
     parts.join(", ")
 }

@@ -411,7 +411,8 @@ fn rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.response_bytes,
         p.burst,
         p.flow_quota(a.flow),
-    );
+    )
+    .with_delay(Duration::from_nanos(p.delay_ns));
     Ok(on_schedule(f, p, a.flow, RrClient::open_loop))
 }
 

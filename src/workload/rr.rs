@@ -11,6 +11,12 @@
 //! reading per transaction: the latency then includes the few dozen ns of
 //! user-space work between the two).
 //!
+//! With `--delay` (neper's) the loop stays closed but a completed
+//! transaction frees its slot only after the pause: the request it would
+//! have sent at once is held until then (a FIFO of release times, one per
+//! slot, allocated with the flow), and the flow asks the engine to wake it
+//! at the oldest. Its latency still runs from the send.
+//!
 //! With `--rate` the flow is open-loop: its [`OpenLoop`] generator decides
 //! when each request is due, not the responses. Response time then runs
 //! from the intended start (its FIFO beside the send times), service time
@@ -29,7 +35,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
@@ -100,6 +106,10 @@ pub struct RrClient {
     /// transactions issued and not yet completed (oldest first, as `sent_at`).
     open_loop: Option<OpenLoop>,
     intended: VecDeque<Instant>,
+    /// `--delay`: the pause between a response and the request it frees.
+    delay: Option<Duration>,
+    /// Under `--delay`: when each held request may go, oldest first.
+    held: VecDeque<Instant>,
 }
 
 impl RrClient {
@@ -136,7 +146,39 @@ impl RrClient {
             tx_started: Instant::now(),
             open_loop: None,
             intended: VecDeque::new(),
+            delay: None,
+            held: VecDeque::new(),
         }
+    }
+
+    /// Pause `delay` between each response and the request it frees
+    /// (closed loop; a zero delay is none).
+    pub fn with_delay(mut self, delay: Duration) -> RrClient {
+        if !delay.is_zero() {
+            self.delay = Some(delay);
+            self.held = VecDeque::with_capacity(self.in_flight as usize);
+        }
+        self
+    }
+
+    /// `--delay`: issue each held request whose pause is over. Returns
+    /// when the next one is due, None when none is held; past the
+    /// measurement the held ones are dropped, as a closed loop issues
+    /// nothing new then.
+    fn release(&mut self, now: Instant, phase: Phase) -> Option<Instant> {
+        if phase >= Phase::Drain {
+            self.held.clear();
+            return None;
+        }
+        while let Some(&at) = self.held.front() {
+            if at > now {
+                return Some(at);
+            }
+            self.held.pop_front();
+            self.outstanding += 1;
+            self.tx_pending += self.request;
+        }
+        None
     }
 
     /// Run open-loop on `open_loop`: nothing is in flight until its first
@@ -186,10 +228,11 @@ impl RrClient {
     }
 
     fn may_issue(&self, phase: Phase) -> bool {
+        let held = self.held.len() as u64;
         phase < Phase::Drain
             && self
                 .quota
-                .is_none_or(|q| self.done_in_measure + self.outstanding < q)
+                .is_none_or(|q| self.done_in_measure + self.outstanding + held < q)
     }
 
     /// Hand pending request bytes to the kernel. `fresh`: a clock reading
@@ -269,8 +312,13 @@ impl RrClient {
             if !self.may_issue(phase) {
                 break;
             }
-            self.outstanding += 1;
-            self.tx_pending += self.request;
+            match self.delay {
+                Some(d) => self.held.push_back(now + d),
+                None => {
+                    self.outstanding += 1;
+                    self.tx_pending += self.request;
+                }
+            }
         }
         Some(now)
     }
@@ -292,8 +340,12 @@ impl RrClient {
             shutdown_write(fd)?;
             self.sent_fin = true;
         }
-        if self.open_loop.is_some() && ctx.phase < Phase::Drain && !self.quota_reported {
-            // Open loop between two sends: the schedule wakes it.
+        if (self.open_loop.is_some() || !self.held.is_empty())
+            && ctx.phase < Phase::Drain
+            && !self.quota_reported
+        {
+            // Open loop between two sends, or a request held by --delay:
+            // the schedule or the release wakes it.
             return Ok(None);
         }
         // Quota done: nothing to do until the drain.
@@ -326,9 +378,10 @@ impl RrClient {
             | Completion::Accepted(_)
             | Completion::Closed(_) => {}
         }
-        let next = match self.open_loop {
-            Some(_) => self.issue_due(now.unwrap_or_else(Instant::now), ctx),
-            None => None,
+        let next = match (&self.open_loop, self.delay) {
+            (Some(_), _) => self.issue_due(now.unwrap_or_else(Instant::now), ctx),
+            (None, Some(_)) => self.release(now.unwrap_or_else(Instant::now), ctx.phase_now()),
+            (None, None) => None,
         };
         if !self.tx_busy && self.tx_pending > 0 {
             self.tx_started = Instant::now();
@@ -379,6 +432,10 @@ impl Flow for RrClient {
             let now = Instant::now();
             next = self.issue_due(now, ctx);
             fresh = Some(now);
+        } else if self.delay.is_some() {
+            let now = Instant::now();
+            next = self.release(now, ctx.phase_now());
+            fresh = Some(now);
         }
         for _ in 0..OPS_PER_CALL {
             self.flush(fd, fresh.take())?;
@@ -401,16 +458,21 @@ impl Flow for RrClient {
             };
             drained = (n as usize) < self.recv_buf.len();
             fresh = self.received(n, ctx);
-            if let (Some(now), Some(_)) = (fresh, &self.open_loop) {
-                next = self.issue_due(now, ctx);
+            if let Some(now) = fresh {
+                if self.open_loop.is_some() {
+                    next = self.issue_due(now, ctx);
+                } else if self.delay.is_some() {
+                    next = self.release(now, ctx.phase_now());
+                }
             }
         }
         Ok(Progress::More)
     }
 
-    /// A blocking receive would hold an open-loop flow past its schedule.
+    /// A blocking receive would hold an open-loop flow past its schedule,
+    /// and a held request past its release.
     fn blocking_ok(&self) -> bool {
-        self.open_loop.is_none()
+        self.open_loop.is_none() && self.delay.is_none()
     }
 }
 

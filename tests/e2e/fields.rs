@@ -71,6 +71,66 @@ fn output_fields_choose_what_csv_keyval_and_one_line_show() {
     )]);
 }
 
+/// The fields of one CSV line, quoted ones ("a,b", "say ""x""") whole.
+fn csv_line(line: &str) -> Vec<String> {
+    let (mut out, mut cell, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cell.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cell)),
+            _ => cell.push(c),
+        }
+    }
+    out.push(cell);
+    out
+}
+
+/// `--csv --output-fields all` (netperf's `-o all`): a header of every
+/// field, then each --percentiles entry's, and one line with as many
+/// values, each the one key=value gives it in the same run; a field the
+/// test does not carry is empty.
+#[test]
+fn csv_with_all_shows_every_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = dir.path().join("all.kv");
+    let text = Thrum::run("tcp_rr")
+        .len("0.5s")
+        .args(["--csv", "--output-fields", "all", "--percentiles", "99.99"])
+        .arg("--export-keyval")
+        .arg(&kv)
+        .stdout();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let (head, row) = (csv_line(lines[0]), csv_line(lines[1]));
+    assert_eq!(head.len(), row.len(), "{text}");
+    for must in [
+        "TEST",
+        "THROUGHPUT",
+        "P99_LATENCY",
+        "REMOTE_SD",
+        "P9999_LATENCY",
+    ] {
+        assert_eq!(
+            head.iter().filter(|h| *h == must).count(),
+            1,
+            "{must}: {text}"
+        );
+    }
+    let full = keyval(&std::fs::read_to_string(&kv).unwrap());
+    for (name, value) in head.iter().zip(&row) {
+        match full.get(name) {
+            Some(v) => assert_eq!(value, v, "{name}: {text}"),
+            None => assert_eq!(value, "", "{name} is not the test's: {text}"),
+        }
+    }
+    assert!(full.keys().all(|k| head.contains(k)), "{text}");
+}
+
 /// `--keyval` and `--output-fields` read one table, so
 /// every key an open-loop run prints (OFFERED_RATE, LATE,
 /// P99_SERVICE_LATENCY, ... were refused while the two lists were apart)

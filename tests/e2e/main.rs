@@ -31,6 +31,7 @@ mod monitor;
 mod monitor_http;
 mod monitor_metrics;
 mod netns;
+mod netperf_front;
 mod nic_journal;
 mod open_loop;
 mod outputs;

@@ -7,7 +7,9 @@
 //! originals back and removes the journal; a sweep that ends cleanly
 //! leaves neither a change nor a journal. The refusals for a missing
 //! device and an unprivileged user say what is wrong, not the hint about
-//! lo and veth.
+//! lo and veth. The offloads (tso, gso, gro) are set per cell, read back,
+//! and put back as they were, each against ethtool's `-k`, a reader of
+//! its own.
 
 use std::path::Path;
 use std::process::Command;
@@ -197,4 +199,120 @@ fn refusals_name_the_cause() {
         ran.report()
     );
     assert!(!err.contains("veth"), "{}", ran.report());
+}
+
+/// An offload of `dev` in `ns` as `ethtool -k` shows it (`tcp-segmentation-offload`, ...).
+fn ethtool_k(ns: &str, dev: &str, feature: &str) -> bool {
+    let out = run_ok(ns_exec(ns, "ethtool").args(["-k", dev])).stdout();
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{feature}: ")))
+        .unwrap_or_else(|| panic!("ethtool -k {dev} lists no {feature}:\n{out}"));
+    line.starts_with("on")
+}
+
+/// `--vary tso=off,on --vary gro=on,off` on a veth: each cell's offloads
+/// are what it asked for, as the device reads them back and as `ethtool
+/// -k` shows while the cell runs (tso off is every `tx-tcp*-segmentation`
+/// feature off, as `ethtool -K tso off` makes it); the sweep puts both
+/// back as they were (veth: tso on, gro off) and leaves no journal; a
+/// sweep killed mid-cell leaves them changed until `--restore` puts them
+/// back; a value that is not on or off is refused naming the dimension.
+#[test]
+fn offloads_are_sweep_dimensions_put_back_after() {
+    if Command::new("ethtool").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no ethtool, the offloads' reference (apt-get install ethtool)");
+        return;
+    }
+    let Some(ns) = Netns::loopback_only("nico") else {
+        return;
+    };
+    let ns = ns.0.as_str();
+    ip(&[
+        "-n", ns, "link", "add", "no0", "type", "veth", "peer", "name", "no1",
+    ]);
+    let tso = "tcp-segmentation-offload";
+    let gro = "generic-receive-offload";
+    let before = (ethtool_k(ns, "no0", tso), ethtool_k(ns, "no0", gro));
+    assert_eq!(before, (true, false), "veth's defaults");
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path();
+    let grid = || {
+        Thrum::sweep("tcp_rr").args([
+            "--nic",
+            "no0",
+            "--no-save",
+            "--vary",
+            "tso=off,on",
+            "--vary",
+            "gro=on,off",
+        ])
+    };
+
+    // While the first cell (tso off, gro on) runs, ethtool sees it.
+    let running = journaled(grid(), ns, state).len("3s").arg("--json").spawn();
+    let start = Instant::now();
+    while (ethtool_k(ns, "no0", tso), ethtool_k(ns, "no0", gro)) != (false, true) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the first cell's tso off, gro on never showed in ethtool -k"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let doc = running.wait().json_ok();
+    let cells = doc["cells"].as_array().unwrap();
+    let took: Vec<(u64, u64)> = cells
+        .iter()
+        .map(|c| {
+            (
+                c["nic"]["tso"].as_u64().unwrap(),
+                c["nic"]["gro"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(took, [(0, 1), (0, 0), (1, 1), (1, 0)], "read back per cell");
+    assert_eq!(cells[0]["params"]["tso"], "off", "{}", cells[0]["params"]);
+    assert_eq!(
+        (ethtool_k(ns, "no0", tso), ethtool_k(ns, "no0", gro)),
+        before,
+        "put back as they were"
+    );
+    assert!(journals(state).is_empty(), "{:?}", journals(state));
+
+    // Killed mid-cell: changed, journaled, then put back by --restore.
+    let mut running = journaled(grid(), ns, state).len("20s").spawn();
+    let start = Instant::now();
+    while !ethtool_k(ns, "no0", gro) {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "gro on never showed in ethtool -k"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    running.child.kill().unwrap();
+    running.wait();
+    assert_eq!(journals(state).len(), 1, "{:?}", journals(state));
+    assert!(ethtool_k(ns, "no0", gro) && !ethtool_k(ns, "no0", tso));
+    let ran = journaled(
+        Thrum::cmd(&["sweep", "--nic", "no0", "--restore"]),
+        ns,
+        state,
+    )
+    .ok();
+    assert!(
+        ran.stderr().contains("rx-gro off") && ran.stderr().contains("tx-tcp-segmentation on"),
+        "{}",
+        ran.report()
+    );
+    assert_eq!(
+        (ethtool_k(ns, "no0", tso), ethtool_k(ns, "no0", gro)),
+        before,
+        "put back by --restore"
+    );
+    assert!(journals(state).is_empty(), "{:?}", journals(state));
+
+    Thrum::cmd(&["sweep", "tcp_rr", "--nic", "no0", "--vary", "gro=maybe"]).refused(&[
+        "gro: 'maybe' is not on or off",
+        "on or off (ethtool -K gro)",
+    ]);
 }

@@ -28,6 +28,7 @@ fn five_hundred_short_tests_leak_nothing() {
         bind: None,
         embedded: false,
         psk: None,
+        wait: None,
     };
     let started = Instant::now();
     let mut after_first = (0, 0);

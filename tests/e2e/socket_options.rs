@@ -3,7 +3,9 @@
 //! another way), `--tcp-tx-delay` (read back on both ends), `--num-ports`,
 //! `--server-threads`, `--listen-backlog` and `--max-events` (ss in the
 //! server's namespace), `--epoll-trigger` (the kernel's list of epoll
-//! registrations) and `--local-hosts` (the sources the server sees).
+//! registrations) and `--local-hosts` (the sources the server sees); and
+//! neper's `--delay`, a pause between a response and the next request,
+//! counted against the clock.
 
 use std::time::Duration;
 
@@ -418,4 +420,46 @@ fn local_hosts_apply_to_udp_and_connection_tests() {
         &["run", "capacity", "--local-hosts", "127.0.0.2"],
         &["--local-hosts", "not to capacity"],
     )]);
+}
+
+/// neper's `--delay`: a slot waits the pause between a response and the
+/// request it frees, so in a window of W seconds a slot completes at most
+/// 1 + W / delay transactions (the first goes at once), each of N slots
+/// as many; loopback answers in well under a millisecond, so most of
+/// them come (a busy machine wakes the flow late, never early). Latency
+/// runs from the send: the pause is not in it. Refused where it cannot
+/// apply, naming the flag and the range.
+#[test]
+fn delay_pauses_between_a_response_and_the_next_request() {
+    let server = ServerProc::isolated("delay", &[]);
+    let delay_s = 0.020;
+    for slots in [1u64, 4] {
+        let burst = (slots - 1).to_string();
+        let doc = Thrum::run("tcp_rr")
+            .on(&server)
+            .len("1s")
+            .args(["--delay", "20ms", "-b", &burst])
+            .json();
+        let s = &doc["summary"];
+        let n = u(&s["transactions"]);
+        let most = slots * (1 + (f(&s["duration_s"]) / delay_s) as u64);
+        assert!(n <= most, "{slots} slots: {n} > {most}: {s}");
+        assert!(n >= most / 4, "{slots} slots: {n} of at most {most}: {s}");
+        let p50_s = u(&s["latency_ns"]["p50"]) as f64 / 1e9;
+        assert!(p50_s < delay_s / 2.0, "the pause in the latency: {s}");
+    }
+    assert_rejected(&[
+        (
+            &["run", "tcp_rr", "--delay", "20s"],
+            &["--delay 20s is out of range", "1us..=10s"],
+        ),
+        (
+            &["run", "udp_rr", "--delay", "1ms"],
+            &["--delay applies only to tcp_rr"],
+        ),
+        (
+            &["run", "tcp_rr", "--delay", "1ms", "--rate", "100"],
+            &["--delay and --rate do not combine"],
+        ),
+    ]);
 }

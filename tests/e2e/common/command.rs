@@ -55,6 +55,9 @@ pub struct Thrum {
     ns: Option<String>,
     /// A program it runs under (`taskset -c 0`), if any.
     under: Vec<OsString>,
+    /// A link to thrum it runs through (a symlink named `netperf`), if
+    /// any: thrum reads the name it was invoked by.
+    via: Option<OsString>,
     envs: Vec<(OsString, OsString)>,
     timeout: Option<Duration>,
 }
@@ -106,6 +109,7 @@ impl Thrum {
             warmup: None,
             ns: None,
             under: Vec::new(),
+            via: None,
             envs: Vec::new(),
             timeout: None,
         }
@@ -202,6 +206,13 @@ impl Thrum {
         self
     }
 
+    /// Run through `link`, a link to the binary (a symlink named
+    /// `netperf`), instead of the binary itself.
+    pub fn via(mut self, link: impl AsRef<OsStr>) -> Thrum {
+        self.via = Some(link.as_ref().to_owned());
+        self
+    }
+
     /// Run at nice −10 ([`NICED`]).
     pub fn niced(self) -> Thrum {
         self.under(NICED)
@@ -237,19 +248,22 @@ impl Thrum {
     /// The `std::process::Command`, for a test that drives the process
     /// itself (signals, stdin, a terminal).
     pub fn command(&self) -> Command {
+        // bin() first, whatever runs: it joins the test's serial group.
+        let bin = OsStr::new(bin());
+        let thrum = self.via.as_deref().unwrap_or(bin);
         let mut cmd = match (&self.ns, self.under.split_first()) {
             (Some(ns), Some((program, rest))) => {
                 let mut c = ns_exec(ns, &program.to_string_lossy());
-                c.args(rest).arg(bin());
+                c.args(rest).arg(thrum);
                 c
             }
-            (Some(ns), None) => ns_exec(ns, bin()),
+            (Some(ns), None) => ns_exec(ns, &thrum.to_string_lossy()),
             (None, Some((program, rest))) => {
                 let mut c = Command::new(program);
-                c.args(rest).arg(bin());
+                c.args(rest).arg(thrum);
                 c
             }
-            (None, None) => Command::new(bin()),
+            (None, None) => Command::new(thrum),
         };
         cmd.args(self.argv());
         for (k, v) in &self.envs {
@@ -279,7 +293,10 @@ impl Thrum {
     #[track_caller]
     pub fn pty(&self) -> Pty {
         assert!(
-            self.ns.is_none() && self.under.is_empty() && self.envs.is_empty(),
+            self.ns.is_none()
+                && self.under.is_empty()
+                && self.via.is_none()
+                && self.envs.is_empty(),
             "a terminal runs thrum alone, on the host: {self}"
         );
         let argv: Vec<String> = self
@@ -373,7 +390,10 @@ impl fmt::Display for Thrum {
         for w in &self.under {
             write!(f, "{} ", w.to_string_lossy())?;
         }
-        f.write_str("thrum")?;
+        match &self.via {
+            Some(link) => f.write_str(&link.to_string_lossy())?,
+            None => f.write_str("thrum")?,
+        }
         for a in self.argv() {
             let a = a.to_string_lossy();
             if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {

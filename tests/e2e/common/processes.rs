@@ -64,7 +64,12 @@ impl ServerProc {
 
     /// Start on `listen`:`port` (several servers on one port, each on its own address).
     pub fn start_on(listen: &str, port: u16) -> ServerProc {
-        let mut cmd = Command::new(bin());
+        Self::start_with_port(Command::new(bin()), listen, port)
+    }
+
+    /// Start with a prepared command (e.g. `ip netns exec NS thrum`) on
+    /// `listen`:`port`, a port a client expects (netperf's 12865).
+    pub fn start_with_port(mut cmd: Command, listen: &str, port: u16) -> ServerProc {
         cmd.args(["server", "--port", &port.to_string()]);
         Self::start_args(cmd, listen, &[], Stdio::null())
     }

@@ -1,11 +1,12 @@
 //! The tests that must not run beside others, declared as two groups in
 //! one table, and the lock that keeps them apart.
 //!
-//! [`ALONE`]: each shaped-link test (modules `netns`, `rrul_netns`, `fleet`, `mesh`,
-//! `rr_matching`, `udp_loss`, the shaped `capacity`, `curve`, `ping`, `store` and `gate`
-//! tests), the CPU-heavy `hostile`, `scale`, `soak` and `spin` tests and the `agg`
-//! ramps (whose streams flood every CPU) run one at a time, and never
-//! beside a test of the other group. On two vCPUs the 1-byte tcp_rr test keeps both
+//! [`ALONE`]: each shaped-link test (modules `netns`, `rrul_netns`, `fleet`,
+//! `mesh`, `rr_matching`, `udp_loss`, the shaped `capacity`, `curve`,
+//! `ping`, `store`, `gate` and `netperf_front` tests), the CPU-heavy
+//! `hostile`, `scale`, `soak` and `spin` tests and the `agg` ramps (whose
+//! streams flood every CPU) run one at a time, and never beside a test of
+//! the other group. On two vCPUs the 1-byte tcp_rr test keeps both
 //! CPUs busy, and that delays tbf's dequeue timer: once the bucket is full
 //! (64 KB is 2.6 ms at 200 Mbit/s), late tokens are lost, and a concurrent
 //! bulk test read 0.92 of the rate instead of the 0.955 it reads alone
@@ -64,6 +65,10 @@ pub const ALONE: &[&str] = &[
     "gate::sets_call_like_alike_and_a_narrower_path_a_regression",
     "gate::a_a_ten_pairs_and_a_b_three",
     "gate::rrul_with_a_deeper_fifo_regresses_latency_under_load",
+    // netperf's command lines and flent's rrul through thrum as netperf,
+    // their rates read against htb 50 Mbit/s.
+    "netperf_front::netperf_command_lines_on_a_shaped_path",
+    "netperf_front::flent_rrul_runs_over_thrum_as_netperf",
     // Many streams at once: a flood for the loopback accuracy tests.
     "agg::agg_ramps_two_servers_and_its_steps_sum_the_streams",
     "agg::find_burst_and_sweep_on_loopback",

@@ -287,6 +287,13 @@ impl Path3 {
         ServerProc::start_with(c, &self.addr_b(), &[])
     }
 
+    /// A `thrum server` in B on `port`, a port its clients expect.
+    pub fn server_on(&self, port: u16) -> ServerProc {
+        let mut server = ServerProc::start_with_port(ns_exec(&self.b, bin()), &self.addr_b(), port);
+        server.ns = Some(self.b.clone());
+        server
+    }
+
     /// `program` in A.
     pub fn in_a(&self, program: &str) -> Command {
         ns_exec(&self.a, program)
