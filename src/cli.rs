@@ -25,13 +25,15 @@ use crate::units::{parse_duration, parse_rate, parse_size};
 mod agg;
 pub use agg::{
     AggArgs, AggOutput, AggOutputArgs, AggRequest, BurstChoice, FindBurstArgs, FindBurstRequest,
-    ReportArgs, ReportRequest, target_for,
+    ReportArgs, ReportRequest, host_list, target_for,
 };
 mod curve;
 pub use curve::{CurveArgs, CurveRequest};
 pub mod hardening;
 mod load;
+mod mesh;
 pub use load::{FlowArgs, FlowOpts, LoadArgs, SocketArgs, arrivals_name};
+pub use mesh::{MeshArgs, MeshRequest};
 mod monitor;
 pub use monitor::{MonitorArgs, MonitorRequest};
 mod output;
@@ -94,6 +96,8 @@ pub enum Command {
     FindBurst(FindBurstArgs),
     /// Run one test over a grid (burst × flows, or any load option with --vary) and print its tables.
     Sweep(Box<SweepArgs>),
+    /// Run one test over every ordered pair of agents (sender → receiver) and print the matrix.
+    Mesh(Box<MeshArgs>),
     /// Offer increasing open-loop rates and find the knee and the saturation point of latency against throughput.
     Curve(Box<CurveArgs>),
     /// Re-analyse a results.json (of agg or curve) or netperf demo-mode logs (netperf_TEST.log and its .out files).

@@ -62,6 +62,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Agg(args) => cmd::agg::agg(&args),
         Command::FindBurst(args) => cmd::find_burst::find_burst(&args),
         Command::Sweep(args) => cmd::sweep::sweep(&args),
+        Command::Mesh(args) => cmd::mesh::mesh(&args),
         Command::Curve(args) => cmd::curve::curve(&args),
         Command::Report(args) => cmd::report::report(&args),
         Command::Ping(args) => cmd::ping::ping(&args),

@@ -51,6 +51,22 @@ pub fn target_for(host: &str, psk_file: Option<&std::path::Path>) -> Result<Targ
     })
 }
 
+/// The hosts of `--hosts`, `--hosts-file` or `--hosts-dns` (for a name,
+/// every address it has, port 12880 unless it names one), as `agg`,
+/// `sweep` and `mesh` read them; none when none is given.
+pub fn host_list(
+    list: &Option<String>,
+    file: &Option<PathBuf>,
+    dns: &Option<String>,
+) -> Result<Vec<String>> {
+    Ok(match (list, file, dns) {
+        (Some(h), _, _) => hosts::parse_list(h)?,
+        (None, Some(f), _) => hosts::read_file(f)?,
+        (None, None, Some(name)) => hosts::from_dns(name, DEFAULT_PORT)?,
+        (None, None, None) => Vec::new(),
+    })
+}
+
 const MIN_STEP: Duration = Duration::from_secs(3);
 // At most 11 steps (1024 streams): a stream of the first step runs 11 h, within a plan's 24 h.
 const MAX_STEP: Duration = Duration::from_secs(3600);
@@ -112,7 +128,7 @@ pub struct AggArgs {
 /// Where `agg` and `report` write, and how much they print.
 #[derive(Debug, Args)]
 pub struct AggOutputArgs {
-    /// Directory for results.json, TEST_streams.csv, TEST_overall.svg and report.html (agg: default ./thrum-agg-DATE/; report: none, summary only; report of a sweep: sweep.csv, sweep.html and heatmap.svg).
+    /// Directory for results.json, TEST_streams.csv, TEST_overall.svg and report.html (agg: default ./thrum-agg-DATE/; report: none, summary only; report of a sweep: sweep.csv, sweep.html and heatmap.svg; of a mesh: heatmap.svg).
     #[arg(long, value_name = "DIR")]
     #[arg(help_heading = super::heading::OUTPUT)]
     pub out: Option<PathBuf>,
@@ -253,11 +269,9 @@ impl AggArgs {
 
     /// The load generators as written (for --hosts-dns: the addresses its name has).
     fn host_list(&self) -> Result<Vec<String>> {
-        match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
-            (Some(h), _, _) => Ok(hosts::parse_list(h)?),
-            (None, Some(f), _) => hosts::read_file(f),
-            (None, None, Some(name)) => Ok(hosts::from_dns(name, DEFAULT_PORT)?),
-            (None, None, None) => Err(hosts::HostsError::Missing.into()),
+        match host_list(&self.hosts, &self.hosts_file, &self.hosts_dns)? {
+            v if v.is_empty() => Err(hosts::HostsError::Missing.into()),
+            v => Ok(v),
         }
     }
 

@@ -292,20 +292,6 @@ impl SweepArgs {
         Ok(dims)
     }
 
-    /// The servers of `--hosts`, `--hosts-file` or `--hosts-dns`, as
-    /// `thrum agg` reads them; none without.
-    fn host_list(&self) -> Result<Vec<String>> {
-        use crate::agg::hosts;
-        Ok(match (&self.hosts, &self.hosts_file, &self.hosts_dns) {
-            (Some(h), _, _) => hosts::parse_list(h)?,
-            (None, Some(f), _) => hosts::read_file(f)?,
-            (None, None, Some(name)) => {
-                hosts::from_dns(name, crate::control::server::DEFAULT_PORT)?
-            }
-            (None, None, None) => Vec::new(),
-        })
-    }
-
     /// `--nic IFACE --restore`: the device whose settings to put back from
     /// its journal, instead of a sweep.
     pub fn restore_nic(&self) -> Option<&str> {
@@ -361,8 +347,7 @@ impl SweepArgs {
                 nic,
             });
         }
-        let hosts = self
-            .host_list()?
+        let hosts = super::host_list(&self.hosts, &self.hosts_file, &self.hosts_dns)?
             .iter()
             .map(|h| target_for(h, self.psk_file.as_deref()))
             .collect::<Result<Vec<_>>>()?;

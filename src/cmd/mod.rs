@@ -1,8 +1,8 @@
 //! The commands end to end, one file each: `run`, `serve`, `suite`, `curve`,
-//! `ping`, `monitor`, `netperf` (netperf's command line), the aggregate
-//! commands `agg`, `find-burst`, `sweep` and `report`, the results store's
-//! `history` (with `show`) and `compare`, and `web`, the store served as
-//! pages; `save`
+//! `ping`, `monitor`, `mesh`, `netperf` (netperf's command line), the
+//! aggregate commands `agg`, `find-burst`, `sweep` and `report`, the
+//! results store's `history` (with `show`) and `compare`, and `web`, the
+//! store served as pages; `save`
 //! saves a measuring command's result in the store. This
 //! is the top of the library: a command parses nothing. Its first line
 //! turns clap's arguments into one plain request ([`crate::cli`]'s
@@ -18,6 +18,7 @@ pub mod curve;
 pub mod find_burst;
 pub mod history;
 pub mod limit;
+pub mod mesh;
 pub mod monitor;
 pub mod netperf;
 pub mod out;

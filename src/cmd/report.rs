@@ -9,7 +9,8 @@
 //! (a mix's page and time series, capacity's histogram; other tests get
 //! one page of their own); `thrum ping --json` (`thrum.ping.v1`) and
 //! `thrum sweep --json` (`thrum.sweep.v1`) print their tables again, the
-//! sweep's CSV in `--out`.
+//! sweep's CSV in `--out`, and `thrum mesh --json` (`thrum.mesh.v1`) its
+//! matrix, its heat map in `--out`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,12 +32,13 @@ use crate::sweep::Sweep;
 const SWEEP_SCHEMA: &str = "thrum.sweep.v1";
 
 /// Every schema `thrum report` reads, for the error that names them.
-const ACCEPTED: [&str; 5] = [
+const ACCEPTED: [&str; 6] = [
     crate::result::SCHEMA,
     model::SCHEMA,
     curve::SCHEMA,
     super::ping::PING_SCHEMA,
     SWEEP_SCHEMA,
+    crate::fleet::mesh::SCHEMA,
 ];
 
 /// A saved document that is neither an aggregate nor a curve (those keep
@@ -45,6 +47,7 @@ enum Other {
     Run(Box<TestResult>),
     Ping(super::ping::PingResult),
     Sweep(Sweep),
+    Mesh(Box<crate::fleet::mesh::Mesh>),
 }
 
 /// The JSON document `path` names (a file, or a directory's
@@ -104,7 +107,7 @@ pub fn report_document(doc: serde_json::Value, out: &AggOutput) -> Result<ExitCo
     report_path(&path, out)
 }
 
-/// The run, ping or sweep `doc` holds, by its `schema`; None for an
+/// The run, ping, sweep or mesh `doc` holds, by its `schema`; None for an
 /// aggregate or a curve; an error naming the accepted schemas otherwise.
 fn other(json: &Path, doc: serde_json::Value) -> Result<Option<Other>> {
     let schema = doc["schema"].as_str().unwrap_or_default().to_string();
@@ -117,6 +120,9 @@ fn other(json: &Path, doc: serde_json::Value) -> Result<Option<Other>> {
             Other::Ping(serde_json::from_value(doc).with_context(|| read(&schema))?)
         }
         SWEEP_SCHEMA => Other::Sweep(serde_json::from_value(doc).with_context(|| read(&schema))?),
+        crate::fleet::mesh::SCHEMA => {
+            Other::Mesh(serde_json::from_value(doc).with_context(|| read(&schema))?)
+        }
         s if s == model::SCHEMA || s == curve::SCHEMA => return Ok(None),
         "" => bail!(
             "{}: no \"schema\" field (schemas accepted: {})",
@@ -131,7 +137,7 @@ fn other(json: &Path, doc: serde_json::Value) -> Result<Option<Other>> {
     }))
 }
 
-/// Print a saved run, ping or sweep as its command did, and with `--out`
+/// Print a saved run, ping, sweep or mesh as its command did, and with `--out`
 /// write what that command draws.
 fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
     let (text, failed) = match doc {
@@ -144,12 +150,14 @@ fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
             export::sweep::table(sw),
             sw.cells.iter().any(|c| c.error.is_some()),
         ),
+        Other::Mesh(m) => (export::mesh::table(m), !m.ok()),
     };
     let json = || -> Result<Vec<u8>> {
         let mut v = match doc {
             Other::Run(r) => serde_json::to_vec_pretty(r)?,
             Other::Ping(p) => serde_json::to_vec_pretty(p)?,
             Other::Sweep(sw) => serde_json::to_vec_pretty(sw)?,
+            Other::Mesh(m) => serde_json::to_vec_pretty(m)?,
         };
         v.push(b'\n');
         Ok(v)
@@ -195,7 +203,8 @@ fn say_other(doc: &Other, out: &AggOutput) -> Result<ExitCode> {
 /// chart (capacity): chart.svg as `--chart` writes it, and a page with it;
 /// any other test: its page.
 /// A sweep: sweep.csv as `--export-csv` writes it, sweep.html (its tables
-/// and heat maps) and each table's heat map as SVG; a ping draws nothing.
+/// and heat maps) and each table's heat map as SVG; a mesh: its matrix's
+/// heat map (heatmap.svg, as `--chart` draws it); a ping draws nothing.
 fn drawings(doc: &Other) -> Vec<(String, Vec<u8>)> {
     match doc {
         Other::Run(r) if !r.spec.plan.parts.is_empty() => vec![
@@ -240,6 +249,10 @@ fn drawings(doc: &Other) -> Vec<(String, Vec<u8>)> {
             }
             v
         }
+        Other::Mesh(m) => vec![(
+            "heatmap.svg".into(),
+            export::draw::mesh::svg(m).into_bytes(),
+        )],
         Other::Ping(_) => Vec::new(),
     }
 }

@@ -16,7 +16,19 @@ pub const SCHEMAS: &[(&str, Generator)] = &[
     ("thrum.curve.v1.json", curve),
     ("thrum.ping.v1.json", super::ping::schema),
     ("thrum.sweep.v1.json", sweep),
+    ("thrum.mesh.v1.json", mesh),
 ];
+
+/// `thrum mesh --json` (and --export-json): every pair's result and the
+/// matrix. A pair's result keeps the result document's open objects open.
+fn mesh() -> Value {
+    crate::export::schema::generate::<crate::fleet::mesh::Mesh>(
+        "thrum mesh --json: a test over every ordered pair of hosts, each pair's result and the matrix",
+        crate::fleet::mesh::SCHEMA,
+        true,
+        crate::export::schema::OPEN,
+    )
+}
 
 /// `thrum sweep --json` (and --export-json): the grid's cells.
 fn sweep() -> Value {

@@ -2,7 +2,7 @@
 //! result as a human table (with a mix's lines, `mix`), JSON,
 //! netperf-style key=value and per-interval CSV samples (`csv`, `live`),
 //! and the terminal tables and CSV of the curve (`curve`) and the sweep
-//! (`sweep`); `fields` is the one table of machine-readable fields
+//! (`sweep`), the mesh's matrix (`mesh`); `fields` is the one table of machine-readable fields
 //! (`--keyval`, `--output-fields`); `schema` generates the result's JSON
 //! Schema from its types. `draw` holds the SVG charts and `page` the HTML
 //! pages. Pages embed charts and text, charts may format numbers as the
@@ -21,6 +21,7 @@ pub mod human;
 pub mod json;
 pub mod keyval;
 pub mod live;
+pub mod mesh;
 pub mod mix;
 pub mod netperf;
 pub mod page;

@@ -20,7 +20,7 @@ use crate::result::{SCHEMA, TestResult};
 
 /// Objects left open: they will grow, and a consumer ignores what it does
 /// not know (the plan, where the test ran, provenance).
-const OPEN: &[&str] = &[
+pub const OPEN: &[&str] = &[
     "Spec",
     "Environment",
     "Provenance",

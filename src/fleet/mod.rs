@@ -8,11 +8,13 @@
 //! and translates it onto each agent's clock; `merge` turns what was
 //! gathered into one result, a pure function. The agents' end is
 //! `control::agent`, the clock exchange's wire `control::clocks`, its
-//! arithmetic `stats::offset`. docs/fleet.md has the method and the
-//! security model.
+//! arithmetic `stats::offset`. `mesh` runs a test over every ordered pair
+//! of hosts, each pair a run from one agent through the same controller.
+//! docs/fleet.md has the method and the security model.
 
 pub mod barrier;
 pub mod controller;
 pub mod merge;
+pub mod mesh;
 
 pub use controller::{Fleet, MAX_AGENTS, run};

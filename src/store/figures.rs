@@ -22,6 +22,7 @@
 //! | curve | `saturation_rate`, `knee_rate` | |
 //! | agg | each test's `T:peak` | |
 //! | sweep | each cell's figure, `burst=0/flows=1:transactions_per_s` | |
+//! | mesh | each pair's figure, `a:12880->b:12880:throughput` | |
 //! | ping | each size's `56B:rtt_p50` | `56B:rtt_p99`, `56B:loss` |
 //!
 //! Qualified names read `QUALIFIER:figure` (a probe, a test, a cell, a
@@ -97,6 +98,7 @@ pub fn of(doc: &Value) -> Vec<Figure> {
         Some("thrum.curve.v1") => curve(doc, &mut out),
         Some("thrum.agg.v1") => agg(doc, &mut out),
         Some("thrum.sweep.v1") => sweep(doc, &mut out),
+        Some("thrum.mesh.v1") => mesh(doc, &mut out),
         _ => {}
     }
     out.0
@@ -463,6 +465,25 @@ fn sweep(doc: &Value, out: &mut Figures) {
     }
 }
 
+/// mesh: each pair's figure of merit, named `SENDER->RECEIVER:figure`.
+fn mesh(doc: &Value, out: &mut Figures) {
+    let (unit, name) = match doc["matrix"]["unit"].as_str() {
+        Some("bit/s") => ("bit/s", "throughput"),
+        _ => ("trans/s", "transactions_per_s"),
+    };
+    for p in doc["pairs"].as_array().into_iter().flatten() {
+        if p["error"].is_null() {
+            let (s, r) = (&p["sender"], &p["receiver"]);
+            let key = format!(
+                "{}->{}:{name}",
+                s.as_str().unwrap_or_default(),
+                r.as_str().unwrap_or_default()
+            );
+            out.add(&key, num(&p["figure"]), unit, true, Role::Headline);
+        }
+    }
+}
+
 /// A figure's value in its unit, for tables.
 pub fn format(unit: &str, v: f64) -> String {
     match unit {
@@ -561,6 +582,24 @@ mod tests {
         assert_eq!(get("fairness_up").value, 0.99);
         assert!(f.iter().all(|f| f.name != "fairness_down"));
         assert_eq!(get("local_cpu").role, Role::Cpu);
+    }
+
+    /// A mesh's pairs by name, its failed pair left out; it is not ok.
+    #[test]
+    fn mesh_figures_are_its_pairs() {
+        let mesh = json!({"schema": "thrum.mesh.v1", "test": "tcp_stream", "hosts": ["a", "b"],
+            "matrix": {"unit": "bit/s", "cells": [[null, {"value": 19e6, "error": null}],
+                                                   [{"value": null, "error": "refused"}, null]]},
+            "pairs": [{"sender": "a", "receiver": "b", "figure": 19e6, "error": null},
+                      {"sender": "b", "receiver": "a", "figure": null, "error": "refused"}]});
+        let f = of(&mesh);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].name.as_str(), f[0].value), ("a->b:throughput", 19e6));
+        assert!(!super::super::headline::ok(&mesh));
+        assert_eq!(
+            super::super::headline::identity(&mesh),
+            ("mesh".into(), "tcp_stream".into(), "a,b".into())
+        );
     }
 
     #[test]

@@ -134,10 +134,16 @@ impl Headline {
 }
 
 /// Whether the result's run ended without an error: `summary.error` (run,
-/// ping), every test's `error` (agg), every cell's (sweep).
+/// ping), every test's `error` (agg), every cell's (sweep), every cell of
+/// the matrix (mesh: its failed and unrun pairs).
 pub fn ok(doc: &Value) -> bool {
     let none = |v: &Value| v.is_null();
+    let matrix = doc["matrix"]["cells"].as_array().into_iter().flatten();
     none(&doc["summary"]["error"])
+        && matrix
+            .filter_map(Value::as_array)
+            .flatten()
+            .all(|c| none(&c["error"]))
         && doc["tests"]
             .as_array()
             .is_none_or(|t| t.iter().all(|t| none(&t["error"])))
@@ -149,7 +155,7 @@ pub fn ok(doc: &Value) -> bool {
 /// The command, test and target a result document names by itself (a
 /// result file given to `compare`), as the store files a run of it: a
 /// preset mix by the preset's name as its command line gave it (`mix`
-/// for `--mix`), agg's tests and hosts joined by `,`. Empty for a
+/// for `--mix`), agg's tests and hosts joined by `,`, a mesh's hosts too. Empty for a
 /// document of no known schema.
 pub fn identity(doc: &Value) -> (String, String, String) {
     let schema = doc["schema"].as_str().unwrap_or_default();
@@ -186,6 +192,7 @@ pub fn identity(doc: &Value) -> (String, String, String) {
         "thrum.ping.v1" => ("ping".into(), "ping".into(), s(&doc["host"])),
         "thrum.curve.v1" => ("curve".into(), s(&doc["test"]), s(&doc["server"])),
         "thrum.sweep.v1" => ("sweep".into(), s(&doc["test"]), s(&doc["server"])),
+        "thrum.mesh.v1" => ("mesh".into(), s(&doc["test"]), joined(&doc["hosts"])),
         "thrum.agg.v1" => (
             "agg".into(),
             joined(&doc["spec"]["tests"]),

@@ -55,6 +55,15 @@ pub fn canonical(doc: &Value) -> String {
         }
         "thrum.agg.v1" => pick(&doc["spec"], &["hosts"]),
         "thrum.sweep.v1" => pick(doc, &["schema", "server", "hosts", "cells", "interrupted"]),
+        // Every pair runs one plan: the first pair's, less its target.
+        "thrum.mesh.v1" => {
+            let mut m = pick(
+                &doc["pairs"][0]["result"]["spec"],
+                &["server", "server_address", "embedded_server", "bind"],
+            );
+            m.insert("parallel".into(), doc["parallel"].clone());
+            m
+        }
         _ => Map::new(),
     };
     s.insert("schema".into(), Value::String(schema.into()));

@@ -297,6 +297,15 @@ fn report(doc: &Value, o: &mut String) -> Result<(), String> {
                 serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
             page::sweep::report(&sw)
         }
+        crate::fleet::mesh::SCHEMA => {
+            let m: crate::fleet::mesh::Mesh =
+                serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
+            format!(
+                "<body>{}<pre>{}</pre></body>",
+                crate::export::draw::mesh::svg(&m),
+                esc(&crate::export::mesh::table(&m))
+            )
+        }
         "thrum.ping.v1" => {
             let mut p = String::from("<body>");
             ping(&mut p, doc);

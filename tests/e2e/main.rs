@@ -25,6 +25,7 @@ mod limits;
 mod live;
 mod loopback;
 mod measure;
+mod mesh;
 mod mix;
 mod monitor;
 mod monitor_http;

@@ -256,7 +256,7 @@ fn report_names_the_schemas_it_reads() {
         assert!(
             err.contains(says)
                 && err.contains(
-                    "thrum.result.v1, thrum.agg.v1, thrum.curve.v1, thrum.ping.v1, thrum.sweep.v1"
+                    "thrum.result.v1, thrum.agg.v1, thrum.curve.v1, thrum.ping.v1, thrum.sweep.v1, thrum.mesh.v1"
                 ),
             "{err}"
         );

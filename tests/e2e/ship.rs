@@ -674,8 +674,10 @@ fn k8s_manifests_validate_against_the_schemas() {
         std::fs::write(&path, built).unwrap();
         files.push(path);
     }
-    files.push(k8s.join("agg/job.yaml"));
-    resources += 1;
+    for job in ["agg/job.yaml", "mesh/job.yaml"] {
+        files.push(k8s.join(job));
+        resources += 1;
+    }
     // 1.29, the oldest cluster these manifests aim at, and 1.37, the newest
     // the pinned package knows. Strict: a misspelt field fails.
     for version in ["1.29.0", "1.37.0"] {
@@ -703,12 +705,22 @@ fn k8s_manifests_validate_against_the_schemas() {
         job.contains("--hosts-dns=thrum-server.thrum.svc.cluster.local:12880"),
         "{job}"
     );
+    // The mesh Job finds them by it too, and they are agents for it.
+    let mesh = std::fs::read_to_string(k8s.join("mesh/job.yaml")).unwrap();
+    assert!(
+        mesh.contains("--hosts-dns=thrum-server.thrum.svc.cluster.local:12880"),
+        "{mesh}"
+    );
+    let servers = std::fs::read_to_string(k8s.join("base/daemonset.yaml")).unwrap();
+    assert!(servers.contains("- --agent"), "{servers}");
 }
 
-/// The agg Job as kustomize builds it: inside a kustomization (with the
-/// claim its results go to), its image rewritten by the one `images:` that
-/// rewrites the servers' too, on the pod network from `agg/` and on the
-/// node's from `host-network/agg/`; each build valid against the schemas.
+/// The agg and mesh Jobs as kustomize builds them: each inside a
+/// kustomization (with the claim its results go to), its image rewritten
+/// by the one `images:` that rewrites the servers' too, agg on the pod
+/// network from `agg/` and on the node's from `host-network/agg/`, mesh
+/// (which sends nothing itself) from `mesh/`; each build valid against
+/// the schemas.
 #[test]
 fn k8s_agg_job_is_kustomized_with_the_image_and_the_network() {
     for tool in ["kubernetes-validate", "kubectl"] {
@@ -745,25 +757,27 @@ fn k8s_agg_job_is_kustomized_with_the_image_and_the_network() {
         );
         out
     };
-    for dir in ["base", "host-network", "agg", "host-network/agg"] {
+    for dir in ["base", "host-network", "agg", "host-network/agg", "mesh"] {
         let out = built(dir);
         assert!(
             out.contains("image: images.test/thrum:e2e") && !out.contains("registry.example.com"),
             "{dir}: the image is not rewritten:\n{out}"
         );
     }
-    for (dir, host_network) in [("agg", false), ("host-network/agg", true)] {
+    for (dir, host_network) in [("agg", false), ("host-network/agg", true), ("mesh", false)] {
         let out = built(dir);
+        let claim = if dir == "mesh" {
+            "claimName: thrum-mesh-results"
+        } else {
+            "claimName: thrum-agg-results"
+        };
         for kind in ["Job", "PersistentVolumeClaim"] {
             assert!(
                 out.lines().any(|l| l == format!("kind: {kind}")),
                 "{dir} lacks a {kind}:\n{out}"
             );
         }
-        assert!(
-            out.contains("claimName: thrum-agg-results"),
-            "{dir}:\n{out}"
-        );
+        assert!(out.contains(claim), "{dir}:\n{out}");
         assert!(
             !out.contains("emptyDir"),
             "{dir}: results lost with the pod"

@@ -37,6 +37,8 @@
 //! - [`netns`]: namespaces, commands inside them, the capability probe;
 //! - [`topology`]: the one client–router–server path of the shaped-link
 //!   tests, and its two-namespace variant;
+//! - [`star`]: many hosts behind one router, and a target (`fleet`,
+//!   `mesh`);
 //! - [`serial`]: the groups of tests that must not run beside others,
 //!   and the lock the harness takes for them;
 //! - [`pty`]: thrum on a terminal, and files it streams into.
@@ -49,6 +51,7 @@ pub mod processes;
 pub mod pty;
 pub mod run;
 pub mod serial;
+pub mod star;
 pub mod topology;
 
 pub use browser::*;
@@ -58,4 +61,5 @@ pub use netns::*;
 pub use processes::*;
 pub use pty::*;
 pub use run::*;
+pub use star::*;
 pub use topology::*;

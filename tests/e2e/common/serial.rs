@@ -2,11 +2,11 @@
 //! one table, and the lock that keeps them apart.
 //!
 //! [`ALONE`]: each shaped-link test (modules `netns`, `one_way`,
-//! `rrul_netns`, `fleet`, `rr_matching`, `udp_loss`, the shaped
-//! `capacity`, `curve`, `ping`, `store`, `gate` and `netperf_front` tests), the CPU-heavy `hostile`,
-//! `scale`, `soak` and `spin` tests and the `agg` ramps (whose streams
-//! flood every CPU) run one at a time, and never beside a test of the
-//! other group. On two vCPUs the 1-byte tcp_rr test keeps both
+//! `rrul_netns`, `fleet`, `mesh`, `rr_matching`, `udp_loss`, the shaped
+//! `capacity`, `curve`, `ping`, `store`, `gate` and `netperf_front`
+//! tests), the CPU-heavy `hostile`, `scale`, `soak` and `spin` tests and
+//! the `agg` ramps (whose streams flood every CPU) run one at a time, and
+//! never beside a test of the other group. On two vCPUs the 1-byte tcp_rr test keeps both
 //! CPUs busy, and that delays tbf's dequeue timer: once the bucket is full
 //! (64 KB is 2.6 ms at 200 Mbit/s), late tokens are lost, and a concurrent
 //! bulk test read 0.92 of the rate instead of the 0.955 it reads alone
@@ -41,6 +41,7 @@ pub const ALONE: &[&str] = &[
     "one_way::",
     "rrul_netns::",
     "fleet::",
+    "mesh::",
     "rr_matching::",
     "udp_loss::",
     "capacity::capacity_reads_the_htb_rate",
