@@ -247,11 +247,14 @@ fn knee_at_shaped_capacity(test: &str, subnet: u8) {
     let Some(link) = Link::client_shaped(subnet, &TBF) else {
         return;
     };
-    let server = link.server();
+    // Niced, client and server: on a busy host their own wake-ups read as
+    // queueing (a load of 8 put the knee at 0.8 of the shaped rate).
+    let server = link.niced_server();
     let capacity = SHAPED_BPS / 8.0 / request_wire_bytes(test);
     // The unloaded p50: the same requests and path at 100/s.
     let probe = link
         .client(&server, test)
+        .niced()
         .args(["-r", "1400,64", "--rate", "100"])
         .len("2s")
         .warmup("200ms")
@@ -266,6 +269,7 @@ fn knee_at_shaped_capacity(test: &str, subnet: u8) {
     let out_dir = dir.path().join("curve");
     let table = Thrum::curve(test)
         .netns(&link.a)
+        .niced()
         .host(&server.addr)
         .args(["-r", "1400,64", "--rates", &rates.join(",")])
         .len("2s")

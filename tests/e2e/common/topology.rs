@@ -282,9 +282,7 @@ impl Path3 {
 
     /// The same at nice −10 ([`NICED`]).
     pub fn niced_server(&self) -> ServerProc {
-        let mut c = ns_exec(&self.b, NICED[0]);
-        c.args(&NICED[1..]).arg(bin());
-        ServerProc::start_with(c, &self.addr_b(), &[])
+        niced_server(&self.b, &self.addr_b())
     }
 
     /// A `thrum server` in B on `port`, a port its clients expect.
@@ -399,6 +397,11 @@ impl Pair {
         ns_server(&self.b, &self.addr_b())
     }
 
+    /// The same at nice −10 ([`NICED`]).
+    pub fn niced_server(&self) -> ServerProc {
+        niced_server(&self.b, &self.addr_b())
+    }
+
     /// `thrum run TEST -H SERVER` in A, with the short-run defaults.
     pub fn client(&self, server: &ServerProc, test: &str) -> Thrum {
         Thrum::run(test).netns(&self.a).host(&server.addr)
@@ -450,4 +453,11 @@ pub fn delete(namespaces: &[&str]) {
     for ns in namespaces {
         let _ = Command::new("ip").args(["netns", "del", ns]).output();
     }
+}
+
+/// A `thrum server` in namespace `ns` on `addr`, at nice −10 ([`NICED`]).
+fn niced_server(ns: &str, addr: &str) -> ServerProc {
+    let mut c = ns_exec(ns, NICED[0]);
+    c.args(&NICED[1..]).arg(bin());
+    ServerProc::start_with(c, addr, &[])
 }
