@@ -567,6 +567,32 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "mesh",
+        &[
+            (
+                "thrum mesh --hosts a,b,c --psk-file /etc/thrum/psk",
+                "tcp_stream over every ordered pair of three agents, one pair at a time, as a matrix (rows send, columns receive).",
+            ),
+            (
+                "thrum mesh tcp_rr --hosts-dns thrum-agents --psk-file /etc/thrum/psk --json --chart mesh.svg",
+                "Every pod of a headless Service in pairs, the results as one JSON document and a heat map.",
+            ),
+        ],
+    ),
+    (
+        "netperf",
+        &[
+            (
+                "thrum netperf -H lg -l 30 -t TCP_RR -- -r 1,1",
+                "netperf's command line and output, against a thrum server on netperf's port (thrum server -p 12865).",
+            ),
+            (
+                "thrum netperf -P 0 -v 0 -D -0.20 -4 -H lg -t TCP_STREAM -l 60 -f m -- -k THROUGHPUT",
+                "What flent runs: demo mode's interim lines and the KEY=VALUE result (or link thrum as netperf and run flent unchanged).",
+            ),
+        ],
+    ),
+    (
         "web",
         &[
             (
