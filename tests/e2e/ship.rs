@@ -267,8 +267,9 @@ fn man_pages_render_and_completions_offer_tests_and_drivers() {
         pages += 1;
     }
     // thrum(1) and one per subcommand (run, server, suite, curve, ping,
-    // agg, find-burst, sweep, report, monitor, history, show, compare, web).
-    assert_eq!(pages, 15, "man pages");
+    // agg, find-burst, sweep, report, monitor, history, show, compare, web,
+    // mesh, netperf).
+    assert_eq!(pages, 17, "man pages");
 
     // What bash offers after `thrum run ` and after `--driver `.
     let script = format!(
