@@ -333,9 +333,11 @@ impl<'a> Session<'a> {
             for p in &mut parts {
                 p.one_way_offset_ns = c.0.offset_ns;
             }
-            Some(c)
+            // In the record now, for the live rows' correction.
+            self.g.one_way = Some(super::one_way::record(c, plan.interval_ns));
+            true
         } else {
-            None
+            false
         };
         self.g.env.udp_io = parts.iter().find_map(|p| (p.test.desc().udp_io)(p));
 
@@ -402,6 +404,7 @@ impl<'a> Session<'a> {
             label: label.to_string(),
             answered: 0,
             pending: Default::default(),
+            owd_windows: Vec::new(),
         };
         let outcome = run.timeline(plan, &phases, &mut self.g, &mut *self.observer);
         self.g.local_window = run.meter.window();
@@ -426,10 +429,12 @@ impl<'a> Session<'a> {
         write_msg(&mut run.ctrl, &ClientMsg::from(Finish { datagrams_sent }))?;
         let fin = run.wait_final(&mut self.g, plan, &mut *self.observer)?;
         self.take_final(fin);
-        if let Some(before) = clock_before {
+        if clock_before {
             let conn = handshake(self.target, false, |_, _| Ok(()));
             let after = super::one_way::after(conn, self.label());
-            self.g.one_way = Some(super::one_way::record(&outs, before, after));
+            if let Some(r) = self.g.one_way.as_mut() {
+                super::one_way::finish(r, &outs, after);
+            }
         }
         drop(outs);
         Ok(())

@@ -11,6 +11,7 @@
 //! namespaces on one host do) their offset is known exactly from the
 //! hellos ([`crate::clock::MonotonicId`]) and the exchanges only check it.
 
+use std::collections::BTreeMap;
 use std::net::TcpStream;
 
 use anyhow::{Result, anyhow};
@@ -19,7 +20,6 @@ use super::clocks::{EXCHANGES, ping};
 use super::proto::Hello;
 use crate::analysis::one_way::{ClockMethod, OneWayRecord};
 use crate::engine::EngineOutcome;
-use crate::stats::latency::LatencyHistogram;
 use crate::stats::offset::{ClockMap, Estimate, estimate};
 
 /// Slack for the check of an exact offset against the exchanges' interval,
@@ -72,30 +72,36 @@ fn exact(hello: &Hello, est: &Estimate) -> Option<Estimate> {
     })
 }
 
-/// The raw record: every flow's histograms merged, and the clock.
-pub(super) fn record(
-    outs: &[EngineOutcome],
-    before: (Estimate, ClockMethod),
-    after: Option<Estimate>,
-) -> OneWayRecord {
-    let (mut up, mut down, mut clamped) = (LatencyHistogram::new(), LatencyHistogram::new(), 0);
-    for f in outs.iter().flat_map(|o| &o.flows) {
-        if let Some(w) = f.one_way() {
-            up.merge(&w.up);
-            down.merge(&w.down);
-            clamped += w.clamped;
-        }
-    }
+/// The raw record as the run starts: the clock before it, no interval yet.
+pub(super) fn record(before: (Estimate, ClockMethod), interval_ns: u64) -> OneWayRecord {
     OneWayRecord {
-        up,
-        down,
-        clamped,
+        intervals: BTreeMap::new(),
+        clamped: 0,
         clock: ClockMap {
             before: before.0,
-            after,
+            after: None,
         },
         method: before.1,
+        interval_ns,
+        settled: None,
     }
+}
+
+/// The run is over: every interval the engines kept, the flows' count of
+/// ways below zero, and the clock after the run.
+pub(super) fn finish(r: &mut OneWayRecord, outs: &[EngineOutcome], after: Option<Estimate>) {
+    for o in outs {
+        r.intervals
+            .extend(o.interval_one_way.iter().map(|(&k, iv)| (k, iv.clone())));
+    }
+    r.clamped = outs
+        .iter()
+        .flat_map(|o| &o.flows)
+        .filter_map(|f| f.one_way())
+        .map(|w| w.clamped)
+        .sum();
+    r.clock.after = after;
+    r.settle();
 }
 
 #[cfg(test)]

@@ -4,14 +4,12 @@
 //! (`stats::track`). Every `--one-way` response is a clock exchange
 //! (`t1` to `t4`, the server's turnaround `t3 − t2` known exactly), so
 //! following the offset through a run costs a comparison per response
-//! and no message of its own. A worker keeps one [`OneWayPart`] for the
-//! open interval and hands it in with its latency at the interval's end
-//! (`stats::latency::LatencyRecorder`); the engine keeps each merged
-//! interval as a [`OneWayInterval`], sparse, until the run ends, because
-//! the correction of an interval is known only once the estimates after
-//! it are.
+//! and no message of its own. A worker keeps a `stats::latency::OneWayPart`
+//! for the open interval and hands it in with its latency at the
+//! interval's end; the engine keeps each merged interval as a
+//! `OneWayInterval`, sparse, until the run ends, because the correction
+//! of an interval is known only once the estimates after it are.
 
-use super::latency::{LatencyHistogram, SparseHistogram};
 use super::offset::Exchange;
 
 /// Exchanges kept per interval: the fastest eight by path time (round
@@ -80,59 +78,6 @@ impl Fastest {
     pub fn offered(&self) -> u64 {
         self.offered
     }
-}
-
-/// One worker's open interval: the two ways, ns, corrected by the offset
-/// the flows were given, and the fastest exchanges, raw.
-#[derive(Clone, Debug, Default)]
-pub struct OneWayPart {
-    pub up: LatencyHistogram,
-    pub down: LatencyHistogram,
-    pub fastest: Fastest,
-}
-
-impl OneWayPart {
-    /// One transaction: its two ways and its four readings.
-    #[inline]
-    pub fn record(&mut self, up_ns: u64, down_ns: u64, x: Exchange) {
-        self.up.record(up_ns);
-        self.down.record(down_ns);
-        self.fastest.offer(x);
-    }
-
-    pub fn merge(&mut self, other: &OneWayPart) {
-        self.up.merge(&other.up);
-        self.down.merge(&other.down);
-        self.fastest.merge(&other.fastest);
-    }
-
-    pub fn count(&self) -> u64 {
-        self.up.count()
-    }
-
-    pub fn reset(&mut self) {
-        self.up.reset();
-        self.down.reset();
-        self.fastest = Fastest::default();
-    }
-
-    /// The interval as the engine keeps it.
-    pub fn sparse(&self) -> OneWayInterval {
-        OneWayInterval {
-            up: SparseHistogram::of(&self.up),
-            down: SparseHistogram::of(&self.down),
-            fastest: self.fastest,
-        }
-    }
-}
-
-/// One interval's one-way record, every worker's merged, kept to the end
-/// of the run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OneWayInterval {
-    pub up: SparseHistogram,
-    pub down: SparseHistogram,
-    pub fastest: Fastest,
 }
 
 #[cfg(test)]

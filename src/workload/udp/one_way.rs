@@ -15,12 +15,15 @@
 //! in user space, the server once per receive batch and once per send
 //! batch (a vDSO call, no syscall): the stamps include each end's time in
 //! its own stack. Everything is written into the flows' existing buffers;
-//! the histograms are the flow's, made before it starts.
+//! each response's two ways and four readings go to the worker's
+//! recorder (`stats::owd`: per interval, the readings of the fastest
+//! few refresh the offset through the run, `stats::track`).
 
 use std::time::Instant;
 
 use super::header::RR_SEQ;
-use crate::stats::latency::LatencyHistogram;
+use crate::stats::latency::LatencyRecorder;
+use crate::stats::offset::Exchange;
 
 /// A request's bytes with `--one-way`: its sequence number and `t1`.
 pub const OWD_REQUEST: u64 = (RR_SEQ + 8) as u64;
@@ -64,16 +67,13 @@ pub(super) fn stamp_departure(tx: &mut [u8], t3: u64) {
     put(tx, T3, t3);
 }
 
-/// The client's one-way state: the offset it corrects by, the map from
-/// its `Instant`s to CLOCK_MONOTONIC, and the histograms.
+/// The client's one-way state: the offset it corrects by and the map
+/// from its `Instant`s to CLOCK_MONOTONIC.
 pub struct OneWay {
     /// The server's clock less ours, ns.
     offset_ns: i64,
     base: Instant,
     base_ns: u64,
-    /// The way up and the way down, ns, measurement window only.
-    pub up: LatencyHistogram,
-    pub down: LatencyHistogram,
     /// Transactions whose corrected way up or down came out below zero
     /// (the offset's error is more than that way's delay): recorded as 0.
     pub clamped: u64,
@@ -90,8 +90,6 @@ impl OneWay {
             offset_ns,
             base,
             base_ns: a + (b - a) / 2,
-            up: LatencyHistogram::new(),
-            down: LatencyHistogram::new(),
             clamped: 0,
         }
     }
@@ -108,10 +106,10 @@ impl OneWay {
     }
 
     /// Record a response `d` received at `now` (one that completed its
-    /// transaction in the measurement window); a response too short to
-    /// carry the stamps records nothing.
+    /// transaction in the measurement window) into `rec`, the worker's;
+    /// a response too short to carry the stamps records nothing.
     #[inline]
-    pub(super) fn record(&mut self, d: &[u8], now: Instant) {
+    pub(super) fn record(&mut self, d: &[u8], now: Instant, rec: &mut LatencyRecorder) {
         let (Some(t1), Some(t2), Some(t3)) = (get(d, T1), get(d, T2), get(d, T3)) else {
             return;
         };
@@ -122,19 +120,30 @@ impl OneWay {
         if up < 0 || down < 0 {
             self.clamped += 1;
         }
-        self.up.record(up.max(0) as u64);
-        self.down.record(down.max(0) as u64);
+        let x = Exchange {
+            sent_ns: t1,
+            peer_rx_ns: t2,
+            peer_tx_ns: t3,
+            received_ns: t4,
+        };
+        rec.record_one_way(up.max(0) as u64, down.max(0) as u64, x);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::latency::LatencyHistogram;
 
     /// A server 5 s ahead, 30 ms up and 2 ms down, 1 ms in the server:
     /// the stamps travel in the buffers and come out as the two ways.
     #[test]
     fn the_stamps_split_the_round_trip() {
+        use crate::stats::latency::IntervalTable;
+        use std::sync::atomic::AtomicU32;
+        use std::sync::{Arc, Mutex};
+        let table = Arc::new(Mutex::new(IntervalTable::new(1, &[])));
+        let mut rec = LatencyRecorder::new(Arc::new(AtomicU32::new(0)), table.clone());
         let ahead: u64 = 5_000_000_000;
         let mut o = OneWay::new(ahead as i64);
         let sent = o.base;
@@ -145,26 +154,38 @@ mod tests {
         stamp_arrival(&mut resp, &req, t1 + ahead + 30_000_000);
         stamp_departure(&mut resp, t1 + ahead + 31_000_000);
         let back = sent + std::time::Duration::from_millis(33);
-        o.record(&resp, back);
-        assert!(
-            (o.up.summary().unwrap().p50 as i64 - 30_000_000).abs() < 50_000,
-            "{:?}",
-            o.up.summary()
-        );
-        assert!(
-            (o.down.summary().unwrap().p50 as i64 - 2_000_000).abs() < 5_000,
-            "{:?}",
-            o.down.summary()
-        );
+        o.record(&resp, back, &mut rec);
         assert_eq!(o.clamped, 0);
         // An offset overestimated by 40 ms: the way up is clamped and counted.
         let mut wrong = OneWay::new(ahead as i64 + 40_000_000);
         wrong.base = o.base;
         wrong.base_ns = o.base_ns;
-        wrong.record(&resp, back);
+        let mut elsewhere = LatencyRecorder::new(
+            Arc::new(AtomicU32::new(0)),
+            Arc::new(Mutex::new(IntervalTable::new(1, &[]))),
+        );
+        wrong.record(&resp, back, &mut elsewhere);
         assert_eq!(wrong.clamped, 1);
         // Too short to carry the stamps: nothing.
-        o.record(&resp[..OWD_RESPONSE as usize - 1], back);
-        assert_eq!(o.up.count(), 1);
+        o.record(&resp[..OWD_RESPONSE as usize - 1], back, &mut rec);
+        rec.finish();
+        let iv = table.lock().unwrap().take_one_way().remove(&0).unwrap();
+        let (mut up, mut down) = (LatencyHistogram::new(), LatencyHistogram::new());
+        up.merge_sparse(&iv.up);
+        down.merge_sparse(&iv.down);
+        assert_eq!(up.count(), 1);
+        assert!(
+            (up.quantile(0.0) as i64 - 30_000_000).abs() < 50_000,
+            "{:?}",
+            up.summary()
+        );
+        assert!(
+            (down.quantile(0.0) as i64 - 2_000_000).abs() < 5_000,
+            "{:?}",
+            down.summary()
+        );
+        // The readings, raw: the offset to within the exchange's bound.
+        let x = iv.fastest.kept()[0];
+        assert!((x.offset_ns() - ahead as i128).unsigned_abs() <= x.half_width_ns() as u128);
     }
 }

@@ -485,7 +485,7 @@ impl UdpRrClient {
                     && let Some(o) = self.one_way.as_deref_mut()
                     && let Some(c) = ctx.driver.completions()
                 {
-                    o.record(c.received(buf, len), now);
+                    o.record(c.received(buf, len), now, ctx.hist);
                 }
                 let (done, late) = match outcome {
                     Some(true) => (1, 0),
@@ -648,7 +648,7 @@ impl UdpRrClient {
                             } else {
                                 self.rx.received(i)
                             };
-                            o.record(d, now);
+                            o.record(d, now, ctx.hist);
                         }
                     }
                     Some(false) => late += 1,
