@@ -184,6 +184,11 @@ pub struct TestPlan {
     /// flows start, which the client's flows correct its stamps by. Never sent.
     #[serde(skip)]
     pub one_way_offset_ns: i64,
+    /// `--one-way --clock-method exchanges` (a diagnostic): the offset by
+    /// clock exchanges even where both ends read one kernel's clock.
+    /// Never sent.
+    #[serde(skip)]
+    pub one_way_exchanges_only: bool,
     /// SO_MARK and TCP_TX_DELAY on both ends' data sockets (`--mark`,
     /// `--tcp-tx-delay`); absent from an older peer's plan: neither.
     #[serde(default, flatten)]
@@ -307,6 +312,7 @@ impl TestPlan {
             rr_in_order: false,
             one_way: false,
             one_way_offset_ns: 0,
+            one_way_exchanges_only: false,
             sockets: sockets::SocketMarks::default(),
             spreading: sockets::Spreading::default(),
         }

@@ -183,6 +183,14 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = super::heading::LOAD)]
     pub one_way: bool,
+    /// A diagnostic of --one-way: `exchanges` finds the server's clock
+    /// offset by clock exchanges alone even where both ends read one
+    /// kernel's clock (whose exact offset then only checks them), to
+    /// measure the exchanges' accuracy against it; `auto` (the default)
+    /// takes the exact offset where there is one.
+    #[arg(long, value_name = "METHOD", hide = true, requires = "one_way")]
+    #[arg(value_parser = ["auto", "exchanges"])]
+    pub clock_method: Option<String>,
     /// Write a chart as SVG to FILE (a mix, or capacity).
     ///
     /// Write a chart as SVG to FILE. A mix: the time series as flent's all_scaled (download, upload and probe latency in stacked panels on one time axis, phases shaded). capacity: the histogram of the trains' gaps as rates, with the estimate, its interval and any token bucket marked.
@@ -749,6 +757,7 @@ impl RunArgs {
             // is said in summary.owd_ns's sizes and in --help).
             use crate::plan::limits::{ONE_WAY_REQUEST_BYTES, ONE_WAY_RESPONSE_BYTES};
             p.one_way = true;
+            p.one_way_exchanges_only = self.clock_method.as_deref() == Some("exchanges");
             p.request_bytes = p.request_bytes.max(ONE_WAY_REQUEST_BYTES);
             p.response_bytes = p.response_bytes.max(ONE_WAY_RESPONSE_BYTES);
             // It is asked to find a queue: as a mix's probes, it waits one

@@ -329,7 +329,7 @@ impl<'a> Session<'a> {
         self.fit_parts(&mut parts, &hello);
         // --one-way: the flows correct their stamps by the offset before the run.
         let clock_before = if plan.one_way {
-            let c = super::one_way::before(&mut ctrl, label, &hello)?;
+            let c = super::one_way::before(&mut ctrl, label, &hello, plan.one_way_exchanges_only)?;
             for p in &mut parts {
                 p.one_way_offset_ns = c.0.offset_ns;
             }
@@ -431,7 +431,7 @@ impl<'a> Session<'a> {
         self.take_final(fin);
         if clock_before {
             let conn = handshake(self.target, false, |_, _| Ok(()));
-            let after = super::one_way::after(conn, self.label());
+            let after = super::one_way::after(conn, self.label(), plan.one_way_exchanges_only);
             if let Some(r) = self.g.one_way.as_mut() {
                 super::one_way::finish(r, &outs, after);
             }

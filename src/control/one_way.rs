@@ -26,14 +26,17 @@ use crate::stats::offset::{ClockMap, Estimate, estimate};
 /// ns: the estimate's mean is rounded to the nanosecond.
 const ROUNDING_NS: u64 = 1_000;
 
-/// The server's clock before the run, on `ctrl` before the spec.
+/// The server's clock before the run, on `ctrl` before the spec;
+/// `exchanges_only` (`--clock-method exchanges`): by the exchanges even
+/// on one kernel.
 pub(super) fn before(
     ctrl: &mut TcpStream,
     label: &str,
     hello: &Hello,
+    exchanges_only: bool,
 ) -> Result<(Estimate, ClockMethod)> {
     let est = burst(ctrl, label)?;
-    Ok(match exact(hello, &est) {
+    Ok(match exact(hello, &est).filter(|_| !exchanges_only) {
         Some(e) => (e, ClockMethod::SameKernel),
         None => (est, ClockMethod::Exchanges),
     })
@@ -42,10 +45,18 @@ pub(super) fn before(
 /// The server's clock after the run, on `conn`, a connection of its own
 /// (the session's hello and key done); None where it cannot be had (the
 /// run's figures stand, with the one bound).
-pub(super) fn after(conn: Result<(TcpStream, Hello)>, label: &str) -> Option<Estimate> {
+pub(super) fn after(
+    conn: Result<(TcpStream, Hello)>,
+    label: &str,
+    exchanges_only: bool,
+) -> Option<Estimate> {
     let (mut ctrl, hello) = conn.ok()?;
     let est = burst(&mut ctrl, label).ok()?;
-    Some(exact(&hello, &est).unwrap_or(est))
+    Some(
+        exact(&hello, &est)
+            .filter(|_| !exchanges_only)
+            .unwrap_or(est),
+    )
 }
 
 fn burst(ctrl: &mut TcpStream, label: &str) -> Result<Estimate> {
