@@ -13,6 +13,8 @@
 //!   for tcp_crr and tcp_cc it also connects, accepts and closes, with
 //!   requests that each complete (no closed socket is held by a pending
 //!   one); for the others it reports readiness from multishot poll requests;
+//!   under `--busy-poll` its ring's wait busy-polls the sockets' NAPI
+//!   instances ([`napi`]);
 //! - [`blocking::Blocking`], for a worker with exactly one flow, which owns
 //!   one socket at a time (the common single-flow case; tcp_crr opens one
 //!   after another). It skips `epoll_wait` entirely: a

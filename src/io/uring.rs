@@ -40,6 +40,11 @@
 //! closed before its receive completed (a token overdue) has its requests
 //! cancelled by descriptor first.
 //!
+//! Under `--busy-poll` the ring is registered for io_uring's NAPI busy
+//! polling when it is made ([`super::napi`]): the wait in `io_uring_enter`
+//! polls the device queues of the sockets the ring serves, which
+//! SO_BUSY_POLL alone would not do here (no receive call of ours waits).
+//!
 //! Dropping the driver cancels every request still pending and waits for
 //! their last completions, so a send never outlives the buffer it reads and
 //! the session closes sockets that no request holds.
