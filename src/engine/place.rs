@@ -231,7 +231,8 @@ mod tests {
     use std::time::Duration;
 
     use super::{
-        PACER_SPIN, Side, WorkerOpts, WorkerSpec, choose_driver, pacing_resolution, place,
+        NapiSet, PACER_SPIN, Side, WorkerOpts, WorkerSpec, choose_driver, pacing_resolution, place,
+        uring_napi_refusal,
     };
     use crate::io::{DriverKind, Event};
     use crate::plan::sockets::EpollTrigger;
@@ -328,6 +329,39 @@ mod tests {
 
     fn unrun(n: u32) -> Vec<Box<dyn Flow>> {
         (0..n).map(|_| Box::new(Unrun) as Box<dyn Flow>).collect()
+    }
+
+    /// `--busy-poll` reaches every worker of both ends as its ring's NAPI
+    /// ask, the preference with it, and nothing without it; the refusal is
+    /// asked only of a `--driver uring` run, and a kernel with the
+    /// registration (6.9 on) gives none.
+    #[test]
+    fn busy_poll_asks_every_worker_for_napi_and_only_uring_is_refused() {
+        let mut plan = TestPlan::new(TestKind::TcpRr);
+        (plan.flows, plan.threads) = (3, 2);
+        (plan.busy_poll_us, plan.prefer_busy_poll) = (Some(50), true);
+        let napi = |plan: &TestPlan, side| {
+            place(unrun(3), &WorkerOpts::from_plan(plan, side, 0, plan))
+                .iter()
+                .map(|w| w.napi)
+                .collect::<Vec<_>>()
+        };
+        let want = Some(NapiSet {
+            busy_poll_us: 50,
+            prefer_busy_poll: true,
+        });
+        for side in [Side::Client, Side::Server] {
+            assert_eq!(napi(&plan, side), [want; 2]);
+        }
+        assert_eq!(uring_napi_refusal(&plan), None, "auto is never refused");
+        plan.driver = DriverChoice::Uring;
+        match uring_napi_refusal(&plan) {
+            None => assert!(crate::io::uring::probe().is_err() || crate::io::napi::available()),
+            Some(e) => assert!(e.starts_with("--busy-poll 50 with --driver uring"), "{e}"),
+        }
+        plan.busy_poll_us = None;
+        assert_eq!(uring_napi_refusal(&plan), None);
+        assert_eq!(napi(&plan, Side::Client), [None; 2]);
     }
 
     /// A worker's settings as the loop reads them: its flows' ids, CPU,

@@ -170,7 +170,7 @@ fn napi_reads_back_on_both_ends(client: Thrum, what: &str) {
 
 /// io_uring's NAPI busy polling on loopback, with the human line saying
 /// it for both ends; without `--busy-poll` no ring registers and nothing
-/// is claimed.
+/// is claimed; `--driver auto`'s io_uring workers register as well.
 #[test]
 fn uring_napi_busy_poll_is_read_back_on_both_ends() {
     let server = ServerProc::start(&[]);
@@ -195,6 +195,19 @@ fn uring_napi_busy_poll_is_read_back_on_both_ends() {
         .json();
     for end in ["local", "remote"] {
         assert!(doc["summary"][end].get("uring_napi").is_none(), "{end}");
+    }
+    // `--driver auto` picks io_uring for four rr flows on a worker, and
+    // those rings register too.
+    let doc = Thrum::run("tcp_rr")
+        .on(&server)
+        .len("300ms")
+        .flows(4)
+        .args(["--busy-poll", "50"])
+        .json();
+    let want = serde_json::json!({"busy_poll_us": 50, "prefer_busy_poll": false});
+    for (end, key) in [("local", "local_drivers"), ("remote", "remote_drivers")] {
+        assert_eq!(drivers(&doc, key), ["uring"], "auto: {key}");
+        assert_eq!(doc["summary"][end]["uring_napi"], want, "auto: {end}");
     }
     // The busy-poll study's sweep on io_uring: a cell without and one with.
     let doc = Thrum::sweep("tcp_rr")
