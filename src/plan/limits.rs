@@ -27,6 +27,6 @@ pub const MIN_DURATION_NS: u64 = 1_000_000;
 pub const MAX_PERCENTILES: usize = 32;
 /// `--one-way`: the fewest bytes of a udp_rr request (its sequence number
 /// and send time) and response (the number, the send time echoed, the
-/// server's arrival and departure times): `workload::udp::one_way`.
+/// server's arrival and departure times): `workload::one_way`.
 pub const ONE_WAY_REQUEST_BYTES: u64 = 16;
 pub const ONE_WAY_RESPONSE_BYTES: u64 = 32;
