@@ -128,6 +128,8 @@ pub(crate) struct Gathered {
     /// `--busy-poll`, `--prefer-busy-poll` as each end's kernel read them back.
     pub(crate) local_busy_poll: Option<crate::io::busypoll::BusyPollSet>,
     pub(crate) remote_busy_poll: Option<crate::io::busypoll::BusyPollSet>,
+    pub(crate) local_uring_napi: Option<crate::io::napi::NapiSet>,
+    pub(crate) remote_uring_napi: Option<crate::io::napi::NapiSet>,
     /// `--mark`, `--tcp-tx-delay` as each end's kernel read them back.
     pub(crate) local_socket_options: Option<crate::plan::sockets::SocketMarks>,
     pub(crate) remote_socket_options: Option<crate::plan::sockets::SocketMarks>,
@@ -195,6 +197,8 @@ impl Gathered {
             remote_socket_buffers: None,
             local_busy_poll: None,
             remote_busy_poll: None,
+            local_uring_napi: None,
+            remote_uring_napi: None,
             local_socket_options: None,
             remote_socket_options: None,
             train_gaps: None,

@@ -795,7 +795,8 @@ mod tests {
                         size: 64,
                         count: 256,
                     };
-                    let d = crate::io::uring::Uring::new(Some(bufs)).expect("io_uring driver");
+                    let d =
+                        crate::io::uring::Uring::new(Some(bufs), None).expect("io_uring driver");
                     Harness::with_driver(2, Box::new(d))
                 } else {
                     Harness::new(2)
