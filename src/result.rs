@@ -555,6 +555,12 @@ pub struct Side {
     /// server that does not report them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_poll: Option<crate::io::busypoll::BusyPollSet>,
+    /// `--driver uring` (or `auto` where it picked io_uring) with
+    /// `--busy-poll`: the NAPI busy polling of this end's io_uring rings as
+    /// the kernel read it back (`IORING_REGISTER_NAPI`, Linux 6.9); absent
+    /// where no worker ran io_uring, or from a server that does not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uring_napi: Option<crate::io::napi::NapiSet>,
     /// `--mark`, `--tcp-tx-delay`: SO_MARK and TCP_TX_DELAY as this end's
     /// kernel read them back from one of its data sockets (a fresh socket
     /// given the same options where the end keeps none open: UDP and the
@@ -602,7 +608,7 @@ pub struct Summary {
     /// of the JSON; absent in a closed-loop run.
     #[serde(flatten)]
     pub open_loop: Option<OpenLoop>,
-    /// udp_rr `--one-way`: the way up and the way down apart, with the
+    /// udp_rr and tcp_rr `--one-way`: the way up and the way down apart, with the
     /// clock offset's error bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owd_ns: Option<one_way::OneWaySummary>,

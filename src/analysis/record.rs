@@ -128,6 +128,8 @@ pub(crate) struct Gathered {
     /// `--busy-poll`, `--prefer-busy-poll` as each end's kernel read them back.
     pub(crate) local_busy_poll: Option<crate::io::busypoll::BusyPollSet>,
     pub(crate) remote_busy_poll: Option<crate::io::busypoll::BusyPollSet>,
+    pub(crate) local_uring_napi: Option<crate::io::napi::NapiSet>,
+    pub(crate) remote_uring_napi: Option<crate::io::napi::NapiSet>,
     /// `--mark`, `--tcp-tx-delay` as each end's kernel read them back.
     pub(crate) local_socket_options: Option<crate::plan::sockets::SocketMarks>,
     pub(crate) remote_socket_options: Option<crate::plan::sockets::SocketMarks>,
@@ -147,7 +149,7 @@ pub(crate) struct Gathered {
     pub(crate) bind: Option<String>,
     /// This host is a virtual machine: CPU readings are judged by rusage.
     pub(crate) hypervisor: bool,
-    /// udp_rr `--one-way`: the flows' histograms and the server's clock.
+    /// udp_rr and tcp_rr `--one-way`: the flows' histograms and the server's clock.
     pub(crate) one_way: Option<super::one_way::OneWayRecord>,
 }
 
@@ -195,6 +197,8 @@ impl Gathered {
             remote_socket_buffers: None,
             local_busy_poll: None,
             remote_busy_poll: None,
+            local_uring_napi: None,
+            remote_uring_napi: None,
             local_socket_options: None,
             remote_socket_options: None,
             train_gaps: None,

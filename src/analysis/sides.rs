@@ -81,6 +81,8 @@ pub(crate) fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mu
     s.remote.socket_buffers = g.remote_socket_buffers;
     s.local.busy_poll = g.local_busy_poll;
     s.remote.busy_poll = g.remote_busy_poll;
+    s.local.uring_napi = g.local_uring_napi;
+    s.remote.uring_napi = g.remote_uring_napi;
     s.local.socket_options = g.local_socket_options;
     s.remote.socket_options = g.remote_socket_options;
     if plan.zerocopy {

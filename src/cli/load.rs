@@ -197,6 +197,10 @@ pub struct SocketArgs {
     /// the device queue before sleeping (NICs with NAPI only; not loopback or
     /// veth). Read back on each end and reported; kernels that check it refuse
     /// a value above net.core.busy_read without CAP_NET_ADMIN, said as such.
+    /// With --driver uring (or auto where it picks io_uring) each io_uring ring
+    /// also registers NAPI busy polling for this long (Linux 6.9; the socket
+    /// option acts in a blocking receive, the ring's in its wait), read back
+    /// and reported; a kernel without it refuses the run.
     #[arg(long, value_name = "USEC")]
     #[arg(help_heading = super::heading::SOCKETS)]
     pub busy_poll: Option<u32>,
@@ -206,7 +210,8 @@ pub struct SocketArgs {
     /// application busy-polls, the device's interrupts stay deferred, so its
     /// queue is served by the polling receive (with --busy-poll, and the
     /// device's napi_defer_hard_irqs and gro_flush_timeout set). Read back on
-    /// each end and reported.
+    /// each end and reported; with --busy-poll on io_uring, the rings' NAPI
+    /// busy polling prefers it too.
     #[arg(long)]
     #[arg(help_heading = super::heading::SOCKETS)]
     pub prefer_busy_poll: bool,

@@ -502,6 +502,9 @@ impl<'a> Session<'a> {
                 part.test.is_udp(),
                 server_ip.is_ipv6(),
             )?;
+            if let Some(e) = crate::engine::uring_napi_refusal(part) {
+                bail!(e);
+            }
             let (flows, buffers) = dial.open_flows(part, at, &mut self.g.warnings)?;
             // What the kernel gives our data sockets of the buffers asked
             // for (the server's come in its final report).
@@ -574,6 +577,7 @@ impl<'a> Session<'a> {
         g.remote_zerocopy = fin.zerocopy;
         g.remote_socket_buffers = fin.socket_buffers;
         g.remote_busy_poll = fin.busy_poll;
+        g.remote_uring_napi = fin.uring_napi;
         g.remote_socket_options = fin.socket_options;
         g.remote_call_times = fin.call_times.map(|t| *t);
         g.train_gaps = fin.train_gaps.filter(|t| match t.implausible() {

@@ -418,6 +418,10 @@ pub struct Final {
     /// back from a data socket given them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_poll: Option<crate::io::busypoll::BusyPollSet>,
+    /// `--driver uring` with `--busy-poll`: the NAPI busy polling the
+    /// server's rings read back (absent from a server too old to register it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uring_napi: Option<crate::io::napi::NapiSet>,
     /// `--call-times`: the server's send and receive call times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_times: Option<Box<crate::stats::calltime::SendRecvTimes>>,

@@ -89,6 +89,7 @@ impl Report<'_> {
             )
             .ok()
             .flatten(),
+            uring_napi: outs.iter().find_map(|o| o.napi),
             socket_options: crate::io::sockmark::read_back_or_probe(
                 outs.iter()
                     .flat_map(|o| o.flows.iter())

@@ -581,6 +581,7 @@ fn open_data(
     per_listener: u32,
     opts: &DataSocketOpts,
 ) -> Result<DataPorts> {
+    crate::engine::uring_napi_refusal(plan).map_or(Ok(()), |e| Err(anyhow!(e)))?;
     let mut cursor = 0;
     let transport = plan.test.traits().transport;
     if transport == Transport::Udp {

@@ -636,6 +636,7 @@ pub(crate) fn take_engines(
     g.local_zerocopy = outs
         .iter()
         .find_map(|o| crate::engine::zerocopy_counts(&o.flows));
+    g.local_uring_napi = outs.iter().find_map(|o| o.napi);
     if let Some(first) = parts.first() {
         g.local_socket_options = crate::io::sockmark::read_back_or_probe(
             outs.iter()

@@ -55,6 +55,9 @@ pub struct EngineOutcome {
     /// The flows, sockets still open: the session closes them once the peer has finished.
     pub flows: Vec<Box<dyn Flow>>,
     pub drivers: Vec<&'static str>,
+    /// The NAPI busy polling an io_uring worker's ring read back
+    /// (`--busy-poll`); None where no worker registered one.
+    pub napi: Option<crate::io::napi::NapiSet>,
     pub error: Option<String>,
     /// Every counter slot after the workers stopped: the final totals.
     pub counts: Vec<Counts>,
@@ -82,10 +85,11 @@ impl Engine {
             intervals: Arc::new(Mutex::new(IntervalTable::new(workers.len(), percentiles))),
             service_intervals: Arc::new(Mutex::new(IntervalTable::new(workers.len(), percentiles))),
             open_loop,
+            napi: std::sync::OnceLock::new(),
         });
         if workers
             .iter()
-            .any(|w| choose_driver(&w.flows, choice, w.spin) == DriverKind::Blocking)
+            .any(|w| choose_driver(&w.flows, choice, w.spin, w.napi) == DriverKind::Blocking)
         {
             crate::io::blocking::install_wake_handler()?;
         }
@@ -98,7 +102,7 @@ impl Engine {
         // The shortest blocking timeout of any blocking worker: the watchdog's clock.
         let mut watch_timeout = None;
         for (i, w) in workers.into_iter().enumerate() {
-            let kind = choose_driver(&w.flows, choice, w.spin);
+            let kind = choose_driver(&w.flows, choice, w.spin, w.napi);
             drivers.push(kind.name());
             if kind == DriverKind::Blocking {
                 let t = blocking_timeout(&w.flows);
@@ -280,6 +284,7 @@ impl Engine {
             generator_lag,
             flows,
             drivers: self.drivers,
+            napi: self.shared.napi.get().copied(),
             error,
             counts: self.counters.iter().map(|c| c.snapshot()).collect(),
         }

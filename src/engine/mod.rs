@@ -41,5 +41,5 @@ pub use pacer::pacer_spin;
 pub use parts::Engines;
 pub use place::{
     AUTO_URING_FLOWS, Side, WorkerOpts, WorkerSpec, choose_driver, pacing_resolution, place,
-    uring_fallback,
+    uring_fallback, uring_napi_refusal,
 };

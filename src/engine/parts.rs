@@ -265,6 +265,7 @@ impl Engines {
                     generator_lag: LatencyHistogram::new(),
                     flows: workers.into_iter().flat_map(|w| w.flows).collect(),
                     drivers: Vec::new(),
+                    napi: None,
                     error: None,
                     counts: counters.iter().map(|c| c.snapshot()).collect(),
                 },

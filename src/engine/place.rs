@@ -12,6 +12,7 @@
 
 use super::pacer::{PACER_SPIN, pacer_spin};
 use crate::io::DriverKind;
+use crate::io::napi::NapiSet;
 use crate::plan::sockets::EpollTrigger;
 use crate::plan::{DriverChoice, TestPlan};
 use crate::workload::Flow;
@@ -47,6 +48,8 @@ pub struct WorkerOpts {
     pub part_flows: u32,
     /// `--spin` ([`WorkerSpec::spin`]).
     pub spin: bool,
+    /// `--busy-poll` ([`WorkerSpec::napi`]).
+    pub napi: Option<NapiSet>,
 }
 
 impl WorkerOpts {
@@ -70,6 +73,7 @@ impl WorkerOpts {
             offered_per_s: part.offered_per_s.filter(|_| client),
             part_flows: part.flows,
             spin: part.spin,
+            napi: NapiSet::asked(part.busy_poll_us, part.prefer_busy_poll),
         }
     }
 }
@@ -99,6 +103,9 @@ pub struct WorkerSpec {
     /// `--spin`: the worker polls its sockets and never sleeps
     /// ([`crate::io::spin`]), whatever the driver choice.
     pub spin: bool,
+    /// `--busy-poll` (with `--prefer-busy-poll`): what an io_uring worker
+    /// registers its ring for ([`crate::io::napi`]); other drivers ignore it.
+    pub napi: Option<NapiSet>,
 }
 
 /// Spread one part's flows over its workers as `opts` says: flow i runs on
@@ -121,6 +128,7 @@ pub fn place(flows: Vec<Box<dyn Flow>>, opts: &WorkerOpts) -> Vec<WorkerSpec> {
             max_events: opts.max_events,
             epoll_level: opts.epoll_level,
             spin: opts.spin,
+            napi: opts.napi,
         })
         .collect();
     for (i, f) in flows.into_iter().enumerate() {
@@ -155,8 +163,16 @@ pub const AUTO_URING_FLOWS: usize = 4;
 /// allows it (connection tests with their connects, accepts and closes as
 /// ring operations, see [`crate::io::uring`]), and epoll otherwise.
 /// `spin` (`--spin`, which the plan allows with `auto` and `epoll` only):
-/// the spinning driver.
-pub fn choose_driver(flows: &[Box<dyn Flow>], choice: DriverChoice, spin: bool) -> DriverKind {
+/// the spinning driver. `napi` (`--busy-poll`): `auto` picks io_uring only
+/// where the kernel also takes the ring's NAPI registration, so that it
+/// never refuses a run for a driver nobody asked for; `uring` registers
+/// or is refused ([`uring_napi_refusal`]).
+pub fn choose_driver(
+    flows: &[Box<dyn Flow>],
+    choice: DriverChoice,
+    spin: bool,
+    napi: Option<NapiSet>,
+) -> DriverKind {
     match choice {
         _ if spin => DriverKind::Spin,
         DriverChoice::Auto if flows.len() == 1 && flows[0].blocking_ok() => DriverKind::Blocking,
@@ -165,7 +181,8 @@ pub fn choose_driver(flows: &[Box<dyn Flow>], choice: DriverChoice, spin: bool) 
                 && flows
                     .iter()
                     .all(|f| f.recv_buffers().is_some() && !f.closes_sockets())
-                && crate::io::uring::probe().is_ok() =>
+                && crate::io::uring::probe().is_ok()
+                && (napi.is_none() || crate::io::napi::available()) =>
         {
             DriverKind::Uring
         }
@@ -182,6 +199,19 @@ pub fn uring_fallback(plan: &TestPlan) -> Option<String> {
     crate::io::uring::probe()
         .err()
         .map(|why| format!("--driver uring: io_uring is unavailable ({why}); workers ran epoll"))
+}
+
+/// Why `--driver uring` with `--busy-poll` cannot run here, if it cannot:
+/// the kernel refuses the ring's NAPI registration. Asked by each end
+/// before it opens a data socket (the server's refusal travels back as its
+/// other refusals do). None where the ring would not be io_uring anyway
+/// (it is unavailable: epoll runs, and the fallback is warned).
+pub fn uring_napi_refusal(plan: &TestPlan) -> Option<String> {
+    let ask = NapiSet::asked(plan.busy_poll_us, plan.prefer_busy_poll)?;
+    if plan.driver != DriverChoice::Uring || plan.spin || crate::io::uring::probe().is_err() {
+        return None;
+    }
+    crate::io::napi::probe(ask).err().map(|e| e.to_string())
 }
 
 /// The warning for an open-loop run whose epoll workers could not wait to
@@ -201,7 +231,8 @@ mod tests {
     use std::time::Duration;
 
     use super::{
-        PACER_SPIN, Side, WorkerOpts, WorkerSpec, choose_driver, pacing_resolution, place,
+        NapiSet, PACER_SPIN, Side, WorkerOpts, WorkerSpec, choose_driver, pacing_resolution, place,
+        uring_napi_refusal,
     };
     use crate::io::{DriverKind, Event};
     use crate::plan::sockets::EpollTrigger;
@@ -234,11 +265,11 @@ mod tests {
                 })
                 .collect();
             assert_eq!(
-                choose_driver(&flows, DriverChoice::Auto, false),
+                choose_driver(&flows, DriverChoice::Auto, false, None),
                 DriverKind::Epoll
             );
             assert_eq!(
-                choose_driver(&flows, DriverChoice::Uring, true),
+                choose_driver(&flows, DriverChoice::Uring, true, None),
                 DriverKind::Spin
             );
             let uring = if crate::io::uring::probe().is_ok() {
@@ -246,7 +277,10 @@ mod tests {
             } else {
                 DriverKind::Epoll
             };
-            assert_eq!(choose_driver(&flows, DriverChoice::Uring, false), uring);
+            assert_eq!(
+                choose_driver(&flows, DriverChoice::Uring, false, None),
+                uring
+            );
         }
     }
 
@@ -295,6 +329,39 @@ mod tests {
 
     fn unrun(n: u32) -> Vec<Box<dyn Flow>> {
         (0..n).map(|_| Box::new(Unrun) as Box<dyn Flow>).collect()
+    }
+
+    /// `--busy-poll` reaches every worker of both ends as its ring's NAPI
+    /// ask, the preference with it, and nothing without it; the refusal is
+    /// asked only of a `--driver uring` run, and a kernel with the
+    /// registration (6.9 on) gives none.
+    #[test]
+    fn busy_poll_asks_every_worker_for_napi_and_only_uring_is_refused() {
+        let mut plan = TestPlan::new(TestKind::TcpRr);
+        (plan.flows, plan.threads) = (3, 2);
+        (plan.busy_poll_us, plan.prefer_busy_poll) = (Some(50), true);
+        let napi = |plan: &TestPlan, side| {
+            place(unrun(3), &WorkerOpts::from_plan(plan, side, 0, plan))
+                .iter()
+                .map(|w| w.napi)
+                .collect::<Vec<_>>()
+        };
+        let want = Some(NapiSet {
+            busy_poll_us: 50,
+            prefer_busy_poll: true,
+        });
+        for side in [Side::Client, Side::Server] {
+            assert_eq!(napi(&plan, side), [want; 2]);
+        }
+        assert_eq!(uring_napi_refusal(&plan), None, "auto is never refused");
+        plan.driver = DriverChoice::Uring;
+        match uring_napi_refusal(&plan) {
+            None => assert!(crate::io::uring::probe().is_err() || crate::io::napi::available()),
+            Some(e) => assert!(e.starts_with("--busy-poll 50 with --driver uring"), "{e}"),
+        }
+        plan.busy_poll_us = None;
+        assert_eq!(uring_napi_refusal(&plan), None);
+        assert_eq!(napi(&plan, Side::Client), [None; 2]);
     }
 
     /// A worker's settings as the loop reads them: its flows' ids, CPU,

@@ -43,6 +43,9 @@ pub(super) struct Shared {
     pub(super) service_intervals: Arc<Mutex<IntervalTable>>,
     /// The flows are open-loop: workers keep service-time and lag histograms.
     pub(super) open_loop: bool,
+    /// The NAPI busy polling the first io_uring worker's ring read back;
+    /// every ring registers the same setting.
+    pub(super) napi: std::sync::OnceLock<crate::io::napi::NapiSet>,
 }
 
 impl Shared {
@@ -158,6 +161,7 @@ fn worker_loop(
         pacer_spin,
         max_events: spec_max_events,
         epoll_level,
+        napi,
         ..
     } = spec;
     let fail = |what: String| shared.fail(what);
@@ -184,7 +188,7 @@ fn worker_loop(
         )
         .map(|e| Box::new(e) as Box<dyn crate::io::Driver>)
     } else {
-        kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind))
+        kind.create(blocking_timeout(&flows), recv_buffers(&flows, kind), napi)
     };
     let mut driver = match created {
         Ok(d) => d,
@@ -193,6 +197,9 @@ fn worker_loop(
             return flows;
         }
     };
+    if let Some(set) = driver.napi() {
+        let _ = shared.napi.set(set);
+    }
     let n = flows.len();
     for (i, f) in flows.iter_mut().enumerate() {
         if let Err(e) = f.start(driver.as_mut(), i) {

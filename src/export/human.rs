@@ -207,29 +207,31 @@ fn drivers_line(env: &Environment) -> Option<String> {
 }
 
 /// SO_BUSY_POLL and SO_PREFER_BUSY_POLL as each end's kernel read them
-/// back, where either was asked for.
+/// back, where either was asked for, and the io_uring rings' NAPI busy
+/// polling where they registered it: "client 50 µs (preferred), io_uring
+/// NAPI 50 µs (preferred), server …".
 fn busy_poll_line(s: &crate::result::Summary) -> Option<String> {
-    let end = |who: &str, b: Option<&crate::io::busypoll::BusyPollSet>| {
-        b.map(|b| {
-            format!(
-                "{who} {} µs{}",
-                b.busy_poll_us,
-                if b.prefer_busy_poll {
-                    " (preferred)"
-                } else {
-                    ""
-                }
-            )
-        })
+    let figure = |us: u32, preferred: bool| {
+        format!("{us} µs{}", if preferred { " (preferred)" } else { "" })
     };
-    let ends: Vec<String> = [
-        end("client", s.local.busy_poll.as_ref()),
-        end("server", s.remote.busy_poll.as_ref()),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    (!ends.is_empty()).then(|| ends.join(", "))
+    let end = |who: &str, side: &crate::result::Side| {
+        let sock = side
+            .busy_poll
+            .map(|b| figure(b.busy_poll_us, b.prefer_busy_poll));
+        let napi = side.uring_napi.map(|n| {
+            format!(
+                "io_uring NAPI {}",
+                figure(n.busy_poll_us, n.prefer_busy_poll)
+            )
+        });
+        let parts: Vec<String> = [sock, napi].into_iter().flatten().collect();
+        (!parts.is_empty()).then(|| format!("{who} {}", parts.join(", ")))
+    };
+    let ends: Vec<String> = [end("client", &s.local), end("server", &s.remote)]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!ends.is_empty()).then(|| ends.join("; "))
 }
 
 fn headline(f: &Figures, units: Option<RateUnit>) -> String {

@@ -13,6 +13,8 @@
 //!   for tcp_crr and tcp_cc it also connects, accepts and closes, with
 //!   requests that each complete (no closed socket is held by a pending
 //!   one); for the others it reports readiness from multishot poll requests;
+//!   under `--busy-poll` its ring's wait busy-polls the sockets' NAPI
+//!   instances ([`napi`]);
 //! - [`blocking::Blocking`], for a worker with exactly one flow, which owns
 //!   one socket at a time (the common single-flow case; tcp_crr opens one
 //!   after another). It skips `epoll_wait` entirely: a
@@ -31,6 +33,7 @@ pub mod epoll;
 pub mod fdlimit;
 pub mod icmp;
 pub mod mmsg;
+pub mod napi;
 pub mod socket;
 pub mod sockmark;
 pub mod spin;
@@ -233,6 +236,11 @@ pub trait Driver: Send {
     fn sole_socket(&self) -> Option<RawFd> {
         None
     }
+    /// The NAPI busy polling of this driver's waits as the kernel read it
+    /// back (io_uring under `--busy-poll`, [`napi`]).
+    fn napi(&self) -> Option<napi::NapiSet> {
+        None
+    }
 }
 
 /// Which driver a worker uses; chosen per worker by the engine.
@@ -256,16 +264,18 @@ impl DriverKind {
 
     /// `blocking_timeout`: the longest one blocking call may wait (blocking
     /// driver only). `recv_buffers`: make the io_uring driver a completion
-    /// driver receiving into these buffers.
+    /// driver receiving into these buffers. `napi`: register the io_uring
+    /// driver's ring for NAPI busy polling (the others ignore it).
     pub fn create(
         self,
         blocking_timeout: std::time::Duration,
         recv_buffers: Option<RecvBuffers>,
+        napi: Option<napi::NapiSet>,
     ) -> io::Result<Box<dyn Driver>> {
         Ok(match self {
             DriverKind::Epoll => Box::new(epoll::Epoll::new()?),
             DriverKind::Blocking => Box::new(blocking::Blocking::new(blocking_timeout)),
-            DriverKind::Uring => Box::new(uring::Uring::new(recv_buffers)?),
+            DriverKind::Uring => Box::new(uring::Uring::new(recv_buffers, napi)?),
             DriverKind::Spin => Box::new(spin::Spin::new()),
         })
     }

@@ -40,6 +40,11 @@
 //! closed before its receive completed (a token overdue) has its requests
 //! cancelled by descriptor first.
 //!
+//! Under `--busy-poll` the ring is registered for io_uring's NAPI busy
+//! polling when it is made ([`super::napi`]): the wait in `io_uring_enter`
+//! polls the device queues of the sockets the ring serves, which
+//! SO_BUSY_POLL alone would not do here (no receive call of ours waits).
+//!
 //! Dropping the driver cancels every request still pending and waits for
 //! their last completions, so a send never outlives the buffer it reads and
 //! the session closes sockets that no request holds.
@@ -172,7 +177,7 @@ fn probe_now() -> Result<(), String> {
     drop(ring);
     // Opcodes are not enough: multishot receive (6.0) and buffer rings
     // (5.19) are flags and registrations. Run one for real.
-    let mut u = Uring::new(Some(RecvBuffers { size: 64, count: 8 }))
+    let mut u = Uring::new(Some(RecvBuffers { size: 64, count: 8 }), None)
         .map_err(|e| format!("registering a provided-buffer ring (Linux 5.19): {e}"))?;
     let (a, b) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
     use std::io::Write;
@@ -302,17 +307,27 @@ pub struct Uring {
     pending: usize,
     /// Flags for the next request queued ([`Completions::link_next`]).
     link: Option<squeue::Flags>,
+    /// The ring's NAPI busy polling as the kernel read it back, when asked.
+    napi: Option<super::napi::NapiSet>,
 }
 
 impl Uring {
-    /// A readiness driver, or with `recv_buffers` a completion driver too.
-    pub fn new(recv_buffers: Option<RecvBuffers>) -> io::Result<Uring> {
+    /// A readiness driver, or with `recv_buffers` a completion driver too;
+    /// with `napi`, its waits busy-poll ([`super::napi`]).
+    pub fn new(
+        recv_buffers: Option<RecvBuffers>,
+        napi: Option<super::napi::NapiSet>,
+    ) -> io::Result<Uring> {
         // One thread submits (the worker that owns the driver): let the
         // kernel skip the locking that several submitters would need.
         let ring = IoUring::builder()
             .setup_single_issuer()
             .build(ENTRIES)
             .or_else(|_| IoUring::new(ENTRIES))?;
+        let napi = match napi {
+            Some(ask) => Some(super::napi::register(&ring.submitter(), ask)?),
+            None => None,
+        };
         let bufs = match recv_buffers {
             Some(spec) => {
                 let b = BufRing::new(spec)?;
@@ -340,6 +355,7 @@ impl Uring {
             rearm: Vec::with_capacity(64),
             pending: 0,
             link: None,
+            napi,
         })
     }
 
@@ -650,6 +666,10 @@ impl Driver for Uring {
         "uring"
     }
 
+    fn napi(&self) -> Option<super::napi::NapiSet> {
+        self.napi
+    }
+
     fn completions(&mut self) -> Option<&mut dyn Completions> {
         if self.bufs.is_some() {
             Some(self)
@@ -810,7 +830,7 @@ mod tests {
             return;
         };
         b.set_nonblocking(true).unwrap();
-        let mut u = Uring::new(None).unwrap();
+        let mut u = Uring::new(None, None).unwrap();
         u.register(b.as_raw_fd(), 7).unwrap();
         let mut evs = Vec::new();
         // Writable at once.
@@ -848,7 +868,7 @@ mod tests {
         let Some((mut a, b)) = pair_if_uring() else {
             return;
         };
-        let mut u = Uring::new(Some(RecvBuffers { size: 4, count: 2 })).unwrap();
+        let mut u = Uring::new(Some(RecvBuffers { size: 4, count: 2 }), None).unwrap();
         let c = u.completions().unwrap();
         c.recv_multishot(b.as_raw_fd(), 3 << 32).unwrap();
         let out: Vec<u8> = (0..200u8).collect();

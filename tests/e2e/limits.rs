@@ -529,6 +529,7 @@ fn hostile_server_naming(
                     zerocopy: None,
                     socket_buffers: None,
                     busy_poll: None,
+                    uring_napi: None,
                     socket_options: None,
                     call_times: None,
                     train_gaps: None,

@@ -1,13 +1,15 @@
 //! `--driver uring` (and `--busy-poll`, the other engine option): every test
 //! kind runs on io_uring workers (connection tests with connect, accept,
 //! receive, send and close as ring operations) and its counts add up on
-//! both ends exactly as under epoll.
+//! both ends exactly as under epoll; with `--busy-poll` both ends' rings
+//! register NAPI busy polling and read it back, on loopback and across a
+//! veth, and a sweep over busy-poll values runs on them.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{ServerProc, Thrum, diagnostics, drivers, read_json, u};
+use crate::common::{Pair, ServerProc, Thrum, diagnostics, drivers, read_json, u};
 use crate::loopback::run_and_check_with;
 
 const URING: [&str; 2] = ["--driver", "uring"];
@@ -132,6 +134,108 @@ fn busy_poll_is_applied_on_both_ends() {
         assert_eq!(doc["spec"]["busy_poll_us"], 50, "{test}");
         assert!(u(&doc["summary"]["transactions"]) > 0, "{test}");
     }
+}
+
+/// `--driver uring --busy-poll 50 --prefer-busy-poll` against `server`
+/// from `client` (a builder aimed at it): both ends' workers ran io_uring,
+/// registered their rings for NAPI busy polling and read back what was
+/// asked, kept SO_BUSY_POLL on their sockets too, and counted the same
+/// transactions. Neither loopback nor a veth gives the sockets a NAPI
+/// instance (veth has one only with XDP or GRO on), so the registration
+/// takes and nothing is faster: no figure is asserted beyond the counts.
+fn napi_reads_back_on_both_ends(client: Thrum, what: &str) {
+    let doc = client
+        .len("1s")
+        .args(URING)
+        .args([
+            "--busy-poll",
+            "50",
+            "--prefer-busy-poll",
+            "--rr-timeout",
+            "2s",
+        ])
+        .json();
+    let want = serde_json::json!({"busy_poll_us": 50, "prefer_busy_poll": true});
+    for end in ["local", "remote"] {
+        assert_eq!(doc["summary"][end]["uring_napi"], want, "{what}: {end}");
+        assert_eq!(doc["summary"][end]["busy_poll"], want, "{what}: {end}");
+    }
+    for key in ["local_drivers", "remote_drivers"] {
+        assert_eq!(drivers(&doc, key), ["uring"], "{what}: {key}");
+    }
+    let total = |end: &str| u(&doc["summary"][end]["total"]["transactions"]);
+    assert!(total("local") > 0, "{what}: no transaction completed");
+    assert_eq!(total("local"), total("remote"), "{what}: both ends' counts");
+}
+
+/// io_uring's NAPI busy polling on loopback, with the human line saying
+/// it for both ends; without `--busy-poll` no ring registers and nothing
+/// is claimed; `--driver auto`'s io_uring workers register as well.
+#[test]
+fn uring_napi_busy_poll_is_read_back_on_both_ends() {
+    let server = ServerProc::start(&[]);
+    if !uring_available(&server) {
+        return;
+    }
+    napi_reads_back_on_both_ends(Thrum::run("tcp_rr").on(&server), "loopback");
+    let human = Thrum::run("tcp_rr")
+        .on(&server)
+        .len("300ms")
+        .args(URING)
+        .args(["--busy-poll", "50", "--prefer-busy-poll"])
+        .stdout();
+    assert!(
+        human.contains("client 50 µs (preferred), io_uring NAPI 50 µs (preferred); server 50 µs (preferred), io_uring NAPI 50 µs (preferred)"),
+        "{human}"
+    );
+    let doc = Thrum::run("tcp_rr")
+        .on(&server)
+        .len("300ms")
+        .args(URING)
+        .json();
+    for end in ["local", "remote"] {
+        assert!(doc["summary"][end].get("uring_napi").is_none(), "{end}");
+    }
+    // `--driver auto` picks io_uring for four rr flows on a worker, and
+    // those rings register too.
+    let doc = Thrum::run("tcp_rr")
+        .on(&server)
+        .len("300ms")
+        .flows(4)
+        .args(["--busy-poll", "50"])
+        .json();
+    let want = serde_json::json!({"busy_poll_us": 50, "prefer_busy_poll": false});
+    for (end, key) in [("local", "local_drivers"), ("remote", "remote_drivers")] {
+        assert_eq!(drivers(&doc, key), ["uring"], "auto: {key}");
+        assert_eq!(doc["summary"][end]["uring_napi"], want, "auto: {end}");
+    }
+    // The busy-poll study's sweep on io_uring: a cell without and one with.
+    let doc = Thrum::sweep("tcp_rr")
+        .on(&server)
+        .len("300ms")
+        .args(URING)
+        .args(["--vary", "busy-poll=0,50"])
+        .json();
+    let cells = doc["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 2, "{doc}");
+    for c in cells {
+        assert_eq!(c["valid"], true, "{c}");
+        assert!(c["transactions_per_s"].as_f64().expect("rate") > 0.0, "{c}");
+    }
+}
+
+/// The same across a veth pair between two namespaces, the server in its
+/// own.
+#[test]
+fn uring_napi_busy_poll_is_read_back_across_a_veth() {
+    let Some(pair) = Pair::build(233, 12) else {
+        return;
+    };
+    let server = pair.server();
+    if !uring_available(&server) {
+        return;
+    }
+    napi_reads_back_on_both_ends(pair.client(&server, "tcp_rr"), "veth");
 }
 
 /// `thrum run ARGS --driver uring` against `server`, failing on a non-zero exit.

@@ -39,7 +39,7 @@ fn bench(flows: usize, ring: bool) -> Option<Harness> {
         size: MAX_RECV_BUFFER,
         count: 128,
     };
-    let driver = crate::io::uring::Uring::new(Some(bufs)).expect("io_uring driver");
+    let driver = crate::io::uring::Uring::new(Some(bufs), None).expect("io_uring driver");
     Some(Harness::with_driver(flows, Box::new(driver)))
 }
 

@@ -143,7 +143,7 @@ fn bench(ring: bool) -> Option<Harness> {
         size: 64,
         count: 256,
     };
-    let driver = crate::io::uring::Uring::new(Some(bufs)).expect("io_uring driver");
+    let driver = crate::io::uring::Uring::new(Some(bufs), None).expect("io_uring driver");
     Some(Harness::with_driver(1, Box::new(driver)))
 }
 

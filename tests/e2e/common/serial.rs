@@ -120,6 +120,8 @@ pub const NOT_BESIDE_FLOODS: &[&str] = &[
     "udp::udp_rr_count_limit_is_exact",
     "uring::udp_tests_run_and_add_up_on_uring",
     "uring::busy_poll_is_applied_on_both_ends",
+    "uring::uring_napi_busy_poll_is_read_back_on_both_ends",
+    "uring::uring_napi_busy_poll_is_read_back_across_a_veth",
     "uring::aggregate_rr_runs_on_the_completion_path_and_adds_up",
     "uring::completion_path_moves_exactly_the_bytes_of_its_transactions",
     "uring::close_rst_on_uring_leaves_no_time_wait",
