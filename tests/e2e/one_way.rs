@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{NICED, Path3, ServerProc, TOWARD_B, Thrum, bin, f, u};
+use crate::common::{NICED, Path3, ServerProc, TOWARD_B, Thrum, f, ns_exec_ahead, u};
 
 const MS: u64 = 1_000_000;
 
@@ -179,16 +179,7 @@ fn the_refreshed_offset_holds_the_exact_one() {
     let Some(path) = Path3::build(231, 60) else {
         return;
     };
-    let mut cmd = std::process::Command::new("ip");
-    cmd.args(["netns", "exec", &path.b]).args(NICED).args([
-        "unshare",
-        "--fork",
-        "--kill-child",
-        "--time",
-        "--monotonic",
-        "5",
-        bin(),
-    ]);
+    let cmd = ns_exec_ahead(&path.b, NICED, 5);
     let mut server = ServerProc::start_with(cmd, &path.addr_b(), &[]);
     server.ns = Some(path.b.clone());
     let run = |extra: &[&str]| {
