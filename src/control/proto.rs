@@ -84,6 +84,13 @@ pub struct ServerLimits {
     /// What each flow adds to the wait for `start` (connecting it).
     #[serde(default)]
     pub start_timeout_per_flow_ns: u64,
+    /// The most worker threads all sessions together may make the server
+    /// spin (`--spin`); 0 from a server that does not state it.
+    #[serde(default)]
+    pub max_spin_threads: u32,
+    /// The most of them one client's sessions may hold together.
+    #[serde(default)]
+    pub max_spin_threads_per_client: u32,
 }
 
 /// Process resource usage of one end (the same wire names as always).
