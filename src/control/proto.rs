@@ -415,6 +415,11 @@ pub struct Final {
     /// a data socket of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_options: Option<crate::plan::sockets::SocketMarks>,
+    /// TCP tests: the congestion control the server's data sockets used
+    /// (read back from one of them). Absent from an older server: the
+    /// result then falls back to `--cc` or the server's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_control: Option<String>,
     /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,

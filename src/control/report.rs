@@ -96,6 +96,16 @@ impl Report<'_> {
                 &plan.sockets,
                 plan.test.is_udp(),
             ),
+            congestion_control: (!plan.test.is_udp())
+                .then(|| {
+                    crate::io::congestion::of_or_probe(
+                        outs.iter()
+                            .flat_map(|o| o.flows.iter())
+                            .find_map(|f| f.tcp_socket()),
+                        plan.congestion.as_deref(),
+                    )
+                })
+                .flatten(),
             call_times: outs
                 .iter()
                 .find_map(|o| crate::engine::call_times(&o.flows))

@@ -629,6 +629,16 @@ pub(crate) fn take_engines(
             &first.sockets,
             first.test.is_udp(),
         );
+        g.local_congestion_control = (!first.test.is_udp())
+            .then(|| {
+                crate::io::congestion::of_or_probe(
+                    outs.iter()
+                        .flat_map(|o| o.flows.iter())
+                        .find_map(|f| f.tcp_socket()),
+                    first.congestion.as_deref(),
+                )
+            })
+            .flatten();
     }
     g.local_call_times = outs
         .iter()
