@@ -90,22 +90,15 @@ impl Report<'_> {
             .ok()
             .flatten(),
             socket_options: crate::io::sockmark::read_back_or_probe(
-                outs.iter()
-                    .flat_map(|o| o.flows.iter())
-                    .find_map(|f| f.tcp_socket()),
+                crate::engine::first_tcp_socket(outs),
                 &plan.sockets,
                 plan.test.is_udp(),
             ),
-            congestion_control: (!plan.test.is_udp())
-                .then(|| {
-                    crate::io::congestion::of_or_probe(
-                        outs.iter()
-                            .flat_map(|o| o.flows.iter())
-                            .find_map(|f| f.tcp_socket()),
-                        plan.congestion.as_deref(),
-                    )
-                })
-                .flatten(),
+            congestion_control: crate::io::congestion::of_or_probe(
+                crate::engine::first_tcp_socket(outs),
+                plan.congestion.as_deref(),
+                plan.test.is_udp(),
+            ),
             call_times: outs
                 .iter()
                 .find_map(|o| crate::engine::call_times(&o.flows))

@@ -36,9 +36,12 @@ pub fn of(fd: RawFd) -> io::Result<String> {
 
 /// [`of`] a data socket of the end (`fd`), or where it keeps no long-lived
 /// one (a connection test's connections are closed), of a fresh TCP
-/// socket given `asked` (`--cc`) as its data sockets are; None when
-/// neither can be read.
-pub fn of_or_probe(fd: Option<RawFd>, asked: Option<&str>) -> Option<String> {
+/// socket given `asked` (`--cc`) as its data sockets are; None for a UDP
+/// test (`udp`), or when neither can be read.
+pub fn of_or_probe(fd: Option<RawFd>, asked: Option<&str>, udp: bool) -> Option<String> {
+    if udp {
+        return None;
+    }
     if let Some(fd) = fd {
         return of(fd).ok();
     }
@@ -61,9 +64,13 @@ mod tests {
         let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
             .map(|s| s.trim().to_string())
             .ok();
-        assert_eq!(of_or_probe(None, None), default);
-        assert_eq!(of_or_probe(None, Some("reno")).as_deref(), Some("reno"));
+        assert_eq!(of_or_probe(None, None, false), default);
+        assert_eq!(
+            of_or_probe(None, Some("reno"), false).as_deref(),
+            Some("reno")
+        );
         let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        assert_eq!(of_or_probe(None, Some("reno"), true), None);
         s.set_tcp_congestion(b"reno").unwrap();
         use std::os::fd::AsRawFd;
         assert_eq!(of(s.as_raw_fd()).unwrap(), "reno");
