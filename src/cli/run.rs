@@ -177,9 +177,9 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = super::heading::LOAD)]
     pub both: bool,
-    /// udp_rr: the way up and the way down apart (summary.owd_ns).
+    /// udp_rr, tcp_rr: the way up and the way down apart (summary.owd_ns).
     ///
-    /// udp_rr: each request carries its send time, the server stamps its arrival and the response's departure (CLOCK_MONOTONIC, read in user space), and the client measures the server's clock offset before and after the run (clock exchanges over the control connection, the fastest third; exact where both ends share one kernel) and reports the way up and the way down as percentiles with the offset's error bound beside them. Requests and responses are raised to 16 and 32 bytes at least (-r), to carry the stamps, and --rr-timeout defaults to 2s, to wait out a queue. The server must be this version or later.
+    /// udp_rr, tcp_rr: each request carries its send time, the server stamps its arrival and the response's departure (CLOCK_MONOTONIC, read in user space), and the client measures the server's clock offset before and after the run (clock exchanges over the control connection, the fastest third; exact where both ends share one kernel) and reports the way up and the way down as percentiles with the offset's error bound beside them. Requests and responses are raised to 16 and 32 bytes at least (-r), to carry the stamps, and udp_rr's --rr-timeout defaults to 2s, to wait out a queue. The server must be this version or later.
     #[arg(long)]
     #[arg(help_heading = super::heading::LOAD)]
     pub one_way: bool,

@@ -39,6 +39,9 @@ pub struct Gate {
     /// (UDP flows, a connection test's connections): `local_hosts` was
     /// first taken for long-lived TCP flows only.
     pub beyond_tcp: Option<&'static str>,
+    /// A second feature needed where the flows are long-lived TCP flows:
+    /// `one_way` was first udp_rr's alone.
+    pub on_tcp: Option<&'static str>,
 }
 
 const fn gate(field: &'static str, flag: &'static str, feature: &'static str) -> Gate {
@@ -47,6 +50,7 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
         flag,
         feature,
         beyond_tcp: None,
+        on_tcp: None,
     }
 }
 
@@ -60,7 +64,8 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
 /// `spin`: the server's workers poll instead of sleeping; `busy_poll`:
 /// SO_PREFER_BUSY_POLL on its data sockets, and SO_BUSY_POLL read back;
 /// `one_way`: udp_rr's server stamps each response with its request's
-/// arrival and its own departure (`workload::udp::one_way`).
+/// arrival and its own departure (`workload::one_way`); `one_way_tcp`:
+/// tcp_rr's server does too, in the stream (`workload::rr_stamps`).
 pub const GATES: &[Gate] = &[
     gate("plan.mark", "--mark", "socket_marks"),
     gate("plan.tcp_tx_delay_us", "--tcp-tx-delay", "socket_marks"),
@@ -75,7 +80,10 @@ pub const GATES: &[Gate] = &[
     gate("plan.bytes", "--bytes", "bytes"),
     gate("plan.spin", "--spin", "spin"),
     gate("plan.prefer_busy_poll", "--prefer-busy-poll", "busy_poll"),
-    gate("plan.one_way", "--one-way", "one_way"),
+    Gate {
+        on_tcp: Some("one_way_tcp"),
+        ..gate("plan.one_way", "--one-way", "one_way")
+    },
 ];
 
 /// The spec's fields that every server of this protocol version applies:
@@ -168,7 +176,10 @@ pub const AGENT: &str = "agent";
 pub fn features() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for g in GATES {
-        for f in std::iter::once(g.feature).chain(g.beyond_tcp) {
+        for f in std::iter::once(g.feature)
+            .chain(g.beyond_tcp)
+            .chain(g.on_tcp)
+        {
             if !out.contains(&f) {
                 out.push(f);
             }
@@ -206,7 +217,8 @@ pub fn needed(plan: &TestPlan) -> Vec<Need> {
             feature: g.feature,
             flag: g.flag,
         });
-        if let Some(f) = g.beyond_tcp.filter(|_| !tcp) {
+        let second = if tcp { g.on_tcp } else { g.beyond_tcp };
+        if let Some(f) = second {
             out.push(Need {
                 feature: f,
                 flag: g.flag,
@@ -300,9 +312,10 @@ mod tests {
     }
 
     /// `local_hosts` beyond long-lived TCP flows needs the later feature
-    /// too; this build's hello names every feature a gate needs.
+    /// too, and `one_way` on them; this build's hello names every feature
+    /// a gate needs.
     #[test]
-    fn local_hosts_beyond_tcp_and_this_builds_features() {
+    fn second_features_by_transport_and_this_builds_features() {
         let with_hosts = |kind| {
             let mut p = TestPlan::new(kind);
             p.spreading.local_hosts = vec!["127.0.0.2".parse().unwrap()];
@@ -320,6 +333,17 @@ mod tests {
             with_hosts(TestKind::UdpRr),
             ["spreading", "local_hosts_all"]
         );
+        // tcp_rr's stamps came after udp_rr's.
+        let one_way = |kind| {
+            let mut p = TestPlan::new(kind);
+            p.one_way = true;
+            needed(&p)
+                .into_iter()
+                .map(|n| n.feature)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(one_way(TestKind::UdpRr), ["one_way"]);
+        assert_eq!(one_way(TestKind::TcpRr), ["one_way", "one_way_tcp"]);
         assert_eq!(
             features(),
             [
@@ -330,6 +354,7 @@ mod tests {
                 "spin",
                 "busy_poll",
                 "one_way",
+                "one_way_tcp",
                 "rr_short_seq",
                 "clock"
             ]

@@ -413,19 +413,19 @@ fn rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.flow_quota(a.flow),
     )
     .with_delay(Duration::from_nanos(p.delay_ns));
+    let f = if p.one_way {
+        f.one_way(p.one_way_offset_ns)
+    } else {
+        f
+    };
     Ok(on_schedule(f, p, a.flow, RrClient::open_loop))
 }
 
 fn rr_server(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
-    Ok(Box::new(RrServer::new(
-        sock,
-        a.counters,
-        p.request_bytes,
-        p.response_bytes,
-        p.burst,
-    )))
+    let f = RrServer::new(sock, a.counters, p.request_bytes, p.response_bytes, p.burst);
+    Ok(Box::new(if p.one_way { f.one_way() } else { f }))
 }
 
 fn connect_client(mode: ConnectMode, a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
