@@ -562,6 +562,12 @@ pub struct Side {
     /// connection tests); absent when neither was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_options: Option<crate::plan::sockets::SocketMarks>,
+    /// TCP tests: the congestion control this end's data sockets used,
+    /// read back with getsockopt(TCP_CONGESTION) from one of them (a fresh
+    /// socket given `--cc` where the end keeps none open: the connection
+    /// tests); absent for UDP, and from a server that does not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_control: Option<String>,
     /// Bulk tests: how long this end's send and receive calls that moved
     /// data took over the window (netperf's -v 2 histograms).
     #[serde(default, skip_serializing_if = "Option::is_none")]

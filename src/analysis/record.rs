@@ -133,6 +133,9 @@ pub(crate) struct Gathered {
     /// `--mark`, `--tcp-tx-delay` as each end's kernel read them back.
     pub(crate) local_socket_options: Option<crate::plan::sockets::SocketMarks>,
     pub(crate) remote_socket_options: Option<crate::plan::sockets::SocketMarks>,
+    /// TCP_CONGESTION of each end's data sockets, as read back.
+    pub(crate) local_congestion_control: Option<String>,
+    pub(crate) remote_congestion_control: Option<String>,
     /// capacity: the packet-train gaps the server recorded (client to
     /// server; they come in its final report) ...
     pub(crate) train_gaps: Option<crate::stats::dispersion::TrainGaps>,
@@ -201,6 +204,8 @@ impl Gathered {
             remote_uring_napi: None,
             local_socket_options: None,
             remote_socket_options: None,
+            local_congestion_control: None,
+            remote_congestion_control: None,
             train_gaps: None,
             local_train_gaps: None,
             server_on_this_host: false,

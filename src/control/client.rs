@@ -574,6 +574,11 @@ impl<'a> Session<'a> {
         g.remote_busy_poll = fin.busy_poll;
         g.remote_uring_napi = fin.uring_napi;
         g.remote_socket_options = fin.socket_options;
+        // A name as the kernel keeps one, or nothing: it reaches the
+        // result's text as the server wrote it.
+        g.remote_congestion_control = fin
+            .congestion_control
+            .filter(|c| crate::plan::limits::is_congestion_name(c));
         g.remote_call_times = fin.call_times.map(|t| *t);
         g.train_gaps = fin.train_gaps.filter(|t| match t.implausible() {
             None => true,
