@@ -545,7 +545,12 @@ fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     );
     let f = if p.rr_in_order { f.in_order() } else { f };
     let f = if p.one_way {
-        f.one_way(p.one_way_offset_ns)
+        let o = super::udp::one_way::OneWay::new(p.one_way_offset_ns);
+        f.one_way(if p.one_way_per_interval {
+            o.per_interval()
+        } else {
+            o
+        })
     } else {
         f
     };
