@@ -24,7 +24,8 @@ usage: bench/compare.sh [options]
                   `cargo build --release` first)
   --no-thrum      peers only (ratios are then left out)
   --rows LIST     comma-separated subset of: rr,rr_pinned,rr_agg,crr,crr_agg,cc,
-                  stream,stream_split,stream_pinned,stream_16k,stream_f2,
+                  stream,stream_split,stream_pinned,stream_16k,stream_default,
+                  stream_f2,
                   stream_f8,maerts,bidir (TCP), udp_rr,udp_rr_pinned,
                   udp_rr_agg,udp_stream
                   (UDP), scale (10,000 tcp_rr flows, thrum only); "tcp",
@@ -61,7 +62,7 @@ DURATION=5
 OUT="$ROOT/BENCHMARKS.md"
 THRUM=""
 NO_THRUM=0
-TCP_ROWS="rr rr_pinned rr_agg crr crr_agg cc stream stream_split stream_pinned stream_16k stream_f2 stream_f8 maerts bidir"
+TCP_ROWS="rr rr_pinned rr_agg crr crr_agg cc stream stream_split stream_pinned stream_16k stream_default stream_f2 stream_f8 maerts bidir"
 UDP_ROWS="udp_rr udp_rr_pinned udp_rr_agg udp_stream"
 SCALE_ROWS="scale"
 ROWS="tcp,udp,scale"
@@ -99,7 +100,7 @@ for r in ${ROWS//,/ }; do
 	tcp) rows+=($TCP_ROWS) ;;
 	udp) rows+=($UDP_ROWS) ;;
 	scale) rows+=($SCALE_ROWS) ;;
-	rr | rr_pinned | rr_agg | crr | crr_agg | cc | stream | stream_split | stream_pinned | stream_16k | \
+	rr | rr_pinned | rr_agg | crr | crr_agg | cc | stream | stream_split | stream_pinned | stream_16k | stream_default | \
 		stream_f2 | stream_f8 | maerts | bidir | udp_rr | udp_rr_pinned | udp_rr_agg | udp_stream)
 		rows+=("$r") ;;
 	*) echo "unknown row $r" >&2; exit 2 ;;
@@ -214,6 +215,8 @@ tools_for_row() { # prints the tools that take part in a row, thrum first
 	local row="$1" t cands
 	case "$row" in
 	stream | stream_split | stream_pinned | stream_16k) cands="thrum floor netperf neper iperf3" ;;
+	# Every tool at its own defaults: the floor has none of its own.
+	stream_default) cands="thrum netperf neper iperf3" ;;
 	# The server sends: netperf TCP_MAERTS and iperf3 -R; neither neper nor
 	# the floor has a reverse stream.
 	maerts) cands="thrum netperf iperf3" ;;
@@ -292,6 +295,9 @@ tool_cmds() {
 			# size (128K): netperf receives by default as much as its
 			# socket's initial SO_RCVBUF, 128 KiB here (tcp_rmem).
 			CLI=("$THRUM" run tcp_stream "${common[@]}" -m 16K --json) ;;
+		stream_default)
+			# thrum's own defaults: 128 KiB sends and receives.
+			CLI=("$THRUM" run tcp_stream "${common[@]}" --json) ;;
 		maerts)
 			# -m is the sender's size, here the server's.
 			CLI=("$THRUM" run tcp_maerts "${common[@]}" -m 64K -M 64K --json) ;;
@@ -345,7 +351,7 @@ tool_cmds() {
 			# -f m, not -f b: netperf's "b" divides by 1 and so prints
 			# bytes/s while labelling them "10^0bits/s".
 			CLI=(netperf "${common[@]}" -t TCP_STREAM -f m -- -m 64K -M 64K -o THROUGHPUT) ;;
-		stream_16k)
+		stream_16k | stream_default)
 			# netperf's defaults: no -m, no -M.
 			CLI=(netperf "${common[@]}" -t TCP_STREAM -f m -- -o THROUGHPUT) ;;
 		maerts)
@@ -399,7 +405,7 @@ tool_cmds() {
 		case "$row" in
 		stream | stream_split | stream_pinned) bin=neper-tcp_stream opts=(-B 65536) ;;
 		# neper's default buffer, 16 KiB for its writes and its reads.
-		stream_16k) bin=neper-tcp_stream opts=() ;;
+		stream_16k | stream_default) bin=neper-tcp_stream opts=() ;;
 		# Both ends get -F and -T, as in the RR aggregate rows.
 		stream_f2 | stream_f8) bin=neper-tcp_stream opts=(-B 65536 -F "${row#stream_f}" -T 2) ;;
 		# -B 1472: each send is one datagram of that size.
@@ -452,6 +458,9 @@ tool_cmds() {
 		elif [[ "$row" == stream_16k ]]; then
 			# -l is both the write and the read size: 16 KiB each.
 			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 16K --json)
+		elif [[ "$row" == stream_default ]]; then
+			# iperf3's defaults: 128 KiB writes and reads.
+			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" --json)
 		elif [[ "$row" == maerts ]]; then
 			# -R: the server sends; sum_received is what the client read.
 			CLI=(iperf3 -c 127.0.0.1 -p "$P_IPERF3" -t "$d" -l 64K -R --json)
@@ -612,6 +621,7 @@ note	cc: tcp_cc, 1 flow: connect and close with no request or response, rate = c
 note	stream_split: the tcp_stream row again with every client pinned to CPU 0 and every server to CPU 1 (`taskset` on the whole process). Unpinned, loopback tcp_stream depends on where the scheduler puts the two ends, one CPU or two and which takes the softirq work, and every tool spans ±25 % over five runs; split, the spread is about ±7 %. Issue 7's tcp_stream targets are read from this row when it ran.
 note	stream_pinned: the tcp_stream row again with both ends pinned to CPU 0 (`taskset -c 0` on the whole process), so that the two processes and the kernel's loopback work share one CPU and the rate is the tools' and the kernel's cost per byte, not the scheduler's placement.
 note	stream_16k: tcp_stream at netperf's default sizes, unpinned: netperf `TCP_STREAM` without `-m`/`-M` sends 16 KiB per call (its send socket buffer's initial size) and receives 128 KiB per call (its receive buffer's initial size, tcp_rmem's default); thrum `-m 16K` with its default `-M 128K`; the floor `-m 16384`, server `-M 131072`; neper-tcp_stream with no `-B` (16 KiB writes and reads, its default); iperf3 `-l 16K` (its one size for writes and reads).
+note	stream_default: tcp_stream with every tool at its own defaults, unpinned, the command a user types first: thrum `run tcp_stream` (128 KiB sends and receives), netperf `TCP_STREAM` without `-m`/`-M` (16 KiB sends, 128 KiB receives), neper-tcp_stream with no `-B` (16 KiB), iperf3 with no `-l` (128 KiB). The floor has no defaults of its own and is left out.
 note	maerts: one flow, the server sends, the client receives, unpinned, 64 KiB sends and receives; rate = bits/s the client received. thrum `tcp_maerts -m 64K -M 64K` (`-m` is the sender's size, the server's here); netperf `TCP_MAERTS -- -m ,64K -M ,64K`: netperf's test options take `local,remote` pairs and a leading comma sets only the remote one, so `-m ,64K` is netserver's send size (a plain `-m 64K` sets netperf's own send size, unused in this test, and netserver sends 16 KiB) and `-M ,64K` netperf's receive size; THROUGHPUT is what netperf received. iperf3 `-R -l 64K`, `end.sum_received.bits_per_second` (the client's reads).
 note	bidir: one connection carrying both directions at once, unpinned, 64 KiB sends and receives; rate = the sum of the two directions' received bits/s. thrum `tcp_bidir -m 64K -M 64K` (`summary.throughput_bps` is the sum; each way is `throughput_bps_c2s`/`_s2c`); iperf3 `--bidir -l 64K` (two connections, one each way), `end.sum_received` + `end.sum_received_bidir_reverse`. netperf has no test that sends both ways on one connection, so it is not in this row.
 note	stream_f2, stream_f8: tcp_stream with 2 and 8 flows, 64 KiB sends and receives like the stream row, unpinned, rate = the sum over the flows of what the server read. thrum `-m 64K -M 64K -F N -T 2` (2 worker threads per end: one flow per thread, the blocking driver, at 2 flows; 4 flows per thread on epoll at 8); neper-tcp_stream `-B 65536 -F N -T 2` on both ends, `remote_throughput`; iperf3 `-l 64K -P N` (N streams in one process; iperf 3.12 runs them on one thread, later versions one thread per stream), `end.sum_received.bits_per_second`. netperf and the floor run one flow per process and are not in these rows.

@@ -211,6 +211,8 @@ ROWS = {
                                 "pinned to CPU 0"),
     "stream_16k": ("stream", "tcp_stream, 1 flow, client to server, at netperf's default "
                              "sizes (16 KiB sends, default receives), unpinned"),
+    "stream_default": ("stream", "tcp_stream, 1 flow, client to server, every tool at its "
+                                 "own default sizes, unpinned"),
     "maerts": ("stream", "tcp_maerts, 1 flow, server to client (netperf TCP_MAERTS, "
                          "iperf3 -R), unpinned"),
     "bidir": ("stream", "tcp_bidir, 1 flow, both directions at once (iperf3 --bidir), "
@@ -531,6 +533,7 @@ PROFILE_DOC = {
     "crr": "tcp_crr: syscalls per connection", "crr_agg": "tcp_crr: syscalls per connection",
     "stream": "tcp_stream on loopback", "stream_split": "tcp_stream on loopback",
     "stream_pinned": "Issue 21: the bulk path", "stream_16k": "Issue 21: the bulk path",
+    "stream_default": "Round 3: single-flow tcp_stream",
     "maerts": "Issue 21: the bulk path", "bidir": "Issue 21: the bulk path",
     "stream_f2": "Issue 21: the bulk path", "stream_f8": "Issue 21: the bulk path",
     "udp_stream": "udp_stream 1472 B",
@@ -701,7 +704,8 @@ def _targets_issue21(runs, dur):
     for row, name in (("stream", "unpinned, 64 KiB sends"),
                       ("stream_split", "split (client on CPU 0, server on CPU 1), 64 KiB sends"),
                       ("stream_pinned", "pinned (both on CPU 0), 64 KiB sends"),
-                      ("stream_16k", "unpinned, netperf's default sizes (16 KiB sends)")):
+                      ("stream_16k", "unpinned, netperf's default sizes (16 KiB sends)"),
+                      ("stream_default", "unpinned, every tool at its own defaults")):
         add(f"tcp_stream 1 flow, {name}: ≥ 1.0× the best of netperf, iperf3, neper",
             _against(runs, dur, row, STREAM_PEERS, 1.0, context=("floor",)))
         add(f"tcp_stream 1 flow, {name}: CPU per GB ≤ every peer's (ratio peer/thrum ≥ 1)",

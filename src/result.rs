@@ -597,7 +597,7 @@ pub struct Summary {
     /// of the JSON; absent in a closed-loop run.
     #[serde(flatten)]
     pub open_loop: Option<OpenLoop>,
-    /// udp_rr `--one-way`: the way up and the way down apart, with the
+    /// udp_rr and tcp_rr `--one-way`: the way up and the way down apart, with the
     /// clock offset's error bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owd_ns: Option<one_way::OneWaySummary>,

@@ -45,7 +45,7 @@ pub(crate) struct OneWayRecord {
     pub(crate) clamped: u64,
     /// A phased mix's probe: every flow's ways per interval (interval
     /// index, up, down), for the phases; empty otherwise.
-    pub(crate) intervals: Vec<crate::workload::udp::one_way::Interval>,
+    pub(crate) intervals: Vec<crate::workload::one_way::Interval>,
     /// The server's clock before the run (what the flows corrected by)
     /// and after it.
     pub(crate) clock: ClockMap,

@@ -151,7 +151,7 @@ pub(crate) struct Gathered {
     pub(crate) bind: Option<String>,
     /// This host is a virtual machine: CPU readings are judged by rusage.
     pub(crate) hypervisor: bool,
-    /// udp_rr `--one-way`: the flows' histograms and the server's clock.
+    /// udp_rr and tcp_rr `--one-way`: the flows' histograms and the server's clock.
     pub(crate) one_way: Option<super::one_way::OneWayRecord>,
 }
 

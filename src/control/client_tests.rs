@@ -114,29 +114,34 @@ fn an_older_servers_short_udp_rr_is_matched_in_order_and_said() {
 }
 
 /// `--one-way` against a server whose hello lacks `one_way` (an older
-/// thrum, which would send no stamps): refused before the spec, naming
-/// the flag.
+/// thrum, which would send no stamps), and tcp_rr's against one that
+/// stamps udp_rr's datagrams only (its hello lacks `one_way_tcp`):
+/// refused before the spec, naming the flag.
 #[test]
 fn an_older_server_is_refused_for_one_way() {
-    let mut old = Hello::ours();
-    old.features.retain(|f| f != "one_way");
-    let addr = fake_server_saying(
-        old,
-        Started {
-            threads: 1,
-            drivers: vec![],
-        }
-        .into(),
-    );
-    let mut plan = short(TestKind::UdpRr);
-    plan.one_way = true;
-    (plan.request_bytes, plan.response_bytes) = (16, 32);
-    let r = run(&target(addr), &plan, &mut Quiet);
-    let e = r.summary.error.unwrap();
-    assert!(
-        e.contains("--one-way") && e.contains("does not name the feature one_way"),
-        "{e}"
-    );
+    for (kind, lacks) in [
+        (TestKind::UdpRr, "one_way"),
+        (TestKind::TcpRr, "one_way"),
+        (TestKind::TcpRr, "one_way_tcp"),
+    ] {
+        let mut old = Hello::ours();
+        old.features.retain(|f| f != lacks);
+        let addr = fake_server_saying(
+            old,
+            Started {
+                threads: 1,
+                drivers: vec![],
+            }
+            .into(),
+        );
+        let mut plan = short(kind);
+        plan.one_way = true;
+        (plan.request_bytes, plan.response_bytes) = (16, 32);
+        let r = run(&target(addr), &plan, &mut Quiet);
+        let e = r.summary.error.unwrap();
+        let says = format!("does not name the feature {lacks}");
+        assert!(e.contains("--one-way") && e.contains(&says), "{kind}: {e}");
+    }
 }
 
 #[test]

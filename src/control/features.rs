@@ -39,6 +39,13 @@ pub struct Gate {
     /// (UDP flows, a connection test's connections): `local_hosts` was
     /// first taken for long-lived TCP flows only.
     pub beyond_tcp: Option<&'static str>,
+    /// A second feature needed where the flows are long-lived TCP flows:
+    /// `one_way` was first udp_rr's alone.
+    pub on_tcp: Option<&'static str>,
+    /// A further feature needed in a mix: `one_way` was first a single
+    /// test's, and a server before `one_way_mix` gives the stamps to every
+    /// part without their room (a mix's sizes are each part's own).
+    pub in_mix: Option<&'static str>,
 }
 
 const fn gate(field: &'static str, flag: &'static str, feature: &'static str) -> Gate {
@@ -47,6 +54,8 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
         flag,
         feature,
         beyond_tcp: None,
+        on_tcp: None,
+        in_mix: None,
     }
 }
 
@@ -60,7 +69,10 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
 /// `spin`: the server's workers poll instead of sleeping; `busy_poll`:
 /// SO_PREFER_BUSY_POLL on its data sockets, and SO_BUSY_POLL read back;
 /// `one_way`: udp_rr's server stamps each response with its request's
-/// arrival and its own departure (`workload::udp::one_way`).
+/// arrival and its own departure (`workload::one_way`); `one_way_tcp`:
+/// tcp_rr's server does too, in the stream (`workload::rr_stamps`);
+/// `one_way_mix`: the server gives them, and their room, to the parts of
+/// a mix whose test carries them (`TestPlan::part_plans`).
 pub const GATES: &[Gate] = &[
     gate("plan.mark", "--mark", "socket_marks"),
     gate("plan.tcp_tx_delay_us", "--tcp-tx-delay", "socket_marks"),
@@ -75,7 +87,11 @@ pub const GATES: &[Gate] = &[
     gate("plan.bytes", "--bytes", "bytes"),
     gate("plan.spin", "--spin", "spin"),
     gate("plan.prefer_busy_poll", "--prefer-busy-poll", "busy_poll"),
-    gate("plan.one_way", "--one-way", "one_way"),
+    Gate {
+        on_tcp: Some("one_way_tcp"),
+        in_mix: Some("one_way_mix"),
+        ..gate("plan.one_way", "--one-way", "one_way")
+    },
 ];
 
 /// The spec's fields that every server of this protocol version applies:
@@ -168,7 +184,11 @@ pub const AGENT: &str = "agent";
 pub fn features() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for g in GATES {
-        for f in std::iter::once(g.feature).chain(g.beyond_tcp) {
+        for f in std::iter::once(g.feature)
+            .chain(g.beyond_tcp)
+            .chain(g.on_tcp)
+            .chain(g.in_mix)
+        {
             if !out.contains(&f) {
                 out.push(f);
             }
@@ -195,7 +215,16 @@ pub fn needed(plan: &TestPlan) -> Vec<Need> {
     let (Ok(now), Ok(unset)) = (serde_json::to_value(plan), serde_json::to_value(&unset)) else {
         return Vec::new();
     };
-    let tcp = plan.test.traits().transport == Transport::Tcp;
+    // A mix's parts each run their own test: its flows are of every
+    // part's kind.
+    let kinds: Vec<_> = if plan.parts.is_empty() {
+        vec![plan.test]
+    } else {
+        plan.parts.iter().map(|p| p.test).collect()
+    };
+    let tcp = kinds.iter().any(|k| k.traits().transport == Transport::Tcp);
+    let beyond = kinds.iter().any(|k| k.traits().transport != Transport::Tcp);
+    let mix = !plan.parts.is_empty();
     let mut out = Vec::new();
     for g in GATES {
         let at = pointer(g.field);
@@ -206,7 +235,12 @@ pub fn needed(plan: &TestPlan) -> Vec<Need> {
             feature: g.feature,
             flag: g.flag,
         });
-        if let Some(f) = g.beyond_tcp.filter(|_| !tcp) {
+        let further = [
+            g.on_tcp.filter(|_| tcp),
+            g.beyond_tcp.filter(|_| beyond),
+            g.in_mix.filter(|_| mix),
+        ];
+        for f in further.into_iter().flatten() {
             out.push(Need {
                 feature: f,
                 flag: g.flag,
@@ -300,9 +334,10 @@ mod tests {
     }
 
     /// `local_hosts` beyond long-lived TCP flows needs the later feature
-    /// too; this build's hello names every feature a gate needs.
+    /// too, and `one_way` on them; this build's hello names every feature
+    /// a gate needs.
     #[test]
-    fn local_hosts_beyond_tcp_and_this_builds_features() {
+    fn second_features_by_transport_and_this_builds_features() {
         let with_hosts = |kind| {
             let mut p = TestPlan::new(kind);
             p.spreading.local_hosts = vec!["127.0.0.2".parse().unwrap()];
@@ -320,6 +355,23 @@ mod tests {
             with_hosts(TestKind::UdpRr),
             ["spreading", "local_hosts_all"]
         );
+        // tcp_rr's stamps came after udp_rr's.
+        let one_way = |kind| {
+            let mut p = TestPlan::new(kind);
+            p.one_way = true;
+            needed(&p)
+                .into_iter()
+                .map(|n| n.feature)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(one_way(TestKind::UdpRr), ["one_way"]);
+        assert_eq!(one_way(TestKind::TcpRr), ["one_way", "one_way_tcp"]);
+        // A mix: every part's kind, and a server that sizes its parts.
+        let mut rrul = TestPlan::new(TestKind::UdpRr);
+        rrul.parts = crate::plan::mix::parse_spec("udp_rr@rate=10,tcp_rr@rate=10").unwrap();
+        rrul.one_way = true;
+        let need: Vec<_> = needed(&rrul).into_iter().map(|n| n.feature).collect();
+        assert_eq!(need, ["one_way", "one_way_tcp", "one_way_mix"]);
         assert_eq!(
             features(),
             [
@@ -330,6 +382,8 @@ mod tests {
                 "spin",
                 "busy_poll",
                 "one_way",
+                "one_way_tcp",
+                "one_way_mix",
                 "rr_short_seq",
                 "clock"
             ]

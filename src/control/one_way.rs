@@ -2,7 +2,7 @@
 //! offset before the flows start (which they correct their stamps by)
 //! and after the run (for the drift and the bound), and the flows'
 //! histograms gathered into the raw record. The stamps are
-//! `workload::udp::one_way`'s; the figures `analysis::one_way`'s.
+//! `workload::one_way`'s; the figures `analysis::one_way`'s.
 //!
 //! Before the run the pings go on the session's own control connection,
 //! where the server answers them until the spec comes; after it, on a

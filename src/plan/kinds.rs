@@ -224,6 +224,9 @@ pub struct Traits {
     /// keep one socket each and treat an empty receive as "not yet".
     pub spin: bool,
     /// Does `--one-way` (send and arrival stamps in each transaction) apply?
+    /// The request/response tests on long-lived flows: their requests and
+    /// responses carry the stamps (`workload::one_way`), so a mix's
+    /// probes of such a test can too.
     pub one_way: bool,
     /// Do `--reverse` and `--both` apply? (The TCP bulk tests are each
     /// other's reverse: tcp_maerts, tcp_bidir.)
@@ -376,7 +379,7 @@ const RR: Traits = Traits {
     call_times: false,
     gso: false,
     spin: true,
-    one_way: false,
+    one_way: true,
     reverse: false,
     send_flag: "--send-size",
     min_send_bytes: 1,
@@ -395,6 +398,7 @@ const CONNECT: Traits = Traits {
     max_inflight: false,
     close: true,
     spin: false,
+    one_way: false,
     ..RR
 };
 
@@ -433,7 +437,6 @@ pub static TRAITS: [Traits; 9] = [
         transport: Transport::Udp,
         loss: Loss::Transactions,
         delay: false,
-        one_way: true,
         ..RR
     },
     Traits {

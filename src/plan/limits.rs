@@ -25,8 +25,9 @@ pub const MIN_INTERVAL_NS: u64 = 10_000_000;
 pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
 pub const MIN_DURATION_NS: u64 = 1_000_000;
 pub const MAX_PERCENTILES: usize = 32;
-/// `--one-way`: the fewest bytes of a udp_rr request (its sequence number
-/// and send time) and response (the number, the send time echoed, the
-/// server's arrival and departure times): `workload::udp::one_way`.
+/// `--one-way`: the fewest bytes of a udp_rr or tcp_rr request (8 front
+/// bytes, udp_rr's sequence number, and the send time) and response (the
+/// front, the send time echoed, the server's arrival and departure
+/// times): `workload::one_way`.
 pub const ONE_WAY_REQUEST_BYTES: u64 = 16;
 pub const ONE_WAY_RESPONSE_BYTES: u64 = 32;

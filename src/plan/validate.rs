@@ -704,19 +704,24 @@ mod tests {
         assert!(e.contains("--gso") && e.contains("udp_stream"), "{e}");
     }
 
-    /// `--one-way`: udp_rr only, and sizes that carry the stamps.
+    /// `--one-way`: udp_rr and tcp_rr only, and sizes that carry the stamps.
     #[test]
-    fn one_way_is_for_udp_rr_with_room_for_the_stamps() {
-        let mut p = TestPlan::new(TestKind::UdpRr);
+    fn one_way_is_for_the_rr_tests_with_room_for_the_stamps() {
+        for kind in [TestKind::UdpRr, TestKind::TcpRr] {
+            let mut p = TestPlan::new(kind);
+            p.one_way = true;
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains("--one-way") && e.contains("-r 16,32"), "{e}");
+            (p.request_bytes, p.response_bytes) = (16, 32);
+            assert_eq!(p.validate(), Ok(()));
+        }
+        let mut p = TestPlan::new(TestKind::TcpCrr);
         p.one_way = true;
         let e = p.validate().unwrap_err().to_string();
-        assert!(e.contains("--one-way") && e.contains("-r 16,32"), "{e}");
-        (p.request_bytes, p.response_bytes) = (16, 32);
-        assert_eq!(p.validate(), Ok(()));
-        let mut p = TestPlan::new(TestKind::TcpRr);
-        p.one_way = true;
-        let e = p.validate().unwrap_err().to_string();
-        assert!(e.contains("--one-way") && e.contains("udp_rr"), "{e}");
+        assert!(
+            e.contains("--one-way") && e.contains("tcp_rr") && e.contains("udp_rr"),
+            "{e}"
+        );
     }
 
     /// `--bytes`: TCP bulk tests only, split over the flows to

@@ -1,6 +1,6 @@
-//! What `--one-way` adds to a udp_rr result: the way up and the way down
-//! apart, with the clock offset they were corrected by and its error
-//! bound beside them. Data only; the stamps are `workload::udp::one_way`'s
+//! What `--one-way` adds to a udp_rr or tcp_rr result: the way up and
+//! the way down apart, with the clock offset they were corrected by and
+//! its error bound beside them. Data only; the stamps are `workload::one_way`'s
 //! and the figures `analysis::one_way`'s.
 
 use serde::{Deserialize, Serialize};

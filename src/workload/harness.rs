@@ -221,6 +221,11 @@ impl Harness {
     pub fn latencies(self) -> u64 {
         self.lat.finish().count()
     }
+
+    /// Their summary (None: none recorded).
+    pub fn latency_summary(self) -> Option<crate::stats::latency::LatencySummary> {
+        self.lat.finish().summary()
+    }
 }
 
 /// A connected loopback TCP pair: (non-blocking, for a flow; blocking with

@@ -12,8 +12,10 @@ pub mod crr;
 #[cfg(test)]
 pub(crate) mod harness;
 pub mod kinds;
+pub mod one_way;
 pub mod open_loop;
 pub mod rr;
+mod rr_stamps;
 pub mod schedule;
 pub mod stream;
 pub mod udp;
@@ -139,8 +141,9 @@ pub trait Flow: Send {
     fn tcp_socket(&self) -> Option<std::os::fd::RawFd> {
         None
     }
-    /// udp_rr clients with `--one-way`: the ways up and down it recorded.
-    fn one_way(&self) -> Option<&udp::one_way::OneWay> {
+    /// Request/response clients with `--one-way`: the ways up and down
+    /// they recorded.
+    fn one_way(&self) -> Option<&one_way::OneWay> {
         None
     }
 }

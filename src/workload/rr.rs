@@ -25,6 +25,10 @@
 //!
 //! The server answers each complete request with one response and counts it.
 //!
+//! With `--one-way` each request carries its send time and each response
+//! its request's arrival and its own departure, laid into the stream and
+//! gathered from it by [`super::rr_stamps`].
+//!
 //! Under a completion driver (`--driver uring`) the same state machines take
 //! their bytes from [`Completion::Received`] events instead of `recv`, and
 //! hand their sends to the driver: one send per flow in flight at a time,
@@ -39,7 +43,9 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 
+use super::one_way::OneWay;
 use super::open_loop::OpenLoop;
+use super::rr_stamps::{ClientStamps, ServerStamps};
 use super::{
     CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, failed, queue_send, start_on,
 };
@@ -110,6 +116,8 @@ pub struct RrClient {
     delay: Option<Duration>,
     /// Under `--delay`: when each held request may go, oldest first.
     held: VecDeque<Instant>,
+    /// `--one-way`: the stamps and their histograms.
+    stamps: Option<Box<ClientStamps>>,
 }
 
 impl RrClient {
@@ -148,7 +156,16 @@ impl RrClient {
             intended: VecDeque::new(),
             delay: None,
             held: VecDeque::new(),
+            stamps: None,
         }
+    }
+
+    /// Stamp each request and record each response's way up and way down
+    /// into `o` (which corrects the server's stamps by its offset).
+    /// Before [`Self::open_loop`], which sizes the stamps anew.
+    pub fn one_way(mut self, o: OneWay) -> RrClient {
+        self.stamps = Some(Box::new(ClientStamps::new(o, self.in_flight)));
+        self
     }
 
     /// Pause `delay` between each response and the request it frees
@@ -195,6 +212,9 @@ impl RrClient {
         self.sent_at = VecDeque::with_capacity(bound.min(64) as usize);
         self.in_flight = bound;
         self.open_loop = Some(open_loop);
+        if let Some(s) = self.stamps.take() {
+            self.stamps = Some(Box::new(ClientStamps::new(s.one_way, bound)));
+        }
         self
     }
 
@@ -243,6 +263,16 @@ impl RrClient {
             let n = (self.tx_pending as usize).min(self.send_buf.len());
             // Stamp before the call: the request is handed to the kernel when send begins.
             let t = fresh.take().unwrap_or_else(Instant::now);
+            if let Some(s) = &self.stamps {
+                let at = self.tx_partial;
+                s.lay(
+                    &mut self.send_buf[..n],
+                    at,
+                    self.request,
+                    self.partial_start,
+                    t,
+                );
+            }
             match send(fd, &self.send_buf[..n]) {
                 Ok(n) => self.sent(n as u64, t),
                 Err(e) if would_block(&e) => break,
@@ -287,6 +317,9 @@ impl RrClient {
         let phase = ctx.phase_now();
         let measuring = phase == Phase::Measure;
         for _ in 0..completed {
+            if let Some(s) = self.stamps.as_deref_mut() {
+                s.complete(now, measuring, ctx.hist.interval());
+            }
             let sent = self.sent_at.pop_front().unwrap_or(now);
             if self.open_loop.is_some() {
                 // Response time from the intended start; service time from the send.
@@ -297,6 +330,9 @@ impl RrClient {
             } else if measuring {
                 ctx.hist.record(now.duration_since(sent).as_nanos() as u64);
             }
+        }
+        if let Some(s) = self.stamps.as_deref_mut() {
+            s.settle();
         }
         self.counters.add_transactions(completed);
         self.outstanding -= completed;
@@ -357,7 +393,12 @@ impl RrClient {
         let fd = self.sock.as_raw_fd();
         let mut now = None;
         match ev.done {
-            Completion::Received { len, .. } => {
+            Completion::Received { buf, len } => {
+                if let Some(s) = self.stamps.as_deref_mut()
+                    && let Some(c) = ctx.driver.completions()
+                {
+                    s.scan(c.received(buf, len), self.rx_partial, self.response);
+                }
                 now = self.received(len as u64, ctx);
             }
             Completion::Sent { res, .. } => {
@@ -385,6 +426,17 @@ impl RrClient {
         };
         if !self.tx_busy && self.tx_pending > 0 {
             self.tx_started = Instant::now();
+            if let Some(s) = &self.stamps {
+                let n = (self.tx_pending as usize).min(self.send_buf.len());
+                let (at, begun) = (self.tx_partial, self.partial_start);
+                s.lay(
+                    &mut self.send_buf[..n],
+                    at,
+                    self.request,
+                    begun,
+                    self.tx_started,
+                );
+            }
             queue_send(ctx, fd, 0, &self.send_buf, self.tx_pending as usize)?;
             self.tx_busy = true;
         }
@@ -457,6 +509,9 @@ impl Flow for RrClient {
                 Err(e) => return Err(e),
             };
             drained = (n as usize) < self.recv_buf.len();
+            if let Some(s) = self.stamps.as_deref_mut() {
+                s.scan(&self.recv_buf[..n as usize], self.rx_partial, self.response);
+            }
             fresh = self.received(n, ctx);
             if let Some(now) = fresh {
                 if self.open_loop.is_some() {
@@ -467,6 +522,10 @@ impl Flow for RrClient {
             }
         }
         Ok(Progress::More)
+    }
+
+    fn one_way(&self) -> Option<&OneWay> {
+        self.stamps.as_deref().map(|s| &s.one_way)
     }
 
     /// A blocking receive would hold an open-loop flow past its schedule,
@@ -491,6 +550,8 @@ pub struct RrServer {
     completion: bool,
     /// A send is with the completion driver (and reads `send_buf`).
     tx_busy: bool,
+    /// `--one-way`: the stamps of the responses owed.
+    stamps: Option<Box<ServerStamps>>,
 }
 
 impl RrServer {
@@ -515,6 +576,31 @@ impl RrServer {
             in_flight,
             completion: false,
             tx_busy: false,
+            stamps: None,
+        }
+    }
+
+    /// Stamp every response with its request's send time and arrival and
+    /// its own departure.
+    pub fn one_way(mut self) -> RrServer {
+        self.stamps = Some(Box::new(ServerStamps::new(self.in_flight)));
+        self
+    }
+
+    /// Lay the owed responses' stamps into the `n` bytes about to go out.
+    fn stamp(&mut self, n: usize) {
+        if let Some(s) = self.stamps.as_deref_mut() {
+            let n = n.min(self.send_buf.len());
+            s.lay(&mut self.send_buf[..n], self.response);
+        }
+    }
+
+    /// `n` response bytes went out.
+    fn sent(&mut self, n: u64) {
+        self.counters.add_sent(n);
+        self.tx_pending -= n;
+        if let Some(s) = self.stamps.as_deref_mut() {
+            s.sent(n, self.response);
         }
     }
 
@@ -535,14 +621,20 @@ impl RrServer {
     fn on_completion(&mut self, ev: Event, ctx: &mut FlowCtx<'_>) -> io::Result<Progress> {
         let fd = self.sock.as_raw_fd();
         match ev.done {
-            Completion::Received { len, .. } => self.received(len as u64),
+            Completion::Received { buf, len } => {
+                if let Some(s) = self.stamps.as_deref_mut()
+                    && let Some(c) = ctx.driver.completions()
+                {
+                    s.scan(c.received(buf, len), self.rx_partial, self.request);
+                }
+                self.received(len as u64);
+            }
             Completion::Sent { res, .. } => {
                 self.tx_busy = false;
                 if res < 0 {
                     return Err(failed(res));
                 }
-                self.counters.add_sent(res as u64);
-                self.tx_pending -= res as u64;
+                self.sent(res as u64);
             }
             Completion::Eof => self.got_eof = true,
             Completion::RecvFailed(e) => return Err(failed(e)),
@@ -553,6 +645,7 @@ impl RrServer {
             | Completion::Closed(_) => {}
         }
         if !self.tx_busy && self.tx_pending > 0 {
+            self.stamp(self.tx_pending as usize);
             queue_send(ctx, fd, 0, &self.send_buf, self.tx_pending as usize)?;
             self.tx_busy = true;
         }
@@ -588,11 +681,9 @@ impl Flow for RrServer {
         for _ in 0..OPS_PER_CALL {
             while self.tx_pending > 0 {
                 let n = (self.tx_pending as usize).min(self.send_buf.len());
+                self.stamp(n);
                 match send(fd, &self.send_buf[..n]) {
-                    Ok(n) => {
-                        self.counters.add_sent(n as u64);
-                        self.tx_pending -= n as u64;
-                    }
+                    Ok(n) => self.sent(n as u64),
                     Err(e) if would_block(&e) => return Ok(Progress::Idle),
                     Err(e) => return Err(e),
                 }
@@ -615,6 +706,9 @@ impl Flow for RrServer {
                 Err(e) => return Err(e),
             };
             drained = (n as usize) < self.recv_buf.len();
+            if let Some(s) = self.stamps.as_deref_mut() {
+                s.scan(&self.recv_buf[..n as usize], self.rx_partial, self.request);
+            }
             self.received(n);
         }
         Ok(Progress::More)
@@ -631,6 +725,7 @@ mod tests {
     use std::net::Shutdown;
 
     use super::*;
+    use crate::io::RecvBuffers;
     use crate::workload::harness::{Harness, Status, read_exactly, read_to_eof, tcp_pair};
 
     /// A client and a server flow over loopback, measured until `at_least`
@@ -678,6 +773,60 @@ mod tests {
         // Messages larger than the flows' buffers take several calls each.
         client_and_server(300 << 10, 70_000, 7, 40);
         client_and_server(1, 1, 15, 2000);
+    }
+
+    /// `--one-way` on one kernel (offset 0, exact), with a burst in flight,
+    /// over epoll and io_uring (whose 64-byte provided buffers split every
+    /// message), with messages from the least that carry the stamps to
+    /// ones larger than the flows' buffers: every measured transaction
+    /// records both ways, none below zero, and over the same transactions
+    /// the two ways' means fit in the round trip's (each way is its part of
+    /// the round trip less the server's turnaround).
+    #[test]
+    fn one_way_stamps_pair_with_their_transactions_in_the_stream() {
+        for ring in [false, true] {
+            for (request, response, burst) in [(16, 32, 7), (300 << 10, 70_000, 3), (100, 33, 0)] {
+                let mut h = if ring {
+                    if let Err(why) = crate::io::uring::probe() {
+                        eprintln!("SKIPPED: io_uring unavailable: {why}");
+                        continue;
+                    }
+                    let bufs = RecvBuffers {
+                        size: 64,
+                        count: 256,
+                    };
+                    let d = crate::io::uring::Uring::new(Some(bufs)).expect("io_uring driver");
+                    Harness::with_driver(2, Box::new(d))
+                } else {
+                    Harness::new(2)
+                };
+                let (a, b) = tcp_pair();
+                let b = socket2::Socket::from(b);
+                b.set_nonblocking(true).unwrap();
+                let (cc, sc) = (h.counter(0), h.counter(1));
+                h.add(RrClient::new(a, cc, request, response, burst, None).one_way(OneWay::new(0)));
+                h.add(RrServer::new(b, sc, request, response, burst).one_way());
+                h.run_until("measured transactions", |h| h.counts(0).transactions >= 200);
+                h.set_phase(Phase::Drain);
+                h.run_until("both ends done", |h| {
+                    h.status(0) == &Status::Done && h.status(1) == &Status::Done
+                });
+                let o = h.flow(0).one_way().unwrap();
+                let (up, down) = (o.up.summary().unwrap(), o.down.summary().unwrap());
+                let clamped = o.clamped;
+                let case = format!("ring {ring}, -r {request},{response}, burst {burst}");
+                let lat = h.latency_summary().unwrap();
+                assert_eq!(clamped, 0, "{case}");
+                assert_eq!((up.count, down.count), (lat.count, lat.count), "{case}");
+                assert!(
+                    up.mean + down.mean <= lat.mean * 1.01,
+                    "{case}: up {} + down {} > round trip {}",
+                    up.mean,
+                    down.mean,
+                    lat.mean
+                );
+            }
+        }
     }
 
     #[test]

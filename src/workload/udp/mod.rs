@@ -4,15 +4,14 @@
 //! `rr_server` its server, `matching` how a udp_rr response finds its
 //! transaction, `slab` their send buffers under io_uring, and `header`
 //! the few bytes at the front of a datagram that both tests use to number
-//! it (and udp_stream's to stamp it with its send time), `one_way`
-//! udp_rr's send and arrival stamps for `--one-way`, `jitter` the
+//! it (and udp_stream's to stamp it with its send time; udp_rr's
+//! `--one-way` stamps follow it: `super::one_way`), `jitter` the
 //! receiver's RFC 3550 interarrival jitter, and `zerocopy` the sender's
 //! ring of batches for `--zerocopy`.
 
 mod header;
 pub mod jitter;
 mod matching;
-pub mod one_way;
 mod rr;
 mod rr_server;
 mod slab;

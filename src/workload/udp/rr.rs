@@ -33,15 +33,18 @@ use socket2::Socket;
 
 use super::header::{self, seq_of};
 use super::matching::{distinct, seq_bytes_for, seq_mask};
-use super::one_way::OneWay;
 use super::refused;
 use super::slab::SendSlab;
 use crate::io::mmsg::{BATCH, MsgBatch};
 use crate::io::socket::{recv, send, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
 use crate::plan::Phase;
+use crate::workload::one_way::{self, OneWay};
 use crate::workload::open_loop::OpenLoop;
 use crate::workload::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, failed, start_on};
+
+// The stamps follow the sequence number in the one layout both tests share.
+const _: () = assert!(header::RR_SEQ == one_way::RR_SEQ);
 
 struct Slot {
     seq: u64,
@@ -107,7 +110,7 @@ pub struct UdpRrClient {
     open_loop: Option<OpenLoop>,
     owed: VecDeque<Instant>,
     fifo_meant: VecDeque<Instant>,
-    /// `--one-way`: the stamps and their histograms (`super::one_way`).
+    /// `--one-way`: the stamps and their histograms (`crate::workload::one_way`).
     one_way: Option<Box<OneWay>>,
     /// The length of the last datagram a one-at-a-time receive took.
     single_len: usize,

@@ -10,7 +10,6 @@ use std::os::fd::AsRawFd;
 use socket2::Socket;
 
 use super::header::{self, rr_seq_bytes, seq_of};
-use super::one_way::{stamp_arrival, stamp_departure};
 use super::refused;
 use super::rr::{empty_datagram, head_of};
 use super::slab::SendSlab;
@@ -18,6 +17,7 @@ use crate::clock::monotonic_ns;
 use crate::io::mmsg::{BATCH, MsgBatch};
 use crate::io::socket::{recv, send, would_block};
 use crate::io::{Completion, Driver, Event, RecvBuffers};
+use crate::workload::one_way::{stamp_arrival, stamp_departure};
 use crate::workload::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, failed, start_on};
 
 pub struct UdpRrServer {
@@ -37,7 +37,7 @@ pub struct UdpRrServer {
     /// Under a completion driver: its send buffers (the driver does the I/O).
     slab: Option<SendSlab>,
     /// `--one-way`: stamp each response with the request's arrival and
-    /// its own departure (`super::one_way`).
+    /// its own departure (`crate::workload::one_way`).
     stamps: bool,
 }
 

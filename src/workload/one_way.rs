@@ -1,6 +1,8 @@
-//! udp_rr's one-way stamps (`--one-way`): where a request and its
-//! response carry the clock readings that split the round trip into its
-//! way up and its way down, and the client's two histograms of them.
+//! The one-way stamps (`--one-way`) of udp_rr and tcp_rr: where a request
+//! and its response carry the clock readings that split the round trip
+//! into its way up and its way down, and the client's two histograms of
+//! them. One layout for both tests: a udp_rr datagram and a tcp_rr
+//! message start alike (tcp_rr's stream framing: [`super::rr_stamps`]).
 //!
 //! A request carries, after its 8-byte sequence number, the client's
 //! CLOCK_MONOTONIC at its send (`t1`); the server's response echoes it and
@@ -19,7 +21,6 @@
 
 use std::time::Instant;
 
-use super::header::RR_SEQ;
 use crate::stats::latency::{LatencyHistogram, SparseHistogram};
 
 /// A request's bytes with `--one-way`: its sequence number and `t1`.
@@ -33,9 +34,19 @@ const _: () = assert!(
         && OWD_RESPONSE == crate::plan::limits::ONE_WAY_RESPONSE_BYTES
 );
 
+/// The front bytes a udp_rr sequence number takes (`udp::RR_SEQ`, which
+/// udp_rr holds to it); tcp_rr's messages leave them unused, as TCP's
+/// order pairs each response with its request.
+pub const RR_SEQ: usize = 8;
 const T1: usize = RR_SEQ;
 const T2: usize = RR_SEQ + 8;
-const T3: usize = RR_SEQ + 16;
+/// Where the departure stamp lies in a response: a tcp_rr server keeps
+/// it once any of its bytes went out (`super::rr_stamps`).
+pub(super) const T3: usize = RR_SEQ + 16;
+
+/// A request's stamped front, and a response's.
+pub(super) type RequestHead = [u8; OWD_REQUEST as usize];
+pub(super) type ResponseHead = [u8; OWD_RESPONSE as usize];
 
 #[inline]
 fn put(d: &mut [u8], at: usize, ns: u64) {
@@ -53,14 +64,14 @@ fn get(d: &[u8], at: usize) -> Option<u64> {
 /// Server: stamp a response `tx` to request `rx`, which arrived at
 /// `t2` ns: `t1` echoed and `t2` (`t3` comes with [`stamp_departure`]).
 #[inline]
-pub(super) fn stamp_arrival(tx: &mut [u8], rx: &[u8], t2: u64) {
+pub(crate) fn stamp_arrival(tx: &mut [u8], rx: &[u8], t2: u64) {
     put(tx, T1, get(rx, T1).unwrap_or(0));
     put(tx, T2, t2);
 }
 
 /// Server: stamp a response about to leave at `t3` ns.
 #[inline]
-pub(super) fn stamp_departure(tx: &mut [u8], t3: u64) {
+pub(crate) fn stamp_departure(tx: &mut [u8], t3: u64) {
     put(tx, T3, t3);
 }
 
@@ -142,6 +153,11 @@ impl OneWay {
         v
     }
 
+    /// The offset it corrects by, ns (the server's clock less ours).
+    pub fn offset_ns(&self) -> i64 {
+        self.offset_ns
+    }
+
     #[inline]
     fn ns(&self, t: Instant) -> u64 {
         self.base_ns + t.saturating_duration_since(self.base).as_nanos() as u64
@@ -149,7 +165,7 @@ impl OneWay {
 
     /// Stamp a request `d` sent at `t` with `t1`.
     #[inline]
-    pub(super) fn stamp_request(&self, d: &mut [u8], t: Instant) {
+    pub(crate) fn stamp_request(&self, d: &mut [u8], t: Instant) {
         put(d, T1, self.ns(t));
     }
 
@@ -158,7 +174,7 @@ impl OneWay {
     /// engine's, as its latency is); a response too short to carry the
     /// stamps records nothing.
     #[inline]
-    pub(super) fn record(&mut self, d: &[u8], now: Instant, interval: u32) {
+    pub(crate) fn record(&mut self, d: &[u8], now: Instant, interval: u32) {
         let (Some(t1), Some(t2), Some(t3)) = (get(d, T1), get(d, T2), get(d, T3)) else {
             return;
         };
