@@ -184,6 +184,11 @@ pub struct TestPlan {
     /// flows start, which the client's flows correct its stamps by. Never sent.
     #[serde(skip)]
     pub one_way_offset_ns: i64,
+    /// `--one-way` in a phased mix's probe: the client keeps the two ways
+    /// per interval, for each phase's figures (`TestPlan::part_plans`
+    /// sets it on both ends alike). Never sent.
+    #[serde(skip)]
+    pub one_way_per_interval: bool,
     /// SO_MARK and TCP_TX_DELAY on both ends' data sockets (`--mark`,
     /// `--tcp-tx-delay`); absent from an older peer's plan: neither.
     #[serde(default, flatten)]
@@ -307,6 +312,7 @@ impl TestPlan {
             rr_in_order: false,
             one_way: false,
             one_way_offset_ns: 0,
+            one_way_per_interval: false,
             sockets: sockets::SocketMarks::default(),
             spreading: sockets::Spreading::default(),
         }

@@ -699,6 +699,9 @@ pub struct Summary {
     /// Jain's fairness index over the bulk flows of each direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<Fairness>,
+    /// A phased mix with `--one-way`: which way the load's queue is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_direction: Option<one_way::QueueDirection>,
     /// A run from many agents (`--from`): each agent's own summary; the
     /// figures above are theirs added (latency: their histograms merged).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -815,6 +818,9 @@ pub struct PhaseFigures {
     pub probe_latency_histogram: Option<String>,
     pub throughput_up_bps: f64,
     pub throughput_down_bps: f64,
+    /// `--one-way`: the probes' ways up and down in the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way_ns: Option<one_way::PhaseOneWay>,
 }
 
 /// Loaded minus idle, ns: what the load added to the probes' latency.

@@ -61,6 +61,9 @@ pub(crate) struct PartRecord {
     pub(crate) remote_retransmits: Option<u64>,
     /// Probes: each interval's histogram, for the phases.
     pub(crate) interval_histograms: BTreeMap<u32, crate::stats::latency::SparseHistogram>,
+    /// `--one-way`, a part whose test carries the stamps: its ways up and
+    /// down (per interval too, for a phased mix's probe) and the clock.
+    pub(crate) one_way: Option<super::one_way::OneWayRecord>,
 }
 
 impl PartRecord {
@@ -74,6 +77,7 @@ impl PartRecord {
             local_retransmits: crate::engine::tcp_retransmits(&out.flows),
             remote_retransmits: None,
             interval_histograms: out.interval_histograms.clone(),
+            one_way: None,
         }
     }
 }

@@ -429,7 +429,18 @@ impl<'a> Session<'a> {
         if let Some(before) = clock_before {
             let conn = handshake(self.target, false, |_, _| Ok(()));
             let after = super::one_way::after(conn, self.label());
-            self.g.one_way = Some(super::one_way::record(&outs, before, after));
+            if plan.parts.is_empty() {
+                self.g.one_way = Some(super::one_way::record(&outs, before, after));
+            } else {
+                // A mix: each part that carried the stamps its own, on
+                // the one clock measured for the session.
+                for ((out, p), rec) in outs.iter().zip(&parts).zip(&mut self.g.parts) {
+                    if p.one_way {
+                        let one = std::slice::from_ref(out);
+                        rec.one_way = Some(super::one_way::record(one, before, after));
+                    }
+                }
+            }
         }
         drop(outs);
         Ok(())

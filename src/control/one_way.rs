@@ -72,24 +72,28 @@ fn exact(hello: &Hello, est: &Estimate) -> Option<Estimate> {
     })
 }
 
-/// The raw record: every flow's histograms merged, and the clock.
+/// The raw record of `outs` (a single test's engines, or one part's):
+/// every flow's histograms merged, and the clock.
 pub(super) fn record(
     outs: &[EngineOutcome],
     before: (Estimate, ClockMethod),
     after: Option<Estimate>,
 ) -> OneWayRecord {
     let (mut up, mut down, mut clamped) = (LatencyHistogram::new(), LatencyHistogram::new(), 0);
+    let mut intervals = Vec::new();
     for f in outs.iter().flat_map(|o| &o.flows) {
         if let Some(w) = f.one_way() {
             up.merge(&w.up);
             down.merge(&w.down);
             clamped += w.clamped;
+            intervals.extend(w.intervals());
         }
     }
     OneWayRecord {
         up,
         down,
         clamped,
+        intervals,
         clock: ClockMap {
             before: before.0,
             after,

@@ -413,11 +413,7 @@ fn rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.flow_quota(a.flow),
     )
     .with_delay(Duration::from_nanos(p.delay_ns));
-    let f = if p.one_way {
-        f.one_way(p.one_way_offset_ns)
-    } else {
-        f
-    };
+    let f = if p.one_way { f.one_way(one_way(p)) } else { f };
     Ok(on_schedule(f, p, a.flow, RrClient::open_loop))
 }
 
@@ -531,6 +527,17 @@ fn capacity_flow(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     }
 }
 
+/// `--one-way`'s client state for a flow of `p`: per interval too in a
+/// phased mix's probe.
+fn one_way(p: &TestPlan) -> super::one_way::OneWay {
+    let o = super::one_way::OneWay::new(p.one_way_offset_ns);
+    if p.one_way_per_interval {
+        o.per_interval()
+    } else {
+        o
+    }
+}
+
 fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
@@ -544,11 +551,7 @@ fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.flow_quota(a.flow),
     );
     let f = if p.rr_in_order { f.in_order() } else { f };
-    let f = if p.one_way {
-        f.one_way(p.one_way_offset_ns)
-    } else {
-        f
-    };
+    let f = if p.one_way { f.one_way(one_way(p)) } else { f };
     Ok(on_schedule(f, p, a.flow, UdpRrClient::open_loop))
 }
 

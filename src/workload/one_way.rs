@@ -21,7 +21,7 @@
 
 use std::time::Instant;
 
-use crate::stats::latency::LatencyHistogram;
+use crate::stats::latency::{LatencyHistogram, SparseHistogram};
 
 /// A request's bytes with `--one-way`: its sequence number and `t1`.
 pub const OWD_REQUEST: u64 = (RR_SEQ + 8) as u64;
@@ -88,7 +88,24 @@ pub struct OneWay {
     /// Transactions whose corrected way up or down came out below zero
     /// (the offset's error is more than that way's delay): recorded as 0.
     pub clamped: u64,
+    /// A phased mix's probe: the two ways per interval as well, so that
+    /// its idle and loaded phases each have their own (None otherwise: a
+    /// long single test would keep a histogram a second for nothing).
+    split: Option<Box<Split>>,
 }
+
+/// The two ways per interval: the current interval's histograms, and each
+/// earlier one's kept compactly when the interval changes (once an
+/// interval, never per transaction), as the engine keeps a probe's.
+struct Split {
+    at: u32,
+    up: LatencyHistogram,
+    down: LatencyHistogram,
+    done: Vec<Interval>,
+}
+
+/// One interval's ways up and down: (interval index, up, down).
+pub type Interval = (u32, SparseHistogram, SparseHistogram);
 
 impl OneWay {
     pub fn new(offset_ns: i64) -> OneWay {
@@ -104,7 +121,36 @@ impl OneWay {
             up: LatencyHistogram::new(),
             down: LatencyHistogram::new(),
             clamped: 0,
+            split: None,
         }
+    }
+
+    /// Keep the two ways per interval too (a phased mix's probe).
+    pub fn per_interval(mut self) -> OneWay {
+        self.split = Some(Box::new(Split {
+            at: 0,
+            up: LatencyHistogram::new(),
+            down: LatencyHistogram::new(),
+            done: Vec::new(),
+        }));
+        self
+    }
+
+    /// Each interval's ways up and down, oldest first, the current one
+    /// last; empty unless kept ([`OneWay::per_interval`]).
+    pub fn intervals(&self) -> Vec<Interval> {
+        let Some(s) = &self.split else {
+            return Vec::new();
+        };
+        let mut v = s.done.clone();
+        if s.up.count() > 0 {
+            v.push((
+                s.at,
+                SparseHistogram::of(&s.up),
+                SparseHistogram::of(&s.down),
+            ));
+        }
+        v
     }
 
     /// The offset it corrects by, ns (the server's clock less ours).
@@ -124,10 +170,11 @@ impl OneWay {
     }
 
     /// Record a response `d` received at `now` (one that completed its
-    /// transaction in the measurement window); a response too short to
-    /// carry the stamps records nothing.
+    /// transaction in the measurement window) in interval `interval` (the
+    /// engine's, as its latency is); a response too short to carry the
+    /// stamps records nothing.
     #[inline]
-    pub(crate) fn record(&mut self, d: &[u8], now: Instant) {
+    pub(crate) fn record(&mut self, d: &[u8], now: Instant, interval: u32) {
         let (Some(t1), Some(t2), Some(t3)) = (get(d, T1), get(d, T2), get(d, T3)) else {
             return;
         };
@@ -138,8 +185,33 @@ impl OneWay {
         if up < 0 || down < 0 {
             self.clamped += 1;
         }
-        self.up.record(up.max(0) as u64);
-        self.down.record(down.max(0) as u64);
+        let (up, down) = (up.max(0) as u64, down.max(0) as u64);
+        self.up.record(up);
+        self.down.record(down);
+        if let Some(s) = self.split.as_deref_mut() {
+            if s.at != interval {
+                s.advance(interval);
+            }
+            s.up.record(up);
+            s.down.record(down);
+        }
+    }
+}
+
+impl Split {
+    /// Keep the interval that ended, and start `interval`.
+    #[cold]
+    fn advance(&mut self, interval: u32) {
+        if self.up.count() > 0 {
+            self.done.push((
+                self.at,
+                SparseHistogram::of(&self.up),
+                SparseHistogram::of(&self.down),
+            ));
+            self.up.reset();
+            self.down.reset();
+        }
+        self.at = interval;
     }
 }
 
@@ -161,7 +233,7 @@ mod tests {
         stamp_arrival(&mut resp, &req, t1 + ahead + 30_000_000);
         stamp_departure(&mut resp, t1 + ahead + 31_000_000);
         let back = sent + std::time::Duration::from_millis(33);
-        o.record(&resp, back);
+        o.record(&resp, back, 0);
         assert!(
             (o.up.summary().unwrap().p50 as i64 - 30_000_000).abs() < 50_000,
             "{:?}",
@@ -177,10 +249,36 @@ mod tests {
         let mut wrong = OneWay::new(ahead as i64 + 40_000_000);
         wrong.base = o.base;
         wrong.base_ns = o.base_ns;
-        wrong.record(&resp, back);
+        wrong.record(&resp, back, 0);
         assert_eq!(wrong.clamped, 1);
         // Too short to carry the stamps: nothing.
-        o.record(&resp[..OWD_RESPONSE as usize - 1], back);
+        o.record(&resp[..OWD_RESPONSE as usize - 1], back, 0);
         assert_eq!(o.up.count(), 1);
+        assert!(o.intervals().is_empty(), "not kept unless asked");
+    }
+
+    /// A phased mix's probe keeps each interval's ways apart (the current
+    /// one included), every transaction also in the window's histograms.
+    #[test]
+    fn per_interval_the_ways_are_kept_by_interval() {
+        let mut o = OneWay::new(0).per_interval();
+        let sent = o.base;
+        let mut req = [0u8; OWD_REQUEST as usize];
+        o.stamp_request(&mut req, sent);
+        let t1 = o.base_ns;
+        let mut resp = [0u8; OWD_RESPONSE as usize];
+        stamp_arrival(&mut resp, &req, t1 + 1_000_000);
+        stamp_departure(&mut resp, t1 + 1_000_000);
+        let back = sent + std::time::Duration::from_millis(2);
+        for interval in [3, 3, 4, 6] {
+            o.record(&resp, back, interval);
+        }
+        let kept: Vec<_> = o
+            .intervals()
+            .iter()
+            .map(|(i, u, d)| (*i, u.count(), d.count()))
+            .collect();
+        assert_eq!(kept, [(3, 2, 2), (4, 1, 1), (6, 1, 1)]);
+        assert_eq!(o.up.count(), 4);
     }
 }

@@ -163,10 +163,10 @@ impl UdpRrClient {
         }
     }
 
-    /// Stamp each request and record each response's way up and way down,
-    /// correcting the server's stamps by `offset_ns` (server − ours).
-    pub fn one_way(mut self, offset_ns: i64) -> UdpRrClient {
-        self.one_way = Some(Box::new(OneWay::new(offset_ns)));
+    /// Stamp each request and record each response's way up and way down
+    /// into `o` (which corrects the server's stamps by its offset).
+    pub fn one_way(mut self, o: OneWay) -> UdpRrClient {
+        self.one_way = Some(Box::new(o));
         self
     }
 
@@ -486,9 +486,11 @@ impl UdpRrClient {
                 if measuring
                     && outcome == Some(true)
                     && let Some(o) = self.one_way.as_deref_mut()
-                    && let Some(c) = ctx.driver.completions()
                 {
-                    o.record(c.received(buf, len), now);
+                    let interval = ctx.hist.interval();
+                    if let Some(c) = ctx.driver.completions() {
+                        o.record(c.received(buf, len), now, interval);
+                    }
                 }
                 let (done, late) = match outcome {
                     Some(true) => (1, 0),
@@ -651,7 +653,7 @@ impl UdpRrClient {
                             } else {
                                 self.rx.received(i)
                             };
-                            o.record(d, now);
+                            o.record(d, now, ctx.hist.interval());
                         }
                     }
                     Some(false) => late += 1,
