@@ -567,6 +567,12 @@ pub struct Side {
     /// connection tests); absent when neither was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_options: Option<crate::plan::sockets::SocketMarks>,
+    /// TCP tests: the congestion control this end's data sockets used,
+    /// read back with getsockopt(TCP_CONGESTION) from one of them (a fresh
+    /// socket given `--cc` where the end keeps none open: the connection
+    /// tests); absent for UDP, and from a server that does not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_control: Option<String>,
     /// Bulk tests: how long this end's send and receive calls that moved
     /// data took over the window (netperf's -v 2 histograms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -698,6 +704,9 @@ pub struct Summary {
     /// Jain's fairness index over the bulk flows of each direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<Fairness>,
+    /// A phased mix with `--one-way`: which way the load's queue is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_direction: Option<one_way::QueueDirection>,
     /// A run from many agents (`--from`): each agent's own summary; the
     /// figures above are theirs added (latency: their histograms merged).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -814,6 +823,9 @@ pub struct PhaseFigures {
     pub probe_latency_histogram: Option<String>,
     pub throughput_up_bps: f64,
     pub throughput_down_bps: f64,
+    /// `--one-way`: the probes' ways up and down in the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way_ns: Option<one_way::PhaseOneWay>,
 }
 
 /// Loaded minus idle, ns: what the load added to the probes' latency.

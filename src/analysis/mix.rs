@@ -9,6 +9,7 @@ use super::intervals::interval_retransmits;
 use super::record::{Gathered, LocalSample, PartRecord, RemoteSample};
 use super::summary::{assemble, assemble_over};
 use crate::plan::TestPlan;
+use crate::result::one_way::QueueDirection;
 use crate::result::{
     Fairness, LatencyUnderLoad, PartInterval, PartSummary, PhaseFigures, ProbePhases, TestResult,
 };
@@ -64,6 +65,7 @@ fn part_record(g: &Gathered, range: std::ops::Range<usize>, rec: &PartRecord) ->
     p.service_latency = rec.service_latency.clone();
     p.service_interval_latency = rec.service_interval_latency.clone();
     p.generator_lag = rec.generator_lag.clone();
+    p.one_way = rec.one_way.clone();
     p.local_final = slice(&g.local_final);
     p.remote_final = slice(&g.remote_final);
     p.local_total = g.local_total.map(|_| Counts::sum(&p.local_final));
@@ -161,8 +163,10 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
             down: jain(&down),
         })
     };
+    let queue = phases.as_ref().and_then(|ph| queue_direction(plan, &g, ph));
     let mut r = assemble(plan, g, error);
     let s = &mut r.summary;
+    s.queue_direction = queue;
     s.latency_under_load_ns = phases.as_ref().and_then(latency_under_load);
     s.phases = phases;
     s.fairness = fairness;
@@ -198,6 +202,33 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
     r
 }
 
+/// `--one-way`: which way the queue is, from the probes' ways in the idle
+/// and loaded phases `ph` (None without both, or without the stamps).
+fn queue_direction(plan: &TestPlan, g: &Gathered, ph: &ProbePhases) -> Option<QueueDirection> {
+    let (idle, loaded) = (ph.idle.one_way_ns.as_ref()?, ph.loaded.one_way_ns.as_ref()?);
+    let error_ns = g
+        .parts
+        .iter()
+        .filter_map(|r| r.one_way.as_ref())
+        .map(|r| r.growth_error_ns())
+        .max()?;
+    let probes = plan
+        .parts
+        .iter()
+        .zip(&g.parts)
+        .filter(|(p, r)| p.is_probe() && r.one_way.is_some())
+        .map(|(p, _)| p.name.clone())
+        .collect();
+    let without = plan.parts_without_one_way();
+    Some(super::one_way::queue_direction(
+        idle,
+        loaded,
+        error_ns,
+        probes,
+        without.into_iter().map(String::from).collect(),
+    ))
+}
+
 /// Loaded minus idle probe latency (p50, p99) of `ph`.
 fn latency_under_load(ph: &ProbePhases) -> Option<LatencyUnderLoad> {
     let (idle, loaded) = (
@@ -219,6 +250,15 @@ fn probe_phases(plan: &TestPlan, g: &Gathered, only: Option<usize>) -> Option<Pr
         return None;
     };
     let offsets = plan.part_offsets();
+    // The probes that carried the one-way stamps (`only`'s alone).
+    let one_way: Vec<_> = plan
+        .parts
+        .iter()
+        .zip(&g.parts)
+        .enumerate()
+        .filter(|(i, (p, _))| p.is_probe() && only.is_none_or(|o| o == *i))
+        .filter_map(|(_, (_, r))| r.one_way.as_ref())
+        .collect();
     let t0 = |k: u32| g.local.get(k as usize).map_or(0.0, |l| l.at.as_secs_f64());
     let phase = |a: u32, b: u32| {
         let w = (a as usize, b as usize);
@@ -261,6 +301,7 @@ fn probe_phases(plan: &TestPlan, g: &Gathered, only: Option<usize>) -> Option<Pr
             probe_latency_histogram: (hist.count() > 0).then(|| hist.to_base64()),
             throughput_up_bps: bps(up),
             throughput_down_bps: bps(down),
+            one_way_ns: super::one_way::phase(&one_way, a, b, &plan.percentiles),
         }
     };
     Some(ProbePhases {
@@ -403,6 +444,104 @@ mod tests {
         assert!(own.loaded.probe_latency_histogram.is_some());
         // The merged probes' median under load is either probe's.
         assert!(s.latency_under_load_ns.is_some());
+    }
+
+    /// `--one-way`: a udp_rr probe whose way up read 100 ms while loaded
+    /// and its way down 0.3 ms throughout: each phase has its ways, the
+    /// probe's own `owd_ns` is over the whole window, and the verdict
+    /// names the way up.
+    #[test]
+    fn the_verdict_names_the_way_that_queued() {
+        use crate::analysis::one_way::{ClockMethod, OneWayRecord};
+        use crate::stats::latency::SparseHistogram;
+        use crate::stats::offset::{ClockMap, Estimate};
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.parts =
+            crate::plan::mix::parse_spec("tcp_stream,udp_rr@rate=10,tcp_rr@rate=10").unwrap();
+        plan.flows = 3;
+        plan.warmup_ns = 0;
+        plan.idle_ns = 1_000_000_000;
+        plan.duration_ns = 4_000_000_000;
+        plan.recovery_ns = 1_000_000_000;
+        plan.one_way = true;
+        let mut g = Gathered::new(Environment::default(), "lg".into(), false, None, false);
+        let ten = |ns: u64| {
+            let mut h = LatencyHistogram::new();
+            for _ in 0..10 {
+                h.record(ns);
+            }
+            h
+        };
+        let mut intervals = std::collections::BTreeMap::new();
+        for k in 0..=6u64 {
+            let sample = vec![counts(k, 0, 0), counts(k, k, k), counts(k, k, k)];
+            second(&mut g, k, sample.clone(), sample);
+            if k > 0 {
+                let loaded = (2..=5).contains(&k);
+                let (u, d) = (
+                    ten(if loaded { 100_000_000 } else { 200_000 }),
+                    ten(300_000),
+                );
+                let i = k as u32 - 1;
+                let iv = crate::stats::latency::OneWayInterval {
+                    up: SparseHistogram::of(&u),
+                    down: SparseHistogram::of(&d),
+                    fastest: Default::default(),
+                };
+                intervals.insert(i, iv);
+            }
+        }
+        let at = |offset_ns: i64| Estimate {
+            offset_ns,
+            error_ns: 0,
+            at_ns: 0,
+            min_path_ns: 0,
+            kept: 8,
+            exchanges: 24,
+        };
+        let mut parts = vec![PartRecord::default(); 3];
+        parts[1].one_way = Some(OneWayRecord {
+            clamped: 0,
+            intervals,
+            clock: ClockMap {
+                before: at(0),
+                after: Some(at(0)),
+            },
+            method: ClockMethod::SameKernel,
+            interval_ns: 1_000_000_000,
+            settled: None,
+        });
+        g.load_bounds = vec![0, 1, 5, 5, 6];
+        g.parts = parts;
+        let r = assemble_mix(&plan, g, None);
+        let s = &r.summary;
+        let ph = s.phases.as_ref().unwrap();
+        let (idle, loaded) = (
+            ph.idle.one_way_ns.as_ref().unwrap(),
+            ph.loaded.one_way_ns.as_ref().unwrap(),
+        );
+        assert_eq!((idle.up.count, loaded.up.count), (10, 40));
+        assert!(loaded.up.p50 > 99_000_000 && idle.up.p50 < 300_000);
+        let own = s.parts[1].summary.owd_ns.as_ref().expect("the probe's own");
+        assert_eq!(own.up.count, 60);
+        assert!(
+            s.parts[1]
+                .summary
+                .phases
+                .as_ref()
+                .unwrap()
+                .loaded
+                .one_way_ns
+                .is_some()
+        );
+        assert!(s.parts[2].summary.owd_ns.is_none());
+        let q = s.queue_direction.as_ref().unwrap();
+        assert_eq!(q.direction, "up");
+        // The tcp_rr probe left no stamps here: the verdict is the udp_rr
+        // probe's alone.
+        assert_eq!(q.probes, ["udp_rr"]);
+        assert!(q.not_measured.is_empty());
+        assert!(q.down_ns.abs() < 10_000, "{q:?}");
     }
 
     /// A mix's interval rows carry its bulk flows' goodput up

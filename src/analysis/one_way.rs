@@ -17,7 +17,9 @@
 use std::collections::BTreeMap;
 
 use crate::plan::TestPlan;
-use crate::result::one_way::{IntervalOffset, IntervalOneWay, OneWaySummary};
+use crate::result::one_way::{
+    IntervalOffset, IntervalOneWay, OneWaySummary, PhaseOneWay, QueueDirection,
+};
 use crate::stats::latency::LatencyHistogram;
 use crate::stats::latency::OneWayInterval;
 use crate::stats::offset::{ClockMap, Estimate, estimate_kept};
@@ -26,6 +28,17 @@ use crate::stats::track::{Track, Window};
 /// Slack for the check of an exact offset against an interval's
 /// estimate, ns: the estimate's mean is rounded to the nanosecond.
 const ROUNDING_NS: u64 = 1_000;
+
+/// The least growth of a way's median under load that names a queue, ns.
+/// A standing queue of a few packets at the bottleneck already adds
+/// milliseconds (one 1,500-byte packet is 0.24 ms at 50 Mbit/s, 1.2 ms at
+/// 10), while the host alone moves a way's median by less: the bulk
+/// flows' receive and send processing on the same CPUs delays a probe's
+/// stamp by tens to hundreds of µs, both ways alike (the stamps are read
+/// in user space). So 1 ms; and on a longer path a tenth of its idle
+/// round trip, since a wide-area path's delay wanders by a few percent
+/// with routes and cross traffic that are not this run's load.
+pub(crate) const QUEUE_FLOOR_NS: u64 = 1_000_000;
 
 /// How the server's offset was found (`OneWaySummary::method`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +49,9 @@ pub enum ClockMethod {
     SameKernel,
 }
 
-/// What the client gathered for `--one-way`.
+/// What the client gathered for `--one-way` (a single test's flows, or
+/// one part's of a mix).
+#[derive(Clone)]
 pub(crate) struct OneWayRecord {
     /// Each measured interval's ways (corrected by `clock.before`'s
     /// offset) and fastest exchanges.
@@ -60,6 +75,7 @@ pub(crate) fn window(iv: &OneWayInterval) -> Option<Estimate> {
 
 /// The correction of a run: the track through its estimates, and each
 /// interval's window marked.
+#[derive(Clone)]
 pub(crate) struct Correction {
     track: Track,
     windows: Vec<Window>,
@@ -192,10 +208,85 @@ impl OneWayRecord {
     /// (so far, before [`OneWayRecord::settle`]).
     pub(crate) fn interval(&self, index: u32) -> Option<IntervalOneWay> {
         let iv = self.intervals.get(&index)?;
+        self.with_correction(|c| c.interval(iv))
+    }
+
+    fn with_correction<T>(&self, f: impl FnOnce(&Correction) -> T) -> T {
         match &self.settled {
-            Some(c) => c.interval(iv),
-            None => self.correction().interval(iv),
+            Some(c) => f(c),
+            None => f(&self.correction()),
         }
+    }
+
+    /// The bound on the difference of two of the run's one-way figures,
+    /// ns (loaded less idle): each within its intervals' bounds of the
+    /// truth, so the difference within the sum, at most twice the largest.
+    pub(crate) fn growth_error_ns(&self) -> u64 {
+        self.with_correction(|c| {
+            let (mut up, mut down) = (LatencyHistogram::new(), LatencyHistogram::new());
+            2 * self
+                .intervals
+                .values()
+                .map(|iv| c.apply(iv, &mut up, &mut down).0.error_ns)
+                .max()
+                .unwrap_or(0)
+        })
+    }
+}
+
+/// The ways up and down of `records`' intervals in `from..to` (a phase of
+/// a mix), each interval corrected as the run's, merged; None without a
+/// transaction in it.
+pub(crate) fn phase(
+    records: &[&OneWayRecord],
+    from: u32,
+    to: u32,
+    percentiles: &[f64],
+) -> Option<PhaseOneWay> {
+    let (mut up, mut down) = (LatencyHistogram::new(), LatencyHistogram::new());
+    for r in records {
+        r.with_correction(|c| {
+            for (_, iv) in r.intervals.range(from..to) {
+                c.apply(iv, &mut up, &mut down);
+            }
+        });
+    }
+    Some(PhaseOneWay {
+        up: up.summary_with(percentiles)?,
+        down: down.summary_with(percentiles)?,
+    })
+}
+
+/// Which way the queue is: each way's loaded p50 less its idle p50, named
+/// where it is more than the floor ([`QUEUE_FLOOR_NS`], or a tenth of the
+/// idle round trip) plus the clock's bound on it (`error_ns`:
+/// [`OneWayRecord::growth_error_ns`]).
+pub(crate) fn queue_direction(
+    idle: &PhaseOneWay,
+    loaded: &PhaseOneWay,
+    error_ns: u64,
+    probes: Vec<String>,
+    not_measured: Vec<String>,
+) -> QueueDirection {
+    let grew = |l: u64, i: u64| l as i64 - i as i64;
+    let up_ns = grew(loaded.up.p50, idle.up.p50);
+    let down_ns = grew(loaded.down.p50, idle.down.p50);
+    let floor_ns = QUEUE_FLOOR_NS.max((idle.up.p50 + idle.down.p50) / 10);
+    let queued = |g: i64| g > (floor_ns + error_ns) as i64;
+    let direction = match (queued(up_ns), queued(down_ns)) {
+        (true, true) => "both",
+        (true, false) => "up",
+        (false, true) => "down",
+        (false, false) => "neither",
+    };
+    QueueDirection {
+        direction: direction.into(),
+        up_ns,
+        down_ns,
+        error_ns,
+        floor_ns,
+        probes,
+        not_measured,
     }
 }
 
@@ -324,5 +415,41 @@ mod tests {
             summary(&r, &plan).unwrap().offsets[0].holds_exact,
             Some(false)
         );
+    }
+    fn ways(up_ms: f64, down_ms: f64) -> PhaseOneWay {
+        let one = |ms: f64| {
+            let mut h = LatencyHistogram::new();
+            h.record((ms * 1e6) as u64);
+            h.summary().unwrap()
+        };
+        PhaseOneWay {
+            up: one(up_ms),
+            down: one(down_ms),
+        }
+    }
+
+    /// The verdict names a way whose median grew by more than the floor
+    /// (1 ms, or a tenth of the idle round trip) and the clock's bound.
+    #[test]
+    fn the_queue_is_where_the_median_grew_past_the_floor_and_bound() {
+        let dir = |idle: PhaseOneWay, loaded: PhaseOneWay, error_ns: u64| {
+            queue_direction(&idle, &loaded, error_ns, vec!["udp_rr".into()], Vec::new())
+        };
+        let q = dir(ways(0.2, 0.2), ways(98.6, 0.3), 0);
+        assert_eq!(
+            (q.direction.as_str(), q.floor_ns, q.error_ns),
+            ("up", 1_000_000, 0)
+        );
+        assert!((q.up_ns - 98_400_000).abs() < 200_000, "{q:?}");
+        assert_eq!(dir(ways(0.2, 0.2), ways(0.3, 50.0), 0).direction, "down");
+        assert_eq!(dir(ways(0.2, 0.2), ways(9.0, 9.0), 0).direction, "both");
+        assert_eq!(dir(ways(0.2, 0.2), ways(0.9, 1.1), 0).direction, "neither");
+        // A 40 ms path: its floor is 4 ms, a 3.5 ms rise is not named.
+        let far = dir(ways(20.0, 20.0), ways(23.5, 20.0), 0);
+        assert_eq!(far.direction, "neither");
+        assert!(far.floor_ns.abs_diff(4_000_000) < 10_000, "{far:?}");
+        // A clock bound of 3.2 ms: a 3.5 ms rise is not named.
+        let q = dir(ways(0.2, 0.2), ways(3.7, 0.2), 3_200_000);
+        assert_eq!((q.direction.as_str(), q.error_ns), ("neither", 3_200_000));
     }
 }

@@ -61,6 +61,9 @@ pub(crate) struct PartRecord {
     pub(crate) remote_retransmits: Option<u64>,
     /// Probes: each interval's histogram, for the phases.
     pub(crate) interval_histograms: BTreeMap<u32, crate::stats::latency::SparseHistogram>,
+    /// `--one-way`, a part whose test carries the stamps: its ways up and
+    /// down (per interval too, for a phased mix's probe) and the clock.
+    pub(crate) one_way: Option<super::one_way::OneWayRecord>,
 }
 
 impl PartRecord {
@@ -74,6 +77,7 @@ impl PartRecord {
             local_retransmits: crate::engine::tcp_retransmits(&out.flows),
             remote_retransmits: None,
             interval_histograms: out.interval_histograms.clone(),
+            one_way: None,
         }
     }
 }
@@ -133,6 +137,9 @@ pub(crate) struct Gathered {
     /// `--mark`, `--tcp-tx-delay` as each end's kernel read them back.
     pub(crate) local_socket_options: Option<crate::plan::sockets::SocketMarks>,
     pub(crate) remote_socket_options: Option<crate::plan::sockets::SocketMarks>,
+    /// TCP_CONGESTION of each end's data sockets, as read back.
+    pub(crate) local_congestion_control: Option<String>,
+    pub(crate) remote_congestion_control: Option<String>,
     /// capacity: the packet-train gaps the server recorded (client to
     /// server; they come in its final report) ...
     pub(crate) train_gaps: Option<crate::stats::dispersion::TrainGaps>,
@@ -201,6 +208,8 @@ impl Gathered {
             remote_uring_napi: None,
             local_socket_options: None,
             remote_socket_options: None,
+            local_congestion_control: None,
+            remote_congestion_control: None,
             train_gaps: None,
             local_train_gaps: None,
             server_on_this_host: false,

@@ -85,6 +85,8 @@ pub(crate) fn apply_windows(plan: &TestPlan, fig: &Figures, g: &Gathered, s: &mu
     s.remote.uring_napi = g.remote_uring_napi;
     s.local.socket_options = g.local_socket_options;
     s.remote.socket_options = g.remote_socket_options;
+    s.local.congestion_control = g.local_congestion_control.clone();
+    s.remote.congestion_control = g.remote_congestion_control.clone();
     if plan.zerocopy {
         warnings.extend(zerocopy_warnings(plan, g));
     }

@@ -15,6 +15,7 @@ use crate::control::auth::Psk;
 use crate::control::limits::{
     AllowedMarks, DEFAULT_MAX_DURATION_NS, DEFAULT_MAX_FLOWS, DEFAULT_MAX_SESSION_MEMORY,
     DEFAULT_MAX_THREADS, default_max_ports_per_client, default_max_sessions_per_client,
+    default_max_spin_threads_per_client,
 };
 use crate::control::log::LogFormat;
 use crate::control::server::ServerConfig;
@@ -132,12 +133,15 @@ pub struct HardeningArgs {
     /// Longest TCP_TX_DELAY clients may put on the server's data sockets (--tcp-tx-delay; up to 268s); by default none.
     #[arg(long, value_parser = tx_delay, value_name = "DURATION")]
     pub allow_tx_delay: Option<Duration>,
-    /// Worker threads one session may make the server spin with --spin, each taking a whole CPU for the test (1..=4096; default the CPUs this server may run on).
+    /// Worker threads all sessions together may make the server spin with --spin, each taking a whole CPU for its test: the server's total of spinning workers, not one session's (1..=4096; default the CPUs this server may run on).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), value_name = "N")]
     pub max_spin_threads: Option<u32>,
+    /// Spinning workers (--max-spin-threads) one client's sessions may hold together, so that one address cannot keep every CPU spinning (1..=4096; default half of --max-spin-threads, at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), value_name = "N")]
+    pub max_spin_threads_per_client: Option<u32>,
     /// Also run tests as a client toward other thrum servers, for a controller that proves the key (`thrum run --from`); needs --psk-file.
     ///
-    /// An agent sends traffic on another's behalf: it takes a run only from a controller that answered --psk-file's challenge, only toward a thrum server that answers the handshake (with the same key when it asks for one), and within this server's limits (--max-flows, --max-duration, --max-session-memory, --max-memory, --max-threads, --max-sessions, --allow-mark, --allow-tx-delay, --allow-tos-any); see docs/fleet.md.
+    /// An agent sends traffic on another's behalf: it takes a run only from a controller that answered --psk-file's challenge, only toward a thrum server that answers the handshake (with the same key when it asks for one), and within this server's limits (--max-flows, --max-duration, --max-session-memory, --max-memory, --max-threads, --max-spin-threads, --max-sessions, --allow-mark, --allow-tx-delay, --allow-tos-any); see docs/fleet.md.
     #[arg(long)]
     pub agent: bool,
     /// Session log lines per second, in bursts of ten seconds' worth; the lines dropped are counted in the next line written (0: no limit).
@@ -180,6 +184,9 @@ impl HardeningArgs {
         if let Some(n) = self.max_spin_threads {
             cfg.limits.max_spin_threads = n;
         }
+        cfg.limits.max_spin_threads_per_client = self
+            .max_spin_threads_per_client
+            .unwrap_or_else(|| default_max_spin_threads_per_client(cfg.limits.max_spin_threads));
         cfg.log_limit = crate::control::log::LogLimit::new(self.log_rate);
         cfg.log_format = match self.log_format {
             LogFormatArg::Text => LogFormat::Text,

@@ -222,7 +222,8 @@ pub struct SocketArgs {
     /// non-blocking receives in a loop, so a transaction pays no scheduler
     /// wake-up. Each worker then takes a whole CPU on each end, which the
     /// CPU figures and service demand show. The server spins only as many
-    /// workers as its --max-spin-threads allows.
+    /// workers as its --max-spin-threads (all sessions together) and
+    /// --max-spin-threads-per-client allow.
     #[arg(long)]
     #[arg(help_heading = super::heading::LOAD)]
     pub spin: bool,

@@ -177,9 +177,9 @@ pub struct RunArgs {
     #[arg(long)]
     #[arg(help_heading = super::heading::LOAD)]
     pub both: bool,
-    /// udp_rr, tcp_rr: the way up and the way down apart (summary.owd_ns).
+    /// udp_rr, tcp_rr and a mix's probes: the way up and the way down apart.
     ///
-    /// udp_rr, tcp_rr: each request carries its send time, the server stamps its arrival and the response's departure (CLOCK_MONOTONIC, read in user space), and the client measures the server's clock offset before and after the run (clock exchanges over the control connection, the fastest third; exact where both ends share one kernel) and between them from each interval's fastest transactions (those of an interval whose fastest path is near the run's fastest: one behind a queue is reported and left out), and reports the way up and the way down as percentiles with the offset's error bound beside them, and each interval's p50s in its row. Requests and responses are raised to 16 and 32 bytes at least (-r), to carry the stamps, and udp_rr's --rr-timeout defaults to 2s, to wait out a queue. The server must be this version or later.
+    /// udp_rr, tcp_rr: each request carries its send time, the server stamps its arrival and the response's departure (CLOCK_MONOTONIC, read in user space), and the client measures the server's clock offset before and after the run (clock exchanges over the control connection, the fastest third; exact where both ends share one kernel) and between them from each interval's fastest transactions (those of an interval whose fastest path is near the run's fastest: one behind a queue is reported and left out), and reports the way up and the way down as percentiles with the offset's error bound beside them (summary.owd_ns), and each interval's p50s in its row. Requests and responses are raised to 16 and 32 bytes at least (-r), to carry the stamps, and udp_rr's --rr-timeout defaults to 2s, to wait out a queue. In a mix (rrul and the other presets, --mix) every part whose test carries the stamps (udp_rr, tcp_rr) gets them on the one clock measured for the session, each its own owd_ns and each phase its ways up and down, and summary.queue_direction says which way the load's queue is (up, down, both or neither: each way's loaded p50 less its idle p50 against 1 ms or a tenth of the idle round trip, plus the clock's bound); a probe whose test carries none runs as without and is named as not measured one way. The server must be this version or later.
     #[arg(long)]
     #[arg(help_heading = super::heading::LOAD)]
     pub one_way: bool,
@@ -754,12 +754,15 @@ impl RunArgs {
         p.interval_ns = ns(self.interval);
         if self.one_way {
             // The stamps need the room; a larger size is kept (the raise
-            // is said in summary.owd_ns's sizes and in --help).
+            // is said in summary.owd_ns's sizes and in --help). A mix
+            // raises it in the parts that carry them (`part_plans`) only.
             use crate::plan::limits::{ONE_WAY_REQUEST_BYTES, ONE_WAY_RESPONSE_BYTES};
             p.one_way = true;
             p.one_way_exchanges_only = self.clock_method.as_deref() == Some("exchanges");
-            p.request_bytes = p.request_bytes.max(ONE_WAY_REQUEST_BYTES);
-            p.response_bytes = p.response_bytes.max(ONE_WAY_RESPONSE_BYTES);
+            if parts.is_empty() {
+                p.request_bytes = p.request_bytes.max(ONE_WAY_REQUEST_BYTES);
+                p.response_bytes = p.response_bytes.max(ONE_WAY_RESPONSE_BYTES);
+            }
             // It is asked to find a queue: as a mix's probes, it waits one
             // out (at 50 ms, every transaction behind a 100 ms queue would
             // be lost and neither way read at all).
@@ -797,9 +800,6 @@ impl RunArgs {
                 bail!(
                     "--flows, --threads, --rate, --transactions, --bytes and --send-size do not apply to a mix: give each part its flows as TEST*N and its rate as @rate=N (each part sends its test's default sizes)"
                 );
-            }
-            if self.one_way {
-                bail!("--one-way applies to udp_rr run alone; a mix's probes do not take it yet");
             }
             p.flows = parts.iter().map(|x| x.flows).sum();
             p.threads = 1;

@@ -202,7 +202,7 @@ fn parse_value(name: &str, v: &str) -> Result<Setting, String> {
         "busy-poll" => BusyPoll(whole(v, 0, L::MAX_BUSY_POLL_US as u64)? as u32),
         "driver" => Driver(v.parse().map_err(|_| "is not a driver".to_string())?),
         "cc" => {
-            if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            if !crate::plan::limits::is_congestion_name(v) {
                 return Err("is not a congestion control name".into());
             }
             Cc(v.to_string())

@@ -33,6 +33,14 @@
 //! The ports are shared out per client as the slots are
 //! (`--max-ports-per-client`, by default a client's share of the sessions):
 //! one address's sessions that never start cannot hold every port.
+//!
+//! Spinning workers (`--spin`) are reserved the same way: each takes a
+//! whole CPU for its session's length, so `--max-spin-threads` bounds all
+//! sessions' spinning workers together, not one session's, or a client
+//! could open as many spinning sessions as it has slots and starve every
+//! other client of CPU. One client may spin at most its share of them
+//! (`--max-spin-threads-per-client`, by default half), so that another
+//! always finds some free.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Shutdown, TcpStream};
@@ -79,6 +87,8 @@ struct PerClient {
     handshakes: u32,
     /// Data ports its sessions reserved.
     ports: u64,
+    /// Spinning workers its sessions reserved.
+    spin: u64,
 }
 
 impl PerClient {
@@ -124,6 +134,16 @@ pub struct Reservation {
     pub threads: u64,
     /// Data ports: listeners and UDP sockets.
     pub ports: u64,
+    /// Worker threads that spin (`--spin`), a whole CPU each.
+    pub spin: u64,
+}
+
+/// What one client's sessions may hold together, of the totals shared
+/// out per client (`--max-ports-per-client`, `--max-spin-threads-per-client`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientShare {
+    pub ports: u64,
+    pub spin: u64,
 }
 
 impl Reservation {
@@ -142,7 +162,22 @@ impl Reservation {
             bytes: field("VmRSS:") * 1024,
             threads: field("Threads:"),
             ports: 0,
+            spin: 0,
         }
+    }
+
+    fn add(&mut self, o: Reservation) {
+        self.bytes += o.bytes;
+        self.threads += o.threads;
+        self.ports += o.ports;
+        self.spin += o.spin;
+    }
+
+    fn sub(&mut self, o: Reservation) {
+        self.bytes -= o.bytes;
+        self.threads -= o.threads;
+        self.ports -= o.ports;
+        self.spin -= o.spin;
     }
 }
 
@@ -331,13 +366,13 @@ impl Ticket {
     }
 
     /// Reserve `want` against the server's totals `max`, and its ports
-    /// against this client's share `ports_per_client` as well, or say
+    /// and spinning workers against this client's `share` as well, or say
     /// which limit it would pass. Held until the ticket drops.
     pub fn reserve(
         &mut self,
         want: Reservation,
         max: Reservation,
-        ports_per_client: u64,
+        share: ClientShare,
     ) -> Result<(), String> {
         let mut st = self.admission.state();
         let r = st.reserved;
@@ -361,21 +396,39 @@ impl Ticket {
                 want.ports, r.ports, max.ports
             ));
         }
-        let mine = st.clients.get(&self.client).map_or(0, |c| c.ports);
-        if mine.saturating_add(want.ports) > ports_per_client {
+        if want.spin > 0 && r.spin.saturating_add(want.spin) > max.spin {
             return Err(format!(
-                "server busy: the test needs {} data ports, and {}'s sessions hold {mine} of the {ports_per_client} one client may (--max-ports-per-client)",
-                want.ports,
-                shown(self.client),
+                "server busy: --spin needs {} spinning server workers, and the sessions running spin {} of the {} this server allows in all (--max-spin-threads, the server's total of spinning workers, each a whole CPU): {} free",
+                want.spin,
+                r.spin,
+                max.spin,
+                max.spin.saturating_sub(r.spin)
             ));
         }
-        st.reserved.bytes += want.bytes;
-        st.reserved.threads += want.threads;
-        st.reserved.ports += want.ports;
-        st.clients.entry(self.client).or_default().ports += want.ports;
-        self.holds.bytes += want.bytes;
-        self.holds.threads += want.threads;
-        self.holds.ports += want.ports;
+        let mine = st.clients.get(&self.client).copied().unwrap_or_default();
+        if mine.ports.saturating_add(want.ports) > share.ports {
+            return Err(format!(
+                "server busy: the test needs {} data ports, and {}'s sessions hold {} of the {} one client may (--max-ports-per-client)",
+                want.ports,
+                shown(self.client),
+                mine.ports,
+                share.ports
+            ));
+        }
+        if want.spin > 0 && mine.spin.saturating_add(want.spin) > share.spin {
+            return Err(format!(
+                "server busy: --spin needs {} spinning server workers, and {}'s sessions spin {} of the {} one client may (--max-spin-threads-per-client; the server's total is --max-spin-threads)",
+                want.spin,
+                shown(self.client),
+                mine.spin,
+                share.spin
+            ));
+        }
+        st.reserved.add(want);
+        let c = st.clients.entry(self.client).or_default();
+        c.ports += want.ports;
+        c.spin += want.spin;
+        self.holds.add(want);
         Ok(())
     }
 }
@@ -389,11 +442,10 @@ impl Drop for Ticket {
             st.unproved.remove(k);
             st.forget_handshake(self.client);
         }
-        st.reserved.bytes -= self.holds.bytes;
-        st.reserved.threads -= self.holds.threads;
-        st.reserved.ports -= self.holds.ports;
+        st.reserved.sub(self.holds);
         if let Some(c) = st.clients.get_mut(&self.client) {
             c.ports -= self.holds.ports;
+            c.spin -= self.holds.spin;
             c.sessions -= self.session as u32;
             if c.holds_nothing() {
                 st.clients.remove(&self.client);
@@ -413,6 +465,10 @@ mod tests {
         [127, 0, 0, last].into()
     }
 
+    fn share(ports: u64, spin: u64) -> ClientShare {
+        ClientShare { ports, spin }
+    }
+
     /// A proved session for `peer`.
     fn session(a: &Arc<Admission>, peer: IpAddr) -> Ticket {
         let mut t = a.admit(peer, None).unwrap();
@@ -428,44 +484,45 @@ mod tests {
             bytes: 100 << 20,
             threads: 10,
             ports: 10,
+            spin: 10,
         };
         let want = Reservation {
             bytes: 40 << 20,
             threads: 4,
             ports: 4,
+            spin: 0,
         };
         let mut t1 = session(&a, peer);
         let mut t2 = session(&a, peer);
         let mut t3 = session(&a, peer);
-        assert_eq!(t1.reserve(want, max, 10), Ok(()));
-        assert_eq!(t2.reserve(want, max, 10), Ok(()));
+        assert_eq!(t1.reserve(want, max, share(10, 10)), Ok(()));
+        assert_eq!(t2.reserve(want, max, share(10, 10)), Ok(()));
         assert!(
-            t3.reserve(want, max, 10)
+            t3.reserve(want, max, share(10, 10))
                 .unwrap_err()
                 .contains("--max-memory")
         );
         let few = Reservation {
             bytes: 1 << 20,
             threads: 3,
-            ports: 0,
+            ..Reservation::default()
         };
         assert!(
-            t3.reserve(few, max, 10)
+            t3.reserve(few, max, share(10, 10))
                 .unwrap_err()
                 .contains("--max-threads")
         );
         let ports = Reservation {
-            bytes: 0,
-            threads: 0,
             ports: 3,
+            ..Reservation::default()
         };
-        let e = t3.reserve(ports, max, 10).unwrap_err();
+        let e = t3.reserve(ports, max, share(10, 10)).unwrap_err();
         assert!(
             e.contains("--max-ports") && e.contains("hold 8 of this server's 10"),
             "{e}"
         );
         drop(t1);
-        assert_eq!(t3.reserve(want, max, 10), Ok(()));
+        assert_eq!(t3.reserve(want, max, share(10, 10)), Ok(()));
         drop((t2, t3));
         assert_eq!(a.state().reserved, Reservation::default());
         assert!(a.state().clients.is_empty());
@@ -480,20 +537,20 @@ mod tests {
             bytes: u64::MAX,
             threads: u64::MAX,
             ports: 2048,
+            spin: 0,
         };
         let ports = |n| Reservation {
-            bytes: 0,
-            threads: 0,
             ports: n,
+            ..Reservation::default()
         };
         let mut held: Vec<Ticket> = Vec::new();
         for _ in 0..2 {
             let mut t = session(&a, addr(2));
-            assert_eq!(t.reserve(ports(256), max, 512), Ok(()));
+            assert_eq!(t.reserve(ports(256), max, share(512, 0)), Ok(()));
             held.push(t);
         }
         let mut t = session(&a, addr(2));
-        let e = t.reserve(ports(256), max, 512).unwrap_err();
+        let e = t.reserve(ports(256), max, share(512, 0)).unwrap_err();
         assert!(
             e.contains(
                 "127.0.0.2's sessions hold 512 of the 512 one client may (--max-ports-per-client)"
@@ -501,10 +558,63 @@ mod tests {
             "{e}"
         );
         let mut other = session(&a, addr(3));
-        assert_eq!(other.reserve(ports(512), max, 512), Ok(()));
+        assert_eq!(other.reserve(ports(512), max, share(512, 0)), Ok(()));
         held.remove(0);
-        assert_eq!(t.reserve(ports(256), max, 512), Ok(()));
+        assert_eq!(t.reserve(ports(256), max, share(512, 0)), Ok(()));
         drop((held, t, other));
+        assert_eq!(a.state().reserved, Reservation::default());
+        assert!(a.state().clients.is_empty());
+    }
+
+    /// Spinning workers are the server's total, whoever asks: two
+    /// sessions within it, a third over it is refused naming the flag with
+    /// what is in use and free, a session that does not spin still gets
+    /// in, and an ended session's workers are free again. One client spins
+    /// at most its share, whatever is free.
+    #[test]
+    fn spinning_workers_are_counted_across_sessions() {
+        let a = Admission::new(64, 16, Reservation::default());
+        let max = Reservation {
+            bytes: u64::MAX,
+            threads: u64::MAX,
+            ports: u64::MAX,
+            spin: 4,
+        };
+        let spin = |n| Reservation {
+            threads: n + 1,
+            spin: n,
+            ..Reservation::default()
+        };
+        let mut t1 = session(&a, addr(2));
+        let mut t2 = session(&a, addr(3));
+        let mut t3 = session(&a, addr(4));
+        assert_eq!(t1.reserve(spin(2), max, share(9, 2)), Ok(()));
+        assert_eq!(t2.reserve(spin(2), max, share(9, 2)), Ok(()));
+        let e = t3.reserve(spin(1), max, share(9, 2)).unwrap_err();
+        assert!(
+            e.contains("--max-spin-threads")
+                && e.contains("the server's total of spinning workers")
+                && e.contains("spin 4 of the 4")
+                && e.contains("0 free"),
+            "{e}"
+        );
+        // Nothing was held by the refusal; a test that does not spin runs.
+        assert_eq!(t3.reserve(spin(0), max, share(9, 2)), Ok(()));
+        drop(t1);
+        assert_eq!(t3.reserve(spin(1), max, share(9, 2)), Ok(()));
+        // 127.0.0.4 holds 1 of its 2: one more, not two, with room to spare.
+        let mut t4 = session(&a, addr(4));
+        let roomy = Reservation { spin: 8, ..max };
+        let e = t4.reserve(spin(2), roomy, share(9, 2)).unwrap_err();
+        assert!(
+            e.contains(
+                "127.0.0.4's sessions spin 1 of the 2 one client may (--max-spin-threads-per-client"
+            ),
+            "{e}"
+        );
+        assert_eq!(t4.reserve(spin(1), max, share(9, 2)), Ok(()));
+        assert_eq!(a.state().reserved.spin, 4);
+        drop((t2, t3, t4));
         assert_eq!(a.state().reserved, Reservation::default());
         assert!(a.state().clients.is_empty());
     }

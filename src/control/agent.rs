@@ -8,8 +8,9 @@
 //! challenge (`session::handshake`), only with `--agent` (a server without
 //! it refuses, naming the flag), and only within its own limits, the
 //! server's: the run's plan is checked as a spec would be (flows, threads,
-//! duration, memory, marks, TOS, transmit delay) and reserves its memory
-//! and threads beside the server's sessions. Its traffic goes only to a
+//! duration, memory, marks, TOS, transmit delay) and reserves its memory,
+//! threads and (with `--spin`) spinning workers beside the server's
+//! sessions. Its traffic goes only to a
 //! thrum server: the client's session sends nothing but its hello until
 //! the target has answered with a thrum hello (and proved nothing less
 //! than a normal client would ask), so a port that is not thrum's gets a
@@ -85,7 +86,18 @@ pub(crate) fn serve(
     if let Err(e) = plan.validate() {
         return Err(refuse(&mut ctrl, format!("invalid agent run: {e}")));
     }
-    if let Err(e) = config.limits.check(&plan) {
+    // The agent runs the client's end: with --spin its own workers
+    // (--threads) spin here, each a CPU of this server's budget.
+    let spinning = if plan.spin {
+        u64::from(plan.threads)
+    } else {
+        0
+    };
+    if let Err(e) = config.limits.check(&plan).and_then(|()| {
+        config
+            .limits
+            .check_spin(spinning, "client worker threads (--threads)")
+    }) {
         return Err(refuse(
             &mut ctrl,
             format!("agent run refused: {}", e.replace("server", "agent")),
@@ -95,13 +107,10 @@ pub(crate) fn serve(
         bytes: memory_estimate(&plan),
         threads: session_threads(&plan),
         ports: 0,
+        spin: spinning,
     };
-    let max = Reservation {
-        bytes: config.limits.max_memory_bytes,
-        threads: config.limits.max_threads,
-        ports: config.limits.max_ports,
-    };
-    if let Err(e) = ticket.reserve(want, max, config.limits.ports_per_client()) {
+    let l = &config.limits;
+    if let Err(e) = ticket.reserve(want, l.totals(), l.client_share()) {
         return Err(refuse(&mut ctrl, e));
     }
     let target = Target {

@@ -333,11 +333,13 @@ impl<'a> Session<'a> {
             for p in &mut parts {
                 p.one_way_offset_ns = c.0.offset_ns;
             }
-            // In the record now, for the live rows' correction.
-            self.g.one_way = Some(super::one_way::record(c, plan.interval_ns));
-            true
+            // A single test's record now, for the live rows' correction.
+            if plan.parts.is_empty() {
+                self.g.one_way = Some(super::one_way::record(c, plan.interval_ns));
+            }
+            Some(c)
         } else {
-            false
+            None
         };
         self.g.env.udp_io = parts.iter().find_map(|p| (p.test.desc().udp_io)(p));
 
@@ -429,11 +431,21 @@ impl<'a> Session<'a> {
         write_msg(&mut run.ctrl, &ClientMsg::from(Finish { datagrams_sent }))?;
         let fin = run.wait_final(&mut self.g, plan, &mut *self.observer)?;
         self.take_final(fin);
-        if clock_before {
+        if let Some(before) = clock_before {
             let conn = handshake(self.target, false, |_, _| Ok(()));
             let after = super::one_way::after(conn, self.label(), plan.one_way_exchanges_only);
             if let Some(r) = self.g.one_way.as_mut() {
                 super::one_way::finish(r, &outs, after);
+            } else {
+                // A mix: each part that carried the stamps its own, on
+                // the one clock measured for the session.
+                for ((out, p), rec) in outs.iter().zip(&parts).zip(&mut self.g.parts) {
+                    if p.one_way {
+                        let mut r = super::one_way::record(before, plan.interval_ns);
+                        super::one_way::finish(&mut r, std::slice::from_ref(out), after);
+                        rec.one_way = Some(r);
+                    }
+                }
             }
         }
         drop(outs);
@@ -579,6 +591,11 @@ impl<'a> Session<'a> {
         g.remote_busy_poll = fin.busy_poll;
         g.remote_uring_napi = fin.uring_napi;
         g.remote_socket_options = fin.socket_options;
+        // A name as the kernel keeps one, or nothing: it reaches the
+        // result's text as the server wrote it.
+        g.remote_congestion_control = fin
+            .congestion_control
+            .filter(|c| crate::plan::limits::is_congestion_name(c));
         g.remote_call_times = fin.call_times.map(|t| *t);
         g.train_gaps = fin.train_gaps.filter(|t| match t.implausible() {
             None => true,

@@ -42,6 +42,10 @@ pub struct Gate {
     /// A second feature needed where the flows are long-lived TCP flows:
     /// `one_way` was first udp_rr's alone.
     pub on_tcp: Option<&'static str>,
+    /// A further feature needed in a mix: `one_way` was first a single
+    /// test's, and a server before `one_way_mix` gives the stamps to every
+    /// part without their room (a mix's sizes are each part's own).
+    pub in_mix: Option<&'static str>,
 }
 
 const fn gate(field: &'static str, flag: &'static str, feature: &'static str) -> Gate {
@@ -51,6 +55,7 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
         feature,
         beyond_tcp: None,
         on_tcp: None,
+        in_mix: None,
     }
 }
 
@@ -65,7 +70,9 @@ const fn gate(field: &'static str, flag: &'static str, feature: &'static str) ->
 /// SO_PREFER_BUSY_POLL on its data sockets, and SO_BUSY_POLL read back;
 /// `one_way`: udp_rr's server stamps each response with its request's
 /// arrival and its own departure (`workload::one_way`); `one_way_tcp`:
-/// tcp_rr's server does too, in the stream (`workload::rr_stamps`).
+/// tcp_rr's server does too, in the stream (`workload::rr_stamps`);
+/// `one_way_mix`: the server gives them, and their room, to the parts of
+/// a mix whose test carries them (`TestPlan::part_plans`).
 pub const GATES: &[Gate] = &[
     gate("plan.mark", "--mark", "socket_marks"),
     gate("plan.tcp_tx_delay_us", "--tcp-tx-delay", "socket_marks"),
@@ -82,6 +89,7 @@ pub const GATES: &[Gate] = &[
     gate("plan.prefer_busy_poll", "--prefer-busy-poll", "busy_poll"),
     Gate {
         on_tcp: Some("one_way_tcp"),
+        in_mix: Some("one_way_mix"),
         ..gate("plan.one_way", "--one-way", "one_way")
     },
 ];
@@ -179,6 +187,7 @@ pub fn features() -> Vec<&'static str> {
         for f in std::iter::once(g.feature)
             .chain(g.beyond_tcp)
             .chain(g.on_tcp)
+            .chain(g.in_mix)
         {
             if !out.contains(&f) {
                 out.push(f);
@@ -206,7 +215,16 @@ pub fn needed(plan: &TestPlan) -> Vec<Need> {
     let (Ok(now), Ok(unset)) = (serde_json::to_value(plan), serde_json::to_value(&unset)) else {
         return Vec::new();
     };
-    let tcp = plan.test.traits().transport == Transport::Tcp;
+    // A mix's parts each run their own test: its flows are of every
+    // part's kind.
+    let kinds: Vec<_> = if plan.parts.is_empty() {
+        vec![plan.test]
+    } else {
+        plan.parts.iter().map(|p| p.test).collect()
+    };
+    let tcp = kinds.iter().any(|k| k.traits().transport == Transport::Tcp);
+    let beyond = kinds.iter().any(|k| k.traits().transport != Transport::Tcp);
+    let mix = !plan.parts.is_empty();
     let mut out = Vec::new();
     for g in GATES {
         let at = pointer(g.field);
@@ -217,8 +235,12 @@ pub fn needed(plan: &TestPlan) -> Vec<Need> {
             feature: g.feature,
             flag: g.flag,
         });
-        let second = if tcp { g.on_tcp } else { g.beyond_tcp };
-        if let Some(f) = second {
+        let further = [
+            g.on_tcp.filter(|_| tcp),
+            g.beyond_tcp.filter(|_| beyond),
+            g.in_mix.filter(|_| mix),
+        ];
+        for f in further.into_iter().flatten() {
             out.push(Need {
                 feature: f,
                 flag: g.flag,
@@ -344,6 +366,12 @@ mod tests {
         };
         assert_eq!(one_way(TestKind::UdpRr), ["one_way"]);
         assert_eq!(one_way(TestKind::TcpRr), ["one_way", "one_way_tcp"]);
+        // A mix: every part's kind, and a server that sizes its parts.
+        let mut rrul = TestPlan::new(TestKind::UdpRr);
+        rrul.parts = crate::plan::mix::parse_spec("udp_rr@rate=10,tcp_rr@rate=10").unwrap();
+        rrul.one_way = true;
+        let need: Vec<_> = needed(&rrul).into_iter().map(|n| n.feature).collect();
+        assert_eq!(need, ["one_way", "one_way_tcp", "one_way_mix"]);
         assert_eq!(
             features(),
             [
@@ -355,6 +383,7 @@ mod tests {
                 "busy_poll",
                 "one_way",
                 "one_way_tcp",
+                "one_way_mix",
                 "rr_short_seq",
                 "clock"
             ]

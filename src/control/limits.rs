@@ -3,8 +3,9 @@
 //! The plan's own validation bounds every field to what thrum can run at
 //! all (`plan::limits`); these are the tighter bounds a server operator sets
 //! (`--max-flows`, `--max-duration`, `--max-session-memory`, and for all
-//! sessions together `--max-memory`, `--max-threads` and `--max-ports`; per
-//! client `--max-sessions-per-client` and `--max-ports-per-client`), stated
+//! sessions together `--max-memory`, `--max-threads`, `--max-ports` and
+//! `--max-spin-threads`; per client `--max-sessions-per-client`,
+//! `--max-ports-per-client` and `--max-spin-threads-per-client`), stated
 //! in the server's hello so a client can see them, and checked again here
 //! because a client need not be thrum. A refused spec names the limit and
 //! its value. So do the options a client may put on the server's own
@@ -23,6 +24,7 @@ use std::time::Duration;
 use crate::io::spread::listeners_for;
 use crate::plan::{TestPlan, Transport, limits};
 
+use super::admission::{ClientShare, Reservation};
 use super::proto::{MAX_FRAME, ServerLimits};
 
 /// Defaults of the server's flags.
@@ -151,10 +153,31 @@ pub struct SessionLimits {
     /// The longest TCP_TX_DELAY a client may put on the server's data
     /// sockets, µs (`--allow-tx-delay`); 0, none, by default.
     pub max_tx_delay_us: u32,
-    /// The most worker threads one session may make the server spin
-    /// (`--spin`; `--max-spin-threads`): each takes a whole CPU for the
-    /// test's length, so by default as many as the host has CPUs.
+    /// The most worker threads all sessions together may make the server
+    /// spin (`--spin`; `--max-spin-threads`): each takes a whole CPU for
+    /// its test's length, so by default as many as the host has CPUs.
     pub max_spin_threads: u32,
+    /// The most of them one client's sessions may hold together
+    /// (`--max-spin-threads-per-client`; [`default_max_spin_threads_per_client`]).
+    pub max_spin_threads_per_client: u32,
+}
+
+/// `--max-spin-threads-per-client` by default: half of `--max-spin-threads`
+/// (at least one), so that one client spinning all it may leaves the other
+/// half to others and the host. A quarter, as the ports are shared out,
+/// would refuse a lone tester `--spin -T 2` on a four-CPU server.
+pub fn default_max_spin_threads_per_client(max_spin_threads: u32) -> u32 {
+    (max_spin_threads / 2).max(1)
+}
+
+/// The worker threads a session of `plan` makes the server spin: its
+/// workers for the spec (`--server-threads`, else `--threads`) with
+/// `--spin`, none without.
+pub fn server_spinning(plan: &TestPlan) -> u64 {
+    match plan.spin {
+        true => plan.spreading.server_threads.unwrap_or(plan.threads) as u64,
+        false => 0,
+    }
 }
 
 /// `--max-spin-threads` by default: the CPUs this process may run on, so
@@ -252,6 +275,9 @@ impl Default for SessionLimits {
             allowed_marks: AllowedMarks::None,
             max_tx_delay_us: 0,
             max_spin_threads: default_max_spin_threads(),
+            max_spin_threads_per_client: default_max_spin_threads_per_client(
+                default_max_spin_threads(),
+            ),
         }
     }
 }
@@ -274,6 +300,8 @@ impl SessionLimits {
             max_ports_per_client: self.ports_per_client(),
             start_timeout_ns: self.start_timeout.as_nanos() as u64,
             start_timeout_per_flow_ns: START_TIMEOUT_PER_FLOW.as_nanos() as u64,
+            max_spin_threads: self.max_spin_threads,
+            max_spin_threads_per_client: self.spin_per_client() as u32,
         }
     }
 
@@ -328,13 +356,6 @@ impl SessionLimits {
             }
         }
         self.check_marks(plan)?;
-        let spinning = plan.for_server().threads;
-        if plan.spin && spinning > self.max_spin_threads {
-            return Err(format!(
-                "--spin with {spinning} server worker threads is over this server's limit of {} spinning workers per session (--max-spin-threads; each takes a whole CPU); use fewer --threads or --server-threads",
-                self.max_spin_threads
-            ));
-        }
         let mem = memory_estimate(plan);
         if mem > self.max_session_memory_bytes {
             return Err(format!(
@@ -345,6 +366,53 @@ impl SessionLimits {
             ));
         }
         Ok(())
+    }
+
+    /// Refuse `spinning` workers of one session (`--spin`) that could
+    /// never run here, whatever the other sessions hold: more than the
+    /// server's total or one client's share (what the other sessions hold
+    /// is [`super::admission`]'s to check). `whose` names the workers and
+    /// the flags that set their number.
+    pub fn check_spin(&self, spinning: u64, whose: &str) -> Result<(), String> {
+        if spinning > u64::from(self.max_spin_threads) {
+            return Err(format!(
+                "--spin with {spinning} {whose} is over this server's limit of {} spinning workers, its total for all sessions together (--max-spin-threads; each takes a whole CPU)",
+                self.max_spin_threads
+            ));
+        }
+        let share = self.spin_per_client();
+        if spinning > share {
+            return Err(format!(
+                "--spin with {spinning} {whose} is over this server's limit of {share} spinning workers per client (--max-spin-threads-per-client; its total is --max-spin-threads {})",
+                self.max_spin_threads
+            ));
+        }
+        Ok(())
+    }
+
+    /// The spinning workers one client's sessions may hold together,
+    /// never more than `--max-spin-threads`.
+    pub fn spin_per_client(&self) -> u64 {
+        u64::from(self.max_spin_threads_per_client.min(self.max_spin_threads))
+    }
+
+    /// The server's totals, that all sessions' reservations share.
+    pub fn totals(&self) -> Reservation {
+        Reservation {
+            bytes: self.max_memory_bytes,
+            threads: self.max_threads,
+            ports: self.max_ports,
+            spin: u64::from(self.max_spin_threads),
+        }
+    }
+
+    /// What one client's sessions may hold together, of the totals shared
+    /// out per client.
+    pub fn client_share(&self) -> ClientShare {
+        ClientShare {
+            ports: self.ports_per_client(),
+            spin: self.spin_per_client(),
+        }
     }
 
     /// SO_MARK and TCP_TX_DELAY on the server's sockets only as its
@@ -620,6 +688,45 @@ mod tests {
         p.recv_bytes = 128 << 10;
         p.remote.recv_buffer_bytes = Some(8 << 20);
         assert!(l.check(&p).unwrap_err().contains("--max-session-memory"));
+    }
+
+    /// A spinning session is counted by the server's workers for it, and
+    /// one that could never run here is refused at once, naming the total
+    /// or the share per client (half the total unless the operator says).
+    #[test]
+    fn spinning_workers_are_checked_against_the_total_and_the_share() {
+        let mut p = TestPlan::new(TestKind::TcpRr);
+        p.threads = 2;
+        assert_eq!(server_spinning(&p), 0);
+        p.spin = true;
+        assert_eq!(server_spinning(&p), 2);
+        p.spreading.server_threads = Some(3);
+        assert_eq!(server_spinning(&p), 3);
+        let l = SessionLimits {
+            max_spin_threads: 4,
+            max_spin_threads_per_client: default_max_spin_threads_per_client(4),
+            ..SessionLimits::default()
+        };
+        assert_eq!(l.client_share().spin, 2);
+        assert_eq!(l.totals().spin, 4);
+        assert_eq!(l.check_spin(2, "workers"), Ok(()));
+        let e = l.check_spin(5, "workers").unwrap_err();
+        assert!(
+            e.contains("limit of 4") && e.contains("all sessions together (--max-spin-threads"),
+            "{e}"
+        );
+        let e = l.check_spin(3, "workers").unwrap_err();
+        assert!(
+            e.contains("limit of 2 spinning workers per client (--max-spin-threads-per-client"),
+            "{e}"
+        );
+        // A share above the total is the total.
+        let wide = SessionLimits {
+            max_spin_threads_per_client: 64,
+            ..l
+        };
+        assert_eq!(wide.spin_per_client(), 4);
+        assert_eq!(default_max_spin_threads_per_client(1), 1);
     }
 
     #[test]

@@ -84,6 +84,13 @@ pub struct ServerLimits {
     /// What each flow adds to the wait for `start` (connecting it).
     #[serde(default)]
     pub start_timeout_per_flow_ns: u64,
+    /// The most worker threads all sessions together may make the server
+    /// spin (`--spin`); 0 from a server that does not state it.
+    #[serde(default)]
+    pub max_spin_threads: u32,
+    /// The most of them one client's sessions may hold together.
+    #[serde(default)]
+    pub max_spin_threads_per_client: u32,
 }
 
 /// Process resource usage of one end (the same wire names as always).
@@ -408,6 +415,11 @@ pub struct Final {
     /// a data socket of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_options: Option<crate::plan::sockets::SocketMarks>,
+    /// TCP tests: the congestion control the server's data sockets used
+    /// (read back from one of them). Absent from an older server: the
+    /// result then falls back to `--cc` or the server's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_control: Option<String>,
     /// `--zerocopy`: the server's MSG_ZEROCOPY sends and completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<crate::io::zerocopy::ZeroCopyCounts>,

@@ -91,10 +91,13 @@ impl Report<'_> {
             .flatten(),
             uring_napi: outs.iter().find_map(|o| o.napi),
             socket_options: crate::io::sockmark::read_back_or_probe(
-                outs.iter()
-                    .flat_map(|o| o.flows.iter())
-                    .find_map(|f| f.tcp_socket()),
+                crate::engine::first_tcp_socket(outs),
                 &plan.sockets,
+                plan.test.is_udp(),
+            ),
+            congestion_control: crate::io::congestion::of_or_probe(
+                crate::engine::first_tcp_socket(outs),
+                plan.congestion.as_deref(),
                 plan.test.is_udp(),
             ),
             call_times: outs

@@ -240,6 +240,7 @@ impl EmbeddedServer {
         cfg.limits.allowed_marks = super::limits::AllowedMarks::Any;
         cfg.limits.max_tx_delay_us = crate::plan::sockets::MAX_TCP_TX_DELAY_US;
         cfg.limits.max_spin_threads = u32::MAX;
+        cfg.limits.max_spin_threads_per_client = u32::MAX;
         cfg.limits.max_sessions_per_client = u32::MAX;
         // A run of 100,000 flows on a loaded machine may take longer than
         // a fleet's server allows to connect them.

@@ -21,7 +21,7 @@ pub use super::config::ServerConfig;
 use super::data::{ClientUdp, SessionFlows, accept_flows, bind_data_port, bind_port, udp_flows};
 use super::deadline::read_msg_within;
 pub use super::limits::{DRAIN_ALLOWANCE, session_bound};
-use super::limits::{data_ports, memory_estimate, overran, session_threads};
+use super::limits::{data_ports, memory_estimate, overran, server_spinning, session_threads};
 use super::proto::{
     Accepted, AgentRun, Auth, AuthOk, ClientMsg, Error as ErrorMsg, Finish, FrameError, Hello,
     Message, PartPorts, Rusage, Sample, ServerMsg, Spec, Start, Started, Tick, write_msg,
@@ -458,7 +458,10 @@ fn handshake(
     if let Err(e) = plan.validate() {
         return Err(refuse(ctrl, format!("invalid spec: {e}")));
     }
-    if let Err(e) = config.limits.check(&plan) {
+    if let Err(e) = config.limits.check(&plan).and_then(|()| {
+        let whose = "server worker threads (--threads, or --server-threads)";
+        config.limits.check_spin(server_spinning(&plan), whose)
+    }) {
         return Err(refuse(ctrl, format!("spec refused: {e}")));
     }
     if let Some(e) = too_many_listeners(&plan, flows_per_listener) {
@@ -476,13 +479,10 @@ fn handshake(
         bytes: memory_estimate(&plan),
         threads: session_threads(&plan),
         ports: data_ports(&plan, flows_per_listener),
+        spin: server_spinning(&plan),
     };
-    let max = Reservation {
-        bytes: config.limits.max_memory_bytes,
-        threads: config.limits.max_threads,
-        ports: config.limits.max_ports,
-    };
-    if let Err(e) = ticket.reserve(want, max, config.limits.ports_per_client()) {
+    let l = &config.limits;
+    if let Err(e) = ticket.reserve(want, l.totals(), l.client_share()) {
         return Err(refuse(ctrl, e));
     }
     Ok(Asked::Test(Box::new(plan.for_server()), flows_per_listener))

@@ -639,10 +639,13 @@ pub(crate) fn take_engines(
     g.local_uring_napi = outs.iter().find_map(|o| o.napi);
     if let Some(first) = parts.first() {
         g.local_socket_options = crate::io::sockmark::read_back_or_probe(
-            outs.iter()
-                .flat_map(|o| o.flows.iter())
-                .find_map(|f| f.tcp_socket()),
+            crate::engine::first_tcp_socket(outs),
             &first.sockets,
+            first.test.is_udp(),
+        );
+        g.local_congestion_control = crate::io::congestion::of_or_probe(
+            crate::engine::first_tcp_socket(outs),
+            first.congestion.as_deref(),
             first.test.is_udp(),
         );
     }

@@ -293,6 +293,15 @@ impl Engine {
 
 /// Retransmissions summed over the flows' long-lived TCP sockets
 /// (TCP_INFO); None when there are none, as in UDP and connection-rate tests.
+/// A long-lived TCP data socket of the engines' flows, still open, for
+/// the options read back from it at the end; None where there is none (UDP,
+/// the connection tests).
+pub fn first_tcp_socket(outs: &[EngineOutcome]) -> Option<std::os::fd::RawFd> {
+    outs.iter()
+        .flat_map(|o| o.flows.iter())
+        .find_map(|f| f.tcp_socket())
+}
+
 pub fn tcp_retransmits(flows: &[Box<dyn Flow>]) -> Option<u64> {
     let fds: Vec<_> = flows.iter().filter_map(|f| f.tcp_socket()).collect();
     fds_retransmits(&fds)

@@ -36,7 +36,9 @@ pub mod sched;
 mod watchdog;
 mod worker;
 
-pub use handle::{Engine, EngineOutcome, call_times, tcp_retransmits, zerocopy_counts};
+pub use handle::{
+    Engine, EngineOutcome, call_times, first_tcp_socket, tcp_retransmits, zerocopy_counts,
+};
 pub use pacer::pacer_spin;
 pub use parts::Engines;
 pub use place::{

@@ -150,20 +150,25 @@ fn uname(r: &TestResult, local: bool) -> Option<&crate::sensors::provenance::Ker
     p.as_ref()?.kernel.as_ref()
 }
 
-/// The congestion control of a TCP test's end: `--cc`, or the end's
-/// kernel default from its provenance; None for UDP tests.
+/// The congestion control of a TCP test's end: what its data sockets used
+/// (read back with getsockopt); from a result without that (an older
+/// server's end, an older result), `--cc`, or the end's kernel default
+/// from its provenance. None for UDP tests.
 fn congestion(r: &TestResult, local: bool) -> Option<String> {
     if r.test.is_udp() {
         return None;
     }
+    let (side, p) = if local {
+        (&r.summary.local, &r.provenance.local)
+    } else {
+        (&r.summary.remote, &r.provenance.remote)
+    };
+    if let Some(c) = &side.congestion_control {
+        return Some(c.clone());
+    }
     if let Some(c) = &r.spec.plan.congestion {
         return Some(c.clone());
     }
-    let p = if local {
-        &r.provenance.local
-    } else {
-        &r.provenance.remote
-    };
     p.as_ref()?.congestion_control.clone()
 }
 
@@ -501,8 +506,8 @@ pub static FIELDS: &[Field] = &[
     whole("REMOTE_SOCKET_TOS", "", ALWAYS, |r| {
         Some(format!("0x{:02x}", r.spec.plan.tos.unwrap_or(0)))
     }),
-    // `--cc` when given, else the kernel's default for new sockets as
-    // each end's provenance read it (a route's congctl is not seen).
+    // What each end's data sockets used, read back (a route's congctl or
+    // `--cc` as the socket took it); see `congestion` for older results.
     whole("LOCAL_CONG_CONTROL", "", "TCP tests", |r| {
         congestion(r, true)
     }),

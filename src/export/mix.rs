@@ -1,9 +1,11 @@
 //! A mix's lines of the human summary (latency under load, the `rrul`
-//! presets): one per part, then the phases, the latency under load and the
-//! fairness; and the figures as those lines and the mix's page print them.
+//! presets): one per part, then the phases (with `--one-way`, each way's
+//! and which way the queue is), the latency under load and the fairness;
+//! and the figures as those lines and the mix's page print them.
 
 use std::io::{self, Write};
 
+use crate::result::one_way::QueueDirection;
 use crate::result::{PartSummary, PhaseFigures, ProbePhases, TestResult};
 use crate::units::BitsPerSec;
 
@@ -62,6 +64,7 @@ pub fn lines(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
             "  (the bulk flows' buffers drained in {:.2} s between loaded and recovery)",
             ph.drain_s
         )?;
+        one_way_rows(ph, out)?;
     }
     if let Some(l) = &s.latency_under_load_ns {
         writeln!(
@@ -70,6 +73,16 @@ pub fn lines(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
             signed_ms(l.p50),
             signed_ms(l.p99)
         )?;
+    }
+    if let Some(q) = &s.queue_direction {
+        writeln!(out, "  {}", queue_line(q))?;
+        if !q.not_measured.is_empty() {
+            writeln!(
+                out,
+                "  not measured one way: {} (its test carries no one-way stamps)",
+                q.not_measured.join(", ")
+            )?;
+        }
     }
     if let Some(f) = &s.fairness {
         let j = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
@@ -81,6 +94,53 @@ pub fn lines(r: &TestResult, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// `--one-way`: the probes' ways up and down, p50 in each phase.
+fn one_way_rows(ph: &ProbePhases, out: &mut dyn Write) -> io::Result<()> {
+    if ph.idle.one_way_ns.is_none() && ph.loaded.one_way_ns.is_none() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  {:<9} {:>10} {:>10} {:>10}",
+        "one-way", "idle p50", "loaded", "recovery"
+    )?;
+    for up in [true, false] {
+        let cell = |f: &PhaseFigures| match &f.one_way_ns {
+            Some(o) => ms((if up { o.up.p50 } else { o.down.p50 }) as f64),
+            None => "-".into(),
+        };
+        writeln!(
+            out,
+            "  {:<9} {:>10} {:>10} {:>10}",
+            if up { "up" } else { "down" },
+            cell(&ph.idle),
+            cell(&ph.loaded),
+            cell(&ph.recovery)
+        )?;
+    }
+    Ok(())
+}
+
+/// The verdict as one line: "the queue is on the way up: +98.40 ms up,
+/// +0.10 ms down (± 0.00 ms)", each growth loaded p50 less idle p50.
+pub fn queue_line(q: &QueueDirection) -> String {
+    let lead = match q.direction.as_str() {
+        "up" => "the queue is on the way up".to_string(),
+        "down" => "the queue is on the way down".to_string(),
+        "both" => "the queue is both ways".to_string(),
+        _ => format!(
+            "no queue either way (neither grew by {})",
+            ms(q.floor_ns as f64)
+        ),
+    };
+    format!(
+        "{lead}: {} up, {} down (± {})",
+        signed_ms(q.up_ns),
+        signed_ms(q.down_ns),
+        ms(q.error_ns as f64)
+    )
 }
 
 /// The three phases in order, each with its probes' p50, p90 and p99 in
@@ -121,7 +181,32 @@ pub fn jain_text(x: Option<f64>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::signed_ms;
+    use super::{QueueDirection, queue_line, signed_ms};
+
+    /// The verdict's line: the way, each growth with its sign, the bound;
+    /// where neither way grew enough, the floor it was held to.
+    #[test]
+    fn the_verdict_is_one_line() {
+        let mut q = QueueDirection {
+            direction: "up".into(),
+            up_ns: 98_400_000,
+            down_ns: 100_000,
+            error_ns: 0,
+            floor_ns: 1_000_000,
+            probes: vec!["udp_rr".into()],
+            not_measured: Vec::new(),
+        };
+        assert_eq!(
+            queue_line(&q),
+            "the queue is on the way up: +98.40 ms up, +0.10 ms down (± 0.00 ms)"
+        );
+        q.direction = "neither".into();
+        q.up_ns = -50_000;
+        assert_eq!(
+            queue_line(&q),
+            "no queue either way (neither grew by 1.00 ms): -0.05 ms up, +0.10 ms down (± 0.00 ms)"
+        );
+    }
 
     #[test]
     fn latency_under_load_carries_one_sign() {

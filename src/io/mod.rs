@@ -28,6 +28,7 @@
 
 pub mod blocking;
 pub mod busypoll;
+pub mod congestion;
 pub mod connect;
 pub mod epoll;
 pub mod fdlimit;

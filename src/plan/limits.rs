@@ -31,3 +31,10 @@ pub const MAX_PERCENTILES: usize = 32;
 /// times): `workload::one_way`.
 pub const ONE_WAY_REQUEST_BYTES: u64 = 16;
 pub const ONE_WAY_RESPONSE_BYTES: u64 = 32;
+
+/// A congestion control's name as the kernel keeps it (`--cc`, and what
+/// a peer reports its sockets used): 1 to 15 (TCP_CA_NAME_MAX less its
+/// NUL) letters, digits or '_'.
+pub fn is_congestion_name(name: &str) -> bool {
+    (1..=15).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}

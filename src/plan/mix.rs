@@ -291,8 +291,25 @@ impl TestPlan {
                 q.tos = p.tos.or(self.tos);
                 q.idle_ns = 0;
                 q.recovery_ns = 0;
+                // --one-way: the parts whose test carries the stamps, with
+                // the room for them; the rest run as they would without.
+                q.one_way = self.one_way && p.test.traits().one_way;
+                if q.one_way {
+                    q.request_bytes = q.request_bytes.max(super::limits::ONE_WAY_REQUEST_BYTES);
+                    q.response_bytes = q.response_bytes.max(super::limits::ONE_WAY_RESPONSE_BYTES);
+                }
                 q
             })
+            .collect()
+    }
+
+    /// `--one-way` in a mix: the parts whose test carries no stamps (their
+    /// names), which the result says were not measured one way.
+    pub fn parts_without_one_way(&self) -> Vec<&str> {
+        self.parts
+            .iter()
+            .filter(|p| self.one_way && p.is_probe() && !p.test.traits().one_way)
+            .map(|p| p.name.as_str())
             .collect()
     }
 
@@ -349,6 +366,12 @@ impl TestPlan {
             return Err(PlanError::Invalid(format!(
                 "a mix's flows ({}) must be the sum of its parts' ({sum})",
                 self.flows
+            )));
+        }
+        if self.one_way && !self.parts.iter().any(|p| p.test.traits().one_way) {
+            return Err(PlanError::Invalid(format!(
+                "--one-way: no part of this mix carries the stamps (accepted: a mix with a part of these tests: {})",
+                TestKind::named(|t| t.one_way)
             )));
         }
         for (i, (p, q)) in self.parts.iter().zip(self.part_plans()).enumerate() {
@@ -451,6 +474,28 @@ mod tests {
                 p.name
             );
         }
+    }
+
+    /// `--one-way` in a mix: the parts whose test carries the stamps get
+    /// them and the room for them; the rest run as without (a bulk part's sizes), and a
+    /// mix with no such part is refused.
+    #[test]
+    fn one_way_goes_to_the_parts_that_carry_it() {
+        let mut plan = TestPlan::new(TestKind::TcpStream);
+        plan.parts = parse_spec("tcp_stream,udp_rr@rate=10,tcp_rr@rate=10").unwrap();
+        plan.flows = 3;
+        plan.idle_ns = 1_000_000_000;
+        plan.one_way = true;
+        plan.validate().unwrap();
+        let q = plan.part_plans();
+        let carried: Vec<_> = q.iter().map(|q| (q.one_way, q.request_bytes)).collect();
+        assert_eq!(carried, [(false, 1), (true, 16), (true, 16)]);
+        assert_eq!(q[1].response_bytes, 32);
+        assert!(plan.parts_without_one_way().is_empty());
+        plan.parts = parse_spec("tcp_stream,tcp_maerts").unwrap();
+        plan.flows = 2;
+        let e = plan.validate().unwrap_err().to_string();
+        assert!(e.contains("--one-way") && e.contains("udp_rr"), "{e}");
     }
 
     #[test]

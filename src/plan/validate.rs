@@ -407,9 +407,7 @@ impl TestPlan {
             check("--mss", mss as u64, 88, 65535)?;
         }
         if let Some(cc) = &self.congestion
-            && (cc.is_empty()
-                || cc.len() > 15
-                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+            && !limits::is_congestion_name(cc)
         {
             return Err(PlanError::Invalid(format!(
                 "--cc '{cc}' is not a congestion control name (accepted: 1 to 15 letters, digits or '_', e.g. cubic, bbr)"

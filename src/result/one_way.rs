@@ -97,3 +97,38 @@ pub struct IntervalOneWay {
     pub offset_ns: i64,
     pub error_ns: u64,
 }
+
+/// A phase of a mix with `--one-way`: its probes' ways up and down, ns
+/// (every probe that carried the stamps, merged; in a probe's own
+/// `phases`, that probe's), each within the run's `owd_ns.error_ns`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PhaseOneWay {
+    pub up: LatencySummary,
+    pub down: LatencySummary,
+}
+
+/// `summary.queue_direction`: which way the load's queue is, from each
+/// way's loaded p50 less its idle p50.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QueueDirection {
+    /// The ways whose growth is more than `floor_ns` + `error_ns`: `up`
+    /// (client to server: the upload's queue), `down`, `both` or `neither`.
+    #[schemars(extend("enum" = ["up", "down", "both", "neither"]))]
+    pub direction: String,
+    /// The way up's loaded p50 less its idle p50, ns.
+    pub up_ns: i64,
+    /// The way down's loaded p50 less its idle p50, ns.
+    pub down_ns: i64,
+    /// The bound on each growth from the clock, ns: twice the largest
+    /// interval's bound (`owd_ns.error_ns`), each phase's figures being
+    /// within it of the truth; 0 on one kernel.
+    pub error_ns: u64,
+    /// The least growth named a queue, ns: 1 ms, or a tenth of the idle
+    /// round trip (idle p50 up plus down) on a longer path.
+    pub floor_ns: u64,
+    /// The probes measured one way (their parts' names) ...
+    pub probes: Vec<String>,
+    /// ... and those whose test carries no stamps, not measured one way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_measured: Vec<String>,
+}

@@ -463,6 +463,14 @@ impl LatencyRecorder {
             .to_vec();
     }
 
+    /// The interval a latency recorded now belongs to (the session's
+    /// live epoch): for a flow's own per-interval figures, placed as this
+    /// recorder places its latencies.
+    #[inline]
+    pub fn interval(&self) -> u32 {
+        self.live.load(Relaxed)
+    }
+
     /// Record one latency into the interval it completed in.
     #[inline]
     pub fn record(&mut self, ns: u64) {

@@ -17,7 +17,7 @@
 //! | bulk test | `throughput` | `loss` (udp), service demand |
 //! | request/response | `transactions_per_s`; open loop: `latency_p50`, `latency_p99` | latency, loss, service demand |
 //! | capacity | `capacity` (the estimate) | |
-//! | mix with phases (rrul, …) | each probe's `P:latency_under_load_p50` | `P:loaded_latency_p99`, `goodput_up`, `goodput_down`, `fairness_up`, `fairness_down` |
+//! | mix with phases (rrul, …) | each probe's `P:latency_under_load_p50` | `P:loaded_latency_p99`, `goodput_up`, `goodput_down`, `fairness_up`, `fairness_down`; with `--one-way`, `one_way_up_under_load_p50`, `one_way_down_under_load_p50` |
 //! | mix without phases | each probe's `P:latency_p50`, else goodput | `P:latency_p99`, goodput, fairness |
 //! | curve | `saturation_rate`, `knee_rate` | |
 //! | agg | each test's `T:peak` | |
@@ -319,6 +319,18 @@ fn mix(doc: &Value, out: &mut Figures) {
     let f = &s["fairness"];
     out.add("fairness_up", num(&f["up"]), "", true, Role::Secondary);
     out.add("fairness_down", num(&f["down"]), "", true, Role::Secondary);
+    // --one-way: what the load added to each way's median, floored as the
+    // latency under load is (a way faster under load is no queue).
+    let q = &s["queue_direction"];
+    for way in ["up", "down"] {
+        out.add(
+            &format!("one_way_{way}_under_load_p50"),
+            num(&q[format!("{way}_ns")]).map(|g| g.max(ADDED_LATENCY_FLOOR_NS)),
+            "ns",
+            false,
+            Role::Secondary,
+        );
+    }
     out.cpu(s, "");
 }
 
@@ -557,6 +569,7 @@ mod tests {
                        "throughput_up_bps": 4e7, "throughput_down_bps": 4.5e7},
                        "recovery": phase(1)},
             "fairness": {"up": 0.99, "down": null},
+            "queue_direction": {"direction": "up", "up_ns": 98_000_000, "down_ns": -4_000},
             "local": {"cpu_util_percent": 50.0}, "remote": {}}});
         let f = of(&doc);
         let get = |n: &str| {
@@ -582,6 +595,13 @@ mod tests {
         assert_eq!(get("fairness_up").value, 0.99);
         assert!(f.iter().all(|f| f.name != "fairness_down"));
         assert_eq!(get("local_cpu").role, Role::Cpu);
+        // --one-way: each way's growth, the faster way floored.
+        assert_eq!(get("one_way_up_under_load_p50").value, 98e6);
+        let down = get("one_way_down_under_load_p50");
+        assert_eq!(
+            (down.value, down.role),
+            (ADDED_LATENCY_FLOOR_NS, Role::Secondary)
+        );
     }
 
     /// A mesh's pairs by name, its failed pair left out; it is not ok.

@@ -413,11 +413,7 @@ fn rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.flow_quota(a.flow),
     )
     .with_delay(Duration::from_nanos(p.delay_ns));
-    let f = if p.one_way {
-        f.one_way(p.one_way_offset_ns)
-    } else {
-        f
-    };
+    let f = if p.one_way { f.one_way(one_way(p)) } else { f };
     Ok(on_schedule(f, p, a.flow, RrClient::open_loop))
 }
 
@@ -531,6 +527,12 @@ fn capacity_flow(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     }
 }
 
+/// `--one-way`'s client state for a flow of `p` (each interval's ways
+/// are the worker's recorder's, a phased mix's probe's as any other's).
+fn one_way(p: &TestPlan) -> super::one_way::OneWay {
+    super::one_way::OneWay::new(p.one_way_offset_ns)
+}
+
 fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     let sock = a.take_socket()?;
     let p = a.plan;
@@ -544,11 +546,7 @@ fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
         p.flow_quota(a.flow),
     );
     let f = if p.rr_in_order { f.in_order() } else { f };
-    let f = if p.one_way {
-        f.one_way(p.one_way_offset_ns)
-    } else {
-        f
-    };
+    let f = if p.one_way { f.one_way(one_way(p)) } else { f };
     Ok(on_schedule(f, p, a.flow, UdpRrClient::open_loop))
 }
 

@@ -160,11 +160,11 @@ impl RrClient {
         }
     }
 
-    /// Stamp each request and record each response's way up and way down,
-    /// correcting the server's stamps by `offset_ns` (server − ours).
+    /// Stamp each request and record each response's way up and way down
+    /// into `o` (which corrects the server's stamps by its offset).
     /// Before [`Self::open_loop`], which sizes the stamps anew.
-    pub fn one_way(mut self, offset_ns: i64) -> RrClient {
-        self.stamps = Some(Box::new(ClientStamps::new(offset_ns, self.in_flight)));
+    pub fn one_way(mut self, o: OneWay) -> RrClient {
+        self.stamps = Some(Box::new(ClientStamps::new(o, self.in_flight)));
         self
     }
 
@@ -212,8 +212,8 @@ impl RrClient {
         self.sent_at = VecDeque::with_capacity(bound.min(64) as usize);
         self.in_flight = bound;
         self.open_loop = Some(open_loop);
-        if let Some(s) = &mut self.stamps {
-            **s = ClientStamps::new(s.one_way.offset_ns(), bound);
+        if let Some(s) = self.stamps.take() {
+            self.stamps = Some(Box::new(ClientStamps::new(s.one_way, bound)));
         }
         self
     }
@@ -805,7 +805,7 @@ mod tests {
                 let b = socket2::Socket::from(b);
                 b.set_nonblocking(true).unwrap();
                 let (cc, sc) = (h.counter(0), h.counter(1));
-                h.add(RrClient::new(a, cc, request, response, burst, None).one_way(0));
+                h.add(RrClient::new(a, cc, request, response, burst, None).one_way(OneWay::new(0)));
                 h.add(RrServer::new(b, sc, request, response, burst).one_way());
                 h.run_until("measured transactions", |h| h.counts(0).transactions >= 200);
                 h.set_phase(Phase::Drain);

@@ -102,11 +102,11 @@ pub(super) struct ClientStamps {
 }
 
 impl ClientStamps {
-    /// Stamps corrected by `offset_ns` (the server's clock less ours), for
-    /// `in_flight` transactions at a time.
-    pub(super) fn new(offset_ns: i64, in_flight: u64) -> ClientStamps {
+    /// Stamps recorded into `one_way` (which corrects them by its offset),
+    /// for `in_flight` transactions at a time.
+    pub(super) fn new(one_way: OneWay, in_flight: u64) -> ClientStamps {
         ClientStamps {
-            one_way: OneWay::new(offset_ns),
+            one_way,
             fronts: Fronts::new(),
             arrived: VecDeque::with_capacity(in_flight.min(1024) as usize),
         }

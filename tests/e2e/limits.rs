@@ -531,6 +531,7 @@ fn hostile_server_naming(
                     busy_poll: None,
                     uring_napi: None,
                     socket_options: None,
+                    congestion_control: Some(evil.clone()),
                     call_times: None,
                     train_gaps: None,
                     part_retransmits: vec![],
@@ -547,8 +548,9 @@ fn hostile_server_naming(
 }
 
 /// The client prints nothing from a hostile server raw: its software name,
-/// drivers and errors come out escaped in every output, and a usage no
-/// machine can have is left out with a warning that says so.
+/// drivers and errors come out escaped in every output, a congestion
+/// control that is no algorithm's name is dropped, and a usage no machine
+/// can have is left out with a warning that says so.
 #[test]
 fn a_hostile_servers_strings_and_numbers_are_not_printed_raw() {
     for json in [false, true] {
@@ -582,6 +584,8 @@ fn a_hostile_servers_strings_and_numbers_are_not_printed_raw() {
                     .contains("\\u{1b}"),
                 "{v}"
             );
+            // Not a congestion control's name: not kept at all.
+            assert!(v["summary"]["remote"].get("congestion_control").is_none());
         }
     }
 }

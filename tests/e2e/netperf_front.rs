@@ -374,3 +374,59 @@ fn a_client_started_before_its_server_waits_for_it() {
     client("1s").refused(&["within --wait-server 1s"]);
     assert!(started.elapsed() >= Duration::from_secs(1));
 }
+
+/// LOCAL_CONG_CONTROL and REMOTE_CONG_CONTROL are what each end's data
+/// sockets used, as netperf reads them with getsockopt: `-K`'s algorithm on
+/// both ends, for a long-lived stream and for TCP_CRR (whose connections
+/// are gone at the end: a socket given `-K` reads it back); and, without
+/// `-K`, the algorithm a route's `congctl` gives the connection, which the
+/// kernel's default does not say. Ground truth we set: the algorithms are
+/// chosen unlike this machine's default, and the route is the server's
+/// loopback-only namespace's own, so nothing of the host changes.
+#[test]
+fn congestion_control_fields_are_what_the_sockets_used() {
+    let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .expect("tcp_congestion_control")
+        .trim()
+        .to_string();
+    // Both built into every kernel; unlike the default, so a field that
+    // printed the default would be seen.
+    let others: Vec<&str> = ["reno", "cubic"]
+        .into_iter()
+        .filter(|cc| *cc != default)
+        .collect();
+    let server = ServerProc::isolated("netperf-cc", &[]);
+    let (ip, port) = server.addr.rsplit_once(':').expect("server address");
+    let fields = |test: &str, extra: &[&str]| {
+        let mut words = vec!["netperf", "-P", "0", "-H", ip, "-p", port, "-t", test];
+        words.extend([
+            "-l",
+            "1",
+            "--",
+            "-k",
+            "LOCAL_CONG_CONTROL,REMOTE_CONG_CONTROL",
+        ]);
+        words.extend(extra);
+        Thrum::cmd(&words).beside(&server).stdout()
+    };
+    let shows = |out: &str, cc: &str| {
+        for end in ["LOCAL", "REMOTE"] {
+            let want = format!("{end}_CONG_CONTROL={cc}");
+            assert!(out.lines().any(|l| l == want), "{want}: {out}");
+        }
+    };
+    for test in ["TCP_STREAM", "TCP_CRR"] {
+        shows(&fields(test, &["-K", others[0]]), others[0]);
+    }
+    // A route's congctl: in the server's own namespace only.
+    let Some(ns) = &server.ns else {
+        eprintln!("skipped the route's congctl: no namespace of its own");
+        return;
+    };
+    let routed = others[others.len() - 1];
+    run_ok(ns_exec(ns, "ip").args([
+        "route", "replace", "local", ip, "dev", "lo", "table", "local", "proto", "kernel", "scope",
+        "host", "src", ip, "congctl", routed,
+    ]));
+    shows(&fields("TCP_RR", &[]), routed);
+}

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{NICED, Path3, ServerProc, TOWARD_B, Thrum, f, ns_exec_ahead, u};
+use crate::common::{NICED, Path3, ServerProc, TOWARD_A, TOWARD_B, Thrum, f, ns_exec_ahead, u};
 
 const MS: u64 = 1_000_000;
 
@@ -57,7 +57,13 @@ fn probe(path: &Path3, server: &ServerProc, test: &str) -> Value {
 /// The way up's and the way down's p50, ns, after checking the clock's
 /// account: exact, nothing clamped, the sizes raised to carry the stamps.
 fn p50s(doc: &Value) -> (u64, u64) {
-    let o = &doc["summary"]["owd_ns"];
+    // 50/s for 6 s: about 300 transactions each way.
+    p50s_of(&doc["summary"]["owd_ns"], 200)
+}
+
+/// The same of `summary.owd_ns` (or a mix's part's) `o`, with at least
+/// `count` transactions.
+fn p50s_of(o: &Value, count: u64) -> (u64, u64) {
     assert_eq!(o["method"], "same_kernel", "{o}");
     assert_eq!(o["stamps"], "user_space", "{o}");
     assert_eq!(u(&o["error_ns"]), 0, "{o}");
@@ -67,8 +73,7 @@ fn p50s(doc: &Value) -> (u64, u64) {
         (16, 32),
         "{o}"
     );
-    // 50/s for 6 s: about 300 transactions each way.
-    assert!(u(&o["up"]["count"]) >= 200, "{o}");
+    assert!(u(&o["up"]["count"]) >= count, "{o}");
     (u(&o["up"]["p50"]), u(&o["down"]["p50"]))
 }
 
@@ -123,6 +128,112 @@ fn a_standing_queue_reads_on_the_way_up_only() {
             down < 10 * MS,
             "{test}: the way down crosses no queue: {down} ns"
         );
+    }
+}
+
+/// A mix with `--one-way` through the same FIFO on one egress: the
+/// preset `preset` (`upload`: four cubic flows A to B; `download`: B to
+/// A) with its udp_rr and tcp_rr probes at 10/s, 3 s idle, 10 s loaded,
+/// 1 s recovery. Returns the JSON's summary after checking what holds
+/// either way: both probes measured one way on the exact clock, each
+/// its own `owd_ns` (the tcp_rr probe's 1-byte messages raised to carry
+/// the stamps), and every phase's ways in the JSON.
+fn mix_one_way(path: &Path3, server: &ServerProc, preset: &str) -> Value {
+    let doc = path
+        .client(server, preset)
+        .niced()
+        .args([
+            "--one-way",
+            "--cc",
+            "cubic",
+            "--idle",
+            "3s",
+            "--recovery",
+            "1s",
+        ])
+        .len("10s")
+        .timeout(Duration::from_secs(90))
+        .json();
+    let s = doc["summary"].clone();
+    let q = &s["queue_direction"];
+    assert_eq!(q["probes"], serde_json::json!(["udp_rr", "tcp_rr"]), "{q}");
+    assert!(q.get("not_measured").is_none(), "{q}");
+    assert_eq!(u(&q["error_ns"]), 0, "one kernel: {q}");
+    for probe in ["udp_rr", "tcp_rr"] {
+        let p = s["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == probe)
+            .expect("the probe");
+        p50s_of(&p["owd_ns"], 100);
+    }
+    for phase in ["idle", "loaded", "recovery"] {
+        let w = &s["phases"][phase]["one_way_ns"];
+        assert!(u(&w["up"]["count"]) >= 5, "{phase}: {w}");
+    }
+    s
+}
+
+/// Each way's p50 in `phase` of summary `s`, ns.
+fn phase_p50s(s: &Value, phase: &str) -> (u64, u64) {
+    let w = &s["phases"][phase]["one_way_ns"];
+    (u(&w["up"]["p50"]), u(&w["down"]["p50"]))
+}
+
+/// rrul's question, which way the queue is, on a path with a deep FIFO
+/// one way only (the module's 625,000 bytes at 50 Mbit/s, 100 ms full):
+/// first on the way up with `upload`'s flows filling it, then on the way
+/// down, the FIFO on R's egress toward A and `download`'s flows. The
+/// loaded phase's p50 on the queued way is the standing queue's, 70 to
+/// 100 ms as the module says (60 to 130: the first second of the loaded
+/// phase is cubic filling it, and a busy host's scheduler), the other
+/// way grows by less than 10 ms, both ways idle under 10 ms, and the
+/// verdict names the queued way.
+#[test]
+fn rrul_names_the_way_the_queue_is() {
+    for (subnet, shaped, preset, way) in [
+        (42, TOWARD_B, "upload", "up"),
+        (44, TOWARD_A, "download", "down"),
+    ] {
+        let Some(path) = Path3::build(231, subnet) else {
+            return;
+        };
+        path.htb_bfifo(shaped, "50mbit", "625000");
+        let server = path.niced_server();
+        let s = mix_one_way(&path, &server, preset);
+        let (idle, loaded) = (phase_p50s(&s, "idle"), phase_p50s(&s, "loaded"));
+        eprintln!("{preset}: idle up/down p50 {idle:?} ns, loaded {loaded:?} ns");
+        let q = &s["queue_direction"];
+        assert_eq!(q["direction"], way, "{preset}: {q}");
+        assert!(
+            idle.0 < 10 * MS && idle.1 < 10 * MS,
+            "{preset}: idle {idle:?}"
+        );
+        let (queued, other) = if way == "up" {
+            (loaded.0, loaded.1)
+        } else {
+            (loaded.1, loaded.0)
+        };
+        assert!(
+            (60 * MS..=130 * MS).contains(&queued),
+            "{preset}: the way {way} reads the standing queue (70–100 ms): {queued} ns"
+        );
+        assert!(
+            other < 10 * MS,
+            "{preset}: the other way crosses no queue: {other} ns"
+        );
+        let grew = |k: &str| q[k].as_i64().unwrap();
+        let (q_way, q_other) = if way == "up" {
+            (grew("up_ns"), grew("down_ns"))
+        } else {
+            (grew("down_ns"), grew("up_ns"))
+        };
+        assert_eq!(
+            q_way,
+            queued as i64 - if way == "up" { idle.0 } else { idle.1 } as i64
+        );
+        assert!(q_other < 10 * MS as i64, "{preset}: {q}");
     }
 }
 

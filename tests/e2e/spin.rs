@@ -4,7 +4,8 @@
 //! same transactions, the mode is recorded (the spec and every worker's
 //! driver on both ends) and said in the human output, and the client's
 //! CPU shows the spinning; tests, drivers and server limits it does not
-//! cover are refused naming the flag.
+//! cover are refused naming the flag, and the server's budget of spinning
+//! workers holds across sessions and clients.
 //!
 //! The CPU bound comes from what spinning is, not from a timing: a worker
 //! that never sleeps is always runnable, and a work-conserving scheduler
@@ -109,6 +110,87 @@ fn spin_is_refused_where_it_does_not_apply() {
         .len("1s")
         .args(["--spin", "-F", "2", "-T", "2"])
         .refused(&["--spin", "--max-spin-threads", "limit of 1"]);
+}
+
+/// `--max-spin-threads` is the server's total, not one session's: while
+/// one client's spinning session holds the only spinning worker of a
+/// server allowed one, another process's spinning run is refused naming
+/// the flag with what is in use and free, a run that does not spin is
+/// still served, and once the first has ended a spinning run gets in
+/// again.
+///
+/// The second client starts only once the first has streamed an
+/// interval (its session is running, so its worker is reserved), and the
+/// first lasts long enough for two short runs to start on a loaded
+/// machine; the refusal's "spin 1 of the 1" shows it came while the first
+/// held the worker. The server releases a session's reservation as its
+/// session thread ends, a moment after the client has its result: so the
+/// last run is retried while refused for the budget, for a few seconds.
+#[test]
+fn spinning_workers_are_a_budget_of_the_whole_server() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::time::{Duration, Instant};
+
+    let server = ServerProc::start(&["--max-spin-threads", "1"]);
+    let spinning = || {
+        Thrum::run("tcp_rr")
+            .on(&server)
+            .args(["--spin", "--rr-timeout", "2s"])
+    };
+    let mut first = spinning()
+        .len("4s")
+        .interval("200ms")
+        .arg("--json-stream")
+        .spawn();
+    let mut out = BufReader::new(first.child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = out.read_line(&mut line).expect("the first client's stdout");
+        assert!(
+            n > 0,
+            "the first spinning run ended before its first interval"
+        );
+        if line.contains(r#""type":"interval""#) {
+            break;
+        }
+    }
+    let e = spinning().len("1s").refused(&[
+        "--max-spin-threads",
+        "the server's total of spinning workers",
+        "spin 1 of the 1",
+        "0 free",
+    ]);
+    assert!(e.contains("server busy"), "{e}");
+    let plain = Thrum::run("tcp_rr").on(&server).len("500ms").json();
+    assert!(u(&plain["summary"]["transactions"]) > 0, "{plain}");
+    assert_ne!(plain["spec"]["spin"], true, "a run that does not spin");
+
+    let mut rest = String::new();
+    out.read_to_string(&mut rest)
+        .expect("the first client's stdout");
+    let ran = first.wait();
+    assert!(ran.success(), "{}", ran.report());
+    let last: Value = serde_json::from_str(rest.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("the first run's last line ({e}): {rest}"));
+    assert_eq!(last["type"], "result", "{last}");
+    assert!(u(&last["result"]["summary"]["transactions"]) > 0, "{last}");
+
+    let since = Instant::now();
+    let again = loop {
+        let ran = spinning().len("500ms").arg("--json").output();
+        if ran.success() || !ran.stderr().contains("--max-spin-threads") {
+            break ran.json_ok();
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(5),
+            "the first session's spinning worker was not released: {}",
+            ran.report()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(again["spec"]["spin"], true);
+    assert!(u(&again["summary"]["transactions"]) > 0);
 }
 
 /// `--busy-poll` and `--prefer-busy-poll` reach both ends' data sockets

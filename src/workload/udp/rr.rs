@@ -163,10 +163,10 @@ impl UdpRrClient {
         }
     }
 
-    /// Stamp each request and record each response's way up and way down,
-    /// correcting the server's stamps by `offset_ns` (server − ours).
-    pub fn one_way(mut self, offset_ns: i64) -> UdpRrClient {
-        self.one_way = Some(Box::new(OneWay::new(offset_ns)));
+    /// Stamp each request and record each response's way up and way down
+    /// into `o` (which corrects the server's stamps by its offset).
+    pub fn one_way(mut self, o: OneWay) -> UdpRrClient {
+        self.one_way = Some(Box::new(o));
         self
     }
 
