@@ -184,11 +184,11 @@ pub struct TestPlan {
     /// flows start, which the client's flows correct its stamps by. Never sent.
     #[serde(skip)]
     pub one_way_offset_ns: i64,
-    /// `--one-way` in a phased mix's probe: the client keeps the two ways
-    /// per interval, for each phase's figures (`TestPlan::part_plans`
-    /// sets it on both ends alike). Never sent.
+    /// `--one-way --clock-method exchanges` (a diagnostic): the offset by
+    /// clock exchanges even where both ends read one kernel's clock.
+    /// Never sent.
     #[serde(skip)]
-    pub one_way_per_interval: bool,
+    pub one_way_exchanges_only: bool,
     /// SO_MARK and TCP_TX_DELAY on both ends' data sockets (`--mark`,
     /// `--tcp-tx-delay`); absent from an older peer's plan: neither.
     #[serde(default, flatten)]
@@ -312,7 +312,7 @@ impl TestPlan {
             rr_in_order: false,
             one_way: false,
             one_way_offset_ns: 0,
-            one_way_per_interval: false,
+            one_way_exchanges_only: false,
             sockets: sockets::SocketMarks::default(),
             spreading: sockets::Spreading::default(),
         }

@@ -247,6 +247,11 @@ pub struct Interval {
     /// Open loop (--rate): their service time, from the actual send.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_latency_ns: Option<LatencySummary>,
+    /// `--one-way`: the way up and the way down in this interval (a live
+    /// row corrected by the offset known so far; the result's by every
+    /// estimate of the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owd_ns: Option<one_way::IntervalOneWay>,
     /// A mix with bulk flows: Jain's index over this interval's per-flow
     /// goodputs of each direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -905,6 +910,7 @@ pub(crate) mod fixtures {
             sum: Figures::default(),
             latency_ns: None,
             service_latency_ns: None,
+            owd_ns: None,
             fairness: None,
             parts: Vec::new(),
             link_util_percent: LinkUtil::default(),

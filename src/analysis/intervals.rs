@@ -57,6 +57,7 @@ pub(crate) fn interval(plan: &TestPlan, g: &Gathered, k: usize) -> Interval {
         sum,
         latency_ns: g.interval_latency.get(&((k - 1) as u32)).cloned(),
         service_latency_ns: g.service_interval_latency.get(&((k - 1) as u32)).cloned(),
+        owd_ns: g.one_way.as_ref().and_then(|r| r.interval((k - 1) as u32)),
         fairness: interval_fairness(plan, g, k),
         parts,
         link_util_percent: link_util(a, b, g.link_speed_bps),

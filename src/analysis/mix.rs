@@ -206,7 +206,12 @@ pub(crate) fn assemble_mix(plan: &TestPlan, g: Gathered, error: Option<String>) 
 /// and loaded phases `ph` (None without both, or without the stamps).
 fn queue_direction(plan: &TestPlan, g: &Gathered, ph: &ProbePhases) -> Option<QueueDirection> {
     let (idle, loaded) = (ph.idle.one_way_ns.as_ref()?, ph.loaded.one_way_ns.as_ref()?);
-    let clock = g.parts.iter().find_map(|r| r.one_way.as_ref())?.clock;
+    let error_ns = g
+        .parts
+        .iter()
+        .filter_map(|r| r.one_way.as_ref())
+        .map(|r| r.growth_error_ns())
+        .max()?;
     let probes = plan
         .parts
         .iter()
@@ -218,7 +223,7 @@ fn queue_direction(plan: &TestPlan, g: &Gathered, ph: &ProbePhases) -> Option<Qu
     Some(super::one_way::queue_direction(
         idle,
         loaded,
-        &clock,
+        error_ns,
         probes,
         without.into_iter().map(String::from).collect(),
     ))
@@ -467,8 +472,7 @@ mod tests {
             }
             h
         };
-        let (mut up, mut down, mut intervals) =
-            (LatencyHistogram::new(), LatencyHistogram::new(), Vec::new());
+        let mut intervals = std::collections::BTreeMap::new();
         for k in 0..=6u64 {
             let sample = vec![counts(k, 0, 0), counts(k, k, k), counts(k, k, k)];
             second(&mut g, k, sample.clone(), sample);
@@ -478,10 +482,13 @@ mod tests {
                     ten(if loaded { 100_000_000 } else { 200_000 }),
                     ten(300_000),
                 );
-                up.merge(&u);
-                down.merge(&d);
                 let i = k as u32 - 1;
-                intervals.push((i, SparseHistogram::of(&u), SparseHistogram::of(&d)));
+                let iv = crate::stats::latency::OneWayInterval {
+                    up: SparseHistogram::of(&u),
+                    down: SparseHistogram::of(&d),
+                    fastest: Default::default(),
+                };
+                intervals.insert(i, iv);
             }
         }
         let at = |offset_ns: i64| Estimate {
@@ -494,8 +501,6 @@ mod tests {
         };
         let mut parts = vec![PartRecord::default(); 3];
         parts[1].one_way = Some(OneWayRecord {
-            up,
-            down,
             clamped: 0,
             intervals,
             clock: ClockMap {
@@ -503,6 +508,8 @@ mod tests {
                 after: Some(at(0)),
             },
             method: ClockMethod::SameKernel,
+            interval_ns: 1_000_000_000,
+            settled: None,
         });
         g.load_bounds = vec![0, 1, 5, 5, 6];
         g.parts = parts;

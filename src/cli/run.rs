@@ -179,10 +179,18 @@ pub struct RunArgs {
     pub both: bool,
     /// udp_rr, tcp_rr and a mix's probes: the way up and the way down apart.
     ///
-    /// udp_rr, tcp_rr: each request carries its send time, the server stamps its arrival and the response's departure (CLOCK_MONOTONIC, read in user space), and the client measures the server's clock offset before and after the run (clock exchanges over the control connection, the fastest third; exact where both ends share one kernel) and reports the way up and the way down as percentiles with the offset's error bound beside them (summary.owd_ns). Requests and responses are raised to 16 and 32 bytes at least (-r), to carry the stamps, and udp_rr's --rr-timeout defaults to 2s, to wait out a queue. In a mix (rrul and the other presets, --mix) every part whose test carries the stamps (udp_rr, tcp_rr) gets them on the one clock measured for the session, each its own owd_ns and each phase its ways up and down, and summary.queue_direction says which way the load's queue is (up, down, both or neither: each way's loaded p50 less its idle p50 against 1 ms or a tenth of the idle round trip, plus the clock's bound); a probe whose test carries none runs as without and is named as not measured one way. The server must be this version or later.
+    /// udp_rr, tcp_rr: each request carries its send time, the server stamps its arrival and the response's departure (CLOCK_MONOTONIC, read in user space), and the client measures the server's clock offset before and after the run (clock exchanges over the control connection, the fastest third; exact where both ends share one kernel) and between them from each interval's fastest transactions (those of an interval whose fastest path is near the run's fastest: one behind a queue is reported and left out), and reports the way up and the way down as percentiles with the offset's error bound beside them (summary.owd_ns), and each interval's p50s in its row. Requests and responses are raised to 16 and 32 bytes at least (-r), to carry the stamps, and udp_rr's --rr-timeout defaults to 2s, to wait out a queue. In a mix (rrul and the other presets, --mix) every part whose test carries the stamps (udp_rr, tcp_rr) gets them on the one clock measured for the session, each its own owd_ns and each phase its ways up and down, and summary.queue_direction says which way the load's queue is (up, down, both or neither: each way's loaded p50 less its idle p50 against 1 ms or a tenth of the idle round trip, plus the clock's bound); a probe whose test carries none runs as without and is named as not measured one way. The server must be this version or later.
     #[arg(long)]
     #[arg(help_heading = super::heading::LOAD)]
     pub one_way: bool,
+    /// A diagnostic of --one-way: `exchanges` finds the server's clock
+    /// offset by clock exchanges alone even where both ends read one
+    /// kernel's clock (whose exact offset then only checks them), to
+    /// measure the exchanges' accuracy against it; `auto` (the default)
+    /// takes the exact offset where there is one.
+    #[arg(long, value_name = "METHOD", hide = true, requires = "one_way")]
+    #[arg(value_parser = ["auto", "exchanges"])]
+    pub clock_method: Option<String>,
     /// Write a chart as SVG to FILE (a mix, or capacity).
     ///
     /// Write a chart as SVG to FILE. A mix: the time series as flent's all_scaled (download, upload and probe latency in stacked panels on one time axis, phases shaded). capacity: the histogram of the trains' gaps as rates, with the estimate, its interval and any token bucket marked.
@@ -750,6 +758,7 @@ impl RunArgs {
             // raises it in the parts that carry them (`part_plans`) only.
             use crate::plan::limits::{ONE_WAY_REQUEST_BYTES, ONE_WAY_RESPONSE_BYTES};
             p.one_way = true;
+            p.one_way_exchanges_only = self.clock_method.as_deref() == Some("exchanges");
             if parts.is_empty() {
                 p.request_bytes = p.request_bytes.max(ONE_WAY_REQUEST_BYTES);
                 p.response_bytes = p.response_bytes.max(ONE_WAY_RESPONSE_BYTES);

@@ -329,9 +329,13 @@ impl<'a> Session<'a> {
         self.fit_parts(&mut parts, &hello);
         // --one-way: the flows correct their stamps by the offset before the run.
         let clock_before = if plan.one_way {
-            let c = super::one_way::before(&mut ctrl, label, &hello)?;
+            let c = super::one_way::before(&mut ctrl, label, &hello, plan.one_way_exchanges_only)?;
             for p in &mut parts {
                 p.one_way_offset_ns = c.0.offset_ns;
+            }
+            // A single test's record now, for the live rows' correction.
+            if plan.parts.is_empty() {
+                self.g.one_way = Some(super::one_way::record(c, plan.interval_ns));
             }
             Some(c)
         } else {
@@ -402,6 +406,7 @@ impl<'a> Session<'a> {
             label: label.to_string(),
             answered: 0,
             pending: Default::default(),
+            owd_windows: Vec::new(),
         };
         let outcome = run.timeline(plan, &phases, &mut self.g, &mut *self.observer);
         self.g.local_window = run.meter.window();
@@ -428,16 +433,17 @@ impl<'a> Session<'a> {
         self.take_final(fin);
         if let Some(before) = clock_before {
             let conn = handshake(self.target, false, |_, _| Ok(()));
-            let after = super::one_way::after(conn, self.label());
-            if plan.parts.is_empty() {
-                self.g.one_way = Some(super::one_way::record(&outs, before, after));
+            let after = super::one_way::after(conn, self.label(), plan.one_way_exchanges_only);
+            if let Some(r) = self.g.one_way.as_mut() {
+                super::one_way::finish(r, &outs, after);
             } else {
                 // A mix: each part that carried the stamps its own, on
                 // the one clock measured for the session.
                 for ((out, p), rec) in outs.iter().zip(&parts).zip(&mut self.g.parts) {
                     if p.one_way {
-                        let one = std::slice::from_ref(out);
-                        rec.one_way = Some(super::one_way::record(one, before, after));
+                        let mut r = super::one_way::record(before, plan.interval_ns);
+                        super::one_way::finish(&mut r, std::slice::from_ref(out), after);
+                        rec.one_way = Some(r);
                     }
                 }
             }

@@ -11,6 +11,7 @@
 //! namespaces on one host do) their offset is known exactly from the
 //! hellos ([`crate::clock::MonotonicId`]) and the exchanges only check it.
 
+use std::collections::BTreeMap;
 use std::net::TcpStream;
 
 use anyhow::{Result, anyhow};
@@ -19,21 +20,23 @@ use super::clocks::{EXCHANGES, ping};
 use super::proto::Hello;
 use crate::analysis::one_way::{ClockMethod, OneWayRecord};
 use crate::engine::EngineOutcome;
-use crate::stats::latency::LatencyHistogram;
 use crate::stats::offset::{ClockMap, Estimate, estimate};
 
 /// Slack for the check of an exact offset against the exchanges' interval,
 /// ns: the estimate's mean is rounded to the nanosecond.
 const ROUNDING_NS: u64 = 1_000;
 
-/// The server's clock before the run, on `ctrl` before the spec.
+/// The server's clock before the run, on `ctrl` before the spec;
+/// `exchanges_only` (`--clock-method exchanges`): by the exchanges even
+/// on one kernel.
 pub(super) fn before(
     ctrl: &mut TcpStream,
     label: &str,
     hello: &Hello,
+    exchanges_only: bool,
 ) -> Result<(Estimate, ClockMethod)> {
     let est = burst(ctrl, label)?;
-    Ok(match exact(hello, &est) {
+    Ok(match exact(hello, &est).filter(|_| !exchanges_only) {
         Some(e) => (e, ClockMethod::SameKernel),
         None => (est, ClockMethod::Exchanges),
     })
@@ -42,10 +45,18 @@ pub(super) fn before(
 /// The server's clock after the run, on `conn`, a connection of its own
 /// (the session's hello and key done); None where it cannot be had (the
 /// run's figures stand, with the one bound).
-pub(super) fn after(conn: Result<(TcpStream, Hello)>, label: &str) -> Option<Estimate> {
+pub(super) fn after(
+    conn: Result<(TcpStream, Hello)>,
+    label: &str,
+    exchanges_only: bool,
+) -> Option<Estimate> {
     let (mut ctrl, hello) = conn.ok()?;
     let est = burst(&mut ctrl, label).ok()?;
-    Some(exact(&hello, &est).unwrap_or(est))
+    Some(
+        exact(&hello, &est)
+            .filter(|_| !exchanges_only)
+            .unwrap_or(est),
+    )
 }
 
 fn burst(ctrl: &mut TcpStream, label: &str) -> Result<Estimate> {
@@ -72,34 +83,36 @@ fn exact(hello: &Hello, est: &Estimate) -> Option<Estimate> {
     })
 }
 
-/// The raw record of `outs` (a single test's engines, or one part's):
-/// every flow's histograms merged, and the clock.
-pub(super) fn record(
-    outs: &[EngineOutcome],
-    before: (Estimate, ClockMethod),
-    after: Option<Estimate>,
-) -> OneWayRecord {
-    let (mut up, mut down, mut clamped) = (LatencyHistogram::new(), LatencyHistogram::new(), 0);
-    let mut intervals = Vec::new();
-    for f in outs.iter().flat_map(|o| &o.flows) {
-        if let Some(w) = f.one_way() {
-            up.merge(&w.up);
-            down.merge(&w.down);
-            clamped += w.clamped;
-            intervals.extend(w.intervals());
-        }
-    }
+/// The raw record as the run starts: the clock before it, no interval yet.
+pub(super) fn record(before: (Estimate, ClockMethod), interval_ns: u64) -> OneWayRecord {
     OneWayRecord {
-        up,
-        down,
-        clamped,
-        intervals,
+        intervals: BTreeMap::new(),
+        clamped: 0,
         clock: ClockMap {
             before: before.0,
-            after,
+            after: None,
         },
         method: before.1,
+        interval_ns,
+        settled: None,
     }
+}
+
+/// The run is over: every interval the engines kept, the flows' count of
+/// ways below zero, and the clock after the run.
+pub(super) fn finish(r: &mut OneWayRecord, outs: &[EngineOutcome], after: Option<Estimate>) {
+    for o in outs {
+        r.intervals
+            .extend(o.interval_one_way.iter().map(|(&k, iv)| (k, iv.clone())));
+    }
+    r.clamped = outs
+        .iter()
+        .flat_map(|o| &o.flows)
+        .filter_map(|f| f.one_way())
+        .map(|w| w.clamped)
+        .sum();
+    r.clock.after = after;
+    r.settle();
 }
 
 #[cfg(test)]

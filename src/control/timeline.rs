@@ -171,6 +171,9 @@ pub(crate) struct Running {
     /// latency before the observer hears of them (local sample indices,
     /// in order).
     pub pending: std::collections::VecDeque<usize>,
+    /// `--one-way`: the intervals' own estimates of the server's clock so
+    /// far, which correct the live rows (`analysis::one_way`).
+    pub owd_windows: Vec<(u32, crate::stats::offset::Estimate)>,
 }
 
 impl Running {
@@ -334,6 +337,18 @@ impl Running {
                     return;
                 }
                 p.latency_ns = latency;
+            }
+            if let (Some(r), Some(e)) = (&g.one_way, &self.engine) {
+                let (settled, got) = e.interval_one_way(0, iv.index);
+                if !settled && !late {
+                    return;
+                }
+                if let Some(got) = got {
+                    if let Some(w) = crate::analysis::one_way::window(&got) {
+                        self.owd_windows.push((iv.index, w));
+                    }
+                    iv.owd_ns = r.live(&self.owd_windows).interval(&got);
+                }
             }
             self.pending.pop_front();
             observer.on_interval(&iv);

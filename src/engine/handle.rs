@@ -48,6 +48,8 @@ pub struct EngineOutcome {
     /// Each interval's latency of each flow that completed any, when the
     /// workers kept it ([`WorkerSpec::flow_latency`]): (flow, summary).
     pub flow_interval_latency: BTreeMap<u32, Vec<(u32, LatencySummary)>>,
+    /// `--one-way`: each interval's two ways and fastest exchanges.
+    pub interval_one_way: BTreeMap<u32, crate::stats::latency::OneWayInterval>,
     /// Open loop: how far behind its schedule the generator sent each request.
     pub generator_lag: LatencyHistogram,
     /// The flows, sockets still open: the session closes them once the peer has finished.
@@ -179,6 +181,20 @@ impl Engine {
         (t.settled(index), t.summary_of(index))
     }
 
+    /// Interval `index`'s one-way record (`--one-way`), once every worker
+    /// has handed it in: whether they have, and the record if any.
+    pub fn interval_one_way(
+        &self,
+        index: u32,
+    ) -> (bool, Option<crate::stats::latency::OneWayInterval>) {
+        let t = self
+            .shared
+            .intervals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        (t.settled(index), t.one_way_of(index))
+    }
+
     /// Start interval `index`: latencies recorded from now on belong to it.
     pub fn set_interval(&self, index: u32) {
         self.shared.epoch.store(index, Relaxed);
@@ -238,13 +254,18 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let (interval_latency, interval_histograms, flow_interval_latency) = {
+        let (interval_latency, interval_histograms, flow_interval_latency, interval_one_way) = {
             let mut t = self
                 .shared
                 .intervals
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            (t.take_done(), t.take_kept(), t.take_flows())
+            (
+                t.take_done(),
+                t.take_kept(),
+                t.take_flows(),
+                t.take_one_way(),
+            )
         };
         let service_interval_latency = self
             .shared
@@ -257,6 +278,7 @@ impl Engine {
             interval_latency,
             interval_histograms,
             flow_interval_latency,
+            interval_one_way,
             service_latency,
             service_interval_latency,
             generator_lag,

@@ -226,6 +226,19 @@ impl Engines {
         }
     }
 
+    /// Part `i`'s one-way record of interval `index` (`--one-way`):
+    /// settled, and the record. A part not started has none, settled.
+    pub fn interval_one_way(
+        &self,
+        i: usize,
+        index: u32,
+    ) -> (bool, Option<crate::stats::latency::OneWayInterval>) {
+        match self.slots.get(i) {
+            Some(Slot::Running(e)) => e.interval_one_way(index),
+            _ => (true, None),
+        }
+    }
+
     /// The first part's error, if any part has one.
     pub fn error(&self) -> Option<String> {
         self.running_engines().find_map(|e| e.error())
@@ -248,6 +261,7 @@ impl Engines {
                     service_interval_latency: BTreeMap::new(),
                     interval_histograms: BTreeMap::new(),
                     flow_interval_latency: BTreeMap::new(),
+                    interval_one_way: BTreeMap::new(),
                     generator_lag: LatencyHistogram::new(),
                     flows: workers.into_iter().flat_map(|w| w.flows).collect(),
                     drivers: Vec::new(),

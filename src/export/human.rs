@@ -172,9 +172,15 @@ fn one_way_lines(out: &mut dyn Write, s: &crate::result::Summary) -> io::Result<
     } else {
         String::new()
     };
+    let used = o.offsets.iter().filter(|w| w.used).count();
+    let refreshed = if used > 0 {
+        format!(", {used} of {} intervals' estimates", o.offsets.len())
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "           server clock offset {} ns ± {e} ({}{drift}), stamps {}{clamped}",
+        "           server clock offset {} ns ± {e} ({}{refreshed}{drift}), stamps {}{clamped}",
         o.offset_ns, o.method, o.stamps
     )
 }
@@ -448,6 +454,15 @@ fn row_in(
     }
     if let Some(j) = iv.sum.jitter_ns {
         write!(out, "  jitter {}", fmt_ns(j as f64))?;
+    }
+    if let Some(o) = &iv.owd_ns {
+        write!(
+            out,
+            "  up {} down {} ± {}",
+            fmt_ns(o.up_p50 as f64),
+            fmt_ns(o.down_p50 as f64),
+            fmt_ns(o.error_ns as f64)
+        )?;
     }
     writeln!(out)
 }

@@ -134,6 +134,7 @@ pub fn row(k: u32, parts: &[(&str, &ClockMap, u64, &Interval)], origin: &Origin)
         sum: add_figures(ivs.iter().map(|iv| &iv.sum)),
         latency_ns: None,
         service_latency_ns: None,
+        owd_ns: None,
         fairness: None,
         parts: Vec::new(),
         link_util_percent: Default::default(),

@@ -275,7 +275,6 @@ impl TestPlan {
         if self.parts.is_empty() {
             return vec![self.clone()];
         }
-        let phased = self.load_phases();
         self.parts
             .iter()
             .map(|p| {
@@ -298,7 +297,6 @@ impl TestPlan {
                 if q.one_way {
                     q.request_bytes = q.request_bytes.max(super::limits::ONE_WAY_REQUEST_BYTES);
                     q.response_bytes = q.response_bytes.max(super::limits::ONE_WAY_RESPONSE_BYTES);
-                    q.one_way_per_interval = phased && p.is_probe();
                 }
                 q
             })
@@ -479,8 +477,7 @@ mod tests {
     }
 
     /// `--one-way` in a mix: the parts whose test carries the stamps get
-    /// them and the room for them, per interval where they are a phased
-    /// mix's probes; the rest run as without (a bulk part's sizes), and a
+    /// them and the room for them; the rest run as without (a bulk part's sizes), and a
     /// mix with no such part is refused.
     #[test]
     fn one_way_goes_to_the_parts_that_carry_it() {
@@ -491,14 +488,8 @@ mod tests {
         plan.one_way = true;
         plan.validate().unwrap();
         let q = plan.part_plans();
-        let carried: Vec<_> = q
-            .iter()
-            .map(|q| (q.one_way, q.one_way_per_interval, q.request_bytes))
-            .collect();
-        assert_eq!(
-            carried,
-            [(false, false, 1), (true, true, 16), (true, true, 16)]
-        );
+        let carried: Vec<_> = q.iter().map(|q| (q.one_way, q.request_bytes)).collect();
+        assert_eq!(carried, [(false, 1), (true, 16), (true, 16)]);
         assert_eq!(q[1].response_bytes, 32);
         assert!(plan.parts_without_one_way().is_empty());
         plan.parts = parse_spec("tcp_stream,tcp_maerts").unwrap();

@@ -14,6 +14,9 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
 
+use super::offset::Exchange;
+use super::owd::Fastest;
+
 const MAX_NS: u64 = 3_600_000_000_000;
 
 /// A latency histogram in nanoseconds.
@@ -132,6 +135,22 @@ impl LatencyHistogram {
         for &(v, n) in &s.pairs {
             self.h.saturating_record_n(v.max(1), n);
         }
+    }
+
+    /// Add what a [`SparseHistogram`] holds, each value moved by `by_ns`
+    /// (a correction found after it was recorded); values it takes below
+    /// zero count as 0 and are counted in the return.
+    pub fn merge_sparse_shifted(&mut self, s: &SparseHistogram, by_ns: i64) -> u64 {
+        let mut below = 0;
+        for &(v, n) in &s.pairs {
+            let moved = v as i128 + by_ns as i128;
+            if moved < 0 {
+                below += n;
+            }
+            self.h
+                .saturating_record_n(moved.clamp(1, u64::MAX as i128) as u64, n);
+        }
+        below
     }
 
     /// The share of latencies at or below each of `points` values spread
@@ -279,6 +298,10 @@ pub struct IntervalTable {
     /// Per-flow latency (`--samples`): interval → (flow, summary) of the
     /// flows that completed any, handed in by each flow's worker.
     flows: BTreeMap<u32, Vec<(u32, LatencySummary)>>,
+    /// `--one-way`: each interval's parts merging, and the merged ones
+    /// kept to the end of the run (`stats::owd`).
+    one_way_open: BTreeMap<u32, OneWayPart>,
+    one_way: BTreeMap<u32, OneWayInterval>,
 }
 
 impl IntervalTable {
@@ -293,7 +316,25 @@ impl IntervalTable {
             settled_below: 0,
             ahead: std::collections::BTreeSet::new(),
             flows: BTreeMap::new(),
+            one_way_open: BTreeMap::new(),
+            one_way: BTreeMap::new(),
         }
+    }
+
+    /// One worker's one-way part of interval `epoch`, before its
+    /// [`IntervalTable::hand_in`] of the same interval.
+    fn hand_in_one_way(&mut self, epoch: u32, part: &OneWayPart) {
+        self.one_way_open.entry(epoch).or_default().merge(part);
+    }
+
+    /// Interval `epoch`'s one-way record, once every worker has handed it in.
+    pub fn one_way_of(&self, epoch: u32) -> Option<OneWayInterval> {
+        self.one_way.get(&epoch).cloned()
+    }
+
+    /// Every settled interval's one-way record.
+    pub fn take_one_way(&mut self) -> BTreeMap<u32, OneWayInterval> {
+        std::mem::take(&mut self.one_way)
     }
 
     /// Has every worker handed in interval `epoch` (its summary, if it
@@ -321,6 +362,9 @@ impl IntervalTable {
             }
             if let (true, Some(h)) = (self.keep, h) {
                 self.kept.insert(epoch, SparseHistogram::of(&h));
+            }
+            if let Some(w) = self.one_way_open.remove(&epoch) {
+                self.one_way.insert(epoch, w.sparse());
             }
             // Workers hand in their intervals in order, so the gaps close.
             self.ahead.insert(epoch);
@@ -381,6 +425,9 @@ pub struct LatencyRecorder {
     percentiles: Vec<f64>,
     /// The slot of the flow the worker runs now (set by the worker loop).
     pub slot: usize,
+    /// `--one-way`: the open interval's two ways and fastest exchanges,
+    /// made at the first response that carries them.
+    one_way: Option<Box<OneWayPart>>,
 }
 
 impl LatencyRecorder {
@@ -395,6 +442,7 @@ impl LatencyRecorder {
             flow_ids: Vec::new(),
             percentiles: Vec::new(),
             slot: 0,
+            one_way: None,
         }
     }
 
@@ -436,6 +484,19 @@ impl LatencyRecorder {
         }
     }
 
+    /// Record one transaction's two ways, ns, and its four clock readings
+    /// (`--one-way`) into the interval it completed in.
+    #[inline]
+    pub fn record_one_way(&mut self, up_ns: u64, down_ns: u64, x: Exchange) {
+        let now = self.live.load(Relaxed);
+        if now != self.epoch {
+            self.advance(now);
+        }
+        self.one_way
+            .get_or_insert_with(Default::default)
+            .record(up_ns, down_ns, x);
+    }
+
     /// Hand in every interval before `now`.
     #[cold]
     fn advance(&mut self, now: u32) {
@@ -450,6 +511,10 @@ impl LatencyRecorder {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
         if !per_flow.is_empty() {
             table.flows.entry(self.epoch).or_default().extend(per_flow);
+        }
+        if let Some(w) = self.one_way.as_deref_mut().filter(|w| w.count() > 0) {
+            table.hand_in_one_way(self.epoch, w);
+            w.reset();
         }
         table.hand_in(self.epoch, Some(&self.interval));
         // Intervals between: nothing of this worker's in them.
@@ -510,6 +575,59 @@ pub struct LatencySummary {
     /// The percentiles asked for with --percentiles, in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub percentiles: Vec<Percentile>,
+}
+
+/// One worker's open interval: the two ways, ns, corrected by the offset
+/// the flows were given, and the fastest exchanges, raw.
+#[derive(Clone, Debug, Default)]
+pub struct OneWayPart {
+    pub up: LatencyHistogram,
+    pub down: LatencyHistogram,
+    pub fastest: Fastest,
+}
+
+impl OneWayPart {
+    /// One transaction: its two ways and its four readings.
+    #[inline]
+    pub fn record(&mut self, up_ns: u64, down_ns: u64, x: Exchange) {
+        self.up.record(up_ns);
+        self.down.record(down_ns);
+        self.fastest.offer(x);
+    }
+
+    pub fn merge(&mut self, other: &OneWayPart) {
+        self.up.merge(&other.up);
+        self.down.merge(&other.down);
+        self.fastest.merge(&other.fastest);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.up.count()
+    }
+
+    pub fn reset(&mut self) {
+        self.up.reset();
+        self.down.reset();
+        self.fastest = Fastest::default();
+    }
+
+    /// The interval as the engine keeps it.
+    pub fn sparse(&self) -> OneWayInterval {
+        OneWayInterval {
+            up: SparseHistogram::of(&self.up),
+            down: SparseHistogram::of(&self.down),
+            fastest: self.fastest,
+        }
+    }
+}
+
+/// One interval's one-way record, every worker's merged, kept to the end
+/// of the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OneWayInterval {
+    pub up: SparseHistogram,
+    pub down: SparseHistogram,
+    pub fastest: Fastest,
 }
 
 #[cfg(test)]

@@ -11,3 +11,5 @@ pub mod counters;
 pub mod dispersion;
 pub mod latency;
 pub mod offset;
+pub mod owd;
+pub mod track;

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 /// One exchange's four readings, ns: ours at the ping's send and the
 /// pong's receipt, the peer's at the ping's receipt and the pong's send.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exchange {
     pub sent_ns: u64,
     pub peer_rx_ns: u64,
@@ -36,7 +36,7 @@ pub struct Exchange {
 impl Exchange {
     /// Readings that can be true: the pong came after the ping, and the
     /// peer's turnaround fits in the round trip.
-    fn sane(&self) -> bool {
+    pub fn sane(&self) -> bool {
         self.received_ns >= self.sent_ns
             && self.peer_tx_ns >= self.peer_rx_ns
             && self.peer_tx_ns - self.peer_rx_ns <= self.received_ns - self.sent_ns
@@ -94,19 +94,37 @@ pub fn estimate(exchanges: &[Exchange]) -> Option<Estimate> {
     }
     x.sort_by_key(|e| e.path_ns());
     let keep = x.len().div_ceil(3);
-    let kept = &x[..keep];
+    Some(mean_of(&x[..keep], x.len()))
+}
+
+/// The estimate from exchanges already chosen as the fastest of a window
+/// (`stats::track`) out of `made`: every sane one kept. None when none
+/// is sane.
+pub fn estimate_kept(fastest: &[Exchange], made: u64) -> Option<Estimate> {
+    let mut x: Vec<&Exchange> = fastest.iter().filter(|e| e.sane()).collect();
+    if x.is_empty() {
+        return None;
+    }
+    x.sort_by_key(|e| e.path_ns());
+    let made = (made as usize).max(x.len());
+    Some(mean_of(&x, made))
+}
+
+/// The mean of `kept` (sorted fastest first) out of `made` exchanges.
+fn mean_of(kept: &[&Exchange], made: usize) -> Estimate {
+    let keep = kept.len();
     let n = keep as i128;
     let offset = kept.iter().map(|e| e.offset_ns()).sum::<i128>() / n;
     let error = kept.iter().map(|e| e.half_width_ns() as u128).sum::<u128>();
     let at = kept.iter().map(|e| e.at_ns() as u128).sum::<u128>() / keep as u128;
-    Some(Estimate {
+    Estimate {
         offset_ns: offset.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
         error_ns: error.div_ceil(keep as u128) as u64,
         at_ns: at as u64,
         min_path_ns: kept[0].path_ns(),
         kept: keep as u32,
-        exchanges: x.len() as u32,
-    })
+        exchanges: made as u32,
+    }
 }
 
 /// The peer's clock against ours over a stretch of time: an estimate

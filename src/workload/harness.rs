@@ -43,6 +43,8 @@ pub struct Harness {
     phase: AtomicU8,
     quota_done: AtomicU32,
     lat: LatencyRecorder,
+    /// Where `lat` hands in its intervals (`--one-way`'s among them).
+    table: Arc<Mutex<IntervalTable>>,
     pub open: OpenLoopRecorder,
     /// Flows to kick in the next round.
     ready: Vec<usize>,
@@ -66,7 +68,8 @@ impl Harness {
             counters,
             phase: AtomicU8::new(Phase::Measure as u8),
             quota_done: AtomicU32::new(0),
-            lat: LatencyRecorder::new(Arc::new(AtomicU32::new(0)), table),
+            lat: LatencyRecorder::new(Arc::new(AtomicU32::new(0)), table.clone()),
+            table,
             open: OpenLoopRecorder {
                 service: LatencyRecorder::new(
                     Arc::new(AtomicU32::new(0)),
@@ -222,9 +225,22 @@ impl Harness {
         self.lat.finish().count()
     }
 
-    /// Their summary (None: none recorded).
-    pub fn latency_summary(self) -> Option<crate::stats::latency::LatencySummary> {
-        self.lat.finish().summary()
+    /// Their summary (None: none recorded), and `--one-way`'s two ways over every interval.
+    pub fn one_way_summaries(
+        self,
+    ) -> (
+        Option<crate::stats::latency::LatencySummary>,
+        crate::stats::latency::LatencyHistogram,
+        crate::stats::latency::LatencyHistogram,
+    ) {
+        let lat = self.lat.finish().summary();
+        let (mut up, mut down) = Default::default();
+        let ivs = self.table.lock().unwrap().take_one_way();
+        for iv in ivs.values() {
+            crate::stats::latency::LatencyHistogram::merge_sparse(&mut up, &iv.up);
+            crate::stats::latency::LatencyHistogram::merge_sparse(&mut down, &iv.down);
+        }
+        (lat, up, down)
     }
 }
 

@@ -527,15 +527,10 @@ fn capacity_flow(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {
     }
 }
 
-/// `--one-way`'s client state for a flow of `p`: per interval too in a
-/// phased mix's probe.
+/// `--one-way`'s client state for a flow of `p` (each interval's ways
+/// are the worker's recorder's, a phased mix's probe's as any other's).
 fn one_way(p: &TestPlan) -> super::one_way::OneWay {
-    let o = super::one_way::OneWay::new(p.one_way_offset_ns);
-    if p.one_way_per_interval {
-        o.per_interval()
-    } else {
-        o
-    }
+    super::one_way::OneWay::new(p.one_way_offset_ns)
 }
 
 fn udp_rr_client(mut a: FlowArgs<'_>) -> io::Result<Box<dyn Flow>> {

@@ -1,7 +1,7 @@
 //! The one-way stamps (`--one-way`) of udp_rr and tcp_rr: where a request
 //! and its response carry the clock readings that split the round trip
-//! into its way up and its way down, and the client's two histograms of
-//! them. One layout for both tests: a udp_rr datagram and a tcp_rr
+//! into its way up and its way down, recorded into the worker's
+//! recorder. One layout for both tests: a udp_rr datagram and a tcp_rr
 //! message start alike (tcp_rr's stream framing: [`super::rr_stamps`]).
 //!
 //! A request carries, after its 8-byte sequence number, the client's
@@ -17,11 +17,14 @@
 //! in user space, the server once per receive batch and once per send
 //! batch (a vDSO call, no syscall): the stamps include each end's time in
 //! its own stack. Everything is written into the flows' existing buffers;
-//! the histograms are the flow's, made before it starts.
+//! each response's two ways and four readings go to the worker's
+//! recorder (`stats::owd`: per interval, the readings of the fastest
+//! few refresh the offset through the run, `stats::track`).
 
 use std::time::Instant;
 
-use crate::stats::latency::{LatencyHistogram, SparseHistogram};
+use crate::stats::latency::LatencyRecorder;
+use crate::stats::offset::Exchange;
 
 /// A request's bytes with `--one-way`: its sequence number and `t1`.
 pub const OWD_REQUEST: u64 = (RR_SEQ + 8) as u64;
@@ -75,37 +78,17 @@ pub(crate) fn stamp_departure(tx: &mut [u8], t3: u64) {
     put(tx, T3, t3);
 }
 
-/// The client's one-way state: the offset it corrects by, the map from
-/// its `Instant`s to CLOCK_MONOTONIC, and the histograms.
+/// The client's one-way state: the offset it corrects by and the map
+/// from its `Instant`s to CLOCK_MONOTONIC.
 pub struct OneWay {
     /// The server's clock less ours, ns.
     offset_ns: i64,
     base: Instant,
     base_ns: u64,
-    /// The way up and the way down, ns, measurement window only.
-    pub up: LatencyHistogram,
-    pub down: LatencyHistogram,
     /// Transactions whose corrected way up or down came out below zero
     /// (the offset's error is more than that way's delay): recorded as 0.
     pub clamped: u64,
-    /// A phased mix's probe: the two ways per interval as well, so that
-    /// its idle and loaded phases each have their own (None otherwise: a
-    /// long single test would keep a histogram a second for nothing).
-    split: Option<Box<Split>>,
 }
-
-/// The two ways per interval: the current interval's histograms, and each
-/// earlier one's kept compactly when the interval changes (once an
-/// interval, never per transaction), as the engine keeps a probe's.
-struct Split {
-    at: u32,
-    up: LatencyHistogram,
-    down: LatencyHistogram,
-    done: Vec<Interval>,
-}
-
-/// One interval's ways up and down: (interval index, up, down).
-pub type Interval = (u32, SparseHistogram, SparseHistogram);
 
 impl OneWay {
     pub fn new(offset_ns: i64) -> OneWay {
@@ -118,39 +101,8 @@ impl OneWay {
             offset_ns,
             base,
             base_ns: a + (b - a) / 2,
-            up: LatencyHistogram::new(),
-            down: LatencyHistogram::new(),
             clamped: 0,
-            split: None,
         }
-    }
-
-    /// Keep the two ways per interval too (a phased mix's probe).
-    pub fn per_interval(mut self) -> OneWay {
-        self.split = Some(Box::new(Split {
-            at: 0,
-            up: LatencyHistogram::new(),
-            down: LatencyHistogram::new(),
-            done: Vec::new(),
-        }));
-        self
-    }
-
-    /// Each interval's ways up and down, oldest first, the current one
-    /// last; empty unless kept ([`OneWay::per_interval`]).
-    pub fn intervals(&self) -> Vec<Interval> {
-        let Some(s) = &self.split else {
-            return Vec::new();
-        };
-        let mut v = s.done.clone();
-        if s.up.count() > 0 {
-            v.push((
-                s.at,
-                SparseHistogram::of(&s.up),
-                SparseHistogram::of(&s.down),
-            ));
-        }
-        v
     }
 
     /// The offset it corrects by, ns (the server's clock less ours).
@@ -170,11 +122,10 @@ impl OneWay {
     }
 
     /// Record a response `d` received at `now` (one that completed its
-    /// transaction in the measurement window) in interval `interval` (the
-    /// engine's, as its latency is); a response too short to carry the
-    /// stamps records nothing.
+    /// transaction in the measurement window) into `rec`, the worker's;
+    /// a response too short to carry the stamps records nothing.
     #[inline]
-    pub(crate) fn record(&mut self, d: &[u8], now: Instant, interval: u32) {
+    pub(crate) fn record(&mut self, d: &[u8], now: Instant, rec: &mut LatencyRecorder) {
         let (Some(t1), Some(t2), Some(t3)) = (get(d, T1), get(d, T2), get(d, T3)) else {
             return;
         };
@@ -185,44 +136,30 @@ impl OneWay {
         if up < 0 || down < 0 {
             self.clamped += 1;
         }
-        let (up, down) = (up.max(0) as u64, down.max(0) as u64);
-        self.up.record(up);
-        self.down.record(down);
-        if let Some(s) = self.split.as_deref_mut() {
-            if s.at != interval {
-                s.advance(interval);
-            }
-            s.up.record(up);
-            s.down.record(down);
-        }
-    }
-}
-
-impl Split {
-    /// Keep the interval that ended, and start `interval`.
-    #[cold]
-    fn advance(&mut self, interval: u32) {
-        if self.up.count() > 0 {
-            self.done.push((
-                self.at,
-                SparseHistogram::of(&self.up),
-                SparseHistogram::of(&self.down),
-            ));
-            self.up.reset();
-            self.down.reset();
-        }
-        self.at = interval;
+        let x = Exchange {
+            sent_ns: t1,
+            peer_rx_ns: t2,
+            peer_tx_ns: t3,
+            received_ns: t4,
+        };
+        rec.record_one_way(up.max(0) as u64, down.max(0) as u64, x);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::latency::LatencyHistogram;
 
     /// A server 5 s ahead, 30 ms up and 2 ms down, 1 ms in the server:
     /// the stamps travel in the buffers and come out as the two ways.
     #[test]
     fn the_stamps_split_the_round_trip() {
+        use crate::stats::latency::IntervalTable;
+        use std::sync::atomic::AtomicU32;
+        use std::sync::{Arc, Mutex};
+        let table = Arc::new(Mutex::new(IntervalTable::new(1, &[])));
+        let mut rec = LatencyRecorder::new(Arc::new(AtomicU32::new(0)), table.clone());
         let ahead: u64 = 5_000_000_000;
         let mut o = OneWay::new(ahead as i64);
         let sent = o.base;
@@ -233,52 +170,38 @@ mod tests {
         stamp_arrival(&mut resp, &req, t1 + ahead + 30_000_000);
         stamp_departure(&mut resp, t1 + ahead + 31_000_000);
         let back = sent + std::time::Duration::from_millis(33);
-        o.record(&resp, back, 0);
-        assert!(
-            (o.up.summary().unwrap().p50 as i64 - 30_000_000).abs() < 50_000,
-            "{:?}",
-            o.up.summary()
-        );
-        assert!(
-            (o.down.summary().unwrap().p50 as i64 - 2_000_000).abs() < 5_000,
-            "{:?}",
-            o.down.summary()
-        );
+        o.record(&resp, back, &mut rec);
         assert_eq!(o.clamped, 0);
         // An offset overestimated by 40 ms: the way up is clamped and counted.
         let mut wrong = OneWay::new(ahead as i64 + 40_000_000);
         wrong.base = o.base;
         wrong.base_ns = o.base_ns;
-        wrong.record(&resp, back, 0);
+        let mut elsewhere = LatencyRecorder::new(
+            Arc::new(AtomicU32::new(0)),
+            Arc::new(Mutex::new(IntervalTable::new(1, &[]))),
+        );
+        wrong.record(&resp, back, &mut elsewhere);
         assert_eq!(wrong.clamped, 1);
         // Too short to carry the stamps: nothing.
-        o.record(&resp[..OWD_RESPONSE as usize - 1], back, 0);
-        assert_eq!(o.up.count(), 1);
-        assert!(o.intervals().is_empty(), "not kept unless asked");
-    }
-
-    /// A phased mix's probe keeps each interval's ways apart (the current
-    /// one included), every transaction also in the window's histograms.
-    #[test]
-    fn per_interval_the_ways_are_kept_by_interval() {
-        let mut o = OneWay::new(0).per_interval();
-        let sent = o.base;
-        let mut req = [0u8; OWD_REQUEST as usize];
-        o.stamp_request(&mut req, sent);
-        let t1 = o.base_ns;
-        let mut resp = [0u8; OWD_RESPONSE as usize];
-        stamp_arrival(&mut resp, &req, t1 + 1_000_000);
-        stamp_departure(&mut resp, t1 + 1_000_000);
-        let back = sent + std::time::Duration::from_millis(2);
-        for interval in [3, 3, 4, 6] {
-            o.record(&resp, back, interval);
-        }
-        let kept: Vec<_> = o
-            .intervals()
-            .iter()
-            .map(|(i, u, d)| (*i, u.count(), d.count()))
-            .collect();
-        assert_eq!(kept, [(3, 2, 2), (4, 1, 1), (6, 1, 1)]);
-        assert_eq!(o.up.count(), 4);
+        o.record(&resp[..OWD_RESPONSE as usize - 1], back, &mut rec);
+        rec.finish();
+        let iv = table.lock().unwrap().take_one_way().remove(&0).unwrap();
+        let (mut up, mut down) = (LatencyHistogram::new(), LatencyHistogram::new());
+        up.merge_sparse(&iv.up);
+        down.merge_sparse(&iv.down);
+        assert_eq!(up.count(), 1);
+        assert!(
+            (up.quantile(0.0) as i64 - 30_000_000).abs() < 50_000,
+            "{:?}",
+            up.summary()
+        );
+        assert!(
+            (down.quantile(0.0) as i64 - 2_000_000).abs() < 5_000,
+            "{:?}",
+            down.summary()
+        );
+        // The readings, raw: the offset to within the exchange's bound.
+        let x = iv.fastest.kept()[0];
+        assert!((x.offset_ns() - ahead as i128).unsigned_abs() <= x.half_width_ns() as u128);
     }
 }

@@ -318,7 +318,7 @@ impl RrClient {
         let measuring = phase == Phase::Measure;
         for _ in 0..completed {
             if let Some(s) = self.stamps.as_deref_mut() {
-                s.complete(now, measuring, ctx.hist.interval());
+                s.complete(now, measuring, ctx.hist);
             }
             let sent = self.sent_at.pop_front().unwrap_or(now);
             if self.open_loop.is_some() {
@@ -812,11 +812,11 @@ mod tests {
                 h.run_until("both ends done", |h| {
                     h.status(0) == &Status::Done && h.status(1) == &Status::Done
                 });
-                let o = h.flow(0).one_way().unwrap();
-                let (up, down) = (o.up.summary().unwrap(), o.down.summary().unwrap());
-                let clamped = o.clamped;
+                let clamped = h.flow(0).one_way().unwrap().clamped;
                 let case = format!("ring {ring}, -r {request},{response}, burst {burst}");
-                let lat = h.latency_summary().unwrap();
+                let (lat, up, down) = h.one_way_summaries();
+                let (lat, up, down) =
+                    (lat.unwrap(), up.summary().unwrap(), down.summary().unwrap());
                 assert_eq!(clamped, 0, "{case}");
                 assert_eq!((up.count, down.count), (lat.count, lat.count), "{case}");
                 assert!(

@@ -133,14 +133,19 @@ impl ClientStamps {
         self.fronts.scan(chunk, at, len, |f| arrived.push_back(*f));
     }
 
-    /// The oldest transaction completed at `now`, in interval `interval`:
-    /// record its two ways if `measuring`.
+    /// The oldest transaction completed at `now`: record its two ways
+    /// into `rec`, the worker's, if `measuring`.
     #[inline]
-    pub(super) fn complete(&mut self, now: Instant, measuring: bool, interval: u32) {
+    pub(super) fn complete(
+        &mut self,
+        now: Instant,
+        measuring: bool,
+        rec: &mut crate::stats::latency::LatencyRecorder,
+    ) {
         if let Some(f) = self.arrived.pop_front()
             && measuring
         {
-            self.one_way.record(&f, now, interval);
+            self.one_way.record(&f, now, rec);
         }
     }
 

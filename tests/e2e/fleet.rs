@@ -141,16 +141,7 @@ fn an_agent_five_seconds_ahead_is_found_five_seconds_ahead() {
     let dir = tempfile::tempdir().unwrap();
     let k = key_file(&dir, "k", 'k');
     let plain = star.agent_server(0, &["--agent", "--psk-file", &k]);
-    let mut ahead = Command::new("ip");
-    ahead.args(["netns", "exec", &star.agents[1]]).args([
-        "unshare",
-        "--fork",
-        "--kill-child",
-        "--time",
-        "--monotonic",
-        "5",
-        bin(),
-    ]);
+    let ahead = ns_exec_ahead(&star.agents[1], &[], 5);
     let mut ahead =
         ServerProc::start_with(ahead, &star.agent_addr(1), &["--agent", "--psk-file", &k]);
     ahead.ns = Some(star.agents[1].clone());

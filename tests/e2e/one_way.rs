@@ -28,6 +28,11 @@
 //! way up from the way down (they would have put half the queue on each,
 //! within a bound of half of it).
 //!
+//! The offset followed through a run has ground truth too: a server in a
+//! time namespace whose CLOCK_MONOTONIC runs exactly 5 s ahead, and the
+//! hidden `--clock-method exchanges`, which makes the client find it by
+//! the exchanges alone.
+//!
 //! Needs root and `ip netns`; skips like the `netns` module, and runs
 //! alone as every shaped-link test does (`common::serial`).
 
@@ -35,7 +40,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{Path3, ServerProc, TOWARD_A, TOWARD_B, Thrum, f, u};
+use crate::common::{NICED, Path3, ServerProc, TOWARD_A, TOWARD_B, Thrum, f, ns_exec_ahead, u};
 
 const MS: u64 = 1_000_000;
 
@@ -266,4 +271,90 @@ fn the_two_ways_fit_in_the_round_trip() {
         .arg("--one-way")
         .len("1s")
         .refused(&["--one-way", "tcp_rr", "udp_rr"]);
+}
+
+/// `--clock-method exchanges` against a server on the client's kernel in a
+/// time namespace 5 s ahead (niced, as the client), over the quiet path:
+/// the offset is exactly 5 s. Every interval's own estimate holds it
+/// within its bound; the offset each interval was corrected by holds it
+/// within that interval's bound, which is the one-way figures the exact
+/// offset gives lying within the bound of the ones reported (the way up
+/// is the server's arrival stamp less the offset less the send stamp: a
+/// correction off by d moves it by exactly d). At least one interval's
+/// estimate is used, the run's fastest at least. The default method on
+/// the same server finds the exact offset, and checks every interval's
+/// estimate against it.
+#[test]
+fn the_refreshed_offset_holds_the_exact_one() {
+    const AHEAD_NS: i64 = 5_000_000_000;
+    let Some(path) = Path3::build(231, 60) else {
+        return;
+    };
+    let cmd = ns_exec_ahead(&path.b, NICED, 5);
+    let mut server = ServerProc::start_with(cmd, &path.addr_b(), &[]);
+    server.ns = Some(path.b.clone());
+    let run = |extra: &[&str]| {
+        path.client(&server, "udp_rr")
+            .niced()
+            .args(["--rate", "500", "--one-way", "-i", "500ms"])
+            .args(extra)
+            .len("4s")
+            .timeout(Duration::from_secs(60))
+            .json()
+    };
+    // Rounding: an estimate's mean is to the nanosecond, the track's to one.
+    const ROUND: u64 = 1_000;
+    let doc = run(&["--clock-method", "exchanges"]);
+    let o = &doc["summary"]["owd_ns"];
+    assert_eq!(o["method"], "exchanges_refreshed", "{o}");
+    let offsets = o["offsets"].as_array().unwrap();
+    assert!(offsets.len() >= 6, "{o}");
+    assert!(offsets.iter().any(|w| w["used"] == true), "{o}");
+    for w in offsets {
+        let off = w["offset_ns"].as_i64().unwrap();
+        assert!(
+            (off - AHEAD_NS).unsigned_abs() <= u(&w["error_ns"]) + ROUND,
+            "an interval's estimate misses the exact offset: {w}"
+        );
+    }
+    let mut corrected = 0;
+    for iv in doc["intervals"].as_array().unwrap() {
+        let Some(w) = iv.get("owd_ns") else { continue };
+        corrected += 1;
+        let off = w["offset_ns"].as_i64().unwrap();
+        assert!(
+            (off - AHEAD_NS).unsigned_abs() <= u(&w["error_ns"]) + ROUND,
+            "an interval corrected by an offset off the exact one by more than its bound: {w}"
+        );
+        assert!(u(&w["error_ns"]) <= u(&o["error_ns"]), "{w} {o}");
+    }
+    assert!(corrected >= 6, "{doc}");
+    eprintln!(
+        "exchanges: bound {} ns, offset before {} ns; {}",
+        u(&o["error_ns"]),
+        o["offset_ns"],
+        offsets
+            .iter()
+            .map(|w| format!(
+                "{}±{}{}",
+                w["offset_ns"].as_i64().unwrap() - AHEAD_NS,
+                w["error_ns"],
+                if w["used"] == true { "" } else { "x" }
+            ))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+
+    let exact = run(&[]);
+    let e = &exact["summary"]["owd_ns"];
+    assert_eq!(e["method"], "same_kernel", "{e}");
+    assert_eq!(e["offset_ns"].as_i64(), Some(AHEAD_NS), "{e}");
+    let checked = e["offsets"].as_array().unwrap();
+    assert!(!checked.is_empty(), "{e}");
+    assert!(
+        checked
+            .iter()
+            .all(|w| w["holds_exact"] == true && w["used"] == false),
+        "{e}"
+    );
 }

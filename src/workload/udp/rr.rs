@@ -486,11 +486,9 @@ impl UdpRrClient {
                 if measuring
                     && outcome == Some(true)
                     && let Some(o) = self.one_way.as_deref_mut()
+                    && let Some(c) = ctx.driver.completions()
                 {
-                    let interval = ctx.hist.interval();
-                    if let Some(c) = ctx.driver.completions() {
-                        o.record(c.received(buf, len), now, interval);
-                    }
+                    o.record(c.received(buf, len), now, ctx.hist);
                 }
                 let (done, late) = match outcome {
                     Some(true) => (1, 0),
@@ -653,7 +651,7 @@ impl UdpRrClient {
                             } else {
                                 self.rx.received(i)
                             };
-                            o.record(d, now, ctx.hist.interval());
+                            o.record(d, now, ctx.hist);
                         }
                     }
                     Some(false) => late += 1,

@@ -98,6 +98,17 @@ pub fn ns_exec(ns: &str, program: &str) -> Command {
     cmd
 }
 
+/// `thrum` run inside namespace `ns` after `pre` (a `nice`, or nothing),
+/// in a time namespace of its own whose CLOCK_MONOTONIC runs `secs`
+/// seconds ahead of the host's: a clock offset known exactly.
+pub fn ns_exec_ahead(ns: &str, pre: &[&str], secs: u32) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns]).args(pre);
+    cmd.args(["unshare", "--fork", "--kill-child", "--time", "--monotonic"]);
+    cmd.arg(secs.to_string()).arg(bin());
+    cmd
+}
+
 pub fn ip(args: &[&str]) -> Ran {
     run_ok(Command::new("ip").args(args))
 }
