@@ -35,6 +35,7 @@ pub mod fdlimit;
 pub mod icmp;
 pub mod mmsg;
 pub mod napi;
+pub mod pagebuf;
 pub mod socket;
 pub mod sockmark;
 pub mod spin;

@@ -28,6 +28,7 @@ use std::time::Instant;
 use socket2::Socket;
 
 use super::{CounterRef, Flow, FlowCtx, OPS_PER_CALL, Progress, early_eof, token};
+use crate::io::pagebuf::PageBuf;
 use crate::io::socket::{recv, send, shutdown_write, would_block};
 use crate::io::zerocopy::{
     ZcSend, ZeroCopyCounts, ZeroCopySender, socket_error, wait_for_completion,
@@ -43,8 +44,8 @@ pub struct StreamFlow {
     counters: CounterRef,
     sends: bool,
     receives: bool,
-    send_buf: Vec<u8>,
-    recv_buf: Vec<u8>,
+    send_buf: PageBuf,
+    recv_buf: PageBuf,
     sent_fin: bool,
     got_eof: bool,
     /// The client treats a peer's EOF before the drain as a failure.
@@ -76,13 +77,9 @@ impl StreamFlow {
             counters,
             sends,
             receives,
-            send_buf: if sends {
-                vec![0u8; send_bytes]
-            } else {
-                Vec::new()
-            },
+            send_buf: PageBuf::new(if sends { send_bytes } else { 0 }),
             // Even a pure sender reads, to see the peer's EOF in the drain.
-            recv_buf: vec![0u8; if receives { recv_bytes } else { 4096 }],
+            recv_buf: PageBuf::new(if receives { recv_bytes } else { 4096 }),
             sent_fin: false,
             got_eof: false,
             eof_before_drain_is_error,
@@ -114,7 +111,7 @@ impl StreamFlow {
         if self.sends {
             crate::io::zerocopy::enable(self.sock.as_raw_fd())?;
             self.zerocopy = Some(Box::new(ZeroCopySender::new(self.send_buf.len())));
-            self.send_buf = Vec::new();
+            self.send_buf = PageBuf::new(0);
         }
         Ok(self)
     }
