@@ -17,7 +17,7 @@ apart from a ranking of their placements.
 
 All traffic goes to 127.0.0.1; every process runs under a deadline.
 
-usage: bench/placement.py [--runs N] [--duration S] [--size BYTES]
+usage: bench/placement.py [--runs N] [--duration S] [--size BYTES|0]
                           [--tools thrum,netperf,iperf3] [--thrum PATH]
 """
 
@@ -73,21 +73,23 @@ def wait_port(port, deadline):
 
 
 def commands(tool, thrum, d, size):
-    """(server argv, client argv, port) of one tool at SIZE-byte sends and receives."""
+    """(server argv, client argv, port) of one tool at SIZE-byte sends and
+    receives, or at its own defaults where SIZE is 0."""
+    sizes = {"thrum": ["-m", str(size), "-M", str(size)],
+             "netperf": ["--", "-m", str(size), "-M", str(size)],
+             "iperf3": ["-l", str(size)]}[tool] if size else []
     if tool == "thrum":
         return ([thrum, "server", "-p", str(PORT_THRUM), "--listen", "127.0.0.1"],
                 [thrum, "run", "tcp_stream", "-H", f"127.0.0.1:{PORT_THRUM}", "-l", f"{d}s",
-                 "--warmup", "0s", "-m", str(size), "-M", str(size), "--json", "--no-save"],
+                 "--warmup", "0s", "--json", "--no-save", *sizes],
                 PORT_THRUM)
     if tool == "netperf":
         return (["netserver", "-D", "-f", "-p", str(PORT_NETPERF), "-L", "127.0.0.1,4"],
                 ["netperf", "-H", "127.0.0.1,4", "-p", str(PORT_NETPERF), "-l", str(d), "-P", "0",
-                 "-t", "TCP_STREAM", "-f", "m", "--", "-m", str(size), "-M", str(size),
-                 "-o", "THROUGHPUT"],
+                 "-t", "TCP_STREAM", "-f", "m", *(sizes or ["--"]), "-o", "THROUGHPUT"],
                 PORT_NETPERF)
     return (["iperf3", "-s", "-B", "127.0.0.1", "-p", str(PORT_IPERF3), "-1"],
-            ["iperf3", "-c", "127.0.0.1", "-p", str(PORT_IPERF3), "-t", str(d), "-l", str(size),
-             "--json"],
+            ["iperf3", "-c", "127.0.0.1", "-p", str(PORT_IPERF3), "-t", str(d), *sizes, "--json"],
             PORT_IPERF3)
 
 
@@ -143,7 +145,7 @@ def one_run(tool, thrum, d, size, period):
             moves += (prev[0] is not None and prev[0] != cc) + (prev[1] is not None and prev[1] != sc)
             prev = (cc, sc)
     n = together + apart
-    # Other load: the machine's busy CPUs less what the two ends can use (2).
+    # The machine's busy CPUs over the run, the two ends' own included.
     hz = os.sysconf("SC_CLK_TCK")
     busy = (b1 - b0) / hz / max(t1 - t0, 1e-9)
     return {
@@ -160,13 +162,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--duration", type=int, default=4)
-    ap.add_argument("--size", type=int, default=65536)
+    ap.add_argument("--size", type=int, default=65536,
+                    help="bytes per send and per receive, every tool; 0: each tool's defaults")
     ap.add_argument("--tools", default="thrum,netperf,iperf3")
     ap.add_argument("--thrum", default=os.path.join(ROOT, "target/release/thrum"))
     ap.add_argument("--period", type=float, default=0.01, help="seconds between samples")
     a = ap.parse_args()
     if not 1 <= a.runs <= 100 or not 1 <= a.duration <= 60:
         sys.exit("--runs must be 1 to 100 and --duration 1 to 60 seconds")
+    if not 0 <= a.size <= 1 << 24:
+        sys.exit("--size must be 0 (each tool's defaults) to 16777216 bytes")
     tools = [t for t in a.tools.split(",") if t]
     for t in tools:
         if t not in ("thrum", "netperf", "iperf3"):
@@ -174,7 +179,7 @@ def main():
     need = {"thrum": a.thrum, "netperf": "netperf", "iperf3": "iperf3"}
     tools = [t for t in tools if shutil.which(need[t]) or os.access(need[t], os.X_OK)]
     runs = []
-    print("tool     Gbit/s  together  moves  busy CPUs")
+    print("tool     Gbit/s  together  moves  busy CPUs (all, the tools' too)")
     for r in range(a.runs):
         for t in tools:
             x = one_run(t, a.thrum, a.duration, a.size, a.period)
