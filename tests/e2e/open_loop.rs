@@ -341,14 +341,18 @@ fn the_offered_rate_is_held() {
 /// unrecorded, or rates over another window than the latencies' break it.
 /// The physics leaves the window's edges: a transaction that straddles one
 /// counts its whole response time in λW but only its part inside the window
-/// in L, an error of order W/window (under 0.1 % on an idle machine, where
-/// W is tens of µs; a stalled machine can make W a large share of the
-/// window), and the histogram's 3-digit buckets.
+/// in L. The transactions in flight at an edge (about L of them) are each
+/// off by at most the longest response, so the two edges move L/λW by at
+/// most 2 × max/window: under 0.1 % on an idle machine, where responses
+/// take tens of µs, but the transactions caught at an edge are the long
+/// ones (a stall of the host makes them so), which the mean W would
+/// understate (CI: 5.5 % at 100,000/s with a mean of 3 ms). And the
+/// histogram's 3-digit buckets.
 fn assert_littles_law(what: &str, s: &Value) {
     let lambda = f(&s["achieved_per_s"]);
     let w = f(&s["latency_ns"]["mean"]) / 1e9;
     let l = f(&s["mean_in_flight"]);
-    let edges = w / f(&s["duration_s"]);
+    let edges = 2.0 * f(&s["latency_ns"]["max"]) / 1e9 / f(&s["duration_s"]);
     assert!(
         l > 0.0 && (l / (lambda * w) - 1.0).abs() < 0.05 + edges,
         "{what}: mean in flight {l}, achieved {lambda}/s x mean response {w} s = {} (edge allowance {edges:.4})",
