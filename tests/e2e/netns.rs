@@ -409,8 +409,11 @@ fn tcp_crr_close_modes_match_kernel_counters() {
             "fin" => {
                 assert!(rsts <= 2, "--close fin: {rsts} resets");
                 assert!(tw_a <= 2, "--close fin: {tw_a} TIME_WAIT on the client");
+                // Each of the 4 flows' last connections may still be
+                // closing (the server in FIN_WAIT_2, the client's FIN not
+                // yet sent) when the states are counted: CI read 1,996.
                 assert!(
-                    tw_b >= trans,
+                    tw_b + 4 >= trans,
                     "--close fin: {tw_b} TIME_WAIT on the server for {trans}"
                 );
             }
